@@ -1,0 +1,1 @@
+"""Shoal: multi-cluster application scheduler and orchestrator."""

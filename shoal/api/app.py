@@ -1,0 +1,134 @@
+"""The Shoal API server: FastAPI app over one store."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.requests import Request
+from starlette.responses import Response
+
+from shoal.api import errors
+from shoal.api.errors import problem
+from shoal.api.metrics import LATENCY, REQUESTS
+from shoal.api.resources import Resources
+from shoal.api.routes import build_router
+from shoal.model import registry
+from shoal.store.base import Store
+
+MAX_BODY = 8 * 1024 * 1024
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+
+class BodyLimit:
+    """Refuse bodies over ``limit`` bytes with 413, before they are read whole."""
+
+    def __init__(self, app: ASGIApp, limit: int = MAX_BODY) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", ()):
+            if name == b"content-length" and value.isdigit() and int(value) > self.limit:
+                await self._too_large(scope, receive, send)
+                return
+        seen = 0
+
+        async def limited() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise _TooLarge
+            return message
+
+        try:
+            await self.app(scope, limited, send)
+        except _TooLarge:
+            await self._too_large(scope, receive, send)
+
+    async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = problem(413, f"body: larger than {self.limit} bytes")
+        await response(scope, receive, send)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def create_app(store: Store, *, title: str = "Shoal") -> FastAPI:
+    resources = Resources(store)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+
+    app = FastAPI(
+        title=title,
+        version="0.1.0",
+        description="Multi-cluster application scheduler: Krake-compatible REST API.",
+        lifespan=lifespan,
+    )
+    app.state.store = store
+    app.state.resources = resources
+    errors.install(app)
+    app.include_router(build_router(resources, registry.KINDS))
+
+    @app.get("/healthz", tags=["health"], summary="The process is up")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["health"], summary="The store answers")
+    async def readyz() -> Response:
+        try:
+            revision = await store.revision()
+        except Exception as error:
+            return problem(503, f"store: {error}")
+        return Response(b'{"status":"ok","revision":%d}' % revision, media_type="application/json")
+
+    @app.get("/metrics", tags=["health"], summary="Prometheus metrics of this API server")
+    async def metrics() -> Response:
+        return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
+
+    app.add_middleware(Measure)  # type: ignore[arg-type]
+    app.add_middleware(BodyLimit)  # type: ignore[arg-type]
+    return app
+
+
+class Measure:
+    """Count requests and time them per route template (``scope['route']`` after routing)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        status = 500
+
+        async def send_and_watch(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                route = scope.get("route")
+                path = str(getattr(route, "path", "unmatched"))
+                LATENCY.labels(scope["method"], path).observe(time.perf_counter() - start)
+                REQUESTS.labels(scope["method"], path, str(status)).inc()
+            await send(message)
+
+        await self.app(scope, receive, send_and_watch)

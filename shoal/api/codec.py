@@ -1,0 +1,46 @@
+"""Stored object bytes ⇄ wire bytes.
+
+Stored values are the compact JSON of the object with
+``"resource_version":null``; the revision is a property of the store record,
+not of the bytes, so it is spliced in when an object leaves the API. The first
+occurrence of that key is always the object's own metadata (``api``, ``kind``
+and ``metadata`` are serialised first, and an escaped quote inside a string
+can never form the unescaped key), so no parse is needed on reads and lists.
+"""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+from shoal.model.base import Kind
+
+K = TypeVar("K", bound=Kind)
+
+_PLACEHOLDER = b'"resource_version":null'
+
+
+def encode(obj: Kind) -> bytes:
+    """Stored form of ``obj`` (its resource_version left out)."""
+    obj.metadata.resource_version = None
+    return obj.model_dump_json().encode()
+
+
+def with_revision(value: bytes, revision: int) -> bytes:
+    return value.replace(_PLACEHOLDER, b'"resource_version":%d' % revision, 1)
+
+
+def decode(kind: type[K], value: bytes, revision: int) -> K:
+    obj = kind.model_validate_json(value)
+    obj.metadata.resource_version = revision
+    return obj
+
+
+def list_body(api: str, kind: str, revision: int, items: list[bytes], cont: str | None) -> bytes:
+    meta = b'{"resource_version":%d' % revision
+    if cont:
+        meta += b',"continue":"' + cont.encode() + b'"'
+    meta += b"}"
+    return (
+        b'{"api":"' + api.encode() + b'","kind":"' + kind.encode() + b'List","metadata":'
+        + meta + b',"items":[' + b",".join(items) + b"]}"
+    )

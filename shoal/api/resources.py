@@ -1,0 +1,329 @@
+"""What the API does to stored objects: the rules behind every route.
+
+Create, update, status, binding and delete of any kind, with server-set
+metadata, compare-and-swap on ``resource_version`` and two-phase deletion
+(``metadata.deleted`` first, removal when the last finalizer is gone).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import uuid
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import orjson
+
+from shoal.api.codec import decode, encode, with_revision
+from shoal.api.errors import ProblemError
+from shoal.model.base import Kind, ReasonCode, utcnow
+from shoal.model.constraints import ConstraintError, LabelSelector
+from shoal.model.kubernetes import (
+    Application,
+    ApplicationBinding,
+    ApplicationState,
+    Cluster,
+    ClusterBinding,
+)
+from shoal.store.base import Conflict, NotFound, Store
+
+K = TypeVar("K", bound=Kind)
+
+_SERVER_OWNED = ("uid", "created", "modified", "deleted", "resource_version")
+_CAS_ATTEMPTS = 20
+
+
+def _spec_fields(kind: type[Kind]) -> list[str]:
+    return [f for f in kind.model_fields if f not in ("api", "kind", "metadata", "status")]
+
+
+class Resources:
+    """Operations on the objects of one store, shared by every route."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    # reads -------------------------------------------------------------------
+
+    async def get_bytes(self, kind: type[Kind], name: str, namespace: str | None) -> bytes:
+        record = await self._get_record(kind, name, namespace)
+        return with_revision(record.value, record.revision)
+
+    async def get(self, kind: type[K], name: str, namespace: str | None) -> K:
+        record = await self._get_record(kind, name, namespace)
+        return decode(kind, record.value, record.revision)
+
+    async def _get_record(self, kind: type[Kind], name: str, namespace: str | None) -> Any:
+        try:
+            return await self.store.get(kind.key(name, namespace))
+        except NotFound:
+            where = f" in namespace {namespace!r}" if kind.namespaced else ""
+            raise ProblemError(404, f"{kind.kind_name()} {name!r} not found{where}") from None
+
+    async def list_bytes(
+        self,
+        kind: type[Kind],
+        namespace: str | None,
+        label_selector: str | None,
+        limit: int | None,
+        cont: str | None,
+    ) -> tuple[list[bytes], int, str | None]:
+        selector = _parse_selector(label_selector)
+        prefix = kind.key_prefix(namespace)
+        start_after, revision_hint = _parse_continue(cont, prefix)
+        items: list[bytes] = []
+        revision = 0
+        next_token: str | None = None
+        after = start_after
+        while True:
+            batch = None if limit is None else max(limit - len(items), 1) * (4 if selector else 1)
+            records, revision = await self.store.list(prefix, start_after=after, limit=batch)
+            for record in records:
+                if selector is not None:
+                    labels = orjson.loads(record.value)["metadata"].get("labels") or {}
+                    if not selector.matches(labels):
+                        continue
+                items.append(with_revision(record.value, record.revision))
+                if limit is not None and len(items) >= limit:
+                    next_token = _make_continue(record.key, revision_hint or revision)
+                    break
+            if next_token or batch is None or len(records) < batch:
+                break
+            after = records[-1].key
+        if next_token is not None:
+            more, _ = await self.store.list(prefix, start_after=_continue_key(next_token), limit=1)
+            if not more:
+                next_token = None
+        return items, revision, next_token
+
+    # writes ------------------------------------------------------------------
+
+    async def create(self, kind: type[K], body: K, namespace: str | None) -> bytes:
+        if kind.namespaced:
+            if body.metadata.namespace not in (None, namespace):
+                raise ProblemError(
+                    422,
+                    f"metadata.namespace: {body.metadata.namespace!r} does not match the "
+                    f"namespace {namespace!r} of the URL",
+                    errors=[{"field": "metadata.namespace", "reason": "does not match the URL"}],
+                )
+            body.metadata.namespace = namespace
+        else:
+            body.metadata.namespace = None
+        now = utcnow()
+        meta = body.metadata
+        meta.uid = str(uuid.uuid4())
+        meta.created = now
+        meta.modified = now
+        meta.deleted = None
+        if "status" in kind.model_fields:
+            # Status belongs to the controllers: a create starts from the default.
+            default = kind.model_fields["status"].get_default(call_default_factory=True)
+            object.__setattr__(body, "status", default)
+        value = encode(body)
+        revision = await self.store.create(body.store_key(), value)
+        return with_revision(value, revision)
+
+    async def update(self, kind: type[K], body: K, name: str, namespace: str | None) -> bytes:
+        _check_identity(body, name, namespace)
+
+        def change(current: K) -> bool:
+            changed = False
+            for field in _spec_fields(kind):
+                new = getattr(body, field)
+                if getattr(current, field) != new:
+                    object.__setattr__(current, field, new)
+                    changed = True
+            for field in ("labels", "inherit_labels", "finalizers", "owners"):
+                new = getattr(body.metadata, field)
+                if getattr(current.metadata, field) != new:
+                    setattr(current.metadata, field, new)
+                    changed = True
+            if changed:
+                current.metadata.modified = utcnow()
+            return changed
+
+        return await self._modify(kind, name, namespace, body.metadata.resource_version, change)
+
+    async def update_status(
+        self, kind: type[K], body: K, name: str, namespace: str | None
+    ) -> bytes:
+        _check_identity(body, name, namespace)
+        status = getattr(body, "status", None)
+
+        def change(current: K) -> bool:
+            if getattr(current, "status", None) == status:
+                return False
+            object.__setattr__(current, "status", status)
+            return True
+
+        return await self._modify(kind, name, namespace, body.metadata.resource_version, change)
+
+    async def bind_application(
+        self, name: str, namespace: str | None, binding: ApplicationBinding
+    ) -> bytes:
+        if binding.cluster.kind != "Cluster" or binding.cluster.api != "kubernetes":
+            raise ProblemError(
+                422,
+                "cluster: must reference a kubernetes Cluster",
+                errors=[{"field": "cluster", "reason": "must reference a kubernetes Cluster"}],
+            )
+
+        def change(app: Application) -> bool:
+            now = utcnow()
+            status = app.status
+            if status.scheduled_to != binding.cluster or status.scheduled is None:
+                status.scheduled = now
+            status.scheduled_to = binding.cluster
+            if binding.triggered:
+                status.kube_controller_triggered = now
+            status.last_scheduled = now
+            if status.reason is not None and status.reason.code in (
+                ReasonCode.RESOURCE_NOT_FOUND,
+                ReasonCode.NO_SUITABLE_RESOURCE,
+            ):
+                status.reason = None
+                if status.state is ApplicationState.FAILED:
+                    status.state = ApplicationState.PENDING
+            status.scheduler_retries = None
+            if binding.explanation is not None:
+                status.scheduling = binding.explanation
+            return True
+
+        return await self._modify(
+            Application, name, namespace, binding.resource_version, change, allow_deleted=False
+        )
+
+    async def bind_cluster(self, name: str, namespace: str | None, binding: ClusterBinding) -> bytes:
+        if binding.cloud.kind not in ("Cloud", "GlobalCloud"):
+            raise ProblemError(
+                422,
+                "cloud: must reference a Cloud or GlobalCloud",
+                errors=[{"field": "cloud", "reason": "must reference a Cloud or GlobalCloud"}],
+            )
+
+        def change(cluster: Cluster) -> bool:
+            now = utcnow()
+            if cluster.status.scheduled_to != binding.cloud or cluster.status.scheduled is None:
+                cluster.status.scheduled = now
+            cluster.status.scheduled_to = binding.cloud
+            cluster.status.kube_controller_triggered = now
+            return True
+
+        return await self._modify(
+            Cluster, name, namespace, binding.resource_version, change, allow_deleted=False
+        )
+
+    async def delete(self, kind: type[K], name: str, namespace: str | None) -> bytes:
+        def change(current: K) -> bool:
+            if current.metadata.deleted is not None:
+                return False
+            current.metadata.deleted = utcnow()
+            return True
+
+        return await self._modify(kind, name, namespace, None, change)
+
+    async def set_application_state(
+        self,
+        name: str,
+        namespace: str | None,
+        change: Callable[[Application], bool],
+    ) -> bytes:
+        return await self._modify(Application, name, namespace, None, change)
+
+    async def _modify(
+        self,
+        kind: type[K],
+        name: str,
+        namespace: str | None,
+        expected: int | None,
+        change: Callable[[K], bool],
+        allow_deleted: bool = True,
+    ) -> bytes:
+        """Read, change, compare-and-swap; with no expected revision, retry on conflict."""
+        key = kind.key(name, namespace)
+        for _ in range(_CAS_ATTEMPTS):
+            record = await self._get_record(kind, name, namespace)
+            if expected is not None and record.revision != expected:
+                raise Conflict(key, expected, record.revision)
+            current = decode(kind, record.value, record.revision)
+            if not allow_deleted and current.metadata.deleted is not None:
+                raise ProblemError(409, f"{kind.kind_name()} {name!r} is being deleted")
+            if not change(current):
+                return with_revision(record.value, record.revision)
+            value = encode(current)
+            try:
+                if current.metadata.deleted is not None and not current.metadata.finalizers:
+                    revision = await self.store.delete(key, record.revision)
+                else:
+                    revision = await self.store.update(key, value, record.revision)
+            except Conflict:
+                if expected is not None:
+                    raise
+                continue
+            except NotFound:
+                raise ProblemError(404, f"{kind.kind_name()} {name!r} not found") from None
+            return with_revision(value, revision)
+        raise ProblemError(409, f"{kind.kind_name()} {name!r} is changing too fast; try again")
+
+
+def _check_identity(body: Kind, name: str, namespace: str | None) -> None:
+    if body.metadata.name != name:
+        raise ProblemError(
+            422,
+            f"metadata.name: {body.metadata.name!r} does not match {name!r} of the URL",
+            errors=[{"field": "metadata.name", "reason": "does not match the URL"}],
+        )
+    if namespace is not None and body.metadata.namespace not in (None, namespace):
+        raise ProblemError(
+            422,
+            f"metadata.namespace: {body.metadata.namespace!r} does not match the URL",
+            errors=[{"field": "metadata.namespace", "reason": "does not match the URL"}],
+        )
+
+
+def _parse_selector(text: str | None) -> LabelSelector | None:
+    if not text:
+        return None
+    try:
+        return LabelSelector.parse(text)
+    except ConstraintError as error:
+        raise ProblemError(
+            400,
+            f"label_selector: {error}",
+            errors=[{"field": "label_selector", "reason": str(error)}],
+        ) from None
+
+
+def _make_continue(key: str, revision: int) -> str:
+    raw = orjson.dumps({"k": key, "r": revision})
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _continue_key(token: str) -> str:
+    raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+    return str(orjson.loads(raw)["k"])
+
+
+def _parse_continue(token: str | None, prefix: str) -> tuple[str | None, int | None]:
+    if not token:
+        return None, None
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        data = orjson.loads(raw)
+        key, revision = str(data["k"]), int(data["r"])
+    except (binascii.Error, ValueError, KeyError, TypeError, orjson.JSONDecodeError):
+        raise ProblemError(
+            400,
+            "continue: not a token returned by a previous list",
+            errors=[{"field": "continue", "reason": "not a token returned by a previous list"}],
+        ) from None
+    if not key.startswith(prefix):
+        raise ProblemError(
+            400,
+            "continue: token belongs to another list",
+            errors=[{"field": "continue", "reason": "token belongs to another list"}],
+        )
+    return key, revision
+

@@ -1,0 +1,77 @@
+"""Run the API server inside an event loop (``shoal api``, ``shoal up``, tests)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+from dataclasses import dataclass
+
+import uvicorn
+
+from shoal.api.app import create_app
+from shoal.store.base import Store, open_store
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ApiServer:
+    url: str
+    store: Store
+    server: uvicorn.Server
+    task: asyncio.Task[None]
+    own_store: bool
+
+    async def stop(self) -> None:
+        self.server.should_exit = True
+        # Watches never end on their own: let uvicorn cancel them after a short grace.
+        with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self.task), 3)
+        if not self.task.done():
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.task
+        if self.own_store:
+            await self.store.close()
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    sock.setblocking(False)
+    return sock
+
+
+async def start_api(
+    store: Store | str = "sqlite://:memory:",
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    log_level: str = "warning",
+) -> ApiServer:
+    """Start the API on ``host:port`` (0: any free port) and return once it accepts requests."""
+    own = isinstance(store, str)
+    the_store = open_store(store) if isinstance(store, str) else store
+    app = create_app(the_store)
+    sock = bind_socket(host, port)
+    actual = sock.getsockname()[1]
+    config = uvicorn.Config(
+        app,
+        log_level=log_level,
+        access_log=False,
+        lifespan="off",
+        timeout_graceful_shutdown=1,
+    )
+    server = uvicorn.Server(config)
+    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    while not server.started:
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.005)
+    shown = f"[{host}]" if ":" in host else host
+    return ApiServer(f"http://{shown}:{actual}", the_store, server, task, own)

@@ -1,0 +1,158 @@
+"""The informer: a local cache of one kind, kept current by list-then-watch.
+
+Lists once, watches from the list's revision, resumes from the last revision
+seen after a disconnect, and lists again only when the API answers 410 (the
+revision was compacted); a re-list is diffed against the cache so handlers
+see the changes they missed, exactly once. Handlers may be plain functions or
+coroutines; an event older than what the cache holds is dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Generic, TypeVar
+
+from shoal.client.rest import Gone, ShoalClient, Unreachable, WatchEvent
+from shoal.model.base import Kind
+
+log = logging.getLogger(__name__)
+
+K = TypeVar("K", bound=Kind)
+Handler = Callable[[K], object | Awaitable[object]]
+UpdateHandler = Callable[[K, K], object | Awaitable[object]]
+
+
+def cache_key(obj: Kind) -> tuple[str | None, str]:
+    return (obj.metadata.namespace, obj.metadata.name)
+
+
+class Informer(Generic[K]):
+    def __init__(
+        self,
+        client: ShoalClient,
+        kind: type[K],
+        namespace: str | None = None,
+        *,
+        on_add: Handler[K] | None = None,
+        on_update: UpdateHandler[K] | None = None,
+        on_delete: Handler[K] | None = None,
+        heartbeat: float = 10.0,
+        retry_delay: float = 0.2,
+    ) -> None:
+        self.client = client
+        self.kind = kind
+        self.namespace = namespace
+        self.on_add = on_add
+        self.on_update = on_update
+        self.on_delete = on_delete
+        self.heartbeat = heartbeat
+        self.retry_delay = retry_delay
+        self.cache: dict[tuple[str | None, str], K] = {}
+        self.revision = 0
+        self.synced = asyncio.Event()
+        self.lists = 0  # how many times the informer listed (tests, metrics)
+
+    def get(self, name: str, namespace: str | None = None) -> K | None:
+        return self.cache.get((namespace, name))
+
+    def items(self) -> list[K]:
+        return list(self.cache.values())
+
+    async def wait_synced(self, timeout: float | None = None) -> None:
+        await asyncio.wait_for(self.synced.wait(), timeout)
+
+    async def run(self) -> None:
+        """List and watch until cancelled."""
+        need_list = True
+        delay = self.retry_delay
+        while True:
+            try:
+                if need_list:
+                    await self._relist()
+                    need_list = False
+                async for event in self.client.watch(
+                    self.kind, self.namespace, resource_version=self.revision,
+                    heartbeat=self.heartbeat,
+                ):
+                    await self._apply(event)
+                    delay = self.retry_delay
+            except Gone:
+                log.info("%s: revision %d compacted, listing again", self.kind.plural, self.revision)
+                need_list = True
+            except (Unreachable, OSError) as error:
+                log.debug("%s: watch interrupted: %s", self.kind.plural, error)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("%s: informer error; retrying", self.kind.plural)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 5.0)
+
+    async def _relist(self) -> None:
+        result = await self.client.list(self.kind, self.namespace)
+        self.lists += 1
+        fresh = {cache_key(obj): obj for obj in result.items}
+        old = self.cache
+        self.cache = dict(fresh)
+        self.revision = result.revision
+        for key, obj in fresh.items():
+            previous = old.get(key)
+            if previous is None:
+                await _call(self.on_add, obj)
+            elif previous.metadata.resource_version != obj.metadata.resource_version:
+                await _call(self.on_update, previous, obj)
+        for key, obj in old.items():
+            if key not in fresh:
+                await _call(self.on_delete, obj)
+        self.synced.set()
+
+    async def _apply(self, event: WatchEvent[K]) -> None:
+        if event.revision <= self.revision:
+            return  # already seen (a resumed stream never repeats, but be safe)
+        self.revision = event.revision
+        obj = event.object
+        key = cache_key(obj)
+        previous = self.cache.get(key)
+        if event.type == "DELETED":
+            if previous is not None:
+                del self.cache[key]
+                await _call(self.on_delete, obj)
+            return
+        self.cache[key] = obj
+        if previous is None:
+            await _call(self.on_add, obj)
+        else:
+            await _call(self.on_update, previous, obj)
+
+
+async def _call(handler: Callable[..., object] | None, *args: object) -> None:
+    if handler is None:
+        return
+    try:
+        result = handler(*args)
+        if inspect.isawaitable(result):
+            await result
+    except Exception:
+        log.exception("informer handler %r failed", handler)
+
+
+@contextlib.asynccontextmanager
+async def running(*informers: Informer[K]) -> object:  # type: ignore[misc]
+    """Run informers in the background for the duration of a block."""
+    tasks = [asyncio.create_task(i.run()) for i in informers]
+    try:
+        for informer in informers:
+            await informer.wait_synced()
+        yield
+    finally:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

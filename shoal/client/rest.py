@@ -1,0 +1,263 @@
+"""The one async client of the Shoal API, used by every controller and the CLI.
+
+Typed calls per kind (``await client.get(Application, "web", "default")``),
+compare-and-swap updates through ``metadata.resource_version``, and watch
+streams. Errors are ``ApiError`` subclasses carrying the problem document.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import httpx
+import orjson
+
+from shoal.model.base import Kind, ResourceRef
+from shoal.model.kubernetes import Application, ApplicationBinding, Cluster, ClusterBinding
+
+K = TypeVar("K", bound=Kind)
+
+DEFAULT_URL = "http://127.0.0.1:8080"
+
+
+def default_url() -> str:
+    return os.environ.get("SHOAL_API", DEFAULT_URL)
+
+
+class ApiError(Exception):
+    """An error answer of the API, with its RFC 7807 problem document."""
+
+    def __init__(self, status: int, problem: dict[str, Any]) -> None:
+        self.status = status
+        self.problem = problem
+        self.title = str(problem.get("title", ""))
+        self.detail = str(problem.get("detail", ""))
+        super().__init__(f"{status} {self.title}: {self.detail}")
+
+
+class NotFound(ApiError):
+    pass
+
+
+class Conflict(ApiError):
+    pass
+
+
+class Gone(ApiError):
+    """The watch revision was compacted: list again."""
+
+
+class Invalid(ApiError):
+    pass
+
+
+class Unreachable(Exception):
+    """The API cannot be reached (connection refused, timed out, dropped)."""
+
+
+_ERRORS: dict[int, type[ApiError]] = {404: NotFound, 409: Conflict, 410: Gone, 422: Invalid}
+
+
+def _raise_for(response: httpx.Response) -> None:
+    if response.status_code < 400:
+        return
+    try:
+        problem = orjson.loads(response.content)
+        if not isinstance(problem, dict):
+            raise ValueError
+    except ValueError:
+        problem = {"title": "ERROR", "detail": response.text[:500]}
+    raise _ERRORS.get(response.status_code, ApiError)(response.status_code, problem)
+
+
+@dataclass(frozen=True, slots=True)
+class WatchEvent(Generic[K]):
+    type: str
+    object: K
+    revision: int
+
+
+@dataclass(frozen=True, slots=True)
+class ListResult(Generic[K]):
+    items: list[K]
+    revision: int
+
+
+def collection_path(kind: type[Kind], namespace: str | None = None) -> str:
+    if kind.namespaced and namespace is not None:
+        return f"/{kind.api_name()}/namespaces/{namespace}/{kind.plural}"
+    return f"/{kind.api_name()}/{kind.plural}"
+
+
+def item_path(kind: type[Kind], name: str, namespace: str | None = None) -> str:
+    if kind.namespaced:
+        if namespace is None:
+            raise ValueError(f"{kind.kind_name()} is namespaced: give a namespace")
+        return f"/{kind.api_name()}/namespaces/{namespace}/{kind.plural}/{name}"
+    return f"/{kind.api_name()}/{kind.plural}/{name}"
+
+
+class ShoalClient:
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        timeout: float = 30.0,
+        max_connections: int = 64,
+    ) -> None:
+        self.url = (url or default_url()).rstrip("/")
+        self.http = httpx.AsyncClient(
+            base_url=self.url,
+            timeout=timeout,
+            limits=httpx.Limits(
+                max_connections=max_connections, max_keepalive_connections=max_connections
+            ),
+            headers={"content-type": "application/json"},
+        )
+
+    async def __aenter__(self) -> ShoalClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self.http.aclose()
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        params: dict[str, Any] | None = None,
+    ) -> Any:
+        """Send one request; the decoded JSON answer, or an ApiError."""
+        content = orjson.dumps(body) if body is not None else None
+        try:
+            response = await self.http.request(method, path, content=content, params=params)
+        except httpx.TransportError as error:
+            raise Unreachable(f"{self.url}: {error!r}") from error
+        _raise_for(response)
+        return orjson.loads(response.content) if response.content else None
+
+    # typed calls ---------------------------------------------------------------
+
+    async def create(self, obj: K) -> K:
+        path = collection_path(type(obj), obj.metadata.namespace)
+        data = await self.request("POST", path, body=_dump(obj))
+        return type(obj).model_validate(data)
+
+    async def get(self, kind: type[K], name: str, namespace: str | None = None) -> K:
+        return kind.model_validate(await self.request("GET", item_path(kind, name, namespace)))
+
+    async def list(
+        self,
+        kind: type[K],
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        page_size: int | None = None,
+    ) -> ListResult[K]:
+        """Every object (following ``continue`` pages), and the revision of the first page."""
+        params: dict[str, Any] = {}
+        if label_selector:
+            params["label_selector"] = label_selector
+        if page_size:
+            params["limit"] = page_size
+        items: list[K] = []
+        revision: int | None = None
+        while True:
+            data = await self.request("GET", collection_path(kind, namespace), params=params)
+            items.extend(kind.model_validate(item) for item in data["items"])
+            if revision is None:
+                revision = int(data["metadata"]["resource_version"])
+            token = data["metadata"].get("continue")
+            if not token:
+                return ListResult(items, revision)
+            params["continue"] = token
+
+    async def update(self, obj: K) -> K:
+        kind = type(obj)
+        path = item_path(kind, obj.metadata.name, obj.metadata.namespace)
+        return kind.model_validate(await self.request("PUT", path, body=_dump(obj)))
+
+    async def update_status(self, obj: K) -> K:
+        kind = type(obj)
+        path = item_path(kind, obj.metadata.name, obj.metadata.namespace) + "/status"
+        return kind.model_validate(await self.request("PUT", path, body=_dump(obj)))
+
+    async def delete(self, kind: type[K], name: str, namespace: str | None = None) -> K:
+        return kind.model_validate(await self.request("DELETE", item_path(kind, name, namespace)))
+
+    async def bind(
+        self,
+        app: Application,
+        cluster: ResourceRef,
+        *,
+        resource_version: int | None = None,
+        triggered: bool = True,
+        explanation: dict[str, Any] | None = None,
+    ) -> Application:
+        binding = ApplicationBinding(
+            cluster=cluster,
+            resource_version=resource_version,
+            triggered=triggered,
+            explanation=explanation,
+        )
+        path = item_path(Application, app.metadata.name, app.metadata.namespace) + "/binding"
+        data = await self.request("PUT", path, body=binding.model_dump(mode="json"))
+        return Application.model_validate(data)
+
+    async def bind_cluster(
+        self, cluster: Cluster, cloud: ResourceRef, *, resource_version: int | None = None
+    ) -> Cluster:
+        binding = ClusterBinding(cloud=cloud, resource_version=resource_version)
+        path = item_path(Cluster, cluster.metadata.name, cluster.metadata.namespace) + "/binding"
+        data = await self.request("PUT", path, body=binding.model_dump(mode="json"))
+        return Cluster.model_validate(data)
+
+    async def watch(
+        self,
+        kind: type[K],
+        namespace: str | None = None,
+        *,
+        resource_version: int | None = None,
+        heartbeat: float = 10.0,
+        label_selector: str | None = None,
+    ) -> AsyncIterator[WatchEvent[K]]:
+        """Events after ``resource_version`` (default: from now) until the stream ends.
+
+        Raises Gone when the revision was compacted and Unreachable when the
+        connection drops or goes silent for three heartbeats.
+        """
+        params: dict[str, Any] = {"watch": "", "heartbeat": heartbeat}
+        if resource_version is not None:
+            params["resource_version"] = resource_version
+        if label_selector:
+            params["label_selector"] = label_selector
+        timeout = httpx.Timeout(10.0, read=heartbeat * 3)
+        try:
+            async with self.http.stream(
+                "GET", collection_path(kind, namespace), params=params, timeout=timeout
+            ) as response:
+                if response.status_code >= 400:
+                    await response.aread()
+                    _raise_for(response)
+                async for line in response.aiter_lines():
+                    if not line:
+                        continue
+                    data = orjson.loads(line)
+                    obj = kind.model_validate(data["object"])
+                    yield WatchEvent(
+                        data["type"], obj, int(obj.metadata.resource_version or 0)
+                    )
+        except httpx.TransportError as error:
+            raise Unreachable(f"{self.url}: watch {kind.plural}: {error!r}") from error
+
+
+def _dump(obj: Kind) -> dict[str, Any]:
+    return obj.model_dump(mode="json")

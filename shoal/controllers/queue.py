@@ -1,0 +1,106 @@
+"""A work queue of keys, shaped like client-go's: deduplicated, delayable, one worker per key.
+
+- A key added while queued is not queued twice.
+- A key added while a worker holds it is queued again when the worker is done,
+  so no change is lost and no key is processed by two workers at once.
+- ``add_after`` keeps the earliest deadline of a key: a later request never
+  postpones an earlier one (a stream of events cannot starve a timer).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import time
+from collections import deque
+from collections.abc import Hashable
+from typing import Generic, TypeVar
+
+T = TypeVar("T", bound=Hashable)
+
+
+class WorkQueue(Generic[T]):
+    def __init__(self) -> None:
+        self._ready: deque[T] = deque()
+        self._queued: set[T] = set()
+        self._processing: set[T] = set()
+        self._dirty: set[T] = set()
+        self._timers: list[tuple[float, int, T]] = []
+        self._deadline: dict[T, float] = {}
+        self._seq = itertools.count()
+        self._wakeup = asyncio.Event()
+        self._closed = False
+
+    def __len__(self) -> int:
+        return len(self._ready)
+
+    @property
+    def waiting(self) -> int:
+        return len(self._deadline)
+
+    def add(self, key: T) -> None:
+        if self._closed:
+            return
+        if key in self._processing:
+            self._dirty.add(key)
+            return
+        if key in self._queued:
+            return
+        self._queued.add(key)
+        self._ready.append(key)
+        self._wakeup.set()
+
+    def add_after(self, key: T, delay: float) -> None:
+        if delay <= 0:
+            self.add(key)
+            return
+        when = time.monotonic() + delay
+        current = self._deadline.get(key)
+        if current is not None and current <= when:
+            return
+        self._deadline[key] = when
+        heapq.heappush(self._timers, (when, next(self._seq), key))
+        self._wakeup.set()
+
+    def deadline(self, key: T) -> float | None:
+        """Monotonic time of the key's pending delayed add, if any."""
+        return self._deadline.get(key)
+
+    def _release_timers(self) -> float | None:
+        now = time.monotonic()
+        while self._timers and self._timers[0][0] <= now:
+            when, _, key = heapq.heappop(self._timers)
+            if self._deadline.get(key) == when:
+                del self._deadline[key]
+                self.add(key)
+        while self._timers and self._deadline.get(self._timers[0][2]) != self._timers[0][0]:
+            heapq.heappop(self._timers)  # superseded by an earlier deadline
+        return self._timers[0][0] - now if self._timers else None
+
+    async def get(self) -> T:
+        """The next key to process; call ``done(key)`` when finished with it."""
+        while True:
+            wait = self._release_timers()
+            if self._ready:
+                key = self._ready.popleft()
+                self._queued.discard(key)
+                self._processing.add(key)
+                return key
+            if self._closed:
+                raise asyncio.CancelledError
+            self._wakeup.clear()
+            try:
+                await asyncio.wait_for(self._wakeup.wait(), wait)
+            except TimeoutError:
+                pass
+
+    def done(self, key: T) -> None:
+        self._processing.discard(key)
+        if key in self._dirty:
+            self._dirty.discard(key)
+            self.add(key)
+
+    def close(self) -> None:
+        self._closed = True
+        self._wakeup.set()

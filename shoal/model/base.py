@@ -1,0 +1,213 @@
+"""Shared parts of every Shoal resource: metadata, references, reasons, validation.
+
+Names, label keys and label values follow Kubernetes rules so that they can be
+used on member clusters unchanged; object names also admit ``_`` because
+Krake users name metrics after their Prometheus series (``heat_demand_zone_1``).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from enum import Enum, IntEnum
+from typing import Annotated, Any, ClassVar
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    WithJsonSchema,
+)
+
+_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9_]*[a-z0-9])?$")
+_LABEL_NAME_RE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_DNS_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_FINALIZER_RE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_./]*[A-Za-z0-9])?$")
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def check_name(value: str) -> str:
+    if not 1 <= len(value) <= 63:
+        raise ValueError("must be 1 to 63 characters long")
+    if not _NAME_RE.match(value):
+        raise ValueError(
+            "must consist of lower case letters, digits, '-' or '_', "
+            "and start and end with a letter or digit"
+        )
+    return value
+
+
+def check_label_key(value: str) -> str:
+    prefix, _, name = value.rpartition("/")
+    if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN_RE.match(prefix)):
+        raise ValueError(f"label key prefix {prefix!r} must be a DNS subdomain")
+    if not 1 <= len(name) <= 63 or not _LABEL_NAME_RE.match(name):
+        raise ValueError(
+            f"label key {value!r} must be at most 63 letters, digits, '-', '_' or '.', "
+            "starting and ending with a letter or digit (optionally behind a 'prefix/')"
+        )
+    return value
+
+
+def check_label_value(value: str) -> str:
+    if value and (len(value) > 63 or not _LABEL_NAME_RE.match(value)):
+        raise ValueError(
+            f"label value {value!r} must be empty or at most 63 letters, digits, '-', '_' "
+            "or '.', starting and ending with a letter or digit"
+        )
+    return value
+
+
+def _check_finalizer(value: str) -> str:
+    if not 1 <= len(value) <= 253 or not _FINALIZER_RE.match(value):
+        raise ValueError("finalizer must be 1 to 253 letters, digits, '-', '_', '.' or '/'")
+    return value
+
+
+Name = Annotated[str, AfterValidator(check_name)]
+LabelKey = Annotated[str, AfterValidator(check_label_key)]
+LabelValue = Annotated[str, AfterValidator(check_label_value)]
+Finalizer = Annotated[str, AfterValidator(_check_finalizer)]
+
+
+class Model(BaseModel):
+    """Base of all wire models: unknown fields are errors, so typos are caught."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=False)
+
+
+class ResourceRef(Model):
+    api: str
+    namespace: str | None = None
+    kind: str
+    name: str
+
+
+class Metadata(Model):
+    name: Name
+    namespace: str | None = None
+    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
+    inherit_labels: bool = False
+    finalizers: list[Finalizer] = Field(default_factory=list)
+    uid: str | None = None
+    created: datetime | None = None
+    modified: datetime | None = None
+    deleted: datetime | None = None
+    owners: list[ResourceRef] = Field(default_factory=list)
+    resource_version: int | None = Field(
+        default=None,
+        description="Store revision of the last change; send it back for compare-and-swap.",
+    )
+
+
+class ListMetadata(Model):
+    resource_version: int
+    continue_: str | None = Field(default=None, alias="continue")
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+def _enum_by_name(enum: type[IntEnum]) -> Any:
+    def parse(value: Any) -> Any:
+        if isinstance(value, enum):
+            return value
+        if isinstance(value, str):
+            try:
+                return enum[value]
+            except KeyError:
+                names = ", ".join(enum.__members__)
+                raise ValueError(f"unknown value {value!r}; expected one of {names}") from None
+        if isinstance(value, int) and not isinstance(value, bool):
+            try:
+                return enum(value)
+            except ValueError:
+                raise ValueError(f"unknown code {value}") from None
+        raise ValueError("must be a string")
+
+    return parse
+
+
+class ReasonCode(IntEnum):
+    """Why a resource is in trouble. Codes of 100 and more make the controller delete it."""
+
+    INTERNAL_ERROR = 1
+    INVALID_RESOURCE = 10
+    CLUSTER_NOT_REACHABLE = 11
+    RESOURCE_NOT_FOUND = 12
+    NO_SUITABLE_RESOURCE = 50
+    KUBERNETES_ERROR = 60
+    CREATE_FAILED = 70
+    RECONCILE_FAILED = 71
+    DELETE_FAILED = 73
+    INVALID_METRIC = 91
+    UNREACHABLE_METRICS_PROVIDER = 92
+    UNKNOWN_METRIC = 93
+    UNKNOWN_METRICS_PROVIDER = 94
+
+
+ReasonCodeName = Annotated[
+    ReasonCode,
+    BeforeValidator(_enum_by_name(ReasonCode)),
+    PlainSerializer(lambda code: code.name, return_type=str),
+    WithJsonSchema({"type": "string", "enum": list(ReasonCode.__members__)}),
+]
+
+
+class Reason(Model):
+    code: ReasonCodeName
+    message: str = ""
+
+
+class Kind(Model):
+    """Base of every stored kind. Subclasses set the class variables below."""
+
+    api: str
+    kind: str
+    metadata: Metadata
+
+    plural: ClassVar[str]
+    namespaced: ClassVar[bool]
+    subresources: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def key_prefix(cls, namespace: str | None = None) -> str:
+        """Store key prefix of this kind, or of one namespace of it."""
+        base = f"/{cls.model_fields['api'].default}/{cls.plural}/"
+        if cls.namespaced and namespace is not None:
+            return f"{base}{namespace}/"
+        return base
+
+    @classmethod
+    def key(cls, name: str, namespace: str | None = None) -> str:
+        if cls.namespaced:
+            return f"{cls.key_prefix(namespace or '')}{name}"
+        return f"{cls.key_prefix()}{name}"
+
+    def store_key(self) -> str:
+        return self.key(self.metadata.name, self.metadata.namespace)
+
+    def ref(self) -> ResourceRef:
+        return ResourceRef(
+            api=self.api, kind=self.kind, namespace=self.metadata.namespace, name=self.metadata.name
+        )
+
+    @classmethod
+    def api_name(cls) -> str:
+        return str(cls.model_fields["api"].default)
+
+    @classmethod
+    def kind_name(cls) -> str:
+        return str(cls.model_fields["kind"].default)
+
+
+class StrEnumByName(str, Enum):
+    """String enum whose wire form is the member name (as Krake sends it)."""
+
+    def __str__(self) -> str:
+        return str(self.value)

@@ -1,0 +1,713 @@
+"""Label and metric constraints, and Kubernetes-style label selectors.
+
+Three small languages share one LALR grammar (built once at import) because the
+scheduler parses constraints on its hot path. Every parsed object prints in a
+canonical spelling that parses back to an equal object, so the API can store the
+canonical text and the scheduler can re-parse it cheaply (``parse`` is cached).
+
+Label constraints (the value of a cluster's label)::
+
+    location is DE          location = DE          location == DE
+    location is not DE      location != DE
+    location in (DE, FR)    location not in (DE, FR)
+
+Metric constraints (the value of a metric, a number)::
+
+    load is 5 | load = 5 | load == 5          load is not 5 | load != 5
+    load greater than 5 | load gt 5 | load > 5
+    load greater than or equal 5 | load gte 5 | load >= 5 | load => 5
+    load less than 5 | load lt 5 | load < 5
+    load less than or equal 5 | load lte 5 | load <= 5 | load =< 5
+    load in (1, 2) | load not in (1, 2)
+
+Label selectors (list APIs)::
+
+    k=v,k2!=v2,k3 in (a,b),k4 notin (c),k5,!k6
+
+Keywords are case-insensitive. A missing label or metric matches no
+constraint, not even a negative one; selectors follow Kubernetes instead
+(``!=``, ``notin`` and ``!k`` match objects lacking the label).
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, ClassVar
+
+from lark import Lark, Token, Transformer
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+
+__all__ = [
+    "ConstraintError",
+    "LabelConstraint",
+    "LabelOp",
+    "LabelSelector",
+    "MetricConstraint",
+    "MetricOp",
+    "Requirement",
+    "SelectorOp",
+    "format_number",
+    "format_value",
+    "parse_label_constraints",
+    "parse_metric_constraints",
+]
+
+
+class ConstraintError(ValueError):
+    """A constraint or selector that cannot be parsed, with the column where it went wrong."""
+
+    def __init__(self, message: str, column: int | None = None) -> None:
+        super().__init__(message)
+        self.column = column
+
+
+class LabelOp(enum.StrEnum):
+    """Operator of a label constraint; the value is its canonical spelling."""
+
+    EQ = "is"
+    NE = "is not"
+    IN = "in"
+    NOT_IN = "not in"
+
+
+class MetricOp(enum.StrEnum):
+    """Operator of a metric constraint; the value is its canonical spelling."""
+
+    EQ = "="
+    NE = "!="
+    GT = ">"
+    GE = ">="
+    LT = "<"
+    LE = "<="
+    IN = "in"
+    NOT_IN = "not in"
+
+
+class SelectorOp(enum.StrEnum):
+    """Operator of a label selector requirement; the value is its canonical spelling."""
+
+    EQ = "="
+    NE = "!="
+    IN = "in"
+    NOT_IN = "notin"
+    EXISTS = "exists"
+    NOT_EXISTS = "!"
+
+
+# --------------------------------------------------------------------------- lexical rules
+
+_NAME_RE = r"[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?"
+_DNS_LABEL_RE = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
+_NAME = re.compile(_NAME_RE)
+_DNS_SUBDOMAIN = re.compile(rf"{_DNS_LABEL_RE}(?:\.{_DNS_LABEL_RE})*")
+_MAX_NAME = 63
+_MAX_PREFIX = 253
+_MAX_VALUE = 63
+_BARE_VALUE = re.compile(_NAME_RE)
+
+# A keyword only counts as one when no name character follows ("notable" is a value).
+_KW = r"(?![-A-Za-z0-9_.])"
+
+_GRAMMAR = rf"""
+// ---- label constraints
+label_constraint: KEY _eq value             -> label_eq
+                | KEY _ne value             -> label_ne
+                | KEY _IN value_list        -> label_in
+                | KEY _NOT _IN value_list   -> label_not_in
+
+// ---- metric constraints
+metric_constraint: NAME _eq number                  -> metric_eq
+                 | NAME _ne number                  -> metric_ne
+                 | NAME _gt number                  -> metric_gt
+                 | NAME _ge number                  -> metric_ge
+                 | NAME _lt number                  -> metric_lt
+                 | NAME _le number                  -> metric_le
+                 | NAME _IN number_list             -> metric_in
+                 | NAME _NOT _IN number_list        -> metric_not_in
+
+// ---- label selectors
+selector: [requirement (_COMMA requirement)*]
+requirement: KEY                                    -> sel_exists
+           | _BANG KEY                              -> sel_not_exists
+           | KEY (_EQ | _EQEQ) [value]              -> sel_eq
+           | KEY _NE [value]                        -> sel_ne
+           | KEY _IN value_list                     -> sel_in
+           | KEY (_NOTIN | _NOT _IN) value_list     -> sel_not_in
+
+// ---- shared pieces
+_eq: _IS | _EQ | _EQEQ
+_ne: _IS _NOT | _NE
+_gt: _GREATER _THAN | _GT | _GTSYM
+_ge: _GREATER _THAN _OR _EQUAL | _GTE | _GESYM | _GESYM2
+_lt: _LESS _THAN | _LT | _LTSYM
+_le: _LESS _THAN _OR _EQUAL | _LTE | _LESYM | _LESYM2
+
+value_list: _LPAR value (_COMMA value)* [_COMMA] _RPAR
+number_list: _LPAR number (_COMMA number)* [_COMMA] _RPAR
+value: BARE | STRING
+number: NUMBER
+
+_IS.2: /is{_KW}/i
+_NOT.2: /not{_KW}/i
+_IN.2: /in{_KW}/i
+_NOTIN.2: /notin{_KW}/i
+_GREATER.2: /greater{_KW}/i
+_LESS.2: /less{_KW}/i
+_THAN.2: /than{_KW}/i
+_OR.2: /or{_KW}/i
+_EQUAL.2: /equal{_KW}/i
+_GT.2: /gt{_KW}/i
+_GTE.2: /gte{_KW}/i
+_LT.2: /lt{_KW}/i
+_LTE.2: /lte{_KW}/i
+_EQ: "="
+_EQEQ: "=="
+_NE: "!="
+_GTSYM: ">"
+_GESYM: ">="
+_GESYM2: "=>"
+_LTSYM: "<"
+_LESYM: "<="
+_LESYM2: "=<"
+_BANG: "!"
+_LPAR: "("
+_RPAR: ")"
+_COMMA: ","
+
+// Keys and values are lexed liberally and validated afterwards, for better messages.
+KEY: /[A-Za-z0-9_.\-\/]+/
+NAME: /[A-Za-z0-9_.\-]+/
+BARE: /[A-Za-z0-9_.\-]+/
+STRING: /"(?:[^"\\]|\\.)*"/s | /'(?:[^'\\]|\\.)*'/s
+NUMBER: /[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?{_KW}/
+
+%ignore /\s+/
+"""
+
+# How terminals are named in error messages, in the order they are listed.
+_DISPLAY: dict[str, str] = {
+    "_IS": "is",
+    "_EQ": "=",
+    "_EQEQ": "==",
+    "_NE": "!=",
+    "_NOT": "not",
+    "_IN": "in",
+    "_NOTIN": "notin",
+    "_GREATER": "greater",
+    "_THAN": "than",
+    "_OR": "or",
+    "_EQUAL": "equal",
+    "_GT": "gt",
+    "_GTSYM": ">",
+    "_GTE": "gte",
+    "_GESYM": ">=",
+    "_GESYM2": "=>",
+    "_LESS": "less",
+    "_LT": "lt",
+    "_LTSYM": "<",
+    "_LTE": "lte",
+    "_LESYM": "<=",
+    "_LESYM2": "=<",
+    "_BANG": "!",
+    "_LPAR": "'('",
+    "_RPAR": "')'",
+    "_COMMA": "','",
+    "KEY": "a label key",
+    "NAME": "a metric name",
+    "BARE": "a value",
+    "STRING": "a value",
+    "NUMBER": "a number",
+    "$END": "end of input",
+}
+_DISPLAY_ORDER = {name: index for index, name in enumerate(_DISPLAY)}
+
+_WORD = re.compile(r"""[-A-Za-z0-9_./]+|"[^"]*"?|'[^']*'?|\S""")
+
+
+def _unquote(text: str) -> str:
+    return re.sub(r"\\(.)", r"\1", text[1:-1], flags=re.S)
+
+
+def _check_key(key: str) -> str | None:
+    """Why ``key`` is not a Kubernetes label key, or None when it is one."""
+    prefix, slash, name = key.rpartition("/")
+    if slash:
+        if not prefix:
+            return "the prefix before '/' is empty"
+        if len(prefix) > _MAX_PREFIX or _DNS_SUBDOMAIN.fullmatch(prefix) is None:
+            return (
+                f"the prefix {prefix!r} must be a DNS subdomain (lowercase alphanumeric, "
+                f"'-' and '.', at most {_MAX_PREFIX} characters)"
+            )
+    if not name:
+        return "the name is empty"
+    if len(name) > _MAX_NAME:
+        return f"the name is longer than {_MAX_NAME} characters"
+    if _NAME.fullmatch(name) is None:
+        return (
+            "the name must consist of alphanumeric characters, '-', '_' or '.', "
+            "and start and end with an alphanumeric character"
+        )
+    return None
+
+
+def _check_metric_name(name: str) -> str | None:
+    """Why ``name`` is not a metric name, or None when it is one."""
+    if _NAME.fullmatch(name) is None:
+        return (
+            "a metric name must consist of alphanumeric characters, '-', '_' or '.', "
+            "and start and end with an alphanumeric character"
+        )
+    return None
+
+
+def _check_value(value: str, quoted: bool = True) -> str | None:
+    """Why ``value`` is not a label value, or None when it is one."""
+    if len(value) > _MAX_VALUE:
+        return f"a label value is at most {_MAX_VALUE} characters long"
+    if not quoted and _BARE_VALUE.fullmatch(value) is None:
+        return (
+            "an unquoted value must consist of alphanumeric characters, '-', '_' or '.', "
+            "and start and end with an alphanumeric character; quote other values"
+        )
+    return None
+
+
+def _check_number(value: float) -> str | None:
+    if not math.isfinite(value):
+        return "a metric value must be a finite number"
+    return None
+
+
+_KEYWORDS = frozenset(
+    {"is", "not", "in", "notin", "greater", "less", "than", "or", "equal", "gt", "gte", "lt", "lte"}
+)
+
+
+def format_value(value: str) -> str:
+    """Spell a label value so that it parses back to itself (quoted only when needed)."""
+    if _BARE_VALUE.fullmatch(value) and value.lower() not in _KEYWORDS:
+        return value
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def format_number(value: float) -> str:
+    """Spell a number shortly and so that it parses back to the same float."""
+    if value.is_integer() and abs(value) < 1e16:
+        return str(int(value))
+    return repr(value)
+
+
+# --------------------------------------------------------------------------- data classes
+
+
+@dataclass(frozen=True, slots=True)
+class LabelConstraint:
+    """A condition on the value of one label of a cluster (or cloud)."""
+
+    key: str
+    op: LabelOp
+    values: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "op", LabelOp(self.op))
+        object.__setattr__(self, "values", tuple(self.values))
+        if (reason := _check_key(self.key)) is not None:
+            raise ConstraintError(f"invalid label key {self.key!r}: {reason}")
+        _check_arity(self.op in (LabelOp.EQ, LabelOp.NE), len(self.values))
+        for value in self.values:
+            if (reason := _check_value(value)) is not None:
+                raise ConstraintError(f"invalid label value {value!r}: {reason}")
+
+    @classmethod
+    def parse(cls, text: str) -> LabelConstraint:
+        """Parse ``text``; raise :class:`ConstraintError` saying what is wrong and where."""
+        return _parse_label(text)
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """Whether ``labels`` satisfy the constraint; a missing label satisfies nothing."""
+        value = labels.get(self.key)
+        if value is None:
+            return False
+        if self.op is LabelOp.EQ:
+            return value == self.values[0]
+        if self.op is LabelOp.NE:
+            return value != self.values[0]
+        if self.op is LabelOp.IN:
+            return value in self.values
+        return value not in self.values
+
+    def __str__(self) -> str:
+        if self.op in (LabelOp.EQ, LabelOp.NE):
+            return f"{self.key} {self.op.value} {format_value(self.values[0])}"
+        listed = ", ".join(format_value(value) for value in self.values)
+        return f"{self.key} {self.op.value} ({listed})"
+
+
+@dataclass(frozen=True, slots=True)
+class MetricConstraint:
+    """A condition on the value of one metric of a cluster (or cloud)."""
+
+    metric: str
+    op: MetricOp
+    values: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "op", MetricOp(self.op))
+        object.__setattr__(self, "values", tuple(float(value) for value in self.values))
+        if (reason := _check_metric_name(self.metric)) is not None:
+            raise ConstraintError(f"invalid metric name {self.metric!r}: {reason}")
+        _check_arity(self.op not in (MetricOp.IN, MetricOp.NOT_IN), len(self.values))
+        for value in self.values:
+            if (reason := _check_number(value)) is not None:
+                raise ConstraintError(f"invalid metric value {value!r}: {reason}")
+
+    @classmethod
+    def parse(cls, text: str) -> MetricConstraint:
+        """Parse ``text``; raise :class:`ConstraintError` saying what is wrong and where."""
+        return _parse_metric(text)
+
+    def matches(self, value: float | None) -> bool:
+        """Whether the metric ``value`` satisfies the constraint; missing (or NaN) fails."""
+        if value is None or math.isnan(value):
+            return False
+        op = self.op
+        if op is MetricOp.EQ:
+            return value == self.values[0]
+        if op is MetricOp.NE:
+            return value != self.values[0]
+        if op is MetricOp.GT:
+            return value > self.values[0]
+        if op is MetricOp.GE:
+            return value >= self.values[0]
+        if op is MetricOp.LT:
+            return value < self.values[0]
+        if op is MetricOp.LE:
+            return value <= self.values[0]
+        if op is MetricOp.IN:
+            return value in self.values
+        return value not in self.values
+
+    def __str__(self) -> str:
+        if self.op in (MetricOp.IN, MetricOp.NOT_IN):
+            listed = ", ".join(format_number(value) for value in self.values)
+            return f"{self.metric} {self.op.value} ({listed})"
+        return f"{self.metric} {self.op.value} {format_number(self.values[0])}"
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """One comma-separated term of a :class:`LabelSelector`."""
+
+    key: str
+    op: SelectorOp
+    values: tuple[str, ...] = ()
+
+    _SINGLE: ClassVar[frozenset[SelectorOp]] = frozenset({SelectorOp.EQ, SelectorOp.NE})
+    _NONE: ClassVar[frozenset[SelectorOp]] = frozenset({SelectorOp.EXISTS, SelectorOp.NOT_EXISTS})
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "op", SelectorOp(self.op))
+        object.__setattr__(self, "values", tuple(self.values))
+        if (reason := _check_key(self.key)) is not None:
+            raise ConstraintError(f"invalid label key {self.key!r}: {reason}")
+        if self.op in self._NONE:
+            if self.values:
+                raise ConstraintError(f"operator {self.op.value!r} takes no values")
+        else:
+            _check_arity(self.op in self._SINGLE, len(self.values))
+        for value in self.values:
+            if (reason := _check_value(value)) is not None:
+                raise ConstraintError(f"invalid label value {value!r}: {reason}")
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """Kubernetes semantics: ``!=``, ``notin`` and ``!k`` match a missing label."""
+        value = labels.get(self.key)
+        op = self.op
+        if op is SelectorOp.EXISTS:
+            return value is not None
+        if op is SelectorOp.NOT_EXISTS:
+            return value is None
+        if op is SelectorOp.EQ:
+            return value == self.values[0]
+        if op is SelectorOp.NE:
+            return value != self.values[0]
+        if op is SelectorOp.IN:
+            return value in self.values
+        return value not in self.values
+
+    def __str__(self) -> str:
+        op = self.op
+        if op is SelectorOp.EXISTS:
+            return self.key
+        if op is SelectorOp.NOT_EXISTS:
+            return f"!{self.key}"
+        if op in self._SINGLE:
+            return f"{self.key}{op.value}{format_value(self.values[0])}"
+        return f"{self.key} {op.value} ({','.join(format_value(v) for v in self.values)})"
+
+
+@dataclass(frozen=True, slots=True)
+class LabelSelector:
+    """Kubernetes-style label selector; an object matches when all requirements match."""
+
+    requirements: tuple[Requirement, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "requirements", tuple(self.requirements))
+
+    @classmethod
+    def parse(cls, text: str) -> LabelSelector:
+        """Parse ``text`` (empty or blank selects everything)."""
+        return _parse_selector(text)
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        return all(requirement.matches(labels) for requirement in self.requirements)
+
+    def __str__(self) -> str:
+        return ",".join(str(requirement) for requirement in self.requirements)
+
+
+def _check_arity(single: bool, count: int) -> None:
+    if single and count != 1:
+        raise ConstraintError(f"operator takes exactly one value, got {count}")
+    if not single and count == 0:
+        raise ConstraintError("operator takes a non-empty list of values")
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def _error_at(token: Token, what: str, reason: str) -> ConstraintError:
+    column = token.column
+    return ConstraintError(f"invalid {what} {str(token)!r} at column {column}: {reason}", column)
+
+
+class _Build(Transformer[Token, Any]):
+    """Turns parse-tree callbacks straight into data classes (used inline by the LALR parser)."""
+
+    # -- pieces
+    def value(self, children: list[Token]) -> str:
+        (token,) = children
+        if token.type == "STRING":
+            text = _unquote(str(token))
+            reason = _check_value(text)
+        else:
+            text = str(token)
+            reason = _check_value(text, quoted=False)
+        if reason is not None:
+            raise _error_at(token, "label value", reason)
+        return text
+
+    def number(self, children: list[Token]) -> float:
+        (token,) = children
+        number = float(token)
+        if (reason := _check_number(number)) is not None:
+            raise _error_at(token, "metric value", reason)
+        return number
+
+    def value_list(self, children: list[str | None]) -> tuple[str, ...]:
+        return tuple(child for child in children if child is not None)
+
+    def number_list(self, children: list[float | None]) -> tuple[float, ...]:
+        return tuple(child for child in children if child is not None)
+
+    @staticmethod
+    def _key(token: Token) -> str:
+        if (reason := _check_key(str(token))) is not None:
+            raise _error_at(token, "label key", reason)
+        return str(token)
+
+    @staticmethod
+    def _metric(token: Token) -> str:
+        if (reason := _check_metric_name(str(token))) is not None:
+            raise _error_at(token, "metric name", reason)
+        return str(token)
+
+    # -- label constraints
+    def _label(self, children: list[Any], op: LabelOp) -> LabelConstraint:
+        key, values = children
+        if isinstance(values, str):
+            values = (values,)
+        return LabelConstraint(self._key(key), op, values)
+
+    def label_eq(self, children: list[Any]) -> LabelConstraint:
+        return self._label(children, LabelOp.EQ)
+
+    def label_ne(self, children: list[Any]) -> LabelConstraint:
+        return self._label(children, LabelOp.NE)
+
+    def label_in(self, children: list[Any]) -> LabelConstraint:
+        return self._label(children, LabelOp.IN)
+
+    def label_not_in(self, children: list[Any]) -> LabelConstraint:
+        return self._label(children, LabelOp.NOT_IN)
+
+    # -- metric constraints
+    def _metric_c(self, children: list[Any], op: MetricOp) -> MetricConstraint:
+        name, values = children
+        if isinstance(values, float):
+            values = (values,)
+        return MetricConstraint(self._metric(name), op, values)
+
+    def metric_eq(self, children: list[Any]) -> MetricConstraint:
+        return self._metric_c(children, MetricOp.EQ)
+
+    def metric_ne(self, children: list[Any]) -> MetricConstraint:
+        return self._metric_c(children, MetricOp.NE)
+
+    def metric_gt(self, children: list[Any]) -> MetricConstraint:
+        return self._metric_c(children, MetricOp.GT)
+
+    def metric_ge(self, children: list[Any]) -> MetricConstraint:
+        return self._metric_c(children, MetricOp.GE)
+
+    def metric_lt(self, children: list[Any]) -> MetricConstraint:
+        return self._metric_c(children, MetricOp.LT)
+
+    def metric_le(self, children: list[Any]) -> MetricConstraint:
+        return self._metric_c(children, MetricOp.LE)
+
+    def metric_in(self, children: list[Any]) -> MetricConstraint:
+        return self._metric_c(children, MetricOp.IN)
+
+    def metric_not_in(self, children: list[Any]) -> MetricConstraint:
+        return self._metric_c(children, MetricOp.NOT_IN)
+
+    # -- selectors
+    def selector(self, children: list[Requirement | None]) -> LabelSelector:
+        return LabelSelector(tuple(child for child in children if child is not None))
+
+    def sel_exists(self, children: list[Token]) -> Requirement:
+        return Requirement(self._key(children[0]), SelectorOp.EXISTS)
+
+    def sel_not_exists(self, children: list[Token]) -> Requirement:
+        return Requirement(self._key(children[0]), SelectorOp.NOT_EXISTS)
+
+    def sel_eq(self, children: list[Any]) -> Requirement:
+        key, value = children
+        return Requirement(self._key(key), SelectorOp.EQ, ("" if value is None else value,))
+
+    def sel_ne(self, children: list[Any]) -> Requirement:
+        key, value = children
+        return Requirement(self._key(key), SelectorOp.NE, ("" if value is None else value,))
+
+    def sel_in(self, children: list[Any]) -> Requirement:
+        key, values = children
+        return Requirement(self._key(key), SelectorOp.IN, values)
+
+    def sel_not_in(self, children: list[Any]) -> Requirement:
+        key, values = children
+        return Requirement(self._key(key), SelectorOp.NOT_IN, values)
+
+
+_PARSER = Lark(
+    _GRAMMAR,
+    parser="lalr",
+    lexer="contextual",
+    start=["label_constraint", "metric_constraint", "selector"],
+    transformer=_Build(),
+    maybe_placeholders=True,
+    propagate_positions=False,
+)
+
+_WHAT = {
+    "label_constraint": "label constraint",
+    "metric_constraint": "metric constraint",
+    "selector": "label selector",
+}
+
+
+def _describe_expected(names: Iterable[str]) -> str:
+    shown: list[str] = []
+    for name in sorted(names, key=lambda n: (_DISPLAY_ORDER.get(n, len(_DISPLAY)), n)):
+        label = _DISPLAY.get(name, name)
+        if label not in shown:
+            shown.append(label)
+    if not shown:
+        return ""
+    if len(shown) == 1:
+        return f": expected {shown[0]}"
+    return f": expected one of {', '.join(shown)}"
+
+
+def _syntax_error(text: str, error: UnexpectedInput, start: str) -> ConstraintError:
+    what = _WHAT[start]
+    if isinstance(error, UnexpectedToken):
+        expected: Iterable[str] = error.accepts or error.expected
+        if error.token.type == "$END":
+            column = len(text.rstrip()) + 1
+            message = f"unexpected end of {what} at column {column}"
+            if not text.strip():
+                message = f"empty {what}"
+            return ConstraintError(message + _describe_expected(expected), column)
+        column = error.token.column
+        word = str(error.token)
+    elif isinstance(error, UnexpectedCharacters):
+        expected = error.allowed or ()
+        column = error.column
+        found = _WORD.match(text, error.pos_in_stream)
+        word = found.group() if found else text[error.pos_in_stream :]
+    else:  # pragma: no cover - LALR raises only the two above
+        column = getattr(error, "column", 0)
+        return ConstraintError(f"invalid {what} at column {column}", column)
+    message = f"unexpected {word!r} at column {column}"
+    return ConstraintError(message + _describe_expected(expected), column)
+
+
+def _run(text: str, start: str) -> Any:
+    if not isinstance(text, str):
+        raise ConstraintError(f"a {_WHAT[start]} must be a string, not {type(text).__name__}")
+    try:
+        return _PARSER.parse(text, start=start)
+    except UnexpectedInput as error:
+        raise _syntax_error(text, error, start) from None
+
+
+@lru_cache(maxsize=8192)
+def _parse_label(text: str) -> LabelConstraint:
+    result: LabelConstraint = _run(text, "label_constraint")
+    return result
+
+
+@lru_cache(maxsize=8192)
+def _parse_metric(text: str) -> MetricConstraint:
+    result: MetricConstraint = _run(text, "metric_constraint")
+    return result
+
+
+@lru_cache(maxsize=1024)
+def _parse_selector(text: str) -> LabelSelector:
+    result: LabelSelector = _run(text, "selector")
+    return result
+
+
+def parse_label_constraints(texts: Sequence[str]) -> list[LabelConstraint]:
+    """Parse a list of label constraints; the error names the index of the bad one."""
+    parsed: list[LabelConstraint] = []
+    for index, text in enumerate(texts):
+        try:
+            parsed.append(LabelConstraint.parse(text))
+        except ConstraintError as error:
+            raise ConstraintError(
+                f"label constraint [{index}] {text!r}: {error}", error.column
+            ) from None
+    return parsed
+
+
+def parse_metric_constraints(texts: Sequence[str]) -> list[MetricConstraint]:
+    """Parse a list of metric constraints; the error names the index of the bad one."""
+    parsed: list[MetricConstraint] = []
+    for index, text in enumerate(texts):
+        try:
+            parsed.append(MetricConstraint.parse(text))
+        except ConstraintError as error:
+            raise ConstraintError(
+                f"metric constraint [{index}] {text!r}: {error}", error.column
+            ) from None
+    return parsed

@@ -1,0 +1,175 @@
+"""Group ``core``: metrics, metrics providers, roles and role bindings."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from shoal.model.base import Kind, Model, Reason
+
+
+class MetricProviderRef(Model):
+    name: str = Field(min_length=1, description="Name of the (Global)MetricsProvider.")
+    metric: str = Field(min_length=1, description="Name of the metric inside the provider.")
+
+
+class MetricSpec(Model):
+    allowed_values: list[float] = Field(default_factory=list)
+    min: float
+    max: float
+    provider: MetricProviderRef
+
+    @model_validator(mode="after")
+    def _min_below_max(self) -> MetricSpec:
+        if not self.min < self.max:
+            raise ValueError(f"min ({self.min}) must be less than max ({self.max})")
+        return self
+
+    def normalise(self, value: float) -> float:
+        return (value - self.min) / (self.max - self.min)
+
+    def check(self, value: float) -> str | None:
+        """Why ``value`` is not a valid value of this metric, or None when it is."""
+        if not self.min <= value <= self.max:
+            return f"value {value} outside [{self.min}, {self.max}]"
+        if self.allowed_values and value not in self.allowed_values:
+            return f"value {value} not in allowed values {self.allowed_values}"
+        return None
+
+
+class GlobalMetric(Kind):
+    api: Literal["core"] = "core"
+    kind: Literal["GlobalMetric"] = "GlobalMetric"
+    spec: MetricSpec
+
+    plural = "globalmetrics"
+    namespaced = False
+
+
+class Metric(Kind):
+    api: Literal["core"] = "core"
+    kind: Literal["Metric"] = "Metric"
+    spec: MetricSpec
+
+    plural = "metrics"
+    namespaced = True
+
+
+class PrometheusSpec(Model):
+    url: str = Field(min_length=1, pattern=r"^https?://")
+
+
+class InfluxSpec(Model):
+    """InfluxDB 2 (Flux: ``org``, ``bucket``, ``token``) or 1.x (InfluxQL: ``database``)."""
+
+    url: str = Field(min_length=1, pattern=r"^https?://")
+    version: Literal[1, 2] = 2
+    token: str | None = None
+    org: str | None = None
+    bucket: str | None = None
+    database: str | None = None
+    username: str | None = None
+    password: str | None = None
+
+    @model_validator(mode="after")
+    def _fields_of_version(self) -> InfluxSpec:
+        if self.version == 2:
+            missing = [f for f in ("token", "org", "bucket") if not getattr(self, f)]
+            if missing:
+                raise ValueError(f"InfluxDB 2 needs {', '.join(missing)}")
+        elif not self.database:
+            raise ValueError("InfluxDB 1.x needs database")
+        return self
+
+
+class KafkaSpec(Model):
+    url: str = Field(min_length=1, pattern=r"^https?://")
+    table: str = Field(min_length=1)
+    comparison_column: str = Field(min_length=1)
+    value_column: str = Field(min_length=1)
+
+
+class StaticSpec(Model):
+    metrics: dict[str, float] = Field(default_factory=dict)
+
+
+ProviderType = Literal["prometheus", "influx", "kafka", "static"]
+
+
+class MetricsProviderSpec(Model):
+    type: ProviderType
+    prometheus: PrometheusSpec | None = None
+    influx: InfluxSpec | None = None
+    kafka: KafkaSpec | None = None
+    static: StaticSpec | None = None
+
+    @model_validator(mode="after")
+    def _one_matching_section(self) -> MetricsProviderSpec:
+        if getattr(self, self.type) is None:
+            raise ValueError(f"type is {self.type!r} but the {self.type!r} section is missing")
+        others = [t for t in ("prometheus", "influx", "kafka", "static") if t != self.type]
+        extra = [t for t in others if getattr(self, t) is not None]
+        if extra:
+            raise ValueError(f"type is {self.type!r} but sections {extra} are also set")
+        return self
+
+
+class MetricsProviderStatus(Model):
+    """Health of the provider as the scheduler's metric cache last saw it (Shoal addition)."""
+
+    reason: Reason | None = None
+    last_fetch: str | None = None
+    fetch_latency_seconds: float | None = None
+    errors: int = 0
+
+
+class GlobalMetricsProvider(Kind):
+    api: Literal["core"] = "core"
+    kind: Literal["GlobalMetricsProvider"] = "GlobalMetricsProvider"
+    spec: MetricsProviderSpec
+    status: MetricsProviderStatus = Field(default_factory=MetricsProviderStatus)
+
+    plural = "globalmetricsproviders"
+    namespaced = False
+    subresources = ("status",)
+
+
+class MetricsProvider(Kind):
+    api: Literal["core"] = "core"
+    kind: Literal["MetricsProvider"] = "MetricsProvider"
+    spec: MetricsProviderSpec
+    status: MetricsProviderStatus = Field(default_factory=MetricsProviderStatus)
+
+    plural = "metricsproviders"
+    namespaced = True
+    subresources = ("status",)
+
+
+Verb = Literal["create", "list", "get", "update", "delete"]
+
+
+class RoleRule(Model):
+    api: str = ""
+    resources: list[str] = Field(default_factory=list)
+    namespaces: list[str] = Field(default_factory=list)
+    verbs: list[Verb] = Field(default_factory=list)
+
+
+class Role(Kind):
+    api: Literal["core"] = "core"
+    kind: Literal["Role"] = "Role"
+    rules: list[RoleRule] = Field(default_factory=list)
+
+    plural = "roles"
+    namespaced = False
+
+
+class RoleBinding(Kind):
+    api: Literal["core"] = "core"
+    kind: Literal["RoleBinding"] = "RoleBinding"
+    users: list[str] = Field(default_factory=list)
+    roles: list[str] = Field(default_factory=list)
+
+    plural = "rolebindings"
+    namespaced = False

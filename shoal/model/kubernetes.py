@@ -1,0 +1,264 @@
+"""Group ``kubernetes``: applications and the member clusters they run on."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, Field, field_validator
+
+from shoal.model.base import Kind, Model, Reason, ResourceRef, StrEnumByName
+from shoal.model.constraints import ConstraintError, LabelConstraint, MetricConstraint
+
+_CRD_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$"
+
+
+def _label_constraint(text: str) -> str:
+    try:
+        return str(LabelConstraint.parse(text))
+    except ConstraintError as error:
+        raise ValueError(str(error)) from None
+
+
+def _metric_constraint(text: str) -> str:
+    try:
+        return str(MetricConstraint.parse(text))
+    except ConstraintError as error:
+        raise ValueError(str(error)) from None
+
+
+LabelConstraintText = Annotated[
+    str,
+    AfterValidator(_label_constraint),
+    Field(examples=["location is DE"], description="Label constraint, e.g. 'location in (DE, FR)'"),
+]
+MetricConstraintText = Annotated[
+    str,
+    AfterValidator(_metric_constraint),
+    Field(examples=["load < 0.5"], description="Metric constraint, e.g. 'load >= 0.5'"),
+]
+CustomResourceName = Annotated[
+    str, Field(pattern=_CRD_NAME, max_length=253, description="'<plural>.<group>' of a CRD")
+]
+
+
+class MetricRef(Model):
+    name: str = Field(min_length=1, max_length=253)
+    weight: float = Field(ge=0)
+    namespaced: bool = False
+
+
+class ClusterConstraints(Model):
+    labels: list[LabelConstraintText] = Field(default_factory=list)
+    metrics: list[MetricConstraintText] = Field(default_factory=list)
+    custom_resources: list[CustomResourceName] = Field(default_factory=list)
+
+
+class Constraints(Model):
+    migration: bool = True
+    cluster: ClusterConstraints = Field(default_factory=ClusterConstraints)
+
+
+def _check_manifest(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    for index, item in enumerate(items):
+        for field in ("apiVersion", "kind"):
+            if not isinstance(item.get(field), str) or not item[field]:
+                raise ValueError(f"manifest item {index} has no {field}")
+        meta = item.get("metadata")
+        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+            raise ValueError(f"manifest item {index} has no metadata.name")
+    return items
+
+
+class ApplicationSpec(Model):
+    manifest: Annotated[list[dict[str, Any]], AfterValidator(_check_manifest)] = Field(
+        default_factory=list
+    )
+    tosca: dict[str, Any] | str | None = None
+    csar: str | None = None
+    observer_schema: list[dict[str, Any]] = Field(default_factory=list)
+    hooks: list[str] = Field(default_factory=list)
+    constraints: Constraints = Field(default_factory=Constraints)
+    backoff: int = Field(default=1, ge=0)
+    backoff_delay: int = Field(default=1, ge=0)
+    backoff_limit: int = Field(default=-1, ge=-1)
+    shutdown_grace_time: int = Field(default=30, ge=0)
+
+
+class ApplicationState(StrEnumByName):
+    PENDING = "PENDING"
+    CREATING = "CREATING"
+    RUNNING = "RUNNING"
+    RECONCILING = "RECONCILING"
+    MIGRATING = "MIGRATING"
+    DELETING = "DELETING"
+    DELETED = "DELETED"
+    DEGRADED = "DEGRADED"
+    FAILED = "FAILED"
+    COMPLETED = "COMPLETED"
+    WAITING_FOR_CLEANING = "WAITING_FOR_CLEANING"
+    READY_FOR_ACTION = "READY_FOR_ACTION"
+
+
+class ContainerHealth(Model):
+    desired_pods: int = 0
+    running_pods: int = 0
+    completed_pods: int = 0
+    failed_pods: int = 0
+
+
+class ApplicationStatus(Model):
+    state: ApplicationState = ApplicationState.PENDING
+    reason: Reason | None = None
+    scheduled: datetime | None = None
+    scheduled_to: ResourceRef | None = None
+    running_on: ResourceRef | None = None
+    kube_controller_triggered: datetime | None = None
+    last_scheduled: datetime | None = Field(
+        default=None, description="Last successful scheduling pass (Shoal addition)."
+    )
+    scheduler_retries: int | None = Field(
+        default=None, description="Attempts left before FAILED; set by the scheduler."
+    )
+    scheduling: dict[str, Any] | None = Field(
+        default=None, description="Explanation of the last scheduling attempt (Shoal addition)."
+    )
+    container_health: ContainerHealth = Field(default_factory=ContainerHealth)
+    services: dict[str, Any] = Field(default_factory=dict)
+    mangled_observer_schema: list[dict[str, Any]] = Field(default_factory=list)
+    last_applied_manifest: list[dict[str, Any]] = Field(default_factory=list)
+    last_observed_manifest: list[dict[str, Any]] = Field(default_factory=list)
+    complete_token: str | None = None
+    shutdown_token: str | None = None
+    retries: int | None = None
+
+
+class Application(Kind):
+    api: Literal["kubernetes"] = "kubernetes"
+    kind: Literal["Application"] = "Application"
+    spec: ApplicationSpec
+    status: ApplicationStatus = Field(default_factory=ApplicationStatus)
+
+    plural = "applications"
+    namespaced = True
+    subresources = ("status", "binding", "complete", "shutdown", "retry")
+
+
+def _check_kubeconfig(config: dict[str, Any] | None) -> dict[str, Any] | None:
+    if config is None:
+        return None
+    for section in ("contexts", "users", "clusters"):
+        entries = config.get(section)
+        if not isinstance(entries, list) or len(entries) != 1:
+            count = len(entries) if isinstance(entries, list) else 0
+            raise ValueError(f"kubeconfig must have exactly one entry in {section}, found {count}")
+        if not isinstance(entries[0], dict) or not entries[0].get("name"):
+            raise ValueError(f"kubeconfig {section}[0] has no name")
+    cluster = config["clusters"][0].get("cluster")
+    if not isinstance(cluster, dict) or not cluster.get("server"):
+        raise ValueError("kubeconfig clusters[0].cluster.server is missing")
+    return config
+
+
+class CloudConstraints(Model):
+    labels: list[LabelConstraintText] = Field(default_factory=list)
+    metrics: list[MetricConstraintText] = Field(default_factory=list)
+
+
+class ClusterConstraintsOnCloud(Model):
+    cloud: CloudConstraints = Field(default_factory=CloudConstraints)
+
+
+class ClusterSpec(Model):
+    kubeconfig: Annotated[dict[str, Any] | None, AfterValidator(_check_kubeconfig)] = None
+    tosca: dict[str, Any] | str | None = None
+    custom_resources: list[CustomResourceName] = Field(default_factory=list)
+    metrics: list[MetricRef] = Field(default_factory=list)
+    inherit_metrics: bool = False
+    constraints: ClusterConstraintsOnCloud = Field(default_factory=ClusterConstraintsOnCloud)
+    backoff: int = Field(default=1, ge=0)
+    backoff_delay: int = Field(default=1, ge=0)
+    backoff_limit: int = Field(default=-1, ge=-1)
+
+    @field_validator("metrics")
+    @classmethod
+    def _unique_metrics(cls, metrics: list[MetricRef]) -> list[MetricRef]:
+        seen: set[tuple[str, bool]] = set()
+        for metric in metrics:
+            key = (metric.name, metric.namespaced)
+            if key in seen:
+                raise ValueError(f"metric {metric.name!r} is listed twice")
+            seen.add(key)
+        return metrics
+
+
+class ClusterState(StrEnumByName):
+    PENDING = "PENDING"
+    CONNECTING = "CONNECTING"
+    ONLINE = "ONLINE"
+    OFFLINE = "OFFLINE"
+    UNHEALTHY = "UNHEALTHY"
+    NOTREADY = "NOTREADY"
+    FAILING_METRICS = "FAILING_METRICS"
+    CREATING = "CREATING"
+    RECONCILING = "RECONCILING"
+    DELETING = "DELETING"
+    FAILED = "FAILED"
+    DEGRADED = "DEGRADED"
+
+
+class ClusterStatus(Model):
+    state: ClusterState = ClusterState.ONLINE
+    reason: Reason | None = None
+    metrics_reasons: dict[str, Reason] = Field(default_factory=dict)
+    nodes: list[dict[str, Any]] = Field(default_factory=list)
+    custom_resources: list[str] = Field(
+        default_factory=list, description="CRDs found on the cluster by the observer."
+    )
+    last_applied_tosca: dict[str, Any] | str | None = None
+    cluster_id: str | None = None
+    scheduled: datetime | None = None
+    scheduled_to: ResourceRef | None = None
+    running_on: ResourceRef | None = None
+    kube_controller_triggered: datetime | None = None
+    retries: int | None = None
+
+
+class Cluster(Kind):
+    api: Literal["kubernetes"] = "kubernetes"
+    kind: Literal["Cluster"] = "Cluster"
+    spec: ClusterSpec = Field(default_factory=ClusterSpec)
+    status: ClusterStatus = Field(default_factory=ClusterStatus)
+
+    plural = "clusters"
+    namespaced = True
+    subresources = ("status", "binding")
+
+
+class ApplicationBinding(Model):
+    """Body of ``PUT .../applications/{name}/binding``."""
+
+    cluster: ResourceRef
+    resource_version: int | None = Field(
+        default=None, description="Bind only if the application is still at this revision."
+    )
+    triggered: bool = Field(
+        default=True,
+        description="Set kube_controller_triggered (the scheduler saw the latest spec).",
+    )
+    explanation: dict[str, Any] | None = Field(
+        default=None, description="Scheduling explanation stored in status.scheduling."
+    )
+
+
+class ClusterBinding(Model):
+    """Body of ``PUT .../clusters/{name}/binding``."""
+
+    cloud: ResourceRef
+    resource_version: int | None = None
+
+
+class Token(Model):
+    """Body of ``complete`` and ``shutdown``."""
+
+    token: str | None = None

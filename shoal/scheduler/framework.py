@@ -1,0 +1,232 @@
+"""The scheduling framework: plugins with one job each, registered by name.
+
+Phases, as in the Kubernetes scheduling framework and seed 003:
+
+- candidates: which backends are looked at at all (namespace, state);
+- filters: constraints a backend must meet (labels, custom resources, metrics);
+- prefer: ranking preferences that narrow the set (backends with metrics win);
+- scores: terms of the weighted average of seed 004 (metrics, stickiness).
+
+The commit phase (binding with a resource_version precondition) is the
+handler's, since it talks to the API. A decision records for every backend
+why it was dropped or how it scored: that is the explanation users see.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeVar
+
+import numpy as np
+
+from shoal.scheduler.config import Plugins
+from shoal.scheduler.fleet import Backend, BoolArray, FloatArray, Group
+
+
+@dataclass
+class Request:
+    """What is being placed: constraints, where it is now, and how to treat it."""
+
+    namespace: str | None
+    labels: Sequence[str] = ()
+    metrics: Sequence[str] = ()
+    custom_resources: Sequence[str] = ()
+    current: tuple[str | None, str] | None = None  # (namespace, name) of the backend it is on
+    sticky: bool = True  # False: a forced pass ignores stickiness
+    stickiness: float = 0.1
+
+
+@dataclass
+class Context:
+    request: Request
+    group: Group
+    current: int | None
+
+    @classmethod
+    def build(cls, request: Request, group: Group) -> Context:
+        current = group.index.get(request.current) if request.current else None
+        return cls(request, group, current)
+
+
+class Plugin:
+    name: ClassVar[str]
+
+
+P = TypeVar("P", bound=Plugin)
+
+
+class CandidatePlugin(Plugin):
+    def candidates(self, ctx: Context) -> list[tuple[str, BoolArray]]:
+        """(reason, keep) pairs; a backend is dropped by the first reason that fails it."""
+        raise NotImplementedError
+
+
+class FilterPlugin(Plugin):
+    def filter(self, ctx: Context) -> list[tuple[str, BoolArray]]:
+        raise NotImplementedError
+
+
+class PreferPlugin(Plugin):
+    def prefer(self, ctx: Context, alive: BoolArray) -> tuple[str, BoolArray] | None:
+        """Narrow a non-empty set of survivors, or None to leave it."""
+        raise NotImplementedError
+
+
+class ScorePlugin(Plugin):
+    def terms(self, ctx: Context) -> tuple[FloatArray, FloatArray]:
+        """Numerator and denominator contributions of the weighted average."""
+        raise NotImplementedError
+
+
+REGISTRY: dict[str, dict[str, Callable[[], Plugin]]] = {
+    "candidates": {},
+    "filters": {},
+    "prefer": {},
+    "scores": {},
+}
+
+
+def register(phase: str) -> Callable[[type[Plugin]], type[Plugin]]:
+    def add(cls: type[Plugin]) -> type[Plugin]:
+        REGISTRY[phase][cls.name] = cls
+        return cls
+
+    return add
+
+
+@dataclass
+class Rejection:
+    reason: str
+    count: int
+    names: list[str]
+
+
+@dataclass
+class Decision:
+    total: int
+    chosen: Backend | None
+    score: float | None
+    rejections: list[Rejection]
+    ranking: list[dict[str, Any]] = field(default_factory=list)
+    available: int = 0
+
+    @property
+    def summary(self) -> str:
+        head = f"{self.available}/{self.total} clusters available"
+        if not self.rejections:
+            return head
+        parts = ", ".join(f"{r.count} {r.reason}" for r in self.rejections if r.count)
+        return f"{head}: {parts}"
+
+    def explanation(self) -> dict[str, Any]:
+        return {
+            "summary": self.summary,
+            "chosen": self.chosen.name if self.chosen else None,
+            "score": self.score,
+            "rejected": [
+                {"reason": r.reason, "count": r.count, "clusters": r.names}
+                for r in self.rejections
+                if r.count
+            ],
+            "ranking": self.ranking,
+        }
+
+
+class Framework:
+    """Runs the enabled plugins of each phase over a group of backends."""
+
+    def __init__(self, plugins: Plugins, *, explain_names: int = 20, ranking: int = 10) -> None:
+        self.candidates = [_make(p, "candidates", CandidatePlugin) for p in plugins.candidates]
+        self.filters = [_make(p, "filters", FilterPlugin) for p in plugins.filters]
+        self.prefer = [_make(p, "prefer", PreferPlugin) for p in plugins.prefer]
+        self.scores = [_make(p, "scores", ScorePlugin) for p in plugins.scores]
+        self.explain_names = explain_names
+        self.ranking = ranking
+        self.random = random.Random()
+
+    def decide(self, request: Request, group: Group, *, explain_all: bool = False) -> Decision:
+        ctx = Context.build(request, group)
+        total = len(group)
+        alive = np.ones(total, dtype=bool)
+        rejections: list[Rejection] = []
+
+        def apply(reason: str, keep: BoolArray) -> None:
+            nonlocal alive
+            dropped = alive & ~keep
+            count = int(dropped.sum())
+            if count:
+                limit = total if explain_all else self.explain_names
+                names = [group.names[i] for i in np.flatnonzero(dropped)[:limit]]
+                rejections.append(Rejection(reason, count, names))
+                alive = alive & keep
+
+        for plugin in self.candidates:
+            for reason, keep in plugin.candidates(ctx):
+                apply(reason, keep)
+        for filt in self.filters:
+            for reason, keep in filt.filter(ctx):
+                apply(reason, keep)
+        available = int(alive.sum())
+        if not available:
+            return Decision(total, None, None, rejections, available=0)
+        for pref in self.prefer:
+            narrowed = pref.prefer(ctx, alive)
+            if narrowed is not None:
+                apply(*narrowed)
+
+        num = np.zeros(total)
+        den = np.zeros(total)
+        for scorer in self.scores:
+            n, d = scorer.terms(ctx)
+            num += n
+            den += d
+        # Seed 004: with metrics, the weighted average; without, the stickiness term alone.
+        metric_den = group.den
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scores = np.where(metric_den > 0, num / np.where(den > 0, den, 1.0), num)
+        scores = np.where(alive, scores, -np.inf)
+        best = float(scores.max())
+        ties = np.flatnonzero(np.isclose(scores, best, rtol=0, atol=1e-12))
+        chosen = int(ties[0]) if len(ties) == 1 else int(self.random.choice(list(ties)))
+        ranking = self._ranking(ctx, scores, alive, explain_all)
+        return Decision(
+            total, group.backends[chosen], best, rejections, ranking, available=available
+        )
+
+    def _ranking(
+        self, ctx: Context, scores: FloatArray, alive: BoolArray, explain_all: bool
+    ) -> list[dict[str, Any]]:
+        order = np.flatnonzero(alive)
+        order = order[np.argsort(-scores[order], kind="stable")]
+        if not explain_all:
+            order = order[: self.ranking]
+        out = []
+        for i in order:
+            backend = ctx.group.backends[int(i)]
+            entry: dict[str, Any] = {
+                "cluster": backend.name,
+                "score": float(scores[i]),
+                "metrics": [
+                    {"name": t.name, "value": t.value, "normalised": t.normalised, "weight": t.weight}
+                    for t in backend.terms
+                ],
+            }
+            if backend.failing:
+                entry["failing_metrics"] = {k: r.code.name for k, r in backend.failing.items()}
+            if ctx.current == int(i) and ctx.request.sticky:
+                entry["stickiness"] = {"value": 1.0, "weight": ctx.request.stickiness}
+            out.append(entry)
+        return out
+
+
+def _make(name: str, phase: str, base: type[P]) -> P:
+    try:
+        plugin = REGISTRY[phase][name]()
+    except KeyError:
+        known = ", ".join(sorted(REGISTRY[phase])) or "none"
+        raise ValueError(f"unknown {phase} plugin {name!r}; known: {known}") from None
+    if not isinstance(plugin, base):
+        raise ValueError(f"plugin {name!r} is not a {phase} plugin")
+    return plugin

@@ -1,0 +1,227 @@
+"""The embedded store: one SQLite file in WAL mode, no server.
+
+All statements run synchronously on the event loop thread. Each is a few tens
+of microseconds, and running them without an ``await`` makes every write and
+its fan-out to watchers atomic with respect to other coroutines: a watcher
+registers and reads history in one step, so no event falls in between. One
+API process owns a SQLite file; use etcd for several API servers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+from shoal.store.base import (
+    AlreadyExists,
+    Compacted,
+    Conflict,
+    Event,
+    EventType,
+    NotFound,
+    Record,
+    prefix_end,
+)
+
+_TYPE_CODE = {EventType.ADDED: 0, EventType.MODIFIED: 1, EventType.DELETED: 2}
+_CODE_TYPE = {code: kind for kind, code in _TYPE_CODE.items()}
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS kv (
+    key TEXT PRIMARY KEY, value BLOB NOT NULL, revision INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS log (
+    revision INTEGER PRIMARY KEY, type INTEGER NOT NULL, key TEXT NOT NULL, value BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+"""
+
+
+@dataclass(eq=False)
+class _Watcher:
+    start: str
+    end: str
+    queue: asyncio.Queue[Event | None] = field(default_factory=asyncio.Queue)
+    dropped: bool = False
+
+
+class SqliteStore:
+    """Store protocol on SQLite. ``history`` revisions of events are kept for watches."""
+
+    def __init__(
+        self, path: str = ":memory:", *, history: int = 200_000, watch_queue: int = 100_000
+    ) -> None:
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA temp_store=MEMORY")
+        self._db.execute("PRAGMA cache_size=-65536")
+        self._db.executescript(_SCHEMA)
+        self._history = history
+        self._watch_queue = watch_queue
+        self._watchers: set[_Watcher] = set()
+        row = self._db.execute("SELECT value FROM meta WHERE name='revision'").fetchone()
+        self._revision: int = row[0] if row else 0
+        row = self._db.execute("SELECT value FROM meta WHERE name='compacted'").fetchone()
+        self._compacted: int = row[0] if row else 0
+        self._writes_since_compaction = 0
+
+    # reads -----------------------------------------------------------------
+
+    async def get(self, key: str) -> Record:
+        row = self._db.execute("SELECT value, revision FROM kv WHERE key=?", (key,)).fetchone()
+        if row is None:
+            raise NotFound(key)
+        return Record(key, row[0], row[1])
+
+    async def list(
+        self, prefix: str, *, start_after: str | None = None, limit: int | None = None
+    ) -> tuple[list[Record], int]:
+        start = prefix
+        op = ">="
+        if start_after is not None and start_after >= prefix:
+            start, op = start_after, ">"
+        sql = f"SELECT key, value, revision FROM kv WHERE key {op} ? AND key < ? ORDER BY key"
+        params: tuple[object, ...] = (start, prefix_end(prefix))
+        if limit is not None:
+            sql += " LIMIT ?"
+            params = (*params, limit)
+        rows = self._db.execute(sql, params).fetchall()
+        return [Record(k, v, r) for k, v, r in rows], self._revision
+
+    async def revision(self) -> int:
+        return self._revision
+
+    async def check_revision(self, revision: int) -> None:
+        if revision < self._compacted:
+            raise Compacted(revision, self._compacted)
+
+    # writes ----------------------------------------------------------------
+
+    def _current(self, key: str) -> tuple[bytes, int] | None:
+        row = self._db.execute("SELECT value, revision FROM kv WHERE key=?", (key,)).fetchone()
+        return (row[0], row[1]) if row else None
+
+    def _commit(self, kind: EventType, key: str, value: bytes) -> int:
+        revision = self._revision + 1
+        db = self._db
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            if kind is EventType.DELETED:
+                db.execute("DELETE FROM kv WHERE key=?", (key,))
+            else:
+                db.execute(
+                    "INSERT OR REPLACE INTO kv(key, value, revision) VALUES (?, ?, ?)",
+                    (key, value, revision),
+                )
+            db.execute(
+                "INSERT INTO log(revision, type, key, value) VALUES (?, ?, ?, ?)",
+                (revision, _TYPE_CODE[kind], key, value),
+            )
+            db.execute(
+                "INSERT OR REPLACE INTO meta(name, value) VALUES ('revision', ?)", (revision,)
+            )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        self._revision = revision
+        self._fan_out(Event(kind, key, value, revision))
+        self._writes_since_compaction += 1
+        if self._writes_since_compaction >= 10_000:
+            self._auto_compact()
+        return revision
+
+    def _fan_out(self, event: Event) -> None:
+        for watcher in tuple(self._watchers):
+            if watcher.start <= event.key < watcher.end:
+                if watcher.queue.qsize() >= self._watch_queue:
+                    # A watcher this far behind would hold memory without bound: end its
+                    # stream; it resumes from its last revision out of the log.
+                    watcher.dropped = True
+                    self._watchers.discard(watcher)
+                    watcher.queue.put_nowait(None)
+                else:
+                    watcher.queue.put_nowait(event)
+
+    async def create(self, key: str, value: bytes) -> int:
+        if self._current(key) is not None:
+            raise AlreadyExists(key)
+        return self._commit(EventType.ADDED, key, value)
+
+    async def update(self, key: str, value: bytes, expected_revision: int | None = None) -> int:
+        current = self._current(key)
+        if current is None:
+            raise NotFound(key)
+        if expected_revision is not None and current[1] != expected_revision:
+            raise Conflict(key, expected_revision, current[1])
+        return self._commit(EventType.MODIFIED, key, value)
+
+    async def delete(self, key: str, expected_revision: int | None = None) -> int:
+        current = self._current(key)
+        if current is None:
+            raise NotFound(key)
+        if expected_revision is not None and current[1] != expected_revision:
+            raise Conflict(key, expected_revision, current[1])
+        return self._commit(EventType.DELETED, key, current[0])
+
+    # history ---------------------------------------------------------------
+
+    def _auto_compact(self) -> None:
+        self._writes_since_compaction = 0
+        target = self._revision - self._history
+        if target > self._compacted:
+            self._compact(target)
+
+    def _compact(self, revision: int) -> None:
+        revision = min(revision, self._revision)
+        if revision <= self._compacted:
+            return
+        self._db.execute("BEGIN IMMEDIATE")
+        self._db.execute("DELETE FROM log WHERE revision <= ?", (revision,))
+        self._db.execute(
+            "INSERT OR REPLACE INTO meta(name, value) VALUES ('compacted', ?)", (revision,)
+        )
+        self._db.execute("COMMIT")
+        self._compacted = revision
+
+    async def compact(self, revision: int) -> None:
+        self._compact(revision)
+
+    async def watch(self, prefix: str, from_revision: int | None = None) -> AsyncIterator[Event]:
+        watcher = _Watcher(prefix, prefix_end(prefix))
+        # Register and read the current revision with no await in between: every
+        # later write reaches the queue, every earlier one is in the log.
+        head = self._revision
+        if from_revision is not None and from_revision < self._compacted:
+            raise Compacted(from_revision, self._compacted)
+        self._watchers.add(watcher)
+        try:
+            if from_revision is not None and from_revision < head:
+                after = from_revision
+                while after < head:
+                    rows = self._db.execute(
+                        "SELECT revision, type, key, value FROM log WHERE revision > ? "
+                        "AND revision <= ? AND key >= ? AND key < ? ORDER BY revision LIMIT 1000",
+                        (after, head, watcher.start, watcher.end),
+                    ).fetchall()
+                    if not rows:
+                        break
+                    for revision, code, key, value in rows:
+                        yield Event(_CODE_TYPE[code], key, value, revision)
+                    after = rows[-1][0]
+            while True:
+                event = await watcher.queue.get()
+                if event is None:
+                    return
+                yield event
+        finally:
+            self._watchers.discard(watcher)
+
+    async def close(self) -> None:
+        for watcher in tuple(self._watchers):
+            watcher.queue.put_nowait(None)
+        self._watchers.clear()
+        self._db.close()
