@@ -115,20 +115,20 @@ _KW = r"(?![-A-Za-z0-9_.])"
 
 _GRAMMAR = rf"""
 // ---- label constraints
-label_constraint: KEY _eq value             -> label_eq
-                | KEY _ne value             -> label_ne
+label_constraint: KEY _label_eq value             -> label_eq
+                | KEY _label_ne value             -> label_ne
                 | KEY _IN value_list        -> label_in
-                | KEY _NOT _IN value_list   -> label_not_in
+                | KEY _NOT_IN value_list    -> label_not_in
 
 // ---- metric constraints
-metric_constraint: NAME _eq number                  -> metric_eq
-                 | NAME _ne number                  -> metric_ne
-                 | NAME _gt number                  -> metric_gt
-                 | NAME _ge number                  -> metric_ge
-                 | NAME _lt number                  -> metric_lt
-                 | NAME _le number                  -> metric_le
+metric_constraint: NAME _metric_eq number                  -> metric_eq
+                 | NAME _metric_ne number                  -> metric_ne
+                 | NAME (_W_GT | _GT) number        -> metric_gt
+                 | NAME (_W_GE | _GE | _GE2) number -> metric_ge
+                 | NAME (_W_LT | _LT) number        -> metric_lt
+                 | NAME (_W_LE | _LE | _LE2) number -> metric_le
                  | NAME _IN number_list             -> metric_in
-                 | NAME _NOT _IN number_list        -> metric_not_in
+                 | NAME _NOT_IN number_list         -> metric_not_in
 
 // ---- label selectors
 selector: [requirement (_COMMA requirement)*]
@@ -137,49 +137,46 @@ requirement: KEY                                    -> sel_exists
            | KEY (_EQ | _EQEQ) [value]              -> sel_eq
            | KEY _NE [value]                        -> sel_ne
            | KEY _IN value_list                     -> sel_in
-           | KEY (_NOTIN | _NOT _IN) value_list     -> sel_not_in
+           | KEY (_NOTIN | _NOT_IN) value_list      -> sel_not_in
 
 // ---- shared pieces
-_eq: _IS | _EQ | _EQEQ
-_ne: _IS _NOT | _NE
-_gt: _GREATER _THAN | _GT | _GTSYM
-_ge: _GREATER _THAN _OR _EQUAL | _GTE | _GESYM | _GESYM2
-_lt: _LESS _THAN | _LT | _LTSYM
-_le: _LESS _THAN _OR _EQUAL | _LTE | _LESYM | _LESYM2
-
+// Separate rules per language: shared ones would merge LALR states, and the contextual
+// lexer of a merged state would accept both a label value and a number there.
+_label_eq: _IS | _EQ | _EQEQ
+_label_ne: _IS_NOT | _NE
+_metric_eq: _IS | _EQ | _EQEQ
+_metric_ne: _IS_NOT | _NE
 value_list: _LPAR value (_COMMA value)* [_COMMA] _RPAR
 number_list: _LPAR number (_COMMA number)* [_COMMA] _RPAR
 value: BARE | STRING
 number: NUMBER
 
+// Multi-word operators are single terminals (fewer tokens, faster); the longer
+// spelling gets the higher priority because the lexer takes the first match.
 _IS.2: /is{_KW}/i
-_NOT.2: /not{_KW}/i
+_IS_NOT.3: /is\s+not{_KW}/i
 _IN.2: /in{_KW}/i
+_NOT_IN.3: /not\s+in{_KW}/i
 _NOTIN.2: /notin{_KW}/i
-_GREATER.2: /greater{_KW}/i
-_LESS.2: /less{_KW}/i
-_THAN.2: /than{_KW}/i
-_OR.2: /or{_KW}/i
-_EQUAL.2: /equal{_KW}/i
-_GT.2: /gt{_KW}/i
-_GTE.2: /gte{_KW}/i
-_LT.2: /lt{_KW}/i
-_LTE.2: /lte{_KW}/i
+_W_GT.2: /(?:gt|greater\s+than){_KW}/i
+_W_GE.3: /(?:gte|greater\s+than\s+or\s+equal){_KW}/i
+_W_LT.2: /(?:lt|less\s+than){_KW}/i
+_W_LE.3: /(?:lte|less\s+than\s+or\s+equal){_KW}/i
 _EQ: "="
 _EQEQ: "=="
 _NE: "!="
-_GTSYM: ">"
-_GESYM: ">="
-_GESYM2: "=>"
-_LTSYM: "<"
-_LESYM: "<="
-_LESYM2: "=<"
+_GT: ">"
+_GE: ">="
+_GE2: "=>"
+_LT: "<"
+_LE: "<="
+_LE2: "=<"
 _BANG: "!"
 _LPAR: "("
 _RPAR: ")"
 _COMMA: ","
 
-// Keys and values are lexed liberally and validated afterwards, for better messages.
+// Keys, names and values are lexed liberally and validated afterwards, for better messages.
 KEY: /[A-Za-z0-9_.\-\/]+/
 NAME: /[A-Za-z0-9_.\-]+/
 BARE: /[A-Za-z0-9_.\-]+/
@@ -194,25 +191,21 @@ _DISPLAY: dict[str, str] = {
     "_IS": "is",
     "_EQ": "=",
     "_EQEQ": "==",
+    "_IS_NOT": "is not",
     "_NE": "!=",
-    "_NOT": "not",
     "_IN": "in",
+    "_NOT_IN": "not in",
     "_NOTIN": "notin",
-    "_GREATER": "greater",
-    "_THAN": "than",
-    "_OR": "or",
-    "_EQUAL": "equal",
-    "_GT": "gt",
-    "_GTSYM": ">",
-    "_GTE": "gte",
-    "_GESYM": ">=",
-    "_GESYM2": "=>",
-    "_LESS": "less",
-    "_LT": "lt",
-    "_LTSYM": "<",
-    "_LTE": "lte",
-    "_LESYM": "<=",
-    "_LESYM2": "=<",
+    "_W_GT": "greater than, gt",
+    "_GT": ">",
+    "_W_GE": "greater than or equal, gte",
+    "_GE": ">=",
+    "_GE2": "=>",
+    "_W_LT": "less than, lt",
+    "_LT": "<",
+    "_W_LE": "less than or equal, lte",
+    "_LE": "<=",
+    "_LE2": "=<",
     "_BANG": "!",
     "_LPAR": "'('",
     "_RPAR": "')'",
@@ -327,6 +320,7 @@ class LabelConstraint:
     @classmethod
     def parse(cls, text: str) -> LabelConstraint:
         """Parse ``text``; raise :class:`ConstraintError` saying what is wrong and where."""
+        _check_text(text, "label_constraint")
         return _parse_label(text)
 
     def matches(self, labels: Mapping[str, str]) -> bool:
@@ -370,6 +364,7 @@ class MetricConstraint:
     @classmethod
     def parse(cls, text: str) -> MetricConstraint:
         """Parse ``text``; raise :class:`ConstraintError` saying what is wrong and where."""
+        _check_text(text, "metric_constraint")
         return _parse_metric(text)
 
     def matches(self, value: float | None) -> bool:
@@ -464,6 +459,7 @@ class LabelSelector:
     @classmethod
     def parse(cls, text: str) -> LabelSelector:
         """Parse ``text`` (empty or blank selects everything)."""
+        _check_text(text, "selector")
         return _parse_selector(text)
 
     def matches(self, labels: Mapping[str, str]) -> bool:
@@ -484,7 +480,7 @@ def _check_arity(single: bool, count: int) -> None:
 
 
 def _error_at(token: Token, what: str, reason: str) -> ConstraintError:
-    column = token.column
+    column = (token.start_pos or 0) + 1
     return ConstraintError(f"invalid {what} {str(token)!r} at column {column}: {reason}", column)
 
 
@@ -646,13 +642,14 @@ def _syntax_error(text: str, error: UnexpectedInput, start: str) -> ConstraintEr
             if not text.strip():
                 message = f"empty {what}"
             return ConstraintError(message + _describe_expected(expected), column)
-        column = error.token.column
+        column = (error.token.start_pos or 0) + 1
         word = str(error.token)
     elif isinstance(error, UnexpectedCharacters):
         expected = error.allowed or ()
-        column = error.column
-        found = _WORD.match(text, error.pos_in_stream)
-        word = found.group() if found else text[error.pos_in_stream :]
+        position = error.pos_in_stream or 0
+        column = position + 1
+        found = _WORD.match(text, position)
+        word = found.group() if found else text[position:]
     else:  # pragma: no cover - LALR raises only the two above
         column = getattr(error, "column", 0)
         return ConstraintError(f"invalid {what} at column {column}", column)
@@ -660,23 +657,68 @@ def _syntax_error(text: str, error: UnexpectedInput, start: str) -> ConstraintEr
     return ConstraintError(message + _describe_expected(expected), column)
 
 
-def _run(text: str, start: str) -> Any:
+def _check_text(text: object, start: str) -> None:
     if not isinstance(text, str):
         raise ConstraintError(f"a {_WHAT[start]} must be a string, not {type(text).__name__}")
+
+
+def _run(text: str, start: str) -> Any:
     try:
         return _PARSER.parse(text, start=start)
     except UnexpectedInput as error:
         raise _syntax_error(text, error, start) from None
 
 
+# Canonical spellings (what ``str()`` prints, and so what the API stores) skip lark:
+# the scheduler re-parses them on its hot path. Anything these strict patterns do
+# not recognise, or that fails validation, goes through the grammar, which stays
+# the definition of the language (tests check both paths agree).
+_C_KEY = r"(?:[a-z0-9][-a-z0-9.]*/)?[A-Za-z0-9][-A-Za-z0-9_.]*"
+_C_VALUE = r"[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?"
+_C_NUMBER = r"-?[0-9]+(?:\.[0-9]+)?(?:e[-+][0-9]+)?"
+_CANONICAL_LABEL = re.compile(rf"({_C_KEY}) (is not|is) ({_C_VALUE})")
+_CANONICAL_LABELS = re.compile(rf"({_C_KEY}) (in|not in) \(({_C_VALUE}(?:, {_C_VALUE})*)\)")
+_CANONICAL_METRIC = re.compile(rf"({_C_VALUE}) (=|!=|>=|>|<=|<) ({_C_NUMBER})")
+_CANONICAL_METRICS = re.compile(rf"({_C_VALUE}) (in|not in) \(({_C_NUMBER}(?:, {_C_NUMBER})*)\)")
+
+
+def _canonical_label(text: str) -> LabelConstraint | None:
+    found = _CANONICAL_LABEL.fullmatch(text) or _CANONICAL_LABELS.fullmatch(text)
+    if found is None:
+        return None
+    key, op, listed = found.groups()
+    values = tuple(listed.split(", "))
+    if any(value.lower() in _KEYWORDS for value in values):
+        return None
+    try:
+        return LabelConstraint(key, LabelOp(op), values)
+    except ConstraintError:
+        return None
+
+
+def _canonical_metric(text: str) -> MetricConstraint | None:
+    found = _CANONICAL_METRIC.fullmatch(text) or _CANONICAL_METRICS.fullmatch(text)
+    if found is None:
+        return None
+    name, op, listed = found.groups()
+    try:
+        return MetricConstraint(name, MetricOp(op), tuple(map(float, listed.split(", "))))
+    except ConstraintError:
+        return None
+
+
 @lru_cache(maxsize=8192)
 def _parse_label(text: str) -> LabelConstraint:
+    if (fast := _canonical_label(text)) is not None:
+        return fast
     result: LabelConstraint = _run(text, "label_constraint")
     return result
 
 
 @lru_cache(maxsize=8192)
 def _parse_metric(text: str) -> MetricConstraint:
+    if (fast := _canonical_metric(text)) is not None:
+        return fast
     result: MetricConstraint = _run(text, "metric_constraint")
     return result
 

@@ -117,6 +117,10 @@ class ApplicationStatus(Model):
     last_scheduled: datetime | None = Field(
         default=None, description="Last successful scheduling pass (Shoal addition)."
     )
+    reschedule_requested: datetime | None = Field(
+        default=None,
+        description="A reschedule was asked for at this time; done when last_scheduled is later.",
+    )
     scheduler_retries: int | None = Field(
         default=None, description="Attempts left before FAILED; set by the scheduler."
     )

@@ -191,7 +191,7 @@ class Store:
             )
         obj["apiVersion"] = rt.api_version
         obj["kind"] = rt.kind
-        meta["uid"] = str(uuid.uuid4())
+        meta["uid"] = meta.get("uid") or str(uuid.uuid4())
         meta["creationTimestamp"] = now()
         meta["generation"] = 1
         meta.pop("deletionTimestamp", None)

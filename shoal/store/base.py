@@ -48,7 +48,7 @@ class Unavailable(StoreError):
     """The store cannot be reached right now (retry later)."""
 
 
-class EventType(str, Enum):
+class EventType(str, Enum):  # noqa: UP042  (str() of a member stays "EventType.X")
     ADDED = "ADDED"
     MODIFIED = "MODIFIED"
     DELETED = "DELETED"

@@ -18,6 +18,7 @@ etcd refuses exactly when it is below the compaction point.
 from __future__ import annotations
 
 import asyncio
+import builtins
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -130,9 +131,7 @@ class EtcdStore:
 
     # transport -------------------------------------------------------------
 
-    async def _call(
-        self, make: Callable[[_Endpoint], Awaitable[T]], *, idempotent: bool
-    ) -> T:
+    async def _call(self, make: Callable[[_Endpoint], Awaitable[T]], *, idempotent: bool) -> T:
         """Run one unary call, moving to the next endpoint on a connection failure.
 
         A write whose fate is unknown (sent, then the connection broke) is not
@@ -252,7 +251,7 @@ class EtcdStore:
         return int(response.header.revision)
 
     @staticmethod
-    def _guard(k: bytes, expected_revision: int | None) -> list[Any]:
+    def _guard(k: bytes, expected_revision: int | None) -> builtins.list[Any]:
         compare = [
             rpc.Compare(key=k, target=rpc.Compare.CREATE, result=rpc.Compare.GREATER,
                         create_revision=0)

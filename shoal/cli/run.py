@@ -1,0 +1,302 @@
+"""Process commands: ``shoal api``, ``shoal scheduler``, ``shoal up``.
+
+``shoal up`` is the embedded all-in-one: the API on a SQLite file, every
+controller, a small ``shoal sim`` fleet registered as clusters, and sample
+metrics from a static provider, so a newcomer sees placement happen at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+
+ApiOption = Annotated[
+    str | None, typer.Option("--api", help="URL of the Shoal API (default: $SHOAL_API)")
+]
+
+
+def _logging(level: str) -> None:
+    logging.basicConfig(
+        level=getattr(logging, level.upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def _run_until_signal(main: Callable[[], Awaitable[None]]) -> None:
+    """Run ``main`` until it returns or SIGINT/SIGTERM arrives, then clean up."""
+
+    async def runner() -> None:
+        task = asyncio.ensure_future(main())
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError):
+                loop.add_signal_handler(sig, task.cancel)
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+
+    asyncio.run(runner())
+
+
+def api(
+    store: Annotated[
+        str, typer.Option("--store", help="sqlite:///path/shoal.db or etcd://host:port[,...]")
+    ] = "sqlite:///shoal.db",
+    host: Annotated[str, typer.Option("--host")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port")] = 8080,
+    log_level: Annotated[str, typer.Option("--log-level")] = "info",
+) -> None:
+    """Run the API server alone."""
+    from shoal.api.server import start_api
+
+    _logging(log_level)
+
+    async def main() -> None:
+        server = await start_api(store, host, port, log_level="warning")
+        console.print(f"Shoal API listening on [bold]{server.url}[/] (store {store})")
+        try:
+            await server.task
+        finally:
+            await server.stop()
+
+    _run_until_signal(main)
+
+
+def scheduler(
+    api_url: ApiOption = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", help="Scheduler YAML configuration")
+    ] = None,
+    log_level: Annotated[str, typer.Option("--log-level")] = "info",
+) -> None:
+    """Run the scheduler alone against an API."""
+    from shoal.client.rest import ShoalClient
+    from shoal.scheduler.config import SchedulerConfig
+    from shoal.scheduler.scheduler import Scheduler
+
+    _logging(log_level)
+    cfg = SchedulerConfig.load(config)
+
+    async def main() -> None:
+        async with ShoalClient(api_url) as client:
+            await Scheduler(client, cfg).run()
+
+    _run_until_signal(main)
+
+
+def controllers(client: Any) -> list[Any]:
+    """Every controller that exists, constructed on one client (``shoal up``)."""
+    from shoal.scheduler.scheduler import Scheduler
+
+    found: list[Any] = [Scheduler(client)]
+    with contextlib.suppress(ImportError):
+        from shoal.kube.controller import KubeController
+
+        found.append(KubeController(client))
+    with contextlib.suppress(ImportError):
+        from shoal.kube.observer import ClusterObserver
+
+        found.append(ClusterObserver(client))
+    with contextlib.suppress(ImportError):
+        from shoal.controllers.gc import GarbageCollector
+
+        found.append(GarbageCollector(client))
+    return found
+
+
+def up(
+    port: Annotated[int, typer.Option("--port", help="API port")] = 8080,
+    data_dir: Annotated[
+        Path, typer.Option("--data-dir", help="Where the SQLite file and kubeconfigs go")
+    ] = Path("data"),
+    clusters: Annotated[int, typer.Option("--clusters", help="Simulated clusters")] = 3,
+    nodes: Annotated[int, typer.Option("--nodes", help="Nodes per simulated cluster")] = 5,
+    demo: Annotated[bool, typer.Option("--demo/--no-demo", help="Create a demo application")] = True,
+    exit_after_demo: Annotated[
+        bool, typer.Option("--exit-after-demo", hidden=True, help="Stop once the demo is placed")
+    ] = False,
+    log_level: Annotated[str, typer.Option("--log-level")] = "warning",
+) -> None:
+    """Start Shoal with embedded defaults: API, every controller, a sim fleet, sample metrics."""
+    _logging(log_level)
+    data_dir.mkdir(parents=True, exist_ok=True)
+
+    async def main() -> None:
+        from shoal.api.server import start_api
+        from shoal.client.rest import ShoalClient
+
+        store_url = f"sqlite:///{(data_dir / 'shoal.db').resolve()}"
+        server = await start_api(store_url, "127.0.0.1", port)
+        console.print(f"[bold green]Shoal API[/] on {server.url}  (store {store_url})")
+        client = ShoalClient(server.url)
+        running = controllers(client)
+        tasks = [asyncio.create_task(c.run()) for c in running]
+        names = ", ".join(type(c).__name__ for c in running)
+        console.print(f"[bold green]Controllers[/]: {names}")
+        sim = None
+        try:
+            sim = await _start_fleet(client, data_dir, clusters, nodes)
+            await _sample_metrics(client)
+            if demo:
+                await _demo(client)
+            if exit_after_demo:
+                return
+            console.print(
+                f"\nTry: [bold]SHOAL_API={server.url} shoal kube app list[/]   (Ctrl-C stops)"
+            )
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+            if sim is not None:
+                await sim.stop()
+            await client.close()
+            await server.stop()
+
+    _run_until_signal(main)
+
+
+async def _start_fleet(client: Any, data_dir: Path, count: int, nodes: int) -> Any:
+    """Start ``count`` simulated clusters and register those not registered yet."""
+    from shoal.client.rest import NotFound
+    from shoal.model.base import Metadata
+    from shoal.model.kubernetes import Cluster, ClusterSpec, MetricRef
+    from shoal.sim.server import start_sim
+
+    sim = await start_sim(host="127.0.0.1", port=0)
+    locations = ["DE", "FR", "FI", "NL", "IT"]
+    table = Table("cluster", "location", "metrics", "kubeconfig", title="Simulated clusters")
+    kube_dir = data_dir / "kubeconfigs"
+    kube_dir.mkdir(parents=True, exist_ok=True)
+    import yaml
+
+    for i in range(count):
+        name = f"sim-{i + 1}"
+        sim.fleet.add_cluster(name, nodes=nodes, node_labels={"location": locations[i % 5]})
+        kubeconfig = sim.fleet.kubeconfig(name)
+        (kube_dir / f"{name}.yaml").write_text(yaml.safe_dump(kubeconfig))
+        location = locations[i % len(locations)]
+        metrics = [MetricRef(name="energy_price", weight=1.0), MetricRef(name=f"load_{i + 1}", weight=0.5)]
+        cluster = Cluster(
+            metadata=Metadata(name=name, namespace="default", labels={"location": location}),
+            spec=ClusterSpec(kubeconfig=kubeconfig, metrics=metrics),
+        )
+        try:
+            existing = await client.get(Cluster, name, "default")
+            existing.spec.kubeconfig = kubeconfig
+            await client.update(existing)
+        except NotFound:
+            await client.create(cluster)
+        table.add_row(name, location, ", ".join(m.name for m in metrics), str(kube_dir / f"{name}.yaml"))
+    console.print(table)
+    return sim
+
+
+async def _sample_metrics(client: Any) -> None:
+    """A static provider with an energy price and a load per simulated cluster."""
+    from shoal.client.rest import ApiError
+    from shoal.model.base import Metadata
+    from shoal.model.core import (
+        GlobalMetric,
+        GlobalMetricsProvider,
+        MetricProviderRef,
+        MetricSpec,
+        MetricsProviderSpec,
+        StaticSpec,
+    )
+
+    values = {"energy_price": 0.35, "load_1": 0.8, "load_2": 0.2, "load_3": 0.5}
+    for i in range(4, 10):
+        values[f"load_{i}"] = 0.1 * i % 1
+    objects: list[Any] = [
+        GlobalMetricsProvider(
+            metadata=Metadata(name="sample"),
+            spec=MetricsProviderSpec(type="static", static=StaticSpec(metrics=values)),
+        )
+    ]
+    for name in values:
+        objects.append(
+            GlobalMetric(
+                metadata=Metadata(name=name),
+                spec=MetricSpec(min=0, max=1, provider=MetricProviderRef(name="sample", metric=name)),
+            )
+        )
+    for obj in objects:
+        with contextlib.suppress(ApiError):
+            await client.create(obj)
+
+
+async def _demo(client: Any) -> None:
+    """Create a demo application and show where it lands and why."""
+    from shoal.client.rest import NotFound
+    from shoal.model.base import Metadata
+    from shoal.model.kubernetes import (
+        Application,
+        ApplicationSpec,
+        ClusterConstraints,
+        Constraints,
+    )
+
+    manifest = [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "echo"},
+            "spec": {
+                "replicas": 2,
+                "selector": {"matchLabels": {"app": "echo"}},
+                "template": {
+                    "metadata": {"labels": {"app": "echo"}},
+                    "spec": {"containers": [{"name": "echo", "image": "hashicorp/http-echo"}]},
+                },
+            },
+        }
+    ]
+    app = Application(
+        metadata=Metadata(name="demo", namespace="default"),
+        spec=ApplicationSpec(
+            manifest=manifest,
+            constraints=Constraints(cluster=ClusterConstraints(labels=["location in (DE, FR)"])),
+        ),
+    )
+    try:
+        await client.get(Application, "demo", "default")
+    except NotFound:
+        await client.create(app)
+    for _ in range(200):
+        current = await client.get(Application, "demo", "default")
+        if current.status.scheduled_to is not None:
+            break
+        await asyncio.sleep(0.05)
+    explanation = current.status.scheduling or {}
+    target = current.status.scheduled_to.name if current.status.scheduled_to else "nowhere yet"
+    console.print(
+        f"\nApplication [bold]demo[/] (constraint: location in (DE, FR)) → [bold cyan]{target}[/]"
+    )
+    console.print(f"  {explanation.get('summary', '')}")
+    table = Table("cluster", "score", "metrics", title="Ranking")
+    for entry in explanation.get("ranking", []):
+        metrics = ", ".join(
+            f"{m['name']}={m['value']:g} (w {m['weight']:g})" for m in entry.get("metrics", [])
+        )
+        table.add_row(entry["cluster"], f"{entry['score']:.3f}", metrics)
+    console.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("api")(api)
+    app.command("scheduler")(scheduler)
+    app.command("up")(up)

@@ -1,0 +1,300 @@
+"""Application → cluster placement (seed 004) with retry and delay (seeds 000, 001).
+
+What triggers a scheduling pass, and what it may write:
+
+- a new application, or one whose spec changed (``modified`` later than
+  ``kube_controller_triggered``): scheduled at once and bound with
+  ``triggered`` so the kube controller acts only after the scheduler saw the
+  spec, even when the cluster stays the same;
+- every ``reschedule_after`` seconds: re-evaluated, bound elsewhere only when
+  another cluster now wins (stickiness included); nothing is written otherwise;
+- its cluster deleted or no longer ONLINE, metric values changed, a
+  reschedule request (``status.reschedule_requested`` later than
+  ``last_scheduled``): evaluated at once;
+- nothing fits: PENDING with RESOURCE_NOT_FOUND and the explanation,
+  ``scheduler_retries`` counting down with a growing delay, FAILED
+  ("No cluster available") when none are left; a cluster event that could
+  help wakes it at once.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from shoal.client.rest import Conflict, NotFound, ShoalClient
+from shoal.model.base import Reason, ReasonCode, ResourceRef, utcnow
+from shoal.model.constraints import LabelConstraint, MetricConstraint
+from shoal.model.kubernetes import Application, ApplicationState, Cluster, ClusterState
+from shoal.scheduler.config import SchedulerConfig
+from shoal.scheduler.fleet import Backend, Fleet
+from shoal.scheduler.framework import Decision, Framework, Request
+
+log = logging.getLogger(__name__)
+
+AppKey = tuple[str, str]  # (namespace, name)
+
+SCHEDULABLE_CLUSTER_STATES = (ClusterState.ONLINE.value, ClusterState.FAILING_METRICS.value)
+_DONE_STATES = (
+    ApplicationState.DELETING,
+    ApplicationState.DELETED,
+    ApplicationState.COMPLETED,
+    ApplicationState.READY_FOR_ACTION,
+    ApplicationState.WAITING_FOR_CLEANING,
+)
+
+
+def state_for(code: ReasonCode) -> ApplicationState:
+    """The error handler of seed 000: ≥100 deletes, RESOURCE_NOT_FOUND waits, others fail."""
+    if code.value >= 100:
+        return ApplicationState.DELETING
+    if code is ReasonCode.RESOURCE_NOT_FOUND:
+        return ApplicationState.PENDING
+    return ApplicationState.FAILED
+
+
+def cluster_backend(obj: Any) -> Backend:
+    cluster: Cluster = obj
+    state = cluster.status.state.value
+    return Backend(
+        obj=cluster,
+        name=cluster.metadata.name,
+        namespace=cluster.metadata.namespace,
+        labels=dict(cluster.metadata.labels),
+        custom_resources=frozenset(cluster.spec.custom_resources)
+        | frozenset(cluster.status.custom_resources),
+        state=state,
+        schedulable=state in SCHEDULABLE_CLUSTER_STATES and cluster.metadata.deleted is None,
+        metric_refs=list(cluster.spec.metrics),
+    )
+
+
+def request_for(app: Application, config: SchedulerConfig, *, sticky: bool = True) -> Request:
+    constraints = app.spec.constraints.cluster
+    current = app.status.scheduled_to
+    return Request(
+        namespace=app.metadata.namespace,
+        labels=constraints.labels,
+        metrics=constraints.metrics,
+        custom_resources=constraints.custom_resources,
+        current=(current.namespace, current.name) if current else None,
+        sticky=sticky,
+        stickiness=config.stickiness,
+    )
+
+
+def backend_fits(request: Request, backend: Backend) -> bool:
+    """Whether one backend passes every filter: used to wake waiting applications."""
+    if not backend.schedulable:
+        return False
+    if not all(LabelConstraint.parse(c).matches(backend.labels) for c in request.labels):
+        return False
+    if not all(crd in backend.custom_resources for crd in request.custom_resources):
+        return False
+    for text in request.metrics:
+        constraint = MetricConstraint.parse(text)
+        if not constraint.matches(backend.metric_value(constraint.metric)):
+            return False
+    return True
+
+
+def _after(a: datetime | None, b: datetime | None) -> bool:
+    """a is later than b (a missing b counts as long ago)."""
+    return a is not None and (b is None or a > b)
+
+
+@dataclass
+class Outcome:
+    """What a pass did, for the caller to requeue the key."""
+
+    kind: str  # "bound", "kept", "pinned", "waiting", "failed", "skipped", "deferred"
+    retry_in: float | None = None
+
+
+class ApplicationHandler:
+    def __init__(
+        self, client: ShoalClient, config: SchedulerConfig, fleet: Fleet, framework: Framework
+    ) -> None:
+        self.client = client
+        self.config = config
+        self.fleet = fleet
+        self.framework = framework
+        self.bound = 0
+        self.conflicts = 0
+
+    # when to act -------------------------------------------------------------
+
+    def wants_pass(self, app: Application) -> bool:
+        """Whether the application is in a state the scheduler handles at all."""
+        if app.metadata.deleted is not None or app.status.state in _DONE_STATES:
+            return False
+        if app.status.state is ApplicationState.FAILED:
+            return self.spec_changed_since_attempt(app)
+        return True
+
+    @staticmethod
+    def spec_updated(app: Application) -> bool:
+        """The spec changed after the scheduler last handed it to the kube controller."""
+        return _after(app.metadata.modified, app.status.kube_controller_triggered) or (
+            app.status.kube_controller_triggered is None
+        )
+
+    @staticmethod
+    def spec_changed_since_attempt(app: Application) -> bool:
+        seen = (app.status.scheduling or {}).get("spec_modified")
+        modified = app.metadata.modified.isoformat() if app.metadata.modified else None
+        return seen is not None and modified is not None and modified > seen
+
+    @staticmethod
+    def forced(app: Application) -> bool:
+        return _after(app.status.reschedule_requested, app.status.last_scheduled)
+
+    # the pass ------------------------------------------------------------------
+
+    async def schedule(self, app: Application) -> Outcome:
+        for _ in range(5):
+            try:
+                return await self._schedule_once(app)
+            except Conflict:
+                self.conflicts += 1
+                try:
+                    app = await self.client.get(
+                        Application, app.metadata.name, app.metadata.namespace
+                    )
+                except NotFound:
+                    return Outcome("skipped")
+                if not self.wants_pass(app):
+                    return Outcome("skipped")
+        return Outcome("deferred", retry_in=self.config.backoff.initial)
+
+    def decide(self, app: Application, *, sticky: bool = True) -> Decision:
+        request = request_for(app, self.config, sticky=sticky)
+        return self.framework.decide(request, self.fleet.group(app.metadata.namespace))
+
+    async def _schedule_once(self, app: Application) -> Outcome:
+        status = app.status
+        current = status.scheduled_to
+        current_backend = (
+            self.fleet.get(current.namespace, "Cluster", current.name) if current else None
+        )
+        spec_updated = self.spec_updated(app)
+        forced = self.forced(app)
+        revision = app.metadata.resource_version
+
+        if current is not None and not app.spec.constraints.migration and (
+            current_backend is not None and current_backend.obj.metadata.deleted is None
+        ):
+            # Pinned: never moved; a spec update is handed on to the kube controller.
+            if spec_updated or forced:
+                await self._bind(app, current, triggered=spec_updated, explanation=None)
+                return Outcome("pinned")
+            return Outcome("pinned")
+
+        decision = self.decide(app, sticky=not forced)
+        explanation = self._explanation(app, decision, forced)
+
+        if decision.chosen is None:
+            return await self._no_cluster(app, decision, explanation, current_backend)
+
+        chosen = decision.chosen
+        target = ResourceRef(
+            api="kubernetes", kind="Cluster", namespace=chosen.namespace, name=chosen.name
+        )
+        if current is not None and current.name == chosen.name and (
+            current.namespace == chosen.namespace
+        ):
+            if spec_updated or forced or status.reason is not None:
+                await self._bind(app, target, triggered=spec_updated, explanation=explanation,
+                                 revision=revision)
+                return Outcome("bound")
+            return Outcome("kept")
+
+        if (
+            current is not None
+            and current_backend is not None
+            and current_backend.schedulable
+            and not (spec_updated or forced)
+            and self.config.min_migration_interval > 0
+            and status.scheduled is not None
+        ):
+            since = (utcnow() - status.scheduled).total_seconds()
+            if since < self.config.min_migration_interval:
+                return Outcome("deferred", retry_in=self.config.min_migration_interval - since)
+
+        await self._bind(app, target, triggered=True, explanation=explanation, revision=revision)
+        return Outcome("bound")
+
+    async def _bind(
+        self,
+        app: Application,
+        cluster: ResourceRef,
+        *,
+        triggered: bool,
+        explanation: dict[str, Any] | None,
+        revision: int | None = None,
+    ) -> None:
+        await self.client.bind(
+            app,
+            cluster,
+            resource_version=revision if revision is not None else app.metadata.resource_version,
+            triggered=triggered,
+            explanation=explanation,
+        )
+        self.bound += 1
+
+    def _explanation(self, app: Application, decision: Decision, forced: bool) -> dict[str, Any]:
+        data = decision.explanation()
+        data["time"] = utcnow().isoformat()
+        data["spec_modified"] = (
+            app.metadata.modified.isoformat() if app.metadata.modified else None
+        )
+        data["forced"] = forced
+        return data
+
+    async def _no_cluster(
+        self,
+        app: Application,
+        decision: Decision,
+        explanation: dict[str, Any],
+        current_backend: Backend | None,
+    ) -> Outcome:
+        status = app.status
+        placed = (
+            status.scheduled_to is not None
+            and current_backend is not None
+            and current_backend.obj.metadata.deleted is None
+        )
+        if placed and not self.spec_updated(app):
+            # Running where it is and nothing better exists: keep it; record why, once.
+            previous = (status.scheduling or {}).get("summary")
+            if previous != decision.summary:
+                status.scheduling = explanation
+                await self.client.update_status(app)
+            return Outcome("waiting", retry_in=self.config.reschedule_after)
+
+        spec_new = self.spec_changed_since_attempt(app)
+        left = status.scheduler_retries
+        if left is None or spec_new:
+            left = self.config.retries
+        left -= 1
+        attempt = self.config.retries - left
+        status.scheduling = explanation
+        if left <= 0:
+            status.scheduler_retries = 0
+            status.reason = Reason(code=ReasonCode.NO_SUITABLE_RESOURCE,
+                                   message="No cluster available")
+            status.state = state_for(ReasonCode.NO_SUITABLE_RESOURCE)
+            await self.client.update_status(app)
+            return Outcome("failed")
+        status.scheduler_retries = left
+        status.reason = Reason(code=ReasonCode.RESOURCE_NOT_FOUND, message=decision.summary)
+        status.state = state_for(ReasonCode.RESOURCE_NOT_FOUND)
+        await self.client.update_status(app)
+        return Outcome("waiting", retry_in=self.config.backoff.delay(attempt))
+
+
+def monotonic() -> float:
+    return time.monotonic()

@@ -1,0 +1,433 @@
+"""The metric value cache: the scheduler's only source of metric values.
+
+Providers are slow and may be down; the scheduler must decide in
+microseconds and reproducibly. So the cache fetches every metric in use
+once per ``refresh_interval`` — one ``fetch`` per provider, covering all of
+that provider's metrics, whatever number of clusters and applications refer
+to them — and ``lookup`` answers synchronously from what it fetched last.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import httpx
+from prometheus_client import Counter, Histogram
+
+from shoal.model.base import Reason, ReasonCode
+from shoal.model.core import (
+    GlobalMetric,
+    GlobalMetricsProvider,
+    Metric,
+    MetricsProvider,
+    MetricsProviderSpec,
+    MetricsProviderStatus,
+)
+from shoal.scheduler.metrics.providers import MetricError, MetricsProviderClient, provider_client
+
+__all__ = [
+    "FETCH_ERRORS",
+    "FETCH_SECONDS",
+    "MetricCache",
+    "MetricKey",
+    "MetricValue",
+    "OnChange",
+    "ProviderHealth",
+    "ProviderKey",
+]
+
+log = logging.getLogger(__name__)
+
+#: ``(namespaced, namespace, name)`` of a Metric (namespace set) or GlobalMetric (None).
+MetricKey = tuple[bool, str | None, str]
+#: ``(namespaced, namespace, name)`` of a MetricsProvider or GlobalMetricsProvider.
+ProviderKey = tuple[bool, str | None, str]
+OnChange = Callable[[set[MetricKey]], Awaitable[None] | None]
+
+FETCH_SECONDS = Histogram(
+    "shoal_metrics_provider_fetch_seconds",
+    "Time of one fetch of all metrics in use from a metrics provider",
+    ["provider"],
+    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+)
+FETCH_ERRORS = Counter(
+    "shoal_metrics_provider_errors_total",
+    "Fetches from a metrics provider that found it unreachable",
+    ["provider"],
+)
+
+
+@dataclass(frozen=True, slots=True)
+class MetricValue:
+    """A valid metric value; the weight belongs to the referring resource."""
+
+    value: float
+    normalised: float
+
+
+@dataclass(slots=True)
+class ProviderHealth:
+    """What the cache saw of one provider."""
+
+    last_fetch: datetime | None = None
+    latency: float | None = None
+    consecutive_errors: int = 0
+    last_error: str | None = None
+    fetches: int = 0
+    requests: int = 0
+    errors: int = 0
+    metrics: int = 0
+
+
+@dataclass(slots=True)
+class _Provider:
+    spec: MetricsProviderSpec
+    label: str
+    client: MetricsProviderClient | None = None
+    requests_seen: int = 0
+    health: ProviderHealth = field(default_factory=ProviderHealth)
+
+
+def provider_label(key: ProviderKey) -> str:
+    """``name`` of a global provider, ``namespace/name`` of a namespaced one."""
+    namespaced, namespace, name = key
+    return f"{namespace}/{name}" if namespaced else name
+
+
+class MetricCache:
+    """Values of the metrics in use, refreshed every ``refresh_interval`` seconds.
+
+    Fed with the Metric/GlobalMetric and (Global)MetricsProvider objects
+    (``set_*``/``remove_*``, typically from informers). The metrics in use
+    are those given to ``track``, or every known metric when ``track`` was
+    never called (or called with None), plus any metric looked up since.
+    """
+
+    def __init__(
+        self,
+        *,
+        refresh_interval: float = 10.0,
+        timeout: float = 5.0,
+        on_change: OnChange | None = None,
+        http: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.refresh_interval = refresh_interval
+        self.timeout = timeout
+        self.on_change = on_change
+        self._http = http
+        self._own_http = http is None
+        self._metrics: dict[MetricKey, Metric | GlobalMetric] = {}
+        self._providers: dict[ProviderKey, _Provider] = {}
+        self._values: dict[ProviderKey, dict[str, float | MetricError]] = {}
+        self._tracked: set[MetricKey] | None = None
+        self._wanted: set[MetricKey] = set()
+        self._seen: dict[MetricKey, MetricValue | MetricError] = {}
+        self._retired: list[MetricsProviderClient] = []
+        self._lock = asyncio.Lock()
+        self._wake = asyncio.Event()
+        self._refreshes = 0
+
+    # ------------------------------------------------------------------ feeding
+
+    def set_metric(self, obj: Metric | GlobalMetric) -> None:
+        key = _metric_key(obj)
+        old = self._metrics.get(key)
+        self._metrics[key] = obj
+        if old is None or old.spec.provider != obj.spec.provider:
+            self._wake.set()
+
+    def remove_metric(self, kind: str, namespace: str | None, name: str) -> None:
+        """Forget a metric; ``kind`` is ``"Metric"`` or ``"GlobalMetric"``."""
+        key = _key(kind == "Metric", namespace, name)
+        self._metrics.pop(key, None)
+        self._wanted.discard(key)
+
+    def set_provider(self, obj: MetricsProvider | GlobalMetricsProvider) -> None:
+        key = _key(isinstance(obj, MetricsProvider), obj.metadata.namespace, obj.metadata.name)
+        current = self._providers.get(key)
+        if current is not None and current.spec == obj.spec:
+            return  # a status update: nothing to do
+        if current is not None:
+            self._retire(current)
+            self._values.pop(key, None)
+            current.spec = obj.spec
+        else:
+            self._providers[key] = _Provider(spec=obj.spec, label=provider_label(key))
+        self._wake.set()
+
+    def remove_provider(self, kind: str, namespace: str | None, name: str) -> None:
+        """Forget a provider; ``kind`` is ``"MetricsProvider"`` or ``"GlobalMetricsProvider"``."""
+        key = _key(kind == "MetricsProvider", namespace, name)
+        current = self._providers.pop(key, None)
+        self._values.pop(key, None)
+        if current is not None:
+            self._retire(current)
+            for metric in (FETCH_SECONDS, FETCH_ERRORS):
+                try:
+                    metric.remove(current.label)
+                except KeyError:
+                    pass
+
+    def track(self, refs: Iterable[MetricKey] | None) -> None:
+        """Declare the metrics in use, as ``(namespaced, namespace, name)``; None = all known."""
+        self._tracked = None if refs is None else {_key(*ref) for ref in refs}
+        self._wanted.clear()
+        self._wake.set()
+
+    def _retire(self, provider: _Provider) -> None:
+        if provider.client is not None:
+            self._retired.append(provider.client)
+            provider.client = None
+            provider.requests_seen = 0
+
+    # ------------------------------------------------------------------ reading
+
+    def lookup(
+        self, name: str, namespaced: bool, namespace: str | None
+    ) -> MetricValue | MetricError:
+        """The value of a metric reference made from a resource in ``namespace``."""
+        if namespaced and namespace is None:
+            return MetricError(
+                ReasonCode.UNKNOWN_METRIC,
+                f"namespaced metric {name!r} referenced from a resource without a namespace",
+            )
+        key = _key(namespaced, namespace, name)
+        metric = self._metrics.get(key)
+        if metric is None:
+            where = f" in namespace {namespace!r}" if namespaced else ""
+            kind = "Metric" if namespaced else "GlobalMetric"
+            return MetricError(ReasonCode.UNKNOWN_METRIC, f"{kind} {name!r} not found{where}")
+        pkey = _key(namespaced, namespace, metric.spec.provider.name)
+        if pkey not in self._providers:
+            where = f" in namespace {namespace!r}" if namespaced else ""
+            kind = "MetricsProvider" if namespaced else "GlobalMetricsProvider"
+            return MetricError(
+                ReasonCode.UNKNOWN_METRICS_PROVIDER,
+                f"{kind} {metric.spec.provider.name!r} of metric {name!r} not found{where}",
+            )
+        raw = self._values.get(pkey, {}).get(metric.spec.provider.metric)
+        if raw is None:
+            if key not in self._wanted and not self._in_use_contains(key):
+                self._wanted.add(key)
+                self._wake.set()
+            return MetricError(
+                ReasonCode.UNREACHABLE_METRICS_PROVIDER,
+                f"no value of metric {name!r} fetched yet from provider "
+                f"{metric.spec.provider.name!r}",
+            )
+        if isinstance(raw, MetricError):
+            return raw
+        problem = metric.spec.check(raw)
+        if problem is not None:
+            return MetricError(ReasonCode.INVALID_METRIC, f"metric {name!r}: {problem}")
+        return MetricValue(value=raw, normalised=metric.spec.normalise(raw))
+
+    def health(self) -> dict[ProviderKey, ProviderHealth]:
+        return {key: p.health for key, p in self._providers.items()}
+
+    def provider_status(
+        self, namespaced: bool, namespace: str | None, name: str
+    ) -> MetricsProviderStatus | None:
+        """The provider's health as its ``status`` subresource shows it (None if unknown)."""
+        provider = self._providers.get(_key(namespaced, namespace, name))
+        if provider is None:
+            return None
+        h = provider.health
+        reason = None
+        if h.consecutive_errors:
+            reason = Reason(
+                code=ReasonCode.UNREACHABLE_METRICS_PROVIDER, message=h.last_error or ""
+            )
+        return MetricsProviderStatus(
+            reason=reason,
+            last_fetch=h.last_fetch.isoformat().replace("+00:00", "Z") if h.last_fetch else None,
+            fetch_latency_seconds=h.latency,
+            errors=h.consecutive_errors,
+        )
+
+    def stats(self) -> dict[str, dict[str, int]]:
+        """Per provider label: fetches, HTTP requests, failed fetches, metrics last fetched."""
+        return {
+            p.label: {
+                "fetches": p.health.fetches,
+                "requests": p.health.requests,
+                "errors": p.health.errors,
+                "metrics": p.health.metrics,
+            }
+            for p in self._providers.values()
+        }
+
+    @property
+    def refreshes(self) -> int:
+        return self._refreshes
+
+    # ------------------------------------------------------------------ refreshing
+
+    def _in_use_contains(self, key: MetricKey) -> bool:
+        return key in self._metrics and (self._tracked is None or key in self._tracked)
+
+    def _in_use(self) -> set[MetricKey]:
+        base = set(self._metrics) if self._tracked is None else self._tracked & set(self._metrics)
+        return base | (self._wanted & set(self._metrics))
+
+    def _plan(self, pending_only: bool) -> dict[ProviderKey, set[str]]:
+        plan: dict[ProviderKey, set[str]] = {}
+        for key in self._in_use():
+            metric = self._metrics[key]
+            pkey = _key(key[0], key[1], metric.spec.provider.name)
+            if pkey not in self._providers:
+                continue
+            if pending_only and metric.spec.provider.metric in self._values.get(pkey, {}):
+                continue
+            plan.setdefault(pkey, set()).add(metric.spec.provider.metric)
+        return plan
+
+    async def refresh_now(self) -> set[MetricKey]:
+        """Fetch every metric in use (one fetch per provider); the metrics that changed."""
+        return await self._refresh(pending_only=False)
+
+    async def refresh_pending(self) -> set[MetricKey]:
+        """Fetch only the metrics in use that have no value or error yet."""
+        return await self._refresh(pending_only=True)
+
+    async def _refresh(self, pending_only: bool) -> set[MetricKey]:
+        async with self._lock:
+            await self._close_retired()
+            plan = self._plan(pending_only)
+            keys = list(plan)
+            results = await asyncio.gather(*(self._fetch(k, sorted(plan[k])) for k in keys))
+            if pending_only:
+                for pkey, result in zip(keys, results, strict=True):
+                    self._values.setdefault(pkey, {}).update(result)
+            else:
+                self._values = dict(zip(keys, results, strict=True))
+            self._refreshes += 1
+            changed = self._diff()
+        if changed and self.on_change is not None:
+            outcome = self.on_change(changed)
+            if inspect.isawaitable(outcome):
+                await outcome
+        return changed
+
+    async def _fetch(self, pkey: ProviderKey, names: list[str]) -> dict[str, float | MetricError]:
+        provider = self._providers[pkey]
+        if provider.client is None:
+            provider.client = provider_client(
+                provider.spec, timeout=self.timeout, http=self._client()
+            )
+        client = provider.client
+        started = time.monotonic()
+        message = f"provider {provider.label!r} returned nothing"
+        try:
+            async with asyncio.timeout(self.timeout * 2):
+                result = await client.fetch(names)
+        except TimeoutError:
+            result = {}
+            message = f"provider {provider.label!r} timed out"
+        except Exception as exc:  # a bug in one client must not stop every refresh
+            log.exception("fetch from metrics provider %s failed", provider.label)
+            result = {}
+            message = f"provider {provider.label!r} failed: {exc}"
+        if not result:
+            error = MetricError(ReasonCode.UNREACHABLE_METRICS_PROVIDER, message)
+            result = dict.fromkeys(names, error)
+        for name in names:  # a client that forgets a metric did not find it
+            result.setdefault(
+                name, MetricError(ReasonCode.UNKNOWN_METRIC, f"no value of {name!r} returned")
+            )
+        latency = time.monotonic() - started
+        h = provider.health
+        h.fetches += 1
+        h.requests += client.requests - provider.requests_seen
+        provider.requests_seen = client.requests
+        h.metrics = len(names)
+        h.last_fetch = datetime.now(UTC)
+        h.latency = latency
+        FETCH_SECONDS.labels(provider.label).observe(latency)
+        down = next(
+            (
+                v
+                for v in result.values()
+                if isinstance(v, MetricError) and v.code == ReasonCode.UNREACHABLE_METRICS_PROVIDER
+            ),
+            None,
+        )
+        if down is not None:
+            h.errors += 1
+            h.consecutive_errors += 1
+            h.last_error = down.message
+            FETCH_ERRORS.labels(provider.label).inc()
+        else:
+            h.consecutive_errors = 0
+            h.last_error = None
+        return result
+
+    def _diff(self) -> set[MetricKey]:
+        now = {key: self.lookup(key[2], key[0], key[1]) for key in self._in_use()}
+        changed = {k for k in now.keys() | self._seen.keys() if now.get(k) != self._seen.get(k)}
+        self._seen = now
+        return changed
+
+    def _client(self) -> httpx.AsyncClient:
+        if self._http is None:
+            self._http = httpx.AsyncClient(
+                timeout=self.timeout, limits=httpx.Limits(max_connections=100)
+            )
+        return self._http
+
+    async def _close_retired(self) -> None:
+        retired, self._retired = self._retired, []
+        for client in retired:
+            await client.close()
+
+    async def run(self) -> None:
+        """Refresh everything every ``refresh_interval``, and new metrics as soon as they come."""
+        next_full = time.monotonic()
+        while True:
+            now = time.monotonic()
+            if now >= next_full:
+                self._wake.clear()
+                await self._guard(self.refresh_now)
+                next_full = now + self.refresh_interval
+                continue
+            try:
+                async with asyncio.timeout(next_full - now):
+                    await self._wake.wait()
+            except TimeoutError:
+                continue
+            self._wake.clear()
+            await self._guard(self.refresh_pending)
+
+    async def _guard(self, refresh: Callable[[], Awaitable[set[MetricKey]]]) -> None:
+        try:
+            await refresh()
+        except Exception:  # the task's top level: log and retry at the next round
+            log.exception("metric cache refresh failed")
+
+    async def close(self) -> None:
+        for provider in self._providers.values():
+            self._retire(provider)
+        await self._close_retired()
+        if self._own_http and self._http is not None:
+            await self._http.aclose()
+            self._http = None
+
+    async def __aenter__(self) -> MetricCache:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+def _key(namespaced: bool, namespace: str | None, name: str) -> MetricKey:
+    return (namespaced, namespace if namespaced else None, name)
+
+
+def _metric_key(obj: Metric | GlobalMetric) -> MetricKey:
+    return _key(isinstance(obj, Metric), obj.metadata.namespace, obj.metadata.name)

@@ -1,0 +1,323 @@
+"""The scheduler process: informers, a work queue, and the placement handlers.
+
+No polling and no per-application list calls: informers keep applications,
+clusters, clouds, metrics and providers in memory; events put keys on the
+queue; workers run the framework and commit through the binding subresource
+with a resource_version precondition.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+from shoal.client.informer import Informer
+from shoal.client.rest import ShoalClient
+from shoal.model.base import Kind, Reason
+from shoal.model.core import GlobalMetric, GlobalMetricsProvider, Metric, MetricsProvider
+from shoal.model.infrastructure import Cloud, GlobalCloud
+from shoal.model.kubernetes import Application, Cluster, ClusterState
+from shoal.scheduler import plugins as _plugins  # noqa: F401  (registers built-in plugins)
+from shoal.scheduler.application import (
+    AppKey,
+    ApplicationHandler,
+    Outcome,
+    backend_fits,
+    cluster_backend,
+    request_for,
+)
+from shoal.scheduler.cloud import CloudHandler, cloud_backend
+from shoal.scheduler.config import SchedulerConfig
+from shoal.scheduler.fleet import Fleet
+from shoal.scheduler.framework import Framework
+from shoal.scheduler.metrics.cache import MetricCache
+
+log = logging.getLogger(__name__)
+
+
+def _key(obj: Kind) -> AppKey:
+    return (obj.metadata.namespace or "", obj.metadata.name)
+
+
+class Scheduler:
+    def __init__(self, client: ShoalClient, config: SchedulerConfig | None = None) -> None:
+        from shoal.controllers.queue import WorkQueue
+
+        self.client = client
+        self.config = config or SchedulerConfig()
+        self.metrics = MetricCache(
+            refresh_interval=self.config.metrics_refresh,
+            timeout=self.config.metrics_timeout,
+            on_change=self._metrics_changed,
+        )
+        self.framework = Framework(self.config.plugins, explain_names=self.config.explain_names)
+        self.clusters = Fleet(cluster_backend, self.metrics)
+        self.clouds = Fleet(cloud_backend, self.metrics, include_global=True)
+        self.apps_handler = ApplicationHandler(client, self.config, self.clusters, self.framework)
+        self.cloud_handler = CloudHandler(client, self.config, self.clouds, self.framework)
+        self.queue: WorkQueue[AppKey] = WorkQueue()
+        self.cluster_queue: WorkQueue[AppKey] = WorkQueue()
+        self.waiting: set[AppKey] = set()  # applications no cluster fits yet
+        self.on_cluster: dict[tuple[str | None, str], set[AppKey]] = defaultdict(set)
+        self.passes = 0
+        self.app_informer: Informer[Application] = Informer(
+            client, Application, on_add=self._app_added, on_update=self._app_updated,
+            on_delete=self._app_deleted,
+        )
+        self.cluster_informer: Informer[Cluster] = Informer(
+            client, Cluster, on_add=self._cluster_changed,
+            on_update=lambda old, new: self._cluster_changed(new, old),
+            on_delete=self._cluster_deleted,
+        )
+        self.informers: list[Informer[Any]] = [
+            self.app_informer,
+            self.cluster_informer,
+            Informer(client, Cloud, on_add=self._cloud_changed,
+                     on_update=lambda o, n: self._cloud_changed(n), on_delete=self._cloud_deleted),
+            Informer(client, GlobalCloud, on_add=self._cloud_changed,
+                     on_update=lambda o, n: self._cloud_changed(n), on_delete=self._cloud_deleted),
+        ]
+        for kind, setter, remover in (
+            (GlobalMetric, self.metrics.set_metric, self.metrics.remove_metric),
+            (Metric, self.metrics.set_metric, self.metrics.remove_metric),
+            (GlobalMetricsProvider, self.metrics.set_provider, self.metrics.remove_provider),
+            (MetricsProvider, self.metrics.set_provider, self.metrics.remove_provider),
+        ):
+            self.informers.insert(0, Informer(
+                client, kind, on_add=_then(setter, self._definitions_changed),
+                on_update=lambda o, n, s=setter: _then(s, self._definitions_changed)(n),
+                on_delete=_then(
+                    lambda obj, r=remover: r(obj.kind, obj.metadata.namespace, obj.metadata.name),
+                    self._definitions_changed,
+                ),
+            ))
+        self._tasks: list[asyncio.Task[Any]] = []
+
+    # lifecycle -------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Run until cancelled."""
+        try:
+            await self.start()
+            await asyncio.gather(*self._tasks)
+        finally:
+            await self.stop()
+
+    async def start(self) -> None:
+        # Metric definitions first, so clusters are scored with their values from the start.
+        for informer in self.informers[:4]:
+            self._tasks.append(asyncio.create_task(informer.run()))
+        for informer in self.informers[:4]:
+            await informer.wait_synced()
+        await self.metrics.refresh_now()
+        for informer in self.informers[4:]:
+            if informer is not self.app_informer:
+                self._tasks.append(asyncio.create_task(informer.run()))
+        for informer in self.informers[4:]:
+            if informer is not self.app_informer:
+                await informer.wait_synced()
+        self._tasks.append(asyncio.create_task(self.app_informer.run()))
+        self._tasks.append(asyncio.create_task(self.metrics.run()))
+        for _ in range(self.config.workers):
+            self._tasks.append(asyncio.create_task(self._app_worker()))
+        for _ in range(2):
+            self._tasks.append(asyncio.create_task(self._cluster_worker()))
+
+    async def stop(self) -> None:
+        self.queue.close()
+        self.cluster_queue.close()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()
+        await self.metrics.close()
+
+    # application events ----------------------------------------------------------------
+
+    def _index(self, app: Application, add: bool = True) -> None:
+        for apps in self.on_cluster.values():
+            apps.discard(_key(app))
+        target = app.status.scheduled_to
+        if add and target is not None:
+            self.on_cluster[(target.namespace, target.name)].add(_key(app))
+
+    def _app_added(self, app: Application) -> None:
+        self._index(app)
+        if self.apps_handler.wants_pass(app):
+            self.queue.add(_key(app))
+
+    def _app_updated(self, old: Application, new: Application) -> None:
+        if old.status.scheduled_to != new.status.scheduled_to:
+            self._index(new)
+        relevant = (
+            old.metadata.modified != new.metadata.modified
+            or old.metadata.deleted != new.metadata.deleted
+            or old.status.reschedule_requested != new.status.reschedule_requested
+            or (old.status.state != new.status.state and new.status.reason is None)
+        )
+        if relevant and self.apps_handler.wants_pass(new):
+            self.queue.add(_key(new))
+
+    def _app_deleted(self, app: Application) -> None:
+        self._index(app, add=False)
+        self.waiting.discard(_key(app))
+
+    async def _app_worker(self) -> None:
+        while True:
+            key = await self.queue.get()
+            try:
+                await self._process(key)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("scheduling %s/%s failed; retrying", *key)
+                self.queue.add_after(key, self.config.backoff.initial)
+            finally:
+                self.queue.done(key)
+
+    async def _process(self, key: AppKey) -> None:
+        app = self.app_informer.get(key[1], key[0])
+        if app is None or not self.apps_handler.wants_pass(app):
+            self.waiting.discard(key)
+            return
+        self.passes += 1
+        outcome: Outcome = await self.apps_handler.schedule(app)
+        if outcome.kind == "waiting" or outcome.kind == "failed":
+            self.waiting.add(key)
+        else:
+            self.waiting.discard(key)
+        if outcome.kind == "failed":
+            return
+        delay = outcome.retry_in if outcome.retry_in is not None else self.config.reschedule_after
+        self.queue.add_after(key, delay)
+
+    # cluster events --------------------------------------------------------------
+
+    def _cluster_changed(self, cluster: Cluster, old: Cluster | None = None) -> None:
+        backend = self.clusters.set(cluster)
+        self.cluster_queue.add(("c:" + (cluster.metadata.namespace or ""), cluster.metadata.name))
+        if old is not None and old.status.state == cluster.status.state and (
+            old.metadata.labels == cluster.metadata.labels
+            and old.spec == cluster.spec
+            and old.status.custom_resources == cluster.status.custom_resources
+            and old.metadata.deleted == cluster.metadata.deleted
+        ):
+            return
+        if backend is None:
+            return
+        if not backend.schedulable:
+            # Its applications must go elsewhere (unless pinned).
+            for key in self.on_cluster.get((cluster.metadata.namespace, cluster.metadata.name), ()):
+                self.queue.add(key)
+            return
+        self._wake_waiting(lambda app: backend_fits(request_for(app, self.config), backend))
+
+    def _cluster_deleted(self, cluster: Cluster) -> None:
+        self.clusters.remove(cluster)
+        for key in self.on_cluster.pop((cluster.metadata.namespace, cluster.metadata.name), set()):
+            self.queue.add(key)
+
+    def _wake_waiting(self, could_help: Callable[[Application], bool]) -> None:
+        for key in list(self.waiting):
+            app = self.app_informer.get(key[1], key[0])
+            if app is None:
+                self.waiting.discard(key)
+            elif could_help(app):
+                self.queue.add(key)
+
+    # metrics -----------------------------------------------------------------------
+
+    def _definitions_changed(self, *_: Any) -> None:
+        self.clusters.refresh_metrics()
+        self.clouds.refresh_metrics()
+
+    def _metrics_changed(self, changed: Any) -> None:
+        """Metric values moved: re-score in memory, requeue only apps whose winner changed."""
+        self.clusters.refresh_metrics()
+        self.clouds.refresh_metrics()
+        for cluster in self.cluster_informer.items():
+            self.cluster_queue.add(("c:" + (cluster.metadata.namespace or ""), cluster.metadata.name))
+        for app in self.app_informer.items():
+            if not self.apps_handler.wants_pass(app):
+                continue
+            key = _key(app)
+            if key in self.waiting:
+                self.queue.add(key)
+                continue
+            current = app.status.scheduled_to
+            if current is None or not app.spec.constraints.migration:
+                continue
+            decision = self.apps_handler.decide(app)
+            if decision.chosen is not None and decision.chosen.name != current.name:
+                self.queue.add(key)
+        self._wake_waiting(lambda app: True)
+
+    # cluster status (FAILING_METRICS) and cluster → cloud ------------------------------
+
+    async def _cluster_worker(self) -> None:
+        while True:
+            key = await self.cluster_queue.get()
+            try:
+                if key[0].startswith("c:"):
+                    await self._sync_cluster_metrics(key[0][2:] or None, key[1])
+                else:
+                    await self._schedule_cluster(key)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("cluster %s/%s failed; retrying", *key)
+                self.cluster_queue.add_after(key, self.config.backoff.initial)
+            finally:
+                self.cluster_queue.done(key)
+
+    async def _sync_cluster_metrics(self, namespace: str | None, name: str) -> None:
+        """ONLINE ⇄ FAILING_METRICS with metrics_reasons naming each failing metric."""
+        cluster = self.cluster_informer.get(name, namespace)
+        backend = self.clusters.get(namespace, "Cluster", name)
+        if cluster is None or backend is None or cluster.metadata.deleted is not None:
+            return
+        if cluster.spec.kubeconfig is None and cluster.status.scheduled_to is None:
+            self.cluster_queue.add(("k:" + (namespace or ""), name))
+        state = cluster.status.state
+        reasons: dict[str, Reason] = dict(backend.failing)
+        if state is ClusterState.ONLINE and reasons:
+            cluster.status.state = ClusterState.FAILING_METRICS
+        elif state is ClusterState.FAILING_METRICS and not reasons:
+            cluster.status.state = ClusterState.ONLINE
+        elif cluster.status.metrics_reasons == reasons:
+            return
+        cluster.status.metrics_reasons = reasons
+        await self.client.update_status(cluster)
+
+    async def _schedule_cluster(self, key: AppKey) -> None:
+        namespace = key[0][2:] or None
+        cluster = self.cluster_informer.get(key[1], namespace)
+        if cluster is None:
+            return
+        retry = await self.cloud_handler.schedule(cluster)
+        if retry is not None:
+            self.cluster_queue.add_after(key, retry)
+
+    def _cloud_changed(self, cloud: Kind) -> None:
+        self.clouds.set(cloud)
+        for cluster in self.cluster_informer.items():
+            if cluster.spec.kubeconfig is None and cluster.status.scheduled_to is None:
+                self.cluster_queue.add(("k:" + (cluster.metadata.namespace or ""),
+                                        cluster.metadata.name))
+
+    def _cloud_deleted(self, cloud: Kind) -> None:
+        self.clouds.remove(cloud)
+
+
+def _then(first: Callable[..., Any], second: Callable[..., Any]) -> Callable[..., None]:
+    def both(*args: Any) -> None:
+        first(*args)
+        second(*args)
+
+    return both

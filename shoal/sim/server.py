@@ -1,0 +1,443 @@
+"""`shoal sim`: many simulated Kubernetes clusters behind one HTTP port.
+
+Each cluster is served under ``{url}/clusters/{name}`` with a Kubernetes-compatible
+API (kubectl and kubernetes_asyncio work against it), fake nodes, and simulated
+controllers (Deployments → ReplicaSets → Pods, StatefulSets, DaemonSets, Jobs, a
+scheduler and a kubelet that starts pods after ``pod_start_delay`` seconds).
+An admin API under ``{url}/admin`` adds clusters and injects faults.
+
+Python use (in an async test)::
+
+    from shoal.sim.server import start_sim
+
+    sim = await start_sim(clusters=2, nodes=5)          # clusters sim-0, sim-1
+    kubeconfig = sim.fleet.kubeconfig("sim-0")          # dict, one cluster/user/context
+    sim.fleet.add_cluster("edge", nodes=3, node_labels={"tier": "edge"})
+    sim.fleet.set_unreachable("edge", True)             # clients now get connection errors
+    sim.fleet.set_node_fault("sim-0", "n-1", not_ready=True)
+    sim.fleet.clear_faults("sim-0")
+    await sim.stop()
+
+``start_sim`` runs uvicorn on the current event loop, so a test must not block that
+loop (run kubectl with ``asyncio.create_subprocess_exec``). ``SimThread`` runs the
+same server on a background thread for synchronous code.
+
+Admin API (JSON):
+
+- ``GET  /admin/clusters`` → ``{"clusters": [{name, nodes, ready_nodes, pods, faults}, …]}``
+- ``POST /admin/clusters`` ``{"name", "nodes", "labels", "cpu", "memory", "max_pods",
+  "region"}`` → 201 ``{"cluster": {...}, "kubeconfig": {...}}``
+- ``GET  /admin/clusters/{name}`` / ``DELETE /admin/clusters/{name}``
+- ``GET  /admin/clusters/{name}/kubeconfig``
+- ``POST /admin/clusters/{name}/faults`` ``{"unreachable": true}`` or
+  ``{"node": "n-3", "not_ready": true, "memory_pressure": true, "removed": true}``
+- ``DELETE /admin/clusters/{name}/faults[?node=n-3]`` clears faults
+- ``POST /admin/clusters/{name}/compact`` forgets watch history (watches from older
+  resourceVersions then get 410 Gone)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import orjson
+import uvicorn
+import yaml
+
+from shoal.sim.api import ClusterApi, Receive, Request, Scope, Send, respond, respond_error
+from shoal.sim.cluster import SimCluster
+from shoal.sim.store import ApiError
+
+Obj = dict[str, Any]
+
+
+class SimFleet:
+    """All simulated clusters of one server, and the ASGI app that serves them."""
+
+    def __init__(
+        self,
+        url: str = "",
+        pod_start_delay: float = 0.5,
+        job_duration: float = 1.0,
+    ) -> None:
+        self.url = url.rstrip("/")
+        self.pod_start_delay = pod_start_delay
+        self.job_duration = job_duration
+        self.clusters: dict[str, SimCluster] = {}
+        self._apis: dict[str, ClusterApi] = {}
+
+    # -- clusters --------------------------------------------------------------
+
+    def add_cluster(
+        self,
+        name: str,
+        nodes: int = 3,
+        node_labels: dict[str, str] | None = None,
+        cpu: str = "8",
+        memory: str = "32Gi",
+        max_pods: int = 110,
+        region: str | None = None,
+        pod_start_delay: float | None = None,
+        job_duration: float | None = None,
+    ) -> SimCluster:
+        """Create a cluster with ``nodes`` nodes of ``cpu``/``memory`` each."""
+        if name in self.clusters:
+            raise ValueError(f"cluster {name!r} already exists")
+        if not name or "/" in name:
+            raise ValueError(f"invalid cluster name {name!r}")
+        cluster = SimCluster(
+            name,
+            nodes=nodes,
+            node_labels=node_labels,
+            cpu=cpu,
+            memory=memory,
+            max_pods=max_pods,
+            region=region,
+            pod_start_delay=self.pod_start_delay if pod_start_delay is None else pod_start_delay,
+            job_duration=self.job_duration if job_duration is None else job_duration,
+        )
+        self.clusters[name] = cluster
+        self._apis[name] = ClusterApi(cluster)
+        with contextlib.suppress(RuntimeError):
+            asyncio.get_running_loop()
+            cluster.start()
+        return cluster
+
+    async def remove_cluster(self, name: str) -> None:
+        cluster = self.cluster(name)
+        del self.clusters[name]
+        del self._apis[name]
+        await cluster.stop()
+
+    def cluster(self, name: str) -> SimCluster:
+        try:
+            return self.clusters[name]
+        except KeyError:
+            raise KeyError(f"no simulated cluster {name!r}") from None
+
+    def server_url(self, name: str) -> str:
+        if not self.url:
+            raise RuntimeError("the fleet is not served yet (use start_sim)")
+        return f"{self.url}/clusters/{name}"
+
+    def kubeconfig(self, name: str) -> Obj:
+        """A kubeconfig with exactly one cluster, one user (bearer token) and one context."""
+        cluster = self.cluster(name)
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": name, "cluster": {"server": self.server_url(name)}}],
+            "users": [{"name": f"{name}-admin", "user": {"token": cluster.token}}],
+            "contexts": [{"name": name, "context": {"cluster": name, "user": f"{name}-admin",
+                                                   "namespace": "default"}}],
+            "current-context": name,
+            "preferences": {},
+        }
+
+    def write_kubeconfigs(self, out_dir: str | Path,
+                          names: Iterable[str] | None = None) -> dict[str, Path]:
+        """Write ``{out_dir}/{name}.yaml`` for each cluster; returns the paths."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        written = {}
+        for name in names or list(self.clusters):
+            path = out / f"{name}.yaml"
+            path.write_text(yaml.safe_dump(self.kubeconfig(name), sort_keys=False))
+            written[name] = path
+        return written
+
+    # -- faults ----------------------------------------------------------------
+
+    def set_unreachable(self, name: str, unreachable: bool = True) -> None:
+        """Make a cluster drop every connection (clients see network errors)."""
+        self.cluster(name).set_unreachable(unreachable)
+
+    def set_node_fault(
+        self,
+        name: str,
+        node: str,
+        not_ready: bool | None = None,
+        memory_pressure: bool | None = None,
+        removed: bool | None = None,
+    ) -> None:
+        """Mark a node NotReady / under MemoryPressure / removed (None leaves as is)."""
+        self.cluster(name).set_node_fault(node, not_ready, memory_pressure, removed)
+
+    def clear_faults(self, name: str, node: str | None = None) -> None:
+        self.cluster(name).clear_faults(node)
+
+    def summary(self) -> list[Obj]:
+        return [c.summary() for c in self.clusters.values()]
+
+    # -- ASGI ------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                msg = await receive()
+                if msg["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif msg["type"] == "lifespan.shutdown":
+                    for c in self.clusters.values():
+                        await c.stop()
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] != "http":
+            return
+        path: str = scope["path"]
+        if path.startswith("/clusters/"):
+            name, _, rest = path[len("/clusters/"):].partition("/")
+            api = self._apis.get(name)
+            if api is None:
+                await respond_error(send, ApiError(404, "NotFound",
+                                                   f"no simulated cluster {name!r}"))
+                return
+            await api(Request(scope, receive, send, "/" + rest))
+            return
+        req = Request(scope, receive, send, path)
+        try:
+            if path.startswith("/admin"):
+                await self._admin(req, [p for p in path.split("/") if p][1:])
+            elif path in ("/", "/healthz"):
+                await respond(send, 200, {"clusters": sorted(self.clusters)})
+            else:
+                raise ApiError(404, "NotFound", f"no such path {path}")
+        except ApiError as err:
+            await respond_error(send, err)
+
+    async def _admin(self, req: Request, parts: list[str]) -> None:
+        m = req.method
+        if parts[:1] != ["clusters"]:
+            raise ApiError(404, "NotFound", "no such admin path")
+        if len(parts) == 1:
+            if m == "GET":
+                await respond(req.send, 200, {"clusters": self.summary()})
+                return
+            if m == "POST":
+                body = await req.json()
+                if not isinstance(body, dict) or not body.get("name"):
+                    raise ApiError(422, "Invalid", "name is required")
+                try:
+                    cluster = self.add_cluster(
+                        str(body["name"]),
+                        nodes=int(body.get("nodes", 3)),
+                        node_labels=body.get("labels") or body.get("node_labels"),
+                        cpu=str(body.get("cpu", "8")),
+                        memory=str(body.get("memory", "32Gi")),
+                        max_pods=int(body.get("max_pods", 110)),
+                        region=body.get("region"),
+                        pod_start_delay=body.get("pod_start_delay"),
+                        job_duration=body.get("job_duration"),
+                    )
+                except ValueError as exc:
+                    raise ApiError(409, "AlreadyExists", str(exc)) from exc
+                await respond(req.send, 201, {"cluster": cluster.summary(),
+                                              "kubeconfig": self.kubeconfig(cluster.name)})
+                return
+            raise ApiError(405, "MethodNotAllowed", f"method {m} not allowed")
+        name = parts[1]
+        if name not in self.clusters:
+            raise ApiError(404, "NotFound", f"no simulated cluster {name!r}")
+        cluster = self.clusters[name]
+        rest = parts[2:]
+        if not rest:
+            if m == "GET":
+                await respond(req.send, 200, cluster.summary())
+            elif m == "DELETE":
+                await self.remove_cluster(name)
+                await respond(req.send, 200, {"deleted": name})
+            else:
+                raise ApiError(405, "MethodNotAllowed", f"method {m} not allowed")
+        elif rest == ["kubeconfig"]:
+            await respond(req.send, 200, self.kubeconfig(name))
+        elif rest == ["compact"] and m == "POST":
+            cluster.store.compact()
+            await respond(req.send, 200, {"resourceVersion": str(cluster.store.rv)})
+        elif rest == ["faults"]:
+            if m == "GET":
+                pass
+            elif m == "POST":
+                await self._fault(cluster, await req.json())
+            elif m == "DELETE":
+                cluster.clear_faults(req.query.get("node") or None)
+            else:
+                raise ApiError(405, "MethodNotAllowed", f"method {m} not allowed")
+            await respond(req.send, 200, cluster.faults())
+        else:
+            raise ApiError(404, "NotFound", "no such admin path")
+
+    @staticmethod
+    async def _fault(cluster: SimCluster, body: Any) -> None:
+        if not isinstance(body, dict):
+            raise ApiError(422, "Invalid", "a fault must be a JSON object")
+        if "unreachable" in body:
+            cluster.set_unreachable(bool(body["unreachable"]))
+        if "reachable" in body:
+            cluster.set_unreachable(not bool(body["reachable"]))
+        node = body.get("node")
+        if node:
+            def opt(key: str, inverse: str | None = None) -> bool | None:
+                if key in body:
+                    return bool(body[key])
+                if inverse and inverse in body:
+                    return not bool(body[inverse])
+                return None
+
+            try:
+                cluster.set_node_fault(
+                    str(node),
+                    not_ready=opt("not_ready", "ready"),
+                    memory_pressure=opt("memory_pressure"),
+                    removed=opt("removed"),
+                )
+            except KeyError as exc:
+                raise ApiError(404, "NotFound", f"no node {node!r} in {cluster.name}") from exc
+
+
+class SimServer:
+    """A running fleet: ``url`` (base), ``fleet``, and ``stop()``."""
+
+    def __init__(self, fleet: SimFleet, server: uvicorn.Server, task: asyncio.Task[None],
+                 sock: socket.socket) -> None:
+        self.fleet = fleet
+        self.url = fleet.url
+        self._server = server
+        self._task = task
+        self._sock = sock
+
+    @property
+    def port(self) -> int:
+        return int(self._sock.getsockname()[1])
+
+    def kubeconfig(self, name: str) -> Obj:
+        return self.fleet.kubeconfig(name)
+
+    async def stop(self) -> None:
+        self._server.should_exit = True
+        for c in self.fleet.clusters.values():
+            c.store.close_watches()
+        try:
+            await asyncio.wait_for(asyncio.shield(self._task), 5)
+        except TimeoutError:
+            self._server.force_exit = True
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        for c in self.fleet.clusters.values():
+            await c.stop()
+        self._sock.close()
+
+
+def cluster_names(clusters: int | Iterable[str], prefix: str = "sim-") -> list[str]:
+    if isinstance(clusters, int):
+        return [f"{prefix}{i}" for i in range(clusters)]
+    return list(clusters)
+
+
+async def start_sim(
+    host: str = "127.0.0.1",
+    port: int = 0,
+    clusters: int | Iterable[str] = 1,
+    nodes: int = 3,
+    name_prefix: str = "sim-",
+    node_labels: dict[str, str] | None = None,
+    cpu: str = "8",
+    memory: str = "32Gi",
+    pod_start_delay: float = 0.5,
+    job_duration: float = 1.0,
+    out_dir: str | Path | None = None,
+) -> SimServer:
+    """Serve a fleet on the running loop; ``clusters`` is a count or a list of names."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(1024)
+    sock.setblocking(False)
+    bound = sock.getsockname()[1]
+    url_host = f"[{host}]" if ":" in host else host
+    fleet = SimFleet(f"http://{url_host}:{bound}", pod_start_delay, job_duration)
+    for name in cluster_names(clusters, name_prefix):
+        fleet.add_cluster(name, nodes=nodes, node_labels=node_labels, cpu=cpu, memory=memory)
+    if out_dir is not None:
+        fleet.write_kubeconfigs(out_dir)
+    config = uvicorn.Config(fleet, log_level="warning", access_log=False, lifespan="off",
+                            timeout_graceful_shutdown=1, http="h11")
+    server = uvicorn.Server(config)
+    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+    task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
+    while not server.started:
+        if task.done():
+            task.result()
+            raise RuntimeError("sim server stopped during start-up")
+        await asyncio.sleep(0.01)
+    return SimServer(fleet, server, task, sock)
+
+
+class SimThread:
+    """``start_sim`` on a background thread with its own loop, for synchronous callers.
+
+    Use ``call(fn, *args)`` to run fleet methods (faults, add_cluster) on the server's
+    loop; fleet objects are not thread-safe.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._kwargs = kwargs
+        self._loop = asyncio.new_event_loop()
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="shoal-sim", daemon=True)
+        self._sim: SimServer | None = None
+        self._error: BaseException | None = None
+        self._thread.start()
+        self._ready.wait(30)
+        if self._error is not None:
+            raise self._error
+        if self._sim is None:
+            raise RuntimeError("sim server did not start")
+        self.url = self._sim.url
+        self.fleet = self._sim.fleet
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+
+        async def boot() -> None:
+            try:
+                self._sim = await start_sim(**self._kwargs)
+            except BaseException as exc:
+                self._error = exc
+            finally:
+                self._ready.set()
+
+        self._loop.run_until_complete(boot())
+        if self._sim is not None:
+            self._loop.run_forever()
+
+    def call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        async def run() -> Any:
+            return fn(*args, **kwargs)
+
+        return asyncio.run_coroutine_threadsafe(run(), self._loop).result(30)
+
+    def stop(self) -> None:
+        if self._sim is None:
+            return
+        sim = self._sim
+        asyncio.run_coroutine_threadsafe(sim.stop(), self._loop).result(30)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._sim = None
+
+    def __enter__(self) -> SimThread:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def dumps(obj: Any) -> bytes:
+    return orjson.dumps(obj)
