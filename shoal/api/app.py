@@ -9,7 +9,6 @@ from typing import Any
 
 from fastapi import FastAPI
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from starlette.requests import Request
 from starlette.responses import Response
 
 from shoal.api import errors
@@ -103,8 +102,8 @@ def create_app(store: Store, *, title: str = "Shoal") -> FastAPI:
     async def metrics() -> Response:
         return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
-    app.add_middleware(Measure)  # type: ignore[arg-type]
-    app.add_middleware(BodyLimit)  # type: ignore[arg-type]
+    app.add_middleware(Measure)
+    app.add_middleware(BodyLimit)
     return app
 
 

@@ -41,6 +41,13 @@ def list_body(api: str, kind: str, revision: int, items: list[bytes], cont: str 
         meta += b',"continue":"' + cont.encode() + b'"'
     meta += b"}"
     return (
-        b'{"api":"' + api.encode() + b'","kind":"' + kind.encode() + b'List","metadata":'
-        + meta + b',"items":[' + b",".join(items) + b"]}"
+        b'{"api":"'
+        + api.encode()
+        + b'","kind":"'
+        + kind.encode()
+        + b'List","metadata":'
+        + meta
+        + b',"items":['
+        + b",".join(items)
+        + b"]}"
     )

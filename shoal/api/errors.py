@@ -114,9 +114,11 @@ def install(app: FastAPI) -> None:
         if any(e.get("type") == "json_invalid" for e in errors):
             first = next(e for e in errors if e.get("type") == "json_invalid")
             reason = (first.get("ctx") or {}).get("error", "malformed JSON")
-            return problem(400, f"body: malformed JSON: {reason}", errors=[
-                {"field": "body", "reason": f"malformed JSON: {reason}"}
-            ])
+            return problem(
+                400,
+                f"body: malformed JSON: {reason}",
+                errors=[{"field": "body", "reason": f"malformed JSON: {reason}"}],
+            )
         if any(
             tuple(e.get("loc", ())) == ("body",) and isinstance(e.get("input"), bytes | str)
             for e in errors

@@ -195,7 +195,9 @@ class Resources:
             Application, name, namespace, binding.resource_version, change, allow_deleted=False
         )
 
-    async def bind_cluster(self, name: str, namespace: str | None, binding: ClusterBinding) -> bytes:
+    async def bind_cluster(
+        self, name: str, namespace: str | None, binding: ClusterBinding
+    ) -> bytes:
         if binding.cloud.kind not in ("Cloud", "GlobalCloud"):
             raise ProblemError(
                 422,
@@ -326,4 +328,3 @@ def _parse_continue(token: str | None, prefix: str) -> tuple[str | None, int | N
             errors=[{"field": "continue", "reason": "token belongs to another list"}],
         )
     return key, revision
-

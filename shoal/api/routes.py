@@ -9,9 +9,10 @@ import asyncio
 import contextlib
 import inspect
 from collections.abc import AsyncIterator, Callable
+from enum import Enum
 from typing import Any
 
-from fastapi import APIRouter, Body, Path, Query, Request
+from fastapi import APIRouter, Body, Path, Query
 from starlette.responses import Response, StreamingResponse
 
 from shoal.api.codec import list_body, with_revision
@@ -79,7 +80,7 @@ def _kind_routes(router: APIRouter, res: Resources, kind: type[Kind]) -> None:
         collection = f"/{api}/{plural}"
     item = collection + "/{name}"
     name_param = _p("name", str, _name_param(kname))
-    tags = [api]
+    tags: list[str | Enum] = [api]
 
     def ns(kwargs: dict[str, Any]) -> str | None:
         return kwargs.get("namespace") if kind.namespaced else None
@@ -101,12 +102,22 @@ def _kind_routes(router: APIRouter, res: Resources, kind: type[Kind]) -> None:
 
     # list / watch
     list_params = [
-        _p("label_selector", str | None, Query(None, max_length=4096, description="k=v,k!=v,k in (a,b)")),
+        _p(
+            "label_selector",
+            str | None,
+            Query(None, max_length=4096, description="k=v,k!=v,k in (a,b)"),
+        ),
         _p("limit", int | None, Query(None, ge=1, le=100_000, description="Page size")),
         _p("continue_", str | None, Query(None, alias="continue", max_length=4096)),
         _p("watch", str | None, Query(None, description="Present: stream events (ndjson)")),
-        _p("heartbeat", float, Query(10.0, gt=0, le=3600, description="Seconds between heartbeats")),
-        _p("resource_version", int | None, Query(None, ge=0, description="Watch after this revision")),
+        _p(
+            "heartbeat", float, Query(10.0, gt=0, le=3600, description="Seconds between heartbeats")
+        ),
+        _p(
+            "resource_version",
+            int | None,
+            Query(None, ge=0, description="Watch after this revision"),
+        ),
     ]
 
     async def list_(**kw: Any) -> Response:
@@ -228,7 +239,7 @@ def _application_routes(
     item: str,
     ns_params: list[inspect.Parameter],
     name_param: inspect.Parameter,
-    tags: list[str],
+    tags: list[str | Enum],
 ) -> None:
     async def binding(**kw: Any) -> Response:
         return _json(await res.bind_application(kw["name"], kw["namespace"], kw["body"]))
@@ -386,8 +397,11 @@ def _event_line(event: Event, selector: Any) -> bytes:
             return b""
     kind = event.type.value if isinstance(event.type, EventType) else str(event.type)
     return (
-        b'{"type":"' + kind.encode() + b'","object":'
-        + with_revision(event.value, event.revision) + b"}\n"
+        b'{"type":"'
+        + kind.encode()
+        + b'","object":'
+        + with_revision(event.value, event.revision)
+        + b"}\n"
     )
 
 

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import socket
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import uvicorn
@@ -14,6 +15,14 @@ from shoal.api.app import create_app
 from shoal.store.base import Store, open_store
 
 log = logging.getLogger(__name__)
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its signal handlers: the embedding process owns SIGINT/SIGTERM."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
 
 
 @dataclass
@@ -66,8 +75,7 @@ async def start_api(
         lifespan="off",
         timeout_graceful_shutdown=1,
     )
-    server = uvicorn.Server(config)
-    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+    server = _Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
     while not server.started:
         if task.done():

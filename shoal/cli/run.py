@@ -121,7 +121,9 @@ def up(
     ] = Path("data"),
     clusters: Annotated[int, typer.Option("--clusters", help="Simulated clusters")] = 3,
     nodes: Annotated[int, typer.Option("--nodes", help="Nodes per simulated cluster")] = 5,
-    demo: Annotated[bool, typer.Option("--demo/--no-demo", help="Create a demo application")] = True,
+    demo: Annotated[
+        bool, typer.Option("--demo/--no-demo", help="Create a demo application")
+    ] = True,
     exit_after_demo: Annotated[
         bool, typer.Option("--exit-after-demo", hidden=True, help="Stop once the demo is placed")
     ] = False,
@@ -189,7 +191,10 @@ async def _start_fleet(client: Any, data_dir: Path, count: int, nodes: int) -> A
         kubeconfig = sim.fleet.kubeconfig(name)
         (kube_dir / f"{name}.yaml").write_text(yaml.safe_dump(kubeconfig))
         location = locations[i % len(locations)]
-        metrics = [MetricRef(name="energy_price", weight=1.0), MetricRef(name=f"load_{i + 1}", weight=0.5)]
+        metrics = [
+            MetricRef(name="energy_price", weight=1.0),
+            MetricRef(name=f"load_{i + 1}", weight=0.5),
+        ]
         cluster = Cluster(
             metadata=Metadata(name=name, namespace="default", labels={"location": location}),
             spec=ClusterSpec(kubeconfig=kubeconfig, metrics=metrics),
@@ -200,7 +205,9 @@ async def _start_fleet(client: Any, data_dir: Path, count: int, nodes: int) -> A
             await client.update(existing)
         except NotFound:
             await client.create(cluster)
-        table.add_row(name, location, ", ".join(m.name for m in metrics), str(kube_dir / f"{name}.yaml"))
+        table.add_row(
+            name, location, ", ".join(m.name for m in metrics), str(kube_dir / f"{name}.yaml")
+        )
     console.print(table)
     return sim
 
@@ -231,7 +238,9 @@ async def _sample_metrics(client: Any) -> None:
         objects.append(
             GlobalMetric(
                 metadata=Metadata(name=name),
-                spec=MetricSpec(min=0, max=1, provider=MetricProviderRef(name="sample", metric=name)),
+                spec=MetricSpec(
+                    min=0, max=1, provider=MetricProviderRef(name="sample", metric=name)
+                ),
             )
         )
     for obj in objects:

@@ -13,8 +13,8 @@ import asyncio
 import contextlib
 import inspect
 import logging
-from collections.abc import Awaitable, Callable
-from typing import Generic, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Generic, TypeVar
 
 from shoal.client.rest import Gone, ShoalClient, Unreachable, WatchEvent
 from shoal.model.base import Kind
@@ -75,13 +75,17 @@ class Informer(Generic[K]):
                     await self._relist()
                     need_list = False
                 async for event in self.client.watch(
-                    self.kind, self.namespace, resource_version=self.revision,
+                    self.kind,
+                    self.namespace,
+                    resource_version=self.revision,
                     heartbeat=self.heartbeat,
                 ):
                     await self._apply(event)
                     delay = self.retry_delay
             except Gone:
-                log.info("%s: revision %d compacted, listing again", self.kind.plural, self.revision)
+                log.info(
+                    "%s: revision %d compacted, listing again", self.kind.plural, self.revision
+                )
                 need_list = True
             except (Unreachable, OSError) as error:
                 log.debug("%s: watch interrupted: %s", self.kind.plural, error)
@@ -143,7 +147,7 @@ async def _call(handler: Callable[..., object] | None, *args: object) -> None:
 
 
 @contextlib.asynccontextmanager
-async def running(*informers: Informer[K]) -> object:  # type: ignore[misc]
+async def running(*informers: Informer[Any]) -> AsyncIterator[None]:
     """Run informers in the background for the duration of a block."""
     tasks = [asyncio.create_task(i.run()) for i in informers]
     try:

@@ -252,9 +252,7 @@ class ShoalClient:
                         continue
                     data = orjson.loads(line)
                     obj = kind.model_validate(data["object"])
-                    yield WatchEvent(
-                        data["type"], obj, int(obj.metadata.resource_version or 0)
-                    )
+                    yield WatchEvent(data["type"], obj, int(obj.metadata.resource_version or 0))
         except httpx.TransportError as error:
             raise Unreachable(f"{self.url}: watch {kind.plural}: {error!r}") from error
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from enum import Enum, IntEnum
+from enum import IntEnum, StrEnum
 from typing import Annotated, Any, ClassVar
 
 from pydantic import (
@@ -206,8 +206,5 @@ class Kind(Model):
         return str(cls.model_fields["kind"].default)
 
 
-class StrEnumByName(str, Enum):
+class StrEnumByName(StrEnum):
     """String enum whose wire form is the member name (as Krake sends it)."""
-
-    def __str__(self) -> str:
-        return str(self.value)

@@ -184,8 +184,10 @@ class ApplicationHandler:
         forced = self.forced(app)
         revision = app.metadata.resource_version
 
-        if current is not None and not app.spec.constraints.migration and (
-            current_backend is not None and current_backend.obj.metadata.deleted is None
+        if (
+            current is not None
+            and not app.spec.constraints.migration
+            and (current_backend is not None and current_backend.obj.metadata.deleted is None)
         ):
             # Pinned: never moved; a spec update is handed on to the kube controller.
             if spec_updated or forced:
@@ -203,12 +205,15 @@ class ApplicationHandler:
         target = ResourceRef(
             api="kubernetes", kind="Cluster", namespace=chosen.namespace, name=chosen.name
         )
-        if current is not None and current.name == chosen.name and (
-            current.namespace == chosen.namespace
+        if (
+            current is not None
+            and current.name == chosen.name
+            and (current.namespace == chosen.namespace)
         ):
             if spec_updated or forced or status.reason is not None:
-                await self._bind(app, target, triggered=spec_updated, explanation=explanation,
-                                 revision=revision)
+                await self._bind(
+                    app, target, triggered=spec_updated, explanation=explanation, revision=revision
+                )
                 return Outcome("bound")
             return Outcome("kept")
 
@@ -248,9 +253,7 @@ class ApplicationHandler:
     def _explanation(self, app: Application, decision: Decision, forced: bool) -> dict[str, Any]:
         data = decision.explanation()
         data["time"] = utcnow().isoformat()
-        data["spec_modified"] = (
-            app.metadata.modified.isoformat() if app.metadata.modified else None
-        )
+        data["spec_modified"] = app.metadata.modified.isoformat() if app.metadata.modified else None
         data["forced"] = forced
         return data
 
@@ -284,8 +287,9 @@ class ApplicationHandler:
         status.scheduling = explanation
         if left <= 0:
             status.scheduler_retries = 0
-            status.reason = Reason(code=ReasonCode.NO_SUITABLE_RESOURCE,
-                                   message="No cluster available")
+            status.reason = Reason(
+                code=ReasonCode.NO_SUITABLE_RESOURCE, message="No cluster available"
+            )
             status.state = state_for(ReasonCode.NO_SUITABLE_RESOURCE)
             await self.client.update_status(app)
             return Outcome("failed")

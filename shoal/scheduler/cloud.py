@@ -68,7 +68,9 @@ class CloudHandler:
             return self.config.backoff.cap
         chosen = decision.chosen
         cloud = ResourceRef(
-            api="infrastructure", kind=chosen.obj.kind, namespace=chosen.namespace,
+            api="infrastructure",
+            kind=chosen.obj.kind,
+            namespace=chosen.namespace,
             name=chosen.name,
         )
         try:

@@ -209,7 +209,12 @@ class Framework:
                 "cluster": backend.name,
                 "score": float(scores[i]),
                 "metrics": [
-                    {"name": t.name, "value": t.value, "normalised": t.normalised, "weight": t.weight}
+                    {
+                        "name": t.name,
+                        "value": t.value,
+                        "normalised": t.normalised,
+                        "weight": t.weight,
+                    }
                     for t in backend.terms
                 ],
             }

@@ -65,37 +65,69 @@ class Scheduler:
         self.on_cluster: dict[tuple[str | None, str], set[AppKey]] = defaultdict(set)
         self.passes = 0
         self.app_informer: Informer[Application] = Informer(
-            client, Application, on_add=self._app_added, on_update=self._app_updated,
+            client,
+            Application,
+            on_add=self._app_added,
+            on_update=self._app_updated,
             on_delete=self._app_deleted,
         )
         self.cluster_informer: Informer[Cluster] = Informer(
-            client, Cluster, on_add=self._cluster_changed,
+            client,
+            Cluster,
+            on_add=self._cluster_changed,
             on_update=lambda old, new: self._cluster_changed(new, old),
             on_delete=self._cluster_deleted,
         )
         self.informers: list[Informer[Any]] = [
             self.app_informer,
             self.cluster_informer,
-            Informer(client, Cloud, on_add=self._cloud_changed,
-                     on_update=lambda o, n: self._cloud_changed(n), on_delete=self._cloud_deleted),
-            Informer(client, GlobalCloud, on_add=self._cloud_changed,
-                     on_update=lambda o, n: self._cloud_changed(n), on_delete=self._cloud_deleted),
+            Informer(
+                client,
+                Cloud,
+                on_add=self._cloud_changed,
+                on_update=lambda o, n: self._cloud_changed(n),
+                on_delete=self._cloud_deleted,
+            ),
+            Informer(
+                client,
+                GlobalCloud,
+                on_add=self._cloud_changed,
+                on_update=lambda o, n: self._cloud_changed(n),
+                on_delete=self._cloud_deleted,
+            ),
         ]
-        for kind, setter, remover in (
-            (GlobalMetric, self.metrics.set_metric, self.metrics.remove_metric),
-            (Metric, self.metrics.set_metric, self.metrics.remove_metric),
-            (GlobalMetricsProvider, self.metrics.set_provider, self.metrics.remove_provider),
-            (MetricsProvider, self.metrics.set_provider, self.metrics.remove_provider),
-        ):
-            self.informers.insert(0, Informer(
-                client, kind, on_add=_then(setter, self._definitions_changed),
-                on_update=lambda o, n, s=setter: _then(s, self._definitions_changed)(n),
-                on_delete=_then(
-                    lambda obj, r=remover: r(obj.kind, obj.metadata.namespace, obj.metadata.name),
-                    self._definitions_changed,
-                ),
-            ))
+        definitions: list[Informer[Any]] = [
+            self._definition_informer(kind, set_, remove)
+            for kind, set_, remove in (
+                (GlobalMetric, self.metrics.set_metric, self.metrics.remove_metric),
+                (Metric, self.metrics.set_metric, self.metrics.remove_metric),
+                (GlobalMetricsProvider, self.metrics.set_provider, self.metrics.remove_provider),
+                (MetricsProvider, self.metrics.set_provider, self.metrics.remove_provider),
+            )
+        ]
+        self.informers[:0] = definitions
         self._tasks: list[asyncio.Task[Any]] = []
+
+    def _definition_informer(
+        self,
+        kind: type[Kind],
+        set_: Callable[[Any], None],
+        remove: Callable[[str, str | None, str], None],
+    ) -> Informer[Any]:
+        """Feed metric and provider definitions to the metric cache."""
+
+        def added(obj: Any) -> None:
+            set_(obj)
+            self._definitions_changed()
+
+        def updated(old: Any, new: Any) -> None:
+            added(new)
+
+        def deleted(obj: Any) -> None:
+            remove(obj.kind, obj.metadata.namespace, obj.metadata.name)
+            self._definitions_changed()
+
+        return Informer(self.client, kind, on_add=added, on_update=updated, on_delete=deleted)
 
     # lifecycle -------------------------------------------------------------------
 
@@ -201,12 +233,16 @@ class Scheduler:
 
     def _cluster_changed(self, cluster: Cluster, old: Cluster | None = None) -> None:
         backend = self.clusters.set(cluster)
-        self.cluster_queue.add(("c:" + (cluster.metadata.namespace or ""), cluster.metadata.name))
-        if old is not None and old.status.state == cluster.status.state and (
-            old.metadata.labels == cluster.metadata.labels
-            and old.spec == cluster.spec
-            and old.status.custom_resources == cluster.status.custom_resources
-            and old.metadata.deleted == cluster.metadata.deleted
+        self.cluster_queue.add(_cluster_key("c:", cluster))
+        if (
+            old is not None
+            and old.status.state == cluster.status.state
+            and (
+                old.metadata.labels == cluster.metadata.labels
+                and old.spec == cluster.spec
+                and old.status.custom_resources == cluster.status.custom_resources
+                and old.metadata.deleted == cluster.metadata.deleted
+            )
         ):
             return
         if backend is None:
@@ -242,7 +278,7 @@ class Scheduler:
         self.clusters.refresh_metrics()
         self.clouds.refresh_metrics()
         for cluster in self.cluster_informer.items():
-            self.cluster_queue.add(("c:" + (cluster.metadata.namespace or ""), cluster.metadata.name))
+            self.cluster_queue.add(_cluster_key("c:", cluster))
         for app in self.app_informer.items():
             if not self.apps_handler.wants_pass(app):
                 continue
@@ -308,16 +344,14 @@ class Scheduler:
         self.clouds.set(cloud)
         for cluster in self.cluster_informer.items():
             if cluster.spec.kubeconfig is None and cluster.status.scheduled_to is None:
-                self.cluster_queue.add(("k:" + (cluster.metadata.namespace or ""),
-                                        cluster.metadata.name))
+                self.cluster_queue.add(
+                    ("k:" + (cluster.metadata.namespace or ""), cluster.metadata.name)
+                )
 
     def _cloud_deleted(self, cloud: Kind) -> None:
         self.clouds.remove(cloud)
 
 
-def _then(first: Callable[..., Any], second: Callable[..., Any]) -> Callable[..., None]:
-    def both(*args: Any) -> None:
-        first(*args)
-        second(*args)
-
-    return both
+def _cluster_key(tag: str, cluster: Kind) -> AppKey:
+    """Key of cluster work: ``c:`` sync its metric state, ``k:`` bind it to a cloud."""
+    return (tag + (cluster.metadata.namespace or ""), cluster.metadata.name)

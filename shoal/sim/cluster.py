@@ -198,6 +198,8 @@ class SimCluster:
             self.create(self.rt(NAMESPACES), {"metadata": {"name": ns}})
         for i in range(nodes):
             self.add_node(f"n-{i}")
+        for node in self.store.list(NODES):
+            self._refresh_node(node)
         self.store.log_events = True
         self.store.compact()
         self.store.listeners.append(self._on_event)
@@ -496,7 +498,7 @@ class SimCluster:
                                "the initial names have been accepted"),
                 ],
             }
-        elif rt.key == NODES and old is None:
+        elif rt.key == NODES and old is None and not (obj.get("status") or {}).get("capacity"):
             tmpl = self.node_object(meta["name"])
             status = obj.setdefault("status", {})
             for k, v in tmpl["status"].items():

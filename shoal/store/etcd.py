@@ -325,6 +325,7 @@ class EtcdStore:
             prev_kv=True,
         )
         call, endpoint = await self._open_watch(rpc.WatchRequest(create_request=create))
+        delivered = False
         try:
             while True:
                 try:
@@ -335,7 +336,12 @@ class EtcdStore:
                 if response is grpc.aio.EOF:
                     return
                 if response.compact_revision:
-                    raise Compacted(after, int(response.compact_revision))
+                    if not delivered:
+                        raise Compacted(after, int(response.compact_revision))
+                    # Overtaken by a compaction mid-stream: end, as a dropped
+                    # watcher does; resuming from the last event raises Compacted.
+                    return
+                delivered = delivered or bool(response.events)
                 for event in response.events:
                     kv = event.kv
                     if event.type == rpc.Event.DELETE:

@@ -202,6 +202,10 @@ class SqliteStore:
             if from_revision is not None and from_revision < head:
                 after = from_revision
                 while after < head:
+                    if after < self._compacted:
+                        # Compacted while we yielded: the rest of the log is gone.
+                        # End the stream; resuming from here raises Compacted.
+                        return
                     rows = self._db.execute(
                         "SELECT revision, type, key, value FROM log WHERE revision > ? "
                         "AND revision <= ? AND key >= ? AND key < ? ORDER BY revision LIMIT 1000",

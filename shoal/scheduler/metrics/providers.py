@@ -10,11 +10,14 @@ error for every metric asked, a metric the provider does not have an
 from __future__ import annotations
 
 import asyncio
+import csv
+import io
 import json
 import math
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Protocol, runtime_checkable
 
 import httpx
@@ -34,6 +37,7 @@ __all__ = [
     "flux_query",
     "influxql_query",
     "ksql_query",
+    "parse_annotated_csv",
     "prometheus_batch_query",
     "provider_client",
 ]
@@ -313,6 +317,44 @@ class InfluxV1Client:
         return None
 
 
+_FRACTION = re.compile(r"\.(\d{1,9})")
+
+
+def _parse_time(value: str) -> datetime:
+    """An RFC 3339 time as Flux writes it (up to nanoseconds, ``Z``)."""
+    value = _FRACTION.sub(lambda m: "." + m[1][:6].ljust(6, "0"), value.replace("Z", "+00:00"))
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return datetime.min.replace(tzinfo=UTC)
+
+
+def parse_annotated_csv(text: str) -> list[dict[str, str]]:
+    """The records of a Flux annotated-CSV response, as column -> cell text.
+
+    Annotation rows start with ``#``; each table's first other row is its
+    header; an empty line separates tables of different schemas. A Flux
+    error arrives as a table with an ``error`` column.
+    """
+    records: list[dict[str, str]] = []
+    header: list[str] | None = None
+    for row in csv.reader(io.StringIO(text)):
+        if not row or all(cell == "" for cell in row):
+            header = None
+            continue
+        if row[0].startswith("#"):
+            header = None
+            continue
+        if header is None:
+            header = row
+            continue
+        record = dict(zip(header, row, strict=False))
+        if "error" in header and record.get("error"):
+            raise _ProviderDown(f"Flux error: {record['error']}")
+        records.append(record)
+    return records
+
+
 def _flux_string(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("${", "\\${") + '"'
 
@@ -366,25 +408,21 @@ class InfluxV2Client:
         async def call() -> dict[str, float | MetricError]:
             self.requests += 1
             try:
-                tables = await self._api().query(flux_query(self.bucket, wanted), org=self.org)
+                text = await self._api().query_raw(flux_query(self.bucket, wanted), org=self.org)
             except ApiException as exc:
-                raise _ProviderDown(f"HTTP {exc.status}: {exc.body or exc.reason}") from exc
-            best: dict[str, tuple[bool, Any, Any]] = {}
-            for table in tables:
-                for record in table.records:
-                    name = record.values.get("_measurement")
-                    if name not in wanted:
-                        continue
-                    key = (record.values.get("_field") == "value", record.values.get("_time"))
-                    if name not in best or key > best[name][:2]:
-                        best[name] = (*key, record.values.get("_value"))
-            out: dict[str, float | MetricError] = {}
-            for name in wanted:
-                if name in best:
-                    out[name] = _as_float(best[name][2])
-                else:
-                    out[name] = _no_sample(name)
-            return out
+                body = (
+                    exc.body.decode(errors="replace") if isinstance(exc.body, bytes) else exc.body
+                )
+                raise _ProviderDown(f"HTTP {exc.status}: {body or exc.reason}") from exc
+            best: dict[str, tuple[bool, datetime, float]] = {}
+            for record in parse_annotated_csv(text):
+                name = record.get("_measurement")
+                if name not in wanted:
+                    continue
+                key = (record.get("_field") == "value", _parse_time(record.get("_time", "")))
+                if name not in best or key > best[name][:2]:
+                    best[name] = (*key, _as_float(record.get("_value")))
+            return {name: best[name][2] if name in best else _no_sample(name) for name in wanted}
 
         return await _guarded(
             "InfluxDB",
@@ -424,8 +462,12 @@ def ksql_query(spec: KafkaSpec, metrics: Sequence[str]) -> str:
     )
 
 
-class _KsqlStatementError(Exception):
-    """ksqlDB refused the statement (HTTP 400 with an error document)."""
+class _KsqlStatementError(_ProviderDown):
+    """ksqlDB refused the statement (HTTP 400 with an error document).
+
+    Metric names are quoted literals, so a refused statement means the
+    provider's table or columns are wrong: the provider is unusable.
+    """
 
 
 class KafkaClient:
@@ -473,11 +515,7 @@ class KafkaClient:
         return rows
 
     async def _one(self, name: str) -> float | MetricError:
-        try:
-            rows = await self._query(ksql_query(self.spec, [name]))
-        except _KsqlStatementError as exc:
-            message = f"ksqlDB refused query of {name!r}: {exc}"
-            return MetricError(ReasonCode.UNKNOWN_METRIC, message)
+        rows = await self._query(ksql_query(self.spec, [name]))
         if not rows or not rows[-1] or rows[-1][0] is None:
             return _no_sample(name)
         return _as_float(rows[-1][0])
@@ -486,11 +524,12 @@ class KafkaClient:
         wanted = list(dict.fromkeys(metrics))
 
         async def call() -> dict[str, float | MetricError]:
+            refused = False
             if len(wanted) > 1 and self.batch:
                 try:
                     rows = await self._query(ksql_query(self.spec, wanted))
                 except _KsqlStatementError:
-                    self.batch = False
+                    refused = True
                 else:
                     out: dict[str, float | MetricError] = {}
                     for row in rows:
@@ -500,6 +539,8 @@ class KafkaClient:
                         out.setdefault(name, _no_sample(name))
                     return out
             values = await asyncio.gather(*(self._one(m) for m in wanted))
+            if refused:  # ``=`` works where ``IN`` did not: an older ksqlDB
+                self.batch = False
             return dict(zip(wanted, values, strict=True))
 
         return await _guarded(

@@ -1,0 +1,126 @@
+"""`shoal sim`: serve simulated clusters, and inject faults into a running sim."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+from typing import Annotated, Any
+
+import httpx
+import typer
+
+app = typer.Typer(help="Simulated Kubernetes clusters (like KWOK) for demos, tests and benchmarks.")
+
+
+def _labels(values: list[str] | None) -> dict[str, str]:
+    out = {}
+    for item in values or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise typer.BadParameter(f"expected KEY=VALUE, got {item!r}")
+        out[key] = value
+    return out
+
+
+@app.callback(invoke_without_command=True)
+def serve(
+    ctx: typer.Context,
+    clusters: Annotated[int, typer.Option(help="Number of clusters.")] = 3,
+    nodes: Annotated[int, typer.Option(help="Nodes per cluster.")] = 20,
+    out: Annotated[Path, typer.Option(help="Directory for {name}.yaml kubeconfigs.")] = Path(
+        "kubeconfigs"),
+    host: Annotated[str, typer.Option(help="Address to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to bind (0: any free port).")] = 8443,
+    name_prefix: Annotated[str, typer.Option(help="Cluster names are PREFIX0, PREFIX1…")] = "sim-",
+    pod_start_delay: Annotated[float, typer.Option(help="Seconds before a pod runs.")] = 0.5,
+    job_duration: Annotated[float, typer.Option(help="Seconds a Job pod runs.")] = 1.0,
+    cpu: Annotated[str, typer.Option(help="CPU capacity of each node.")] = "8",
+    memory: Annotated[str, typer.Option(help="Memory capacity of each node.")] = "32Gi",
+    label: Annotated[list[str] | None, typer.Option(
+        "--label", "-l", help="Extra node label KEY=VALUE (repeatable).")] = None,
+) -> None:
+    """Serve simulated clusters until interrupted."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from shoal.sim.server import start_sim
+
+    async def run() -> None:
+        sim = await start_sim(
+            host=host, port=port, clusters=clusters, nodes=nodes, name_prefix=name_prefix,
+            node_labels=_labels(label), cpu=cpu, memory=memory,
+            pod_start_delay=pod_start_delay, job_duration=job_duration, out_dir=out,
+        )
+        typer.echo(f"shoal sim serving {clusters} cluster(s) x {nodes} node(s) at {sim.url}")
+        typer.echo(f"admin API: {sim.url}/admin/clusters")
+        for name in sim.fleet.clusters:
+            typer.echo(f"  {name}: kubectl --kubeconfig {out / (name + '.yaml')} get nodes")
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await sim.stop()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(run())
+
+
+@app.command()
+def fault(
+    cluster: Annotated[str, typer.Argument(help="Cluster name.")],
+    admin: Annotated[str, typer.Option(help="Base URL of the sim server.")] = (
+        "http://127.0.0.1:8443"),
+    unreachable: Annotated[bool, typer.Option("--unreachable", help="Drop all connections.")
+                           ] = False,
+    reachable: Annotated[bool, typer.Option("--reachable", help="Serve again.")] = False,
+    node: Annotated[str | None, typer.Option("--node", help="Node to act on.")] = None,
+    not_ready: Annotated[bool, typer.Option("--not-ready", help="Node NotReady.")] = False,
+    ready: Annotated[bool, typer.Option("--ready", help="Node Ready again.")] = False,
+    memory_pressure: Annotated[bool, typer.Option("--memory-pressure",
+                                                  help="Node MemoryPressure.")] = False,
+    no_memory_pressure: Annotated[bool, typer.Option("--no-memory-pressure",
+                                                     help="Clear MemoryPressure.")] = False,
+    remove: Annotated[bool, typer.Option("--remove", help="Remove the node.")] = False,
+    restore: Annotated[bool, typer.Option("--restore", help="Bring a removed node back.")
+                       ] = False,
+    clear: Annotated[bool, typer.Option("--clear", help="Clear all faults (of --node).")
+                     ] = False,
+) -> None:
+    """Inject or clear a fault in a running sim; prints the cluster's faults."""
+    base = admin.rstrip("/") + f"/admin/clusters/{cluster}/faults"
+    body: dict[str, Any] = {}
+    if unreachable or reachable:
+        body["unreachable"] = unreachable and not reachable
+    if node:
+        body["node"] = node
+        if not_ready or ready:
+            body["not_ready"] = not_ready and not ready
+        if memory_pressure or no_memory_pressure:
+            body["memory_pressure"] = memory_pressure and not no_memory_pressure
+        if remove or restore:
+            body["removed"] = remove and not restore
+    elif any((not_ready, ready, memory_pressure, no_memory_pressure, remove, restore)):
+        raise typer.BadParameter("node faults need --node")
+    with httpx.Client(timeout=10) as client:
+        if clear:
+            resp = client.delete(base, params={"node": node} if node else None)
+        elif body:
+            resp = client.post(base, json=body)
+        else:
+            resp = client.get(base)
+    if resp.status_code >= 400:
+        typer.echo(f"error {resp.status_code}: {resp.text}", err=True)
+        raise typer.Exit(1)
+    typer.echo(resp.text)
+
+
+@app.command("list")
+def list_clusters(
+    admin: Annotated[str, typer.Option(help="Base URL of the sim server.")] = (
+        "http://127.0.0.1:8443"),
+) -> None:
+    """List the clusters of a running sim with node counts and faults."""
+    resp = httpx.get(admin.rstrip("/") + "/admin/clusters", timeout=10)
+    resp.raise_for_status()
+    for c in resp.json()["clusters"]:
+        typer.echo(f"{c['name']}\tnodes={c['nodes']}\tready={c['ready_nodes']}\t"
+                   f"pods={c['pods']}\tfaults={c['faults']}")
