@@ -20,10 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from shoal.store.base import Store  # noqa: E402
-from shoal.store.etcd import EtcdStore  # noqa: E402
-from shoal.store.sqlite import SqliteStore  # noqa: E402
-from tests.fixtures.etcd import running_etcd  # noqa: E402
+from shoal.store.base import Store
+from shoal.store.etcd import EtcdStore
+from shoal.store.sqlite import SqliteStore
+from tests.fixtures.etcd import running_etcd
 
 
 async def bounded(n: int, concurrency: int, op: Callable[[int], Awaitable[object]]) -> float:
@@ -49,7 +49,9 @@ async def bench(name: str, store: Store, n: int, concurrency: int, value: bytes)
 
     sequential = min(n, 1000)
     t_seq = await bounded(sequential, 1, lambda i: store.create(keys[i], value))
-    t_conc = await bounded(n - sequential, concurrency, lambda i: store.create(keys[sequential + i], value))
+    t_conc = await bounded(
+        n - sequential, concurrency, lambda i: store.create(keys[sequential + i], value)
+    )
     t_get_seq = await bounded(sequential, 1, lambda i: store.get(keys[i]))
     t_get = await bounded(n, concurrency, lambda i: store.get(keys[i]))
 
@@ -99,14 +101,19 @@ async def bench(name: str, store: Store, n: int, concurrency: int, value: bytes)
     t_live = time.perf_counter() - t0
 
     print(f"\n{name}  (n={n}, value={len(value)} B, concurrency={concurrency})")
-    print(f"  creates/s   sequential {sequential / t_seq:9.0f}   concurrent {(n - sequential) / t_conc:9.0f}")
+    print(
+        f"  creates/s   sequential {sequential / t_seq:9.0f}   "
+        f"concurrent {(n - sequential) / t_conc:9.0f}"
+    )
     print(f"  gets/s      sequential {sequential / t_get_seq:9.0f}   concurrent {n / t_get:9.0f}")
     print(
         f"  list {n} keys   p50 {statistics.median(list_times) * 1000:7.1f} ms   "
         f"min {min(list_times) * 1000:7.1f} ms   "
         f"(pages of 500: {statistics.median(page_times) * 1000:.1f} ms each)"
     )
-    print(f"  watch events/s   replay {n / t_replay:9.0f}   live (with writes) {live / t_live:9.0f}")
+    print(
+        f"  watch events/s   replay {n / t_replay:9.0f}   live (with writes) {live / t_live:9.0f}"
+    )
 
 
 async def main() -> None:

@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.responses import Response
 
-from shoal.api import errors
+from shoal.api import errors, scheduling
 from shoal.api.errors import problem
 from shoal.api.metrics import LATENCY, REQUESTS
 from shoal.api.resources import Resources
@@ -85,6 +85,7 @@ def create_app(store: Store, *, title: str = "Shoal") -> FastAPI:
     app.state.resources = resources
     errors.install(app)
     app.include_router(build_router(resources, registry.KINDS))
+    app.include_router(scheduling.build_router(resources))
 
     @app.get("/healthz", tags=["health"], summary="The process is up")
     async def healthz() -> dict[str, str]:

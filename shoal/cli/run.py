@@ -147,8 +147,8 @@ def up(
         console.print(f"[bold green]Controllers[/]: {names}")
         sim = None
         try:
-            sim = await _start_fleet(client, data_dir, clusters, nodes)
             await _sample_metrics(client)
+            sim = await _start_fleet(client, data_dir, clusters, nodes)
             if demo:
                 await _demo(client)
             if exit_after_demo:
@@ -178,7 +178,7 @@ async def _start_fleet(client: Any, data_dir: Path, count: int, nodes: int) -> A
     from shoal.model.kubernetes import Cluster, ClusterSpec, MetricRef
     from shoal.sim.server import start_sim
 
-    sim = await start_sim(host="127.0.0.1", port=0)
+    sim = await start_sim(host="127.0.0.1", port=0, clusters=[])
     locations = ["DE", "FR", "FI", "NL", "IT"]
     table = Table("cluster", "location", "metrics", "kubeconfig", title="Simulated clusters")
     kube_dir = data_dir / "kubeconfigs"
@@ -192,8 +192,8 @@ async def _start_fleet(client: Any, data_dir: Path, count: int, nodes: int) -> A
         (kube_dir / f"{name}.yaml").write_text(yaml.safe_dump(kubeconfig))
         location = locations[i % len(locations)]
         metrics = [
-            MetricRef(name="energy_price", weight=1.0),
-            MetricRef(name=f"load_{i + 1}", weight=0.5),
+            MetricRef(name="green_energy", weight=1.0),
+            MetricRef(name=f"free_capacity_{i + 1}", weight=0.5),
         ]
         cluster = Cluster(
             metadata=Metadata(name=name, namespace="default", labels={"location": location}),
@@ -213,7 +213,10 @@ async def _start_fleet(client: Any, data_dir: Path, count: int, nodes: int) -> A
 
 
 async def _sample_metrics(client: Any) -> None:
-    """A static provider with an energy price and a load per simulated cluster."""
+    """A static provider: the share of green energy, and free capacity per cluster.
+
+    Higher is better for both: seed 004's score prefers high normalised values.
+    """
     from shoal.client.rest import ApiError
     from shoal.model.base import Metadata
     from shoal.model.core import (
@@ -225,9 +228,9 @@ async def _sample_metrics(client: Any) -> None:
         StaticSpec,
     )
 
-    values = {"energy_price": 0.35, "load_1": 0.8, "load_2": 0.2, "load_3": 0.5}
-    for i in range(4, 10):
-        values[f"load_{i}"] = 0.1 * i % 1
+    values = {"green_energy": 0.6}
+    for i in range(1, 11):
+        values[f"free_capacity_{i}"] = round((0.37 * i) % 1, 2)
     objects: list[Any] = [
         GlobalMetricsProvider(
             metadata=Metadata(name="sample"),
@@ -281,6 +284,15 @@ async def _demo(client: Any) -> None:
             constraints=Constraints(cluster=ClusterConstraints(labels=["location in (DE, FR)"])),
         ),
     )
+    # Let the metric caches fetch the sample values first: wait until a dry run scores them.
+    body = app.model_dump(mode="json")
+    for _ in range(100):
+        result = await client.request("POST", "/scheduling/namespaces/default/dryrun", body=body)
+        ranking = result.get("ranking", [])
+        if ranking and all(entry.get("metrics") for entry in ranking):
+            break
+        await asyncio.sleep(0.1)
+    await asyncio.sleep(0.5)
     try:
         await client.get(Application, "demo", "default")
     except NotFound:

@@ -24,9 +24,11 @@ Label selectors (list APIs)::
 
     k=v,k2!=v2,k3 in (a,b),k4 notin (c),k5,!k6
 
-Keywords are case-insensitive. A missing label or metric matches no
-constraint, not even a negative one; selectors follow Kubernetes instead
-(``!=``, ``notin`` and ``!k`` match objects lacking the label).
+Keywords are case-insensitive. Label values may be quoted ('a b' or "a b",
+backslash escapes the next character); the canonical spelling quotes only values
+that need it. A missing label or metric matches no constraint, not even a
+negative one; selectors follow Kubernetes instead (``!=``, ``notin`` and ``!k``
+match objects lacking the label).
 """
 
 from __future__ import annotations
@@ -115,14 +117,14 @@ _KW = r"(?![-A-Za-z0-9_.])"
 
 _GRAMMAR = rf"""
 // ---- label constraints
-label_constraint: KEY _label_eq value             -> label_eq
-                | KEY _label_ne value             -> label_ne
-                | KEY _IN value_list        -> label_in
-                | KEY _NOT_IN value_list    -> label_not_in
+label_constraint: KEY _label_eq value               -> label_eq
+                | KEY _label_ne value               -> label_ne
+                | KEY _IN value_list                -> label_in
+                | KEY _NOT_IN value_list            -> label_not_in
 
 // ---- metric constraints
-metric_constraint: NAME _metric_eq number                  -> metric_eq
-                 | NAME _metric_ne number                  -> metric_ne
+metric_constraint: NAME _metric_eq number           -> metric_eq
+                 | NAME _metric_ne number           -> metric_ne
                  | NAME (_W_GT | _GT) number        -> metric_gt
                  | NAME (_W_GE | _GE | _GE2) number -> metric_ge
                  | NAME (_W_LT | _LT) number        -> metric_lt
@@ -707,7 +709,7 @@ def _canonical_metric(text: str) -> MetricConstraint | None:
         return None
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=32768)
 def _parse_label(text: str) -> LabelConstraint:
     if (fast := _canonical_label(text)) is not None:
         return fast
@@ -715,7 +717,7 @@ def _parse_label(text: str) -> LabelConstraint:
     return result
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=32768)
 def _parse_metric(text: str) -> MetricConstraint:
     if (fast := _canonical_metric(text)) is not None:
         return fast

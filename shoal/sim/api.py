@@ -18,6 +18,7 @@ from urllib.parse import parse_qsl
 import orjson
 import yaml
 
+from shoal.sim import protobuf
 from shoal.sim.cluster import SimCluster, parse_patch_type
 from shoal.sim.openapi import openapi_v2, openapi_v3_gv, openapi_v3_root
 from shoal.sim.resources import ResourceType
@@ -80,6 +81,17 @@ class Request:
         if not raw.strip():
             return {}
         ctype = self.headers.get("content-type", "")
+        if "protobuf" in ctype:
+            try:
+                return protobuf.decode(raw)
+            except protobuf.ProtobufError as exc:
+                raise ApiError(415, "UnsupportedMediaType",
+                               f"{exc}; send JSON (kubectl apply / create -f)") from exc
+        if "cbor" in ctype:
+            raise ApiError(415, "UnsupportedMediaType",
+                           f"the body of the request was in an unknown format - accepted media "
+                           f"types include: application/json, application/yaml "
+                           f"(got {ctype})")
         try:
             if "yaml" in ctype:
                 return yaml.safe_load(raw)
@@ -279,7 +291,11 @@ class ClusterApi:
             await self.scale(req, rt, ns, name)
             return
         if m == "GET":
-            await respond(req.send, 200, self.cluster.get(rt, ns, name))
+            obj = self.cluster.get(rt, ns, name)
+            if req.wants_table() and sub is None:
+                obj = table(rt, [obj], {"resourceVersion": obj["metadata"]["resourceVersion"]},
+                            req.query.get("includeObject", "Metadata"))
+            await respond(req.send, 200, obj)
         elif m == "PUT":
             body = await req.json()
             self._check_kind(rt, body)

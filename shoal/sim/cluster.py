@@ -197,7 +197,7 @@ class SimCluster:
         for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
             self.create(self.rt(NAMESPACES), {"metadata": {"name": ns}})
         for i in range(nodes):
-            self.add_node(f"n-{i}")
+            self.add_node(f"n-{i}", self.node_object(f"n-{i}", i))
         for node in self.store.list(NODES):
             self._refresh_node(node)
         self.store.log_events = True

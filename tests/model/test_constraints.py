@@ -93,7 +93,9 @@ def test_label_whitespace(text: str) -> None:
 
 
 def test_label_values_are_case_sensitive_but_keywords_not() -> None:
-    assert LabelConstraint.parse("Location IS de") == LabelConstraint("Location", LabelOp.EQ, ("de",))
+    assert LabelConstraint.parse("Location IS de") == LabelConstraint(
+        "Location", LabelOp.EQ, ("de",)
+    )
 
 
 def test_label_values_that_look_like_keywords() -> None:
@@ -280,7 +282,10 @@ def test_metric_canonical_spelling(text: str, canonical: str, values: tuple[floa
         ("load in (1, 2", "expected one of ')'"),
         ("load in 1, 2)", "expected '('"),
         ("load in (a)", "unexpected 'a' at column 10: expected a number"),
-        ("load > 1e999", "invalid metric value '1e999' at column 8: a metric value must be a finite"),
+        (
+            "load > 1e999",
+            "invalid metric value '1e999' at column 8: a metric value must be a finite",
+        ),
         ("load > nan", "expected a number"),
         ("-load > 1", "invalid metric name '-load' at column 1"),
         ("a/b > 1", "unexpected '/b'"),
@@ -336,7 +341,14 @@ def test_metric_constructor_coerces_and_validates() -> None:
 
 @pytest.mark.parametrize(
     ("value", "text"),
-    [(5.0, "5"), (0.5, "0.5"), (-0.0, "0"), (1e16, "1e+16"), (123.0, "123"), (0.1 + 0.2, "0.30000000000000004")],
+    [
+        (5.0, "5"),
+        (0.5, "0.5"),
+        (-0.0, "0"),
+        (1e16, "1e+16"),
+        (123.0, "123"),
+        (0.1 + 0.2, "0.30000000000000004"),
+    ],
 )
 def test_format_number(value: float, text: str) -> None:
     assert format_number(value) == text
@@ -350,12 +362,16 @@ def test_parse_lists() -> None:
         LabelConstraint("location", LabelOp.EQ, ("DE",)),
         LabelConstraint("zone", LabelOp.IN, ("a", "b")),
     ]
-    assert parse_metric_constraints(["load < 0.5"]) == [MetricConstraint("load", MetricOp.LT, (0.5,))]
+    assert parse_metric_constraints(["load < 0.5"]) == [
+        MetricConstraint("load", MetricOp.LT, (0.5,))
+    ]
     assert parse_label_constraints([]) == []
 
 
 def test_parse_lists_name_the_bad_index() -> None:
-    with pytest.raises(ConstraintError, match=r"label constraint \[1\] 'location xx DE': unexpected 'xx'"):
+    with pytest.raises(
+        ConstraintError, match=r"label constraint \[1\] 'location xx DE': unexpected 'xx'"
+    ):
         parse_label_constraints(["location is DE", "location xx DE"])
     with pytest.raises(ConstraintError, match=r"metric constraint \[2\]") as caught:
         parse_metric_constraints(["load < 1", "load > 0", "load >"])
@@ -597,9 +613,13 @@ def messy_metric_texts(draw: st.DrawFn) -> tuple[str, MetricConstraint]:
     spelling = draw(st.sampled_from(_METRIC_OPS[constraint.op]))
     operator = " ".join(_random_case(draw, w) for w in spelling.split())
     before, after = _around(draw, operator)
-    numbers = [draw(st.sampled_from([repr(v), format_number(v), f"{v:e}"])) for v in constraint.values]
+    numbers = [
+        draw(st.sampled_from([repr(v), format_number(v), f"{v:e}"])) for v in constraint.values
+    ]
     # "%e" rounds; only keep spellings that are exact
-    numbers = [n if float(n) == v else repr(v) for n, v in zip(numbers, constraint.values, strict=True)]
+    numbers = [
+        n if float(n) == v else repr(v) for n, v in zip(numbers, constraint.values, strict=True)
+    ]
     if constraint.op in (MetricOp.IN, MetricOp.NOT_IN):
         rest = "(" + ", ".join(numbers) + ")"
     else:
@@ -654,7 +674,7 @@ def test_metric_any_spelling_parses(case: tuple[str, MetricConstraint]) -> None:
 
 
 _ALPHABET = st.sampled_from(
-    list("abcDE019 _-./(),'\"=!<>") + ["is", "not", "in", "notin", "gt", "greater than", " or equal"]
+    [*"abcDE019 _-./(),'\"=!<>", "is", "not", "in", "notin", "gt", "greater than", " or equal"]
 )
 
 
@@ -687,7 +707,7 @@ def test_garbage_raises_constraint_error_only(text: str) -> None:
         except ConstraintError as error:
             assert str(error)
         else:
-            assert type(parsed).parse(str(parsed)) == parsed  # type: ignore[attr-defined]
+            assert type(parsed).parse(str(parsed)) == parsed
 
 
 @given(label_constraints(), st.dictionaries(st.sampled_from(["location", "zone"]), label_values))

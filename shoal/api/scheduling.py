@@ -1,0 +1,92 @@
+"""Group ``scheduling``: dry-run placement of an application (binds nothing).
+
+The dry run uses the scheduler's own framework and plugins over the
+namespace's clusters as stored, with metric values from a metric cache kept by
+this API process (refreshed at most once per ``refresh`` seconds), so it
+answers what the scheduler would decide now, with every score term and every
+rejection.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from fastapi import APIRouter, Body, Path
+from starlette.responses import Response
+
+from shoal.api.codec import decode
+from shoal.api.resources import Resources
+from shoal.model.core import GlobalMetric, GlobalMetricsProvider, Metric, MetricsProvider
+from shoal.model.kubernetes import Application, Cluster
+from shoal.scheduler import plugins as _plugins  # noqa: F401  (registers built-in plugins)
+from shoal.scheduler.application import cluster_backend, request_for
+from shoal.scheduler.config import SchedulerConfig
+from shoal.scheduler.fleet import Fleet
+from shoal.scheduler.framework import Framework
+from shoal.scheduler.metrics.cache import MetricCache
+
+NAME_PATTERN = r"^[a-z0-9]([-a-z0-9_]*[a-z0-9])?$"
+
+
+class DryRun:
+    def __init__(self, resources: Resources, config: SchedulerConfig | None = None) -> None:
+        self.resources = resources
+        self.config = config or SchedulerConfig()
+        self.framework = Framework(self.config.plugins)
+        self.metrics = MetricCache(
+            refresh_interval=self.config.metrics_refresh, timeout=self.config.metrics_timeout
+        )
+        self._refreshed = 0.0
+
+    async def _sync_metrics(self) -> None:
+        store = self.resources.store
+        for kind in (GlobalMetric, Metric, GlobalMetricsProvider, MetricsProvider):
+            records, _ = await store.list(kind.key_prefix())
+            for record in records:
+                obj: Any = decode(kind, record.value, record.revision)
+                if kind in (GlobalMetric, Metric):
+                    self.metrics.set_metric(obj)
+                else:
+                    self.metrics.set_provider(obj)
+        if time.monotonic() - self._refreshed > self.config.metrics_refresh:
+            await self.metrics.refresh_now()
+            self._refreshed = time.monotonic()
+
+    async def run(self, app: Application, namespace: str) -> dict[str, Any]:
+        app.metadata.namespace = namespace
+        await self._sync_metrics()
+        fleet = Fleet(cluster_backend, self.metrics)
+        records, _ = await self.resources.store.list(Cluster.key_prefix(namespace))
+        for record in records:
+            fleet.set(decode(Cluster, record.value, record.revision))
+        request = request_for(app, self.config)
+        decision = self.framework.decide(request, fleet.group(namespace), explain_all=True)
+        result = decision.explanation()
+        result["available"] = decision.available
+        result["total"] = decision.total
+        return result
+
+
+def build_router(resources: Resources) -> APIRouter:
+    router = APIRouter()
+    dry = DryRun(resources)
+
+    async def dryrun(
+        namespace: str = Path(min_length=1, max_length=63, pattern=NAME_PATTERN),
+        body: Application = Body(),
+    ) -> Response:
+        import orjson
+
+        result = await dry.run(body, namespace)
+        return Response(orjson.dumps(result), media_type="application/json")
+
+    router.add_api_route(
+        "/scheduling/namespaces/{namespace}/dryrun",
+        dryrun,
+        methods=["POST"],
+        name="dryrun_application",
+        summary="Where would this application be placed now, and why (binds nothing)",
+        tags=["scheduling"],
+    )
+    return router

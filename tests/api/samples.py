@@ -1,0 +1,178 @@
+"""Plain JSON bodies of every kind, as a Krake client would send them (no Shoal code).
+
+``SAMPLES`` maps ``(api, plural)`` to a function building a valid body and a
+function changing its spec in place (for update tests).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+Body = dict[str, Any]
+
+KUBECONFIG: Body = {
+    "apiVersion": "v1",
+    "kind": "Config",
+    "current-context": "ctx",
+    "contexts": [{"name": "ctx", "context": {"cluster": "c", "user": "u"}}],
+    "users": [{"name": "u", "user": {"token": "t"}}],
+    "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:6443"}}],
+}
+
+OPENSTACK: Body = {
+    "url": "https://keystone.example:5000/v3",
+    "auth": {
+        "type": "password",
+        "password": {
+            "version": "3",
+            "user": {"username": "u", "password": "p", "domain_name": "Default"},
+            "project": {"name": "p", "domain_id": "default"},
+        },
+    },
+}
+
+
+@dataclass(frozen=True)
+class Sample:
+    api: str
+    kind: str
+    plural: str
+    namespaced: bool
+    spec: Callable[[], Body]  # the kind's own top-level fields (spec, rules, users...)
+    change: Callable[[Body], None]  # changes those fields in place
+    subresources: tuple[str, ...] = ()
+
+    def body(self, name: str, namespace: str | None = None, **labels: str) -> Body:
+        metadata: Body = {"name": name, "labels": dict(labels)}
+        if namespace is not None:
+            metadata["namespace"] = namespace
+        return {"api": self.api, "kind": self.kind, "metadata": metadata, **self.spec()}
+
+    def collection(self, namespace: str | None = "default") -> str:
+        if self.namespaced and namespace is not None:
+            return f"/{self.api}/namespaces/{namespace}/{self.plural}"
+        return f"/{self.api}/{self.plural}"
+
+    def item(self, name: str, namespace: str | None = "default") -> str:
+        return f"{self.collection(namespace)}/{name}"
+
+
+def _metric() -> Body:
+    return {
+        "spec": {
+            "allowed_values": [],
+            "min": 0,
+            "max": 1,
+            "provider": {"name": "prom", "metric": "node_load"},
+        }
+    }
+
+
+def _metric_change(body: Body) -> None:
+    body["spec"]["max"] = 10
+
+
+def _provider() -> Body:
+    return {"spec": {"type": "static", "static": {"metrics": {"load": 0.5}}}}
+
+
+def _provider_change(body: Body) -> None:
+    body["spec"] = {"type": "prometheus", "prometheus": {"url": "http://prometheus:9090"}}
+
+
+def _role() -> Body:
+    return {"rules": [{"api": "core", "resources": ["metrics"], "namespaces": [], "verbs": ["get"]}]}
+
+
+def _role_change(body: Body) -> None:
+    body["rules"][0]["verbs"].append("list")
+
+
+def _rolebinding() -> Body:
+    return {"users": ["alice"], "roles": ["reader"]}
+
+
+def _rolebinding_change(body: Body) -> None:
+    body["users"].append("bob")
+
+
+def _application() -> Body:
+    return {
+        "spec": {
+            "manifest": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "metadata": {"name": "web"},
+                    "spec": {"replicas": 1},
+                }
+            ],
+            "constraints": {
+                "migration": True,
+                "cluster": {"labels": ["location is DE"], "metrics": ["load < 0.5"]},
+            },
+        }
+    }
+
+
+def _application_change(body: Body) -> None:
+    body["spec"]["manifest"][0]["spec"]["replicas"] = 3
+
+
+def _cluster() -> Body:
+    return {"spec": {"kubeconfig": copy.deepcopy(KUBECONFIG), "metrics": []}}
+
+
+def _cluster_change(body: Body) -> None:
+    body["spec"]["metrics"] = [{"name": "load", "weight": 1.0, "namespaced": False}]
+
+
+def _cloud() -> Body:
+    return {"spec": {"type": "openstack", "openstack": copy.deepcopy(OPENSTACK)}}
+
+
+def _cloud_change(body: Body) -> None:
+    body["spec"]["openstack"]["metrics"] = [{"name": "load", "weight": 2.0}]
+
+
+SAMPLES: list[Sample] = [
+    Sample("core", "GlobalMetric", "globalmetrics", False, _metric, _metric_change),
+    Sample("core", "Metric", "metrics", True, _metric, _metric_change),
+    Sample(
+        "core",
+        "GlobalMetricsProvider",
+        "globalmetricsproviders",
+        False,
+        _provider,
+        _provider_change,
+        ("status",),
+    ),
+    Sample(
+        "core", "MetricsProvider", "metricsproviders", True, _provider, _provider_change, ("status",)
+    ),
+    Sample("core", "Role", "roles", False, _role, _role_change),
+    Sample("core", "RoleBinding", "rolebindings", False, _rolebinding, _rolebinding_change),
+    Sample(
+        "kubernetes",
+        "Application",
+        "applications",
+        True,
+        _application,
+        _application_change,
+        ("status", "binding"),
+    ),
+    Sample(
+        "kubernetes", "Cluster", "clusters", True, _cluster, _cluster_change, ("status", "binding")
+    ),
+    Sample(
+        "infrastructure", "GlobalCloud", "globalclouds", False, _cloud, _cloud_change, ("status",)
+    ),
+    Sample("infrastructure", "Cloud", "clouds", True, _cloud, _cloud_change, ("status",)),
+]
+
+BY_KIND: dict[str, Sample] = {s.kind: s for s in SAMPLES}
+APPLICATION = BY_KIND["Application"]
+CLUSTER = BY_KIND["Cluster"]
