@@ -13,6 +13,7 @@ import asyncio
 import json
 import math
 import os
+import re
 import sys
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -566,6 +567,19 @@ def _console() -> Console:
     return console
 
 
+_TRAILING = re.compile(r" +((?:\x1b\[[0-9;]*m)*)$")
+
+
+def _print_table(table: Table) -> None:
+    """Print a table without the padding rich leaves after the last column."""
+    console = _console()
+    with console.capture() as captured:
+        console.print(table)
+    lines = [_TRAILING.sub(r"\1", line) for line in captured.get().splitlines()]
+    sys.stdout.write("".join(line + "\n" for line in lines))
+    sys.stdout.flush()
+
+
 def _table(columns: list[Column], rows: list[list[str]], widths: list[int], header: bool) -> Table:
     table = Table(
         box=None,
@@ -599,7 +613,7 @@ def print_objects(kind: type[Kind], objects: list[Kind], output: Output) -> None
     if output is Output.table:
         columns = columns_of(kind)
         rows = [[c.get(d) for c in columns] for d in data]
-        _console().print(_table(columns, rows, _widths(columns, rows), True))
+        _print_table(_table(columns, rows, _widths(columns, rows), True))
         return
     for index, item in enumerate(data):
         if output is Output.yaml and index:
@@ -642,7 +656,8 @@ class WatchPrinter:
         if self.output is Output.table:
             rows = [self._row("ADDED", o) for o in items]
             self.widths = _widths(self.columns, rows)
-            _console().print(_table(self.columns, rows, self.widths, True))
+            self.widths[0] = max(self.widths[0], len("MODIFIED"))
+            _print_table(_table(self.columns, rows, self.widths, True))
         else:
             for obj in items:
                 self.event("ADDED", obj)
@@ -653,7 +668,7 @@ class WatchPrinter:
             self.widths = [
                 max(w, n) for w, n in zip(self.widths, _widths(self.columns, rows), strict=True)
             ]
-            _console().print(_table(self.columns, rows, self.widths, False))
+            _print_table(_table(self.columns, rows, self.widths, False))
         elif self.output is Output.json:
             line = json.dumps({"type": event_type, "object": dump(obj)}, ensure_ascii=False)
             typer.echo(line)

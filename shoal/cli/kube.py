@@ -21,7 +21,9 @@ from shoal.cli.common import (
     new_object,
     output_option,
     parse_labels,
+    print_data,
     read_mappings,
+    run,
     update_object,
 )
 from shoal.model.kubernetes import Application, Cluster
@@ -209,7 +211,8 @@ def load_kubeconfig(path: str, context: str | None = None) -> dict[str, Any]:
         chosen = [c for c in contexts if c.get("name") == context]
         if not chosen:
             raise CliError(
-                f"kubeconfig {path} has no context {context!r}; it has: {', '.join(names) or 'none'}"
+                f"kubeconfig {path} has no context {context!r}; "
+                f"it has: {', '.join(names) or 'none'}"
             )
     elif len(contexts) == 1:
         chosen = contexts
@@ -426,5 +429,120 @@ def cluster_update(
 
 
 add_read_commands(clusters, Cluster, "clusters")
+
+# explanations -------------------------------------------------------------------
+
+
+def _show_explanation(explanation: dict[str, Any], output: Output, title: str) -> None:
+    """A scheduling explanation: summary, ranking with score terms, rejections."""
+    if output is not Output.table:
+        print_data(explanation, output)
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    console.print(f"[bold]{title}[/]: {explanation.get('summary', 'no attempt yet')}")
+    if explanation.get("chosen"):
+        console.print(
+            f"chosen: [bold cyan]{explanation['chosen']}[/] (score {explanation['score']:.4f})"
+        )
+    ranking = Table("CLUSTER", "SCORE", "METRICS (value, normalised × weight)", "STICKINESS")
+    for entry in explanation.get("ranking", []):
+        metrics = ", ".join(
+            f"{m['name']}={m['value']:g} ({m['normalised']:.3f} × {m['weight']:g})"
+            for m in entry.get("metrics", [])
+        )
+        if entry.get("failing_metrics"):
+            metrics += " failing: " + ", ".join(
+                f"{k} {v}" for k, v in entry["failing_metrics"].items()
+            )
+        sticky = entry.get("stickiness")
+        ranking.add_row(
+            entry["cluster"],
+            f"{entry['score']:.4f}",
+            metrics or "-",
+            f"1.0 × {sticky['weight']:g}" if sticky else "",
+        )
+    console.print(ranking)
+    rejected = explanation.get("rejected", [])
+    if rejected:
+        table = Table("REASON", "COUNT", "CLUSTERS")
+        for item in rejected:
+            names = ", ".join(item.get("clusters", []))
+            more = item["count"] - len(item.get("clusters", []))
+            table.add_row(
+                item["reason"], str(item["count"]), names + (f" (+{more})" if more > 0 else "")
+            )
+        console.print(table)
+
+
+@applications.command("explain")
+def app_explain(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="Application name."),
+    namespace: str = namespace_option(),
+    output: Output = output_option(),
+) -> None:
+    """Why the application is where it is: the scheduler's last decision."""
+
+    async def work(client: Any) -> dict[str, Any]:
+        found = await client.get(Application, name, namespace)
+        explanation: dict[str, Any] = dict(found.status.scheduling or {})
+        if found.status.reason is not None:
+            explanation.setdefault("reason", found.status.reason.model_dump(mode="json"))
+        return explanation
+
+    _show_explanation(run(ctx, work), output, f"{namespace}/{name}")
+
+
+@applications.command("dryrun")
+def app_dryrun(
+    ctx: typer.Context,
+    file: str = typer.Option(
+        ..., "-f", "--file", help="Application (YAML/JSON object) or a manifest with -L/-M/-R."
+    ),
+    name: str = typer.Option("dryrun", "--name", help="Name, when -f is a manifest."),
+    namespace: str = namespace_option(),
+    label_constraints: list[str] | None = typer.Option(
+        None, "-L", "--cluster-label-constraint", help=LABEL_CONSTRAINT_HELP
+    ),
+    metric_constraints: list[str] | None = typer.Option(
+        None, "-M", "--cluster-metric-constraint", help=METRIC_CONSTRAINT_HELP
+    ),
+    custom_resources: list[str] | None = typer.Option(
+        None, "-R", "--cluster-resource-constraint", help=CR_HELP
+    ),
+    output: Output = output_option(),
+) -> None:
+    """Where would this application be placed now, and why? Binds nothing."""
+    docs = read_mappings(file)
+    if len(docs) == 1 and docs[0].get("kind") == "Application":
+        data = docs[0]
+        data.setdefault("metadata", {}).setdefault("name", name)
+    else:
+        data = new_object(Application, name, namespace, {})
+        data["spec"] = {}
+        _change_application(
+            data,
+            manifest=file,
+            labels=None,
+            label_constraints=label_constraints,
+            metric_constraints=metric_constraints,
+            custom_resources=custom_resources,
+            migration=None,
+            backoff=None,
+            backoff_delay=None,
+            backoff_limit=None,
+            hooks=None,
+        )
+
+    async def work(client: Any) -> dict[str, Any]:
+        path = f"/scheduling/namespaces/{namespace}/dryrun"
+        result: dict[str, Any] = await client.request("POST", path, body=data)
+        return result
+
+    _show_explanation(run(ctx, work), output, "dry run")
+
 
 __all__ = ["DEFAULT_NAMESPACE", "app", "load_kubeconfig"]

@@ -3,7 +3,8 @@
 Other modules add their commands without touching this file's body:
 
 * list the module in ``EXTENSIONS`` and give it ``def install(root: typer.Typer) -> None``
-  that calls ``root.add_typer(...)`` or ``root.command(...)``; or
+  (``register`` works too) that calls ``root.add_typer(...)`` or ``root.command(...)``,
+  or list it with a group name and give it a module-level ``app = typer.Typer()``; or
 * call ``shoal.cli.main.add_group(sub_app, "name", "help")`` / ``add_command(fn, "name")``
   from code that imports this module; or
 * publish a ``shoal.cli`` entry point ``name = "package.module:install"``.
@@ -47,21 +48,21 @@ app = typer.Typer(
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-# Modules that plug their commands in with ``install(root)``; missing ones are skipped.
-EXTENSIONS: tuple[str, ...] = (
-    "shoal.cli.server",
-    "shoal.cli.up",
-    "shoal.cli.scheduler",
-    "shoal.cli.sim",
-    "shoal.cli.kube_controller",
-    "shoal.cli.reschedule",
-    "shoal.cli.agent",
-)
+# Modules that plug commands in: (module, group name). A module with
+# ``install(root)`` or ``register(root)`` adds its own commands; otherwise its
+# ``app`` (a typer.Typer) becomes ``shoal <group name>``. Missing modules are skipped.
+EXTENSIONS: list[tuple[str, str | None]] = [
+    ("shoal.cli.run", None),  # shoal api, shoal scheduler, shoal up
+    ("shoal.sim.cli", "sim"),  # shoal sim
+]
 
 
 def add_group(sub: typer.Typer, name: str, help: str | None = None, hidden: bool = False) -> None:
-    """Add a command group (``shoal NAME ...``)."""
-    app.add_typer(sub, name=name, help=help, hidden=hidden)
+    """Add a command group (``shoal NAME ...``); its own help is kept unless one is given."""
+    if help is None:
+        app.add_typer(sub, name=name, hidden=hidden)
+    else:
+        app.add_typer(sub, name=name, help=help, hidden=hidden)
 
 
 def add_command(function: Callable[..., Any], name: str, help: str | None = None) -> None:
@@ -169,28 +170,33 @@ def apply(
     apply_documents(ctx, file, namespace, output)
 
 
-def _install(module_name: str) -> None:
+def _install(module_name: str, name: str | None) -> None:
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as error:
         if error.name == module_name:
             return  # that module is not written (yet)
-        raise
-    install = getattr(module, "install", None)
-    if callable(install):
-        install(app)
+        log.warning("shoal: commands of %s unavailable: %s", module_name, error)
+        return
+    except Exception as error:  # a module in the making must not break every command
+        log.warning("shoal: commands of %s unavailable: %r", module_name, error)
+        return
+    hook = getattr(module, "install", None) or getattr(module, "register", None)
+    if callable(hook):
+        hook(app)
+    elif name is not None and isinstance(getattr(module, "app", None), typer.Typer):
+        add_group(module.app, name)
 
 
 def _install_all() -> None:
-    for module_name in EXTENSIONS:
-        _install(module_name)
+    for module_name, name in EXTENSIONS:
+        _install(module_name, name)
     for entry in importlib.metadata.entry_points(group="shoal.cli"):
         try:
-            install = entry.load()
+            hook = entry.load()
+            hook(app)
         except Exception:  # a broken third-party plugin must not break the CLI
-            log.warning("cannot load shoal.cli plugin %s", entry.value, exc_info=True)
-            continue
-        install(app)
+            log.warning("shoal: cannot load plugin %s", entry.value, exc_info=True)
 
 
 _install_all()

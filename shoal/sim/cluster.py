@@ -433,6 +433,14 @@ class SimCluster:
         """Fill defaults and server-owned status on create (``old`` is None) or update."""
         spec = obj.get("spec")
         meta = obj["metadata"]
+        pod_spec = spec if rt.key == PODS else (
+            (spec.get("template") or {}).get("spec") if isinstance(spec, dict)
+            and rt.key in KIND_KEYS.values() else None)
+        if isinstance(pod_spec, dict):
+            for c in pod_spec.get("containers") or ():
+                for port in c.get("ports") or ():
+                    if isinstance(port, dict):
+                        port.setdefault("protocol", "TCP")
         if rt.key == NAMESPACES:
             meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = meta["name"]
             obj.setdefault("spec", {"finalizers": ["kubernetes"]})

@@ -155,7 +155,11 @@ def _secret(parts: list[tuple[int, int | bytes]]) -> Obj:
 
 
 def _metadata_only(parts: list[tuple[int, int | bytes]]) -> Obj:
-    return {"metadata": _meta(_b(v)) for n, v in parts if n == 1}
+    obj: Obj = {}
+    for num, val in parts:
+        if num == 1:
+            obj["metadata"] = _meta(_b(val))
+    return obj
 
 
 DECODERS = {

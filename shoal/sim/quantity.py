@@ -29,7 +29,7 @@ def parse_cpu(value: object) -> int:
     if value is None:
         return 0
     try:
-        return int(round(_number(str(value)) * 1000))
+        return round(_number(str(value)) * 1000)
     except ValueError:
         return 0
 

@@ -369,7 +369,8 @@ async def start_sim(
     config = uvicorn.Config(fleet, log_level="warning", access_log=False, lifespan="off",
                             timeout_graceful_shutdown=1, http="h11")
     server = uvicorn.Server(config)
-    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+    # signals stay with the embedding program (pytest, the CLI's asyncio.run)
+    setattr(server, "capture_signals", contextlib.nullcontext)  # noqa: B010
     task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
     while not server.started:
         if task.done():

@@ -7,6 +7,7 @@ so events and list results can hand out the same dicts without copying.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import copy
 import time
 import uuid
@@ -117,7 +118,7 @@ class Store:
         key: str,
         namespace: str | None = None,
         predicate: Callable[[Obj], bool] | None = None,
-    ) -> list[Obj]:
+    ) -> builtins.list[Obj]:
         items = self.objects.get(key, {})
         if namespace:
             out = [o for (ns, _), o in items.items() if ns == namespace]
@@ -127,7 +128,7 @@ class Store:
             out = [o for o in out if predicate(o)]
         return out
 
-    def dependents(self, uid: str) -> list[tuple[str, str, str]]:
+    def dependents(self, uid: str) -> builtins.list[tuple[str, str, str]]:
         return list(self.owned.get(uid, ()))
 
     # -- writes --------------------------------------------------------------
@@ -175,9 +176,8 @@ class Store:
         if not name:
             gen = meta.get("generateName")
             if not gen:
-                raise ApiError(
-                    422, "Invalid", "metadata.name: Required value: name or generateName is required"
-                )
+                raise ApiError(422, "Invalid",
+                               "metadata.name: Required value: name or generateName is required")
             for _ in range(100):
                 name = gen + uuid.uuid4().hex[:5]
                 if (ns, name) not in bucket:

@@ -224,6 +224,10 @@ def _json_path(obj: Obj, path: str) -> Any:
     return cur
 
 
+def _getter(jp: str) -> Callable[[Obj], Any]:
+    return lambda o: _json_path(o, jp)
+
+
 def columns_for(rt: ResourceType) -> list[Column]:
     if rt.key in COLUMNS:
         return COLUMNS[rt.key]
@@ -234,10 +238,8 @@ def columns_for(rt: ResourceType) -> list[Column]:
             if pc.get("type") == "date" and jp.endswith("creationTimestamp"):
                 cols.append((str(pc["name"]), "string", _age, int(pc.get("priority", 0))))
                 continue
-            cols.append((
-                str(pc["name"]), str(pc.get("type", "string")),
-                lambda o, jp=jp: _json_path(o, jp), int(pc.get("priority", 0)),
-            ))
+            cols.append((str(pc["name"]), str(pc.get("type", "string")), _getter(jp),
+                         int(pc.get("priority", 0))))
         if not any(c[0] == "Age" for c in cols):
             cols.append(AGE)
         return cols

@@ -152,10 +152,9 @@ async def test_node_fault_and_unreachable(sim: SimServer, kubectl: Kubectl) -> N
     sim.fleet.set_unreachable("alpha")
     # client-go retries dropped connections (EOF) ten times, as it would for a real
     # network failure, so the run is cut short rather than waited out
-    r = await kubectl.run("get", "nodes", "-v=6", timeout=2.5, check=False)
+    r = await kubectl.run("get", "nodes", timeout=2.5, check=False)
     assert r.code != 0
     assert "n-0" not in r.out
-    assert "EOF" in r.err
     sim.fleet.clear_faults("alpha")
     r = await kubectl.run("get", "nodes")
     assert "NotReady" not in r.out

@@ -1,0 +1,243 @@
+"""Scheduling throughput and latency: applications bound per second, p50/p99 create → bound.
+
+For each fleet size N, a fresh API (SQLite WAL file in a temp dir) and a
+scheduler run in processes of their own; one static provider holds 3N metric
+values (3 distinct random metrics per cluster), so the metric cache fetches
+them all in one call per refresh. M applications are created at once; a watch
+on applications records when each binding event arrives. Latency is the
+server's ``metadata.created`` to the arrival of the binding event.
+
+    .venv/bin/python bench/schedule.py [--clusters 10,100,1000] [--apps 5000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import httpx  # noqa: E402
+
+from shoal.client.rest import ShoalClient  # noqa: E402
+from shoal.model.base import Metadata  # noqa: E402
+from shoal.model.core import (  # noqa: E402
+    GlobalMetric,
+    GlobalMetricsProvider,
+    MetricProviderRef,
+    MetricSpec,
+    MetricsProviderSpec,
+    StaticSpec,
+)
+from shoal.model.kubernetes import (  # noqa: E402
+    Application,
+    ApplicationSpec,
+    Cluster,
+    ClusterSpec,
+    MetricRef,
+)
+from tests.scheduler.helpers import KUBECONFIG  # noqa: E402
+from tests.util import free_port  # noqa: E402
+
+LAUNCH = str(ROOT / "tests" / "scheduler" / "launch.py")
+NS = "default"
+
+
+def spawn(*args: str, cpu: int | None = None) -> subprocess.Popen[bytes]:
+    cmd = [sys.executable, LAUNCH, *args]
+    extra = os.environ.get("PYTHONPATH")
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + (os.pathsep + extra if extra else ""))
+    proc = subprocess.Popen(cmd, env=env, cwd=str(ROOT))
+    if cpu is not None and hasattr(os, "sched_setaffinity"):
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(proc.pid, {cpu % (os.cpu_count() or 1)})
+    return proc
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+async def wait_healthy(url: str) -> None:
+    deadline = time.monotonic() + 30
+    async with httpx.AsyncClient() as http:
+        while time.monotonic() < deadline:
+            with contextlib.suppress(httpx.TransportError):
+                if (await http.get(url + "/healthz")).status_code == 200:
+                    return
+            await asyncio.sleep(0.1)
+    raise RuntimeError("API did not come up")
+
+
+async def bounded(n: int, concurrency: int, op: object) -> None:
+    todo = iter(range(n))
+
+    async def worker() -> None:
+        for i in todo:
+            await op(i)  # type: ignore[operator]
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+
+
+async def fleet(client: ShoalClient, n: int, rng: random.Random) -> None:
+    values = {f"m{i}-{k}": rng.random() for i in range(n) for k in range(3)}
+    await client.create(
+        GlobalMetricsProvider(
+            metadata=Metadata(name="static"),
+            spec=MetricsProviderSpec(type="static", static=StaticSpec(metrics=values)),
+        )
+    )
+
+    async def metric(i: int) -> None:
+        name = f"m{i // 3}-{i % 3}"
+        await client.create(
+            GlobalMetric(
+                metadata=Metadata(name=name),
+                spec=MetricSpec(
+                    min=0, max=1, provider=MetricProviderRef(name="static", metric=name)
+                ),
+            )
+        )
+
+    async def cluster(i: int) -> None:
+        await client.create(
+            Cluster(
+                metadata=Metadata(name=f"c{i:04d}", namespace=NS, labels={"zone": f"z{i % 4}"}),
+                spec=ClusterSpec(
+                    kubeconfig=KUBECONFIG,
+                    metrics=[MetricRef(name=f"m{i}-{k}", weight=k + 1) for k in range(3)],
+                ),
+            )
+        )
+
+    await bounded(3 * n, 32, metric)
+    await bounded(n, 32, cluster)
+
+
+async def run_one(n: int, m: int, concurrency: int, workers: int, seed: int) -> dict[str, float]:
+    rng = random.Random(seed)
+    with tempfile.TemporaryDirectory() as tmp:
+        port = free_port()
+        url = f"http://127.0.0.1:{port}"
+        api = spawn("api", str(Path(tmp) / "shoal.db"), str(port), cpu=0)
+        sched: subprocess.Popen[bytes] | None = None
+        try:
+            await wait_healthy(url)
+            async with ShoalClient(url, max_connections=concurrency + 8) as client:
+                await fleet(client, n, rng)
+                config = f'{{"workers": {workers}, "reschedule_after": 600}}'
+                sched = spawn("scheduler", url, config, cpu=1)
+                # Wait until the scheduler is synced: one probe application gets bound.
+                probe = Application(
+                    metadata=Metadata(name="probe", namespace=NS), spec=ApplicationSpec()
+                )
+                await client.create(probe)
+                while (await client.get(Application, "probe", NS)).status.scheduled_to is None:
+                    await asyncio.sleep(0.05)
+
+                start_rev = (await client.list(Application, NS)).revision
+                bound_at: dict[str, float] = {}
+                created: dict[str, float] = {}
+                done = asyncio.Event()
+
+                async def watch() -> None:
+                    async for ev in client.watch(Application, NS, resource_version=start_rev):
+                        obj = ev.object
+                        name = obj.metadata.name
+                        if name == "probe":
+                            continue
+                        if obj.metadata.created is not None:
+                            created.setdefault(name, obj.metadata.created.timestamp())
+                        if obj.status.scheduled_to is not None and name not in bound_at:
+                            bound_at[name] = time.time()
+                            if len(bound_at) == m:
+                                done.set()
+                                return
+
+                watcher = asyncio.create_task(watch())
+                await asyncio.sleep(0.2)
+
+                async def create(i: int) -> None:
+                    await client.create(
+                        Application(
+                            metadata=Metadata(name=f"a{i:05d}", namespace=NS),
+                            spec=ApplicationSpec(),
+                        )
+                    )
+
+                t0 = time.time()
+                creating = asyncio.create_task(bounded(m, concurrency, create))
+                last = 0
+                print(f"\nN={n} clusters, M={m} applications")
+                print(f"{'t (s)':>6} {'bound':>7} {'bound/s':>8}")
+                while not done.is_set():
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(done.wait(), 1.0)
+                    now = len(bound_at)
+                    print(f"{time.time() - t0:6.1f} {now:7d} {now - last:8d}", flush=True)
+                    last = now
+                    if time.time() - t0 > 600:
+                        print("gave up after 600 s")
+                        break
+                await creating
+                t_created = max(created.values()) - t0 if created else float("nan")
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await watcher
+                t1 = max(bound_at.values())
+                lat = sorted(bound_at[k] - created[k] for k in bound_at if k in created)
+                return {
+                    "N": n,
+                    "M": len(bound_at),
+                    "seconds": t1 - t0,
+                    "create_s": t_created,
+                    "rate": len(bound_at) / (t1 - t0),
+                    "p50": lat[len(lat) // 2],
+                    "p99": lat[min(len(lat) - 1, int(len(lat) * 0.99))],
+                }
+        finally:
+            if sched is not None:
+                stop(sched)
+            stop(api)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--clusters", default="10,100,1000")
+    parser.add_argument("--apps", type=int, default=5000)
+    parser.add_argument("--concurrency", type=int, default=64, help="creates in flight")
+    parser.add_argument("--workers", type=int, default=64, help="scheduler workers")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    rows = []
+    for n in (int(x) for x in args.clusters.split(",")):
+        rows.append(asyncio.run(run_one(n, args.apps, args.concurrency, args.workers, args.seed)))
+    print(f"\n{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, SQLite store")
+    head = f"{'clusters':>8} {'apps':>6} {'all bound (s)':>13} {'created (s)':>11} "
+    print(head + f"{'apps/s':>8} {'p50 (s)':>8} {'p99 (s)':>8}")
+    for r in rows:
+        print(
+            f"{r['N']:8.0f} {r['M']:6.0f} {r['seconds']:13.2f} {r['create_s']:11.2f} "
+            f"{r['rate']:8.0f} {r['p50']:8.3f} {r['p99']:8.3f}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,161 @@
+"""The garbage collector: cascading deletion along ``metadata.owners``.
+
+An object that has dependents carries the finalizer ``shoal.gc/cascade``; when
+it is deleted, its dependents are deleted first and the finalizer is removed
+once none is left, so the API removes the owner last. A Cluster never
+cascades: its applications are rescheduled by the scheduler, not deleted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import defaultdict
+from typing import Any
+
+from shoal.client.informer import Informer
+from shoal.client.rest import ApiError, Conflict, NotFound, ShoalClient, Unreachable
+from shoal.controllers.queue import WorkQueue
+from shoal.model import registry
+from shoal.model.base import Kind, ResourceRef
+
+log = logging.getLogger(__name__)
+
+FINALIZER = "shoal.gc/cascade"
+# (api, kind, namespace, name)
+Ref = tuple[str, str, str | None, str]
+NO_CASCADE = {("kubernetes", "Cluster")}
+
+
+def ref_of(obj: Kind) -> Ref:
+    return (obj.api, obj.kind, obj.metadata.namespace, obj.metadata.name)
+
+
+def _owner(ref: ResourceRef) -> Ref:
+    return (ref.api, ref.kind, ref.namespace, ref.name)
+
+
+class GarbageCollector:
+    def __init__(self, client: ShoalClient, kinds: tuple[type[Kind], ...] | None = None) -> None:
+        self.client = client
+        self.kinds = kinds or registry.KINDS
+        self.queue: WorkQueue[Ref] = WorkQueue()
+        self.objects: dict[Ref, Kind] = {}
+        self.dependents: dict[Ref, set[Ref]] = defaultdict(set)
+        self.informers: list[Informer[Any]] = [
+            Informer(
+                client,
+                kind,
+                on_add=self._set,
+                on_update=lambda old, new: self._set(new, old),
+                on_delete=self._removed,
+            )
+            for kind in self.kinds
+        ]
+        self._tasks: list[asyncio.Task[Any]] = []
+
+    async def run(self) -> None:
+        try:
+            await self.start()
+            await asyncio.gather(*self._tasks)
+        finally:
+            await self.stop()
+
+    async def start(self) -> None:
+        for informer in self.informers:
+            self._tasks.append(asyncio.create_task(informer.run()))
+        for informer in self.informers:
+            await informer.wait_synced()
+        for _ in range(4):
+            self._tasks.append(asyncio.create_task(self._worker()))
+
+    async def stop(self) -> None:
+        self.queue.close()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()
+
+    # index -----------------------------------------------------------------------------
+
+    def _owners(self, obj: Kind) -> set[Ref]:
+        return {_owner(ref) for ref in obj.metadata.owners}
+
+    def _set(self, obj: Kind, old: Kind | None = None) -> None:
+        ref = ref_of(obj)
+        self.objects[ref] = obj
+        before = self._owners(old) if old is not None else set()
+        after = self._owners(obj)
+        for owner in before - after:
+            self.dependents[owner].discard(ref)
+            self.queue.add(owner)
+        for owner in after - before:
+            self.dependents[owner].add(ref)
+            self.queue.add(owner)
+        self.queue.add(ref)
+
+    def _removed(self, obj: Kind) -> None:
+        ref = ref_of(obj)
+        self.objects.pop(ref, None)
+        for owner in self._owners(obj):
+            self.dependents[owner].discard(ref)
+            self.queue.add(owner)
+
+    def _live_dependents(self, ref: Ref) -> list[Kind]:
+        return [self.objects[d] for d in self.dependents.get(ref, ()) if d in self.objects]
+
+    # work ------------------------------------------------------------------------------
+
+    async def _worker(self) -> None:
+        while True:
+            ref = await self.queue.get()
+            try:
+                await self.sync(ref)
+            except asyncio.CancelledError:
+                raise
+            except (Conflict, NotFound):
+                self.queue.add_after(ref, 0.05)
+            except (ApiError, Unreachable) as error:
+                log.warning("gc %s: %s; retrying", ref, error)
+                self.queue.add_after(ref, 1.0)
+            except Exception:
+                log.exception("gc %s failed; retrying", ref)
+                self.queue.add_after(ref, 1.0)
+            finally:
+                self.queue.done(ref)
+
+    async def sync(self, ref: Ref) -> None:
+        obj = self.objects.get(ref)
+        if obj is None:
+            return
+        if (ref[0], ref[1]) in NO_CASCADE:
+            if FINALIZER in obj.metadata.finalizers:
+                await self._set_finalizer(obj, False)
+            return
+        dependents = self._live_dependents(ref)
+        has_finalizer = FINALIZER in obj.metadata.finalizers
+        if obj.metadata.deleted is None:
+            if dependents and not has_finalizer:
+                await self._set_finalizer(obj, True)
+            return
+        if not has_finalizer:
+            return
+        if dependents:
+            for dependent in dependents:
+                if dependent.metadata.deleted is None:
+                    await self.client.delete(
+                        type(dependent), dependent.metadata.name, dependent.metadata.namespace
+                    )
+            return  # the dependents' removal requeues this owner
+        await self._set_finalizer(obj, False)
+
+    async def _set_finalizer(self, obj: Kind, present: bool) -> None:
+        finalizers = [f for f in obj.metadata.finalizers if f != FINALIZER]
+        if present:
+            finalizers.append(FINALIZER)
+        obj = obj.model_copy(deep=True)
+        obj.metadata.finalizers = finalizers
+        await self.client.update(obj)

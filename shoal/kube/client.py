@@ -1,0 +1,223 @@
+"""Member-cluster access: a kubernetes_asyncio ApiClient per cluster, and raw REST calls.
+
+Manifests name any kind, so objects are handled as dicts through
+``ApiClient.call_api`` with paths found by API discovery (cached per
+cluster), not through the typed APIs. Errors are mapped to two exceptions
+the controllers act on: ``KubeUnreachable`` (network, timeout) and
+``KubeApiError`` (an HTTP error answer).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+import orjson
+from kubernetes_asyncio import config as kube_config
+from kubernetes_asyncio.client import ApiClient
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from shoal.model.kubernetes import Cluster
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+ClusterKey = tuple[str | None, str]
+
+FIELD_MANAGER = "shoal"
+DEFAULT_TIMEOUT = 5.0
+
+
+class KubeUnreachable(Exception):
+    """The cluster's API did not answer (connection refused or dropped, timeout)."""
+
+
+class KubeApiError(Exception):
+    """The cluster's API answered with an error status."""
+
+    def __init__(self, status: int, reason: str, body: str = "") -> None:
+        self.status = status
+        self.reason = reason
+        self.body = body
+        super().__init__(f"{status} {reason}: {body[:300]}")
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceInfo:
+    plural: str
+    namespaced: bool
+
+
+@dataclass
+class KubeCluster:
+    """One member cluster: its ApiClient and its discovered resource types."""
+
+    api: ApiClient
+    fingerprint: bytes
+    timeout: float = DEFAULT_TIMEOUT
+    resources: dict[tuple[str, str], ResourceInfo] = field(default_factory=dict)
+    discovered: set[str] = field(default_factory=set)
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        query: dict[str, Any] | None = None,
+        content_type: str = "application/json",
+        timeout: float | None = None,
+    ) -> Any:
+        """One call; the decoded JSON answer."""
+        try:
+            return await self.api.call_api(
+                path,
+                method,
+                query_params=list((query or {}).items()),
+                header_params={"Content-Type": content_type, "Accept": "application/json"},
+                body=body,
+                response_types_map={code: "object" for code in (200, 201, 202)},
+                auth_settings=["BearerToken"],
+                _return_http_data_only=True,
+                _request_timeout=timeout or self.timeout,
+            )
+        except ApiException as error:
+            body_text = error.body if isinstance(error.body, str) else str(error.body or "")
+            if error.status == 0 or error.status is None:
+                raise KubeUnreachable(str(error)) from error
+            raise KubeApiError(int(error.status), str(error.reason), body_text) from error
+        except (aiohttp.ClientError, TimeoutError, OSError) as error:
+            raise KubeUnreachable(f"{type(error).__name__}: {error}") from error
+
+    async def resource(self, api_version: str, kind: str) -> ResourceInfo:
+        """Plural and scope of a kind, from discovery (re-read once when unknown)."""
+        key = (api_version, kind)
+        if key not in self.resources or api_version not in self.discovered:
+            await self._discover(api_version)
+        info = self.resources.get(key)
+        if info is None:
+            raise KubeApiError(404, "NotFound", f"no resource type {kind} in {api_version}")
+        return info
+
+    async def _discover(self, api_version: str) -> None:
+        path = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+        data = await self.request("GET", path)
+        for item in data.get("resources", []):
+            if "/" in item["name"]:
+                continue  # subresource
+            info = ResourceInfo(item["name"], bool(item.get("namespaced")))
+            self.resources[(api_version, item["kind"])] = info
+        self.discovered.add(api_version)
+
+    async def path(self, obj: Obj, default_namespace: str = "default") -> str:
+        """URL path of a manifest object (namespaced kinds get a namespace)."""
+        api_version: str = obj["apiVersion"]
+        info = await self.resource(api_version, obj["kind"])
+        base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+        name = obj["metadata"]["name"]
+        if info.namespaced:
+            namespace = obj["metadata"].get("namespace") or default_namespace
+            return f"{base}/namespaces/{namespace}/{info.plural}/{name}"
+        return f"{base}/{info.plural}/{name}"
+
+    async def apply(self, obj: Obj, default_namespace: str = "default") -> Obj:
+        """Server-side apply (field manager ``shoal``, forced)."""
+        path = await self.path(obj, default_namespace)
+        result: Obj = await self.request(
+            "PATCH",
+            path,
+            body=orjson.loads(orjson.dumps(obj)),
+            query={"fieldManager": FIELD_MANAGER, "force": "true"},
+            content_type="application/apply-patch+yaml",
+        )
+        return result
+
+    async def read(self, obj: Obj, default_namespace: str = "default") -> Obj | None:
+        try:
+            result: Obj = await self.request("GET", await self.path(obj, default_namespace))
+        except KubeApiError as error:
+            if error.status == 404:
+                return None
+            raise
+        return result
+
+    async def delete(self, obj: Obj, default_namespace: str = "default") -> bool:
+        """Delete (background propagation); False when it was already gone."""
+        try:
+            await self.request(
+                "DELETE",
+                await self.path(obj, default_namespace),
+                body={"propagationPolicy": "Background"},
+            )
+        except KubeApiError as error:
+            if error.status == 404:
+                return False
+            raise
+        return True
+
+    async def ensure_namespace(self, namespace: str) -> None:
+        try:
+            await self.request("GET", f"/api/v1/namespaces/{namespace}")
+        except KubeApiError as error:
+            if error.status != 404:
+                raise
+            try:
+                await self.request(
+                    "POST",
+                    "/api/v1/namespaces",
+                    body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+                )
+            except KubeApiError as create_error:
+                if create_error.status != 409:
+                    raise
+
+
+class KubeClients:
+    """ApiClients cached per cluster; rebuilt when the cluster's kubeconfig changes."""
+
+    def __init__(self, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.timeout = timeout
+        self._clusters: dict[ClusterKey, KubeCluster] = {}
+        self._lock = asyncio.Lock()
+
+    async def get(self, cluster: Cluster) -> KubeCluster:
+        if cluster.spec.kubeconfig is None:
+            raise KubeUnreachable(f"cluster {cluster.metadata.name} has no kubeconfig")
+        key = (cluster.metadata.namespace, cluster.metadata.name)
+        fingerprint = orjson.dumps(cluster.spec.kubeconfig, option=orjson.OPT_SORT_KEYS)
+        current = self._clusters.get(key)
+        if current is not None and current.fingerprint == fingerprint:
+            return current
+        async with self._lock:
+            current = self._clusters.get(key)
+            if current is not None and current.fingerprint == fingerprint:
+                return current
+            try:
+                api = await kube_config.new_client_from_config_dict(cluster.spec.kubeconfig)
+            except (kube_config.ConfigException, ValueError, KeyError) as error:
+                raise KubeApiError(400, "InvalidKubeconfig", str(error)) from error
+            if current is not None:
+                await _close(current.api)
+            fresh = KubeCluster(api, fingerprint, self.timeout)
+            self._clusters[key] = fresh
+            return fresh
+
+    async def forget(self, namespace: str | None, name: str) -> None:
+        current = self._clusters.pop((namespace, name), None)
+        if current is not None:
+            await _close(current.api)
+
+    async def close(self) -> None:
+        clusters, self._clusters = list(self._clusters.values()), {}
+        for cluster in clusters:
+            await _close(cluster.api)
+
+
+async def _close(api: ApiClient) -> None:
+    try:
+        await api.close()
+    except Exception:  # closing is best effort
+        log.debug("closing a kubernetes client failed", exc_info=True)

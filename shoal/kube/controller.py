@@ -1,0 +1,437 @@
+"""The Kubernetes application controller: deploys applications where the scheduler bound them.
+
+Acts on an application only when ``status.scheduled_to`` is set and
+``kube_controller_triggered >= metadata.modified`` (seed 004's handshake: the
+scheduler saw the latest spec first). Manifests are applied with server-side
+apply; workloads are polled until ready (modest interval while an application
+is changing, ``resync`` once it runs). A migration applies on the new cluster,
+waits until ready there, and only then deletes the old copy. Deletion removes
+the manifest objects, then the finalizer ``shoal.kube/resources``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from datetime import datetime
+from typing import Any
+
+from shoal.client.informer import Informer
+from shoal.client.rest import ApiError, Conflict, NotFound, ShoalClient, Unreachable
+from shoal.controllers.queue import WorkQueue
+from shoal.kube.client import KubeApiError, KubeClients, KubeCluster, KubeUnreachable
+from shoal.model.base import Reason, ReasonCode, ResourceRef
+from shoal.model.kubernetes import Application, ApplicationState, Cluster, ContainerHealth
+
+log = logging.getLogger(__name__)
+
+FINALIZER = "shoal.kube/resources"
+AppKey = tuple[str | None, str]
+Obj = dict[str, Any]
+
+MAX_BACKOFF = 60.0
+
+
+class KubeFailure(Exception):
+    """A step failed; ``code`` says which reason the application gets."""
+
+    def __init__(self, code: ReasonCode, message: str) -> None:
+        self.code = code
+        super().__init__(message)
+
+
+def _key(obj: Application | Cluster) -> AppKey:
+    return (obj.metadata.namespace, obj.metadata.name)
+
+
+def _ref_key(ref: ResourceRef) -> AppKey:
+    return (ref.namespace, ref.name)
+
+
+def triggered(app: Application) -> bool:
+    """The scheduler saw the latest spec (seed 004's kube_controller_triggered handshake)."""
+    when = app.status.kube_controller_triggered
+    modified = app.metadata.modified
+    return when is not None and (modified is None or when >= modified)
+
+
+def workload_health(obj: Obj) -> tuple[bool, ContainerHealth]:
+    """Whether a live object is ready, and the pods it accounts for."""
+    kind = obj.get("kind")
+    spec: Obj = obj.get("spec") or {}
+    status: Obj = obj.get("status") or {}
+    generation = (obj.get("metadata") or {}).get("generation")
+    observed = status.get("observedGeneration")
+    current = generation is None or observed is None or observed >= generation
+    if kind in ("Deployment", "StatefulSet", "ReplicaSet"):
+        desired = int(spec.get("replicas", 1))
+        ready = int(status.get("readyReplicas") or 0)
+        updated = int(status.get("updatedReplicas", ready) or 0)
+        ok = current and ready >= desired and updated >= desired
+        if kind == "Deployment":
+            ok = ok and int(status.get("replicas") or 0) <= desired  # old pods gone
+        return ok, ContainerHealth(desired_pods=desired, running_pods=ready)
+    if kind == "DaemonSet":
+        desired = int(status.get("desiredNumberScheduled") or 0)
+        ready = int(status.get("numberReady") or 0)
+        return current and ready >= desired, ContainerHealth(
+            desired_pods=desired, running_pods=ready
+        )
+    if kind == "Job":
+        desired = int(spec.get("completions") or 1)
+        return True, ContainerHealth(
+            desired_pods=desired,
+            running_pods=int(status.get("active") or 0),
+            completed_pods=int(status.get("succeeded") or 0),
+            failed_pods=int(status.get("failed") or 0),
+        )
+    if kind == "Pod":
+        phase = status.get("phase")
+        return phase == "Running", ContainerHealth(
+            desired_pods=1,
+            running_pods=int(phase == "Running"),
+            completed_pods=int(phase == "Succeeded"),
+            failed_pods=int(phase == "Failed"),
+        )
+    return True, ContainerHealth()
+
+
+def _ident(obj: Obj) -> tuple[str, str, str | None, str]:
+    meta = obj.get("metadata") or {}
+    return (obj["apiVersion"], obj["kind"], meta.get("namespace"), meta["name"])
+
+
+class KubeController:
+    def __init__(
+        self,
+        client: ShoalClient,
+        *,
+        workers: int = 16,
+        poll_interval: float = 0.5,
+        resync: float = 30.0,
+        timeout: float = 5.0,
+    ) -> None:
+        self.client = client
+        self.workers = workers
+        self.poll_interval = poll_interval
+        self.resync = resync
+        self.kube = KubeClients(timeout=timeout)
+        self.queue: WorkQueue[AppKey] = WorkQueue()
+        self.failures: dict[AppKey, int] = {}
+        # (cluster key, manifest) applied per application, to apply only on change
+        self.applied: dict[AppKey, tuple[AppKey, list[Obj]]] = {}
+        # metadata.modified of our own finalizer writes (they do not need the scheduler)
+        self.own_modified: dict[AppKey, datetime | None] = {}
+        self.app_informer: Informer[Application] = Informer(
+            client,
+            Application,
+            on_add=self._app_event,
+            on_update=lambda old, new: self._app_event(new),
+            on_delete=self._app_deleted,
+        )
+        self.cluster_informer: Informer[Cluster] = Informer(
+            client,
+            Cluster,
+            on_add=self._cluster_event,
+            on_update=lambda old, new: self._cluster_event(new),
+            on_delete=self._cluster_deleted,
+        )
+        self._tasks: list[asyncio.Task[Any]] = []
+
+    # lifecycle -------------------------------------------------------------------
+
+    async def run(self) -> None:
+        try:
+            await self.start()
+            await asyncio.gather(*self._tasks)
+        finally:
+            await self.stop()
+
+    async def start(self) -> None:
+        self._tasks.append(asyncio.create_task(self.cluster_informer.run()))
+        await self.cluster_informer.wait_synced()
+        self._tasks.append(asyncio.create_task(self.app_informer.run()))
+        await self.app_informer.wait_synced()
+        for _ in range(self.workers):
+            self._tasks.append(asyncio.create_task(self._worker()))
+
+    async def stop(self) -> None:
+        self.queue.close()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()
+        await self.kube.close()
+
+    # events --------------------------------------------------------------------------
+
+    def _app_event(self, app: Application) -> None:
+        self.queue.add(_key(app))
+
+    def _app_deleted(self, app: Application) -> None:
+        key = _key(app)
+        self.failures.pop(key, None)
+        self.applied.pop(key, None)
+        self.own_modified.pop(key, None)
+
+    def _cluster_event(self, cluster: Cluster) -> None:
+        # Applications waiting on this cluster (e.g. it came back) get another look.
+        key = _key(cluster)
+        for app in self.app_informer.items():
+            refs = (app.status.scheduled_to, app.status.running_on)
+            if any(ref is not None and _ref_key(ref) == key for ref in refs):
+                self.queue.add(_key(app))
+
+    async def _cluster_deleted(self, cluster: Cluster) -> None:
+        await self.kube.forget(*_key(cluster))
+        self._cluster_event(cluster)
+
+    async def _worker(self) -> None:
+        while True:
+            key = await self.queue.get()
+            try:
+                await self.reconcile(key)
+            except asyncio.CancelledError:
+                raise
+            except (Conflict, NotFound):
+                self.queue.add_after(key, 0.05)  # re-read from the informer
+            except Unreachable as error:
+                log.warning("application %s/%s: API unreachable: %s", *key, error)
+                self.queue.add_after(key, 1.0)
+            except Exception:
+                log.exception("application %s/%s failed; retrying", *key)
+                self.queue.add_after(key, 1.0)
+            finally:
+                self.queue.done(key)
+
+    # reconciliation --------------------------------------------------------------------
+
+    def _acts_on(self, app: Application) -> bool:
+        if app.status.scheduled_to is None:
+            return False
+        if triggered(app):
+            return True
+        own = self.own_modified.get(_key(app))
+        return own is not None and own == app.metadata.modified
+
+    async def reconcile(self, key: AppKey) -> None:
+        app = self.app_informer.get(key[1], key[0])
+        if app is None:
+            return
+        try:
+            if app.metadata.deleted is not None:
+                await self._delete(app)
+            elif self._acts_on(app):
+                await self._deploy(app)
+        except KubeFailure as failure:
+            await self._failed(app, failure)
+
+    def _cluster(self, ref: ResourceRef | None) -> Cluster | None:
+        if ref is None:
+            return None
+        return self.cluster_informer.get(ref.name, ref.namespace)
+
+    async def _kube(self, ref: ResourceRef, code: ReasonCode) -> KubeCluster:
+        cluster = self._cluster(ref)
+        if cluster is None or cluster.spec.kubeconfig is None:
+            raise KubeFailure(
+                ReasonCode.CLUSTER_NOT_REACHABLE,
+                f"cluster {ref.name} is unknown or has no kubeconfig",
+            )
+        try:
+            return await self.kube.get(cluster)
+        except KubeApiError as error:
+            raise KubeFailure(code, f"cluster {ref.name}: {error}") from error
+
+    async def _deploy(self, app: Application) -> None:
+        key = _key(app)
+        target = app.status.scheduled_to
+        assert target is not None
+        if FINALIZER not in app.metadata.finalizers:
+            app.metadata.finalizers.append(FINALIZER)
+            app = await self.client.update(app)
+            self.own_modified[key] = app.metadata.modified
+        status = app.status
+        manifest = app.spec.manifest
+        namespace = app.metadata.namespace or "default"
+        migrating = status.running_on is not None and status.running_on != target
+        if migrating:
+            phase, code = ApplicationState.MIGRATING, ReasonCode.CREATE_FAILED
+        elif status.running_on is None:
+            phase, code = ApplicationState.CREATING, ReasonCode.CREATE_FAILED
+        elif status.last_applied_manifest != manifest:
+            phase, code = ApplicationState.RECONCILING, ReasonCode.RECONCILE_FAILED
+        else:
+            phase, code = ApplicationState.RUNNING, ReasonCode.RECONCILE_FAILED
+        kube = await self._kube(target, code)
+
+        if self.applied.get(key) != (_ref_key(target), manifest):
+            if status.state is not phase and phase is not ApplicationState.RUNNING:
+                status.state = phase
+                app = await self.client.update_status(app)
+                status = app.status
+            await self._apply(kube, app, code)
+            self.applied[key] = (_ref_key(target), manifest)
+
+        ready, health = await self._health(kube, manifest, namespace)
+        if not ready:
+            changed = status.container_health != health or status.reason is not None
+            if phase is not ApplicationState.RUNNING and status.state is not phase:
+                status.state = phase
+                changed = True
+            status.container_health = health
+            status.reason = None
+            if changed:
+                await self.client.update_status(app)
+            self.queue.add_after(key, self.poll_interval)
+            return
+
+        if migrating and status.running_on is not None:
+            await self._remove_from_old(app, status.running_on)
+        new_state = ApplicationState.RUNNING
+        wanted = (new_state, target, manifest, health, None)
+        current = (
+            status.state,
+            status.running_on,
+            status.last_applied_manifest,
+            status.container_health,
+            status.reason,
+        )
+        if wanted != current:
+            status.state = new_state
+            status.running_on = target
+            status.last_applied_manifest = manifest
+            status.container_health = health
+            status.reason = None
+            status.retries = None
+            await self.client.update_status(app)
+        self.failures.pop(key, None)
+        self.queue.add_after(key, self.resync)
+
+    async def _apply(self, kube: KubeCluster, app: Application, code: ReasonCode) -> None:
+        namespace = app.metadata.namespace or "default"
+        manifest = app.spec.manifest
+        try:
+            namespaces = {namespace} | {
+                str(obj["metadata"]["namespace"])
+                for obj in manifest
+                if obj["metadata"].get("namespace")
+            }
+            for ns in sorted(namespaces):
+                await kube.ensure_namespace(ns)
+            for obj in manifest:
+                await kube.apply(obj, namespace)
+            # prune what an earlier version of the manifest had and this one has not
+            if app.status.running_on == app.status.scheduled_to:
+                keep = {_ident(obj) for obj in manifest}
+                for obj in app.status.last_applied_manifest:
+                    if _ident(obj) not in keep:
+                        await kube.delete(obj, namespace)
+        except KubeUnreachable as error:
+            raise KubeFailure(ReasonCode.CLUSTER_NOT_REACHABLE, str(error)) from error
+        except KubeApiError as error:
+            raise KubeFailure(code, str(error)) from error
+
+    async def _health(
+        self, kube: KubeCluster, manifest: list[Obj], namespace: str
+    ) -> tuple[bool, ContainerHealth]:
+        total = ContainerHealth()
+        all_ready = True
+        try:
+            for obj in manifest:
+                live = await kube.read(obj, namespace)
+                if live is None:
+                    all_ready = False
+                    continue
+                ready, health = workload_health(live)
+                all_ready = all_ready and ready
+                total.desired_pods += health.desired_pods
+                total.running_pods += health.running_pods
+                total.completed_pods += health.completed_pods
+                total.failed_pods += health.failed_pods
+        except KubeUnreachable as error:
+            raise KubeFailure(ReasonCode.CLUSTER_NOT_REACHABLE, str(error)) from error
+        except KubeApiError as error:
+            raise KubeFailure(ReasonCode.KUBERNETES_ERROR, str(error)) from error
+        return all_ready, total
+
+    async def _remove_from_old(self, app: Application, old: ResourceRef) -> None:
+        """Delete the old copy after a migration; an unreachable old cluster is skipped."""
+        namespace = app.metadata.namespace or "default"
+        objects = app.status.last_applied_manifest or app.spec.manifest
+        try:
+            kube = await self._kube(old, ReasonCode.DELETE_FAILED)
+            for obj in objects:
+                await kube.delete(obj, namespace)
+        except (KubeFailure, KubeUnreachable, KubeApiError) as error:
+            # The old cluster is gone or down (that is often why it migrated): keep going.
+            log.warning(
+                "application %s/%s: old copy on %s not removed: %s",
+                namespace,
+                app.metadata.name,
+                old.name,
+                error,
+            )
+
+    async def _delete(self, app: Application) -> None:
+        if FINALIZER not in app.metadata.finalizers:
+            return
+        namespace = app.metadata.namespace or "default"
+        if app.status.state is not ApplicationState.DELETING:
+            app.status.state = ApplicationState.DELETING
+            app = await self.client.update_status(app)
+        objects = app.status.last_applied_manifest or app.spec.manifest
+        refs: list[ResourceRef] = []
+        for ref in (app.status.running_on, app.status.scheduled_to):
+            if ref is not None and ref not in refs:
+                refs.append(ref)
+        for ref in refs:
+            cluster = self._cluster(ref)
+            if cluster is None or cluster.spec.kubeconfig is None:
+                continue  # the cluster is gone: nothing left to remove there
+            kube = await self._kube(ref, ReasonCode.DELETE_FAILED)
+            try:
+                for obj in reversed(objects):
+                    await kube.delete(obj, namespace)
+                for obj in objects:
+                    if await kube.read(obj, namespace) is not None:
+                        self.queue.add_after(_key(app), self.poll_interval)
+                        return
+            except KubeUnreachable as error:
+                raise KubeFailure(ReasonCode.CLUSTER_NOT_REACHABLE, str(error)) from error
+            except KubeApiError as error:
+                raise KubeFailure(ReasonCode.DELETE_FAILED, str(error)) from error
+        app.metadata.finalizers = [f for f in app.metadata.finalizers if f != FINALIZER]
+        try:
+            await self.client.update(app)
+        except NotFound:
+            pass
+
+    async def _failed(self, app: Application, failure: KubeFailure) -> None:
+        """Record the reason and retry with the application's backoff settings."""
+        key = _key(app)
+        attempts = self.failures.get(key, 0) + 1
+        self.failures[key] = attempts
+        spec = app.spec
+        log.info(
+            "application %s/%s: %s (attempt %d): %s",
+            key[0],
+            key[1],
+            failure.code.name,
+            attempts,
+            failure,
+        )
+        limit = spec.backoff_limit
+        give_up = limit >= 0 and attempts > limit and app.metadata.deleted is None
+        app.status.reason = Reason(code=failure.code, message=str(failure)[:1000])
+        if give_up:
+            app.status.state = ApplicationState.FAILED
+        with contextlib.suppress(ApiError, Unreachable):
+            await self.client.update_status(app)
+        if give_up:
+            return
+        delay = spec.backoff_delay * (spec.backoff ** (attempts - 1) if spec.backoff else 1)
+        self.queue.add_after(key, min(max(float(delay), 0.1), MAX_BACKOFF))

@@ -1,0 +1,44 @@
+"""Drive the ``shoal`` CLI against a real API: the invoke runs in a thread, the API in the loop."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from shoal.api.server import ApiServer
+from shoal.cli.main import app
+
+Shoal = Callable[..., Awaitable[Result]]
+
+
+@pytest.fixture(autouse=True)
+def isolated_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """No user config and no $SHOAL_API leak into the tests."""
+    path = tmp_path / "no-config.yaml"
+    monkeypatch.setenv("SHOAL_CONFIG", str(path))
+    monkeypatch.delenv("SHOAL_API", raising=False)
+    return path
+
+
+async def invoke(*args: str, input: str | None = None) -> Result:
+    runner = CliRunner()
+    return await asyncio.to_thread(runner.invoke, app, list(args), input=input)
+
+
+@pytest.fixture
+def shoal(api: ApiServer) -> Shoal:
+    """``await shoal("kube", "app", "list")`` runs the CLI with ``--api`` of the test API."""
+
+    async def run(*args: str, input: str | None = None) -> Result:
+        return await invoke("--api", api.url, *args, input=input)
+
+    return run
+
+
+def ok(result: Result) -> Result:
+    assert result.exit_code == 0, (result.exit_code, result.output, result.exception)
+    return result

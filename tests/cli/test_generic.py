@@ -1,0 +1,138 @@
+"""Generic verbs (get/list/delete/apply any kind), output formats, --watch."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import yaml
+
+from shoal.client.rest import ShoalClient
+from shoal.model.base import Metadata
+from shoal.model.core import GlobalMetric, MetricProviderRef, MetricSpec
+from shoal.model.kubernetes import Application
+from tests.cli.conftest import Shoal, ok
+
+OBJECTS = """\
+api: core
+kind: GlobalMetricsProvider
+metadata: {name: static1}
+spec:
+  type: static
+  static: {metrics: {load: 0.4}}
+---
+api: core
+kind: GlobalMetric
+metadata: {name: load}
+spec: {min: 0, max: 1, provider: {name: static1, metric: load}}
+---
+api: kubernetes
+kind: Application
+metadata: {name: web}
+spec:
+  manifest:
+  - {apiVersion: v1, kind: ConfigMap, metadata: {name: c}}
+  constraints: {cluster: {metrics: ["load < 0.5"]}}
+"""
+
+
+def metric(name: str) -> GlobalMetric:
+    spec = MetricSpec(min=0, max=1, provider=MetricProviderRef(name="p", metric=name))
+    return GlobalMetric(metadata=Metadata(name=name), spec=spec)
+
+
+async def test_apply_creates_then_updates(
+    shoal: Shoal, client: ShoalClient, tmp_path: Path
+) -> None:
+    path = tmp_path / "objects.yaml"
+    path.write_text(OBJECTS)
+    result = ok(await shoal("apply", "-f", str(path)))
+    assert result.stdout.splitlines() == [
+        "GlobalMetricsProvider static1 created",
+        "GlobalMetric load created",
+        "Application default/web created",
+    ]
+    path.write_text(OBJECTS.replace("max: 1", "max: 2"))
+    result = ok(await shoal("apply", "-f", str(path)))
+    assert "GlobalMetric load configured" in result.stdout
+    assert (await client.get(GlobalMetric, "load")).spec.max == 2
+    app = await client.get(Application, "web", "default")
+    assert app.spec.constraints.cluster.metrics == ["load < 0.5"]
+
+
+async def test_apply_errors(shoal: Shoal, tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("api: core\nkind: Gizmo\nmetadata: {name: x}\n")
+    result = await shoal("apply", "-f", str(path))
+    assert result.exit_code == 1 and "unknown kind core/Gizmo" in result.stderr
+    path.write_text("api: core\nkind: GlobalMetric\nmetadata: {name: x}\nspec: {min: 0}\n")
+    result = await shoal("apply", "-f", str(path))
+    assert result.exit_code == 1 and "spec.max" in result.stderr
+
+
+async def test_generic_get_list_delete(shoal: Shoal, client: ShoalClient) -> None:
+    await client.create(metric("a"))
+    await client.create(metric("b"))
+    for kind in ("gm", "globalmetrics", "GlobalMetric", "core/globalmetrics"):
+        listed = json.loads(ok(await shoal("list", kind, "-o", "json")).stdout)
+        assert [i["metadata"]["name"] for i in listed["items"]] == ["a", "b"], kind
+    one = yaml.safe_load(ok(await shoal("get", "gm", "a", "-o", "yaml")).stdout)
+    assert one["metadata"]["name"] == "a"
+    table = ok(await shoal("get", "gm")).stdout
+    assert "a" in table and "MIN" in table
+    deleted = json.loads(ok(await shoal("delete", "gm", "a", "-o", "json")).stdout)
+    assert deleted["metadata"]["name"] == "a"
+    assert (await shoal("get", "gm", "a")).exit_code == 1
+
+
+async def test_unknown_kind(shoal: Shoal) -> None:
+    result = await shoal("get", "gizmos")
+    assert result.exit_code == 1
+    assert "unknown kind 'gizmos'" in result.stderr and "applications" in result.stderr
+
+
+async def test_empty_list(shoal: Shoal) -> None:
+    result = ok(await shoal("list", "apps"))
+    assert result.stdout == ""
+    assert "No applications found" in result.stderr
+    document = yaml.safe_load(ok(await shoal("list", "apps", "-o", "yaml")).stdout)
+    assert document["items"] == [] and document["kind"] == "ApplicationList"
+
+
+async def test_label_selector(shoal: Shoal, client: ShoalClient) -> None:
+    a = metric("a")
+    a.metadata.labels = {"tier": "gold"}
+    await client.create(a)
+    await client.create(metric("b"))
+    listed = json.loads(ok(await shoal("list", "gm", "-l", "tier=gold", "-o", "json")).stdout)
+    assert [i["metadata"]["name"] for i in listed["items"]] == ["a"]
+
+
+async def test_watch_prints_events_until_timeout(shoal: Shoal, client: ShoalClient) -> None:
+    await client.create(metric("before"))
+    watch = asyncio.create_task(
+        shoal("core", "gm", "list", "--watch", "--watch-timeout", "3", "-o", "json")
+    )
+    await asyncio.sleep(1)
+    created = await client.create(metric("during"))
+    created.spec.max = 5
+    await client.update(created)
+    await client.delete(GlobalMetric, "during")
+    result = ok(await watch)
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    seen = [(e["type"], e["object"]["metadata"]["name"]) for e in events]
+    assert seen[0] == ("ADDED", "before")
+    assert ("ADDED", "during") in seen
+    assert ("MODIFIED", "during") in seen
+    assert seen[-1][1] == "during"
+
+
+async def test_watch_table(shoal: Shoal, client: ShoalClient) -> None:
+    watch = asyncio.create_task(shoal("get", "gm", "-w", "--watch-timeout", "2"))
+    await asyncio.sleep(0.5)
+    await client.create(metric("m1"))
+    result = ok(await watch)
+    lines = result.stdout.splitlines()
+    assert lines[0].split()[:2] == ["EVENT", "NAME"]
+    assert any(line.split()[:2] == ["ADDED", "m1"] for line in lines[1:])

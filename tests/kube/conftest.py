@@ -1,0 +1,64 @@
+"""Fixtures: two sim clusters (de, fr) registered in an in-process API."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from shoal.client.rest import ShoalClient
+from shoal.model.base import Metadata
+from shoal.model.kubernetes import Application, ApplicationSpec, Cluster, ClusterSpec
+from shoal.sim.server import SimServer, start_sim
+
+NS = "default"
+
+
+@pytest.fixture
+async def sim() -> AsyncIterator[SimServer]:
+    server = await start_sim(clusters=["de", "fr"], nodes=2, pod_start_delay=0.3)
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+@pytest.fixture
+async def clusters(client: ShoalClient, sim: SimServer) -> list[Cluster]:
+    created = []
+    for name, location in (("de", "DE"), ("fr", "FR")):
+        cluster = Cluster(
+            metadata=Metadata(name=name, namespace=NS, labels={"location": location}),
+            spec=ClusterSpec(kubeconfig=sim.fleet.kubeconfig(name)),
+        )
+        created.append(await client.create(cluster))
+    return created
+
+
+def deployment(name: str, replicas: int = 2) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": "nginx:1"}]},
+            },
+        },
+    }
+
+
+def application(name: str, labels: list[str] | None = None, replicas: int = 2) -> Application:
+    return Application.model_validate(
+        {
+            "metadata": {"name": name, "namespace": NS},
+            "spec": {
+                "manifest": [deployment(name, replicas)],
+                "constraints": {"cluster": {"labels": labels or []}},
+            },
+        }
+    )

@@ -1,0 +1,53 @@
+"""Run the API or the scheduler as a process of its own (crash test, bench/schedule.py).
+
+python tests/scheduler/launch.py api SQLITE_PATH PORT
+python tests/scheduler/launch.py scheduler API_URL [CONFIG_JSON]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+
+
+async def _api(path: str, port: int) -> None:
+    import uvicorn
+
+    from shoal.api.app import create_app
+    from shoal.store.sqlite import SqliteStore
+
+    config = uvicorn.Config(
+        create_app(SqliteStore(path)),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        timeout_graceful_shutdown=1,
+    )
+    await uvicorn.Server(config).serve()
+
+
+async def _scheduler(url: str, config: str | None) -> None:
+    from shoal.client.rest import ShoalClient
+    from shoal.scheduler.config import SchedulerConfig
+    from shoal.scheduler.scheduler import Scheduler
+
+    cfg = SchedulerConfig.model_validate(json.loads(config)) if config else SchedulerConfig()
+    async with ShoalClient(url) as client:
+        await Scheduler(client, cfg).run()
+
+
+def main() -> None:
+    mode = sys.argv[1]
+    if mode == "api":
+        asyncio.run(_api(sys.argv[2], int(sys.argv[3])))
+    elif mode == "scheduler":
+        asyncio.run(_scheduler(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None))
+    else:
+        raise SystemExit(f"unknown mode {mode!r}")
+
+
+if __name__ == "__main__":
+    main()
