@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 
 import httpx  # noqa: E402
 
-from shoal.client.rest import ShoalClient  # noqa: E402
+from shoal.client.rest import Conflict, ShoalClient, Unreachable  # noqa: E402
 from shoal.model.base import Metadata  # noqa: E402
 from shoal.model.core import (  # noqa: E402
     GlobalMetric,
@@ -174,20 +174,28 @@ async def run_one(n: int, m: int, concurrency: int, workers: int, seed: int) -> 
                 watcher = asyncio.create_task(watch())
                 await asyncio.sleep(0.2)
 
+                failures: list[str] = []
+
                 async def create(i: int) -> None:
-                    await client.create(
-                        Application(
-                            metadata=Metadata(name=f"a{i:05d}", namespace=NS),
-                            spec=ApplicationSpec(),
-                        )
+                    obj = Application(
+                        metadata=Metadata(name=f"a{i:05d}", namespace=NS), spec=ApplicationSpec()
                     )
+                    for _ in range(5):  # an overloaded API may time a create out: try again
+                        try:
+                            await client.create(obj)
+                            return
+                        except Conflict:
+                            return  # the timed-out attempt went through after all
+                        except Unreachable as error:
+                            failures.append(str(error))
+                    raise RuntimeError(f"could not create {obj.metadata.name}")
 
                 t0 = time.time()
                 creating = asyncio.create_task(bounded(m, concurrency, create))
                 last = 0
                 print(f"\nN={n} clusters, M={m} applications")
                 print(f"{'t (s)':>6} {'bound':>7} {'bound/s':>8}")
-                while not done.is_set():
+                while not done.is_set() and not (creating.done() and creating.exception()):
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(done.wait(), 1.0)
                     now = len(bound_at)
@@ -197,6 +205,8 @@ async def run_one(n: int, m: int, concurrency: int, workers: int, seed: int) -> 
                         print("gave up after 600 s")
                         break
                 await creating
+                if failures:
+                    print(f"{len(failures)} creates timed out and were retried")
                 t_created = max(created.values()) - t0 if created else float("nan")
                 watcher.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):

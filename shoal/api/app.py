@@ -9,9 +9,10 @@ from typing import Any
 
 from fastapi import FastAPI
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
-from shoal.api import errors, scheduling
+from shoal.api import errors, reschedule, scheduling
 from shoal.api.errors import problem
 from shoal.api.metrics import LATENCY, REQUESTS
 from shoal.api.resources import Resources
@@ -51,7 +52,7 @@ class BodyLimit:
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.limit:
-                    raise _TooLarge
+                    raise _TooLarge(self.limit)
             return message
 
         try:
@@ -64,8 +65,11 @@ class BodyLimit:
         await response(scope, receive, send)
 
 
-class _TooLarge(Exception):
-    pass
+class _TooLarge(HTTPException):
+    """An HTTPException, so FastAPI's body parsing re-raises it instead of answering 400."""
+
+    def __init__(self, limit: int = MAX_BODY) -> None:
+        super().__init__(413, f"body: larger than {limit} bytes")
 
 
 def create_app(store: Store, *, title: str = "Shoal") -> FastAPI:
@@ -86,6 +90,7 @@ def create_app(store: Store, *, title: str = "Shoal") -> FastAPI:
     errors.install(app)
     app.include_router(build_router(resources, registry.KINDS))
     app.include_router(scheduling.build_router(resources))
+    app.include_router(reschedule.build_router(store))
 
     @app.get("/healthz", tags=["health"], summary="The process is up")
     async def healthz() -> dict[str, str]:

@@ -23,6 +23,7 @@ from shoal.model.kubernetes import (
     Application,
     ApplicationBinding,
     ApplicationState,
+    BindingBatch,
     Cluster,
     ClusterBinding,
 )
@@ -163,37 +164,65 @@ class Resources:
     async def bind_application(
         self, name: str, namespace: str | None, binding: ApplicationBinding
     ) -> bytes:
-        if binding.cluster.kind != "Cluster" or binding.cluster.api != "kubernetes":
-            raise ProblemError(
-                422,
-                "cluster: must reference a kubernetes Cluster",
-                errors=[{"field": "cluster", "reason": "must reference a kubernetes Cluster"}],
-            )
+        """Bind an application to a cluster: the scheduler's commit, on its hot path.
 
-        def change(app: Application) -> bool:
-            now = utcnow()
-            status = app.status
-            if status.scheduled_to != binding.cluster or status.scheduled is None:
-                status.scheduled = now
-            status.scheduled_to = binding.cluster
+        Works on the stored JSON as a dict (no model round trip): a binding only
+        touches a few status fields, and this is one write per application.
+        """
+        _check_cluster_ref(binding)
+        key = Application.key(name, namespace)
+        cluster = binding.cluster.model_dump(mode="json")
+        reason_codes = (ReasonCode.RESOURCE_NOT_FOUND.name, ReasonCode.NO_SUITABLE_RESOURCE.name)
+        for _ in range(_CAS_ATTEMPTS):
+            record = await self._get_record(Application, name, namespace)
+            if binding.resource_version is not None and record.revision != binding.resource_version:
+                raise Conflict(key, binding.resource_version, record.revision)
+            data = orjson.loads(record.value)
+            if data["metadata"].get("deleted") is not None:
+                raise ProblemError(409, f"Application {name!r} is being deleted")
+            status = data["status"]
+            now = _timestamp()
+            if status.get("scheduled_to") != cluster or status.get("scheduled") is None:
+                status["scheduled"] = now
+            status["scheduled_to"] = cluster
             if binding.triggered:
-                status.kube_controller_triggered = now
-            status.last_scheduled = now
-            if status.reason is not None and status.reason.code in (
-                ReasonCode.RESOURCE_NOT_FOUND,
-                ReasonCode.NO_SUITABLE_RESOURCE,
-            ):
-                status.reason = None
-                if status.state is ApplicationState.FAILED:
-                    status.state = ApplicationState.PENDING
-            status.scheduler_retries = None
+                status["kube_controller_triggered"] = now
+            status["last_scheduled"] = now
+            reason = status.get("reason")
+            if reason is not None and reason.get("code") in reason_codes:
+                status["reason"] = None
+                if status.get("state") == ApplicationState.FAILED.value:
+                    status["state"] = ApplicationState.PENDING.value
+            status["scheduler_retries"] = None
             if binding.explanation is not None:
-                status.scheduling = binding.explanation
-            return True
+                status["scheduling"] = binding.explanation
+            value = orjson.dumps(data)
+            try:
+                revision = await self.store.update(key, value, record.revision)
+            except Conflict:
+                if binding.resource_version is not None:
+                    raise
+                continue
+            except NotFound:
+                raise ProblemError(404, f"Application {name!r} not found") from None
+            return with_revision(value, revision)
+        raise ProblemError(409, f"Application {name!r} is changing too fast; try again")
 
-        return await self._modify(
-            Application, name, namespace, binding.resource_version, change, allow_deleted=False
-        )
+    async def bind_many(self, batch: BindingBatch) -> list[dict[str, Any]]:
+        """Several bindings in one request, each its own compare-and-swap."""
+        results: list[dict[str, Any]] = []
+        for item in batch.bindings:
+            result: dict[str, Any] = {"namespace": item.namespace, "name": item.name}
+            try:
+                value = await self.bind_application(item.name, item.namespace, item)
+                result["status"] = 200
+                result["resource_version"] = _revision_of(value)
+            except Conflict as error:
+                result.update(status=409, title="TRANSACTION_ERROR", detail=str(error))
+            except ProblemError as error:
+                result.update(status=error.status, title=error.title, detail=error.detail)
+            results.append(result)
+        return results
 
     async def bind_cluster(
         self, name: str, namespace: str | None, binding: ClusterBinding
@@ -268,6 +297,28 @@ class Resources:
                 raise ProblemError(404, f"{kind.kind_name()} {name!r} not found") from None
             return with_revision(value, revision)
         raise ProblemError(409, f"{kind.kind_name()} {name!r} is changing too fast; try again")
+
+
+def _timestamp() -> str:
+    """Now, spelled as pydantic spells UTC datetimes."""
+    return utcnow().isoformat().replace("+00:00", "Z")
+
+
+def _revision_of(value: bytes) -> int:
+    start = value.index(b'"resource_version":') + len(b'"resource_version":')
+    end = start
+    while value[end : end + 1].isdigit():
+        end += 1
+    return int(value[start:end])
+
+
+def _check_cluster_ref(binding: ApplicationBinding) -> None:
+    if binding.cluster.kind != "Cluster" or binding.cluster.api != "kubernetes":
+        raise ProblemError(
+            422,
+            "cluster: must reference a kubernetes Cluster",
+            errors=[{"field": "cluster", "reason": "must reference a kubernetes Cluster"}],
+        )
 
 
 def _check_identity(body: Kind, name: str, namespace: str | None) -> None:

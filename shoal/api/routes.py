@@ -8,11 +8,14 @@ every route. Responses are the stored bytes, not re-serialised models.
 import asyncio
 import contextlib
 import inspect
-from collections.abc import AsyncIterator, Callable
+import json
+from collections.abc import AsyncIterator, Callable, Coroutine
 from enum import Enum
 from typing import Any
 
-from fastapi import APIRouter, Body, Path, Query
+import orjson
+from fastapi import APIRouter, Body, Path, Query, Request
+from fastapi.routing import APIRoute
 from starlette.responses import Response, StreamingResponse
 
 from shoal.api.codec import list_body, with_revision
@@ -62,8 +65,32 @@ def _json(content: bytes) -> Response:
     return Response(content, media_type=_JSON)
 
 
+class _StrictJsonRequest(Request):
+    """Bodies parsed by orjson: NaN and Infinity are not JSON and would be stored as null."""
+
+    async def json(self) -> Any:
+        if not hasattr(self, "_json"):
+            body = await self.body()
+            try:
+                self._json = orjson.loads(body)
+            except orjson.JSONDecodeError as error:
+                # FastAPI turns json.JSONDecodeError into a 400 "malformed JSON" problem.
+                raise json.JSONDecodeError(error.msg, error.doc, error.pos) from None
+        return self._json
+
+
+class _StrictJsonRoute(APIRoute):
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def strict(request: Request) -> Response:
+            return await handler(_StrictJsonRequest(request.scope, request.receive))
+
+        return strict
+
+
 def build_router(resources: Resources, kinds: tuple[type[Kind], ...]) -> APIRouter:
-    router = APIRouter()
+    router = APIRouter(route_class=_StrictJsonRoute)
     for kind in kinds:
         _kind_routes(router, resources, kind)
     return router

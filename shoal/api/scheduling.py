@@ -18,7 +18,7 @@ from starlette.responses import Response
 from shoal.api.codec import decode
 from shoal.api.resources import Resources
 from shoal.model.core import GlobalMetric, GlobalMetricsProvider, Metric, MetricsProvider
-from shoal.model.kubernetes import Application, Cluster
+from shoal.model.kubernetes import Application, BindingBatch, Cluster
 from shoal.scheduler import plugins as _plugins  # noqa: F401  (registers built-in plugins)
 from shoal.scheduler.application import cluster_backend, request_for
 from shoal.scheduler.config import SchedulerConfig
@@ -81,6 +81,26 @@ def build_router(resources: Resources) -> APIRouter:
         result = await dry.run(body, namespace)
         return Response(orjson.dumps(result), media_type="application/json")
 
+    async def bindings(body: BindingBatch = Body()) -> Response:
+        import orjson
+
+        results = await resources.bind_many(body)
+        return Response(orjson.dumps({"results": results}), media_type="application/json")
+
+    router.add_api_route(
+        "/scheduling/bindings",
+        bindings,
+        methods=["POST"],
+        name="bind_applications",
+        summary="Bind many applications in one request; each binding is its own compare-and-swap",
+        description=(
+            "Each item is a binding of `PUT .../applications/{name}/binding` plus the "
+            "application's namespace and name. The answer has one result per item, in order: "
+            "`status` 200 with the new `resource_version`, or the status, title and detail of "
+            "its problem (409 on a stale resource_version, 404, 422)."
+        ),
+        tags=["scheduling"],
+    )
     router.add_api_route(
         "/scheduling/namespaces/{namespace}/dryrun",
         dryrun,

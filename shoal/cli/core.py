@@ -8,7 +8,11 @@ from typing import Any
 import typer
 
 from shoal.cli.common import (
+    AGE,
+    NAME,
+    NAMESPACE,
     CliError,
+    Column,
     Output,
     add_read_commands,
     apply_labels,
@@ -19,6 +23,8 @@ from shoal.cli.common import (
     output_option,
     parse_labels,
     parse_pairs,
+    provider_url,
+    register_columns,
     update_object,
 )
 from shoal.model.base import Kind
@@ -464,6 +470,33 @@ def rolebinding_update(
 
 
 add_read_commands(bindings, RoleBinding, "role bindings")
+
+def _provider_status(obj: dict[str, Any]) -> str | None:
+    """``OK``, or the reason code with the consecutive failed fetches; None before a fetch."""
+    status = obj.get("status") or {}
+    if not status.get("last_fetch"):
+        return None
+    code = (status.get("reason") or {}).get("code")
+    if code:
+        return f"{code}({status.get('errors', 0)})"
+    return "OK"
+
+
+def _latency(obj: dict[str, Any]) -> str | None:
+    seconds = (obj.get("status") or {}).get("fetch_latency_seconds")
+    return None if seconds is None else f"{seconds * 1000:.0f}ms"
+
+
+_PROVIDER_STATUS_COLUMNS = [
+    Column("TYPE", "spec.type"),
+    Column("URL", provider_url),
+    Column("STATUS", _provider_status),
+    Column("LAST_FETCH", "status.last_fetch"),
+    Column("LATENCY", _latency),
+    AGE,
+]
+register_columns(GlobalMetricsProvider, [NAME, *_PROVIDER_STATUS_COLUMNS])
+register_columns(MetricsProvider, [NAMESPACE, NAME, *_PROVIDER_STATUS_COLUMNS])
 
 _groups = {
     "gm": (metric_commands(GlobalMetric, "global metrics"), "globalmetric"),

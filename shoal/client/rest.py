@@ -8,15 +8,22 @@ streams. Errors are ``ApiError`` subclasses carrying the problem document.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-import httpx
+import aiohttp
 import orjson
 
 from shoal.model.base import Kind, ResourceRef
-from shoal.model.kubernetes import Application, ApplicationBinding, Cluster, ClusterBinding
+from shoal.model.kubernetes import (
+    Application,
+    ApplicationBinding,
+    BindingBatch,
+    BindingItem,
+    Cluster,
+    ClusterBinding,
+)
 
 K = TypeVar("K", bound=Kind)
 
@@ -61,16 +68,21 @@ class Unreachable(Exception):
 _ERRORS: dict[int, type[ApiError]] = {404: NotFound, 409: Conflict, 410: Gone, 422: Invalid}
 
 
-def _raise_for(response: httpx.Response) -> None:
-    if response.status_code < 400:
+def error_for(status: int, problem: dict[str, Any]) -> ApiError:
+    """The ApiError of a status and problem document (also for items of a batch answer)."""
+    return _ERRORS.get(status, ApiError)(status, problem)
+
+
+def _raise_for(status: int, content: bytes) -> None:
+    if status < 400:
         return
     try:
-        problem = orjson.loads(response.content)
+        problem = orjson.loads(content)
         if not isinstance(problem, dict):
             raise ValueError
     except ValueError:
-        problem = {"title": "ERROR", "detail": response.text[:500]}
-    raise _ERRORS.get(response.status_code, ApiError)(response.status_code, problem)
+        problem = {"title": "ERROR", "detail": content[:500].decode(errors="replace")}
+    raise error_for(status, problem)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +113,8 @@ def item_path(kind: type[Kind], name: str, namespace: str | None = None) -> str:
 
 
 class ShoalClient:
+    """Talks to one Shoal API. Uses aiohttp: a third of httpx's CPU per request here."""
+
     def __init__(
         self,
         url: str | None = None,
@@ -109,14 +123,21 @@ class ShoalClient:
         max_connections: int = 64,
     ) -> None:
         self.url = (url or default_url()).rstrip("/")
-        self.http = httpx.AsyncClient(
-            base_url=self.url,
-            timeout=timeout,
-            limits=httpx.Limits(
-                max_connections=max_connections, max_keepalive_connections=max_connections
-            ),
-            headers={"content-type": "application/json"},
-        )
+        self.timeout = timeout
+        self.max_connections = max_connections
+        self._session: aiohttp.ClientSession | None = None
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        """The connection pool, made on first use (it belongs to the running loop)."""
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=self.max_connections, ttl_dns_cache=300),
+                timeout=aiohttp.ClientTimeout(total=self.timeout),
+                headers={"content-type": "application/json"},
+                json_serialize=lambda obj: orjson.dumps(obj).decode(),
+            )
+        return self._session
 
     async def __aenter__(self) -> ShoalClient:
         return self
@@ -125,7 +146,9 @@ class ShoalClient:
         await self.close()
 
     async def close(self) -> None:
-        await self.http.aclose()
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
 
     async def request(
         self,
@@ -138,11 +161,15 @@ class ShoalClient:
         """Send one request; the decoded JSON answer, or an ApiError."""
         content = orjson.dumps(body) if body is not None else None
         try:
-            response = await self.http.request(method, path, content=content, params=params)
-        except httpx.TransportError as error:
+            async with self.session.request(
+                method, self.url + path, data=content, params=_params(params)
+            ) as response:
+                data = await response.read()
+                status = response.status
+        except (aiohttp.ClientError, TimeoutError) as error:
             raise Unreachable(f"{self.url}: {error!r}") from error
-        _raise_for(response)
-        return orjson.loads(response.content) if response.content else None
+        _raise_for(status, data)
+        return orjson.loads(data) if data else None
 
     # typed calls ---------------------------------------------------------------
 
@@ -212,6 +239,13 @@ class ShoalClient:
         data = await self.request("PUT", path, body=binding.model_dump(mode="json"))
         return Application.model_validate(data)
 
+    async def bind_many(self, items: Sequence[BindingItem]) -> Sequence[dict[str, Any]]:
+        """Many bindings in one request: one result per item (``status``, ``resource_version``)."""
+        body = BindingBatch(bindings=list(items)).model_dump(mode="json")
+        data = await self.request("POST", "/scheduling/bindings", body=body)
+        results: Sequence[dict[str, Any]] = data["results"]
+        return results
+
     async def bind_cluster(
         self, cluster: Cluster, cloud: ResourceRef, *, resource_version: int | None = None
     ) -> Cluster:
@@ -239,22 +273,30 @@ class ShoalClient:
             params["resource_version"] = resource_version
         if label_selector:
             params["label_selector"] = label_selector
-        timeout = httpx.Timeout(10.0, read=heartbeat * 3)
+        timeout = aiohttp.ClientTimeout(total=None, connect=10.0, sock_read=heartbeat * 3)
+        url = self.url + collection_path(kind, namespace)
         try:
-            async with self.http.stream(
-                "GET", collection_path(kind, namespace), params=params, timeout=timeout
-            ) as response:
-                if response.status_code >= 400:
-                    await response.aread()
-                    _raise_for(response)
-                async for line in response.aiter_lines():
-                    if not line:
-                        continue
-                    data = orjson.loads(line)
-                    obj = kind.model_validate(data["object"])
-                    yield WatchEvent(data["type"], obj, int(obj.metadata.resource_version or 0))
-        except httpx.TransportError as error:
+            async with self.session.get(url, params=_params(params), timeout=timeout) as response:
+                if response.status >= 400:
+                    _raise_for(response.status, await response.read())
+                buffer = b""
+                async for chunk in response.content.iter_any():
+                    buffer += chunk
+                    *lines, buffer = buffer.split(b"\n")
+                    for line in lines:
+                        if not line:
+                            continue  # heartbeat
+                        data = orjson.loads(line)
+                        obj = kind.model_validate(data["object"])
+                        yield WatchEvent(data["type"], obj, int(obj.metadata.resource_version or 0))
+        except (aiohttp.ClientError, TimeoutError) as error:
             raise Unreachable(f"{self.url}: watch {kind.plural}: {error!r}") from error
+
+
+def _params(params: dict[str, Any] | None) -> dict[str, str] | None:
+    if not params:
+        return None
+    return {k: str(v) for k, v in params.items() if v is not None}
 
 
 def _dump(obj: Kind) -> dict[str, Any]:

@@ -255,6 +255,19 @@ class ApplicationBinding(Model):
     )
 
 
+class BindingItem(ApplicationBinding):
+    """One binding of a batch: which application, and the binding itself."""
+
+    namespace: str = Field(min_length=1, max_length=63)
+    name: str = Field(min_length=1, max_length=63)
+
+
+class BindingBatch(Model):
+    """Body of ``POST /scheduling/bindings`` (Shoal addition): many bindings, one request."""
+
+    bindings: list[BindingItem] = Field(max_length=1000)
+
+
 class ClusterBinding(Model):
     """Body of ``PUT .../clusters/{name}/binding``."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from shoal.model.base import Kind
+from shoal.model.coordination import Lease
 from shoal.model.core import (
     GlobalMetric,
     GlobalMetricsProvider,
@@ -13,6 +14,7 @@ from shoal.model.core import (
 )
 from shoal.model.infrastructure import Cloud, GlobalCloud
 from shoal.model.kubernetes import Application, Cluster
+from shoal.model.scheduling import RescheduleTask
 
 KINDS: tuple[type[Kind], ...] = (
     GlobalMetric,
@@ -25,6 +27,8 @@ KINDS: tuple[type[Kind], ...] = (
     Cluster,
     GlobalCloud,
     Cloud,
+    Lease,
+    RescheduleTask,
 )
 
 

@@ -28,7 +28,14 @@ from typing import Any
 from shoal.client.rest import Conflict, NotFound, ShoalClient
 from shoal.model.base import Reason, ReasonCode, ResourceRef, utcnow
 from shoal.model.constraints import LabelConstraint, MetricConstraint
-from shoal.model.kubernetes import Application, ApplicationState, Cluster, ClusterState
+from shoal.model.kubernetes import (
+    Application,
+    ApplicationState,
+    BindingItem,
+    Cluster,
+    ClusterState,
+)
+from shoal.scheduler.binder import Binder
 from shoal.scheduler.config import SchedulerConfig
 from shoal.scheduler.fleet import Backend, Fleet
 from shoal.scheduler.framework import Decision, Framework, Request
@@ -122,6 +129,7 @@ class ApplicationHandler:
         self.config = config
         self.fleet = fleet
         self.framework = framework
+        self.binder = Binder(client)
         self.bound = 0
         self.conflicts = 0
 
@@ -241,12 +249,17 @@ class ApplicationHandler:
         explanation: dict[str, Any] | None,
         revision: int | None = None,
     ) -> None:
-        await self.client.bind(
-            app,
-            cluster,
-            resource_version=revision if revision is not None else app.metadata.resource_version,
-            triggered=triggered,
-            explanation=explanation,
+        await self.binder.bind(
+            BindingItem(
+                namespace=app.metadata.namespace or "",
+                name=app.metadata.name,
+                cluster=cluster,
+                resource_version=(
+                    revision if revision is not None else app.metadata.resource_version
+                ),
+                triggered=triggered,
+                explanation=explanation,
+            )
         )
         self.bound += 1
 
@@ -255,7 +268,17 @@ class ApplicationHandler:
         data["time"] = utcnow().isoformat()
         data["spec_modified"] = app.metadata.modified.isoformat() if app.metadata.modified else None
         data["forced"] = forced
+        if forced and app.status.reschedule_requested is not None:
+            # Which request this pass answered: a RescheduleTask reads it back.
+            data["reschedule_requested"] = app.status.reschedule_requested.isoformat()
         return data
+
+    def _unanswered(self, app: Application) -> bool:
+        """A reschedule request that no written explanation answers yet."""
+        if not self.forced(app) or app.status.reschedule_requested is None:
+            return False
+        answered = (app.status.scheduling or {}).get("reschedule_requested")
+        return answered != app.status.reschedule_requested.isoformat()
 
     async def _no_cluster(
         self,
@@ -273,7 +296,7 @@ class ApplicationHandler:
         if placed and not self.spec_updated(app):
             # Running where it is and nothing better exists: keep it; record why, once.
             previous = (status.scheduling or {}).get("summary")
-            if previous != decision.summary:
+            if previous != decision.summary or self._unanswered(app):
                 status.scheduling = explanation
                 await self.client.update_status(app)
             return Outcome("waiting", retry_in=self.config.reschedule_after)

@@ -9,16 +9,23 @@ with a resource_version precondition.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
+import time
 from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
 from shoal.client.informer import Informer
-from shoal.client.rest import ShoalClient
+from shoal.client.rest import ApiError, ShoalClient
+from shoal.controllers.base import Controller
 from shoal.model.base import Kind, Reason
-from shoal.model.core import GlobalMetric, GlobalMetricsProvider, Metric, MetricsProvider
+from shoal.model.core import (
+    GlobalMetric,
+    GlobalMetricsProvider,
+    Metric,
+    MetricsProvider,
+    MetricsProviderStatus,
+)
 from shoal.model.infrastructure import Cloud, GlobalCloud
 from shoal.model.kubernetes import Application, Cluster, ClusterState
 from shoal.scheduler import plugins as _plugins  # noqa: F401  (registers built-in plugins)
@@ -38,15 +45,19 @@ from shoal.scheduler.metrics.cache import MetricCache
 
 log = logging.getLogger(__name__)
 
+#: Seconds between two writes of a provider's status that only refresh latency/last fetch.
+PROVIDER_STATUS_MAX_AGE = 60.0
+
 
 def _key(obj: Kind) -> AppKey:
     return (obj.metadata.namespace or "", obj.metadata.name)
 
 
-class Scheduler:
+class Scheduler(Controller):
     def __init__(self, client: ShoalClient, config: SchedulerConfig | None = None) -> None:
         from shoal.controllers.queue import WorkQueue
 
+        super().__init__()
         self.client = client
         self.config = config or SchedulerConfig()
         self.metrics = MetricCache(
@@ -106,7 +117,10 @@ class Scheduler:
             )
         ]
         self.informers[:0] = definitions
-        self._tasks: list[asyncio.Task[Any]] = []
+        self._status_written: dict[tuple[str, str | None, str], float] = {}
+
+    def _informer_of(self, kind: type[Kind]) -> Informer[Any]:
+        return next(i for i in self.informers if i.kind is kind)
 
     def _definition_informer(
         self,
@@ -121,6 +135,9 @@ class Scheduler:
             self._definitions_changed()
 
         def updated(old: Any, new: Any) -> None:
+            if old.spec == new.spec:  # e.g. a provider's status written by us
+                set_(new)
+                return
             added(new)
 
         def deleted(obj: Any) -> None:
@@ -131,43 +148,24 @@ class Scheduler:
 
     # lifecycle -------------------------------------------------------------------
 
-    async def run(self) -> None:
-        """Run until cancelled."""
-        try:
-            await self.start()
-            await asyncio.gather(*self._tasks)
-        finally:
-            await self.stop()
-
     async def start(self) -> None:
         # Metric definitions first, so clusters are scored with their values from the start.
-        for informer in self.informers[:4]:
-            self._tasks.append(asyncio.create_task(informer.run()))
-        for informer in self.informers[:4]:
-            await informer.wait_synced()
+        await self.start_informers(*self.informers[:4])
         await self.metrics.refresh_now()
-        for informer in self.informers[4:]:
-            if informer is not self.app_informer:
-                self._tasks.append(asyncio.create_task(informer.run()))
-        for informer in self.informers[4:]:
-            if informer is not self.app_informer:
-                await informer.wait_synced()
-        self._tasks.append(asyncio.create_task(self.app_informer.run()))
-        self._tasks.append(asyncio.create_task(self.metrics.run()))
+        await self.start_informers(*(i for i in self.informers[4:] if i is not self.app_informer))
+        await self.start_informers(self.app_informer)
+        self.spawn(self.metrics.run())
+        self.spawn(self._provider_status_loop())
         for _ in range(self.config.workers):
-            self._tasks.append(asyncio.create_task(self._app_worker()))
+            self.spawn(self._app_worker())
         for _ in range(2):
-            self._tasks.append(asyncio.create_task(self._cluster_worker()))
+            self.spawn(self._cluster_worker())
 
     async def stop(self) -> None:
         self.queue.close()
         self.cluster_queue.close()
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        self._tasks.clear()
+        await super().stop()
+        await self.apps_handler.binder.close()
         await self.metrics.close()
 
     # application events ----------------------------------------------------------------
@@ -279,6 +277,8 @@ class Scheduler:
         self.clouds.refresh_metrics()
         for cluster in self.cluster_informer.items():
             self.cluster_queue.add(_cluster_key("c:", cluster))
+        for cloud in self.clouds.backends():
+            self.cluster_queue.add(_cloud_key(cloud.obj))
         for app in self.app_informer.items():
             if not self.apps_handler.wants_pass(app):
                 continue
@@ -302,6 +302,8 @@ class Scheduler:
             try:
                 if key[0].startswith("c:"):
                     await self._sync_cluster_metrics(key[0][2:] or None, key[1])
+                elif key[0][:2] in ("o:", "g:"):
+                    await self._sync_cloud_metrics(key[0][:2], key[0][2:] or None, key[1])
                 else:
                     await self._schedule_cluster(key)
             except asyncio.CancelledError:
@@ -340,8 +342,76 @@ class Scheduler:
         if retry is not None:
             self.cluster_queue.add_after(key, retry)
 
+    async def _sync_cloud_metrics(self, tag: str, namespace: str | None, name: str) -> None:
+        """A (Global)Cloud's ONLINE ⇄ FAILING_METRICS, as for clusters."""
+        kind: type[Kind] = Cloud if tag == "o:" else GlobalCloud
+        cloud: Any = self._informer_of(kind).get(name, namespace)
+        backend = self.clouds.get(namespace, kind.__name__, name)
+        if cloud is None or backend is None or cloud.metadata.deleted is not None:
+            return
+        reasons: dict[str, Reason] = dict(backend.failing)
+        state = "FAILING_METRICS" if reasons else "ONLINE"
+        if cloud.status.state == state and cloud.status.metrics_reasons == reasons:
+            return
+        update = cloud.model_copy(deep=True)
+        update.status.state = state
+        update.status.metrics_reasons = reasons
+        await self.client.update_status(update)
+
+    # metrics provider status -------------------------------------------------------
+
+    async def _provider_status_loop(self) -> None:
+        while True:
+            await asyncio.sleep(min(self.config.metrics_refresh, 5.0))
+            try:
+                await self.sync_provider_status()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # the task's top level: log, try again next round
+                log.exception("writing metrics provider status failed")
+
+    async def sync_provider_status(self) -> int:
+        """Write each provider's health to its status when it changed meaningfully.
+
+        Reason or consecutive errors changed, or the first fetch: at once;
+        only latency/last fetch moved: at most every PROVIDER_STATUS_MAX_AGE s.
+        """
+        written = 0
+        now = time.monotonic()
+        seen: set[tuple[str, str | None, str]] = set()
+        for kind in (GlobalMetricsProvider, MetricsProvider):
+            for obj in self._informer_of(kind).items():
+                ns, name = obj.metadata.namespace, obj.metadata.name
+                key = (obj.kind, ns, name)
+                seen.add(key)
+                status = self.metrics.provider_status(kind is MetricsProvider, ns, name)
+                if status is None or status.last_fetch is None:
+                    continue
+                current: MetricsProviderStatus = obj.status
+                news = (
+                    current.last_fetch is None
+                    or current.reason != status.reason
+                    or current.errors != status.errors
+                )
+                last = self._status_written.get(key)
+                if not news and last is not None and now - last < PROVIDER_STATUS_MAX_AGE:
+                    continue
+                if current == status:
+                    continue
+                try:
+                    await self.client.update_status(obj.model_copy(update={"status": status}))
+                except ApiError as error:  # deleted or changed meanwhile: next round
+                    log.debug("status of provider %s: %s", name, error)
+                    continue
+                self._status_written[key] = now
+                written += 1
+        for key in set(self._status_written) - seen:
+            del self._status_written[key]
+        return written
+
     def _cloud_changed(self, cloud: Kind) -> None:
         self.clouds.set(cloud)
+        self.cluster_queue.add(_cloud_key(cloud))
         for cluster in self.cluster_informer.items():
             if cluster.spec.kubeconfig is None and cluster.status.scheduled_to is None:
                 self.cluster_queue.add(
@@ -350,6 +420,14 @@ class Scheduler:
 
     def _cloud_deleted(self, cloud: Kind) -> None:
         self.clouds.remove(cloud)
+
+
+def _cloud_key(cloud: Kind) -> AppKey:
+    """Key of a cloud's metric state sync: ``o:`` a Cloud, ``g:`` a GlobalCloud."""
+    return (
+        ("o:" if cloud.kind == "Cloud" else "g:") + (cloud.metadata.namespace or ""),
+        cloud.metadata.name,
+    )
 
 
 def _cluster_key(tag: str, cluster: Kind) -> AppKey:

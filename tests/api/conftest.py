@@ -44,9 +44,7 @@ class Watch:
                 await self.task
 
 
-async def start_watch(
-    http: httpx.AsyncClient, path: str, **params: Any
-) -> Watch:
+async def start_watch(http: httpx.AsyncClient, path: str, **params: Any) -> Watch:
     """Open ``path?watch`` and collect its events until stopped; returns once headers arrived."""
     watch = Watch()
     query = {"watch": "", **params}

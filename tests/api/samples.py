@@ -84,7 +84,9 @@ def _provider_change(body: Body) -> None:
 
 
 def _role() -> Body:
-    return {"rules": [{"api": "core", "resources": ["metrics"], "namespaces": [], "verbs": ["get"]}]}
+    return {
+        "rules": [{"api": "core", "resources": ["metrics"], "namespaces": [], "verbs": ["get"]}]
+    }
 
 
 def _role_change(body: Body) -> None:
@@ -151,7 +153,13 @@ SAMPLES: list[Sample] = [
         ("status",),
     ),
     Sample(
-        "core", "MetricsProvider", "metricsproviders", True, _provider, _provider_change, ("status",)
+        "core",
+        "MetricsProvider",
+        "metricsproviders",
+        True,
+        _provider,
+        _provider_change,
+        ("status",),
     ),
     Sample("core", "Role", "roles", False, _role, _role_change),
     Sample("core", "RoleBinding", "rolebindings", False, _rolebinding, _rolebinding_change),

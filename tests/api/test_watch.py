@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import itertools
 from typing import Any
 
 import httpx
@@ -173,7 +174,7 @@ async def _flood(http: httpx.AsyncClient, names: list[str], parallel: int = 16) 
 def _check_all_added(watch: Watch, names: list[str]) -> None:
     assert [e["type"] for e in watch.events] == ["ADDED"] * len(names)
     revisions = watch.revisions()
-    assert all(a < b for a, b in zip(revisions, revisions[1:], strict=False))
+    assert all(a < b for a, b in itertools.pairwise(revisions))
     assert sorted(e["object"]["metadata"]["name"] for e in watch.events) == sorted(names)
 
 
@@ -200,9 +201,7 @@ async def test_no_event_lost_across_a_cut_and_resume(http: httpx.AsyncClient) ->
     finally:
         await first.stop()  # cut the stream mid-flood
     last = first.revisions()[-1]
-    second = await start_watch(
-        http, APPLICATION.collection(), heartbeat=0.2, resource_version=last
-    )
+    second = await start_watch(http, APPLICATION.collection(), heartbeat=0.2, resource_version=last)
     try:
         await flood
         await wait_for(

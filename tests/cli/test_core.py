@@ -207,7 +207,7 @@ async def test_provider_types(
     assert namespaced.spec == provider.spec
 
     table = ok(await shoal("core", "gmp", "list")).stdout.splitlines()
-    assert table[0].split() == ["NAME", "TYPE", "URL", "AGE"]
+    assert table[0].split() == ["NAME", "TYPE", "URL", "STATUS", "LAST_FETCH", "LATENCY", "AGE"]
     expected_url = section.get("url", "-")
     assert table[1].split()[:3] == ["p", ptype, expected_url]
 

@@ -9,7 +9,7 @@ import pytest
 
 from shoal.client.rest import ShoalClient
 from shoal.model.base import Metadata
-from shoal.model.kubernetes import Application, ApplicationSpec, Cluster, ClusterSpec
+from shoal.model.kubernetes import Application, Cluster, ClusterSpec
 from shoal.sim.server import SimServer, start_sim
 
 NS = "default"

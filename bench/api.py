@@ -1,0 +1,301 @@
+"""API server throughput and latency: creates/s, reads/s, list latency, watch fan-out, RSS.
+
+The API runs in its own process (uvicorn over ``create_app``), the load
+generator (aiohttp) in this one, so they do not share a core.
+
+    .venv/bin/python bench/api.py [--store sqlite|etcd://host:port] [--objects 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+
+NS = f"bench-{os.getpid()}"  # fresh on a shared etcd too
+APPS = f"/kubernetes/namespaces/{NS}/applications"
+
+SERVER = """
+import sys, uvicorn
+from shoal.api.app import create_app
+from shoal.api.server import bind_socket
+from shoal.store.base import open_store
+store_url, port = sys.argv[1], int(sys.argv[2])
+sock = bind_socket("127.0.0.1", port)
+config = uvicorn.Config(create_app(open_store(store_url)), log_level="warning",
+                        access_log=False, lifespan="off")
+uvicorn.Server(config).run(sockets=[sock])
+"""
+
+
+def application(name: str) -> dict[str, Any]:
+    return {
+        "api": "kubernetes",
+        "kind": "Application",
+        "metadata": {"name": name, "labels": {"bench": "yes", "shard": str(hash(name) % 8)}},
+        "spec": {
+            "manifest": [
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "metadata": {"name": name},
+                    "spec": {
+                        "replicas": 1,
+                        "template": {
+                            "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}
+                        },
+                    },
+                }
+            ],
+            "constraints": {"cluster": {"labels": ["location is DE"], "metrics": ["load < 0.5"]}},
+        },
+    }
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def p50_p99(seconds: list[float], digits: int = 1) -> str:
+    return (
+        f"{quantile(seconds, 0.5) * 1e3:.{digits}f} / {quantile(seconds, 0.99) * 1e3:.{digits}f} ms"
+    )
+
+
+async def run_many(
+    count: int, parallel: int, one: Callable[[int], Awaitable[None]]
+) -> tuple[float, list[float]]:
+    """Run ``one(i)`` for every i, ``parallel`` at a time; elapsed seconds and latencies."""
+    latencies: list[float] = []
+    queue: asyncio.Queue[int] = asyncio.Queue()
+    for i in range(count):
+        queue.put_nowait(i)
+
+    async def worker() -> None:
+        while not queue.empty():
+            i = queue.get_nowait()
+            start = time.perf_counter()
+            await one(i)
+            latencies.append(time.perf_counter() - start)
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(parallel)))
+    return time.perf_counter() - start, latencies
+
+
+async def wait_ready(http: aiohttp.ClientSession, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"API server exited with {process.returncode}")
+        try:
+            async with http.get("/readyz") as response:
+                if response.status == 200:
+                    return
+        except aiohttp.ClientError:
+            pass
+        await asyncio.sleep(0.05)
+    raise SystemExit("API server did not become ready")
+
+
+async def watcher(
+    http: aiohttp.ClientSession, path: str, params: dict[str, Any], want: int
+) -> float:
+    """Read ``want`` events; the time the last one arrived."""
+    seen = 0
+    async with http.get(path, params=params, timeout=aiohttp.ClientTimeout(total=None)) as r:
+        assert r.status == 200, await r.text()
+        async for line in r.content:
+            if line.strip():
+                seen += 1
+                if seen >= want:
+                    return time.perf_counter()
+    raise RuntimeError(f"watch ended after {seen} of {want} events")
+
+
+async def bench(
+    port: int, process: subprocess.Popen[bytes], objects: int, parallel: int, watchers: int
+) -> list[tuple[str, str]]:
+    rows: list[tuple[str, str]] = []
+    connector = aiohttp.TCPConnector(limit=parallel + watchers + 4)
+    async with aiohttp.ClientSession(
+        f"http://127.0.0.1:{port}",
+        connector=connector,
+        headers={"content-type": "application/json"},
+    ) as http:
+        await wait_ready(http, process)
+        rows.append(("server RSS idle", f"{rss_mib(process.pid):.0f} MiB"))
+        async with http.get(APPS) as response:
+            start_revision = (await response.json())["metadata"]["resource_version"]
+
+        # live watchers see every create while it happens
+        live = [
+            asyncio.create_task(
+                watcher(http, APPS, {"watch": "", "resource_version": start_revision}, objects)
+            )
+            for _ in range(watchers)
+        ]
+        await asyncio.sleep(0.3)
+
+        bodies = [orjson.dumps(application(f"app-{i:06d}")) for i in range(objects)]
+
+        async def create(i: int) -> None:
+            async with http.post(APPS, data=bodies[i]) as response:
+                await response.read()
+                if response.status >= 300:
+                    raise RuntimeError(f"create: {response.status} {await response.text()}")
+
+        elapsed, lat = await run_many(objects, parallel, create)
+        t0 = time.perf_counter() - elapsed
+        rows.append((f"creates ({parallel} in flight)", f"{objects / elapsed:,.0f} /s"))
+        rows.append(
+            (
+                "create latency p50 / p99",
+                p50_p99(lat, 1),
+            )
+        )
+        done = await asyncio.gather(*live)
+        rows.append(
+            (
+                f"watch, live: events to {watchers} watchers",
+                f"{watchers * objects / (max(done) - t0):,.0f} /s",
+            )
+        )
+
+        reads = objects
+
+        async def read(i: int) -> None:
+            async with http.get(f"{APPS}/app-{i % objects:06d}") as response:
+                await response.read()
+                assert response.status == 200
+
+        elapsed, lat = await run_many(reads, parallel, read)
+        rows.append((f"reads ({parallel} in flight)", f"{reads / elapsed:,.0f} /s"))
+        rows.append(
+            (
+                "read latency p50 / p99",
+                p50_p99(lat, 1),
+            )
+        )
+
+        list_times: list[float] = []
+        size = 0
+        for _ in range(20):
+            start = time.perf_counter()
+            async with http.get(APPS) as response:
+                body = await response.read()
+            list_times.append(time.perf_counter() - start)
+            size = len(body)
+        count = len(orjson.loads(body)["items"])
+        rows.append(
+            (
+                f"list {count:,} objects ({size / 2**20:.1f} MiB) p50 / p99",
+                p50_p99(list_times, 0),
+            )
+        )
+        page_times: list[float] = []
+        for _ in range(50):
+            start = time.perf_counter()
+            async with http.get(APPS, params={"limit": "500"}) as response:
+                await response.read()
+            page_times.append(time.perf_counter() - start)
+        rows.append(
+            (
+                "list page of 500 p50 / p99",
+                p50_p99(page_times, 1),
+            )
+        )
+        sel_times: list[float] = []
+        for _ in range(20):
+            start = time.perf_counter()
+            async with http.get(APPS, params={"label_selector": "shard=3"}) as response:
+                await response.read()
+            sel_times.append(time.perf_counter() - start)
+        rows.append(
+            (
+                f"list with label_selector at {objects:,} p50",
+                f"{statistics.median(sel_times) * 1e3:.0f} ms",
+            )
+        )
+
+        # replay: watchers resume from before the creates and read the history
+        start = time.perf_counter()
+        done = await asyncio.gather(
+            *(
+                watcher(http, APPS, {"watch": "", "resource_version": start_revision}, objects)
+                for _ in range(watchers)
+            )
+        )
+        rows.append(
+            (
+                f"watch, replay: events to {watchers} watchers",
+                f"{watchers * objects / (max(done) - start):,.0f} /s",
+            )
+        )
+        rows.append(("server RSS after", f"{rss_mib(process.pid):.0f} MiB"))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--store", default="sqlite", help="sqlite (temp file) or etcd://host:port")
+    parser.add_argument("--objects", type=int, default=10_000)
+    parser.add_argument("--parallel", type=int, default=64)
+    parser.add_argument("--watchers", type=int, default=10)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        if args.store == "sqlite":
+            store_url = f"sqlite://{os.path.join(tmp, 'shoal.db')}"
+        elif args.store.startswith(("etcd://", "sqlite://")):
+            store_url = args.store
+        else:
+            raise SystemExit(f"unknown store {args.store!r}: sqlite or etcd://host:port")
+        port = free_port()
+        process = subprocess.Popen(
+            [sys.executable, "-c", SERVER, store_url, str(port)],
+            cwd=Path(__file__).resolve().parent.parent,
+        )
+        try:
+            rows = asyncio.run(bench(port, process, args.objects, args.parallel, args.watchers))
+        finally:
+            process.terminate()
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+    width = max(len(name) for name, _ in rows)
+    print(f"\nShoal API benchmark — store {args.store}, {os.cpu_count()} CPUs\n")
+    print(f"{'measure':<{width}}  value")
+    print(f"{'-' * width}  {'-' * 16}")
+    for name, value in rows:
+        print(f"{name:<{width}}  {value}")
+
+
+if __name__ == "__main__":
+    main()

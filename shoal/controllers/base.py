@@ -1,0 +1,52 @@
+"""What every controller shares: background tasks, run until cancelled, a clean stop.
+
+A controller spawns its informers and workers in ``start()`` through
+``spawn``/``start_informers``; ``run()`` starts it and waits until cancelled
+or until one of its tasks fails, and always stops it. Subclasses extend
+``stop()`` for their own clean-up (queues, clients) and call ``super()``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Coroutine
+from typing import Any
+
+from shoal.client.informer import Informer
+
+
+class Controller:
+    def __init__(self) -> None:
+        self._tasks: list[asyncio.Task[Any]] = []
+
+    def spawn(self, work: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
+        task = asyncio.create_task(work)
+        self._tasks.append(task)
+        return task
+
+    async def start_informers(self, *informers: Informer[Any]) -> None:
+        """Run informers in the background and return once each has listed."""
+        for informer in informers:
+            self.spawn(informer.run())
+        for informer in informers:
+            await informer.wait_synced()
+
+    async def start(self) -> None:
+        raise NotImplementedError
+
+    async def stop(self) -> None:
+        tasks, self._tasks = self._tasks, []
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    async def run(self) -> None:
+        """Run until cancelled (or a task fails), then stop."""
+        try:
+            await self.start()
+            await asyncio.gather(*self._tasks)
+        finally:
+            await self.stop()

@@ -1,0 +1,161 @@
+"""Group ``scheduling``: the RescheduleTask of seed 002, which reschedules on demand.
+
+A task selects applications (by reference, by label selector per namespace,
+or by the cluster they are on), and the task controller stamps its trigger
+time (``metadata.created``) on each of them. The scheduler reschedules an
+application whose ``status.reschedule_requested`` is later than its
+``status.last_scheduled``, ignoring stickiness; nothing is reset afterwards,
+so a repeated stamp or a restarted controller does no harm.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, Field, model_validator
+
+from shoal.model.base import Kind, Model, check_name
+from shoal.model.constraints import ConstraintError, LabelSelector
+
+DEFAULT_NAMESPACE = "default"
+
+
+def _selector(text: str) -> str:
+    try:
+        LabelSelector.parse(text)
+    except ConstraintError as error:
+        raise ValueError(str(error)) from None
+    return text
+
+
+def _cluster_name(text: str) -> str:
+    namespace, _, name = text.rpartition("/")
+    check_name(name)
+    if namespace:
+        check_name(namespace)
+    return text
+
+
+class ResourceSelector(Model):
+    """One application, named explicitly."""
+
+    api: str = "kubernetes"
+    kind: str = "Application"
+    namespace: str = DEFAULT_NAMESPACE
+    name: Annotated[str, AfterValidator(check_name)]
+
+
+class PolicySelector(Model):
+    """Every application of a namespace whose labels match (empty selector: all of them)."""
+
+    namespace: Annotated[str, AfterValidator(check_name)] = DEFAULT_NAMESPACE
+    label_selector: Annotated[str, AfterValidator(_selector)] = Field(
+        default="", examples=["tier=web,env!=dev"]
+    )
+
+
+ClusterName = Annotated[
+    str,
+    AfterValidator(_cluster_name),
+    Field(description="Cluster name, optionally 'namespace/name' (default namespace 'default')"),
+]
+
+
+class RescheduleTaskSpec(Model):
+    target_ref_resource: list[ResourceSelector] = Field(default_factory=list)
+    target_ref_policy: list[PolicySelector] = Field(default_factory=list)
+    target_clusters: list[ClusterName] = Field(
+        default_factory=list, description="Every application now on one of these clusters."
+    )
+    ttl_seconds_after_finished: int | None = Field(
+        default=None,
+        ge=0,
+        description="Delete the task this many seconds after it finished; unset: keep it.",
+    )
+
+    @model_validator(mode="after")
+    def _some_target(self) -> RescheduleTaskSpec:
+        if not (self.target_ref_resource or self.target_ref_policy or self.target_clusters):
+            raise ValueError(
+                "select targets with target_ref_resource, target_ref_policy or target_clusters"
+            )
+        return self
+
+
+class TargetResult(StrEnum):
+    Successful = "Successful"
+    Failed = "Failed"
+
+
+class TargetReason(StrEnum):
+    """Machine-readable reason of a target's result."""
+
+    Rescheduled = "Rescheduled"
+    ApplicationNotFound = "ApplicationNotFound"
+    ApplicationDeleting = "ApplicationDeleting"
+    ApplicationFailed = "ApplicationFailed"
+    NoSuitableCluster = "NoSuitableCluster"
+    MigrationDisabled = "MigrationDisabled"
+    UnsupportedKind = "UnsupportedKind"
+
+
+class TargetStatus(Model):
+    """One observed target: pending while ``result`` is None."""
+
+    api: str = "kubernetes"
+    kind: str = "Application"
+    namespace: str
+    name: str
+    result: TargetResult | None = None
+    reason: TargetReason | None = None
+    message: str = ""
+    cluster: str | None = Field(default=None, description="Where the application is now.")
+
+
+class TaskPhase(StrEnum):
+    Pending = "Pending"  # not observed by the controller yet
+    Running = "Running"
+    Finished = "Finished"
+
+
+class RescheduleTaskStatus(Model):
+    phase: TaskPhase = TaskPhase.Pending
+    trigger_time: datetime | None = Field(
+        default=None, description="Stamped on every target (the task's creation time)."
+    )
+    targets: list[TargetStatus] = Field(default_factory=list)
+    total: int = 0
+    successful: int = 0
+    failed: int = 0
+    pending: int = 0
+    finish_time: datetime | None = None
+
+
+class RescheduleTask(Kind):
+    api: Literal["scheduling"] = "scheduling"
+    kind: Literal["RescheduleTask"] = "RescheduleTask"
+    spec: RescheduleTaskSpec
+    status: RescheduleTaskStatus = Field(default_factory=RescheduleTaskStatus)
+
+    plural = "rescheduletasks"
+    namespaced = False
+    subresources = ("status",)
+
+
+class RescheduleRequest(Model):
+    """Body of ``PUT .../applications/{name}/reschedule``: ask for a forced pass."""
+
+    requested: datetime = Field(description="Trigger time (RFC 3339); only moves forward.")
+
+
+class RescheduleItem(RescheduleRequest):
+    namespace: str = Field(min_length=1, max_length=63)
+    name: str = Field(min_length=1, max_length=63)
+
+
+class RescheduleBatch(Model):
+    """Body of ``POST /scheduling/reschedules``: many requests, one round trip."""
+
+    items: list[RescheduleItem] = Field(max_length=1000)

@@ -1,0 +1,74 @@
+"""The garbage collector against the in-process API (no clusters needed)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+
+from shoal.client.rest import NotFound, ShoalClient
+from shoal.controllers.gc import FINALIZER, GarbageCollector
+from shoal.model.base import Metadata
+from shoal.model.kubernetes import Application, Cluster, ClusterSpec
+from tests.kube.conftest import NS, application
+from tests.util import wait_for
+
+
+@pytest.fixture
+async def gc(client: ShoalClient) -> AsyncIterator[GarbageCollector]:
+    collector = GarbageCollector(client, kinds=(Application, Cluster))
+    await collector.start()
+    try:
+        yield collector
+    finally:
+        await collector.stop()
+
+
+async def _exists(client: ShoalClient, kind: type[Application] | type[Cluster], name: str) -> bool:
+    try:
+        await client.get(kind, name, NS)
+    except NotFound:
+        return False
+    return True
+
+
+async def test_cascade_deletes_dependents_first(
+    client: ShoalClient, gc: GarbageCollector
+) -> None:
+    parent = await client.create(application("parent"))
+    child = application("child")
+    child.metadata.owners = [parent.ref()]
+    await client.create(child)
+
+    async def guarded() -> bool:
+        return FINALIZER in (await client.get(Application, "parent", NS)).metadata.finalizers
+
+    await wait_for(guarded, message="cascade finalizer on the owner")
+    await client.delete(Application, "parent", NS)
+
+    async def both_gone() -> bool:
+        parent_there = await _exists(client, Application, "parent")
+        child_there = await _exists(client, Application, "child")
+        if parent_there is False:
+            assert not child_there, "owner removed before its dependent"
+        return not parent_there and not child_there
+
+    await wait_for(both_gone, message="owner and dependent removed")
+
+
+async def test_cluster_deletion_keeps_applications(
+    client: ShoalClient, gc: GarbageCollector
+) -> None:
+    cluster = await client.create(
+        Cluster(metadata=Metadata(name="c1", namespace=NS), spec=ClusterSpec())
+    )
+    app = application("tenant")
+    app.metadata.owners = [cluster.ref()]
+    await client.create(app)
+    await client.delete(Cluster, "c1", NS)
+    async def cluster_gone() -> bool:
+        return not await _exists(client, Cluster, "c1")
+
+    await wait_for(cluster_gone, message="cluster removed")
+    remaining = await client.get(Application, "tenant", NS)
+    assert remaining.metadata.deleted is None

@@ -1,0 +1,204 @@
+"""Scheduler + KubeController + ClusterObserver against two `shoal sim` clusters."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from shoal.client.rest import NotFound, ShoalClient
+from shoal.kube.client import KubeClients, KubeCluster
+from shoal.kube.controller import FINALIZER, KubeController
+from shoal.kube.observer import ClusterObserver
+from shoal.model.base import ResourceRef
+from shoal.model.kubernetes import Application, ApplicationState, Cluster, ClusterState
+from shoal.scheduler.scheduler import Scheduler
+from shoal.sim.server import SimServer
+from tests.kube.conftest import NS, application
+from tests.scheduler.helpers import fast_config
+from tests.util import wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+@pytest.fixture
+async def kube(clusters: list[Cluster]) -> AsyncIterator[dict[str, KubeCluster]]:
+    """Direct access to the sim clusters, to check what the controller did there."""
+    clients = KubeClients(timeout=2.0)
+    try:
+        yield {c.metadata.name: await clients.get(c) for c in clusters}
+    finally:
+        await clients.close()
+
+
+@pytest.fixture
+async def controller(client: ShoalClient, clusters: list[Cluster]) -> AsyncIterator[KubeController]:
+    ctl = KubeController(client, poll_interval=0.2, timeout=2.0)
+    await ctl.start()
+    try:
+        yield ctl
+    finally:
+        await ctl.stop()
+
+
+@pytest.fixture
+async def control_plane(
+    client: ShoalClient, controller: KubeController
+) -> AsyncIterator[tuple[Scheduler, ClusterObserver]]:
+    observer = ClusterObserver(client, interval=0.3, timeout=1.0)
+    scheduler = Scheduler(client, fast_config())
+    await observer.start()
+    await scheduler.start()
+    try:
+        yield scheduler, observer
+    finally:
+        await scheduler.stop()
+        await observer.stop()
+
+
+async def _deployment(kube: KubeCluster, name: str) -> dict[str, Any] | None:
+    return await kube.read(
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name}}, NS
+    )
+
+
+async def _ready(kube: KubeCluster, name: str) -> bool:
+    dep = await _deployment(kube, name)
+    if dep is None:
+        return False
+    return bool((dep.get("status") or {}).get("readyReplicas") == dep["spec"]["replicas"])
+
+
+async def _app(client: ShoalClient, name: str) -> Application:
+    return await client.get(Application, name, NS)
+
+
+async def test_deploy_and_delete(
+    client: ShoalClient,
+    kube: dict[str, KubeCluster],
+    control_plane: tuple[Scheduler, ClusterObserver],
+) -> None:
+    await client.create(application("web", labels=["location is FR"]))
+
+    async def running() -> Application | None:
+        app = await _app(client, "web")
+        return app if app.status.state is ApplicationState.RUNNING else None
+
+    app = await wait_for(running, timeout=15, message="web RUNNING")
+    assert app.status.running_on is not None and app.status.running_on.name == "fr"
+    assert app.status.scheduled_to == app.status.running_on
+    assert FINALIZER in app.metadata.finalizers
+    assert app.status.last_applied_manifest == app.spec.manifest
+    assert app.status.container_health.desired_pods == 2
+    assert app.status.container_health.running_pods == 2
+    assert await _ready(kube["fr"], "web")
+    assert await _deployment(kube["de"], "web") is None
+
+    # the observer reports nodes and keeps the cluster ONLINE
+    cluster = await client.get(Cluster, "fr", NS)
+    assert cluster.status.state is ClusterState.ONLINE
+    assert cluster.status.nodes[0]["count"] == 2 and cluster.status.nodes[0]["ready"] == 2
+    assert {n.get("name") for n in cluster.status.nodes[1:]} == {
+        n["metadata"]["name"] for n in (await kube["fr"].request("GET", "/api/v1/nodes"))["items"]
+    }
+
+    await client.delete(Application, "web", NS)
+
+    async def gone() -> bool:
+        try:
+            await _app(client, "web")
+        except NotFound:
+            return True
+        # the application may not go before its Deployment is gone from the cluster
+        return False
+
+    await wait_for(gone, timeout=10, message="application removed")
+    assert await _deployment(kube["fr"], "web") is None
+
+
+async def test_unreachable_cluster_moves_application(
+    client: ShoalClient,
+    sim: SimServer,
+    kube: dict[str, KubeCluster],
+    control_plane: tuple[Scheduler, ClusterObserver],
+) -> None:
+    await client.create(application("api", labels=["location in (DE, FR)"]))
+
+    async def placed() -> str | None:
+        app = await _app(client, "api")
+        if app.status.state is ApplicationState.RUNNING and app.status.running_on:
+            return app.status.running_on.name
+        return None
+
+    first = await wait_for(placed, timeout=15, message="api RUNNING")
+    other = "fr" if first == "de" else "de"
+    sim.fleet.set_unreachable(first, True)
+
+    async def offline() -> bool:
+        cluster = await client.get(Cluster, first, NS)
+        return cluster.status.state is ClusterState.OFFLINE
+
+    await wait_for(offline, timeout=10, message=f"{first} OFFLINE")
+
+    async def moved() -> bool:
+        return await placed() == other
+
+    await wait_for(moved, timeout=20, message=f"api RUNNING on {other}")
+    assert await _ready(kube[other], "api")
+
+    # back online: CONNECTING for one pass, then ONLINE
+    sim.fleet.set_unreachable(first, False)
+
+    async def online() -> bool:
+        cluster = await client.get(Cluster, first, NS)
+        return cluster.status.state is ClusterState.ONLINE
+
+    await wait_for(online, timeout=10, message=f"{first} ONLINE again")
+
+
+async def test_migration_keeps_old_copy_until_new_is_ready(
+    client: ShoalClient,
+    sim: SimServer,
+    kube: dict[str, KubeCluster],
+    controller: KubeController,
+) -> None:
+    """Without the scheduler: bind by hand to de, then to fr."""
+    for name in ("de", "fr"):  # pods start slowly on the new cluster: a visible window
+        sim.fleet.cluster(name).pod_start_delay = 1.0
+    app = await client.create(application("mig", replicas=2))
+    de = ResourceRef(api="kubernetes", kind="Cluster", namespace=NS, name="de")
+    fr = ResourceRef(api="kubernetes", kind="Cluster", namespace=NS, name="fr")
+    await client.bind(app, de)
+
+    async def running_on(name: str) -> bool:
+        current = await _app(client, "mig")
+        return (
+            current.status.state is ApplicationState.RUNNING
+            and current.status.running_on is not None
+            and current.status.running_on.name == name
+        )
+
+    await wait_for(lambda: running_on("de"), timeout=15, message="mig RUNNING on de")
+    await client.bind(await _app(client, "mig"), fr)
+
+    window_seen = False
+
+    async def migrated() -> bool:
+        nonlocal window_seen
+        # old copy first, then the new one: "old gone" must imply "new ready"
+        old = await _deployment(kube["de"], "mig")
+        new_ready = await _ready(kube["fr"], "mig")
+        current = await _app(client, "mig")
+        if old is None:
+            assert new_ready, "the old copy was deleted before the new one was ready"
+        elif not new_ready and current.status.state is ApplicationState.MIGRATING:
+            window_seen = True
+            assert current.status.running_on is not None
+            assert current.status.running_on.name == "de"
+        return await running_on("fr")
+
+    await wait_for(migrated, timeout=15, interval=0.05, message="mig RUNNING on fr")
+    assert window_seen, "never saw MIGRATING with the old copy alive and the new one not ready"
+    assert await _deployment(kube["de"], "mig") is None
+    assert await _ready(kube["fr"], "mig")

@@ -1,0 +1,72 @@
+"""Pure functions of the kube controller and the cluster observer."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from shoal.kube.controller import triggered, workload_health
+from shoal.kube.observer import quantity, summarize_nodes
+from tests.kube.conftest import application
+
+
+def test_triggered_handshake() -> None:
+    app = application("a")
+    now = datetime.now(UTC)
+    app.metadata.modified = now
+    assert not triggered(app)  # never bound
+    app.status.kube_controller_triggered = now - timedelta(seconds=1)
+    assert not triggered(app)  # spec updated after the scheduler saw it
+    app.status.kube_controller_triggered = now
+    assert triggered(app)
+
+
+def test_workload_health() -> None:
+    dep: dict[str, Any] = {
+        "kind": "Deployment",
+        "metadata": {"generation": 2},
+        "spec": {"replicas": 3},
+        "status": {"observedGeneration": 2, "replicas": 3, "readyReplicas": 3,
+                   "updatedReplicas": 3},
+    }
+    ready, health = workload_health(dep)
+    assert ready and health.desired_pods == 3 and health.running_pods == 3
+    dep["status"]["readyReplicas"] = 1
+    assert not workload_health(dep)[0]
+    dep["status"]["readyReplicas"] = 3
+    dep["status"]["observedGeneration"] = 1  # the controller has not seen the new spec yet
+    assert not workload_health(dep)[0]
+    assert workload_health({"kind": "ConfigMap"})[0]
+
+
+def _node(name: str, ready: bool, pressure: bool = False) -> dict[str, object]:
+    return {
+        "metadata": {"name": name},
+        "status": {
+            "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"},
+            "allocatable": {"cpu": "7500m", "memory": "30Gi", "pods": "110"},
+            "conditions": [
+                {"type": "Ready", "status": "True" if ready else "False"},
+                {"type": "MemoryPressure", "status": "True" if pressure else "False"},
+            ],
+        },
+    }
+
+
+def test_summarize_nodes_is_compact() -> None:
+    nodes = [_node(f"n-{i}", ready=i % 2 == 0) for i in range(120)]
+    entries, ready, pressure = summarize_nodes(nodes)
+    assert ready == 60 and not pressure
+    assert entries[0]["count"] == 120 and entries[0]["ready"] == 60
+    assert entries[0]["capacity"]["cpu"] == 960
+    assert entries[0]["allocatable"]["memory"] == 120 * 30 * 2**30
+    assert len(entries) == 51
+    _, _, pressure = summarize_nodes([_node("n", ready=True, pressure=True)])
+    assert pressure
+
+
+def test_quantity() -> None:
+    assert quantity("250m") == 0.25
+    assert quantity("1Gi") == 2**30
+    assert quantity("2k") == 2000
+    assert quantity("junk") == 0
