@@ -54,6 +54,7 @@ app = typer.Typer(
 EXTENSIONS: list[tuple[str, str | None]] = [
     ("shoal.cli.run", None),  # shoal api, shoal scheduler, shoal up
     ("shoal.sim.cli", "sim"),  # shoal sim
+    ("shoal.cli.reschedule", "reschedule"),  # shoal reschedule
 ]
 
 

@@ -111,6 +111,10 @@ def controllers(client: Any) -> list[Any]:
         from shoal.controllers.gc import GarbageCollector
 
         found.append(GarbageCollector(client))
+    with contextlib.suppress(ImportError):
+        from shoal.controllers.reschedule import RescheduleTaskController
+
+        found.append(RescheduleTaskController(client))
     return found
 
 

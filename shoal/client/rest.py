@@ -7,19 +7,20 @@ streams. Errors are ``ApiError`` subclasses carrying the problem document.
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 import aiohttp
 import orjson
+from pydantic import BaseModel
 
 from shoal.model.base import Kind, ResourceRef
 from shoal.model.kubernetes import (
     Application,
     ApplicationBinding,
-    BindingBatch,
     BindingItem,
     Cluster,
     ClusterBinding,
@@ -239,10 +240,16 @@ class ShoalClient:
         data = await self.request("PUT", path, body=binding.model_dump(mode="json"))
         return Application.model_validate(data)
 
-    async def bind_many(self, items: Sequence[BindingItem]) -> Sequence[dict[str, Any]]:
-        """Many bindings in one request: one result per item (``status``, ``resource_version``)."""
-        body = BindingBatch(bindings=list(items)).model_dump(mode="json")
-        data = await self.request("POST", "/scheduling/bindings", body=body)
+    async def bind_many(
+        self, items: Sequence[BindingItem | Mapping[str, Any]]
+    ) -> Sequence[dict[str, Any]]:
+        """Many bindings in one request: one result per item (``status``, ``resource_version``).
+
+        Items are BindingItem models or their JSON form (the scheduler's hot path
+        builds dicts; the server validates them either way).
+        """
+        bindings = [i.model_dump(mode="json") if isinstance(i, BaseModel) else i for i in items]
+        data = await self.request("POST", "/scheduling/bindings", body={"bindings": bindings})
         results: Sequence[dict[str, Any]] = data["results"]
         return results
 
@@ -275,6 +282,7 @@ class ShoalClient:
             params["label_selector"] = label_selector
         timeout = aiohttp.ClientTimeout(total=None, connect=10.0, sock_read=heartbeat * 3)
         url = self.url + collection_path(kind, namespace)
+        line_model = _watch_line(kind)
         try:
             async with self.session.get(url, params=_params(params), timeout=timeout) as response:
                 if response.status >= 400:
@@ -286,11 +294,22 @@ class ShoalClient:
                     for line in lines:
                         if not line:
                             continue  # heartbeat
-                        data = orjson.loads(line)
-                        obj = kind.model_validate(data["object"])
-                        yield WatchEvent(data["type"], obj, int(obj.metadata.resource_version or 0))
+                        event = line_model.model_validate_json(line)
+                        obj = event.object
+                        yield WatchEvent(event.type, obj, int(obj.metadata.resource_version or 0))
         except (aiohttp.ClientError, TimeoutError) as error:
             raise Unreachable(f"{self.url}: watch {kind.plural}: {error!r}") from error
+
+
+class _WatchLine(BaseModel, Generic[K]):
+    type: str
+    object: K
+
+
+@functools.cache
+def _watch_line(kind: type[K]) -> type[_WatchLine[K]]:
+    """The model of one watch line of ``kind``: parsed and validated in one pass, in Rust."""
+    return _WatchLine[kind]  # type: ignore[valid-type]
 
 
 def _params(params: dict[str, Any] | None) -> dict[str, str] | None:

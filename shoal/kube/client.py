@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,6 +123,69 @@ class KubeCluster:
             namespace = obj["metadata"].get("namespace") or default_namespace
             return f"{base}/namespaces/{namespace}/{info.plural}/{name}"
         return f"{base}/{info.plural}/{name}"
+
+    async def collection(self, api_version: str, kind: str, namespace: str) -> str:
+        """URL path of a kind's list (in ``namespace`` when the kind is namespaced)."""
+        info = await self.resource(api_version, kind)
+        base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+        if info.namespaced:
+            return f"{base}/namespaces/{namespace}/{info.plural}"
+        return f"{base}/{info.plural}"
+
+    async def watch(
+        self, path: str, resource_version: str, timeout_seconds: int = 300
+    ) -> AsyncIterator[Obj]:
+        """Events of a list from ``resource_version`` on, until the server ends the stream.
+
+        410 (as an answer or as an ERROR event) raises ``KubeApiError(410)``: re-list.
+        """
+        query = [
+            ("watch", "true"),
+            ("resourceVersion", resource_version),
+            ("allowWatchBookmarks", "true"),
+            ("timeoutSeconds", str(timeout_seconds)),
+        ]
+        try:
+            response = await self.api.call_api(
+                path,
+                "GET",
+                query_params=query,
+                header_params={"Accept": "application/json"},
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _return_http_data_only=True,
+                _request_timeout=aiohttp.ClientTimeout(
+                    total=timeout_seconds + 30, sock_connect=self.timeout
+                ),
+            )
+        except ApiException as error:
+            raise KubeUnreachable(str(error)) from error
+        except (aiohttp.ClientError, TimeoutError, OSError) as error:
+            raise KubeUnreachable(f"{type(error).__name__}: {error}") from error
+        try:
+            if response.status != 200:
+                body = (await response.read()).decode(errors="replace")
+                raise KubeApiError(response.status, str(response.reason), body)
+            while True:
+                try:
+                    line = await response.content.readline()
+                except (aiohttp.ClientError, TimeoutError, OSError) as error:
+                    raise KubeUnreachable(f"{type(error).__name__}: {error}") from error
+                if not line:
+                    return
+                if not line.strip():
+                    continue
+                event: Obj = orjson.loads(line)
+                if event.get("type") == "ERROR":
+                    status = event.get("object") or {}
+                    raise KubeApiError(
+                        int(status.get("code") or 500),
+                        str(status.get("reason") or "Error"),
+                        str(status.get("message") or ""),
+                    )
+                yield event
+        finally:
+            response.release()
 
     async def apply(self, obj: Obj, default_namespace: str = "default") -> Obj:
         """Server-side apply (field manager ``shoal``, forced)."""

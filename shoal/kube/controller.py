@@ -21,6 +21,7 @@ from shoal.client.informer import Informer
 from shoal.client.rest import ApiError, Conflict, NotFound, ShoalClient, Unreachable
 from shoal.controllers.queue import WorkQueue
 from shoal.kube.client import KubeApiError, KubeClients, KubeCluster, KubeUnreachable
+from shoal.kube.watch import ClusterWatches, Entry
 from shoal.model.base import Reason, ReasonCode, ResourceRef
 from shoal.model.kubernetes import Application, ApplicationState, Cluster, ContainerHealth
 
@@ -102,6 +103,70 @@ def _ident(obj: Obj) -> tuple[str, str, str | None, str]:
     return (obj["apiVersion"], obj["kind"], meta.get("namespace"), meta["name"])
 
 
+def project(desired: Any, live: Any) -> Any:
+    """The part of ``live`` that ``desired`` sets (keys of desired dicts, lists item by item).
+
+    Compared with the projection right after our apply, it tells a change by
+    someone else from the server's defaults and normalisations.
+    """
+    if isinstance(desired, dict):
+        if not isinstance(live, dict):
+            return live
+        return {k: project(v, live.get(k)) for k, v in desired.items()}
+    if isinstance(desired, list) and isinstance(live, list) and len(desired) == len(live):
+        return [project(d, v) for d, v in zip(desired, live, strict=True)]
+    return live
+
+
+def _stub(obj: Obj) -> Obj:
+    """Enough of a manifest object to find and delete it."""
+    meta: Obj = {"name": obj["metadata"]["name"]}
+    if obj["metadata"].get("namespace"):
+        meta["namespace"] = obj["metadata"]["namespace"]
+    return {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "metadata": meta}
+
+
+def _health(lives: list[Obj | None]) -> tuple[bool, ContainerHealth]:
+    """Whether every live object is there and ready, and the pods they account for."""
+    total = ContainerHealth()
+    all_ready = True
+    for live in lives:
+        if live is None:
+            all_ready = False
+            continue
+        ready, health = workload_health(live)
+        all_ready = all_ready and ready
+        total.desired_pods += health.desired_pods
+        total.running_pods += health.running_pods
+        total.completed_pods += health.completed_pods
+        total.failed_pods += health.failed_pods
+    return all_ready, total
+
+
+def _cleanup_ref(entry: Obj) -> ResourceRef | None:
+    try:
+        return ResourceRef.model_validate(entry.get("cluster"))
+    except ValueError:
+        return None
+
+
+def _merge_cleanup(cleanups: list[Obj], entry: Obj) -> list[Obj]:
+    """Add a left-behind copy; one entry per cluster."""
+    out: list[Obj] = []
+    merged = False
+    for old in cleanups:
+        if old.get("cluster") == entry["cluster"]:
+            objects = list(old.get("objects") or [])
+            objects += [o for o in entry["objects"] if o not in objects]
+            out.append({"cluster": entry["cluster"], "objects": objects})
+            merged = True
+        else:
+            out.append(old)
+    if not merged:
+        out.append(entry)
+    return out
+
+
 class KubeController:
     def __init__(
         self,
@@ -111,12 +176,29 @@ class KubeController:
         poll_interval: float = 0.5,
         resync: float = 30.0,
         timeout: float = 5.0,
+        watch: bool = True,
+        fallback: float = 5.0,
+        cleanup_retry: float = 10.0,
     ) -> None:
         self.client = client
         self.workers = workers
         self.poll_interval = poll_interval
         self.resync = resync
+        self.fallback = fallback
+        self.cleanup_retry = cleanup_retry
         self.kube = KubeClients(timeout=timeout)
+        # watches get their own connection pools: long requests must not starve the others
+        self.watch_kube = KubeClients(timeout=timeout)
+        self.watches: ClusterWatches | None = (
+            ClusterWatches(self._watch_client, self.queue_add) if watch else None
+        )
+        # projection of each applied object right after our apply (drift detection)
+        self.baseline: dict[AppKey, dict[tuple[str, str, str | None, str], Any]] = {}
+        # copies left behind by deleted applications on unreachable clusters
+        self.orphans: dict[AppKey, list[tuple[str, Obj]]] = {}
+        self._cleanup_tried: dict[tuple[AppKey, AppKey], float] = {}
+        self._orphan_tasks: dict[AppKey, asyncio.Task[None]] = {}
+        self.drift_repairs = 0
         self.queue: WorkQueue[AppKey] = WorkQueue()
         self.failures: dict[AppKey, int] = {}
         # (cluster key, manifest) applied per application, to apply only on change
@@ -164,26 +246,71 @@ class KubeController:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._tasks.clear()
+        for orphan_task in list(self._orphan_tasks.values()):
+            orphan_task.cancel()
+        self._orphan_tasks.clear()
+        if self.watches is not None:
+            await self.watches.stop()
         await self.kube.close()
+        await self.watch_kube.close()
 
     # events --------------------------------------------------------------------------
 
+    def queue_add(self, key: AppKey) -> None:
+        self.queue.add(key)
+
     def _app_event(self, app: Application) -> None:
         self.queue.add(_key(app))
+        if self.watches is not None:
+            self.watches.set_app(_key(app), self._watch_entries(app))
+
+    @staticmethod
+    def _watch_entries(app: Application) -> set[Entry]:
+        """The objects of ``app`` on the clusters it is bound to or runs on."""
+        namespace = app.metadata.namespace or "default"
+        entries: set[Entry] = set()
+        for ref in (app.status.scheduled_to, app.status.running_on):
+            if ref is None:
+                continue
+            for obj in (*app.spec.manifest, *app.status.last_applied_manifest):
+                try:
+                    api_version, kind, ns, name = _ident(obj)
+                except (KeyError, TypeError):
+                    continue
+                entries.add((_ref_key(ref), (api_version, kind, ns or namespace, name)))
+        return entries
+
+    async def _watch_client(self, key: AppKey) -> KubeCluster | None:
+        cluster = self.cluster_informer.get(key[1], key[0])
+        if cluster is None or cluster.spec.kubeconfig is None:
+            return None
+        try:
+            return await self.watch_kube.get(cluster)
+        except KubeApiError:
+            return None
 
     def _app_deleted(self, app: Application) -> None:
         key = _key(app)
         self.failures.pop(key, None)
         self.applied.pop(key, None)
+        self.baseline.pop(key, None)
         self.own_modified.pop(key, None)
+        if self.watches is not None:
+            self.watches.set_app(key, ())
 
     def _cluster_event(self, cluster: Cluster) -> None:
-        # Applications waiting on this cluster (e.g. it came back) get another look.
+        # Applications waiting on this cluster (e.g. it came back) get another look,
+        # and so do copies left behind there.
         key = _key(cluster)
+        for tried in [t for t in self._cleanup_tried if t[1] == key]:
+            del self._cleanup_tried[tried]
         for app in self.app_informer.items():
-            refs = (app.status.scheduled_to, app.status.running_on)
+            refs = [app.status.scheduled_to, app.status.running_on]
+            refs += [_cleanup_ref(entry) for entry in app.status.pending_cleanups]
             if any(ref is not None and _ref_key(ref) == key for ref in refs):
                 self.queue.add(_key(app))
+        if key in self.orphans and key not in self._orphan_tasks:
+            self._orphan_tasks[key] = asyncio.create_task(self._remove_orphans(cluster))
 
     async def _cluster_deleted(self, cluster: Cluster) -> None:
         await self.kube.forget(*_key(cluster))
@@ -224,8 +351,11 @@ class KubeController:
         try:
             if app.metadata.deleted is not None:
                 await self._delete(app)
-            elif self._acts_on(app):
-                await self._deploy(app)
+            else:
+                if app.status.pending_cleanups:
+                    app = await self._cleanup(app)
+                if self._acts_on(app):
+                    await self._deploy(app)
         except KubeFailure as failure:
             await self._failed(app, failure)
 
@@ -245,6 +375,19 @@ class KubeController:
             return await self.kube.get(cluster)
         except KubeApiError as error:
             raise KubeFailure(code, f"cluster {ref.name}: {error}") from error
+
+    def _recheck(self, key: AppKey, target: ResourceRef) -> float:
+        """Seconds until readiness is read again: events come from the watch when it is up."""
+        if self.watches is not None and self.watches.watched(key, _ref_key(target)):
+            return max(self.poll_interval, self.fallback)
+        return self.poll_interval
+
+    def _drifted(self, key: AppKey, obj: Obj, live: Obj | None) -> bool:
+        """Someone else deleted ``obj`` or changed a field we applied."""
+        if live is None:
+            return True
+        base = self.baseline.get(key, {}).get(_ident(obj))
+        return base is not None and project(obj, live) != base
 
     async def _deploy(self, app: Application) -> None:
         key = _key(app)
@@ -268,15 +411,36 @@ class KubeController:
             phase, code = ApplicationState.RUNNING, ReasonCode.RECONCILE_FAILED
         kube = await self._kube(target, code)
 
-        if self.applied.get(key) != (_ref_key(target), manifest):
+        lives: list[Obj | None] | None = None
+        apply = self.applied.get(key) != (_ref_key(target), manifest)
+        if not apply:
+            lives = await self._read(kube, manifest, namespace)
+            drifted = [
+                _ident(obj)[1:]
+                for obj, live in zip(manifest, lives, strict=True)
+                if self._drifted(key, obj, live)
+            ]
+            if drifted:
+                log.info(
+                    "application %s/%s: %s changed on %s by someone else; applying again",
+                    namespace,
+                    app.metadata.name,
+                    ", ".join(f"{kind} {name}" for kind, _, name in drifted),
+                    target.name,
+                )
+                self.drift_repairs += 1
+                apply = True
+        if apply:
             if status.state is not phase and phase is not ApplicationState.RUNNING:
                 status.state = phase
                 app = await self.client.update_status(app)
                 status = app.status
             await self._apply(kube, app, code)
             self.applied[key] = (_ref_key(target), manifest)
+            lives = await self._read(kube, manifest, namespace)
+        assert lives is not None
 
-        ready, health = await self._health(kube, manifest, namespace)
+        ready, health = _health(lives)
         if not ready:
             changed = status.container_health != health or status.reason is not None
             if phase is not ApplicationState.RUNNING and status.state is not phase:
@@ -286,19 +450,23 @@ class KubeController:
             status.reason = None
             if changed:
                 await self.client.update_status(app)
-            self.queue.add_after(key, self.poll_interval)
+            self.queue.add_after(key, self._recheck(key, target))
             return
 
+        cleanups = list(status.pending_cleanups)
         if migrating and status.running_on is not None:
-            await self._remove_from_old(app, status.running_on)
+            left = await self._remove_from_old(app, status.running_on)
+            if left is not None:
+                cleanups = _merge_cleanup(cleanups, left)
         new_state = ApplicationState.RUNNING
-        wanted = (new_state, target, manifest, health, None)
+        wanted = (new_state, target, manifest, health, None, cleanups)
         current = (
             status.state,
             status.running_on,
             status.last_applied_manifest,
             status.container_health,
             status.reason,
+            status.pending_cleanups,
         )
         if wanted != current:
             status.state = new_state
@@ -307,6 +475,7 @@ class KubeController:
             status.container_health = health
             status.reason = None
             status.retries = None
+            status.pending_cleanups = cleanups
             await self.client.update_status(app)
         self.failures.pop(key, None)
         self.queue.add_after(key, self.resync)
@@ -314,6 +483,7 @@ class KubeController:
     async def _apply(self, kube: KubeCluster, app: Application, code: ReasonCode) -> None:
         namespace = app.metadata.namespace or "default"
         manifest = app.spec.manifest
+        baseline: dict[tuple[str, str, str | None, str], Any] = {}
         try:
             namespaces = {namespace} | {
                 str(obj["metadata"]["namespace"])
@@ -323,7 +493,8 @@ class KubeController:
             for ns in sorted(namespaces):
                 await kube.ensure_namespace(ns)
             for obj in manifest:
-                await kube.apply(obj, namespace)
+                result = await kube.apply(obj, namespace)
+                baseline[_ident(obj)] = project(obj, result)
             # prune what an earlier version of the manifest had and this one has not
             if app.status.running_on == app.status.scheduled_to:
                 keep = {_ident(obj) for obj in manifest}
@@ -334,47 +505,115 @@ class KubeController:
             raise KubeFailure(ReasonCode.CLUSTER_NOT_REACHABLE, str(error)) from error
         except KubeApiError as error:
             raise KubeFailure(code, str(error)) from error
+        finally:
+            self.baseline[_key(app)] = baseline
 
-    async def _health(
+    async def _read(
         self, kube: KubeCluster, manifest: list[Obj], namespace: str
-    ) -> tuple[bool, ContainerHealth]:
-        total = ContainerHealth()
-        all_ready = True
+    ) -> list[Obj | None]:
         try:
-            for obj in manifest:
-                live = await kube.read(obj, namespace)
-                if live is None:
-                    all_ready = False
-                    continue
-                ready, health = workload_health(live)
-                all_ready = all_ready and ready
-                total.desired_pods += health.desired_pods
-                total.running_pods += health.running_pods
-                total.completed_pods += health.completed_pods
-                total.failed_pods += health.failed_pods
+            return [await kube.read(obj, namespace) for obj in manifest]
         except KubeUnreachable as error:
             raise KubeFailure(ReasonCode.CLUSTER_NOT_REACHABLE, str(error)) from error
         except KubeApiError as error:
             raise KubeFailure(ReasonCode.KUBERNETES_ERROR, str(error)) from error
-        return all_ready, total
 
-    async def _remove_from_old(self, app: Application, old: ResourceRef) -> None:
-        """Delete the old copy after a migration; an unreachable old cluster is skipped."""
+    async def _remove_from_old(self, app: Application, old: ResourceRef) -> Obj | None:
+        """Delete the old copy after a migration; what could not be removed is returned.
+
+        An unreachable old cluster (often the reason for the move) does not hold
+        the migration up: the copy is remembered in ``status.pending_cleanups``
+        and removed when the cluster answers again.
+        """
         namespace = app.metadata.namespace or "default"
         objects = app.status.last_applied_manifest or app.spec.manifest
+        if self._cluster(old) is None:
+            return None  # the cluster is gone from Shoal: nothing to come back to
         try:
             kube = await self._kube(old, ReasonCode.DELETE_FAILED)
             for obj in objects:
                 await kube.delete(obj, namespace)
         except (KubeFailure, KubeUnreachable, KubeApiError) as error:
-            # The old cluster is gone or down (that is often why it migrated): keep going.
             log.warning(
-                "application %s/%s: old copy on %s not removed: %s",
+                "application %s/%s: old copy on %s not removed yet: %s",
                 namespace,
                 app.metadata.name,
                 old.name,
                 error,
             )
+            return {
+                "cluster": old.model_dump(mode="json"),
+                "objects": [_stub(obj) for obj in objects],
+            }
+        return None
+
+    async def _cleanup(self, app: Application) -> Application:
+        """Retry removing copies left on clusters that did not answer during a migration."""
+        key = _key(app)
+        namespace = app.metadata.namespace or "default"
+        keep: list[Obj] = []
+        now = asyncio.get_running_loop().time()
+        for entry in app.status.pending_cleanups:
+            ref = _cleanup_ref(entry)
+            cluster = self._cluster(ref)
+            if ref is None or cluster is None or cluster.spec.kubeconfig is None:
+                continue  # the cluster is gone from Shoal
+            objects: list[Obj] = list(entry.get("objects") or [])
+            if ref == app.status.scheduled_to:
+                # back where it was: only what the manifest no longer has is stale
+                current = {_ident(obj) for obj in app.spec.manifest}
+                objects = [obj for obj in objects if _ident(obj) not in current]
+                if not objects:
+                    continue
+            tried = self._cleanup_tried.get((key, _ref_key(ref)))
+            if tried is not None and now - tried < self.cleanup_retry:
+                keep.append(entry)
+                self.queue.add_after(key, self.cleanup_retry - (now - tried))
+                continue
+            self._cleanup_tried[(key, _ref_key(ref))] = now
+            try:
+                kube = await self.kube.get(cluster)
+                for obj in objects:
+                    await kube.delete(obj, namespace)
+            except (KubeUnreachable, KubeApiError) as error:
+                log.info(
+                    "application %s/%s: old copy on %s still not removed: %s",
+                    namespace,
+                    app.metadata.name,
+                    ref.name,
+                    error,
+                )
+                keep.append(entry)
+                self.queue.add_after(key, self.cleanup_retry)
+                continue
+            self._cleanup_tried.pop((key, _ref_key(ref)), None)
+            log.info(
+                "application %s/%s: old copy on %s removed", namespace, app.metadata.name, ref.name
+            )
+        if keep == app.status.pending_cleanups:
+            return app
+        app.status.pending_cleanups = keep
+        return await self.client.update_status(app)
+
+    async def _remove_orphans(self, cluster: Cluster) -> None:
+        """Copies of deleted applications left on a cluster that did not answer then."""
+        key = _key(cluster)
+        try:
+            kube = await self.kube.get(cluster)
+            left: list[tuple[str, Obj]] = []
+            for namespace, obj in self.orphans.get(key, []):
+                try:
+                    await kube.delete(obj, namespace)
+                except (KubeUnreachable, KubeApiError):
+                    left.append((namespace, obj))
+            if left:
+                self.orphans[key] = left
+            else:
+                self.orphans.pop(key, None)
+        except (KubeUnreachable, KubeApiError) as error:
+            log.info("cluster %s: orphaned copies not removed yet: %s", key[1], error)
+        finally:
+            self._orphan_tasks.pop(key, None)
 
     async def _delete(self, app: Application) -> None:
         if FINALIZER not in app.metadata.finalizers:
@@ -404,6 +643,19 @@ class KubeController:
                 raise KubeFailure(ReasonCode.CLUSTER_NOT_REACHABLE, str(error)) from error
             except KubeApiError as error:
                 raise KubeFailure(ReasonCode.DELETE_FAILED, str(error)) from error
+        # copies left behind by migrations: best effort now, else when the cluster answers
+        for entry in app.status.pending_cleanups:
+            ref = _cleanup_ref(entry)
+            cluster = self._cluster(ref)
+            if ref is None or ref in refs or cluster is None or cluster.spec.kubeconfig is None:
+                continue
+            stale: list[Obj] = list(entry.get("objects") or [])
+            try:
+                kube = await self.kube.get(cluster)
+                for obj in stale:
+                    await kube.delete(obj, namespace)
+            except (KubeUnreachable, KubeApiError):
+                self.orphans.setdefault(_key(cluster), []).extend((namespace, o) for o in stale)
         app.metadata.finalizers = [f for f in app.metadata.finalizers if f != FINALIZER]
         try:
             await self.client.update(app)

@@ -132,6 +132,13 @@ class ApplicationStatus(Model):
     mangled_observer_schema: list[dict[str, Any]] = Field(default_factory=list)
     last_applied_manifest: list[dict[str, Any]] = Field(default_factory=list)
     last_observed_manifest: list[dict[str, Any]] = Field(default_factory=list)
+    pending_cleanups: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description=(
+            "Copies left on clusters that did not answer after a migration, removed when they"
+            " answer again: {cluster: {namespace, name}, objects: [...]} (Shoal addition)."
+        ),
+    )
     complete_token: str | None = None
     shutdown_token: str | None = None
     retries: int | None = None

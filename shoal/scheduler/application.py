@@ -31,7 +31,6 @@ from shoal.model.constraints import LabelConstraint, MetricConstraint
 from shoal.model.kubernetes import (
     Application,
     ApplicationState,
-    BindingItem,
     Cluster,
     ClusterState,
 )
@@ -250,16 +249,21 @@ class ApplicationHandler:
         revision: int | None = None,
     ) -> None:
         await self.binder.bind(
-            BindingItem(
-                namespace=app.metadata.namespace or "",
-                name=app.metadata.name,
-                cluster=cluster,
-                resource_version=(
+            {
+                "namespace": app.metadata.namespace or "",
+                "name": app.metadata.name,
+                "cluster": {
+                    "api": cluster.api,
+                    "kind": cluster.kind,
+                    "namespace": cluster.namespace,
+                    "name": cluster.name,
+                },
+                "resource_version": (
                     revision if revision is not None else app.metadata.resource_version
                 ),
-                triggered=triggered,
-                explanation=explanation,
-            )
+                "triggered": triggered,
+                "explanation": explanation,
+            }
         )
         self.bound += 1
 

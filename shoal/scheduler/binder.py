@@ -14,7 +14,6 @@ import logging
 from typing import Any
 
 from shoal.client.rest import ShoalClient, error_for
-from shoal.model.kubernetes import BindingItem
 
 log = logging.getLogger(__name__)
 
@@ -23,15 +22,19 @@ class Binder:
     def __init__(self, client: ShoalClient, *, max_batch: int = 500, in_flight: int = 2) -> None:
         self.client = client
         self.max_batch = max_batch
-        self._pending: list[tuple[BindingItem, asyncio.Future[int]]] = []
+        self._pending: list[tuple[dict[str, Any], asyncio.Future[int]]] = []
         self._slots = asyncio.Semaphore(in_flight)
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.requests = 0
         self.bindings = 0
 
-    async def bind(self, item: BindingItem) -> int:
-        """Bind one application; its new resource_version, or the API's error for it."""
+    async def bind(self, item: dict[str, Any]) -> int:
+        """Bind one application; its new resource_version, or the API's error for it.
+
+        ``item`` is the JSON form of a ``BindingItem`` (built directly: no model
+        round trip on the scheduler's hot path; the API validates it).
+        """
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._send_loop())
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
@@ -49,7 +52,7 @@ class Binder:
                 del self._pending[: self.max_batch]
                 asyncio.create_task(self._send(batch))
 
-    async def _send(self, batch: list[tuple[BindingItem, asyncio.Future[int]]]) -> None:
+    async def _send(self, batch: list[tuple[dict[str, Any], asyncio.Future[int]]]) -> None:
         try:
             self.requests += 1
             results = await self.client.bind_many([item for item, _ in batch])

@@ -53,6 +53,9 @@ class SchedulerConfig(BaseModel):
     explain_names: int = Field(
         default=20, ge=0, description="Cluster names kept per rejection reason in status"
     )
+    explain_ranking: int = Field(
+        default=5, ge=1, description="Best clusters kept with their score terms in status"
+    )
     plugins: Plugins = Field(default_factory=Plugins)
 
     @classmethod

@@ -137,7 +137,7 @@ class Decision:
 class Framework:
     """Runs the enabled plugins of each phase over a group of backends."""
 
-    def __init__(self, plugins: Plugins, *, explain_names: int = 20, ranking: int = 10) -> None:
+    def __init__(self, plugins: Plugins, *, explain_names: int = 20, ranking: int = 5) -> None:
         self.candidates = [_make(p, "candidates", CandidatePlugin) for p in plugins.candidates]
         self.filters = [_make(p, "filters", FilterPlugin) for p in plugins.filters]
         self.prefer = [_make(p, "prefer", PreferPlugin) for p in plugins.prefer]
@@ -188,7 +188,7 @@ class Framework:
             scores = np.where(metric_den > 0, num / np.where(den > 0, den, 1.0), num)
         scores = np.where(alive, scores, -np.inf)
         best = float(scores.max())
-        ties = np.flatnonzero(np.isclose(scores, best, rtol=0, atol=1e-12))
+        ties = np.flatnonzero(scores >= best - 1e-12)
         chosen = int(ties[0]) if len(ties) == 1 else int(self.random.choice(list(ties)))
         ranking = self._ranking(ctx, scores, alive, explain_all)
         return Decision(
@@ -199,9 +199,11 @@ class Framework:
         self, ctx: Context, scores: FloatArray, alive: BoolArray, explain_all: bool
     ) -> list[dict[str, Any]]:
         order = np.flatnonzero(alive)
+        if not explain_all and len(order) > self.ranking:
+            # Only the best few are kept: select them in linear time, then sort those.
+            top = np.argpartition(-scores[order], self.ranking - 1)[: self.ranking]
+            order = order[top]
         order = order[np.argsort(-scores[order], kind="stable")]
-        if not explain_all:
-            order = order[: self.ranking]
         out = []
         for i in order:
             backend = ctx.group.backends[int(i)]

@@ -65,7 +65,11 @@ class Scheduler(Controller):
             timeout=self.config.metrics_timeout,
             on_change=self._metrics_changed,
         )
-        self.framework = Framework(self.config.plugins, explain_names=self.config.explain_names)
+        self.framework = Framework(
+            self.config.plugins,
+            explain_names=self.config.explain_names,
+            ranking=self.config.explain_ranking,
+        )
         self.clusters = Fleet(cluster_backend, self.metrics)
         self.clouds = Fleet(cloud_backend, self.metrics, include_global=True)
         self.apps_handler = ApplicationHandler(client, self.config, self.clusters, self.framework)

@@ -140,6 +140,23 @@ def _cloud_change(body: Body) -> None:
     body["spec"]["openstack"]["metrics"] = [{"name": "load", "weight": 2.0}]
 
 
+def _lease() -> Body:
+    return {"spec": {"holder": None, "duration": 15.0}}
+
+
+def _lease_change(body: Body) -> None:
+    body["spec"]["holder"] = "scheduler-1"
+    body["spec"]["transitions"] = 1
+
+
+def _task() -> Body:
+    return {"spec": {"target_clusters": ["c1"]}}
+
+
+def _task_change(body: Body) -> None:
+    body["spec"]["ttl_seconds_after_finished"] = 60
+
+
 SAMPLES: list[Sample] = [
     Sample("core", "GlobalMetric", "globalmetrics", False, _metric, _metric_change),
     Sample("core", "Metric", "metrics", True, _metric, _metric_change),
@@ -179,6 +196,16 @@ SAMPLES: list[Sample] = [
         "infrastructure", "GlobalCloud", "globalclouds", False, _cloud, _cloud_change, ("status",)
     ),
     Sample("infrastructure", "Cloud", "clouds", True, _cloud, _cloud_change, ("status",)),
+    Sample("core", "Lease", "leases", False, _lease, _lease_change),
+    Sample(
+        "scheduling",
+        "RescheduleTask",
+        "rescheduletasks",
+        False,
+        _task,
+        _task_change,
+        ("status",),
+    ),
 ]
 
 BY_KIND: dict[str, Sample] = {s.kind: s for s in SAMPLES}

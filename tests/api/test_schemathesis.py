@@ -43,7 +43,7 @@ schema = schemathesis.openapi.from_asgi("/openapi.json", create_app(_store))
 @pytest.mark.slow
 @schema.parametrize()
 @settings(
-    max_examples=10,
+    max_examples=8,
     deadline=None,
     suppress_health_check=list(HealthCheck),
     derandomize=True,

@@ -1,0 +1,259 @@
+"""``shoal reschedule``: ask for rescheduling on demand (a RescheduleTask, seed 002).
+
+    shoal reschedule app web api -n shop --wait
+    shoal reschedule --selector tier=web -n shop
+    shoal reschedule --cluster backup-1 --wait
+    shoal reschedule results TASK
+
+Each command creates one task; ``--wait`` follows it with a progress bar and
+prints the result of every target (exit status 1 when one failed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections import Counter
+from datetime import UTC, datetime
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from shoal.cli.common import (
+    AGE,
+    DEFAULT_NAMESPACE,
+    NAME,
+    CliError,
+    Column,
+    Output,
+    ShoalGroup,
+    build,
+    dig,
+    output_option,
+    print_objects,
+    register_columns,
+    run,
+)
+from shoal.client.rest import Gone, NotFound, ShoalClient
+from shoal.model.scheduling import RescheduleTask, TaskPhase
+
+
+def _failures(obj: dict[str, Any]) -> str:
+    reasons = Counter(
+        t.get("reason") for t in dig(obj, "status.targets") or [] if t.get("result") == "Failed"
+    )
+    return ",".join(f"{reason}={n}" for reason, n in sorted(reasons.items()))
+
+
+register_columns(
+    RescheduleTask,
+    [
+        NAME,
+        Column("PHASE", "status.phase"),
+        Column("TARGETS", lambda o: dig(o, "status.total")),
+        Column("SUCCESSFUL", lambda o: dig(o, "status.successful")),
+        Column("FAILED", lambda o: dig(o, "status.failed")),
+        Column("PENDING", lambda o: dig(o, "status.pending")),
+        Column("REASONS", _failures),
+        Column("FINISHED", "status.finish_time"),
+        AGE,
+    ],
+)
+
+app = typer.Typer(
+    cls=ShoalGroup,
+    help="Reschedule applications now, ignoring stickiness (creates a RescheduleTask).",
+    invoke_without_command=True,
+)
+
+WAIT_HELP = "Follow the task with a progress bar until every target has a result."
+
+
+def _task_name() -> str:
+    stamp = datetime.now(UTC).strftime("%Y%m%d%H%M%S")
+    return f"reschedule-{stamp}-{secrets.token_hex(2)}"
+
+
+@app.callback()
+def reschedule(
+    ctx: typer.Context,
+    selector: list[str] | None = typer.Option(
+        None, "-l", "--selector", help="Applications of the namespace matching k=v,... (repeatable)"
+    ),
+    all_apps: bool = typer.Option(False, "--all", help="Every application of the namespace."),
+    cluster: list[str] | None = typer.Option(
+        None, "--cluster", help="Every application now on this cluster (repeatable)."
+    ),
+    namespace: str = typer.Option(DEFAULT_NAMESPACE, "-n", "--namespace", help="Namespace."),
+    name: str | None = typer.Option(None, "--name", help="Task name (default: generated)."),
+    ttl: int | None = typer.Option(
+        None, "--ttl", min=0, help="Delete the task this many seconds after it finished."
+    ),
+    wait: bool = typer.Option(False, "--wait", help=WAIT_HELP),
+    timeout: float = typer.Option(300.0, "--timeout", help="Seconds --wait waits at most."),
+    output: Output = output_option(),
+) -> None:
+    """Reschedule by selector or by cluster; see also ``shoal reschedule app NAME…``."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if not (selector or all_apps or cluster):
+        typer.echo(ctx.get_help())
+        raise typer.Exit(0)
+    policies = [{"namespace": namespace, "label_selector": s} for s in selector or ()]
+    if all_apps:
+        policies.append({"namespace": namespace, "label_selector": ""})
+    clusters = [c if "/" in c else f"{namespace}/{c}" for c in cluster or ()]
+    spec = {"target_ref_policy": policies, "target_clusters": clusters}
+    _create(ctx, spec, name, ttl, wait, timeout, output)
+
+
+@app.command("app")
+def reschedule_apps(
+    ctx: typer.Context,
+    names: list[str] = typer.Argument(..., help="Application names."),
+    namespace: str = typer.Option(DEFAULT_NAMESPACE, "-n", "--namespace", help="Namespace."),
+    name: str | None = typer.Option(None, "--name", help="Task name (default: generated)."),
+    ttl: int | None = typer.Option(
+        None, "--ttl", min=0, help="Delete the task this many seconds after it finished."
+    ),
+    wait: bool = typer.Option(False, "--wait", help=WAIT_HELP),
+    timeout: float = typer.Option(300.0, "--timeout", help="Seconds --wait waits at most."),
+    output: Output = output_option(),
+) -> None:
+    """Reschedule the named applications."""
+    refs = [
+        {"api": "kubernetes", "kind": "Application", "namespace": namespace, "name": n}
+        for n in names
+    ]
+    _create(ctx, {"target_ref_resource": refs}, name, ttl, wait, timeout, output)
+
+
+@app.command("results")
+def results(
+    ctx: typer.Context,
+    name: str = typer.Argument(..., help="Task name."),
+    output: Output = output_option(),
+) -> None:
+    """The result of every target of a task."""
+    task = run(ctx, lambda client: client.get(RescheduleTask, name))
+    _report(task, output)
+
+
+def _create(
+    ctx: typer.Context,
+    spec: dict[str, Any],
+    name: str | None,
+    ttl: int | None,
+    wait: bool,
+    timeout: float,
+    output: Output,
+) -> None:
+    spec["ttl_seconds_after_finished"] = ttl
+    data = {
+        "api": "scheduling",
+        "kind": "RescheduleTask",
+        "metadata": {"name": name or _task_name()},
+        "spec": spec,
+    }
+    task = build(RescheduleTask, data)
+    assert isinstance(task, RescheduleTask)
+
+    async def work(client: ShoalClient) -> RescheduleTask:
+        created = await client.create(task)
+        if not wait:
+            return created
+        return await _follow(client, created, timeout)
+
+    final: Any = run(ctx, work)
+    if not wait:
+        if output is Output.table:
+            typer.echo(f"RescheduleTask {final.metadata.name} created")
+        else:
+            print_objects(RescheduleTask, [final], output)
+        return
+    _report(final, output)
+    if final.status.failed:
+        raise typer.Exit(1)
+
+
+async def _follow(client: ShoalClient, task: RescheduleTask, timeout: float) -> RescheduleTask:
+    """Watch the task until it finished, with a progress bar on stderr."""
+    name = task.metadata.name
+    progress = Progress(
+        TextColumn(f"[bold]{name}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[failed]} failed"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=False,
+    )
+    bar = progress.add_task(name, total=None, failed=0)
+
+    def show(current: RescheduleTask) -> bool:
+        status = current.status
+        if status.phase is not TaskPhase.Pending:
+            done = status.successful + status.failed
+            progress.update(bar, total=status.total, completed=done, failed=status.failed)
+        return status.phase is TaskPhase.Finished
+
+    revision = task.metadata.resource_version or 0
+    try:
+        with progress:
+            async with asyncio.timeout(timeout):
+                while not show(task):
+                    try:
+                        deleted = False
+                        async for event in client.watch(
+                            RescheduleTask, resource_version=revision, heartbeat=5.0
+                        ):
+                            revision = max(revision, event.revision)
+                            if event.object.metadata.name != name:
+                                continue
+                            task = event.object
+                            deleted = event.type == "DELETED"
+                            if deleted or show(task):
+                                break
+                        if deleted and not show(task):
+                            raise CliError(f"RescheduleTask {name} was deleted before it finished")
+                    except Gone:
+                        try:
+                            task = await client.get(RescheduleTask, name)
+                        except NotFound:
+                            raise CliError(f"RescheduleTask {name} was deleted") from None
+                        revision = task.metadata.resource_version or 0
+    except TimeoutError:
+        raise CliError(f"RescheduleTask {name} did not finish within {timeout:g} s") from None
+    return task
+
+
+def _report(task: RescheduleTask, output: Output) -> None:
+    if output is not Output.table:
+        print_objects(RescheduleTask, [task], output)
+        return
+    status = task.status
+    console = Console(highlight=False, soft_wrap=True)
+    if not console.is_terminal:
+        console.width = 1000
+    table = Table(box=None, header_style="bold", pad_edge=False, padding=(0, 3, 0, 0))
+    for header in ("NAMESPACE", "NAME", "RESULT", "REASON", "CLUSTER", "MESSAGE"):
+        table.add_column(header, no_wrap=True)
+    for target in status.targets:
+        style = {"Successful": "green", "Failed": "red"}.get(target.result or "", "")
+        table.add_row(
+            target.namespace,
+            target.name,
+            f"[{style}]{target.result}[/]" if style else "Pending",
+            target.reason or "-",
+            target.cluster or "-",
+            target.message or "-",
+        )
+    console.print(table)
+    console.print(
+        f"RescheduleTask {task.metadata.name}: {status.phase}, {status.successful}/{status.total} "
+        f"successful, {status.failed} failed, {status.pending} pending"
+    )
+

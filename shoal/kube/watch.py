@@ -1,0 +1,178 @@
+"""Watches of the objects the kube controller applied, on the clusters that run them.
+
+One task per *target* (cluster, apiVersion, kind, namespace) that some
+application's manifest names on a cluster it is scheduled to or runs on: list,
+then watch from the list's resourceVersion, resume from the last
+resourceVersion seen after a disconnect, re-list on 410 Gone. An event about
+an object an application applied (apiVersion, kind, namespace, name) calls
+``on_event(app)``; after each (re-)list every application of the target is
+notified, since events may have been missed. Targets are reference-counted: the
+watch stops when no application names it any more.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from shoal.kube.client import KubeApiError, KubeCluster, KubeUnreachable
+
+log = logging.getLogger(__name__)
+
+ClusterKey = tuple[str | None, str]
+AppKey = tuple[str | None, str]
+ObjKey = tuple[str, str, str, str]  # apiVersion, kind, namespace, name
+Entry = tuple[ClusterKey, ObjKey]
+Target = tuple[ClusterKey, str, str, str]  # cluster, apiVersion, kind, namespace
+
+
+def _target(entry: Entry) -> Target:
+    cluster, (api_version, kind, namespace, _) = entry
+    return (cluster, api_version, kind, namespace)
+
+
+class ClusterWatches:
+    def __init__(
+        self,
+        get_kube: Callable[[ClusterKey], Awaitable[KubeCluster | None]],
+        on_event: Callable[[AppKey], None],
+        *,
+        timeout_seconds: int = 300,
+        retry: float = 0.5,
+        max_retry: float = 10.0,
+    ) -> None:
+        self.get_kube = get_kube
+        self.on_event = on_event
+        self.timeout_seconds = timeout_seconds
+        self.retry = retry
+        self.max_retry = max_retry
+        self._apps: dict[AppKey, set[Entry]] = {}
+        self._index: dict[Entry, set[AppKey]] = {}
+        self._refs: dict[Target, int] = {}
+        self._tasks: dict[Target, asyncio.Task[None]] = {}
+        self._synced: set[Target] = set()
+        self.events = 0  # events that woke an application (for tests and metrics)
+        self.lists = 0
+
+    # registration -------------------------------------------------------------------
+
+    def set_app(self, app: AppKey, entries: Iterable[Entry]) -> None:
+        """The objects ``app`` has (or will have) on which clusters; replaces the last call."""
+        new = set(entries)
+        old = self._apps.get(app, set())
+        for entry in old - new:
+            apps = self._index.get(entry)
+            if apps is not None:
+                apps.discard(app)
+                if not apps:
+                    del self._index[entry]
+            self._unref(_target(entry))
+        for entry in new - old:
+            self._index.setdefault(entry, set()).add(app)
+            self._ref(_target(entry))
+        if new:
+            self._apps[app] = new
+        else:
+            self._apps.pop(app, None)
+
+    def watched(self, app: AppKey, cluster: ClusterKey) -> bool:
+        """Every target of ``app`` on ``cluster`` has a live watch (events will come)."""
+        targets = {_target(e) for e in self._apps.get(app, ()) if e[0] == cluster}
+        return bool(targets) and targets <= self._synced
+
+    @property
+    def targets(self) -> set[Target]:
+        return set(self._tasks)
+
+    def _ref(self, target: Target) -> None:
+        self._refs[target] = self._refs.get(target, 0) + 1
+        if target not in self._tasks:
+            self._tasks[target] = asyncio.create_task(self._run(target))
+
+    def _unref(self, target: Target) -> None:
+        count = self._refs.get(target, 0) - 1
+        if count > 0:
+            self._refs[target] = count
+            return
+        self._refs.pop(target, None)
+        self._synced.discard(target)
+        task = self._tasks.pop(target, None)
+        if task is not None:
+            task.cancel()
+
+    async def stop(self) -> None:
+        tasks = list(self._tasks.values())
+        self._tasks.clear()
+        self._synced.clear()
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    # one watch ----------------------------------------------------------------------
+
+    def _notify(self, target: Target, name: str | None) -> None:
+        cluster, api_version, kind, namespace = target
+        if name is None:  # after a list: everybody on the target
+            apps = {
+                app
+                for entry, keys in self._index.items()
+                if _target(entry) == target
+                for app in keys
+            }
+        else:
+            apps = set(self._index.get((cluster, (api_version, kind, namespace, name)), ()))
+        for app in apps:
+            self.events += 1
+            self.on_event(app)
+
+    async def _run(self, target: Target) -> None:
+        cluster, api_version, kind, namespace = target
+        version: str | None = None
+        delay = self.retry
+        while True:
+            try:
+                kube = await self.get_kube(cluster)
+                if kube is None:
+                    raise KubeUnreachable(f"cluster {cluster[1]} is unknown")
+                path = await kube.collection(api_version, kind, namespace)
+                if version is None:
+                    listed: dict[str, Any] = await kube.request("GET", path)
+                    version = str((listed.get("metadata") or {}).get("resourceVersion") or "0")
+                    self.lists += 1
+                    self._synced.add(target)
+                    self._notify(target, None)
+                self._synced.add(target)
+                async for event in kube.watch(path, version, self.timeout_seconds):
+                    obj = event.get("object") or {}
+                    meta = obj.get("metadata") or {}
+                    version = str(meta.get("resourceVersion") or version)
+                    if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
+                        self._notify(target, meta.get("name"))
+                    delay = self.retry
+            except asyncio.CancelledError:
+                raise
+            except KubeApiError as error:
+                if error.status == 410:
+                    version = None  # compacted: list again
+                    continue
+                self._synced.discard(target)
+                log.info(
+                    "watch %s %s in %s on %s: %s", api_version, kind, namespace, cluster[1], error
+                )
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, self.max_retry)
+            except KubeUnreachable as error:
+                self._synced.discard(target)
+                log.debug("watch %s %s on %s: %s", api_version, kind, cluster[1], error)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, self.max_retry)
+            except Exception:
+                self._synced.discard(target)
+                log.exception("watch %s %s on %s failed; retrying", api_version, kind, cluster[1])
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, self.max_retry)

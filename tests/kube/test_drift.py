@@ -1,0 +1,236 @@
+"""KubeController alone against `shoal sim` clusters, bound by hand: drift, updates, failures."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from shoal.client.rest import ShoalClient
+from shoal.kube.client import KubeClients, KubeCluster
+from shoal.kube.controller import KubeController
+from shoal.model.base import ReasonCode, ResourceRef
+from shoal.model.kubernetes import Application, ApplicationState, Cluster
+from shoal.sim.server import SimServer
+from tests.kube.conftest import NS, application
+from tests.util import wait_for
+
+pytestmark = pytest.mark.integration
+
+DE = ResourceRef(api="kubernetes", kind="Cluster", namespace=NS, name="de")
+FR = ResourceRef(api="kubernetes", kind="Cluster", namespace=NS, name="fr")
+
+
+@pytest.fixture
+async def kube(clusters: list[Cluster]) -> AsyncIterator[dict[str, KubeCluster]]:
+    clients = KubeClients(timeout=2.0)
+    try:
+        yield {c.metadata.name: await clients.get(c) for c in clusters}
+    finally:
+        await clients.close()
+
+
+@pytest.fixture
+async def controller(client: ShoalClient, clusters: list[Cluster]) -> AsyncIterator[KubeController]:
+    """Readiness polls are rare: what happens quickly happens because of the watches."""
+    ctl = KubeController(
+        client, poll_interval=20.0, fallback=20.0, resync=60.0, timeout=2.0, cleanup_retry=0.5
+    )
+    await ctl.start()
+    try:
+        yield ctl
+    finally:
+        await ctl.stop()
+
+
+def _dep(name: str) -> dict[str, Any]:
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name}}
+
+
+async def _ready_replicas(kube: KubeCluster, name: str) -> int | None:
+    dep = await kube.read(_dep(name), NS)
+    if dep is None:
+        return None
+    return int((dep.get("status") or {}).get("readyReplicas") or 0)
+
+
+async def _app(client: ShoalClient, name: str) -> Application:
+    return await client.get(Application, name, NS)
+
+
+async def _running_on(client: ShoalClient, name: str, cluster: str) -> Application | None:
+    app = await _app(client, name)
+    ok = (
+        app.status.state is ApplicationState.RUNNING
+        and app.status.running_on is not None
+        and app.status.running_on.name == cluster
+    )
+    return app if ok else None
+
+
+async def _kubectl(kubeconfig: Path, *args: str) -> str:
+    proc = await asyncio.create_subprocess_exec(
+        "kubectl",
+        "--kubeconfig",
+        str(kubeconfig),
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await proc.communicate()
+    assert proc.returncode == 0, err.decode()
+    return out.decode()
+
+
+async def test_drift_is_put_back(
+    client: ShoalClient,
+    sim: SimServer,
+    kube: dict[str, KubeCluster],
+    controller: KubeController,
+    tmp_path: Path,
+) -> None:
+    app = await client.create(application("web", replicas=2))
+    await client.bind(app, DE)
+    # RUNNING within a few seconds although readiness is polled every 20 s: the watch told
+    await wait_for(lambda: _running_on(client, "web", "de"), timeout=8, message="web RUNNING")
+    assert controller.watches is not None
+    assert controller.watches.watched((NS, "web"), (NS, "de"))
+
+    # someone deletes the Deployment with kubectl: it comes back, with its pods
+    config = tmp_path / "de.yaml"
+    config.write_text(yaml.safe_dump(sim.fleet.kubeconfig("de")))
+    await _kubectl(config, "delete", "deployment", "web", "-n", NS)
+
+    async def back() -> bool:
+        return await _ready_replicas(kube["de"], "web") == 2
+
+    await wait_for(back, timeout=8, message="Deployment re-created and ready")
+    assert controller.drift_repairs >= 1
+
+    # someone scales it: the applied replicas are put back
+    repairs = controller.drift_repairs
+    await kube["de"].request(
+        "PATCH",
+        f"/apis/apps/v1/namespaces/{NS}/deployments/web",
+        body={"spec": {"replicas": 5}},
+        content_type="application/merge-patch+json",
+    )
+
+    async def replicas_back() -> bool:
+        dep = await kube["de"].read(_dep("web"), NS)
+        return dep is not None and dep["spec"]["replicas"] == 2
+
+    await wait_for(replicas_back, timeout=8, message="replicas put back to 2")
+    assert controller.drift_repairs > repairs
+    await wait_for(lambda: _running_on(client, "web", "de"), timeout=8, message="web RUNNING")
+
+    # a label someone else adds is not ours: no fight over it
+    repairs = controller.drift_repairs
+    await kube["de"].request(
+        "PATCH",
+        f"/apis/apps/v1/namespaces/{NS}/deployments/web",
+        body={"metadata": {"labels": {"team": "ops"}}},
+        content_type="application/merge-patch+json",
+    )
+    await asyncio.sleep(0.5)
+    assert controller.drift_repairs == repairs
+    dep = await kube["de"].read(_dep("web"), NS)
+    assert dep is not None and dep["metadata"]["labels"]["team"] == "ops"
+
+
+async def test_spec_update_waits_for_the_scheduler(
+    client: ShoalClient, kube: dict[str, KubeCluster], controller: KubeController
+) -> None:
+    app = await client.create(application("upd", replicas=1))
+    await client.bind(app, FR)
+    app = await wait_for(lambda: _running_on(client, "upd", "fr"), timeout=8, message="RUNNING")
+
+    app.spec.manifest[0]["spec"]["replicas"] = 3
+    app = await client.update(app)
+    # the scheduler has not seen the new spec (kube_controller_triggered < modified): no action
+    await asyncio.sleep(0.6)
+    dep = await kube["fr"].read(_dep("upd"), NS)
+    assert dep is not None and dep["spec"]["replicas"] == 1
+    current = await _app(client, "upd")
+    assert current.status.state is ApplicationState.RUNNING
+
+    # the scheduler re-binds (to the same cluster): RECONCILING, then RUNNING with 3 replicas
+    states: list[ApplicationState] = []
+    await client.bind(current, FR)
+
+    async def reconciled() -> Application | None:
+        current = await _app(client, "upd")
+        states.append(current.status.state)
+        ready = await _ready_replicas(kube["fr"], "upd")
+        if current.status.state is ApplicationState.RUNNING and ready == 3:
+            return current
+        return None
+
+    done = await wait_for(reconciled, timeout=8, interval=0.02, message="3 replicas RUNNING")
+    assert ApplicationState.RECONCILING in states
+    assert done.status.last_applied_manifest == done.spec.manifest
+    assert done.status.container_health.running_pods == 3
+    assert done.status.kube_controller_triggered is not None
+    assert done.metadata.modified is not None
+    assert done.status.kube_controller_triggered >= done.metadata.modified
+
+
+async def test_backoff_limit_fails_the_application(
+    client: ShoalClient, controller: KubeController
+) -> None:
+    app = Application.model_validate(
+        {
+            "metadata": {"name": "bad", "namespace": NS},
+            "spec": {
+                "manifest": [
+                    {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}
+                ],
+                "backoff_delay": 0,
+                "backoff_limit": 2,
+            },
+        }
+    )
+    app = await client.create(app)
+    await client.bind(app, DE)
+
+    async def failed() -> Application | None:
+        current = await _app(client, "bad")
+        return current if current.status.state is ApplicationState.FAILED else None
+
+    current = await wait_for(failed, timeout=8, message="bad FAILED")
+    assert current.status.reason is not None
+    assert current.status.reason.code is ReasonCode.CREATE_FAILED
+    assert controller.failures[(NS, "bad")] == 3
+
+
+async def test_copy_left_on_unreachable_cluster_is_removed_later(
+    client: ShoalClient,
+    sim: SimServer,
+    kube: dict[str, KubeCluster],
+    controller: KubeController,
+) -> None:
+    app = await client.create(application("left", replicas=1))
+    await client.bind(app, DE)
+    await wait_for(lambda: _running_on(client, "left", "de"), timeout=8, message="on de")
+
+    sim.fleet.set_unreachable("de", True)
+    await client.bind(await _app(client, "left"), FR)
+    moved = await wait_for(lambda: _running_on(client, "left", "fr"), timeout=10, message="on fr")
+    assert [e["cluster"]["name"] for e in moved.status.pending_cleanups] == ["de"]
+    assert moved.status.pending_cleanups[0]["objects"] == [
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "left"}}
+    ]
+
+    sim.fleet.set_unreachable("de", False)
+
+    async def cleaned() -> bool:
+        current = await _app(client, "left")
+        gone = await kube["de"].read(_dep("left"), NS) is None
+        return gone and not current.status.pending_cleanups
+
+    await wait_for(cleaned, timeout=10, message="old copy on de removed")
+    assert await _ready_replicas(kube["fr"], "left") == 1
