@@ -79,7 +79,7 @@ class _StrictJsonRequest(Request):
         return self._json
 
 
-class _StrictJsonRoute(APIRoute):
+class StrictJsonRoute(APIRoute):
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
 
@@ -90,7 +90,7 @@ class _StrictJsonRoute(APIRoute):
 
 
 def build_router(resources: Resources, kinds: tuple[type[Kind], ...]) -> APIRouter:
-    router = APIRouter(route_class=_StrictJsonRoute)
+    router = APIRouter(route_class=StrictJsonRoute)
     for kind in kinds:
         _kind_routes(router, resources, kind)
     return router

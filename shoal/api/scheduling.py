@@ -17,6 +17,7 @@ from starlette.responses import Response
 
 from shoal.api.codec import decode
 from shoal.api.resources import Resources
+from shoal.api.routes import StrictJsonRoute
 from shoal.model.core import GlobalMetric, GlobalMetricsProvider, Metric, MetricsProvider
 from shoal.model.kubernetes import Application, BindingBatch, Cluster
 from shoal.scheduler import plugins as _plugins  # noqa: F401  (registers built-in plugins)
@@ -69,7 +70,7 @@ class DryRun:
 
 
 def build_router(resources: Resources) -> APIRouter:
-    router = APIRouter()
+    router = APIRouter(route_class=StrictJsonRoute)
     dry = DryRun(resources)
 
     async def dryrun(

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import UTC, datetime
@@ -119,6 +120,7 @@ class RescheduleTaskController(Controller):
         # task uid → targets whose stamp was sent and not yet seen in the cache
         self.sent: dict[str, set[AppKey]] = defaultdict(set)
         self.stamps = 0  # stamps sent (tests, metrics)
+        self._written: dict[str, float] = {}  # task → monotonic time of its last status write
 
     # lifecycle -------------------------------------------------------------------
 
@@ -141,6 +143,7 @@ class RescheduleTaskController(Controller):
 
     def _task_deleted(self, task: RescheduleTask) -> None:
         self._unwatch(task.metadata.name)
+        self._written.pop(task.metadata.name, None)
         self.sent.pop(task.metadata.uid or "", None)
 
     def _unwatch(self, name: str, keep: Iterable[AppKey] = ()) -> None:
@@ -256,6 +259,14 @@ class RescheduleTaskController(Controller):
             if update.status.pending == 0:
                 update.status.phase = TaskPhase.Finished
                 update.status.finish_time = utcnow()
+            else:
+                # Progress of a large task is written at most every ~total/10000 s: each
+                # write carries every target (results are recomputed from the cache).
+                wait = self._written.get(name, 0.0) + len(update.status.targets) / 10_000
+                if wait > time.monotonic():
+                    self.queue.add_after(name, wait - time.monotonic())
+                    return
+            self._written[name] = time.monotonic()
             await self.client.update_status(update)
         elif pending:
             self.queue.add_after(name, self.resync)  # cheap re-check of the cache

@@ -351,7 +351,7 @@ class KubeController:
         try:
             if app.metadata.deleted is not None:
                 await self._delete(app)
-            else:
+            elif app.status.state is not ApplicationState.FAILED:  # until retried
                 if app.status.pending_cleanups:
                     app = await self._cleanup(app)
                 if self._acts_on(app):
@@ -683,6 +683,8 @@ class KubeController:
             app.status.state = ApplicationState.FAILED
         with contextlib.suppress(ApiError, Unreachable):
             await self.client.update_status(app)
+            if give_up:
+                self.failures.pop(key, None)  # a retry (state PENDING) starts afresh
         if give_up:
             return
         delay = spec.backoff_delay * (spec.backoff ** (attempts - 1) if spec.backoff else 1)

@@ -13,6 +13,7 @@ import yaml
 from shoal.client.rest import ShoalClient
 from shoal.kube.client import KubeClients, KubeCluster
 from shoal.kube.controller import KubeController
+from shoal.kube.watch import ClusterWatches
 from shoal.model.base import ReasonCode, ResourceRef
 from shoal.model.kubernetes import Application, ApplicationState, Cluster
 from shoal.sim.server import SimServer
@@ -204,7 +205,11 @@ async def test_backoff_limit_fails_the_application(
     current = await wait_for(failed, timeout=8, message="bad FAILED")
     assert current.status.reason is not None
     assert current.status.reason.code is ReasonCode.CREATE_FAILED
-    assert controller.failures[(NS, "bad")] == 3
+    # FAILED stays FAILED: no more attempts until someone asks for a retry
+    await asyncio.sleep(0.5)
+    again = await _app(client, "bad")
+    assert again.status.state is ApplicationState.FAILED
+    assert again.metadata.resource_version == current.metadata.resource_version
 
 
 async def test_copy_left_on_unreachable_cluster_is_removed_later(
@@ -234,3 +239,51 @@ async def test_copy_left_on_unreachable_cluster_is_removed_later(
 
     await wait_for(cleaned, timeout=10, message="old copy on de removed")
     assert await _ready_replicas(kube["fr"], "left") == 1
+
+
+async def test_watch_resumes_and_relists_when_compacted(
+    sim: SimServer, kube: dict[str, KubeCluster]
+) -> None:
+    woken: list[tuple[str | None, str]] = []
+
+    async def get_kube(key: tuple[str | None, str]) -> KubeCluster:
+        return kube[key[1]]
+
+    watches = ClusterWatches(get_kube, woken.append, retry=0.05, max_retry=0.2)
+    app, de = (NS, "x"), (NS, "de")
+    watches.set_app(app, {(de, ("v1", "ConfigMap", NS, "cm"))})
+    try:
+        await wait_for(lambda: watches.watched(app, de), timeout=5, message="watch up")
+        assert watches.lists == 1 and woken == [app]  # a list wakes everybody
+
+        async def create(name: str) -> None:
+            body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}
+            await kube["de"].request("POST", f"/api/v1/namespaces/{NS}/configmaps", body=body)
+
+        await create("other")  # not ours: nobody is woken
+        await create("cm")
+        await wait_for(lambda: len(woken) == 2, timeout=5, message="event for cm")
+
+        # a cut watch resumes from the last resourceVersion: no list, missed events replayed
+        sim.fleet.set_unreachable("de", True)
+        await wait_for(lambda: not watches.watched(app, de), timeout=5, message="watch down")
+        sim.fleet.set_unreachable("de", False)
+        await kube["de"].delete(
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}}
+        )
+        await wait_for(lambda: len(woken) == 3, timeout=5, message="DELETED after resume")
+        assert watches.lists == 1
+
+        # history forgotten while disconnected: 410, then a fresh list
+        sim.fleet.set_unreachable("de", True)
+        await wait_for(lambda: not watches.watched(app, de), timeout=5, message="watch down")
+        sim.fleet.set_node_fault("de", "n-0", memory_pressure=True)  # newer resourceVersions
+        sim.fleet.cluster("de").store.compact()
+        sim.fleet.set_unreachable("de", False)
+        await wait_for(lambda: watches.lists == 2, timeout=5, message="re-list after 410")
+        await wait_for(lambda: watches.watched(app, de), timeout=5, message="watch up again")
+
+        watches.set_app(app, ())
+        assert watches.targets == set()
+    finally:
+        await watches.stop()

@@ -12,21 +12,13 @@ import sys
 
 
 async def _api(path: str, port: int) -> None:
-    import uvicorn
+    from shoal.api.server import start_api
 
-    from shoal.api.app import create_app
-    from shoal.store.sqlite import SqliteStore
-
-    config = uvicorn.Config(
-        create_app(SqliteStore(path)),
-        host="127.0.0.1",
-        port=port,
-        log_level="warning",
-        access_log=False,
-        lifespan="off",
-        timeout_graceful_shutdown=1,
-    )
-    await uvicorn.Server(config).serve()
+    server = await start_api(f"sqlite:///{path}", "127.0.0.1", port)
+    try:
+        await server.task
+    finally:
+        await server.stop()
 
 
 async def _scheduler(url: str, config: str | None) -> None:
