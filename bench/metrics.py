@@ -290,7 +290,7 @@ async def run(n: int, m: int, groups: int, refresh: float, workers: int, seed: i
                 # Migration: the winners' gauges drop to 0; everything moves.
                 winners = Counter(placed.values())
                 losers.update(winners)
-                print(f"  {len(winners)} winning clusters (ties within a group are broken at random)")
+                print(f"  {len(winners)} winning clusters (ties in a group broken at random)")
                 t2 = time.time()
                 for name in losers:
                     i = int(name[1:])

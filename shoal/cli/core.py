@@ -471,6 +471,7 @@ def rolebinding_update(
 
 add_read_commands(bindings, RoleBinding, "role bindings")
 
+
 def _provider_status(obj: dict[str, Any]) -> str | None:
     """``OK``, or the reason code with the consecutive failed fetches; None before a fetch."""
     status = obj.get("status") or {}

@@ -3,9 +3,12 @@
 Acts on an application only when ``status.scheduled_to`` is set and
 ``kube_controller_triggered >= metadata.modified`` (seed 004's handshake: the
 scheduler saw the latest spec first). Manifests are applied with server-side
-apply; workloads are polled until ready (modest interval while an application
-is changing, ``resync`` once it runs). A migration applies on the new cluster,
-waits until ready there, and only then deletes the old copy. Deletion removes
+apply; the applied kinds are watched on the clusters (``shoal.kube.watch``), so
+readiness changes and drift (an object deleted or changed by someone else,
+applied again) wake the application at once; polling is the slow fallback.
+A migration applies on the new cluster, waits until ready there, and only then
+deletes the old copy (or remembers it in ``status.pending_cleanups`` when the
+old cluster does not answer). Deletion removes
 the manifest objects, then the finalizer ``shoal.kube/resources``.
 """
 

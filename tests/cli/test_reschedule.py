@@ -1,4 +1,4 @@
-"""``shoal reschedule`` and ``shoal get rescheduletasks`` against a real API, scheduler and task controller."""
+"""``shoal reschedule`` and ``shoal get rescheduletasks`` against a real API and controllers."""
 
 from __future__ import annotations
 

@@ -94,11 +94,8 @@ async def test_static_values_and_unknown() -> None:
 # ---------------------------------------------------------------- Prometheus
 
 
-def test_prometheus_batch_query_tags_each_metric() -> None:
-    assert prometheus_batch_query(["a", "b:c"]) == (
-        'label_replace(a, "__shoal_metric__", "a", "", "") or '
-        'label_replace(b:c, "__shoal_metric__", "b:c", "", "")'
-    )
+def test_prometheus_batch_query_selects_every_name() -> None:
+    assert prometheus_batch_query(["a", "b:c"]) == '{__name__=~"a|b:c"}'
 
 
 @pytest.mark.integration
