@@ -120,7 +120,8 @@ class Resources:
         meta.deleted = None
         if "status" in kind.model_fields:
             # Status belongs to the controllers: a create starts from the default.
-            default = kind.model_fields["status"].get_default(call_default_factory=True)
+            factory = kind.model_fields["status"].default_factory
+            default = factory() if factory is not None else None  # type: ignore[call-arg]
             object.__setattr__(body, "status", default)
         value = encode(body)
         revision = await self.store.create(body.store_key(), value)

@@ -17,7 +17,7 @@ import aiohttp
 import orjson
 from pydantic import BaseModel
 
-from shoal.model.base import Kind, ResourceRef
+from shoal.model.base import TRUSTED, Kind, ResourceRef
 from shoal.model.kubernetes import (
     Application,
     ApplicationBinding,
@@ -177,10 +177,12 @@ class ShoalClient:
     async def create(self, obj: K) -> K:
         path = collection_path(type(obj), obj.metadata.namespace)
         data = await self.request("POST", path, body=_dump(obj))
-        return type(obj).model_validate(data)
+        return type(obj).model_validate(data, context=TRUSTED)
 
     async def get(self, kind: type[K], name: str, namespace: str | None = None) -> K:
-        return kind.model_validate(await self.request("GET", item_path(kind, name, namespace)))
+        return kind.model_validate(
+            await self.request("GET", item_path(kind, name, namespace)), context=TRUSTED
+        )
 
     async def list(
         self,
@@ -200,7 +202,7 @@ class ShoalClient:
         revision: int | None = None
         while True:
             data = await self.request("GET", collection_path(kind, namespace), params=params)
-            items.extend(kind.model_validate(item) for item in data["items"])
+            items.extend(kind.model_validate(item, context=TRUSTED) for item in data["items"])
             if revision is None:
                 revision = int(data["metadata"]["resource_version"])
             token = data["metadata"].get("continue")
@@ -211,15 +213,21 @@ class ShoalClient:
     async def update(self, obj: K) -> K:
         kind = type(obj)
         path = item_path(kind, obj.metadata.name, obj.metadata.namespace)
-        return kind.model_validate(await self.request("PUT", path, body=_dump(obj)))
+        return kind.model_validate(
+            await self.request("PUT", path, body=_dump(obj)), context=TRUSTED
+        )
 
     async def update_status(self, obj: K) -> K:
         kind = type(obj)
         path = item_path(kind, obj.metadata.name, obj.metadata.namespace) + "/status"
-        return kind.model_validate(await self.request("PUT", path, body=_dump(obj)))
+        return kind.model_validate(
+            await self.request("PUT", path, body=_dump(obj)), context=TRUSTED
+        )
 
     async def delete(self, kind: type[K], name: str, namespace: str | None = None) -> K:
-        return kind.model_validate(await self.request("DELETE", item_path(kind, name, namespace)))
+        return kind.model_validate(
+            await self.request("DELETE", item_path(kind, name, namespace)), context=TRUSTED
+        )
 
     async def bind(
         self,
@@ -238,7 +246,7 @@ class ShoalClient:
         )
         path = item_path(Application, app.metadata.name, app.metadata.namespace) + "/binding"
         data = await self.request("PUT", path, body=binding.model_dump(mode="json"))
-        return Application.model_validate(data)
+        return Application.model_validate(data, context=TRUSTED)
 
     async def bind_many(
         self, items: Sequence[BindingItem | Mapping[str, Any]]
@@ -259,7 +267,7 @@ class ShoalClient:
         binding = ClusterBinding(cloud=cloud, resource_version=resource_version)
         path = item_path(Cluster, cluster.metadata.name, cluster.metadata.namespace) + "/binding"
         data = await self.request("PUT", path, body=binding.model_dump(mode="json"))
-        return Cluster.model_validate(data)
+        return Cluster.model_validate(data, context=TRUSTED)
 
     async def watch(
         self,
@@ -294,7 +302,7 @@ class ShoalClient:
                     for line in lines:
                         if not line:
                             continue  # heartbeat
-                        event = line_model.model_validate_json(line)
+                        event = line_model.model_validate_json(line, context=TRUSTED)
                         obj = event.object
                         yield WatchEvent(event.type, obj, int(obj.metadata.resource_version or 0))
         except (aiohttp.ClientError, TimeoutError) as error:

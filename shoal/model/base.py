@@ -19,6 +19,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PlainSerializer,
+    ValidationInfo,
     WithJsonSchema,
 )
 
@@ -26,6 +27,19 @@ _NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9_]*[a-z0-9])?$")
 _LABEL_NAME_RE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 _DNS_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _FINALIZER_RE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_./]*[A-Za-z0-9])?$")
+
+
+TRUSTED: dict[str, bool] = {"trusted": True}
+"""Validation context for objects read back from the API: they were checked when written.
+
+Validators that are expensive and only guard the API's input (manifests,
+constraint grammars, kubeconfigs) skip themselves under this context; the
+informers decode every event with it.
+"""
+
+
+def trusted(info: ValidationInfo) -> bool:
+    return bool(info.context and info.context.get("trusted"))
 
 
 def utcnow() -> datetime:

@@ -5,22 +5,26 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, field_validator
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator
 
-from shoal.model.base import Kind, Model, Reason, ResourceRef, StrEnumByName
+from shoal.model.base import Kind, Model, Reason, ResourceRef, StrEnumByName, trusted
 from shoal.model.constraints import ConstraintError, LabelConstraint, MetricConstraint
 
 _CRD_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$"
 
 
-def _label_constraint(text: str) -> str:
+def _label_constraint(text: str, info: ValidationInfo) -> str:
+    if trusted(info):
+        return text
     try:
         return str(LabelConstraint.parse(text))
     except ConstraintError as error:
         raise ValueError(str(error)) from None
 
 
-def _metric_constraint(text: str) -> str:
+def _metric_constraint(text: str, info: ValidationInfo) -> str:
+    if trusted(info):
+        return text
     try:
         return str(MetricConstraint.parse(text))
     except ConstraintError as error:
@@ -59,7 +63,9 @@ class Constraints(Model):
     cluster: ClusterConstraints = Field(default_factory=ClusterConstraints)
 
 
-def _check_manifest(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _check_manifest(items: list[dict[str, Any]], info: ValidationInfo) -> list[dict[str, Any]]:
+    if trusted(info):
+        return items
     for index, item in enumerate(items):
         for field in ("apiVersion", "kind"):
             if not isinstance(item.get(field), str) or not item[field]:
@@ -155,9 +161,11 @@ class Application(Kind):
     subresources = ("status", "binding", "complete", "shutdown", "retry")
 
 
-def _check_kubeconfig(config: dict[str, Any] | None) -> dict[str, Any] | None:
-    if config is None:
-        return None
+def _check_kubeconfig(
+    config: dict[str, Any] | None, info: ValidationInfo
+) -> dict[str, Any] | None:
+    if config is None or trusted(info):
+        return config
     for section in ("contexts", "users", "clusters"):
         entries = config.get(section)
         if not isinstance(entries, list) or len(entries) != 1:

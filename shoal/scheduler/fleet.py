@@ -57,6 +57,7 @@ class Backend:
     failing: dict[str, Reason] = field(default_factory=dict)
     num: float = 0.0
     den: float = 0.0
+    terms_json: list[dict[str, Any]] = field(default_factory=list)  # explanations reuse it
 
     @property
     def has_metrics(self) -> bool:
@@ -87,6 +88,10 @@ class Backend:
                     code=getattr(result, "code", ReasonCode.UNKNOWN_METRIC),
                     message=str(getattr(result, "message", result)),
                 )
+        self.terms_json = [
+            {"name": t.name, "value": t.value, "normalised": t.normalised, "weight": t.weight}
+            for t in self.terms
+        ]
         if self.failing:
             # A cluster with a failing metric is ranked as one without metrics.
             self.num = self.den = 0.0

@@ -210,15 +210,7 @@ class Framework:
             entry: dict[str, Any] = {
                 "cluster": backend.name,
                 "score": float(scores[i]),
-                "metrics": [
-                    {
-                        "name": t.name,
-                        "value": t.value,
-                        "normalised": t.normalised,
-                        "weight": t.weight,
-                    }
-                    for t in backend.terms
-                ],
+                "metrics": backend.terms_json,
             }
             if backend.failing:
                 entry["failing_metrics"] = {k: r.code.name for k, r in backend.failing.items()}

@@ -6,9 +6,10 @@ python tests/scheduler/launch.py scheduler API_URL [CONFIG_JSON]
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
+
+import uvloop
 
 
 async def _api(path: str, port: int) -> None:
@@ -34,9 +35,9 @@ async def _scheduler(url: str, config: str | None) -> None:
 def main() -> None:
     mode = sys.argv[1]
     if mode == "api":
-        asyncio.run(_api(sys.argv[2], int(sys.argv[3])))
+        uvloop.run(_api(sys.argv[2], int(sys.argv[3])))
     elif mode == "scheduler":
-        asyncio.run(_scheduler(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None))
+        uvloop.run(_scheduler(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None))
     else:
         raise SystemExit(f"unknown mode {mode!r}")
 

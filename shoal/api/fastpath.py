@@ -1,0 +1,76 @@
+"""Lean endpoints for the two requests placement throughput rests on.
+
+Creating an application and committing a batch of bindings are what the
+scheduler's throughput is made of; through FastAPI's dependency machinery
+about half of such a request's CPU is spent outside Shoal's own logic. These
+plain Starlette endpoints parse and validate the same models, call the same
+``Resources`` methods and raise into the same error handlers. They are
+matched before the FastAPI routes of the same paths, which stay registered
+to document them in ``/openapi.json``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, TypeVar
+
+import orjson
+from pydantic import BaseModel, ValidationError
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from shoal.api.errors import from_validation_error, problem
+from shoal.api.resources import Resources
+from shoal.model.kubernetes import Application, BindingBatch
+
+_NAME = re.compile(r"^[a-z0-9]([-a-z0-9_]*[a-z0-9])?$")
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+async def _body(request: Request, model: type[M]) -> M | Response:
+    raw = await request.body()
+    try:
+        data: Any = orjson.loads(raw)
+    except orjson.JSONDecodeError as error:
+        reason = f"malformed JSON: {error}"
+        return problem(400, f"body: {reason}", errors=[{"field": "body", "reason": reason}])
+    if not isinstance(data, dict):
+        reason = "must be a JSON object"
+        return problem(400, f"body: {reason}", errors=[{"field": "body", "reason": reason}])
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        return from_validation_error(error)
+
+
+def routes(resources: Resources) -> list[Route]:
+    async def create_application(request: Request) -> Response:
+        request.scope["route"] = create_route  # the metrics middleware labels by route
+        namespace = request.path_params["namespace"]
+        if len(namespace) > 63 or not _NAME.match(namespace):
+            reason = "must be a valid name (lower case letters, digits, '-', '_')"
+            return problem(
+                422, f"namespace: {reason}", errors=[{"field": "namespace", "reason": reason}]
+            )
+        app = await _body(request, Application)
+        if isinstance(app, Response):
+            return app
+        content = await resources.create(Application, app, namespace)
+        return Response(content, media_type="application/json")
+
+    async def bind_applications(request: Request) -> Response:
+        request.scope["route"] = bind_route
+        batch = await _body(request, BindingBatch)
+        if isinstance(batch, Response):
+            return batch
+        results = await resources.bind_many(batch)
+        return Response(orjson.dumps({"results": results}), media_type="application/json")
+
+    create_route = Route(
+        "/kubernetes/namespaces/{namespace}/applications", create_application, methods=["POST"]
+    )
+    bind_route = Route("/scheduling/bindings", bind_applications, methods=["POST"])
+    return [create_route, bind_route]
