@@ -317,8 +317,10 @@ async def _demo(client: Any) -> None:
         f"\nApplication [bold]demo[/] (constraint: location in (DE, FR)) → [bold cyan]{target}[/]"
     )
     console.print(f"  {explanation.get('summary', '')}")
-    table = Table("cluster", "score", "metrics", title="Ranking")
-    for entry in explanation.get("ranking", []):
+    # The stored explanation keeps score terms of the chosen cluster only; a dry run has all.
+    detail = await client.request("POST", "/scheduling/namespaces/default/dryrun", body=body)
+    table = Table("cluster", "score", "metrics", title="Ranking (shoal kube app dryrun)")
+    for entry in detail.get("ranking", []):
         metrics = ", ".join(
             f"{m['name']}={m['value']:g} (w {m['weight']:g})" for m in entry.get("metrics", [])
         )

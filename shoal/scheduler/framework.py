@@ -190,14 +190,19 @@ class Framework:
         best = float(scores.max())
         ties = np.flatnonzero(scores >= best - 1e-12)
         chosen = int(ties[0]) if len(ties) == 1 else int(self.random.choice(list(ties)))
-        ranking = self._ranking(ctx, scores, alive, explain_all)
+        ranking = self._ranking(ctx, scores, alive, explain_all, chosen)
         return Decision(
             total, group.backends[chosen], best, rejections, ranking, available=available
         )
 
     def _ranking(
-        self, ctx: Context, scores: FloatArray, alive: BoolArray, explain_all: bool
+        self, ctx: Context, scores: FloatArray, alive: BoolArray, explain_all: bool, chosen: int
     ) -> list[dict[str, Any]]:
+        """The best clusters with their scores; score terms for the chosen and current ones.
+
+        Stored in every application's status and carried by each of its watch
+        events, so it stays small; a dry run (``explain_all``) gives every term.
+        """
         order = np.flatnonzero(alive)
         if not explain_all and len(order) > self.ranking:
             # Only the best few are kept: select them in linear time, then sort those.
@@ -207,11 +212,9 @@ class Framework:
         out = []
         for i in order:
             backend = ctx.group.backends[int(i)]
-            entry: dict[str, Any] = {
-                "cluster": backend.name,
-                "score": float(scores[i]),
-                "metrics": backend.terms_json,
-            }
+            entry: dict[str, Any] = {"cluster": backend.name, "score": float(scores[i])}
+            if explain_all or int(i) in (chosen, ctx.current):
+                entry["metrics"] = backend.terms_json
             if backend.failing:
                 entry["failing_metrics"] = {k: r.code.name for k, r in backend.failing.items()}
             if ctx.current == int(i) and ctx.request.sticky:
