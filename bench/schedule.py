@@ -254,7 +254,7 @@ def main() -> None:
     parser.add_argument("--clusters", default="10,100,1000")
     parser.add_argument("--apps", type=int, default=5000)
     parser.add_argument("--concurrency", type=int, default=64, help="creates in flight")
-    parser.add_argument("--workers", type=int, default=64, help="scheduler workers")
+    parser.add_argument("--workers", type=int, default=256, help="scheduler workers")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     rows = []

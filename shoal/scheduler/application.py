@@ -19,6 +19,7 @@ What triggers a scheduling pass, and what it may write:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from dataclasses import dataclass
@@ -129,6 +130,8 @@ class ApplicationHandler:
         self.fleet = fleet
         self.framework = framework
         self.binder = Binder(client)
+        self._cache: dict[tuple[Any, ...], Decision] = {}
+        self._cache_version = -1
         self.bound = 0
         self.conflicts = 0
 
@@ -178,8 +181,35 @@ class ApplicationHandler:
         return Outcome("deferred", retry_in=self.config.backoff.initial)
 
     def decide(self, app: Application, *, sticky: bool = True) -> Decision:
+        """The framework's decision, shared by applications that ask the same question.
+
+        Applications with the same namespace, constraints and current cluster get
+        the same decision until the fleet changes (an equivalence cache, as in the
+        Kubernetes scheduler); only the random choice among tied clusters is drawn
+        again for each.
+        """
         request = request_for(app, self.config, sticky=sticky)
-        return self.framework.decide(request, self.fleet.group(app.metadata.namespace))
+        group = self.fleet.group(app.metadata.namespace)
+        if self._cache_version != self.fleet.version:
+            self._cache.clear()
+            self._cache_version = self.fleet.version
+        key = (
+            request.namespace,
+            tuple(request.labels),
+            tuple(request.metrics),
+            tuple(request.custom_resources),
+            request.current,
+            request.sticky,
+        )
+        cached = self._cache.get(key)
+        if cached is None:
+            cached = self.framework.decide(request, group)
+            if len(self._cache) < 10_000:
+                self._cache[key] = cached
+            return cached
+        if len(cached.ties) > 1:
+            return dataclasses.replace(cached, chosen=self.framework.random.choice(cached.ties))
+        return cached
 
     async def _schedule_once(self, app: Application) -> Outcome:
         status = app.status

@@ -47,7 +47,9 @@ class SchedulerConfig(BaseModel):
     min_migration_interval: float = Field(
         default=0.0, ge=0, description="Seconds an application stays after a migration"
     )
-    workers: int = Field(default=64, ge=1, description="Bindings in flight at once")
+    workers: int = Field(
+        default=256, ge=1, description="Scheduling passes (and bindings) in flight at once"
+    )
     metrics_refresh: float = Field(default=10.0, gt=0, description="Metric cache refresh (s)")
     metrics_timeout: float = Field(default=5.0, gt=0, description="Timeout of one provider call")
     explain_names: int = Field(

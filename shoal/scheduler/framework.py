@@ -111,6 +111,7 @@ class Decision:
     rejections: list[Rejection]
     ranking: list[dict[str, Any]] = field(default_factory=list)
     available: int = 0
+    ties: list[Backend] = field(default_factory=list)  # every backend with the best score
 
     @property
     def summary(self) -> str:
@@ -190,15 +191,21 @@ class Framework:
         best = float(scores.max())
         ties = np.flatnonzero(scores >= best - 1e-12)
         chosen = int(ties[0]) if len(ties) == 1 else int(self.random.choice(list(ties)))
-        ranking = self._ranking(ctx, scores, alive, explain_all, chosen)
+        ranking = self._ranking(ctx, scores, alive, explain_all, best)
         return Decision(
-            total, group.backends[chosen], best, rejections, ranking, available=available
+            total,
+            group.backends[chosen],
+            best,
+            rejections,
+            ranking,
+            available=available,
+            ties=[group.backends[int(i)] for i in ties],
         )
 
     def _ranking(
-        self, ctx: Context, scores: FloatArray, alive: BoolArray, explain_all: bool, chosen: int
+        self, ctx: Context, scores: FloatArray, alive: BoolArray, explain_all: bool, best: float
     ) -> list[dict[str, Any]]:
-        """The best clusters with their scores; score terms for the chosen and current ones.
+        """The best clusters with their scores; score terms for the winners and the current one.
 
         Stored in every application's status and carried by each of its watch
         events, so it stays small; a dry run (``explain_all``) gives every term.
@@ -213,7 +220,7 @@ class Framework:
         for i in order:
             backend = ctx.group.backends[int(i)]
             entry: dict[str, Any] = {"cluster": backend.name, "score": float(scores[i])}
-            if explain_all or int(i) in (chosen, ctx.current):
+            if explain_all or scores[i] >= best - 1e-12 or int(i) == ctx.current:
                 entry["metrics"] = backend.terms_json
             if backend.failing:
                 entry["failing_metrics"] = {k: r.code.name for k, r in backend.failing.items()}
