@@ -109,15 +109,18 @@ def build_router(store: Store) -> APIRouter:
 
     async def reschedule_many(body: RescheduleBatch = Body()) -> Response:
         results: list[dict[str, Any]] = []
-        for item in body.items:
-            result: dict[str, Any] = {"namespace": item.namespace, "name": item.name}
-            try:
-                value = await request_reschedule(store, item.name, item.namespace, item.requested)
-                result["status"] = 200
-                result["resource_version"] = _revision_of(value)
-            except ProblemError as error:
-                result.update(status=error.status, title=error.title, detail=error.detail)
-            results.append(result)
+        async with store.batch():  # one commit for the whole request
+            for item in body.items:
+                result: dict[str, Any] = {"namespace": item.namespace, "name": item.name}
+                try:
+                    value = await request_reschedule(
+                        store, item.name, item.namespace, item.requested
+                    )
+                    result["status"] = 200
+                    result["resource_version"] = _revision_of(value)
+                except ProblemError as error:
+                    result.update(status=error.status, title=error.title, detail=error.detail)
+                results.append(result)
         return Response(orjson.dumps({"results": results}), media_type="application/json")
 
     router.add_api_route(

@@ -24,6 +24,7 @@ from shoal.model.kubernetes import (
     ApplicationBinding,
     ApplicationState,
     BindingBatch,
+    BindingItem,
     Cluster,
     ClusterBinding,
 )
@@ -210,20 +211,24 @@ class Resources:
         raise ProblemError(409, f"Application {name!r} is changing too fast; try again")
 
     async def bind_many(self, batch: BindingBatch) -> list[dict[str, Any]]:
-        """Several bindings in one request, each its own compare-and-swap."""
+        """Several bindings in one request, each its own compare-and-swap, one commit."""
         results: list[dict[str, Any]] = []
-        for item in batch.bindings:
-            result: dict[str, Any] = {"namespace": item.namespace, "name": item.name}
-            try:
-                value = await self.bind_application(item.name, item.namespace, item)
-                result["status"] = 200
-                result["resource_version"] = _revision_of(value)
-            except Conflict as error:
-                result.update(status=409, title="TRANSACTION_ERROR", detail=str(error))
-            except ProblemError as error:
-                result.update(status=error.status, title=error.title, detail=error.detail)
-            results.append(result)
+        async with self.store.batch():
+            for item in batch.bindings:
+                results.append(await self._bind_item(item))
         return results
+
+    async def _bind_item(self, item: BindingItem) -> dict[str, Any]:
+        result: dict[str, Any] = {"namespace": item.namespace, "name": item.name}
+        try:
+            value = await self.bind_application(item.name, item.namespace, item)
+            result["status"] = 200
+            result["resource_version"] = _revision_of(value)
+        except Conflict as error:
+            result.update(status=409, title="TRANSACTION_ERROR", detail=str(error))
+        except ProblemError as error:
+            result.update(status=error.status, title=error.title, detail=error.detail)
+        return result
 
     async def bind_cluster(
         self, name: str, namespace: str | None, binding: ClusterBinding

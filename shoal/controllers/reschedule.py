@@ -229,7 +229,7 @@ class RescheduleTaskController(Controller):
         name = task.metadata.name
         trigger = task.status.trigger_time
         assert trigger is not None
-        update = task.model_copy(deep=True)
+        update = _working_copy(task)
         sent = self.sent[task.metadata.uid or ""]
         changed = False
         stamp: list[TargetStatus] = []
@@ -378,3 +378,17 @@ def _count(task: RescheduleTask) -> None:
     status.successful = sum(t.result is TargetResult.Successful for t in status.targets)
     status.failed = sum(t.result is TargetResult.Failed for t in status.targets)
     status.pending = status.total - status.successful - status.failed
+
+
+def _working_copy(task: RescheduleTask) -> RescheduleTask:
+    """A copy to judge targets on without touching the informer's cached object.
+
+    Targets are flat records: those with a result are final and shared, the
+    pending ones are copied shallowly. A deep copy of a 10,000-target task was
+    over half of the controller's time.
+    """
+    status = task.status.model_copy()
+    status.targets = [t if t.result is not None else t.model_copy() for t in status.targets]
+    copy = task.model_copy()
+    copy.status = status
+    return copy

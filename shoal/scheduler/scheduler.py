@@ -18,7 +18,7 @@ from typing import Any
 from shoal.client.informer import Informer
 from shoal.client.rest import ApiError, ShoalClient
 from shoal.controllers.base import Controller
-from shoal.model.base import Kind, Reason
+from shoal.model.base import Kind, Reason, ResourceRef
 from shoal.model.core import (
     GlobalMetric,
     GlobalMetricsProvider,
@@ -187,7 +187,7 @@ class Scheduler(Controller):
             self.queue.add(_key(app))
 
     def _app_updated(self, old: Application, new: Application) -> None:
-        if old.status.scheduled_to != new.status.scheduled_to:
+        if _ref_key(old.status.scheduled_to) != _ref_key(new.status.scheduled_to):
             self._index(new)
         relevant = (
             old.metadata.modified != new.metadata.modified
@@ -437,3 +437,8 @@ def _cloud_key(cloud: Kind) -> AppKey:
 def _cluster_key(tag: str, cluster: Kind) -> AppKey:
     """Key of cluster work: ``c:`` sync its metric state, ``k:`` bind it to a cloud."""
     return (tag + (cluster.metadata.namespace or ""), cluster.metadata.name)
+
+
+def _ref_key(ref: ResourceRef | None) -> tuple[str | None, str] | None:
+    """What identifies a reference (cheaper to compare than the model)."""
+    return None if ref is None else (ref.namespace, ref.name)

@@ -8,6 +8,7 @@ revision is the revision of its last change and is what the API calls
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol, runtime_checkable
@@ -113,6 +114,14 @@ class Store(Protocol):
 
     async def check_revision(self, revision: int) -> None:
         """Raise Compacted if the history after ``revision`` is no longer kept."""
+        ...
+
+    def batch(self) -> AbstractAsyncContextManager[None]:
+        """Group the writes of a block for speed (one commit where the store can).
+
+        Every write in it keeps its own compare-and-swap and revision; the block
+        must not await anything but this store's calls.
+        """
         ...
 
     async def compact(self, revision: int) -> None:

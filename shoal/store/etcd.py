@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -213,6 +214,11 @@ class EtcdStore:
             raise _map(error) from error
         finally:
             call.cancel()
+
+    @contextlib.asynccontextmanager
+    async def batch(self) -> AsyncIterator[None]:
+        """Each write stays its own etcd transaction (etcd commits are already batched)."""
+        yield
 
     async def check_revision(self, revision: int) -> None:
         # A range read at a revision below etcd's compaction point is refused;

@@ -69,6 +69,7 @@ class SqliteStore:
         row = self._db.execute("SELECT value FROM meta WHERE name='compacted'").fetchone()
         self._compacted: int = row[0] if row else 0
         self._writes_since_compaction = 0
+        self._batch: list[Event] | None = None
         self._checkpointer: _Checkpointer | None = None
         if path != ":memory:" and not path.startswith("file::memory:"):
             # Checkpoints fsync: run them beside the event loop, not inside a commit.
@@ -114,7 +115,9 @@ class SqliteStore:
     def _commit(self, kind: EventType, key: str, value: bytes) -> int:
         revision = self._revision + 1
         db = self._db
-        db.execute("BEGIN IMMEDIATE")
+        own = self._batch is None
+        if own:
+            db.execute("BEGIN IMMEDIATE")
         try:
             if kind is EventType.DELETED:
                 db.execute("DELETE FROM kv WHERE key=?", (key,))
@@ -127,19 +130,59 @@ class SqliteStore:
                 "INSERT INTO log(revision, type, key, value) VALUES (?, ?, ?, ?)",
                 (revision, _TYPE_CODE[kind], key, value),
             )
-            db.execute(
-                "INSERT OR REPLACE INTO meta(name, value) VALUES ('revision', ?)", (revision,)
-            )
-            db.execute("COMMIT")
+            if own:
+                db.execute(
+                    "INSERT OR REPLACE INTO meta(name, value) VALUES ('revision', ?)", (revision,)
+                )
+                db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if own:
+                db.execute("ROLLBACK")
             raise
         self._revision = revision
-        self._fan_out(Event(kind, key, value, revision))
+        event = Event(kind, key, value, revision)
+        if self._batch is not None:
+            self._batch.append(event)  # watchers see it once the batch commits
+        else:
+            self._fan_out(event)
         self._writes_since_compaction += 1
-        if self._writes_since_compaction >= 10_000:
+        if own and self._writes_since_compaction >= 10_000:
             self._auto_compact()
         return revision
+
+    @contextlib.asynccontextmanager
+    async def batch(self) -> AsyncIterator[None]:
+        """Group the writes of the block into one SQLite transaction (one commit).
+
+        Each write still is its own compare-and-swap with its own revision;
+        watchers see the events after the commit. The store's methods never
+        suspend, so no other coroutine's write can fall inside the block (the
+        caller must not await anything else in it). Nested blocks join the
+        outer one; an error rolls the whole block back.
+        """
+        if self._batch is not None:
+            yield
+            return
+        start = self._revision
+        self._db.execute("BEGIN IMMEDIATE")
+        self._batch = []
+        try:
+            yield
+            self._db.execute(
+                "INSERT OR REPLACE INTO meta(name, value) VALUES ('revision', ?)",
+                (self._revision,),
+            )
+            self._db.execute("COMMIT")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            self._revision = start
+            self._batch = None
+            raise
+        events, self._batch = self._batch, None
+        for event in events:
+            self._fan_out(event)
+        if self._writes_since_compaction >= 10_000:
+            self._auto_compact()
 
     def _fan_out(self, event: Event) -> None:
         for watcher in tuple(self._watchers):

@@ -230,7 +230,7 @@ async def test_reschedule_subresource_only_moves_forward(client: ShoalClient) ->
 async def test_killed_mid_task_reschedules_each_target_once(
     client: ShoalClient, running: Running, kill: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    count = 150
+    count = 600
     # Small stamp batches: the controller is killed while it is still stamping.
     monkeypatch.setattr("shoal.controllers.reschedule._STAMP_BATCH", 5)
     sched = await running.start(scheduler)
