@@ -113,6 +113,20 @@ async def test_prometheus_plain_metrics_in_one_request(prometheus: PrometheusSer
 
 
 @pytest.mark.integration
+async def test_prometheus_batches_are_chunked(
+    prometheus: PrometheusServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Thousands of names are fetched in chunks (sent concurrently), never one query each.
+    monkeypatch.setattr("shoal.scheduler.metrics.providers.PROMETHEUS_BATCH", 2)
+    http, sent = counting_client()
+    async with http:
+        client = PrometheusClient(PrometheusSpec(url=prometheus.url), timeout=5, http=http)
+        result = await client.fetch(["shoal_load", "shoal_cost", "shoal_zero", "shoal_heat"])
+    assert result == {"shoal_load": 0.25, "shoal_cost": 3.0, "shoal_zero": 0.0, "shoal_heat": 7.5}
+    assert len(sent) == 2 and client.requests == 2
+
+
+@pytest.mark.integration
 async def test_prometheus_expressions_vector_and_scalar(
     prometheus: PrometheusServer, http: httpx.AsyncClient
 ) -> None:
