@@ -3,13 +3,17 @@
 The API runs in its own process (uvicorn over ``create_app``), the load
 generator (aiohttp) in this one, so they do not share a core.
 
-    .venv/bin/python bench/api.py [--store sqlite|etcd://host:port] [--objects 10000]
+    .venv/bin/python bench/api.py [--store sqlite|etcd|etcd://host:port] [--objects 10000]
+
+``--store etcd`` starts a one-member etcd of its own (tests/fixtures/etcd.py,
+data on tmpfs when /dev/shm exists); ``etcd://...`` uses a running one.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import socket
 import statistics
@@ -264,18 +268,28 @@ async def bench(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--store", default="sqlite", help="sqlite (temp file) or etcd://host:port")
+    parser.add_argument(
+        "--store",
+        default="sqlite",
+        help="sqlite (temp file), etcd (a fresh one-member etcd) or etcd://host:port",
+    )
     parser.add_argument("--objects", type=int, default=10_000)
     parser.add_argument("--parallel", type=int, default=64)
     parser.add_argument("--watchers", type=int, default=10)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
+    with contextlib.ExitStack() as stack:
+        tmp = stack.enter_context(tempfile.TemporaryDirectory())
         if args.store == "sqlite":
             store_url = f"sqlite://{os.path.join(tmp, 'shoal.db')}"
+        elif args.store == "etcd":
+            sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+            from tests.fixtures.etcd import running_etcd
+
+            store_url = stack.enter_context(running_etcd()).url
         elif args.store.startswith(("etcd://", "sqlite://")):
             store_url = args.store
         else:
-            raise SystemExit(f"unknown store {args.store!r}: sqlite or etcd://host:port")
+            raise SystemExit(f"unknown store {args.store!r}: sqlite, etcd or etcd://host:port")
         port = free_port()
         process = subprocess.Popen(
             [sys.executable, "-c", SERVER, store_url, str(port)],
@@ -290,7 +304,11 @@ def main() -> None:
             except subprocess.TimeoutExpired:
                 process.kill()
     width = max(len(name) for name, _ in rows)
-    print(f"\nShoal API benchmark — store {args.store}, {os.cpu_count()} CPUs\n")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(
+        f"\nShoal API benchmark — store {args.store}, {os.cpu_count()} CPUs, "
+        f"load average {load} (at the end)\n"
+    )
     print(f"{'measure':<{width}}  value")
     print(f"{'-' * width}  {'-' * 16}")
     for name, value in rows:

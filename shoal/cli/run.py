@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -25,6 +26,30 @@ console = Console()
 ApiOption = Annotated[
     str | None, typer.Option("--api", help="URL of the Shoal API (default: $SHOAL_API)")
 ]
+StoreOption = Annotated[
+    str | None,
+    typer.Option(
+        "--store",
+        help="sqlite:///path/shoal.db or etcd://host:port[,host:port...] "
+        "(default: $SHOAL_STORE, else 'store:' in the config file, else a SQLite file)",
+    ),
+]
+ENV_STORE = "SHOAL_STORE"
+
+
+def resolve_store(option: str | None, default: Path) -> str:
+    """``--store``, else $SHOAL_STORE, else the config's ``store``, else SQLite at ``default``."""
+    from shoal.cli.common import CliError, config_path, load_config
+
+    url = option or os.environ.get(ENV_STORE) or None
+    if url is None:
+        configured = load_config().get("store")
+        if configured is not None and not isinstance(configured, str):
+            raise CliError(f"config file {config_path()}: 'store' must be a URL string")
+        url = configured or f"sqlite://{default.resolve()}"
+    if not url.startswith(("sqlite://", "etcd://")):
+        raise CliError(f"unknown store URL {url!r}: use sqlite:///path or etcd://host:port[,...]")
+    return url
 
 
 def _logging(level: str) -> None:
@@ -54,9 +79,7 @@ def _run_until_signal(main: Callable[[], Awaitable[None]]) -> None:
 
 
 def api(
-    store: Annotated[
-        str, typer.Option("--store", help="sqlite:///path/shoal.db or etcd://host:port[,...]")
-    ] = "sqlite:///shoal.db",
+    store: StoreOption = None,
     host: Annotated[str, typer.Option("--host")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port")] = 8080,
     log_level: Annotated[str, typer.Option("--log-level")] = "info",
@@ -65,14 +88,74 @@ def api(
     from shoal.api.server import start_api
 
     _logging(log_level)
+    store_url = resolve_store(store, Path("shoal.db"))
 
     async def main() -> None:
-        server = await start_api(store, host, port, log_level="warning")
-        console.print(f"Shoal API listening on [bold]{server.url}[/] (store {store})")
+        server = await start_api(store_url, host, port, log_level="warning")
+        console.print(f"Shoal API listening on [bold]{server.url}[/] (store {store_url})")
         try:
             await server.task
         finally:
             await server.stop()
+
+    _run_until_signal(main)
+
+
+LeaderElect = Annotated[
+    bool,
+    typer.Option(
+        "--leader-elect/--no-leader-elect",
+        help="Act only while holding the lease, so that several replicas run safely",
+    ),
+]
+LeaseDuration = Annotated[
+    float,
+    typer.Option("--lease-duration", min=0.5, help="Seconds a standby waits before taking over"),
+]
+Identity = Annotated[
+    str | None, typer.Option("--identity", help="Name in the lease (default: hostname-pid)")
+]
+MetricsPort = Annotated[
+    int,
+    typer.Option("--metrics-port", min=0, help="Serve this process's /metrics on this port"),
+]
+LogLevel = Annotated[str, typer.Option("--log-level")]
+
+
+def _run_controller(
+    factory: Callable[[Any], Any],
+    api_url: str | None,
+    *,
+    leader_elect: bool,
+    lease_duration: float,
+    lease_name: str,
+    identity: str | None,
+    metrics_port: int,
+    log_level: str,
+) -> None:
+    """Run one controller alone against an API, optionally only while it holds a lease."""
+    from shoal.cli.common import resolve_api
+    from shoal.client.rest import ShoalClient
+
+    _logging(log_level)
+    url = resolve_api(api_url)
+    if metrics_port:
+        from prometheus_client import start_http_server
+
+        start_http_server(metrics_port, addr="127.0.0.1")
+
+    async def main() -> None:
+        async with ShoalClient(url) as client:
+            if not leader_elect:
+                await factory(client).run()
+                return
+            from shoal.controllers.elected import run_elected
+
+            # The elector's own connections: renewals never queue behind the controller's.
+            async with ShoalClient(url, timeout=lease_duration / 3) as lease_client:
+                await run_elected(
+                    lambda: factory(client), lease_client, lease_name, identity, lease_duration
+                )
 
     _run_until_signal(main)
 
@@ -82,45 +165,98 @@ def scheduler(
     config: Annotated[
         Path | None, typer.Option("--config", help="Scheduler YAML configuration")
     ] = None,
-    log_level: Annotated[str, typer.Option("--log-level")] = "info",
+    leader_elect: LeaderElect = False,
+    lease_duration: LeaseDuration = 15.0,
+    lease_name: Annotated[str, typer.Option("--lease-name", help="Lease to campaign for")] = (
+        "scheduler"
+    ),
+    identity: Identity = None,
+    metrics_port: MetricsPort = 0,
+    log_level: LogLevel = "info",
 ) -> None:
     """Run the scheduler alone against an API."""
-    from shoal.client.rest import ShoalClient
     from shoal.scheduler.config import SchedulerConfig
     from shoal.scheduler.scheduler import Scheduler
 
-    _logging(log_level)
     cfg = SchedulerConfig.load(config)
+    _run_controller(
+        lambda client: Scheduler(client, cfg),
+        api_url,
+        leader_elect=leader_elect,
+        lease_duration=lease_duration,
+        lease_name=lease_name,
+        identity=identity,
+        metrics_port=metrics_port,
+        log_level=log_level,
+    )
 
-    async def main() -> None:
-        async with ShoalClient(api_url) as client:
-            await Scheduler(client, cfg).run()
 
-    _run_until_signal(main)
+def _controller_command(name: str, doc: str, build: Callable[[Any], Any]) -> Any:
+    """A ``shoal NAME --api URL [--leader-elect]`` command running one controller."""
+
+    def command(
+        api_url: ApiOption = None,
+        leader_elect: LeaderElect = False,
+        lease_duration: LeaseDuration = 15.0,
+        lease_name: Annotated[
+            str, typer.Option("--lease-name", help="Lease to campaign for")
+        ] = name,
+        identity: Identity = None,
+        metrics_port: MetricsPort = 0,
+        log_level: LogLevel = "info",
+    ) -> None:
+        _run_controller(
+            build,
+            api_url,
+            leader_elect=leader_elect,
+            lease_duration=lease_duration,
+            lease_name=lease_name,
+            identity=identity,
+            metrics_port=metrics_port,
+            log_level=log_level,
+        )
+
+    command.__doc__ = doc
+    return command
+
+
+def _kube_controller(client: Any) -> Any:
+    from shoal.kube.controller import KubeController
+
+    return KubeController(client)
+
+
+def _cluster_observer(client: Any) -> Any:
+    from shoal.kube.observer import ClusterObserver
+
+    return ClusterObserver(client)
+
+
+def _garbage_collector(client: Any) -> Any:
+    from shoal.controllers.gc import GarbageCollector
+
+    return GarbageCollector(client)
+
+
+def _reschedule_controller(client: Any) -> Any:
+    from shoal.controllers.reschedule import RescheduleTaskController
+
+    return RescheduleTaskController(client)
+
+
+CONTROLLERS: list[tuple[str, str, Callable[[Any], Any]]] = [
+    ("kube-controller", "Run the Kubernetes application controller alone.", _kube_controller),
+    ("cluster-observer", "Run the cluster observer alone.", _cluster_observer),
+    ("garbage-collector", "Run the garbage collector alone.", _garbage_collector),
+    ("reschedule-controller", "Run the RescheduleTask controller alone.", _reschedule_controller),
+]
 
 
 def controllers(client: Any) -> list[Any]:
-    """Every controller that exists, constructed on one client (``shoal up``)."""
+    """Every controller, constructed on one client (``shoal up`` runs them in one process)."""
     from shoal.scheduler.scheduler import Scheduler
 
-    found: list[Any] = [Scheduler(client)]
-    with contextlib.suppress(ImportError):
-        from shoal.kube.controller import KubeController
-
-        found.append(KubeController(client))
-    with contextlib.suppress(ImportError):
-        from shoal.kube.observer import ClusterObserver
-
-        found.append(ClusterObserver(client))
-    with contextlib.suppress(ImportError):
-        from shoal.controllers.gc import GarbageCollector
-
-        found.append(GarbageCollector(client))
-    with contextlib.suppress(ImportError):
-        from shoal.controllers.reschedule import RescheduleTaskController
-
-        found.append(RescheduleTaskController(client))
-    return found
+    return [Scheduler(client)] + [build(client) for _, _, build in CONTROLLERS]
 
 
 def up(
@@ -128,6 +264,7 @@ def up(
     data_dir: Annotated[
         Path, typer.Option("--data-dir", help="Where the SQLite file and kubeconfigs go")
     ] = Path("data"),
+    store: StoreOption = None,
     clusters: Annotated[int, typer.Option("--clusters", help="Simulated clusters")] = 3,
     nodes: Annotated[int, typer.Option("--nodes", help="Nodes per simulated cluster")] = 5,
     demo: Annotated[
@@ -141,12 +278,12 @@ def up(
     """Start Shoal with embedded defaults: API, every controller, a sim fleet, sample metrics."""
     _logging(log_level)
     data_dir.mkdir(parents=True, exist_ok=True)
+    store_url = resolve_store(store, data_dir / "shoal.db")
 
     async def main() -> None:
         from shoal.api.server import start_api
         from shoal.client.rest import ShoalClient
 
-        store_url = f"sqlite:///{(data_dir / 'shoal.db').resolve()}"
         server = await start_api(store_url, "127.0.0.1", port)
         console.print(f"[bold green]Shoal API[/] on {server.url}  (store {store_url})")
         client = ShoalClient(server.url)
@@ -331,4 +468,6 @@ async def _demo(client: Any) -> None:
 def register(app: typer.Typer) -> None:
     app.command("api")(api)
     app.command("scheduler")(scheduler)
+    for name, doc, build in CONTROLLERS:
+        app.command(name)(_controller_command(name, doc, build))
     app.command("up")(up)

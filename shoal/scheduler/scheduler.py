@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from shoal.client.informer import Informer
-from shoal.client.rest import ApiError, ShoalClient
+from shoal.client.rest import ApiError, Conflict, NotFound, ShoalClient
 from shoal.controllers.base import Controller
 from shoal.model.base import Kind, Reason, ResourceRef
 from shoal.model.core import (
@@ -312,6 +312,10 @@ class Scheduler(Controller):
                     await self._schedule_cluster(key)
             except asyncio.CancelledError:
                 raise
+            except (Conflict, NotFound):
+                # Our copy was stale (the observer wrote meanwhile): its watch event brings
+                # the fresh object; try again shortly from that.
+                self.cluster_queue.add_after(key, 0.05)
             except Exception:
                 log.exception("cluster %s/%s failed; retrying", *key)
                 self.cluster_queue.add_after(key, self.config.backoff.initial)

@@ -1,0 +1,134 @@
+"""Two ``shoal scheduler --leader-elect`` processes; SIGKILL the leader in a burst of creates.
+
+The standby takes over within about one lease duration and every application
+ends bound exactly once: a watch from revision 0 shows one binding event each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from shoal.client.rest import NotFound, ShoalClient
+from shoal.model.coordination import Lease
+from shoal.model.kubernetes import Application
+from tests.scaleout.procs import ApiProcess, spawn_shoal, stop
+from tests.scheduler.helpers import NS, app, cluster
+from tests.util import wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(120)]
+
+APPS = 1500
+DURATION = 2.0
+
+
+def scheduler(api: str, identity: str, log: Path) -> subprocess.Popen[bytes]:
+    return spawn_shoal(
+        "scheduler",
+        "--api", api,
+        "--leader-elect",
+        "--lease-duration", str(DURATION),
+        "--identity", identity,
+        log=log,
+    )  # fmt: skip
+
+
+async def holder(client: ShoalClient) -> str | None:
+    try:
+        lease = await client.get(Lease, "scheduler")
+    except NotFound:
+        return None
+    return lease.spec.holder
+
+
+async def bound_count(client: ShoalClient) -> int:
+    apps = (await client.list(Application, NS)).items
+    return sum(1 for a in apps if a.status.scheduled_to is not None)
+
+
+async def test_standby_takes_over_and_binds_each_once(tmp_path: Path) -> None:
+    api = ApiProcess(f"sqlite://{tmp_path / 'shoal.db'}", log=tmp_path / "api.log")
+    logs = {name: tmp_path / f"scheduler-{name}.log" for name in ("a", "b")}
+    procs: dict[str, subprocess.Popen[bytes]] = {}
+    try:
+        await api.wait_ready()
+        async with ShoalClient(api.url) as client:
+            for i in range(3):
+                await client.create(cluster(f"c{i}"))
+            procs = {name: scheduler(api.url, name, log) for name, log in logs.items()}
+            first = await wait_for(lambda: holder(client), timeout=20, message="a leader")
+            standby = "b" if first == "a" else "a"
+
+            sem = asyncio.Semaphore(32)
+
+            async def create(i: int) -> None:
+                async with sem:
+                    await client.create(app(f"app-{i:05d}"))
+
+            burst = asyncio.ensure_future(asyncio.gather(*(create(i) for i in range(APPS))))
+            await wait_for(lambda: bound_count(client), timeout=30, interval=0.05, message="binds")
+            os.kill(procs[first].pid, signal.SIGKILL)
+            procs[first].wait()
+            killed_at = time.monotonic()
+            assert not burst.done(), "burst over before the kill: make it bigger"
+
+            async def taken_over() -> bool:
+                return await holder(client) == standby
+
+            await wait_for(taken_over, timeout=4 * DURATION, interval=0.05, message="take-over")
+            takeover = time.monotonic() - killed_at
+            # Expiry (one duration after the last renew) plus one retry period, plus load.
+            assert takeover < 2.5 * DURATION, takeover
+            await asyncio.wait_for(burst, 60)
+
+            async def all_bound() -> bool:
+                return await bound_count(client) == APPS
+
+            await wait_for(all_bound, timeout=60, interval=0.5, message="all bound")
+            await asyncio.sleep(1.0)  # room for a (wrong) second binding to show
+
+            listing = await client.list(Application, NS)
+            assert len(listing.items) == APPS
+            assert all(a.status.scheduled_to is not None for a in listing.items)
+
+            # History: each application goes from unbound to bound exactly once.
+            bindings: Counter[str] = Counter()
+            current: dict[str, str | None] = {}
+
+            # The last application write; the store's revision moves on with lease renewals.
+            last = max(a.metadata.resource_version or 0 for a in listing.items)
+
+            async def replay() -> None:
+                async for event in client.watch(Application, NS, resource_version=0):
+                    name = event.object.metadata.name
+                    target = event.object.status.scheduled_to
+                    now = target.name if target else None
+                    if event.type == "MODIFIED" and current.get(name) is None and now is not None:
+                        bindings[name] += 1
+                    current[name] = now
+                    if event.revision >= last:
+                        return
+
+            await asyncio.wait_for(replay(), 60)
+            assert len(current) == APPS
+            assert set(bindings) == set(current)
+            twice = {k: n for k, n in bindings.items() if n != 1}
+            assert not twice, twice
+            lease = await client.get(Lease, "scheduler")
+            assert lease.spec.holder == standby
+            assert lease.spec.transitions >= 1
+        # Exactly one acted at a time: the standby began leading only after the kill.
+        assert logs[first].read_text().count("leads scheduler") == 1
+        assert logs[standby].read_text().count("leads scheduler") == 1
+        print(f"\ntake-over {takeover:.2f}s after SIGKILL (lease {DURATION}s), {APPS} bound once")
+    finally:
+        for proc in procs.values():
+            stop(proc)
+        api.stop()
