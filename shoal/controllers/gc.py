@@ -9,13 +9,13 @@ cascades: its applications are rescheduled by the scheduler, not deleted.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections import defaultdict
 from typing import Any
 
 from shoal.client.informer import Informer
 from shoal.client.rest import ApiError, Conflict, NotFound, ShoalClient, Unreachable
+from shoal.controllers.base import Controller
 from shoal.controllers.queue import WorkQueue
 from shoal.model import registry
 from shoal.model.base import Kind, ResourceRef
@@ -36,7 +36,7 @@ def _owner(ref: ResourceRef) -> Ref:
     return (ref.api, ref.kind, ref.namespace, ref.name)
 
 
-class GarbageCollector:
+class GarbageCollector(Controller):
     def __init__(self, client: ShoalClient, kinds: tuple[type[Kind], ...] | None = None) -> None:
         self.client = client
         self.kinds = kinds or registry.KINDS
@@ -53,31 +53,16 @@ class GarbageCollector:
             )
             for kind in self.kinds
         ]
-        self._tasks: list[asyncio.Task[Any]] = []
-
-    async def run(self) -> None:
-        try:
-            await self.start()
-            await asyncio.gather(*self._tasks)
-        finally:
-            await self.stop()
+        super().__init__()
 
     async def start(self) -> None:
-        for informer in self.informers:
-            self._tasks.append(asyncio.create_task(informer.run()))
-        for informer in self.informers:
-            await informer.wait_synced()
+        await self.start_informers(*self.informers)
         for _ in range(4):
-            self._tasks.append(asyncio.create_task(self._worker()))
+            self.spawn(self._worker())
 
     async def stop(self) -> None:
         self.queue.close()
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        self._tasks.clear()
+        await super().stop()
 
     # index -----------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from shoal.client.informer import Informer
 from shoal.client.rest import ApiError, Conflict, NotFound, ShoalClient, Unreachable
+from shoal.controllers.base import Controller
 from shoal.controllers.queue import WorkQueue
 from shoal.kube.client import KubeApiError, KubeClients, KubeCluster, KubeUnreachable
 from shoal.kube.watch import ClusterWatches, Entry
@@ -170,7 +171,7 @@ def _merge_cleanup(cleanups: list[Obj], entry: Obj) -> list[Obj]:
     return out
 
 
-class KubeController:
+class KubeController(Controller):
     def __init__(
         self,
         client: ShoalClient,
@@ -222,33 +223,19 @@ class KubeController:
             on_update=lambda old, new: self._cluster_event(new),
             on_delete=self._cluster_deleted,
         )
-        self._tasks: list[asyncio.Task[Any]] = []
+        super().__init__()
 
     # lifecycle -------------------------------------------------------------------
 
-    async def run(self) -> None:
-        try:
-            await self.start()
-            await asyncio.gather(*self._tasks)
-        finally:
-            await self.stop()
-
     async def start(self) -> None:
-        self._tasks.append(asyncio.create_task(self.cluster_informer.run()))
-        await self.cluster_informer.wait_synced()
-        self._tasks.append(asyncio.create_task(self.app_informer.run()))
-        await self.app_informer.wait_synced()
+        await self.start_informers(self.cluster_informer)
+        await self.start_informers(self.app_informer)
         for _ in range(self.workers):
-            self._tasks.append(asyncio.create_task(self._worker()))
+            self.spawn(self._worker())
 
     async def stop(self) -> None:
         self.queue.close()
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        self._tasks.clear()
+        await super().stop()
         for orphan_task in list(self._orphan_tasks.values()):
             orphan_task.cancel()
         self._orphan_tasks.clear()

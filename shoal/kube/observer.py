@@ -16,6 +16,7 @@ from typing import Any
 
 from shoal.client.informer import Informer
 from shoal.client.rest import ApiError, ShoalClient, Unreachable
+from shoal.controllers.base import Controller
 from shoal.kube.client import KubeApiError, KubeClients, KubeUnreachable
 from shoal.model.base import Reason, ReasonCode
 from shoal.model.kubernetes import Cluster, ClusterState
@@ -99,7 +100,7 @@ def summarize_nodes(nodes: list[Obj]) -> tuple[list[Obj], int, bool]:
     return [summary, *entries], ready_count, pressure
 
 
-class ClusterObserver:
+class ClusterObserver(Controller):
     def __init__(self, client: ShoalClient, interval: float = 10.0, timeout: float = 5.0) -> None:
         self.client = client
         self.interval = interval
@@ -113,30 +114,22 @@ class ClusterObserver:
         )
         self._loops: dict[ClusterKey, asyncio.Task[None]] = {}
         self._wake: dict[ClusterKey, asyncio.Event] = {}
-        self._tasks: list[asyncio.Task[Any]] = []
+        super().__init__()
         self._written: dict[ClusterKey, Cluster] = {}
         self.passes = 0
 
-    async def run(self) -> None:
-        try:
-            await self.start()
-            await asyncio.gather(*self._tasks)
-        finally:
-            await self.stop()
-
     async def start(self) -> None:
-        self._tasks.append(asyncio.create_task(self.informer.run()))
-        await self.informer.wait_synced()
+        await self.start_informers(self.informer)
 
     async def stop(self) -> None:
-        tasks = self._tasks + list(self._loops.values())
-        for task in tasks:
+        loops = list(self._loops.values())
+        for task in loops:
             task.cancel()
-        for task in tasks:
+        for task in loops:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        self._tasks.clear()
         self._loops.clear()
+        await super().stop()
         await self.kube.close()
 
     # cluster events ------------------------------------------------------------------
