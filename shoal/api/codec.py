@@ -29,6 +29,16 @@ def with_revision(value: bytes, revision: int) -> bytes:
     return value.replace(_PLACEHOLDER, b'"resource_version":%d' % revision, 1)
 
 
+def revision_of(value: bytes) -> int:
+    """The revision spliced into wire bytes by ``with_revision``."""
+    marker = b'"resource_version":'
+    start = value.index(marker) + len(marker)
+    end = start
+    while value[end : end + 1].isdigit():
+        end += 1
+    return int(value[start:end])
+
+
 def decode(kind: type[K], value: bytes, revision: int) -> K:
     obj = kind.model_validate_json(value)
     obj.metadata.resource_version = revision

@@ -18,7 +18,7 @@ import orjson
 from fastapi import APIRouter, Body, Path
 from starlette.responses import Response
 
-from shoal.api.codec import with_revision
+from shoal.api.codec import revision_of, with_revision
 from shoal.api.errors import ProblemError
 from shoal.model.base import utcnow
 from shoal.model.kubernetes import Application
@@ -42,9 +42,7 @@ def _parse(text: Any) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-async def request_reschedule(
-    store: Store, name: str, namespace: str, requested: datetime
-) -> bytes:
+async def request_reschedule(store: Store, name: str, namespace: str, requested: datetime) -> bytes:
     """Stamp a reschedule request on an application (idempotent; only moves forward)."""
     if requested.tzinfo is None:
         requested = requested.replace(tzinfo=UTC)
@@ -75,15 +73,6 @@ async def request_reschedule(
             raise ProblemError(404, f"Application {name!r} not found") from None
         return with_revision(value, revision)
     raise ProblemError(409, f"Application {name!r} is changing too fast; try again")
-
-
-def _revision_of(value: bytes) -> int:
-    marker = b'"resource_version":'
-    start = value.index(marker) + len(marker)
-    end = start
-    while value[end : end + 1].isdigit():
-        end += 1
-    return int(value[start:end])
 
 
 def build_router(store: Store) -> APIRouter:
@@ -117,7 +106,7 @@ def build_router(store: Store) -> APIRouter:
                         store, item.name, item.namespace, item.requested
                     )
                     result["status"] = 200
-                    result["resource_version"] = _revision_of(value)
+                    result["resource_version"] = revision_of(value)
                 except ProblemError as error:
                     result.update(status=error.status, title=error.title, detail=error.detail)
                 results.append(result)

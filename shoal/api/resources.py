@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from shoal.api.codec import decode, encode, with_revision
+from shoal.api.codec import decode, encode, revision_of, with_revision
 from shoal.api.errors import ProblemError
 from shoal.model.base import Kind, ReasonCode, utcnow
 from shoal.model.constraints import ConstraintError, LabelSelector
@@ -223,7 +223,7 @@ class Resources:
         try:
             value = await self.bind_application(item.name, item.namespace, item)
             result["status"] = 200
-            result["resource_version"] = _revision_of(value)
+            result["resource_version"] = revision_of(value)
         except Conflict as error:
             result.update(status=409, title="TRANSACTION_ERROR", detail=str(error))
         except ProblemError as error:
@@ -308,14 +308,6 @@ class Resources:
 def _timestamp() -> str:
     """Now, spelled as pydantic spells UTC datetimes."""
     return utcnow().isoformat().replace("+00:00", "Z")
-
-
-def _revision_of(value: bytes) -> int:
-    start = value.index(b'"resource_version":') + len(b'"resource_version":')
-    end = start
-    while value[end : end + 1].isdigit():
-        end += 1
-    return int(value[start:end])
 
 
 def _check_cluster_ref(binding: ApplicationBinding) -> None:

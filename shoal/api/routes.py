@@ -21,8 +21,8 @@ from starlette.responses import Response, StreamingResponse
 from shoal.api.codec import list_body, with_revision
 from shoal.api.errors import ProblemError
 from shoal.api.metrics import WATCHES
-from shoal.api.resources import Resources
-from shoal.model.base import Kind, ReasonCode, utcnow
+from shoal.api.resources import Resources, _parse_selector
+from shoal.model.base import Kind, utcnow
 from shoal.model.kubernetes import (
     Application,
     ApplicationBinding,
@@ -378,8 +378,6 @@ async def _watch(
 
     task = asyncio.create_task(pump())
     selector = kw["label_selector"]
-    from shoal.api.resources import _parse_selector
-
     parsed = _parse_selector(selector)
     heartbeat: float = kw["heartbeat"]
 
@@ -417,8 +415,6 @@ async def _watch(
 
 def _event_line(event: Event, selector: Any) -> bytes:
     if selector is not None:
-        import orjson
-
         labels = orjson.loads(event.value)["metadata"].get("labels") or {}
         if not selector.matches(labels):
             return b""
@@ -430,6 +426,3 @@ def _event_line(event: Event, selector: Any) -> bytes:
         + with_revision(event.value, event.revision)
         + b"}\n"
     )
-
-
-__all__ = ["ReasonCode", "build_router"]

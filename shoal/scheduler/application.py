@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import time
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -355,7 +354,3 @@ class ApplicationHandler:
         status.state = state_for(ReasonCode.RESOURCE_NOT_FOUND)
         await self.client.update_status(app)
         return Outcome("waiting", retry_in=self.config.backoff.delay(attempt))
-
-
-def monotonic() -> float:
-    return time.monotonic()
