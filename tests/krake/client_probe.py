@@ -1,0 +1,290 @@
+"""Every method of Krake 1.0.1's client against a Shoal API; run by Krake's own Python 3.8.
+
+    python client_probe.py SHOAL_URL
+
+Bodies are Krake data classes (built with ``deserialize``, sent with
+``serialize``, as Krake's controllers do), and every answer goes through
+Krake's ``deserialize``. Prints one JSON line per call:
+``{"call": "kubernetes.read_application", "ok": true}`` or with ``"error"``.
+This file must stay valid Python 3.8: it runs in Krake's virtualenv.
+"""
+
+import asyncio
+import copy
+import json
+import sys
+import traceback
+
+from krake.client import Client
+from krake.client.core import CoreApi
+from krake.client.infrastructure import InfrastructureApi
+from krake.client.kubernetes import KubernetesApi
+from krake.data.core import (
+    GlobalMetric,
+    GlobalMetricsProvider,
+    Metric,
+    MetricsProvider,
+    Role,
+    RoleBinding,
+)
+from krake.data.infrastructure import (
+    Cloud,
+    CloudBinding,
+    GlobalCloud,
+    GlobalInfrastructureProvider,
+    InfrastructureProvider,
+)
+from krake.data.kubernetes import (
+    Application,
+    ApplicationComplete,
+    ApplicationShutdown,
+    Cluster,
+    ClusterBinding,
+)
+
+NS = "probe"
+KUBECONFIG = {
+    "apiVersion": "v1",
+    "kind": "Config",
+    "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:6443"}}],
+    "users": [{"name": "u", "user": {"token": "t"}}],
+    "contexts": [{"name": "ctx", "context": {"cluster": "c", "user": "u"}}],
+    "current-context": "ctx",
+}
+MANIFEST = [
+    {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "probe-config"},
+        "data": {"key": "value"},
+    }
+]
+OPENSTACK = {
+    "type": "openstack",
+    "openstack": {
+        "url": "https://keystone.example:5000/v3",
+        "auth": {
+            "type": "password",
+            "password": {
+                "version": "3",
+                "user": {"username": "u", "password": "p", "domain_name": "Default"},
+                "project": {"name": "p", "domain_id": "default"},
+            },
+        },
+        "metrics": [],
+        "infrastructure_provider": {"name": "im", "namespaced": False},
+    },
+}
+IM = {"type": "im", "im": {"url": "https://im.example:8800", "username": "u", "password": "p"}}
+METRIC = {"allowed_values": [], "min": 0, "max": 1, "provider": {"name": "static", "metric": "m"}}
+PROVIDER = {"type": "static", "static": {"metrics": {"m": 0.5}}}
+
+
+def meta(name, namespaced):
+    data = {"name": name}
+    if namespaced:
+        data["namespace"] = NS
+    return data
+
+
+def body(cls, name, namespaced, **top):
+    data = {"api": cls.api, "kind": cls.kind, "metadata": meta(name, namespaced)}
+    data.update(copy.deepcopy(top))
+    return cls.deserialize(data, creation_ignored=True)
+
+
+# (api class, kind suffix used in method names, data class, namespaced, body fields,
+#  plural suffix, extra subresource calls)
+KINDS = [
+    ("core", "global_metric", GlobalMetric, False, {"spec": METRIC}, "global_metrics"),
+    ("core", "metric", Metric, True, {"spec": METRIC}, "metrics"),
+    (
+        "core",
+        "global_metrics_provider",
+        GlobalMetricsProvider,
+        False,
+        {"spec": PROVIDER},
+        "global_metrics_providers",
+    ),
+    ("core", "metrics_provider", MetricsProvider, True, {"spec": PROVIDER}, "metrics_providers"),
+    (
+        "core",
+        "role",
+        Role,
+        False,
+        {"rules": [{"api": "kubernetes", "resources": ["applications"], "namespaces": [NS],
+                    "verbs": ["get", "list"]}]},
+        "roles",
+    ),
+    ("core", "role_binding", RoleBinding, False, {"users": ["u"], "roles": ["r"]}, "role_bindings"),
+    (
+        "infrastructure",
+        "global_infrastructure_provider",
+        GlobalInfrastructureProvider,
+        False,
+        {"spec": IM},
+        "global_infrastructure_providers",
+    ),
+    (
+        "infrastructure",
+        "infrastructure_provider",
+        InfrastructureProvider,
+        True,
+        {"spec": IM},
+        "infrastructure_providers",
+    ),
+    ("infrastructure", "global_cloud", GlobalCloud, False, {"spec": OPENSTACK}, "global_clouds"),
+    ("infrastructure", "cloud", Cloud, True, {"spec": OPENSTACK}, "clouds"),
+    (
+        "kubernetes",
+        "cluster",
+        Cluster,
+        True,
+        {
+            "spec": {
+                "kubeconfig": KUBECONFIG,
+                "metrics": [],
+                "custom_resources": [],
+                "constraints": {"cloud": {}},
+            }
+        },
+        "clusters",
+    ),
+    (
+        "kubernetes",
+        "application",
+        Application,
+        True,
+        {"spec": {"manifest": MANIFEST, "constraints": {"cluster": {}}}},
+        "applications",
+    ),
+]
+
+
+def kwargs(namespaced, name=None):
+    out = {}
+    if namespaced:
+        out["namespace"] = NS
+    if name is not None:
+        out["name"] = name
+    return out
+
+
+async def call(label, coro):
+    try:
+        result = await coro
+    except Exception as error:  # every failure is reported, the probe goes on
+        detail = "".join(traceback.format_exception_only(type(error), error)).strip()
+        print(json.dumps({"call": label, "ok": False, "error": detail[-600:]}), flush=True)
+        return None
+    print(json.dumps({"call": label, "ok": True}), flush=True)
+    return result
+
+
+async def first_event(label, watcher, change):
+    """Open the watch, make a change, and read the event it causes."""
+
+    async def one():
+        async with watcher as stream:
+            await change()
+            async for event in stream:
+                return event
+        return None
+
+    return await call(label, asyncio.wait_for(one(), 10))
+
+
+async def probe_kind(apis, group, suffix, cls, namespaced, fields, plural):
+    api = apis[group]
+    name = "probe-" + suffix.replace("_", "-")
+    obj = body(cls, name, namespaced, **fields)
+    created = await call(
+        "%s.create_%s" % (group, suffix), getattr(api, "create_" + suffix)(obj, **kwargs(namespaced))
+    )
+    await call(
+        "%s.read_%s" % (group, suffix), getattr(api, "read_" + suffix)(**kwargs(namespaced, name))
+    )
+    await call("%s.list_%s" % (group, plural), getattr(api, "list_" + plural)(**kwargs(namespaced)))
+    if hasattr(api, "list_all_" + plural):
+        await call("%s.list_all_%s" % (group, plural), getattr(api, "list_all_" + plural)())
+    state = {"current": created, "round": 0}
+
+    async def update():
+        current = state["current"]
+        if current is None:
+            return
+        state["round"] += 1
+        current.metadata.labels = {"probe": "update-%d" % state["round"]}
+        updated = await call(
+            "%s.update_%s" % (group, suffix),
+            getattr(api, "update_" + suffix)(body=current, **kwargs(namespaced, name)),
+        )
+        state["current"] = updated or current
+
+    watch = getattr(api, "watch_" + plural)(**kwargs(namespaced))
+    await first_event("%s.watch_%s" % (group, plural), watch, update)
+    if hasattr(api, "watch_all_" + plural):
+        watch_all = getattr(api, "watch_all_" + plural)()
+        await first_event("%s.watch_all_%s" % (group, plural), watch_all, update)
+    current = state["current"]
+    if current is not None:
+        if hasattr(api, "update_%s_status" % suffix):
+            await call(
+                "%s.update_%s_status" % (group, suffix),
+                getattr(api, "update_%s_status" % suffix)(body=current, **kwargs(namespaced, name)),
+            )
+    return name
+
+
+async def main(url):
+    async with Client(url) as client:
+        apis = {
+            "core": CoreApi(client),
+            "infrastructure": InfrastructureApi(client),
+            "kubernetes": KubernetesApi(client),
+        }
+        names = {}
+        for group, suffix, cls, namespaced, fields, plural in KINDS:
+            names[suffix] = await probe_kind(apis, group, suffix, cls, namespaced, fields, plural)
+        kube = apis["kubernetes"]
+        cluster_ref = {"api": "kubernetes", "kind": "Cluster", "namespace": NS,
+                       "name": names["cluster"]}
+        binding = ClusterBinding.deserialize(
+            {"api": "kubernetes", "kind": "ClusterBinding", "cluster": cluster_ref}
+        )
+        await call(
+            "kubernetes.update_application_binding",
+            kube.update_application_binding(binding, namespace=NS, name=names["application"]),
+        )
+        cloud_ref = {"api": "infrastructure", "kind": "Cloud", "namespace": NS,
+                     "name": names["cloud"]}
+        cloud_binding = CloudBinding.deserialize(
+            {"api": "infrastructure", "kind": "CloudBinding", "cloud": cloud_ref}
+        )
+        await call(
+            "kubernetes.update_cluster_binding",
+            kube.update_cluster_binding(cloud_binding, namespace=NS, name=names["cluster"]),
+        )
+        # complete and shutdown: the application's own tokens, read from its status.
+        app = await call(
+            "kubernetes.read_application",
+            kube.read_application(namespace=NS, name=names["application"]),
+        )
+        for sub, cls in (("complete", ApplicationComplete), ("shutdown", ApplicationShutdown)):
+            token = getattr(app.status, sub + "_token", None) if app is not None else None
+            sub_body = cls.deserialize({"api": "kubernetes", "kind": cls.kind, "token": token})
+            await call(
+                "kubernetes.update_application_" + sub,
+                getattr(kube, "update_application_" + sub)(
+                    sub_body, namespace=NS, name=names["application"]
+                ),
+            )
+        for group, suffix, _cls, namespaced, _fields, _plural in reversed(KINDS):
+            await call(
+                "%s.delete_%s" % (group, suffix),
+                getattr(apis[group], "delete_" + suffix)(**kwargs(namespaced, names[suffix])),
+            )
+
+
+if __name__ == "__main__":
+    asyncio.run(main(sys.argv[1]))
