@@ -87,7 +87,7 @@ def meta(name, namespaced):
     return data
 
 
-def body(cls, name, namespaced, **top):
+def cls_body(cls, name, namespaced, top):
     data = {"api": cls.api, "kind": cls.kind, "metadata": meta(name, namespaced)}
     data.update(copy.deepcopy(top))
     return cls.deserialize(data, creation_ignored=True)
@@ -112,8 +112,16 @@ KINDS = [
         "role",
         Role,
         False,
-        {"rules": [{"api": "kubernetes", "resources": ["applications"], "namespaces": [NS],
-                    "verbs": ["get", "list"]}]},
+        {
+            "rules": [
+                {
+                    "api": "kubernetes",
+                    "resources": ["applications"],
+                    "namespaces": [NS],
+                    "verbs": ["get", "list"],
+                }
+            ]
+        },
         "roles",
     ),
     ("core", "role_binding", RoleBinding, False, {"users": ["u"], "roles": ["r"]}, "role_bindings"),
@@ -197,16 +205,22 @@ async def first_event(label, watcher, change):
 async def probe_kind(apis, group, suffix, cls, namespaced, fields, plural):
     api = apis[group]
     name = "probe-" + suffix.replace("_", "-")
-    obj = body(cls, name, namespaced, **fields)
-    created = await call(
-        "%s.create_%s" % (group, suffix), getattr(api, "create_" + suffix)(obj, **kwargs(namespaced))
-    )
-    await call(
-        "%s.read_%s" % (group, suffix), getattr(api, "read_" + suffix)(**kwargs(namespaced, name))
-    )
-    await call("%s.list_%s" % (group, plural), getattr(api, "list_" + plural)(**kwargs(namespaced)))
-    if hasattr(api, "list_all_" + plural):
-        await call("%s.list_all_%s" % (group, plural), getattr(api, "list_all_" + plural)())
+    where = kwargs(namespaced)
+    item = kwargs(namespaced, name)
+
+    def verb_of(template):
+        target = plural if template.endswith("_all_") or template in ("list_", "watch_") else suffix
+        attribute = template + target if template.endswith("_") else template.format(target)
+        return getattr(api, attribute, None), f"{group}.{attribute}"
+
+    create, label = verb_of("create_")
+    created = await call(label, create(cls_body(cls, name, namespaced, fields), **where))
+    read, label = verb_of("read_")
+    await call(label, read(**item))
+    for template, args in (("list_", where), ("list_all_", {})):
+        lister, label = verb_of(template)
+        if lister is not None:
+            await call(label, lister(**args))
     state = {"current": created, "round": 0}
 
     async def update():
@@ -214,25 +228,17 @@ async def probe_kind(apis, group, suffix, cls, namespaced, fields, plural):
         if current is None:
             return
         state["round"] += 1
-        current.metadata.labels = {"probe": "update-%d" % state["round"]}
-        updated = await call(
-            "%s.update_%s" % (group, suffix),
-            getattr(api, "update_" + suffix)(body=current, **kwargs(namespaced, name)),
-        )
-        state["current"] = updated or current
+        current.metadata.labels = {"probe": f"update-{state['round']}"}
+        updater, label = verb_of("update_")
+        state["current"] = await call(label, updater(body=current, **item)) or current
 
-    watch = getattr(api, "watch_" + plural)(**kwargs(namespaced))
-    await first_event("%s.watch_%s" % (group, plural), watch, update)
-    if hasattr(api, "watch_all_" + plural):
-        watch_all = getattr(api, "watch_all_" + plural)()
-        await first_event("%s.watch_all_%s" % (group, plural), watch_all, update)
-    current = state["current"]
-    if current is not None:
-        if hasattr(api, "update_%s_status" % suffix):
-            await call(
-                "%s.update_%s_status" % (group, suffix),
-                getattr(api, "update_%s_status" % suffix)(body=current, **kwargs(namespaced, name)),
-            )
+    for template, args in (("watch_", where), ("watch_all_", {})):
+        watcher, label = verb_of(template)
+        if watcher is not None:
+            await first_event(label, watcher(**args), update)
+    status, label = verb_of("update_{}_status")
+    if status is not None and state["current"] is not None:
+        await call(label, status(body=state["current"], **item))
     return name
 
 
@@ -247,8 +253,12 @@ async def main(url):
         for group, suffix, cls, namespaced, fields, plural in KINDS:
             names[suffix] = await probe_kind(apis, group, suffix, cls, namespaced, fields, plural)
         kube = apis["kubernetes"]
-        cluster_ref = {"api": "kubernetes", "kind": "Cluster", "namespace": NS,
-                       "name": names["cluster"]}
+        cluster_ref = {
+            "api": "kubernetes",
+            "kind": "Cluster",
+            "namespace": NS,
+            "name": names["cluster"],
+        }
         binding = ClusterBinding.deserialize(
             {"api": "kubernetes", "kind": "ClusterBinding", "cluster": cluster_ref}
         )
@@ -256,8 +266,12 @@ async def main(url):
             "kubernetes.update_application_binding",
             kube.update_application_binding(binding, namespace=NS, name=names["application"]),
         )
-        cloud_ref = {"api": "infrastructure", "kind": "Cloud", "namespace": NS,
-                     "name": names["cloud"]}
+        cloud_ref = {
+            "api": "infrastructure",
+            "kind": "Cloud",
+            "namespace": NS,
+            "name": names["cloud"],
+        }
         cloud_binding = CloudBinding.deserialize(
             {"api": "infrastructure", "kind": "CloudBinding", "cloud": cloud_ref}
         )
@@ -280,10 +294,8 @@ async def main(url):
                 ),
             )
         for group, suffix, _cls, namespaced, _fields, _plural in reversed(KINDS):
-            await call(
-                "%s.delete_%s" % (group, suffix),
-                getattr(apis[group], "delete_" + suffix)(**kwargs(namespaced, names[suffix])),
-            )
+            delete = getattr(apis[group], "delete_" + suffix)
+            await call(f"{group}.delete_{suffix}", delete(**kwargs(namespaced, names[suffix])))
 
 
 if __name__ == "__main__":
