@@ -23,19 +23,9 @@ from typing import Any
 
 import typer
 
-from shoal.cli import core, infra, kube
-from shoal.cli.common import (
-    DEFAULT_NAMESPACE,
-    CliState,
-    Output,
-    ShoalGroup,
-    apply_documents,
-    delete_object,
-    get_object,
-    list_objects,
-    output_option,
-    resolve_kind,
-)
+from shoal.cli import commands, kube  # noqa: F401  (kube: explain and dryrun of shoal kube app)
+from shoal.cli.config import CliState
+from shoal.cli.errors import ShoalGroup
 
 log = logging.getLogger(__name__)
 
@@ -86,89 +76,7 @@ def root(
     ctx.obj = CliState(api=api)
 
 
-add_group(kube.app, "kube", "Applications and clusters (kubernetes).")
-add_group(core.app, "core", "Metrics, metrics providers, roles and role bindings (core).")
-add_group(infra.app, "infra", "Clouds that clusters are created on (infrastructure).")
-
-KIND_HELP = "Kind: plural, kind name or short name (app, cluster, gm, gmp, m, mp, gc, cloud...)."
-
-
-@app.command("get")
-def get(
-    ctx: typer.Context,
-    kind: str = typer.Argument(..., help=KIND_HELP),
-    name: str | None = typer.Argument(None, help="Name; without it, list them all."),
-    namespace: str = typer.Option(DEFAULT_NAMESPACE, "-n", "--namespace", help="Namespace."),
-    all_namespaces: bool = typer.Option(False, "-A", "--all-namespaces", help="Every namespace."),
-    selector: str | None = typer.Option(None, "-l", "--selector", help="Label selector."),
-    output: Output = output_option(),
-    watch: bool = typer.Option(False, "-w", "--watch", help="Print changes as they happen."),
-    watch_timeout: float | None = typer.Option(None, "--watch-timeout", hidden=True),
-) -> None:
-    """Show one object, or list the objects of a kind."""
-    the_kind = resolve_kind(kind)
-    if name is None:
-        list_objects(
-            ctx,
-            the_kind,
-            namespace,
-            all_namespaces=all_namespaces,
-            selector=selector,
-            output=output,
-            watch=watch,
-            watch_timeout=watch_timeout,
-        )
-    else:
-        get_object(ctx, the_kind, name, namespace, output)
-
-
-@app.command("list")
-def list_(
-    ctx: typer.Context,
-    kind: str = typer.Argument(..., help=KIND_HELP),
-    namespace: str = typer.Option(DEFAULT_NAMESPACE, "-n", "--namespace", help="Namespace."),
-    all_namespaces: bool = typer.Option(False, "-A", "--all-namespaces", help="Every namespace."),
-    selector: str | None = typer.Option(None, "-l", "--selector", help="Label selector."),
-    output: Output = output_option(),
-    watch: bool = typer.Option(False, "-w", "--watch", help="Print changes as they happen."),
-    watch_timeout: float | None = typer.Option(None, "--watch-timeout", hidden=True),
-) -> None:
-    """List the objects of a kind."""
-    list_objects(
-        ctx,
-        resolve_kind(kind),
-        namespace,
-        all_namespaces=all_namespaces,
-        selector=selector,
-        output=output,
-        watch=watch,
-        watch_timeout=watch_timeout,
-    )
-
-
-@app.command("delete")
-def delete(
-    ctx: typer.Context,
-    kind: str = typer.Argument(..., help=KIND_HELP),
-    name: str = typer.Argument(..., help="Name."),
-    namespace: str = typer.Option(DEFAULT_NAMESPACE, "-n", "--namespace", help="Namespace."),
-    output: Output = output_option(),
-) -> None:
-    """Delete one object of any kind."""
-    delete_object(ctx, resolve_kind(kind), name, namespace, output)
-
-
-@app.command("apply")
-def apply(
-    ctx: typer.Context,
-    file: str = typer.Option(..., "-f", "--file", help="YAML file of objects (- is stdin)."),
-    namespace: str = typer.Option(
-        DEFAULT_NAMESPACE, "-n", "--namespace", help="Namespace of objects that name none."
-    ),
-    output: Output = output_option(),
-) -> None:
-    """Create or update every object of a (multi-document) YAML file."""
-    apply_documents(ctx, file, namespace, output)
+commands.install(app)
 
 
 def _install(module_name: str, name: str | None) -> None:

@@ -13,55 +13,21 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections import Counter
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from shoal.cli.common import (
-    AGE,
-    DEFAULT_NAMESPACE,
-    NAME,
-    CliError,
-    Column,
-    Output,
-    ShoalGroup,
-    build,
-    dig,
-    output_option,
-    print_objects,
-    register_columns,
-    run,
-)
+from shoal.cli.config import run
+from shoal.cli.errors import CliError, ShoalGroup
+from shoal.cli.kinds import DEFAULT_NAMESPACE
+from shoal.cli.output import Output, output_option, print_objects
+from shoal.cli.verbs import build
 from shoal.client.rest import Gone, NotFound, ShoalClient
 from shoal.model.scheduling import RescheduleTask, TaskPhase
-
-
-def _failures(obj: dict[str, Any]) -> str:
-    reasons = Counter(
-        t.get("reason") for t in dig(obj, "status.targets") or [] if t.get("result") == "Failed"
-    )
-    return ",".join(f"{reason}={n}" for reason, n in sorted(reasons.items()))
-
-
-register_columns(
-    RescheduleTask,
-    [
-        NAME,
-        Column("PHASE", "status.phase"),
-        Column("TARGETS", lambda o: dig(o, "status.total")),
-        Column("SUCCESSFUL", lambda o: dig(o, "status.successful")),
-        Column("FAILED", lambda o: dig(o, "status.failed")),
-        Column("PENDING", lambda o: dig(o, "status.pending")),
-        Column("REASONS", _failures),
-        Column("FINISHED", "status.finish_time"),
-        AGE,
-    ],
-)
 
 app = typer.Typer(
     cls=ShoalGroup,
@@ -69,7 +35,19 @@ app = typer.Typer(
     invoke_without_command=True,
 )
 
-WAIT_HELP = "Follow the task with a progress bar until every target has a result."
+Namespace = Annotated[str, typer.Option("-n", "--namespace", help="Namespace.")]
+TaskName = Annotated[str | None, typer.Option("--name", help="Task name (default: generated).")]
+Ttl = Annotated[
+    int | None,
+    typer.Option("--ttl", min=0, help="Delete the task this many seconds after it finished."),
+]
+Wait = Annotated[
+    bool,
+    typer.Option(
+        "--wait", help="Follow the task with a progress bar until every target has a result."
+    ),
+]
+Timeout = Annotated[float, typer.Option("--timeout", help="Seconds --wait waits at most.")]
 
 
 def _task_name() -> str:
@@ -87,13 +65,11 @@ def reschedule(
     cluster: list[str] | None = typer.Option(
         None, "--cluster", help="Every application now on this cluster (repeatable)."
     ),
-    namespace: str = typer.Option(DEFAULT_NAMESPACE, "-n", "--namespace", help="Namespace."),
-    name: str | None = typer.Option(None, "--name", help="Task name (default: generated)."),
-    ttl: int | None = typer.Option(
-        None, "--ttl", min=0, help="Delete the task this many seconds after it finished."
-    ),
-    wait: bool = typer.Option(False, "--wait", help=WAIT_HELP),
-    timeout: float = typer.Option(300.0, "--timeout", help="Seconds --wait waits at most."),
+    namespace: Namespace = DEFAULT_NAMESPACE,
+    name: TaskName = None,
+    ttl: Ttl = None,
+    wait: Wait = False,
+    timeout: Timeout = 300.0,
     output: Output = output_option(),
 ) -> None:
     """Reschedule by selector or by cluster; see also ``shoal reschedule app NAME…``."""
@@ -114,13 +90,11 @@ def reschedule(
 def reschedule_apps(
     ctx: typer.Context,
     names: list[str] = typer.Argument(..., help="Application names."),
-    namespace: str = typer.Option(DEFAULT_NAMESPACE, "-n", "--namespace", help="Namespace."),
-    name: str | None = typer.Option(None, "--name", help="Task name (default: generated)."),
-    ttl: int | None = typer.Option(
-        None, "--ttl", min=0, help="Delete the task this many seconds after it finished."
-    ),
-    wait: bool = typer.Option(False, "--wait", help=WAIT_HELP),
-    timeout: float = typer.Option(300.0, "--timeout", help="Seconds --wait waits at most."),
+    namespace: Namespace = DEFAULT_NAMESPACE,
+    name: TaskName = None,
+    ttl: Ttl = None,
+    wait: Wait = False,
+    timeout: Timeout = 300.0,
     output: Output = output_option(),
 ) -> None:
     """Reschedule the named applications."""
@@ -256,4 +230,3 @@ def _report(task: RescheduleTask, output: Output) -> None:
         f"RescheduleTask {task.metadata.name}: {status.phase}, {status.successful}/{status.total} "
         f"successful, {status.failed} failed, {status.pending} pending"
     )
-

@@ -39,7 +39,8 @@ ENV_STORE = "SHOAL_STORE"
 
 def resolve_store(option: str | None, default: Path) -> str:
     """``--store``, else $SHOAL_STORE, else the config's ``store``, else SQLite at ``default``."""
-    from shoal.cli.common import CliError, config_path, load_config
+    from shoal.cli.config import config_path, load_config
+    from shoal.cli.errors import CliError
 
     url = option or os.environ.get(ENV_STORE) or None
     if url is None:
@@ -134,7 +135,7 @@ def _run_controller(
     log_level: str,
 ) -> None:
     """Run one controller alone against an API, optionally only while it holds a lease."""
-    from shoal.cli.common import resolve_api
+    from shoal.cli.config import resolve_api
     from shoal.client.rest import ShoalClient
 
     _logging(log_level)

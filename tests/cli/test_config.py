@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from shoal.api.server import ApiServer
-from shoal.cli.common import DEFAULT_URL, CliError, expand_args, resolve_api
+from shoal.cli.commands import expand_args
+from shoal.cli.config import DEFAULT_URL, resolve_api
+from shoal.cli.errors import CliError
 from tests.cli.conftest import invoke, ok
 from tests.util import free_port
 

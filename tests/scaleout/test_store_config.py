@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from shoal.cli.common import CliError
+from shoal.cli.errors import CliError
 from shoal.cli.run import resolve_store
 from tests.scaleout.procs import ROOT
 from tests.util import free_port

@@ -1,0 +1,210 @@
+"""Reading what users give: YAML files, kubeconfigs, and the values of Krake-style flags.
+
+Each reader turns one flag's raw value into the field it fills; the kinds
+table (``shoal.cli.kinds``) names the reader of every flag.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from shoal.cli.errors import CliError
+
+
+def read_yaml_documents(path: str) -> list[Any]:
+    """Every non-empty YAML document of a file (``-`` is stdin)."""
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text()
+    except OSError as error:
+        raise CliError(f"cannot read {path}: {error.strerror or error}") from None
+    try:
+        return [doc for doc in yaml.safe_load_all(text) if doc is not None]
+    except yaml.YAMLError as error:
+        raise CliError(f"{path} is not valid YAML: {error}") from None
+
+
+def read_mappings(path: str) -> list[dict[str, Any]]:
+    docs = read_yaml_documents(path)
+    for index, doc in enumerate(docs):
+        if not isinstance(doc, dict):
+            raise CliError(f"{path}: document {index + 1} is not a mapping")
+    if not docs:
+        raise CliError(f"{path} holds no YAML document")
+    return docs
+
+
+def read_yaml(path: str) -> Any:
+    """One YAML document of a file (a TOSCA template)."""
+    try:
+        text = Path(path).read_text()
+    except OSError as error:
+        raise CliError(f"cannot read {path}: {error.strerror or error}") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise CliError(f"{path} is not valid YAML: {error}") from None
+
+
+def parse_labels(values: Sequence[str] | None) -> dict[str, str | None]:
+    """``k=v`` pairs; ``k-`` (to remove a label on update) maps to None."""
+    labels: dict[str, str | None] = {}
+    for value in values or ():
+        key, sep, val = value.partition("=")
+        if sep and key:
+            labels[key] = val
+        elif not sep and value.endswith("-") and len(value) > 1:
+            labels[value[:-1]] = None
+        else:
+            raise CliError(f"label {value!r} must be KEY=VALUE (or KEY- to remove it)")
+    return labels
+
+
+def apply_labels(metadata: dict[str, Any], labels: dict[str, str | None]) -> None:
+    current = dict(metadata.get("labels") or {})
+    for key, value in labels.items():
+        if value is None:
+            current.pop(key, None)
+        else:
+            current[key] = value
+    metadata["labels"] = current
+
+
+def is_number(text: str) -> bool:
+    try:
+        value = float(text)
+    except ValueError:
+        return False
+    return not math.isnan(value)
+
+
+def parse_pairs(values: Sequence[str] | None, what: str) -> list[tuple[str, float]]:
+    """``NAME=NUMBER`` (or ``NAME NUMBER``, see ``expand_args``) pairs."""
+    pairs = []
+    for value in values or ():
+        name, sep, number = value.rpartition("=")
+        if not sep or not name:
+            raise CliError(f"{what} {value!r} must be NAME NUMBER (or NAME=NUMBER)")
+        try:
+            pairs.append((name, float(number)))
+        except ValueError:
+            raise CliError(f"{what} {name!r}: {number!r} is not a number") from None
+    return pairs
+
+
+def parse_numbers(values: Sequence[str], what: str) -> list[float]:
+    """``--allowed-values 1 2 3`` or ``--allowed-values 1,2,3``."""
+    numbers = []
+    for value in values:
+        for part in value.split(","):
+            if not part.strip():
+                continue
+            try:
+                numbers.append(float(part))
+            except ValueError:
+                raise CliError(f"{what}: {part!r} is not a number") from None
+    return numbers
+
+
+def parse_rule(text: str) -> dict[str, Any]:
+    """``api:resources:namespaces:verbs``, lists comma-separated, empty or ``*`` = any."""
+    parts = text.split(":")
+    if len(parts) != 4:
+        raise CliError(
+            f"rule {text!r} must be api:resources:namespaces:verbs "
+            "(lists comma-separated, empty or * for any), e.g. kubernetes:applications::get,list"
+        )
+
+    def items(part: str) -> list[str]:
+        return [p for p in part.split(",") if p and p != "*"]
+
+    return {
+        "api": parts[0] if parts[0] != "*" else "",
+        "resources": items(parts[1]),
+        "namespaces": items(parts[2]),
+        "verbs": items(parts[3]),
+    }
+
+
+def load_kubeconfig(path: str, context: str | None = None) -> dict[str, Any]:
+    """A kubeconfig reduced to exactly one context, user and cluster, as the API wants."""
+    docs = read_mappings(path)
+    if len(docs) != 1:
+        raise CliError(f"kubeconfig {path} must hold one YAML document, found {len(docs)}")
+    config = docs[0]
+    contexts = [c for c in config.get("contexts") or [] if isinstance(c, dict)]
+    names = [str(c.get("name")) for c in contexts]
+    if context is not None:
+        chosen = [c for c in contexts if c.get("name") == context]
+        if not chosen:
+            raise CliError(
+                f"kubeconfig {path} has no context {context!r}; "
+                f"it has: {', '.join(names) or 'none'}"
+            )
+    elif len(contexts) == 1:
+        chosen = contexts
+    elif not contexts:
+        raise CliError(f"kubeconfig {path} has no contexts; Shoal needs exactly one")
+    else:
+        raise CliError(
+            f"kubeconfig {path} has {len(contexts)} contexts ({', '.join(names)}); "
+            "Shoal needs exactly one: pick one with --context NAME"
+        )
+    ctx = chosen[0]
+    inner = ctx.get("context") or {}
+    if not isinstance(inner, dict):
+        raise CliError(f"kubeconfig {path}: context {ctx.get('name')!r} is malformed")
+
+    def pick(section: str, name: Any) -> dict[str, Any]:
+        entries = [e for e in config.get(section) or [] if isinstance(e, dict)]
+        found = [e for e in entries if e.get("name") == name]
+        if not found:
+            raise CliError(
+                f"kubeconfig {path}: context {ctx.get('name')!r} names {section[:-1]} "
+                f"{name!r}, which is not in {section}"
+            )
+        return found[0]
+
+    cluster = pick("clusters", inner.get("cluster"))
+    user = pick("users", inner.get("user"))
+    reduced = {k: v for k, v in config.items() if k not in ("contexts", "clusters", "users")}
+    reduced.update(
+        {
+            "contexts": [ctx],
+            "clusters": [cluster],
+            "users": [user],
+            "current-context": ctx.get("name"),
+        }
+    )
+    return reduced
+
+
+def _metric_refs(namespaced: bool) -> Reader:
+    def read(values: Any, flag: str, given: dict[str, Any]) -> list[dict[str, Any]]:
+        pairs = parse_pairs(values, flag)
+        return [{"name": n, "weight": w, "namespaced": namespaced} for n, w in pairs]
+
+    return read
+
+
+Reader = Callable[[Any, str, dict[str, Any]], Any]
+"""(raw value, flag name, every flag's raw value) → the value of the field."""
+
+READERS: dict[str, Reader] = {
+    "": lambda value, flag, given: list(value) if isinstance(value, list | tuple) else value,
+    "labels": lambda value, flag, given: parse_labels(value),
+    "numbers": lambda value, flag, given: parse_numbers(value, flag),
+    "metric": _metric_refs(True),
+    "global_metric": _metric_refs(False),
+    "pairs": lambda value, flag, given: dict(parse_pairs(value, flag)),
+    "rules": lambda value, flag, given: [parse_rule(rule) for rule in value],
+    "manifest": lambda value, flag, given: read_mappings(value),
+    "yaml": lambda value, flag, given: read_yaml(value),
+    "kubeconfig": lambda value, flag, given: load_kubeconfig(value, given.get("context")),
+    "global_ref": lambda value, flag, given: {"name": value, "namespaced": False},
+}

@@ -1,0 +1,647 @@
+"""Kinds as the CLI sees them: lookup by any name, and the table of their commands.
+
+The table is data in the manner of kubectl's resource builder: for each kind,
+where its commands live (``shoal core gm``), which verbs create or update it,
+and which flags fill which field. ``shoal.cli.commands`` turns every entry into
+``create``/``update``/``list``/``get``/``delete`` commands; a new kind needs
+an entry here, its model and its registry entry, nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, get_args
+
+from shoal.cli.errors import CliError
+from shoal.model import registry
+from shoal.model.base import Kind
+from shoal.model.core import (
+    GlobalMetric,
+    GlobalMetricsProvider,
+    Metric,
+    MetricsProvider,
+    MetricsProviderSpec,
+    Role,
+    RoleBinding,
+)
+from shoal.model.infrastructure import Cloud, GlobalCloud
+from shoal.model.kubernetes import Application, Cluster
+
+DEFAULT_NAMESPACE = "default"
+
+# lookup ------------------------------------------------------------------------
+
+
+def kind_names(kind: type[Kind]) -> list[str]:
+    return [kind.plural, kind.kind_name().lower(), *registry.resource_of(kind).short_names]
+
+
+def resolve_kind(text: str) -> type[Kind]:
+    """A kind from its plural, kind name or short name (case-insensitive), or ``group/plural``."""
+    wanted = text.lower()
+    for kind, resource in registry.RESOURCES.items():
+        if wanted in resource.short_names:
+            return kind
+    group, _, rest = wanted.rpartition("/")
+    for kind in registry.KINDS:
+        if group and group != kind.api_name():
+            continue
+        if rest in (kind.plural, kind.kind_name().lower(), kind.kind_name().lower() + "s"):
+            return kind
+    known = ", ".join(sorted({n for k in registry.KINDS for n in kind_names(k)}))
+    raise CliError(f"unknown kind {text!r}; known kinds: {known}")
+
+
+def namespace_of(kind: type[Kind], namespace: str | None) -> str | None:
+    return (namespace or DEFAULT_NAMESPACE) if kind.namespaced else None
+
+
+# the table ---------------------------------------------------------------------
+
+CREATE = ("create",)
+UPDATE = ("update",)
+BOTH = ("create", "update")
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One option and the field it fills.
+
+    ``read`` names the reader in ``shoal.cli.inputs.READERS`` (labels merge into
+    ``metadata.labels``; metric references of two flags join in one list). A
+    flag with a ``value`` is a switch that sets it; two switches of one field
+    exclude each other. An empty ``path`` marks a flag another flag's reader uses.
+    """
+
+    decls: tuple[str, ...]
+    path: str
+    help: str = ""
+    type: type = str
+    many: bool = False
+    read: str = ""
+    required: bool = False
+    verbs: tuple[str, ...] = BOTH
+    update_help: str | None = None
+    value: Any = None
+
+    @property
+    def long(self) -> str:
+        """The first long form, as messages name the flag (``--inherit-metrics``)."""
+        return next(d for d in self.decls if d.startswith("--")).split("/")[0]
+
+    @property
+    def name(self) -> str:
+        """The option's parameter name (``--mp-name``: ``mp_name``)."""
+        return self.long.removeprefix("--").replace("-", "_")
+
+    def help_for(self, verb: str) -> str:
+        return self.help if verb != "update" or self.update_help is None else self.update_help
+
+
+@dataclass(frozen=True)
+class Verb:
+    """A command that creates (``update=False``) or changes an object from flags."""
+
+    name: str
+    help: str
+    update: bool = False
+    name_help: str | None = None
+    default_name: Callable[[dict[str, Any]], str] | None = None
+
+
+@dataclass(frozen=True)
+class KindCommands:
+    """Everything the CLI needs to generate the commands of one kind."""
+
+    kind: type[Kind]
+    group: str
+    command: str
+    what: str
+    name_help: str
+    verbs: tuple[Verb, ...]
+    flags: tuple[Flag, ...]
+    aliases: tuple[str, ...] = ()
+    initial: dict[str, Any] = field(default_factory=lambda: {"spec": {}})
+    finish: Callable[[KindCommands, dict[str, Any]], None] | None = None
+
+    def flags_of(self, verb: Verb) -> tuple[Flag, ...]:
+        wanted = "update" if verb.update else verb.name
+        return tuple(f for f in self.flags if wanted in f.verbs)
+
+
+def _created(kind: type[Kind], help: str | None = None) -> Verb:
+    return Verb("create", help or f"Create a {kind.kind_name()}.")
+
+
+def _changed(kind: type[Kind], help: str | None = None) -> Verb:
+    return Verb("update", help or f"Change a {kind.kind_name()}: only given flags change it.", True)
+
+
+def label(verbs: tuple[str, ...] = BOTH) -> Flag:
+    return Flag(
+        ("-l", "--label"),
+        "metadata.labels",
+        "Label KEY=VALUE (repeatable; on update KEY- removes it).",
+        many=True,
+        read="labels",
+        verbs=verbs,
+    )
+
+
+LABEL = label()
+
+# metrics -----------------------------------------------------------------------
+
+
+def _metric(kind: type[Kind], command: str, alias: str, what: str) -> KindCommands:
+    return KindCommands(
+        kind,
+        "core",
+        command,
+        what,
+        "Name of the metric in Shoal.",
+        (_created(kind), _changed(kind)),
+        (
+            Flag(("--min",), "spec.min", "Lowest valid value.", float, required=True),
+            Flag(("--max",), "spec.max", "Highest valid value.", float, required=True),
+            Flag(
+                ("--mp-name",),
+                "spec.provider.name",
+                "Name of the metrics provider.",
+                required=True,
+                update_help="Metrics provider.",
+            ),
+            Flag(
+                ("--metric-name",),
+                "spec.provider.metric",
+                "Name of the metric inside the provider.",
+                required=True,
+                update_help="Name in provider.",
+            ),
+            Flag(
+                ("--allowed-values",),
+                "spec.allowed_values",
+                "Only these values are valid: --allowed-values 1 2 3.",
+                many=True,
+                read="numbers",
+                update_help="Replaces the allowed values.",
+            ),
+            LABEL,
+        ),
+        (alias,),
+    )
+
+
+# metrics providers ---------------------------------------------------------------
+
+PROVIDER_TYPES: tuple[str, ...] = get_args(MetricsProviderSpec.model_fields["type"].annotation)
+SECTION_FIELDS: dict[str, set[str]] = {
+    t: set(get_args(MetricsProviderSpec.model_fields[t].annotation)[0].model_fields)
+    for t in PROVIDER_TYPES
+}
+"""The fields each provider type's section has: the flags that apply to it."""
+
+
+def _section(flag: str, field_: str, help: str, type_: type = str) -> Flag:
+    return Flag((flag,), f"spec.section.{field_}", help, type_, update_help="")
+
+
+def _provider_section(entry: KindCommands, data: dict[str, Any]) -> None:
+    """Move the staged section flags into ``spec[type]``; a new type starts afresh."""
+    spec = data.setdefault("spec", {})
+    given = dict(spec.pop("section", None) or {})
+    ptype = given.pop("type", None)
+    if ptype is not None and ptype not in PROVIDER_TYPES:
+        raise CliError(f"--type must be one of {', '.join(PROVIDER_TYPES)}, not {ptype!r}")
+    if given.get("version") not in (None, 1, 2):
+        raise CliError("--influx-version must be 1 or 2")
+    if ptype is not None and ptype != spec.get("type"):
+        for other in PROVIDER_TYPES:
+            spec.pop(other, None)
+        spec["type"] = ptype
+    current = str(spec.get("type"))
+    misplaced = sorted(set(given) - SECTION_FIELDS.get(current, set(given)))
+    if misplaced:
+        flag = {f.path.rpartition(".")[2]: f.decls[0] for f in entry.flags}
+        flags = ", ".join(flag[m] for m in misplaced)
+        raise CliError(f"{flags} do(es) not apply to a {current} provider")
+    spec[current] = {**(spec.get(current) or {}), **given}
+
+
+def _provider(kind: type[Kind], command: str, alias: str, what: str) -> KindCommands:
+    return KindCommands(
+        kind,
+        "core",
+        command,
+        what,
+        "Provider name.",
+        (_created(kind), _changed(kind)),
+        (
+            Flag(
+                ("--type",),
+                "spec.section.type",
+                "prometheus, influx, kafka or static.",
+                required=True,
+                update_help="New type (starts afresh).",
+            ),
+            _section("--url", "url", "URL of the provider."),
+            _section("--token", "token", "InfluxDB 2 token."),
+            _section("--org", "org", "InfluxDB 2 organisation."),
+            _section("--bucket", "bucket", "InfluxDB 2 bucket."),
+            _section("--influx-version", "version", "InfluxDB version: 2 (default) or 1.", int),
+            _section("--database", "database", "InfluxDB 1.x database."),
+            _section("--username", "username", "InfluxDB 1.x user."),
+            _section("--password", "password", "InfluxDB 1.x password."),
+            _section("--table", "table", "Kafka/ksqlDB table."),
+            _section(
+                "--comparison-column", "comparison_column", "ksqlDB column holding the metric name."
+            ),
+            _section("--value-column", "value_column", "ksqlDB column holding the value."),
+            Flag(
+                ("--metric",),
+                "spec.section.metrics",
+                "Static metric: --metric NAME VALUE (repeatable).",
+                many=True,
+                read="pairs",
+                update_help="Static metrics (replace all): --metric NAME VALUE.",
+            ),
+            LABEL,
+        ),
+        (alias,),
+        finish=_provider_section,
+    )
+
+
+# roles and role bindings -----------------------------------------------------------
+
+ROLE = KindCommands(
+    Role,
+    "core",
+    "role",
+    "roles",
+    "Role name.",
+    (_created(Role, "Create a role."), _changed(Role, "Change a role.")),
+    (
+        Flag(
+            ("--rule",),
+            "rules",
+            "Rule api:resources:namespaces:verbs (repeatable).",
+            many=True,
+            read="rules",
+            update_help="Rules (replace all).",
+        ),
+        LABEL,
+    ),
+    ("roles",),
+    {"rules": []},
+)
+ROLE_BINDING = KindCommands(
+    RoleBinding,
+    "core",
+    "rolebinding",
+    "role bindings",
+    "Role binding name.",
+    (
+        _created(RoleBinding, "Bind roles to users."),
+        _changed(RoleBinding, "Change a role binding."),
+    ),
+    (
+        Flag(
+            ("--user",),
+            "users",
+            "User (repeatable).",
+            many=True,
+            update_help="Users (replace all).",
+        ),
+        Flag(
+            ("--role",),
+            "roles",
+            "Role (repeatable).",
+            many=True,
+            update_help="Roles (replace all).",
+        ),
+        LABEL,
+    ),
+    ("rolebindings",),
+    {"users": [], "roles": []},
+)
+
+
+# clouds ------------------------------------------------------------------------
+
+REGISTER = ("register", "update")
+_AUTH = "spec.openstack.auth.password"
+
+
+def _cloud(kind: type[Kind], command: str, aliases: tuple[str, ...], what: str) -> KindCommands:
+    return KindCommands(
+        kind,
+        "infra",
+        command,
+        what,
+        "Cloud name.",
+        (Verb("register", f"Register an OpenStack {kind.kind_name()}."), _changed(kind)),
+        (
+            Flag(
+                ("--url",),
+                "spec.openstack.url",
+                "Keystone (identity) URL.",
+                required=True,
+                verbs=REGISTER,
+                update_help="",
+            ),
+            Flag(
+                ("--username", "--user"),
+                f"{_AUTH}.user.username",
+                "OpenStack user.",
+                required=True,
+                verbs=REGISTER,
+                update_help="",
+            ),
+            Flag(
+                ("--password",),
+                f"{_AUTH}.user.password",
+                "OpenStack password.",
+                required=True,
+                verbs=REGISTER,
+                update_help="",
+            ),
+            Flag(
+                ("--project",),
+                f"{_AUTH}.project.name",
+                "OpenStack project name.",
+                required=True,
+                verbs=REGISTER,
+                update_help="",
+            ),
+            Flag(
+                ("--user-domain-name",),
+                f"{_AUTH}.user.domain_name",
+                "User domain (default: Default).",
+                verbs=REGISTER,
+                update_help="",
+            ),
+            Flag(
+                ("--project-domain-id",),
+                f"{_AUTH}.project.domain_id",
+                "Project domain id (default: default).",
+                verbs=REGISTER,
+                update_help="",
+            ),
+            Flag(
+                ("--metric",),
+                "spec.openstack.metrics",
+                "Namespaced metric: --metric NAME WEIGHT (repeatable).",
+                many=True,
+                read="metric",
+                verbs=REGISTER,
+                update_help="Metrics (given metrics replace all).",
+            ),
+            Flag(
+                ("--global-metric",),
+                "spec.openstack.metrics",
+                "Global metric: --global-metric NAME WEIGHT.",
+                many=True,
+                read="global_metric",
+                verbs=REGISTER,
+                update_help="",
+            ),
+            Flag(
+                ("--infrastructure-provider",),
+                "spec.openstack.infrastructure_provider",
+                "Global infrastructure provider name.",
+                read="global_ref",
+                verbs=REGISTER,
+                update_help="",
+            ),
+            label(REGISTER),
+        ),
+        aliases,
+    )
+
+
+# applications ------------------------------------------------------------------
+
+_CLUSTER_CONSTRAINTS = "spec.constraints.cluster"
+LABEL_CONSTRAINT_HELP = "Cluster label constraint, e.g. 'location is DE' (repeatable)."
+METRIC_CONSTRAINT_HELP = "Cluster metric constraint, e.g. 'load < 3' (repeatable)."
+CR_HELP = "Custom resource '<plural>.<group>' the cluster must support (repeatable)."
+
+CLUSTER_CONSTRAINTS = (
+    Flag(
+        ("-L", "--cluster-label-constraint"),
+        f"{_CLUSTER_CONSTRAINTS}.labels",
+        LABEL_CONSTRAINT_HELP,
+        many=True,
+        update_help=LABEL_CONSTRAINT_HELP + " Replaces.",
+    ),
+    Flag(
+        ("-M", "--cluster-metric-constraint"),
+        f"{_CLUSTER_CONSTRAINTS}.metrics",
+        METRIC_CONSTRAINT_HELP,
+        many=True,
+        update_help=METRIC_CONSTRAINT_HELP + " Replaces.",
+    ),
+    Flag(
+        ("-R", "--cluster-resource-constraint"),
+        f"{_CLUSTER_CONSTRAINTS}.custom_resources",
+        CR_HELP,
+        many=True,
+        update_help=CR_HELP + " Replaces.",
+    ),
+)
+"""Also the flags of ``shoal kube app dryrun``."""
+
+MANIFEST = Flag(
+    ("-f", "--file"),
+    "spec.manifest",
+    "Kubernetes manifest (several YAML documents allowed; - is stdin).",
+    read="manifest",
+    required=True,
+    update_help="New Kubernetes manifest.",
+)
+
+APPLICATION = KindCommands(
+    Application,
+    "kube",
+    "app",
+    "applications",
+    "Application name.",
+    (
+        Verb("create", "Create an application from a Kubernetes manifest."),
+        Verb("update", "Change an application: only the given flags change it.", True),
+    ),
+    (
+        MANIFEST,
+        LABEL,
+        *CLUSTER_CONSTRAINTS,
+        Flag(
+            ("--disable-migration",),
+            "spec.constraints.migration",
+            "Never migrate once placed.",
+            bool,
+            value=False,
+            update_help="",
+        ),
+        Flag(
+            ("--enable-migration",),
+            "spec.constraints.migration",
+            "",
+            bool,
+            verbs=UPDATE,
+            value=True,
+        ),
+        Flag(("--backoff",), "spec.backoff", "Backoff multiplier.", int),
+        Flag(("--backoff-delay",), "spec.backoff_delay", "Seconds.", int),
+        Flag(
+            ("--backoff-limit",),
+            "spec.backoff_limit",
+            "Retries before FAILED (-1: forever).",
+            int,
+            update_help="-1: forever.",
+        ),
+        Flag(
+            ("--hook",),
+            "spec.hooks",
+            "Enable a hook: complete or shutdown (repeatable).",
+            many=True,
+            update_help="Hooks (replaces).",
+        ),
+    ),
+    ("application",),
+)
+
+# clusters ----------------------------------------------------------------------
+
+ALL = ("register", "create", "update")
+METRIC_HELP = "Namespaced metric and its weight: --metric NAME WEIGHT (repeatable)."
+GLOBAL_METRIC_HELP = "Global metric and its weight: --global-metric NAME WEIGHT (repeatable)."
+
+
+def _kubeconfig_cluster(data: dict[str, Any]) -> str:
+    return str(data["spec"]["kubeconfig"]["clusters"][0].get("name"))
+
+
+CLUSTER = KindCommands(
+    Cluster,
+    "kube",
+    "cluster",
+    "clusters",
+    "Cluster name.",
+    (
+        Verb(
+            "register",
+            "Register an existing Kubernetes cluster from its kubeconfig.",
+            name_help="Cluster name (default: the kubeconfig context's cluster name).",
+            default_name=_kubeconfig_cluster,
+        ),
+        Verb("create", "Create a cluster that Shoal places on a cloud (no kubeconfig yet)."),
+        Verb("update", "Change a cluster: only the given flags change it.", True),
+    ),
+    (
+        Flag(
+            ("-k", "--kubeconfig"),
+            "spec.kubeconfig",
+            "Kubeconfig file.",
+            read="kubeconfig",
+            required=True,
+            verbs=REGISTER,
+            update_help="New kubeconfig.",
+        ),
+        Flag(
+            ("--context",),
+            "",
+            "Context to take from a kubeconfig with several.",
+            verbs=REGISTER,
+            update_help="Context of the kubeconfig.",
+        ),
+        Flag(
+            ("-f", "--file"),
+            "spec.tosca",
+            "TOSCA template (YAML) describing the cluster.",
+            read="yaml",
+            verbs=CREATE,
+        ),
+        label(ALL),
+        Flag(
+            ("-L", "--cloud-label-constraint"),
+            "spec.constraints.cloud.labels",
+            "Cloud label constraint (repeatable).",
+            many=True,
+            update_help="Cloud label constraints (replaces).",
+        ),
+        Flag(
+            ("-M", "--cloud-metric-constraint"),
+            "spec.constraints.cloud.metrics",
+            "Cloud metric constraint (repeatable).",
+            many=True,
+            update_help="Cloud metric constraints (replaces).",
+        ),
+        Flag(
+            ("--metric",),
+            "spec.metrics",
+            METRIC_HELP,
+            many=True,
+            read="metric",
+            verbs=ALL,
+            update_help=METRIC_HELP + " Given metrics replace all metrics.",
+        ),
+        Flag(
+            ("--global-metric",),
+            "spec.metrics",
+            GLOBAL_METRIC_HELP,
+            many=True,
+            read="global_metric",
+            verbs=ALL,
+            update_help=GLOBAL_METRIC_HELP + " Replaces all metrics.",
+        ),
+        Flag(
+            ("-R", "--custom-resource"),
+            "spec.custom_resources",
+            "CRD '<plural>.<group>' the cluster has.",
+            many=True,
+            verbs=ALL,
+            update_help="CRDs (replaces).",
+        ),
+        Flag(
+            ("--inherit-metrics",),
+            "spec.inherit_metrics",
+            "Take the metrics of the cloud it runs on.",
+            bool,
+            verbs=("register", "create"),
+            value=True,
+        ),
+        Flag(
+            ("--inherit-metrics/--no-inherit-metrics",),
+            "spec.inherit_metrics",
+            "Take the cloud's metrics.",
+            bool,
+            verbs=UPDATE,
+        ),
+    ),
+)
+
+# the table ---------------------------------------------------------------------
+
+GROUPS: dict[str, str] = {
+    "kube": "Applications and clusters (kubernetes).",
+    "core": "Metrics, metrics providers, roles and role bindings (core).",
+    "infra": "Clouds that clusters are created on (infrastructure).",
+}
+"""``shoal GROUP``: one per API group, as in Krake's ``rok``."""
+
+TABLE: tuple[KindCommands, ...] = (
+    APPLICATION,
+    CLUSTER,
+    _metric(GlobalMetric, "gm", "globalmetric", "global metrics"),
+    _metric(Metric, "m", "metric", "metrics"),
+    _provider(GlobalMetricsProvider, "gmp", "globalmetricsprovider", "global metrics providers"),
+    _provider(MetricsProvider, "mp", "metricsprovider", "metrics providers"),
+    ROLE,
+    ROLE_BINDING,
+    _cloud(GlobalCloud, "gc", ("globalcloud",), "global clouds"),
+    _cloud(Cloud, "cloud", (), "clouds"),
+)
+
+BY_KIND: dict[type[Kind], KindCommands] = {entry.kind: entry for entry in TABLE}
