@@ -178,7 +178,11 @@ def kwargs(namespaced, name=None):
     return out
 
 
+CALLED = set()
+
+
 async def call(label, coro):
+    CALLED.add(label)
     try:
         result = await coro
     except Exception as error:  # every failure is reported, the probe goes on
@@ -213,20 +217,19 @@ async def probe_kind(apis, group, suffix, cls, namespaced, fields, plural):
         attribute = template + target if template.endswith("_") else template.format(target)
         return getattr(api, attribute, None), f"{group}.{attribute}"
 
+    sent = cls_body(cls, name, namespaced, fields)
     create, label = verb_of("create_")
-    created = await call(label, create(cls_body(cls, name, namespaced, fields), **where))
+    created = await call(label, create(sent, **where))
     read, label = verb_of("read_")
     await call(label, read(**item))
     for template, args in (("list_", where), ("list_all_", {})):
         lister, label = verb_of(template)
         if lister is not None:
             await call(label, lister(**args))
-    state = {"current": created, "round": 0}
+    state = {"current": created or sent, "round": 0}
 
     async def update():
         current = state["current"]
-        if current is None:
-            return
         state["round"] += 1
         current.metadata.labels = {"probe": f"update-{state['round']}"}
         updater, label = verb_of("update_")
@@ -237,7 +240,7 @@ async def probe_kind(apis, group, suffix, cls, namespaced, fields, plural):
         if watcher is not None:
             await first_event(label, watcher(**args), update)
     status, label = verb_of("update_{}_status")
-    if status is not None and state["current"] is not None:
+    if status is not None:
         await call(label, status(body=state["current"], **item))
     return name
 
@@ -298,5 +301,22 @@ async def main(url):
             await call(f"{group}.delete_{suffix}", delete(**kwargs(namespaced, names[suffix])))
 
 
+def uncalled():
+    """Public methods of Krake's three API classes that the probe did not call."""
+    missing = []
+    for group, cls in (
+        ("core", CoreApi),
+        ("infrastructure", InfrastructureApi),
+        ("kubernetes", KubernetesApi),
+    ):
+        for attribute in dir(cls):
+            if attribute.startswith("_") or not callable(getattr(cls, attribute)):
+                continue
+            if f"{group}.{attribute}" not in CALLED:
+                missing.append(f"{group}.{attribute}")
+    return missing
+
+
 if __name__ == "__main__":
     asyncio.run(main(sys.argv[1]))
+    print(json.dumps({"uncalled": uncalled()}), flush=True)
