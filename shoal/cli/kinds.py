@@ -130,6 +130,11 @@ class KindCommands:
         return tuple(f for f in self.flags if wanted in f.verbs)
 
 
+def flag(decls: str, path: str, help: str = "", type: type = str, **options: Any) -> Flag:
+    """A table row: ``decls`` space-separated (``"-l --label"``)."""
+    return Flag(tuple(decls.split()), path, help, type, **options)
+
+
 def _created(kind: type[Kind], help: str | None = None) -> Verb:
     return Verb("create", help or f"Create a {kind.kind_name()}.")
 
@@ -139,61 +144,41 @@ def _changed(kind: type[Kind], help: str | None = None) -> Verb:
 
 
 def label(verbs: tuple[str, ...] = BOTH) -> Flag:
-    return Flag(
-        ("-l", "--label"),
-        "metadata.labels",
-        "Label KEY=VALUE (repeatable; on update KEY- removes it).",
-        many=True,
-        read="labels",
-        verbs=verbs,
-    )
+    help = "Label KEY=VALUE (repeatable; on update KEY- removes it)."
+    return flag("-l --label", "metadata.labels", help, many=True, read="labels", verbs=verbs)
 
 
 LABEL = label()
 
-# metrics -----------------------------------------------------------------------
+# metrics and metrics providers ------------------------------------------------------
 
-
-def _metric(kind: type[Kind], command: str, alias: str, what: str) -> KindCommands:
-    return KindCommands(
-        kind,
-        "core",
-        command,
-        what,
-        "Name of the metric in Shoal.",
-        (_created(kind), _changed(kind)),
-        (
-            Flag(("--min",), "spec.min", "Lowest valid value.", float, required=True),
-            Flag(("--max",), "spec.max", "Highest valid value.", float, required=True),
-            Flag(
-                ("--mp-name",),
-                "spec.provider.name",
-                "Name of the metrics provider.",
-                required=True,
-                update_help="Metrics provider.",
-            ),
-            Flag(
-                ("--metric-name",),
-                "spec.provider.metric",
-                "Name of the metric inside the provider.",
-                required=True,
-                update_help="Name in provider.",
-            ),
-            Flag(
-                ("--allowed-values",),
-                "spec.allowed_values",
-                "Only these values are valid: --allowed-values 1 2 3.",
-                many=True,
-                read="numbers",
-                update_help="Replaces the allowed values.",
-            ),
-            LABEL,
-        ),
-        (alias,),
-    )
-
-
-# metrics providers ---------------------------------------------------------------
+METRIC_FLAGS = (
+    flag("--min", "spec.min", "Lowest valid value.", float, required=True),
+    flag("--max", "spec.max", "Highest valid value.", float, required=True),
+    flag(
+        "--mp-name",
+        "spec.provider.name",
+        "Name of the metrics provider.",
+        required=True,
+        update_help="Metrics provider.",
+    ),
+    flag(
+        "--metric-name",
+        "spec.provider.metric",
+        "Name of the metric inside the provider.",
+        required=True,
+        update_help="Name in provider.",
+    ),
+    flag(
+        "--allowed-values",
+        "spec.allowed_values",
+        "Only these values are valid: --allowed-values 1 2 3.",
+        many=True,
+        read="numbers",
+        update_help="Replaces the allowed values.",
+    ),
+    LABEL,
+)
 
 PROVIDER_TYPES: tuple[str, ...] = get_args(MetricsProviderSpec.model_fields["type"].annotation)
 SECTION_FIELDS: dict[str, set[str]] = {
@@ -201,10 +186,6 @@ SECTION_FIELDS: dict[str, set[str]] = {
     for t in PROVIDER_TYPES
 }
 """The fields each provider type's section has: the flags that apply to it."""
-
-
-def _section(flag: str, field_: str, help: str, type_: type = str) -> Flag:
-    return Flag((flag,), f"spec.section.{field_}", help, type_, update_help="")
 
 
 def _provider_section(entry: KindCommands, data: dict[str, Any]) -> None:
@@ -223,53 +204,58 @@ def _provider_section(entry: KindCommands, data: dict[str, Any]) -> None:
     current = str(spec.get("type"))
     misplaced = sorted(set(given) - SECTION_FIELDS.get(current, set(given)))
     if misplaced:
-        flag = {f.path.rpartition(".")[2]: f.decls[0] for f in entry.flags}
-        flags = ", ".join(flag[m] for m in misplaced)
+        names = {f.path.rpartition(".")[2]: f.long for f in entry.flags}
+        flags = ", ".join(names[m] for m in misplaced)
         raise CliError(f"{flags} do(es) not apply to a {current} provider")
     spec[current] = {**(spec.get(current) or {}), **given}
 
 
-def _provider(kind: type[Kind], command: str, alias: str, what: str) -> KindCommands:
+PROVIDER_FLAGS = (
+    flag(
+        "--type",
+        "spec.section.type",
+        "prometheus, influx, kafka or static.",
+        required=True,
+        update_help="New type (starts afresh).",
+    ),
+    *(
+        flag(f"--{name}", f"spec.section.{field_}", help, type_, update_help="")
+        for name, field_, help, type_ in (
+            ("url", "url", "URL of the provider.", str),
+            ("token", "token", "InfluxDB 2 token.", str),
+            ("org", "org", "InfluxDB 2 organisation.", str),
+            ("bucket", "bucket", "InfluxDB 2 bucket.", str),
+            ("influx-version", "version", "InfluxDB version: 2 (default) or 1.", int),
+            ("database", "database", "InfluxDB 1.x database.", str),
+            ("username", "username", "InfluxDB 1.x user.", str),
+            ("password", "password", "InfluxDB 1.x password.", str),
+            ("table", "table", "Kafka/ksqlDB table.", str),
+            (
+                "comparison-column",
+                "comparison_column",
+                "ksqlDB column holding the metric name.",
+                str,
+            ),
+            ("value-column", "value_column", "ksqlDB column holding the value.", str),
+        )
+    ),
+    flag(
+        "--metric",
+        "spec.section.metrics",
+        "Static metric: --metric NAME VALUE (repeatable).",
+        many=True,
+        read="pairs",
+        update_help="Static metrics (replace all): --metric NAME VALUE.",
+    ),
+    LABEL,
+)
+
+
+def _core(kind: type[Kind], command: str, what: str, name_help: str, **more: Any) -> KindCommands:
+    """A kind of group ``core`` with ``create`` and ``update``; its long name is a hidden alias."""
+    verbs = (_created(kind), _changed(kind))
     return KindCommands(
-        kind,
-        "core",
-        command,
-        what,
-        "Provider name.",
-        (_created(kind), _changed(kind)),
-        (
-            Flag(
-                ("--type",),
-                "spec.section.type",
-                "prometheus, influx, kafka or static.",
-                required=True,
-                update_help="New type (starts afresh).",
-            ),
-            _section("--url", "url", "URL of the provider."),
-            _section("--token", "token", "InfluxDB 2 token."),
-            _section("--org", "org", "InfluxDB 2 organisation."),
-            _section("--bucket", "bucket", "InfluxDB 2 bucket."),
-            _section("--influx-version", "version", "InfluxDB version: 2 (default) or 1.", int),
-            _section("--database", "database", "InfluxDB 1.x database."),
-            _section("--username", "username", "InfluxDB 1.x user."),
-            _section("--password", "password", "InfluxDB 1.x password."),
-            _section("--table", "table", "Kafka/ksqlDB table."),
-            _section(
-                "--comparison-column", "comparison_column", "ksqlDB column holding the metric name."
-            ),
-            _section("--value-column", "value_column", "ksqlDB column holding the value."),
-            Flag(
-                ("--metric",),
-                "spec.section.metrics",
-                "Static metric: --metric NAME VALUE (repeatable).",
-                many=True,
-                read="pairs",
-                update_help="Static metrics (replace all): --metric NAME VALUE.",
-            ),
-            LABEL,
-        ),
-        (alias,),
-        finish=_provider_section,
+        kind, "core", command, what, name_help, verbs, aliases=(kind.plural[:-1],), **more
     )
 
 
@@ -283,8 +269,8 @@ ROLE = KindCommands(
     "Role name.",
     (_created(Role, "Create a role."), _changed(Role, "Change a role.")),
     (
-        Flag(
-            ("--rule",),
+        flag(
+            "--rule",
             "rules",
             "Rule api:resources:namespaces:verbs (repeatable).",
             many=True,
@@ -307,19 +293,11 @@ ROLE_BINDING = KindCommands(
         _changed(RoleBinding, "Change a role binding."),
     ),
     (
-        Flag(
-            ("--user",),
-            "users",
-            "User (repeatable).",
-            many=True,
-            update_help="Users (replace all).",
+        flag(
+            "--user", "users", "User (repeatable).", many=True, update_help="Users (replace all)."
         ),
-        Flag(
-            ("--role",),
-            "roles",
-            "Role (repeatable).",
-            many=True,
-            update_help="Roles (replace all).",
+        flag(
+            "--role", "roles", "Role (repeatable).", many=True, update_help="Roles (replace all)."
         ),
         LABEL,
     ),
@@ -327,140 +305,98 @@ ROLE_BINDING = KindCommands(
     {"users": [], "roles": []},
 )
 
-
 # clouds ------------------------------------------------------------------------
 
 REGISTER = ("register", "update")
 _AUTH = "spec.openstack.auth.password"
+CLOUD_FLAGS = (
+    *(
+        flag(decls, path, help, required=required, verbs=REGISTER, update_help="")
+        for decls, path, help, required in (
+            ("--url", "spec.openstack.url", "Keystone (identity) URL.", True),
+            ("--username --user", f"{_AUTH}.user.username", "OpenStack user.", True),
+            ("--password", f"{_AUTH}.user.password", "OpenStack password.", True),
+            ("--project", f"{_AUTH}.project.name", "OpenStack project name.", True),
+            (
+                "--user-domain-name",
+                f"{_AUTH}.user.domain_name",
+                "User domain (default: Default).",
+                False,
+            ),
+            (
+                "--project-domain-id",
+                f"{_AUTH}.project.domain_id",
+                "Project domain id (default: default).",
+                False,
+            ),
+        )
+    ),
+    flag(
+        "--metric",
+        "spec.openstack.metrics",
+        "Namespaced metric: --metric NAME WEIGHT (repeatable).",
+        many=True,
+        read="metric",
+        verbs=REGISTER,
+        update_help="Metrics (given metrics replace all).",
+    ),
+    flag(
+        "--global-metric",
+        "spec.openstack.metrics",
+        "Global metric: --global-metric NAME WEIGHT.",
+        many=True,
+        read="global_metric",
+        verbs=REGISTER,
+        update_help="",
+    ),
+    flag(
+        "--infrastructure-provider",
+        "spec.openstack.infrastructure_provider",
+        "Global infrastructure provider name.",
+        read="global_ref",
+        verbs=REGISTER,
+        update_help="",
+    ),
+    label(REGISTER),
+)
 
 
 def _cloud(kind: type[Kind], command: str, aliases: tuple[str, ...], what: str) -> KindCommands:
-    return KindCommands(
-        kind,
-        "infra",
-        command,
-        what,
-        "Cloud name.",
-        (Verb("register", f"Register an OpenStack {kind.kind_name()}."), _changed(kind)),
-        (
-            Flag(
-                ("--url",),
-                "spec.openstack.url",
-                "Keystone (identity) URL.",
-                required=True,
-                verbs=REGISTER,
-                update_help="",
-            ),
-            Flag(
-                ("--username", "--user"),
-                f"{_AUTH}.user.username",
-                "OpenStack user.",
-                required=True,
-                verbs=REGISTER,
-                update_help="",
-            ),
-            Flag(
-                ("--password",),
-                f"{_AUTH}.user.password",
-                "OpenStack password.",
-                required=True,
-                verbs=REGISTER,
-                update_help="",
-            ),
-            Flag(
-                ("--project",),
-                f"{_AUTH}.project.name",
-                "OpenStack project name.",
-                required=True,
-                verbs=REGISTER,
-                update_help="",
-            ),
-            Flag(
-                ("--user-domain-name",),
-                f"{_AUTH}.user.domain_name",
-                "User domain (default: Default).",
-                verbs=REGISTER,
-                update_help="",
-            ),
-            Flag(
-                ("--project-domain-id",),
-                f"{_AUTH}.project.domain_id",
-                "Project domain id (default: default).",
-                verbs=REGISTER,
-                update_help="",
-            ),
-            Flag(
-                ("--metric",),
-                "spec.openstack.metrics",
-                "Namespaced metric: --metric NAME WEIGHT (repeatable).",
-                many=True,
-                read="metric",
-                verbs=REGISTER,
-                update_help="Metrics (given metrics replace all).",
-            ),
-            Flag(
-                ("--global-metric",),
-                "spec.openstack.metrics",
-                "Global metric: --global-metric NAME WEIGHT.",
-                many=True,
-                read="global_metric",
-                verbs=REGISTER,
-                update_help="",
-            ),
-            Flag(
-                ("--infrastructure-provider",),
-                "spec.openstack.infrastructure_provider",
-                "Global infrastructure provider name.",
-                read="global_ref",
-                verbs=REGISTER,
-                update_help="",
-            ),
-            label(REGISTER),
-        ),
-        aliases,
-    )
+    register = Verb("register", f"Register an OpenStack {kind.kind_name()}.")
+    verbs = (register, _changed(kind))
+    return KindCommands(kind, "infra", command, what, "Cloud name.", verbs, CLOUD_FLAGS, aliases)
 
 
 # applications ------------------------------------------------------------------
 
-_CLUSTER_CONSTRAINTS = "spec.constraints.cluster"
 LABEL_CONSTRAINT_HELP = "Cluster label constraint, e.g. 'location is DE' (repeatable)."
 METRIC_CONSTRAINT_HELP = "Cluster metric constraint, e.g. 'load < 3' (repeatable)."
 CR_HELP = "Custom resource '<plural>.<group>' the cluster must support (repeatable)."
-
-CLUSTER_CONSTRAINTS = (
-    Flag(
-        ("-L", "--cluster-label-constraint"),
-        f"{_CLUSTER_CONSTRAINTS}.labels",
-        LABEL_CONSTRAINT_HELP,
+CLUSTER_CONSTRAINTS = tuple(
+    flag(
+        decls,
+        f"spec.constraints.cluster.{field_}",
+        help,
         many=True,
-        update_help=LABEL_CONSTRAINT_HELP + " Replaces.",
-    ),
-    Flag(
-        ("-M", "--cluster-metric-constraint"),
-        f"{_CLUSTER_CONSTRAINTS}.metrics",
-        METRIC_CONSTRAINT_HELP,
-        many=True,
-        update_help=METRIC_CONSTRAINT_HELP + " Replaces.",
-    ),
-    Flag(
-        ("-R", "--cluster-resource-constraint"),
-        f"{_CLUSTER_CONSTRAINTS}.custom_resources",
-        CR_HELP,
-        many=True,
-        update_help=CR_HELP + " Replaces.",
-    ),
+        update_help=help + " Replaces.",
+    )
+    for decls, field_, help in (
+        ("-L --cluster-label-constraint", "labels", LABEL_CONSTRAINT_HELP),
+        ("-M --cluster-metric-constraint", "metrics", METRIC_CONSTRAINT_HELP),
+        ("-R --cluster-resource-constraint", "custom_resources", CR_HELP),
+    )
 )
 """Also the flags of ``shoal kube app dryrun``."""
 
-MANIFEST = Flag(
-    ("-f", "--file"),
+MANIFEST = flag(
+    "-f --file",
     "spec.manifest",
     "Kubernetes manifest (several YAML documents allowed; - is stdin).",
     read="manifest",
     required=True,
     update_help="New Kubernetes manifest.",
 )
+_MIGRATION = "spec.constraints.migration"
 
 APPLICATION = KindCommands(
     Application,
@@ -476,33 +412,26 @@ APPLICATION = KindCommands(
         MANIFEST,
         LABEL,
         *CLUSTER_CONSTRAINTS,
-        Flag(
-            ("--disable-migration",),
-            "spec.constraints.migration",
+        flag(
+            "--disable-migration",
+            _MIGRATION,
             "Never migrate once placed.",
             bool,
             value=False,
             update_help="",
         ),
-        Flag(
-            ("--enable-migration",),
-            "spec.constraints.migration",
-            "",
-            bool,
-            verbs=UPDATE,
-            value=True,
-        ),
-        Flag(("--backoff",), "spec.backoff", "Backoff multiplier.", int),
-        Flag(("--backoff-delay",), "spec.backoff_delay", "Seconds.", int),
-        Flag(
-            ("--backoff-limit",),
+        flag("--enable-migration", _MIGRATION, "", bool, verbs=UPDATE, value=True),
+        flag("--backoff", "spec.backoff", "Backoff multiplier.", int),
+        flag("--backoff-delay", "spec.backoff_delay", "Seconds.", int),
+        flag(
+            "--backoff-limit",
             "spec.backoff_limit",
             "Retries before FAILED (-1: forever).",
             int,
             update_help="-1: forever.",
         ),
-        Flag(
-            ("--hook",),
+        flag(
+            "--hook",
             "spec.hooks",
             "Enable a hook: complete or shutdown (repeatable).",
             many=True,
@@ -540,8 +469,8 @@ CLUSTER = KindCommands(
         Verb("update", "Change a cluster: only the given flags change it.", True),
     ),
     (
-        Flag(
-            ("-k", "--kubeconfig"),
+        flag(
+            "-k --kubeconfig",
             "spec.kubeconfig",
             "Kubeconfig file.",
             read="kubeconfig",
@@ -549,37 +478,37 @@ CLUSTER = KindCommands(
             verbs=REGISTER,
             update_help="New kubeconfig.",
         ),
-        Flag(
-            ("--context",),
+        flag(
+            "--context",
             "",
             "Context to take from a kubeconfig with several.",
             verbs=REGISTER,
             update_help="Context of the kubeconfig.",
         ),
-        Flag(
-            ("-f", "--file"),
+        flag(
+            "-f --file",
             "spec.tosca",
             "TOSCA template (YAML) describing the cluster.",
             read="yaml",
             verbs=CREATE,
         ),
         label(ALL),
-        Flag(
-            ("-L", "--cloud-label-constraint"),
+        flag(
+            "-L --cloud-label-constraint",
             "spec.constraints.cloud.labels",
             "Cloud label constraint (repeatable).",
             many=True,
             update_help="Cloud label constraints (replaces).",
         ),
-        Flag(
-            ("-M", "--cloud-metric-constraint"),
+        flag(
+            "-M --cloud-metric-constraint",
             "spec.constraints.cloud.metrics",
             "Cloud metric constraint (repeatable).",
             many=True,
             update_help="Cloud metric constraints (replaces).",
         ),
-        Flag(
-            ("--metric",),
+        flag(
+            "--metric",
             "spec.metrics",
             METRIC_HELP,
             many=True,
@@ -587,8 +516,8 @@ CLUSTER = KindCommands(
             verbs=ALL,
             update_help=METRIC_HELP + " Given metrics replace all metrics.",
         ),
-        Flag(
-            ("--global-metric",),
+        flag(
+            "--global-metric",
             "spec.metrics",
             GLOBAL_METRIC_HELP,
             many=True,
@@ -596,24 +525,24 @@ CLUSTER = KindCommands(
             verbs=ALL,
             update_help=GLOBAL_METRIC_HELP + " Replaces all metrics.",
         ),
-        Flag(
-            ("-R", "--custom-resource"),
+        flag(
+            "-R --custom-resource",
             "spec.custom_resources",
             "CRD '<plural>.<group>' the cluster has.",
             many=True,
             verbs=ALL,
             update_help="CRDs (replaces).",
         ),
-        Flag(
-            ("--inherit-metrics",),
+        flag(
+            "--inherit-metrics",
             "spec.inherit_metrics",
             "Take the metrics of the cloud it runs on.",
             bool,
             verbs=("register", "create"),
             value=True,
         ),
-        Flag(
-            ("--inherit-metrics/--no-inherit-metrics",),
+        flag(
+            "--inherit-metrics/--no-inherit-metrics",
             "spec.inherit_metrics",
             "Take the cloud's metrics.",
             bool,
@@ -634,10 +563,24 @@ GROUPS: dict[str, str] = {
 TABLE: tuple[KindCommands, ...] = (
     APPLICATION,
     CLUSTER,
-    _metric(GlobalMetric, "gm", "globalmetric", "global metrics"),
-    _metric(Metric, "m", "metric", "metrics"),
-    _provider(GlobalMetricsProvider, "gmp", "globalmetricsprovider", "global metrics providers"),
-    _provider(MetricsProvider, "mp", "metricsprovider", "metrics providers"),
+    _core(GlobalMetric, "gm", "global metrics", "Name of the metric in Shoal.", flags=METRIC_FLAGS),
+    _core(Metric, "m", "metrics", "Name of the metric in Shoal.", flags=METRIC_FLAGS),
+    _core(
+        GlobalMetricsProvider,
+        "gmp",
+        "global metrics providers",
+        "Provider name.",
+        flags=PROVIDER_FLAGS,
+        finish=_provider_section,
+    ),
+    _core(
+        MetricsProvider,
+        "mp",
+        "metrics providers",
+        "Provider name.",
+        flags=PROVIDER_FLAGS,
+        finish=_provider_section,
+    ),
     ROLE,
     ROLE_BINDING,
     _cloud(GlobalCloud, "gc", ("globalcloud",), "global clouds"),
