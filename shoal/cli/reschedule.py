@@ -14,16 +14,16 @@ from __future__ import annotations
 import asyncio
 import secrets
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from shoal.cli.commands import CTX, command, namespace, output, param
 from shoal.cli.config import run
 from shoal.cli.errors import CliError, ShoalGroup
-from shoal.cli.kinds import DEFAULT_NAMESPACE
 from shoal.cli.output import Output, output_option, print_objects
 from shoal.cli.verbs import build
 from shoal.client.rest import Gone, NotFound, ShoalClient
@@ -35,19 +35,29 @@ app = typer.Typer(
     invoke_without_command=True,
 )
 
-Namespace = Annotated[str, typer.Option("-n", "--namespace", help="Namespace.")]
-TaskName = Annotated[str | None, typer.Option("--name", help="Task name (default: generated).")]
-Ttl = Annotated[
-    int | None,
-    typer.Option("--ttl", min=0, help="Delete the task this many seconds after it finished."),
-]
-Wait = Annotated[
-    bool,
-    typer.Option(
-        "--wait", help="Follow the task with a progress bar until every target has a result."
+TASK_OPTIONS = [
+    namespace(),
+    param("name", str | None, typer.Option(None, "--name", help="Task name (default: generated).")),
+    param(
+        "ttl",
+        int | None,
+        typer.Option(
+            None, "--ttl", min=0, help="Delete the task this many seconds after it finished."
+        ),
     ),
+    param(
+        "wait",
+        bool,
+        typer.Option(
+            False,
+            "--wait",
+            help="Follow the task with a progress bar until every target has a result.",
+        ),
+    ),
+    param("timeout", float, typer.Option(300.0, "--timeout", help="Seconds --wait waits at most.")),
+    output(),
 ]
-Timeout = Annotated[float, typer.Option("--timeout", help="Seconds --wait waits at most.")]
+"""The options of every command that creates a task."""
 
 
 def _task_name() -> str:
@@ -55,22 +65,13 @@ def _task_name() -> str:
     return f"reschedule-{stamp}-{secrets.token_hex(2)}"
 
 
-@app.callback()
-def reschedule(
+def _by_policy(
     ctx: typer.Context,
-    selector: list[str] | None = typer.Option(
-        None, "-l", "--selector", help="Applications of the namespace matching k=v,... (repeatable)"
-    ),
-    all_apps: bool = typer.Option(False, "--all", help="Every application of the namespace."),
-    cluster: list[str] | None = typer.Option(
-        None, "--cluster", help="Every application now on this cluster (repeatable)."
-    ),
-    namespace: Namespace = DEFAULT_NAMESPACE,
-    name: TaskName = None,
-    ttl: Ttl = None,
-    wait: Wait = False,
-    timeout: Timeout = 300.0,
-    output: Output = output_option(),
+    selector: list[str] | None,
+    all_apps: bool,
+    cluster: list[str] | None,
+    namespace: str,
+    **task: Any,
 ) -> None:
     """Reschedule by selector or by cluster; see also ``shoal reschedule app NAME…``."""
     if ctx.invoked_subcommand is not None:
@@ -82,27 +83,55 @@ def reschedule(
     if all_apps:
         policies.append({"namespace": namespace, "label_selector": ""})
     clusters = [c if "/" in c else f"{namespace}/{c}" for c in cluster or ()]
-    spec = {"target_ref_policy": policies, "target_clusters": clusters}
-    _create(ctx, spec, name, ttl, wait, timeout, output)
+    _create(ctx, {"target_ref_policy": policies, "target_clusters": clusters}, **task)
 
 
-@app.command("app")
-def reschedule_apps(
-    ctx: typer.Context,
-    names: list[str] = typer.Argument(..., help="Application names."),
-    namespace: Namespace = DEFAULT_NAMESPACE,
-    name: TaskName = None,
-    ttl: Ttl = None,
-    wait: Wait = False,
-    timeout: Timeout = 300.0,
-    output: Output = output_option(),
-) -> None:
+def _by_name(ctx: typer.Context, names: list[str], namespace: str, **task: Any) -> None:
     """Reschedule the named applications."""
     refs = [
         {"api": "kubernetes", "kind": "Application", "namespace": namespace, "name": n}
         for n in names
     ]
-    _create(ctx, {"target_ref_resource": refs}, name, ttl, wait, timeout, output)
+    _create(ctx, {"target_ref_resource": refs}, **task)
+
+
+_SELECTOR_HELP = "Applications of the namespace matching k=v,... (repeatable)"
+app.callback()(
+    command(
+        [
+            CTX,
+            param(
+                "selector",
+                list[str] | None,
+                typer.Option(None, "-l", "--selector", help=_SELECTOR_HELP),
+            ),
+            param(
+                "all_apps",
+                bool,
+                typer.Option(False, "--all", help="Every application of the namespace."),
+            ),
+            param(
+                "cluster",
+                list[str] | None,
+                typer.Option(
+                    None, "--cluster", help="Every application now on this cluster (repeatable)."
+                ),
+            ),
+            *TASK_OPTIONS,
+        ],
+        _by_policy,
+    )
+)
+app.command("app", help="Reschedule the named applications.")(
+    command(
+        [
+            CTX,
+            param("names", list[str], typer.Argument(..., help="Application names.")),
+            *TASK_OPTIONS,
+        ],
+        _by_name,
+    )
+)
 
 
 @app.command("results")

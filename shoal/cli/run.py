@@ -180,16 +180,8 @@ def scheduler(
     from shoal.scheduler.scheduler import Scheduler
 
     cfg = SchedulerConfig.load(config)
-    _run_controller(
-        lambda client: Scheduler(client, cfg),
-        api_url,
-        leader_elect=leader_elect,
-        lease_duration=lease_duration,
-        lease_name=lease_name,
-        identity=identity,
-        metrics_port=metrics_port,
-        log_level=log_level,
-    )
+    run = _controller_command("scheduler", "", lambda client: Scheduler(client, cfg))
+    run(api_url, leader_elect, lease_duration, lease_name, identity, metrics_port, log_level)
 
 
 def _controller_command(name: str, doc: str, build: Callable[[Any], Any]) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import shlex
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -42,3 +43,13 @@ def shoal(api: ApiServer) -> Shoal:
 def ok(result: Result) -> Result:
     assert result.exit_code == 0, (result.exit_code, result.output, result.exception)
     return result
+
+
+async def cli(shoal: Shoal, line: str, *args: str) -> Result:
+    """``shoal`` with the words of ``line`` (split as a shell splits them), then ``args``."""
+    return await shoal(*shlex.split(line), *args)
+
+
+async def cli_ok(shoal: Shoal, line: str) -> Result:
+    """``cli`` that must succeed."""
+    return ok(await cli(shoal, line))

@@ -10,7 +10,7 @@ import yaml
 
 from shoal.client.rest import ShoalClient
 from shoal.model.kubernetes import Cluster
-from tests.cli.conftest import Shoal, ok
+from tests.cli.conftest import Shoal, cli_ok, ok
 
 
 def kubeconfig(*names: str, current: str | None = None) -> dict[str, Any]:
@@ -125,40 +125,19 @@ async def test_register_bad_metric_weight(shoal: Shoal, tmp_path: Path) -> None:
 
 
 async def test_create_for_cloud_and_update(shoal: Shoal, client: ShoalClient) -> None:
-    ok(
-        await shoal(
-            "kube",
-            "cluster",
-            "create",
-            "new",
-            "-L",
-            "location is DE",
-            "--cloud-metric-constraint",
-            "load < 2",
-            "--global-metric",
-            "price",
-            "1",
-        )
+    await cli_ok(
+        shoal,
+        "kube cluster create new -L 'location is DE' --cloud-metric-constraint "
+        "'load < 2' --global-metric price 1",
     )
     cluster = await client.get(Cluster, "new", "default")
     assert cluster.spec.kubeconfig is None
     assert cluster.spec.constraints.cloud.labels == ["location is DE"]
     assert cluster.spec.constraints.cloud.metrics == ["load < 2"]
 
-    result = ok(
-        await shoal(
-            "kube",
-            "cluster",
-            "update",
-            "new",
-            "-l",
-            "zone=a",
-            "-M",
-            "load < 5",
-            "--inherit-metrics",
-            "-o",
-            "yaml",
-        )
+    result = await cli_ok(
+        shoal,
+        "kube cluster update new -l zone=a -M 'load < 5' --inherit-metrics -o yaml",
     )
     updated = yaml.safe_load(result.stdout)
     assert updated["metadata"]["labels"] == {"zone": "a"}

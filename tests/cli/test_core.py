@@ -9,29 +9,14 @@ import yaml
 
 from shoal.client.rest import ShoalClient
 from shoal.model.core import GlobalMetric, GlobalMetricsProvider, Metric, MetricsProvider
-from tests.cli.conftest import Shoal, ok
+from tests.cli.conftest import Shoal, cli, cli_ok, ok
 
 
 async def test_global_metric_lifecycle(shoal: Shoal, client: ShoalClient) -> None:
-    ok(
-        await shoal(
-            "core",
-            "gm",
-            "create",
-            "heat",
-            "--min",
-            "0",
-            "--max",
-            "10",
-            "--mp-name",
-            "prom",
-            "--metric-name",
-            "heat_demand_zone_1",
-            "--allowed-values",
-            "1",
-            "2",
-            "3.5",
-        )
+    await cli_ok(
+        shoal,
+        "core gm create heat --min 0 --max 10 --mp-name prom --metric-name "
+        "heat_demand_zone_1 --allowed-values 1 2 3.5",
     )
     metric = await client.get(GlobalMetric, "heat")
     assert (metric.spec.min, metric.spec.max) == (0, 10)
@@ -61,44 +46,18 @@ async def test_global_metric_lifecycle(shoal: Shoal, client: ShoalClient) -> Non
 
 
 async def test_allowed_values_not_numbers(shoal: Shoal) -> None:
-    result = await shoal(
-        "core",
-        "gm",
-        "create",
-        "x",
-        "--min",
-        "0",
-        "--max",
-        "1",
-        "--mp-name",
-        "p",
-        "--metric-name",
-        "x",
-        "--allowed-values",
-        "a",
+    result = await cli(
+        shoal,
+        "core gm create x --min 0 --max 1 --mp-name p --metric-name x --allowed-values a",
     )
     assert result.exit_code == 1
     assert "--allowed-values: 'a' is not a number" in result.stderr
 
 
 async def test_namespaced_metric(shoal: Shoal, client: ShoalClient) -> None:
-    ok(
-        await shoal(
-            "core",
-            "m",
-            "create",
-            "load",
-            "-n",
-            "team-a",
-            "--min",
-            "0",
-            "--max",
-            "1",
-            "--mp-name",
-            "static1",
-            "--metric-name",
-            "load",
-        )
+    await cli_ok(
+        shoal,
+        "core m create load -n team-a --min 0 --max 1 --mp-name static1 --metric-name load",
     )
     metric = await client.get(Metric, "load", "team-a")
     assert metric.metadata.namespace == "team-a"
@@ -249,17 +208,10 @@ async def test_provider_update(shoal: Shoal, client: ShoalClient) -> None:
 
 
 async def test_roles_and_bindings(shoal: Shoal) -> None:
-    ok(
-        await shoal(
-            "core",
-            "role",
-            "create",
-            "reader",
-            "--rule",
-            "kubernetes:applications,clusters::get,list",
-            "--rule",
-            "core:*:*:get",
-        )
+    await cli_ok(
+        shoal,
+        "core role create reader --rule "
+        "kubernetes:applications,clusters::get,list --rule core:*:*:get",
     )
     role = json.loads(ok(await shoal("core", "role", "get", "reader", "-o", "json")).stdout)
     assert role["rules"] == [
@@ -279,20 +231,7 @@ async def test_roles_and_bindings(shoal: Shoal) -> None:
     bad_verb = await shoal("core", "role", "create", "x", "--rule", "core:metrics::fly")
     assert bad_verb.exit_code == 1 and "rules.0.verbs.0" in bad_verb.stderr
 
-    ok(
-        await shoal(
-            "core",
-            "rolebinding",
-            "create",
-            "b",
-            "--user",
-            "alice",
-            "--user",
-            "bob",
-            "--role",
-            "reader",
-        )
-    )
+    ok(await cli(shoal, "core rolebinding create b --user alice --user bob --role reader"))
     binding = yaml.safe_load(
         ok(await shoal("core", "rolebinding", "get", "b", "-o", "yaml")).stdout
     )

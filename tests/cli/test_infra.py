@@ -4,30 +4,15 @@ from __future__ import annotations
 
 from shoal.client.rest import ShoalClient
 from shoal.model.infrastructure import Cloud, GlobalCloud
-from tests.cli.conftest import Shoal, ok
+from tests.cli.conftest import Shoal, cli_ok, ok
 
 
 async def test_global_cloud_lifecycle(shoal: Shoal, client: ShoalClient) -> None:
-    ok(
-        await shoal(
-            "infra",
-            "gc",
-            "register",
-            "os1",
-            "--url",
-            "https://keystone:5000/v3",
-            "--username",
-            "admin",
-            "--password",
-            "secret",
-            "--project",
-            "shoal",
-            "--global-metric",
-            "price",
-            "2",
-            "-l",
-            "location=DE",
-        )
+    await cli_ok(
+        shoal,
+        "infra gc register os1 --url https://keystone:5000/v3 --username admin "
+        "--password secret --project shoal --global-metric price 2 -l "
+        "location=DE",
     )
     cloud = await client.get(GlobalCloud, "os1")
     openstack = cloud.spec.openstack
@@ -65,26 +50,10 @@ async def test_global_cloud_lifecycle(shoal: Shoal, client: ShoalClient) -> None
 
 
 async def test_namespaced_cloud(shoal: Shoal, client: ShoalClient) -> None:
-    ok(
-        await shoal(
-            "infra",
-            "cloud",
-            "register",
-            "c1",
-            "-n",
-            "team-a",
-            "--url",
-            "http://keystone",
-            "--user",
-            "u",
-            "--password",
-            "p",
-            "--project",
-            "proj",
-            "--metric",
-            "load",
-            "1",
-        )
+    await cli_ok(
+        shoal,
+        "infra cloud register c1 -n team-a --url http://keystone --user u "
+        "--password p --project proj --metric load 1",
     )
     cloud = await client.get(Cloud, "c1", "team-a")
     assert [(m.name, m.namespaced) for m in cloud.spec.openstack.metrics] == [("load", True)]

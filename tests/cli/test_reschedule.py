@@ -20,9 +20,10 @@ from tests.util import wait_for
 @pytest.fixture
 async def controllers(client: ShoalClient) -> AsyncIterator[None]:
     await fleet(client)
-    started = [Scheduler(ShoalClient(client.url), CONFIG), RescheduleTaskController(
-        ShoalClient(client.url)
-    )]
+    started = [
+        Scheduler(ShoalClient(client.url), CONFIG),
+        RescheduleTaskController(ShoalClient(client.url)),
+    ]
     for controller in started:
         await controller.start()
     try:
