@@ -9,15 +9,8 @@ from pathlib import Path
 import pytest
 
 from shoal.client.rest import ShoalClient
+from shoal.model import core
 from shoal.model.base import Metadata
-from shoal.model.core import (
-    GlobalMetric,
-    GlobalMetricsProvider,
-    MetricProviderRef,
-    MetricSpec,
-    MetricsProviderSpec,
-    StaticSpec,
-)
 from shoal.model.kubernetes import Application, Cluster, ClusterSpec, MetricRef
 from shoal.scheduler.scheduler import Scheduler
 from tests.cli.conftest import Shoal
@@ -34,15 +27,19 @@ data: {a: b}
 @pytest.fixture
 async def fleet(client: ShoalClient) -> AsyncIterator[None]:
     await client.create(
-        GlobalMetricsProvider(
+        core.GlobalMetricsProvider(
             metadata=Metadata(name="st"),
-            spec=MetricsProviderSpec(type="static", static=StaticSpec(metrics={"green": 0.7})),
+            spec=core.MetricsProviderSpec(
+                type="static", static=core.StaticSpec(metrics={"green": 0.7})
+            ),
         )
     )
     await client.create(
-        GlobalMetric(
+        core.GlobalMetric(
             metadata=Metadata(name="green"),
-            spec=MetricSpec(min=0, max=1, provider=MetricProviderRef(name="st", metric="green")),
+            spec=core.MetricSpec(
+                min=0, max=1, provider=core.MetricProviderRef(name="st", metric="green")
+            ),
         )
     )
     for name, location, metrics in (
