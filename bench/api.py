@@ -35,7 +35,7 @@ SERVER = """
 import sys, uvicorn
 from shoal.api.app import create_app
 from shoal.api.server import bind_socket
-from shoal.store.base import open_store
+from shoal.store.factory import open_store
 store_url, port = sys.argv[1], int(sys.argv[2])
 sock = bind_socket("127.0.0.1", port)
 config = uvicorn.Config(create_app(open_store(store_url)), log_level="warning",

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import uvicorn
 
 from shoal.api.app import create_app
-from shoal.store.base import Store, open_store
+from shoal.store.base import Store
+from shoal.store.factory import open_store
 
 log = logging.getLogger(__name__)
 

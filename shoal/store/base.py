@@ -129,19 +129,3 @@ class Store(Protocol):
         ...
 
     async def close(self) -> None: ...
-
-
-def open_store(url: str) -> Store:
-    """A store for ``sqlite:///path``, ``sqlite://:memory:`` or ``etcd://host:port[,host:port]``."""
-    if url.startswith("sqlite://"):
-        from shoal.store.sqlite import SqliteStore
-
-        path = url[len("sqlite://") :]
-        if path.startswith("/") and path != "/:memory:":
-            return SqliteStore(path)
-        return SqliteStore(":memory:" if path in ("", ":memory:", "/:memory:") else path)
-    if url.startswith("etcd://"):
-        from shoal.store.etcd import EtcdStore
-
-        return EtcdStore.from_url(url)
-    raise ValueError(f"unknown store URL {url!r}: use sqlite:///path or etcd://host:port")

@@ -26,18 +26,7 @@ from typing import Any, TypeVar
 import grpc
 from aetcd import rpc
 
-from shoal.store.base import (
-    AlreadyExists,
-    Compacted,
-    Conflict,
-    Event,
-    EventType,
-    NotFound,
-    Record,
-    StoreError,
-    Unavailable,
-    prefix_end,
-)
+from shoal.store import base
 
 T = TypeVar("T")
 
@@ -66,7 +55,7 @@ def _key_bytes(key: str) -> bytes:
 
 
 def _range_end(prefix: str) -> bytes:
-    return prefix_end(prefix).encode() if prefix else b"\0"
+    return base.prefix_end(prefix).encode() if prefix else b"\0"
 
 
 def _not_sent(error: grpc.aio.AioRpcError) -> bool:
@@ -136,7 +125,7 @@ class EtcdStore:
         """Run one unary call, moving to the next endpoint on a connection failure.
 
         A write whose fate is unknown (sent, then the connection broke) is not
-        retried: a blind retry could apply it twice. The caller gets Unavailable.
+        retried: a blind retry could apply it twice. The caller gets base.Unavailable.
         """
         attempts = len(self._endpoints)
         for attempt in range(attempts):
@@ -146,12 +135,12 @@ class EtcdStore:
                 return await make(endpoint)
             except grpc.aio.AioRpcError as error:
                 if error.code() not in _UNAVAILABLE:
-                    raise StoreError(f"etcd {endpoint.target}: {error.details()}") from error
+                    raise base.StoreError(f"etcd {endpoint.target}: {error.details()}") from error
                 if len(self._endpoints) > 1 and self._current == index:
                     self._current = (index + 1) % len(self._endpoints)
                 retry = idempotent or _not_sent(error)
                 if not retry or attempt == attempts - 1:
-                    raise Unavailable(f"etcd {endpoint.target}: {error.details()}") from error
+                    raise base.Unavailable(f"etcd {endpoint.target}: {error.details()}") from error
         raise AssertionError("unreachable")
 
     async def _range(self, request: Any) -> Any:
@@ -166,16 +155,16 @@ class EtcdStore:
 
     # reads -----------------------------------------------------------------
 
-    async def get(self, key: str) -> Record:
+    async def get(self, key: str) -> base.Record:
         response = await self._range(rpc.RangeRequest(key=_key_bytes(key)))
         if not response.kvs:
-            raise NotFound(key)
+            raise base.NotFound(key)
         kv = response.kvs[0]
-        return Record(key, kv.value, kv.mod_revision)
+        return base.Record(key, kv.value, kv.mod_revision)
 
     async def list(
         self, prefix: str, *, start_after: str | None = None, limit: int | None = None
-    ) -> tuple[list[Record], int]:
+    ) -> tuple[list[base.Record], int]:
         start = _key_bytes(prefix)
         if start_after is not None and start_after >= prefix:
             start = _key_bytes(start_after) + b"\0"
@@ -189,7 +178,7 @@ class EtcdStore:
         if limit is not None and limit <= 0:
             return [], await self.revision()
         response = await self._range(request)
-        records = [Record(kv.key.decode(), kv.value, kv.mod_revision) for kv in response.kvs]
+        records = [base.Record(kv.key.decode(), kv.value, kv.mod_revision) for kv in response.kvs]
         return records, response.header.revision
 
     async def revision(self) -> int:
@@ -205,11 +194,11 @@ class EtcdStore:
             while True:
                 response = await call.read()
                 if response is grpc.aio.EOF:
-                    raise Unavailable("etcd closed the watch stream")
+                    raise base.Unavailable("etcd closed the watch stream")
                 if response.compact_revision:
                     return int(response.compact_revision)
                 if response.canceled:
-                    raise StoreError(f"etcd refused a watch: {response.cancel_reason}")
+                    raise base.StoreError(f"etcd refused a watch: {response.cancel_reason}")
         except grpc.aio.AioRpcError as error:
             raise _map(error) from error
         finally:
@@ -226,14 +215,14 @@ class EtcdStore:
         request = rpc.RangeRequest(key=b"\0", count_only=True, revision=max(revision, 1))
         try:
             await self._range(request)
-        except StoreError as error:
+        except base.StoreError as error:
             cause = error.__cause__
             if isinstance(cause, grpc.aio.AioRpcError):
                 details = cause.details() or ""
                 if _FUTURE in details:
                     return
                 if _COMPACTED in details:
-                    raise Compacted(revision, await self._compacted_revision()) from None
+                    raise base.Compacted(revision, await self._compacted_revision()) from None
             raise
 
     # writes ----------------------------------------------------------------
@@ -253,7 +242,7 @@ class EtcdStore:
         )
         response = await self._txn(request)
         if not response.succeeded:
-            raise AlreadyExists(key)
+            raise base.AlreadyExists(key)
         return int(response.header.revision)
 
     @staticmethod
@@ -269,11 +258,11 @@ class EtcdStore:
             )  # fmt: skip
         return compare
 
-    def _failed(self, key: str, expected_revision: int | None, response: Any) -> StoreError:
+    def _failed(self, key: str, expected_revision: int | None, response: Any) -> base.StoreError:
         kvs = response.responses[0].response_range.kvs if response.responses else []
         if not kvs:
-            return NotFound(key)
-        return Conflict(key, expected_revision or 0, int(kvs[0].mod_revision))
+            return base.NotFound(key)
+        return base.Conflict(key, expected_revision or 0, int(kvs[0].mod_revision))
 
     async def update(self, key: str, value: bytes, expected_revision: int | None = None) -> int:
         k = _key_bytes(key)
@@ -311,13 +300,15 @@ class EtcdStore:
             await self._call(
                 lambda e: e.kv.Compact(request, timeout=self._timeout), idempotent=True
             )
-        except StoreError as error:
+        except base.StoreError as error:
             cause = error.__cause__
             if isinstance(cause, grpc.aio.AioRpcError) and _COMPACTED in (cause.details() or ""):
                 return  # already compacted at or past this revision
             raise
 
-    async def watch(self, prefix: str, from_revision: int | None = None) -> AsyncIterator[Event]:
+    async def watch(
+        self, prefix: str, from_revision: int | None = None
+    ) -> AsyncIterator[base.Event]:
         if from_revision is None:
             # Events after the revision read now: nothing between is lost.
             after = await self.revision()
@@ -343,25 +334,25 @@ class EtcdStore:
                     return
                 if response.compact_revision:
                     if not delivered:
-                        raise Compacted(after, int(response.compact_revision))
+                        raise base.Compacted(after, int(response.compact_revision))
                     # Overtaken by a compaction mid-stream: end, as a dropped
-                    # watcher does; resuming from the last event raises Compacted.
+                    # watcher does; resuming from the last event raises base.Compacted.
                     return
                 delivered = delivered or bool(response.events)
                 for event in response.events:
                     kv = event.kv
                     if event.type == rpc.Event.DELETE:
-                        yield Event(
-                            EventType.DELETED, kv.key.decode(), event.prev_kv.value,
+                        yield base.Event(
+                            base.EventType.DELETED, kv.key.decode(), event.prev_kv.value,
                             kv.mod_revision,
                         )  # fmt: skip
                     else:
                         kind = (
-                            EventType.ADDED
+                            base.EventType.ADDED
                             if kv.create_revision == kv.mod_revision
-                            else EventType.MODIFIED
+                            else base.EventType.MODIFIED
                         )
-                        yield Event(kind, kv.key.decode(), kv.value, kv.mod_revision)
+                        yield base.Event(kind, kv.key.decode(), kv.value, kv.mod_revision)
                 if response.canceled:
                     # etcd dropped the watcher (e.g. lost leader): the caller
                     # resumes from the last revision it saw.
@@ -385,10 +376,10 @@ class EtcdStore:
                 continue
             if response is grpc.aio.EOF or not response.created:
                 call.cancel()
-                raise Unavailable(f"etcd {endpoint.target}: watch not created")
+                raise base.Unavailable(f"etcd {endpoint.target}: watch not created")
             if response.canceled:
                 call.cancel()
-                raise StoreError(f"etcd {endpoint.target}: {response.cancel_reason}")
+                raise base.StoreError(f"etcd {endpoint.target}: {response.cancel_reason}")
             return call, endpoint
         raise AssertionError("unreachable")
 
@@ -401,7 +392,7 @@ class EtcdStore:
         await asyncio.gather(*(e.close() for e in self._endpoints))
 
 
-def _map(error: grpc.aio.AioRpcError) -> StoreError:
+def _map(error: grpc.aio.AioRpcError) -> base.StoreError:
     if error.code() in _UNAVAILABLE or error.code() is grpc.StatusCode.CANCELLED:
-        return Unavailable(f"etcd: {error.details()}")
-    return StoreError(f"etcd: {error.details()}")
+        return base.Unavailable(f"etcd: {error.details()}")
+    return base.StoreError(f"etcd: {error.details()}")

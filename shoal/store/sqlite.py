@@ -16,18 +16,9 @@ import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
-from shoal.store.base import (
-    AlreadyExists,
-    Compacted,
-    Conflict,
-    Event,
-    EventType,
-    NotFound,
-    Record,
-    prefix_end,
-)
+from shoal.store import base
 
-_TYPE_CODE = {EventType.ADDED: 0, EventType.MODIFIED: 1, EventType.DELETED: 2}
+_TYPE_CODE = {base.EventType.ADDED: 0, base.EventType.MODIFIED: 1, base.EventType.DELETED: 2}
 _CODE_TYPE = {code: kind for kind, code in _TYPE_CODE.items()}
 
 _SCHEMA = """
@@ -45,7 +36,7 @@ CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 class _Watcher:
     start: str
     end: str
-    queue: asyncio.Queue[Event | None] = field(default_factory=asyncio.Queue)
+    queue: asyncio.Queue[base.Event | None] = field(default_factory=asyncio.Queue)
     dropped: bool = False
 
 
@@ -69,7 +60,7 @@ class SqliteStore:
         row = self._db.execute("SELECT value FROM meta WHERE name='compacted'").fetchone()
         self._compacted: int = row[0] if row else 0
         self._writes_since_compaction = 0
-        self._batch: list[Event] | None = None
+        self._batch: list[base.Event] | None = None
         self._checkpointer: _Checkpointer | None = None
         if path != ":memory:" and not path.startswith("file::memory:"):
             # Checkpoints fsync: run them beside the event loop, not inside a commit.
@@ -78,33 +69,33 @@ class SqliteStore:
 
     # reads -----------------------------------------------------------------
 
-    async def get(self, key: str) -> Record:
+    async def get(self, key: str) -> base.Record:
         row = self._db.execute("SELECT value, revision FROM kv WHERE key=?", (key,)).fetchone()
         if row is None:
-            raise NotFound(key)
-        return Record(key, row[0], row[1])
+            raise base.NotFound(key)
+        return base.Record(key, row[0], row[1])
 
     async def list(
         self, prefix: str, *, start_after: str | None = None, limit: int | None = None
-    ) -> tuple[list[Record], int]:
+    ) -> tuple[list[base.Record], int]:
         start = prefix
         op = ">="
         if start_after is not None and start_after >= prefix:
             start, op = start_after, ">"
         sql = f"SELECT key, value, revision FROM kv WHERE key {op} ? AND key < ? ORDER BY key"
-        params: tuple[object, ...] = (start, prefix_end(prefix))
+        params: tuple[object, ...] = (start, base.prefix_end(prefix))
         if limit is not None:
             sql += " LIMIT ?"
             params = (*params, limit)
         rows = self._db.execute(sql, params).fetchall()
-        return [Record(k, v, r) for k, v, r in rows], self._revision
+        return [base.Record(k, v, r) for k, v, r in rows], self._revision
 
     async def revision(self) -> int:
         return self._revision
 
     async def check_revision(self, revision: int) -> None:
         if revision < self._compacted:
-            raise Compacted(revision, self._compacted)
+            raise base.Compacted(revision, self._compacted)
 
     # writes ----------------------------------------------------------------
 
@@ -112,14 +103,14 @@ class SqliteStore:
         row = self._db.execute("SELECT value, revision FROM kv WHERE key=?", (key,)).fetchone()
         return (row[0], row[1]) if row else None
 
-    def _commit(self, kind: EventType, key: str, value: bytes) -> int:
+    def _commit(self, kind: base.EventType, key: str, value: bytes) -> int:
         revision = self._revision + 1
         db = self._db
         own = self._batch is None
         if own:
             db.execute("BEGIN IMMEDIATE")
         try:
-            if kind is EventType.DELETED:
+            if kind is base.EventType.DELETED:
                 db.execute("DELETE FROM kv WHERE key=?", (key,))
             else:
                 db.execute(
@@ -140,7 +131,7 @@ class SqliteStore:
                 db.execute("ROLLBACK")
             raise
         self._revision = revision
-        event = Event(kind, key, value, revision)
+        event = base.Event(kind, key, value, revision)
         if self._batch is not None:
             self._batch.append(event)  # watchers see it once the batch commits
         else:
@@ -184,7 +175,7 @@ class SqliteStore:
         if self._writes_since_compaction >= 10_000:
             self._auto_compact()
 
-    def _fan_out(self, event: Event) -> None:
+    def _fan_out(self, event: base.Event) -> None:
         for watcher in tuple(self._watchers):
             if watcher.start <= event.key < watcher.end:
                 if watcher.queue.qsize() >= self._watch_queue:
@@ -198,24 +189,24 @@ class SqliteStore:
 
     async def create(self, key: str, value: bytes) -> int:
         if self._current(key) is not None:
-            raise AlreadyExists(key)
-        return self._commit(EventType.ADDED, key, value)
+            raise base.AlreadyExists(key)
+        return self._commit(base.EventType.ADDED, key, value)
 
     async def update(self, key: str, value: bytes, expected_revision: int | None = None) -> int:
         current = self._current(key)
         if current is None:
-            raise NotFound(key)
+            raise base.NotFound(key)
         if expected_revision is not None and current[1] != expected_revision:
-            raise Conflict(key, expected_revision, current[1])
-        return self._commit(EventType.MODIFIED, key, value)
+            raise base.Conflict(key, expected_revision, current[1])
+        return self._commit(base.EventType.MODIFIED, key, value)
 
     async def delete(self, key: str, expected_revision: int | None = None) -> int:
         current = self._current(key)
         if current is None:
-            raise NotFound(key)
+            raise base.NotFound(key)
         if expected_revision is not None and current[1] != expected_revision:
-            raise Conflict(key, expected_revision, current[1])
-        return self._commit(EventType.DELETED, key, current[0])
+            raise base.Conflict(key, expected_revision, current[1])
+        return self._commit(base.EventType.DELETED, key, current[0])
 
     # history ---------------------------------------------------------------
 
@@ -240,21 +231,23 @@ class SqliteStore:
     async def compact(self, revision: int) -> None:
         self._compact(revision)
 
-    async def watch(self, prefix: str, from_revision: int | None = None) -> AsyncIterator[Event]:
-        watcher = _Watcher(prefix, prefix_end(prefix))
+    async def watch(
+        self, prefix: str, from_revision: int | None = None
+    ) -> AsyncIterator[base.Event]:
+        watcher = _Watcher(prefix, base.prefix_end(prefix))
         # Register and read the current revision with no await in between: every
         # later write reaches the queue, every earlier one is in the log.
         head = self._revision
         if from_revision is not None and from_revision < self._compacted:
-            raise Compacted(from_revision, self._compacted)
+            raise base.Compacted(from_revision, self._compacted)
         self._watchers.add(watcher)
         try:
             if from_revision is not None and from_revision < head:
                 after = from_revision
                 while after < head:
                     if after < self._compacted:
-                        # Compacted while we yielded: the rest of the log is gone.
-                        # End the stream; resuming from here raises Compacted.
+                        # base.Compacted while we yielded: the rest of the log is gone.
+                        # End the stream; resuming from here raises base.Compacted.
                         return
                     rows = self._db.execute(
                         "SELECT revision, type, key, value FROM log WHERE revision > ? "
@@ -264,7 +257,7 @@ class SqliteStore:
                     if not rows:
                         break
                     for revision, code, key, value in rows:
-                        yield Event(_CODE_TYPE[code], key, value, revision)
+                        yield base.Event(_CODE_TYPE[code], key, value, revision)
                     after = rows[-1][0]
             while True:
                 event = await watcher.queue.get()

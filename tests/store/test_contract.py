@@ -36,9 +36,9 @@ from shoal.store.base import (
     Record,
     Store,
     Unavailable,
-    open_store,
 )
 from shoal.store.etcd import EtcdStore
+from shoal.store.factory import open_store
 from tests.fixtures.etcd import EtcdCluster
 from tests.store.conftest import StoreFactory
 from tests.util import free_port
