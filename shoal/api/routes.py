@@ -10,12 +10,12 @@ import contextlib
 import inspect
 import json
 from collections.abc import AsyncIterator, Callable, Coroutine
-from enum import Enum
 from typing import Any
 
 import orjson
 from fastapi import APIRouter, Body, Path, Query, Request
 from fastapi.routing import APIRoute
+from pydantic import BaseModel
 from starlette.responses import Response, StreamingResponse
 
 from shoal.api.codec import list_body, with_revision
@@ -28,7 +28,8 @@ from shoal.model.kubernetes import (
     ApplicationBinding,
     ApplicationState,
     ClusterBinding,
-    Token,
+    CompleteToken,
+    ShutdownToken,
 )
 from shoal.store.base import Event, EventType
 
@@ -89,46 +90,89 @@ class StrictJsonRoute(APIRoute):
         return strict
 
 
+# verb: (method, path, operation name, summary). Paths: {collection}, {every} (the list
+# across namespaces), {item}; the names of operations are stable (clients generate from them).
+_VERBS: dict[str, tuple[str, str, str, str]] = {
+    "create": ("POST", "{collection}", "create_{plural}", "Create a {kind}"),
+    "list": ("GET", "{collection}", "list_{plural}", "List or watch {kind} objects"),
+    "list_all": (
+        "GET",
+        "{every}",
+        "list_all_{plural}",
+        "List or watch {kind} objects of every namespace",
+    ),
+    "read": ("GET", "{item}", "read_{plural}", "Read a {kind}"),
+    "update": (
+        "PUT",
+        "{item}",
+        "update_{plural}",
+        "Update a {kind} (compare-and-swap when metadata.resource_version is set)",
+    ),
+    "delete": ("DELETE", "{item}", "delete_{plural}", "Delete a {kind} (finalizers run first)"),
+    "status": (
+        "PUT",
+        "{item}/status",
+        "update_{plural}_status",
+        "Update the status of a {kind} (the whole object is sent)",
+    ),
+    "bind_cloud": ("PUT", "{item}/binding", "update_{plural}_binding", "Bind a cluster to a cloud"),
+    "bind_cluster": (
+        "PUT",
+        "{item}/binding",
+        "update_{plural}_binding",
+        "Bind an application to a cluster",
+    ),
+    "complete": (
+        "PUT",
+        "{item}/complete",
+        "update_{plural}_complete",
+        "Signal that the application completed (deletes it)",
+    ),
+    "shutdown": (
+        "PUT",
+        "{item}/shutdown",
+        "update_{plural}_shutdown",
+        "Signal that the application shut down gracefully",
+    ),
+    "retry": (
+        "PUT",
+        "{item}/retry",
+        "update_{plural}_retry",
+        "Retry a FAILED application (scheduling or deletion)",
+    ),
+}
+
+# verb → (endpoint, its parameters, response model)
+_Handlers = dict[str, tuple[Callable[..., Any], list[inspect.Parameter], type[BaseModel] | None]]
+
+
 def build_router(resources: Resources, kinds: tuple[type[Kind], ...]) -> APIRouter:
     router = APIRouter(route_class=StrictJsonRoute)
     for kind in kinds:
-        _kind_routes(router, resources, kind)
+        api, plural = kind.api_name(), kind.plural
+        collection = f"/{api}/namespaces/{{namespace}}/{plural}" if kind.namespaced else None
+        paths = {
+            "collection": collection or f"/{api}/{plural}",
+            "every": f"/{api}/{plural}",
+            "item": (collection or f"/{api}/{plural}") + "/{name}",
+        }
+        for verb, (endpoint, params, model) in _kind_handlers(resources, kind).items():
+            method, path, name, summary = _VERBS[verb]
+            router.add_api_route(
+                path.format(**paths),
+                _sign(endpoint, params),
+                methods=[method],
+                name=name.format(plural=plural),
+                summary=summary.format(kind=kind.kind_name()),
+                response_model=model,
+                responses=_PROBLEMS,
+                tags=[api],
+            )
     return router
 
 
-def _kind_routes(router: APIRouter, res: Resources, kind: type[Kind]) -> None:
-    api, plural, kname = kind.api_name(), kind.plural, kind.kind_name()
-    snake = plural
-    ns_params: list[inspect.Parameter] = []
-    if kind.namespaced:
-        collection = f"/{api}/namespaces/{{namespace}}/{plural}"
-        ns_params = [_p("namespace", str, _name_param("Namespace"))]
-    else:
-        collection = f"/{api}/{plural}"
-    item = collection + "/{name}"
-    name_param = _p("name", str, _name_param(kname))
-    tags: list[str | Enum] = [api]
-
-    def ns(kwargs: dict[str, Any]) -> str | None:
-        return kwargs.get("namespace") if kind.namespaced else None
-
-    # create
-    async def create(**kw: Any) -> Response:
-        return _json(await res.create(kind, kw["body"], ns(kw)))
-
-    router.add_api_route(
-        collection,
-        _sign(create, [*ns_params, _p("body", kind, Body())]),
-        methods=["POST"],
-        name=f"create_{snake}",
-        summary=f"Create a {kname}",
-        response_model=kind,
-        responses=_PROBLEMS,
-        tags=tags,
-    )
-
-    # list / watch
-    list_params = [
+def _list_params() -> list[inspect.Parameter]:
+    return [
         _p(
             "label_selector",
             str | None,
@@ -147,140 +191,67 @@ def _kind_routes(router: APIRouter, res: Resources, kind: type[Kind]) -> None:
         ),
     ]
 
+
+def _kind_handlers(res: Resources, kind: type[Kind]) -> _Handlers:
+    """The endpoints of one kind, by verb, with the parameters FastAPI validates."""
+    ns_params = [_p("namespace", str, _name_param("Namespace"))] if kind.namespaced else []
+    at_item = [*ns_params, _p("name", str, _name_param(kind.kind_name()))]
+    with_body = [*at_item, _p("body", kind, Body())]
+    list_params = _list_params()
+
+    def ns(kwargs: dict[str, Any]) -> str | None:
+        return kwargs.get("namespace") if kind.namespaced else None
+
+    async def create(**kw: Any) -> Response:
+        return _json(await res.create(kind, kw["body"], ns(kw)))
+
     async def list_(**kw: Any) -> Response:
-        namespace = kw.get("namespace") if kind.namespaced else None
         if kw["watch"] is not None and kw["watch"].lower() not in ("false", "0", "no"):
-            return await _watch(res, kind, namespace, kw)
+            return await _watch(res, kind, ns(kw), kw)
         items, revision, token = await res.list_bytes(
-            kind, namespace, kw["label_selector"], kw["limit"], kw["continue_"]
+            kind, ns(kw), kw["label_selector"], kw["limit"], kw["continue_"]
         )
-        return _json(list_body(api, kname, revision, items, token))
+        return _json(list_body(kind.api_name(), kind.kind_name(), revision, items, token))
 
-    router.add_api_route(
-        collection,
-        _sign(list_, [*ns_params, *list_params]),
-        methods=["GET"],
-        name=f"list_{snake}",
-        summary=f"List or watch {kname} objects",
-        responses=_PROBLEMS,
-        tags=tags,
-    )
-    if kind.namespaced:
+    async def list_all(**kw: Any) -> Response:
+        return await list_(**kw)
 
-        async def list_all(**kw: Any) -> Response:
-            return await list_(**kw)
-
-        router.add_api_route(
-            f"/{api}/{plural}",
-            _sign(list_all, list_params),
-            methods=["GET"],
-            name=f"list_all_{snake}",
-            summary=f"List or watch {kname} objects of every namespace",
-            responses=_PROBLEMS,
-            tags=tags,
-        )
-
-    # read
     async def read(**kw: Any) -> Response:
         return _json(await res.get_bytes(kind, kw["name"], ns(kw)))
 
-    router.add_api_route(
-        item,
-        _sign(read, [*ns_params, name_param]),
-        methods=["GET"],
-        name=f"read_{snake}",
-        summary=f"Read a {kname}",
-        response_model=kind,
-        responses=_PROBLEMS,
-        tags=tags,
-    )
-
-    # update
     async def update(**kw: Any) -> Response:
         return _json(await res.update(kind, kw["body"], kw["name"], ns(kw)))
 
-    router.add_api_route(
-        item,
-        _sign(update, [*ns_params, name_param, _p("body", kind, Body())]),
-        methods=["PUT"],
-        name=f"update_{snake}",
-        summary=f"Update a {kname} (compare-and-swap when metadata.resource_version is set)",
-        response_model=kind,
-        responses=_PROBLEMS,
-        tags=tags,
-    )
-
-    # delete
     async def delete(**kw: Any) -> Response:
         return _json(await res.delete(kind, kw["name"], ns(kw)))
 
-    router.add_api_route(
-        item,
-        _sign(delete, [*ns_params, name_param]),
-        methods=["DELETE"],
-        name=f"delete_{snake}",
-        summary=f"Delete a {kname} (finalizers run first)",
-        response_model=kind,
-        responses=_PROBLEMS,
-        tags=tags,
-    )
+    async def status(**kw: Any) -> Response:
+        return _json(await res.update_status(kind, kw["body"], kw["name"], ns(kw)))
 
+    async def bind_cloud(**kw: Any) -> Response:
+        return _json(await res.bind_cluster(kw["name"], ns(kw), kw["body"]))
+
+    handlers: _Handlers = {
+        "create": (create, [*ns_params, _p("body", kind, Body())], kind),
+        "list": (list_, [*ns_params, *list_params], None),
+    }
+    if kind.namespaced:
+        handlers["list_all"] = (list_all, list_params, None)
+    handlers["read"] = (read, at_item, kind)
+    handlers["update"] = (update, with_body, kind)
+    handlers["delete"] = (delete, at_item, kind)
     if "status" in kind.subresources:
-
-        async def status(**kw: Any) -> Response:
-            return _json(await res.update_status(kind, kw["body"], kw["name"], ns(kw)))
-
-        router.add_api_route(
-            item + "/status",
-            _sign(status, [*ns_params, name_param, _p("body", kind, Body())]),
-            methods=["PUT"],
-            name=f"update_{snake}_status",
-            summary=f"Update the status of a {kname} (the whole object is sent)",
-            response_model=kind,
-            responses=_PROBLEMS,
-            tags=tags,
-        )
-
+        handlers["status"] = (status, with_body, kind)
     if kind is Application:
-        _application_routes(router, res, item, ns_params, name_param, tags)
+        handlers.update(_application_handlers(res, at_item))
     elif "binding" in kind.subresources:
-
-        async def bind_cluster(**kw: Any) -> Response:
-            return _json(await res.bind_cluster(kw["name"], ns(kw), kw["body"]))
-
-        router.add_api_route(
-            item + "/binding",
-            _sign(bind_cluster, [*ns_params, name_param, _p("body", ClusterBinding, Body())]),
-            methods=["PUT"],
-            name=f"update_{snake}_binding",
-            summary="Bind a cluster to a cloud",
-            response_model=kind,
-            responses=_PROBLEMS,
-            tags=tags,
-        )
+        handlers["bind_cloud"] = (bind_cloud, [*at_item, _p("body", ClusterBinding, Body())], kind)
+    return handlers
 
 
-def _application_routes(
-    router: APIRouter,
-    res: Resources,
-    item: str,
-    ns_params: list[inspect.Parameter],
-    name_param: inspect.Parameter,
-    tags: list[str | Enum],
-) -> None:
-    async def binding(**kw: Any) -> Response:
+def _application_handlers(res: Resources, at_item: list[inspect.Parameter]) -> _Handlers:
+    async def bind_cluster(**kw: Any) -> Response:
         return _json(await res.bind_application(kw["name"], kw["namespace"], kw["body"]))
-
-    router.add_api_route(
-        item + "/binding",
-        _sign(binding, [*ns_params, name_param, _p("body", ApplicationBinding, Body())]),
-        methods=["PUT"],
-        name="update_applications_binding",
-        summary="Bind an application to a cluster",
-        response_model=Application,
-        responses=_PROBLEMS,
-        tags=tags,
-    )
 
     async def complete(**kw: Any) -> Response:
         app = await res.get(Application, kw["name"], kw["namespace"])
@@ -299,51 +270,37 @@ def _application_routes(
         return _json(await res.delete(Application, kw["name"], kw["namespace"]))
 
     async def retry(**kw: Any) -> Response:
-        def again(current: Application) -> bool:
-            status = current.status
-            if status.state is not ApplicationState.FAILED:
-                raise ProblemError(
-                    400,
-                    f"status.state: only a FAILED application can be retried, "
-                    f"this one is {status.state.value}",
-                    title="INVALID_STATE",
-                )
-            if current.metadata.deleted is not None:
-                status.state = ApplicationState.DELETING
-            else:
-                status.state = ApplicationState.PENDING
-                status.scheduler_retries = None
-            status.reason = None
-            status.retries = None
-            current.metadata.modified = utcnow()
-            return True
+        return _json(await res.set_application_state(kw["name"], kw["namespace"], _retry))
 
-        return _json(await res.set_application_state(kw["name"], kw["namespace"], again))
+    def body(model: type[BaseModel]) -> list[inspect.Parameter]:
+        return [*at_item, _p("body", model, Body())]
 
-    for sub, fn, summary in (
-        ("complete", complete, "Signal that the application completed (deletes it)"),
-        ("shutdown", shutdown, "Signal that the application shut down gracefully"),
-    ):
-        router.add_api_route(
-            item + f"/{sub}",
-            _sign(fn, [*ns_params, name_param, _p("body", Token, Body())]),
-            methods=["PUT"],
-            name=f"update_applications_{sub}",
-            summary=summary,
-            response_model=Application,
-            responses=_PROBLEMS,
-            tags=tags,
+    return {
+        "bind_cluster": (bind_cluster, body(ApplicationBinding), Application),
+        "complete": (complete, body(CompleteToken), Application),
+        "shutdown": (shutdown, body(ShutdownToken), Application),
+        "retry": (retry, at_item, Application),
+    }
+
+
+def _retry(current: Application) -> bool:
+    status = current.status
+    if status.state is not ApplicationState.FAILED:
+        raise ProblemError(
+            400,
+            f"status.state: only a FAILED application can be retried, "
+            f"this one is {status.state.value}",
+            title="INVALID_STATE",
         )
-    router.add_api_route(
-        item + "/retry",
-        _sign(retry, [*ns_params, name_param]),
-        methods=["PUT"],
-        name="update_applications_retry",
-        summary="Retry a FAILED application (scheduling or deletion)",
-        response_model=Application,
-        responses=_PROBLEMS,
-        tags=tags,
-    )
+    if current.metadata.deleted is not None:
+        status.state = ApplicationState.DELETING
+    else:
+        status.state = ApplicationState.PENDING
+        status.scheduler_retries = None
+    status.reason = None
+    status.retries = None
+    current.metadata.modified = utcnow()
+    return True
 
 
 def _check_token(expected: str | None, given: str | None, what: str) -> None:

@@ -8,6 +8,7 @@ Krake users name metrics after their Prometheus series (``heat_demand_zone_1``).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from enum import IntEnum, StrEnum
 from typing import Annotated, Any, ClassVar
@@ -82,6 +83,14 @@ def _check_finalizer(value: str) -> str:
     if not 1 <= len(value) <= 253 or not _FINALIZER_RE.match(value):
         raise ValueError("finalizer must be 1 to 253 letters, digits, '-', '_', '.' or '/'")
     return value
+
+
+def null_as(default: Callable[[], Any]) -> BeforeValidator:
+    """Read ``null`` as Krake's default: Krake refuses null where its schema has a default.
+
+    Objects stored by older Shoal versions carry such nulls; they load as the default.
+    """
+    return BeforeValidator(lambda value: default() if value is None else value)
 
 
 Name = Annotated[str, AfterValidator(check_name)]

@@ -5,9 +5,24 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, ValidationInfo, field_validator
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    PlainSerializer,
+    ValidationInfo,
+    field_validator,
+)
 
-from shoal.model.base import Kind, Model, Reason, ResourceRef, StrEnumByName, trusted
+from shoal.model.base import (
+    Kind,
+    Model,
+    Reason,
+    ResourceRef,
+    StrEnumByName,
+    null_as,
+    trusted,
+)
 from shoal.model.constraints import ConstraintError, LabelConstraint, MetricConstraint
 
 _CRD_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$"
@@ -80,7 +95,7 @@ class ApplicationSpec(Model):
     manifest: Annotated[list[dict[str, Any]], AfterValidator(_check_manifest)] = Field(
         default_factory=list
     )
-    tosca: dict[str, Any] | str | None = None
+    tosca: Annotated[dict[str, Any] | str, null_as(dict)] = Field(default_factory=dict)
     csar: str | None = None
     observer_schema: list[dict[str, Any]] = Field(default_factory=list)
     hooks: list[str] = Field(default_factory=list)
@@ -146,24 +161,41 @@ class ApplicationStatus(Model):
         ),
     )
     complete_token: str | None = None
+    complete_cert: str | None = None
+    complete_key: str | None = None
     shutdown_token: str | None = None
+    shutdown_cert: str | None = None
+    shutdown_key: str | None = None
+    shutdown_grace_period: datetime | None = Field(
+        default=None, description="Deadline of the shutdown hook (set by Krake controllers)."
+    )
     retries: int | None = None
+    scheduled_retry: datetime | None = Field(
+        default=None, description="Next retry after a failure (set by Krake controllers)."
+    )
 
 
-class Application(Kind):
+class _KubernetesKind(Kind):
     api: Literal["kubernetes"] = "kubernetes"
+
+    namespaced = True
+
+
+class Application(_KubernetesKind):
     kind: Literal["Application"] = "Application"
     spec: ApplicationSpec
     status: ApplicationStatus = Field(default_factory=ApplicationStatus)
 
     plural = "applications"
-    namespaced = True
     subresources = ("status", "binding", "complete", "shutdown", "retry")
 
 
-def _check_kubeconfig(
-    config: dict[str, Any] | None, info: ValidationInfo
-) -> dict[str, Any] | None:
+def _no_kubeconfig(config: Any) -> Any:
+    """Krake spells "no kubeconfig" (a cluster to be created on a cloud) as ``{}``."""
+    return None if config == {} else config
+
+
+def _check_kubeconfig(config: dict[str, Any] | None, info: ValidationInfo) -> dict[str, Any] | None:
     if config is None or trusted(info):
         return config
     for section in ("contexts", "users", "clusters"):
@@ -189,8 +221,13 @@ class ClusterConstraintsOnCloud(Model):
 
 
 class ClusterSpec(Model):
-    kubeconfig: Annotated[dict[str, Any] | None, AfterValidator(_check_kubeconfig)] = None
-    tosca: dict[str, Any] | str | None = None
+    kubeconfig: Annotated[
+        dict[str, Any] | None,
+        BeforeValidator(_no_kubeconfig),
+        AfterValidator(_check_kubeconfig),
+        PlainSerializer(lambda config: config or {}, when_used="json"),
+    ] = Field(default=None, description="None in Python, {} on the wire (as Krake sends it).")
+    tosca: Annotated[dict[str, Any] | str, null_as(dict)] = Field(default_factory=dict)
     custom_resources: list[CustomResourceName] = Field(default_factory=list)
     metrics: list[MetricRef] = Field(default_factory=list)
     inherit_metrics: bool = False
@@ -234,29 +271,29 @@ class ClusterStatus(Model):
     custom_resources: list[str] = Field(
         default_factory=list, description="CRDs found on the cluster by the observer."
     )
-    last_applied_tosca: dict[str, Any] | str | None = None
+    last_applied_tosca: Annotated[dict[str, Any] | str, null_as(dict)] = Field(default_factory=dict)
     cluster_id: str | None = None
     scheduled: datetime | None = None
     scheduled_to: ResourceRef | None = None
     running_on: ResourceRef | None = None
     kube_controller_triggered: datetime | None = None
-    retries: int | None = None
+    retries: Annotated[int, null_as(int)] = 0
 
 
-class Cluster(Kind):
-    api: Literal["kubernetes"] = "kubernetes"
+class Cluster(_KubernetesKind):
     kind: Literal["Cluster"] = "Cluster"
     spec: ClusterSpec = Field(default_factory=ClusterSpec)
     status: ClusterStatus = Field(default_factory=ClusterStatus)
 
     plural = "clusters"
-    namespaced = True
     subresources = ("status", "binding")
 
 
 class ApplicationBinding(Model):
-    """Body of ``PUT .../applications/{name}/binding``."""
+    """Body of ``PUT .../applications/{name}/binding`` (Krake's ``ClusterBinding``)."""
 
+    api: Literal["kubernetes"] = "kubernetes"
+    kind: Literal["ClusterBinding"] = "ClusterBinding"
     cluster: ResourceRef
     resource_version: int | None = Field(
         default=None, description="Bind only if the application is still at this revision."
@@ -284,13 +321,27 @@ class BindingBatch(Model):
 
 
 class ClusterBinding(Model):
-    """Body of ``PUT .../clusters/{name}/binding``."""
+    """Body of ``PUT .../clusters/{name}/binding`` (Krake's ``CloudBinding``)."""
 
+    api: Literal["infrastructure"] = "infrastructure"
+    kind: Literal["CloudBinding"] = "CloudBinding"
     cloud: ResourceRef
     resource_version: int | None = None
 
 
-class Token(Model):
-    """Body of ``complete`` and ``shutdown``."""
-
+class _Token(Model):
+    api: Literal["kubernetes"] = "kubernetes"
+    kind: str
     token: str | None = None
+
+
+class CompleteToken(_Token):
+    """Body of ``PUT .../applications/{name}/complete`` (Krake's ``ApplicationComplete``)."""
+
+    kind: Literal["Complete"] = "Complete"
+
+
+class ShutdownToken(_Token):
+    """Body of ``PUT .../applications/{name}/shutdown`` (Krake's ``ApplicationShutdown``)."""
+
+    kind: Literal["Shutdown"] = "Shutdown"
