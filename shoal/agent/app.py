@@ -1,0 +1,161 @@
+"""The agent's HTTP API (Starlette): samples, batches of samples, commits, health.
+
+Starlette rather than FastAPI: four routes that validate their bodies with
+pydantic themselves need no dependency injection or OpenAPI, and the agent
+keeps the API server's stack (uvicorn on uvloop with httptools) and its one
+error model, RFC 7807 problem documents from ``shoal.api.errors``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, TypeVar
+
+import orjson
+from pydantic import BaseModel, ValidationError
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from shoal.agent.agent import Agent
+from shoal.agent.commit import CommitRefused
+from shoal.agent.framework import InvalidPod
+from shoal.agent.locks import NodeBusy
+from shoal.agent.pod import BatchBody, CommitBody, PodRequest, SampleBody
+from shoal.api.errors import ProblemError, from_validation_error, invalid, problem
+from shoal.kube.client import KubeApiError, KubeUnreachable
+
+log = logging.getLogger(__name__)
+M = TypeVar("M", bound=BaseModel)
+
+
+def _json(body: Any, status: int = 200) -> Response:
+    return Response(orjson.dumps(body), status_code=status, media_type="application/json")
+
+
+class Invalid(Exception):
+    """A body that cannot be read: answered as it stands (400 or 422)."""
+
+    def __init__(self, response: Response) -> None:
+        self.response = response
+
+
+async def _body(request: Request, model: type[M]) -> M:
+    try:
+        data = orjson.loads(await request.body())
+    except orjson.JSONDecodeError as error:
+        raise ProblemError(400, f"body: malformed JSON: {error}") from None
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        raise Invalid(from_validation_error(error)) from None
+
+
+def _pod(agent: Agent, body: SampleBody | CommitBody, prefix: str = "") -> PodRequest:
+    try:
+        return agent.request(body.pod)
+    except InvalidPod as error:
+        raise Invalid(invalid([{"field": prefix + error.field, "reason": error.reason}])) from None
+
+
+def _strategy(agent: Agent, request: Request) -> str:
+    name: str = request.path_params["strategy"]
+    if name not in agent.pipeline.strategies:
+        enabled = ", ".join(agent.pipeline.strategies) or "none"
+        raise ProblemError(404, f"unknown sampling strategy {name!r}; enabled: {enabled}")
+    if not agent.sync.listed:
+        raise ProblemError(503, "the node cache has not listed the cluster yet")
+    return name
+
+
+def create_app(agent: Agent) -> Starlette:
+    async def healthz(request: Request) -> Response:
+        body = agent.health()
+        return _json(body, 200 if body["synced"] else 503)
+
+    async def sample(request: Request) -> Response:
+        strategy = _strategy(agent, request)
+        body = await _body(request, SampleBody)
+        pod = _pod(agent, body)
+        found = agent.sample(strategy, pod, body.nodesToSampleBp)
+        return _json(found.body(agent.config.cluster))
+
+    async def batch(request: Request) -> Response:
+        strategy = _strategy(agent, request)
+        body = await _body(request, BatchBody)
+        pods = [_pod(agent, item, f"items.{i}.") for i, item in enumerate(body.items)]
+        items = [agent.sample(strategy, pod, item.nodesToSampleBp).body(agent.config.cluster)
+                 for pod, item in zip(pods, body.items, strict=True)]
+        return _json({"items": items})
+
+    async def decision(request: Request) -> Response:
+        body = await _body(request, CommitBody)
+        pod = _pod(agent, body)
+        missing = [{"field": f"pod.metadata.{name}", "reason": "required for a commit"}
+                   for name in ("name", "uid") if not getattr(body.pod.metadata, name)]
+        if missing:
+            raise Invalid(invalid(missing))
+        if not agent.sync.synced:
+            raise ProblemError(503, "the node cache is not watching the cluster; retry")
+        done = await agent.commit(pod, body.nodeName)
+        return _json(done.body(), 201 if done.created else 200)
+
+    return Starlette(
+        routes=[
+            Route("/healthz", healthz, methods=["GET"]),
+            Route("/samples/{strategy}", sample, methods=["POST"]),
+            Route("/samples/{strategy}/batch", batch, methods=["POST"]),
+            Route("/agent/scheduling-decision", decision, methods=["POST"]),
+        ],
+        exception_handlers=_HANDLERS,
+    )
+
+
+async def _invalid(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, Invalid)
+    return exc.response
+
+
+async def _problem(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ProblemError)
+    return problem(exc.status, exc.detail, exc.title, exc.errors)
+
+
+async def _refused(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, CommitRefused)
+    title = "SCHEDULING_CONFLICT" if exc.status == 409 else None
+    return problem(exc.status, exc.detail, title,
+                   [{"field": "nodeName", "reason": exc.reason}] if exc.reason else None)
+
+
+async def _busy(request: Request, exc: Exception) -> Response:
+    return problem(503, f"node {exc} is busy with other commits; retry", "NODE_BUSY")
+
+
+async def _cluster(request: Request, exc: Exception) -> Response:
+    return problem(503, f"the member cluster did not take the pod: {exc}; "
+                        "a retry with the same uid is safe", "CLUSTER_UNAVAILABLE")
+
+
+async def _internal(request: Request, exc: Exception) -> Response:
+    log.exception("unhandled error on %s %s", request.method, request.url.path)
+    return problem(500, "internal error; see the agent's log")
+
+
+async def _http(request: Request, exc: Exception) -> Response:
+    status = int(getattr(exc, "status_code", 500))
+    return problem(status, str(getattr(exc, "detail", "error")))
+
+
+_HANDLERS: dict[Any, Any] = {
+    Invalid: _invalid,
+    ProblemError: _problem,
+    CommitRefused: _refused,
+    NodeBusy: _busy,
+    KubeUnreachable: _cluster,
+    KubeApiError: _cluster,
+    404: _http,
+    405: _http,
+    Exception: _internal,
+}

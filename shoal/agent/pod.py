@@ -1,0 +1,135 @@
+"""Request bodies of the agent's API, and a pod as the plugins see it.
+
+A body is validated once (a 422 names the failing field); what every plugin
+needs per node (requests, selector, tolerations) is computed once per request,
+not once per node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from shoal.agent.resources import Amounts, is_quantity, pod_requests
+
+UID_ANNOTATION = "shoal.dev/pod-uid"
+Obj = dict[str, Any]
+
+
+def _quantity(value: str | int | float) -> str | int | float:
+    if not is_quantity(value):
+        raise ValueError(f"{value!r} is not a Kubernetes quantity")
+    return value
+
+
+Quantity = Annotated[str | int | float, AfterValidator(_quantity)]
+
+
+class _Open(BaseModel):
+    """Kubernetes objects carry many fields the agent passes through untouched."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class Resources(_Open):
+    requests: dict[str, Quantity] = Field(default_factory=dict)
+    limits: dict[str, Quantity] = Field(default_factory=dict)
+
+
+class Container(_Open):
+    name: str = ""
+    resources: Resources = Field(default_factory=Resources)
+
+
+class Toleration(_Open):
+    key: str = ""
+    operator: Literal["Equal", "Exists"] = "Equal"
+    value: str = ""
+    effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
+
+
+class PodSpec(_Open):
+    containers: list[Container] = Field(min_length=1)
+    initContainers: list[Container] = Field(default_factory=list)
+    nodeSelector: dict[str, str] = Field(default_factory=dict)
+    tolerations: list[Toleration] = Field(default_factory=list)
+    overhead: dict[str, Quantity] = Field(default_factory=dict)
+
+
+class PodMeta(_Open):
+    name: str = ""
+    namespace: str = ""
+    uid: str = ""
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+
+
+class Pod(_Open):
+    metadata: PodMeta = Field(default_factory=PodMeta)
+    spec: PodSpec
+
+
+class SampleBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    pod: Pod
+    nodesToSampleBp: int | None = Field(default=None, ge=1, le=10_000)
+
+
+class BatchBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    items: list[SampleBody] = Field(min_length=1, max_length=1000)
+
+
+class CommitBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    pod: Pod
+    nodeName: str = Field(min_length=1)
+
+
+@dataclass(slots=True)
+class PodRequest:
+    """A pod to place, with what the plugins read precomputed."""
+
+    name: str
+    namespace: str
+    uid: str
+    labels: dict[str, str]
+    requests: Amounts
+    node_selector: dict[str, str]
+    tolerations: list[Toleration]
+    pod: Pod = field(repr=False)
+
+    @classmethod
+    def of(cls, pod: Pod, default_namespace: str) -> PodRequest:
+        spec = pod.spec.model_dump(include={"containers", "initContainers", "overhead"})
+        return cls(
+            name=pod.metadata.name,
+            namespace=pod.metadata.namespace or default_namespace,
+            uid=pod.metadata.uid,
+            labels=pod.metadata.labels,
+            requests=pod_requests(spec),
+            node_selector=pod.spec.nodeSelector,
+            tolerations=pod.spec.tolerations,
+            pod=pod,
+        )
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def manifest(self, node: str) -> Obj:
+        """The pod to create in the member cluster: bound to ``node`` at create, tagged by uid.
+
+        Binding at create (``spec.nodeName``) is one write: no pod can be left
+        created but unbound, and the uid annotation makes a repeated commit
+        find the pod it already made.
+        """
+        meta: Obj = {"name": self.name, "namespace": self.namespace}
+        if self.labels:
+            meta["labels"] = dict(self.labels)
+        meta["annotations"] = {**self.pod.metadata.annotations, UID_ANNOTATION: self.uid}
+        spec = self.pod.spec.model_dump(mode="json", exclude_unset=True)
+        spec["nodeName"] = node
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}

@@ -1,0 +1,80 @@
+"""Resource amounts as integers: cpu in millicores, everything else in its base unit.
+
+Kubernetes quantities ("250m", "32Gi", "110") are read by the one parser the
+cluster observer uses; the agent rounds up so that a fit check never lets a
+fraction slip through.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from shoal.kube.observer import quantity
+
+Amounts = dict[str, int]
+
+CPU = "cpu"
+PODS = "pods"
+
+QUANTITY = re.compile(
+    r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?(Ki|Mi|Gi|Ti|Pi|Ei|m|u|n|k|M|G|T|P|E)?$"
+)
+
+
+def is_quantity(value: object) -> bool:
+    return isinstance(value, int | float) or bool(QUANTITY.match(str(value).strip()))
+
+
+def amount(resource: str, value: object) -> int:
+    """One quantity as an integer amount of ``resource`` (millicores for cpu)."""
+    number = quantity(value)
+    return math.ceil(number * 1000 - 1e-9) if resource == CPU else math.ceil(number - 1e-9)
+
+
+def amounts(values: Mapping[str, Any] | None) -> Amounts:
+    return {name: amount(name, value) for name, value in (values or {}).items()}
+
+
+def add(total: Amounts, more: Mapping[str, int], sign: int = 1) -> None:
+    """``total += sign * more`` in place; names that drop to zero go away."""
+    for name, value in more.items():
+        left = total.get(name, 0) + sign * value
+        if left:
+            total[name] = left
+        else:
+            total.pop(name, None)
+
+
+def container_requests(container: Mapping[str, Any]) -> Amounts:
+    """Requests of one container; a limit stands in for a missing request, as in Kubernetes."""
+    resources = container.get("resources") or {}
+    limits = amounts(resources.get("limits"))
+    return {**limits, **amounts(resources.get("requests"))}
+
+
+def pod_requests(spec: Mapping[str, Any]) -> Amounts:
+    """What a pod takes from its node: max(sum of containers, largest init container) + overhead.
+
+    Every pod also takes one of the node's ``pods`` slots.
+    """
+    total: Amounts = {}
+    for container in spec.get("containers") or ():
+        add(total, container_requests(container))
+    for init in spec.get("initContainers") or ():
+        for name, value in container_requests(init).items():
+            total[name] = max(total.get(name, 0), value)
+    add(total, amounts(spec.get("overhead")))
+    total[PODS] = 1
+    return total
+
+
+def fits(requested: Mapping[str, int], allocatable: Mapping[str, int],
+         more: Mapping[str, int]) -> str | None:
+    """The first resource that ``more`` would push over ``allocatable``, or None."""
+    for name, value in more.items():
+        if value and requested.get(name, 0) + value > allocatable.get(name, 0):
+            return name
+    return None

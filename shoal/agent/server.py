@@ -1,0 +1,127 @@
+"""Run a cluster agent: ``run_agent`` (async, for ``shoal agent``), ``main(argv)``, ``start_agent``.
+
+``start_agent`` serves on the running loop and returns once the agent accepts
+requests (tests, ``shoal up``); ``run_agent`` serves until cancelled; ``main``
+parses a command line and runs the agent on uvloop (uvicorn then picks
+httptools by itself), as the other Shoal processes do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+import uvloop
+import yaml
+
+from shoal.agent.agent import Agent
+from shoal.agent.app import create_app
+from shoal.agent.config import AgentConfig
+from shoal.api.server import bind_socket
+
+Obj = dict[str, Any]
+DEFAULT_PORT = 8090
+
+
+class _Server(uvicorn.Server):
+    """uvicorn without its signal handlers: whoever embeds the agent owns SIGINT/SIGTERM."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+@dataclass
+class AgentServer:
+    url: str
+    agent: Agent
+    server: uvicorn.Server
+    task: asyncio.Task[None]
+
+    async def stop(self) -> None:
+        self.server.should_exit = True
+        with contextlib.suppress(asyncio.CancelledError, TimeoutError):
+            await asyncio.wait_for(asyncio.shield(self.task), 3)
+        if not self.task.done():
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.task
+        await self.agent.close()
+
+
+async def start_agent(
+    kubeconfig: Obj,
+    config: AgentConfig | None = None,
+    host: str = "127.0.0.1",
+    port: int = 0,
+) -> AgentServer:
+    """Connect to the member cluster, fill the cache, and serve on ``host:port`` (0: any)."""
+    agent = await Agent.open(kubeconfig, config or AgentConfig())
+    sock = bind_socket(host, port)
+    server = _Server(uvicorn.Config(create_app(agent), log_level="warning", access_log=False,
+                                    lifespan="off", timeout_graceful_shutdown=1))
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    while not server.started:
+        if task.done():
+            await agent.close()
+            task.result()
+        await asyncio.sleep(0.005)
+    shown = f"[{host}]" if ":" in host else host
+    return AgentServer(f"http://{shown}:{sock.getsockname()[1]}", agent, server, task)
+
+
+async def run_agent(kubeconfig: Obj, config: AgentConfig | None = None,
+                    host: str = "127.0.0.1", port: int = DEFAULT_PORT) -> None:
+    """Serve until cancelled."""
+    running = await start_agent(kubeconfig, config, host, port)
+    logging.getLogger(__name__).info("cluster agent listening on %s", running.url)
+    try:
+        await running.task
+    finally:
+        await running.stop()
+
+
+def load_kubeconfig(path: str | None) -> Obj:
+    """``path``, else $KUBECONFIG (its first file), else ~/.kube/config."""
+    chosen = path or (os.environ.get("KUBECONFIG") or "").split(os.pathsep)[0]
+    data = yaml.safe_load(Path(chosen or Path.home() / ".kube" / "config").read_text())
+    if not isinstance(data, dict):
+        raise ValueError(f"{chosen}: not a kubeconfig")
+    return data
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="shoal agent", description=__doc__)
+    parser.add_argument("--kubeconfig", help="member cluster (default: $KUBECONFIG)")
+    parser.add_argument("--config", help="YAML file with the agent's settings")
+    parser.add_argument("--cluster", help="cluster name shown in answers")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT)
+    parser.add_argument("--log-level", default="info")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=getattr(logging, args.log_level.upper(), logging.INFO),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    config = AgentConfig.from_file(args.config, cluster=args.cluster)
+    kubeconfig = load_kubeconfig(args.kubeconfig)
+
+    async def serve() -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+        await run_agent(kubeconfig, config, args.host, args.port)
+
+    with contextlib.suppress(KeyboardInterrupt, asyncio.CancelledError):
+        uvloop.run(serve())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+"""List+watch of the member cluster's nodes and pods into the node cache.
+
+The informer pattern of ``shoal.kube.watch``, but keeping the objects: list,
+then watch from the list's resourceVersion; after a disconnect resume from the
+last resourceVersion seen, and list again only when the cluster answers 410
+Gone. ``live`` tells whether both watches are connected, so that the agent can
+refuse to commit on a cache that may be stale.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from shoal.agent.cache import NodeCache
+from shoal.kube.client import KubeApiError, KubeCluster, KubeUnreachable
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Feed:
+    """One kind the cache follows: where to list it and how to apply what arrives."""
+
+    kind: str
+    path: str
+    replace: Callable[[list[Obj], int | None], None]
+    set: Callable[[Obj], None]
+    delete: Callable[[Obj], None]
+
+
+def feeds(cache: NodeCache) -> list[Feed]:
+    return [
+        Feed("nodes", "/api/v1/nodes", lambda items, _: cache.replace_nodes(items),
+             cache.set_node, cache.delete_node),
+        Feed("pods", "/api/v1/pods", cache.replace_pods, cache.set_pod, cache.delete_pod),
+    ]
+
+
+def _int(text: str) -> int | None:
+    return int(text) if text.isdigit() else None
+
+
+class ClusterSync:
+    def __init__(
+        self,
+        kube: KubeCluster,
+        cache: NodeCache,
+        *,
+        timeout_seconds: int = 300,
+        retry: float = 0.2,
+        max_retry: float = 5.0,
+    ) -> None:
+        self.kube = kube
+        self.cache = cache
+        self.timeout_seconds = timeout_seconds
+        self.retry = retry
+        self.max_retry = max_retry
+        self.feeds = feeds(cache)
+        self.live: set[str] = set()
+        self.lists = 0
+        self._listed: set[str] = set()
+        self._first = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    @property
+    def synced(self) -> bool:
+        return len(self.live) == len(self.feeds)
+
+    @property
+    def listed(self) -> bool:
+        return self._first.is_set()
+
+    async def start(self, wait: float | None = 10.0) -> None:
+        """Start following; wait up to ``wait`` seconds for the first complete list."""
+        self._tasks = [asyncio.create_task(self._follow(feed)) for feed in self.feeds]
+        if wait:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._first.wait(), wait)
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+        self.live.clear()
+
+    async def _list(self, feed: Feed) -> str:
+        listed: Obj = await self.kube.request("GET", feed.path)
+        version = str((listed.get("metadata") or {}).get("resourceVersion") or "0")
+        feed.replace(list(listed.get("items") or ()), _int(version))
+        self.lists += 1
+        self._listed.add(feed.kind)
+        if len(self._listed) == len(self.feeds):
+            self._first.set()
+        return version
+
+    async def _follow(self, feed: Feed) -> None:
+        version: str | None = None
+        delay = self.retry
+        while True:
+            try:
+                if version is None:
+                    version = await self._list(feed)
+                self.live.add(feed.kind)
+                async for event in self.kube.watch(feed.path, version, self.timeout_seconds):
+                    obj = event.get("object") or {}
+                    kind = event.get("type")
+                    if kind in ("ADDED", "MODIFIED"):
+                        feed.set(obj)
+                    elif kind == "DELETED":
+                        feed.delete(obj)
+                    version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
+                    delay = self.retry
+                continue  # the server ended the watch: resume at once
+            except KubeApiError as error:
+                self.live.discard(feed.kind)
+                if error.status == 410:
+                    version = None  # compacted: list again at once
+                    continue
+                log.info("watch %s: %s", feed.kind, error)
+            except KubeUnreachable as error:
+                self.live.discard(feed.kind)
+                log.debug("watch %s: %s", feed.kind, error)
+            except Exception:  # a task's top level: log, then list again
+                self.live.discard(feed.kind)
+                version = None
+                log.exception("watch %s failed; listing again", feed.kind)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, self.max_retry)
