@@ -148,9 +148,9 @@ class Pipeline:
         deadline = started + self.config.sample_timeout
         names = cache.names
         result = Sample(nodes_to_sample(len(names), bp))
+        if not result.wanted:
+            return result
         for name in strategy.nodes(names):
-            if len(result.nodes) >= result.wanted:
-                break
             if result.examined % DEADLINE_EVERY == DEADLINE_EVERY - 1 and (
                 time.perf_counter() > deadline
             ):
@@ -166,6 +166,8 @@ class Pipeline:
                 continue
             result.nodes.append({"name": name, "score": self.score(pod, node),
                                  "available": node.available(), "total": node.allocatable})
+            if len(result.nodes) >= result.wanted:
+                break  # before drawing another: round-robin advances only past nodes looked at
         result.seconds = time.perf_counter() - started
         return result
 
