@@ -97,7 +97,7 @@ def create_app(store: Store, *, title: str = "Shoal") -> FastAPI:
     hot: tuple[type[Kind], ...] = (Application, Cluster)
     kinds = (*hot, *(k for k in registry.KINDS if k not in hot))
     app.include_router(build_router(resources, kinds))
-    app.include_router(reschedule.build_router(store))
+    app.include_router(reschedule.build_router(resources))
 
     @app.get("/healthz", tags=["health"], summary="The process is up")
     async def healthz() -> dict[str, str]:

@@ -10,6 +10,7 @@ can never form the unescaped key), so no parse is needed on reads and lists.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import TypeVar
 
 from shoal.model.base import Kind
@@ -37,6 +38,13 @@ def revision_of(value: bytes) -> int:
     while value[end : end + 1].isdigit():
         end += 1
     return int(value[start:end])
+
+
+def rfc3339(moment: datetime) -> str:
+    """``moment`` spelled as pydantic spells UTC datetimes (naive means UTC)."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def decode(kind: type[K], value: bytes, revision: int) -> K:

@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from shoal.api.batch import results_response
 from shoal.api.errors import from_validation_error, problem
 from shoal.api.resources import Resources
 from shoal.model.kubernetes import Application, BindingBatch
@@ -66,8 +67,7 @@ def routes(resources: Resources) -> list[Route]:
         batch = await _body(request, BindingBatch)
         if isinstance(batch, Response):
             return batch
-        results = await resources.bind_many(batch)
-        return Response(orjson.dumps({"results": results}), media_type="application/json")
+        return results_response(await resources.bind_many(batch))
 
     create_route = Route(
         "/kubernetes/namespaces/{namespace}/applications", create_application, methods=["POST"]

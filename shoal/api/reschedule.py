@@ -14,25 +14,18 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
 from fastapi import APIRouter, Body, Path
 from starlette.responses import Response
 
-from shoal.api.codec import revision_of, with_revision
+from shoal.api.batch import add_batch_route, each_item
+from shoal.api.codec import rfc3339
 from shoal.api.errors import ProblemError
+from shoal.api.resources import Resources
 from shoal.model.base import utcnow
 from shoal.model.kubernetes import Application
-from shoal.model.scheduling import RescheduleBatch, RescheduleRequest
-from shoal.store.base import Conflict, NotFound, Store
+from shoal.model.scheduling import RescheduleBatch, RescheduleItem, RescheduleRequest
 
-_CAS_ATTEMPTS = 20
 _NAME = r"^[a-z0-9]([-a-z0-9_]*[a-z0-9])?$"
-
-
-def _spell(moment: datetime) -> str:
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def _parse(text: Any) -> datetime | None:
@@ -42,40 +35,30 @@ def _parse(text: Any) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-async def request_reschedule(store: Store, name: str, namespace: str, requested: datetime) -> bytes:
+async def request_reschedule(
+    resources: Resources, name: str, namespace: str, requested: datetime
+) -> bytes:
     """Stamp a reschedule request on an application (idempotent; only moves forward)."""
     if requested.tzinfo is None:
         requested = requested.replace(tzinfo=UTC)
-    key = Application.key(name, namespace)
-    for _ in range(_CAS_ATTEMPTS):
-        try:
-            record = await store.get(key)
-        except NotFound:
-            raise ProblemError(
-                404, f"Application {name!r} not found in namespace {namespace!r}"
-            ) from None
-        data = orjson.loads(record.value)
+
+    def stamp(data: dict[str, Any]) -> bool:
         if data["metadata"].get("deleted") is not None:
             raise ProblemError(409, f"Application {name!r} is being deleted")
         status = data.setdefault("status", {})
         current = _parse(status.get("reschedule_requested"))
         if current is not None and current >= requested:
-            return with_revision(record.value, record.revision)  # already asked for
+            return False  # already asked for
         last = _parse(status.get("last_scheduled"))
-        stamp = requested if last is None or last < requested else utcnow()
-        status["reschedule_requested"] = _spell(stamp)
-        value = orjson.dumps(data)
-        try:
-            revision = await store.update(key, value, record.revision)
-        except Conflict:
-            continue
-        except NotFound:
-            raise ProblemError(404, f"Application {name!r} not found") from None
-        return with_revision(value, revision)
-    raise ProblemError(409, f"Application {name!r} is changing too fast; try again")
+        status["reschedule_requested"] = rfc3339(
+            requested if last is None or last < requested else utcnow()
+        )
+        return True
+
+    return await resources.swap_json(Application, name, namespace, None, stamp)
 
 
-def build_router(store: Store) -> APIRouter:
+def build_router(resources: Resources) -> APIRouter:
     router = APIRouter()
 
     async def reschedule(
@@ -83,7 +66,7 @@ def build_router(store: Store) -> APIRouter:
         name: str = Path(min_length=1, max_length=63, pattern=_NAME),
         body: RescheduleRequest = Body(),
     ) -> Response:
-        value = await request_reschedule(store, name, namespace, body.requested)
+        value = await request_reschedule(resources, name, namespace, body.requested)
         return Response(value, media_type="application/json")
 
     router.add_api_route(
@@ -96,34 +79,20 @@ def build_router(store: Store) -> APIRouter:
         tags=["kubernetes"],
     )
 
-    async def reschedule_many(body: RescheduleBatch = Body()) -> Response:
-        results: list[dict[str, Any]] = []
-        async with store.batch():  # one commit for the whole request
-            for item in body.items:
-                result: dict[str, Any] = {"namespace": item.namespace, "name": item.name}
-                try:
-                    value = await request_reschedule(
-                        store, item.name, item.namespace, item.requested
-                    )
-                    result["status"] = 200
-                    result["resource_version"] = revision_of(value)
-                except ProblemError as error:
-                    result.update(status=error.status, title=error.title, detail=error.detail)
-                results.append(result)
-        return Response(orjson.dumps({"results": results}), media_type="application/json")
+    async def reschedule_many(body: RescheduleBatch) -> list[dict[str, Any]]:
+        async def one(item: RescheduleItem) -> bytes:
+            return await request_reschedule(resources, item.name, item.namespace, item.requested)
 
-    router.add_api_route(
+        return await each_item(resources.store, body.items, one)
+
+    add_batch_route(
+        router,
         "/scheduling/reschedules",
+        RescheduleBatch,
         reschedule_many,
-        methods=["POST"],
         name="reschedule_applications",
         summary="Ask for forced scheduling passes of many applications in one request",
-        description=(
-            "Each item is the body of `PUT .../applications/{name}/reschedule` plus the "
-            "application's namespace and name. The answer has one result per item, in order: "
-            "`status` 200 with the new `resource_version`, or the status, title and detail of "
-            "its problem (404, 409 while it is being deleted)."
-        ),
-        tags=["scheduling"],
+        item="the body of `PUT .../applications/{name}/reschedule`",
+        problems="404, 409 while it is being deleted",
     )
     return router

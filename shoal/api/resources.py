@@ -15,7 +15,8 @@ from typing import Any, TypeVar
 
 import orjson
 
-from shoal.api.codec import decode, encode, revision_of, with_revision
+from shoal.api.batch import each_item
+from shoal.api.codec import decode, encode, rfc3339, with_revision
 from shoal.api.errors import ProblemError
 from shoal.model.base import Kind, ReasonCode, utcnow
 from shoal.model.constraints import ConstraintError, LabelSelector
@@ -28,7 +29,7 @@ from shoal.model.kubernetes import (
     Cluster,
     ClusterBinding,
 )
-from shoal.store.base import Conflict, NotFound, Store
+from shoal.store.base import Conflict, NotFound, Record, Store
 
 K = TypeVar("K", bound=Kind)
 
@@ -171,19 +172,17 @@ class Resources:
         Works on the stored JSON as a dict (no model round trip): a binding only
         touches a few status fields, and this is one write per application.
         """
-        _check_cluster_ref(binding)
-        key = Application.key(name, namespace)
-        cluster = binding.cluster.model_dump(mode="json")
+        cluster_ref = binding.cluster
+        valid = cluster_ref.kind == "Cluster" and cluster_ref.api == "kubernetes"
+        _check_ref("cluster", valid, "a kubernetes Cluster")
+        cluster = cluster_ref.model_dump(mode="json")
         reason_codes = (ReasonCode.RESOURCE_NOT_FOUND.name, ReasonCode.NO_SUITABLE_RESOURCE.name)
-        for _ in range(_CAS_ATTEMPTS):
-            record = await self._get_record(Application, name, namespace)
-            if binding.resource_version is not None and record.revision != binding.resource_version:
-                raise Conflict(key, binding.resource_version, record.revision)
-            data = orjson.loads(record.value)
+
+        def bind(data: dict[str, Any]) -> None:
             if data["metadata"].get("deleted") is not None:
                 raise ProblemError(409, f"Application {name!r} is being deleted")
             status = data["status"]
-            now = _timestamp()
+            now = rfc3339(utcnow())
             if status.get("scheduled_to") != cluster or status.get("scheduled") is None:
                 status["scheduled"] = now
             status["scheduled_to"] = cluster
@@ -198,47 +197,23 @@ class Resources:
             status["scheduler_retries"] = None
             if binding.explanation is not None:
                 status["scheduling"] = binding.explanation
-            value = orjson.dumps(data)
-            try:
-                revision = await self.store.update(key, value, record.revision)
-            except Conflict:
-                if binding.resource_version is not None:
-                    raise
-                continue
-            except NotFound:
-                raise ProblemError(404, f"Application {name!r} not found") from None
-            return with_revision(value, revision)
-        raise ProblemError(409, f"Application {name!r} is changing too fast; try again")
+
+        return await self.swap_json(Application, name, namespace, binding.resource_version, bind)
 
     async def bind_many(self, batch: BindingBatch) -> list[dict[str, Any]]:
         """Several bindings in one request, each its own compare-and-swap, one commit."""
-        results: list[dict[str, Any]] = []
-        async with self.store.batch():
-            for item in batch.bindings:
-                results.append(await self._bind_item(item))
-        return results
 
-    async def _bind_item(self, item: BindingItem) -> dict[str, Any]:
-        result: dict[str, Any] = {"namespace": item.namespace, "name": item.name}
-        try:
-            value = await self.bind_application(item.name, item.namespace, item)
-            result["status"] = 200
-            result["resource_version"] = revision_of(value)
-        except Conflict as error:
-            result.update(status=409, title="TRANSACTION_ERROR", detail=str(error))
-        except ProblemError as error:
-            result.update(status=error.status, title=error.title, detail=error.detail)
-        return result
+        async def bind(item: BindingItem) -> bytes:
+            return await self.bind_application(item.name, item.namespace, item)
+
+        return await each_item(self.store, batch.bindings, bind)
 
     async def bind_cluster(
         self, name: str, namespace: str | None, binding: ClusterBinding
     ) -> bytes:
-        if binding.cloud.kind not in ("Cloud", "GlobalCloud"):
-            raise ProblemError(
-                422,
-                "cloud: must reference a Cloud or GlobalCloud",
-                errors=[{"field": "cloud", "reason": "must reference a Cloud or GlobalCloud"}],
-            )
+        _check_ref(
+            "cloud", binding.cloud.kind in ("Cloud", "GlobalCloud"), "a Cloud or GlobalCloud"
+        )
 
         def change(cluster: Cluster) -> bool:
             now = utcnow()
@@ -278,20 +253,64 @@ class Resources:
         change: Callable[[K], bool],
         allow_deleted: bool = True,
     ) -> bytes:
-        """Read, change, compare-and-swap; with no expected revision, retry on conflict."""
+        """Read the object as its model, change it, compare-and-swap."""
+
+        def rewrite(record: Record) -> tuple[bytes, bool] | None:
+            current = decode(kind, record.value, record.revision)
+            if not allow_deleted and current.metadata.deleted is not None:
+                raise ProblemError(409, f"{kind.kind_name()} {name!r} is being deleted")
+            if not change(current):
+                return None
+            gone = current.metadata.deleted is not None and not current.metadata.finalizers
+            return encode(current), gone
+
+        return await self._swap(kind, name, namespace, expected, rewrite)
+
+    async def swap_json(
+        self,
+        kind: type[Kind],
+        name: str,
+        namespace: str | None,
+        expected: int | None,
+        change: Callable[[dict[str, Any]], bool | None],
+    ) -> bytes:
+        """Change the stored JSON as a dict (cheap for small status edits), compare-and-swap.
+
+        ``change`` returns False when it changed nothing (no write), anything else to write.
+        """
+
+        def rewrite(record: Record) -> tuple[bytes, bool] | None:
+            data = orjson.loads(record.value)
+            if change(data) is False:
+                return None
+            return orjson.dumps(data), False
+
+        return await self._swap(kind, name, namespace, expected, rewrite)
+
+    async def _swap(
+        self,
+        kind: type[Kind],
+        name: str,
+        namespace: str | None,
+        expected: int | None,
+        rewrite: Callable[[Record], tuple[bytes, bool] | None],
+    ) -> bytes:
+        """Read, rewrite, compare-and-swap; with no expected revision, retry on conflict.
+
+        ``rewrite`` returns None (nothing to write) or the new value and whether the
+        object is to be removed (deleted, and its last finalizer gone).
+        """
         key = kind.key(name, namespace)
         for _ in range(_CAS_ATTEMPTS):
             record = await self._get_record(kind, name, namespace)
             if expected is not None and record.revision != expected:
                 raise Conflict(key, expected, record.revision)
-            current = decode(kind, record.value, record.revision)
-            if not allow_deleted and current.metadata.deleted is not None:
-                raise ProblemError(409, f"{kind.kind_name()} {name!r} is being deleted")
-            if not change(current):
+            new = rewrite(record)
+            if new is None:
                 return with_revision(record.value, record.revision)
-            value = encode(current)
+            value, remove = new
             try:
-                if current.metadata.deleted is not None and not current.metadata.finalizers:
+                if remove:
                     revision = await self.store.delete(key, record.revision)
                 else:
                     revision = await self.store.update(key, value, record.revision)
@@ -305,18 +324,10 @@ class Resources:
         raise ProblemError(409, f"{kind.kind_name()} {name!r} is changing too fast; try again")
 
 
-def _timestamp() -> str:
-    """Now, spelled as pydantic spells UTC datetimes."""
-    return utcnow().isoformat().replace("+00:00", "Z")
-
-
-def _check_cluster_ref(binding: ApplicationBinding) -> None:
-    if binding.cluster.kind != "Cluster" or binding.cluster.api != "kubernetes":
-        raise ProblemError(
-            422,
-            "cluster: must reference a kubernetes Cluster",
-            errors=[{"field": "cluster", "reason": "must reference a kubernetes Cluster"}],
-        )
+def _check_ref(field: str, valid: bool, what: str) -> None:
+    if not valid:
+        reason = f"must reference {what}"
+        raise ProblemError(422, f"{field}: {reason}", errors=[{"field": field, "reason": reason}])
 
 
 def _check_identity(body: Kind, name: str, namespace: str | None) -> None:

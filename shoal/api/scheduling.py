@@ -15,6 +15,7 @@ from typing import Any
 from fastapi import APIRouter, Body, Path
 from starlette.responses import Response
 
+from shoal.api.batch import add_batch_route
 from shoal.api.codec import decode
 from shoal.api.resources import Resources
 from shoal.api.routes import StrictJsonRoute
@@ -82,25 +83,15 @@ def build_router(resources: Resources) -> APIRouter:
         result = await dry.run(body, namespace)
         return Response(orjson.dumps(result), media_type="application/json")
 
-    async def bindings(body: BindingBatch = Body()) -> Response:
-        import orjson
-
-        results = await resources.bind_many(body)
-        return Response(orjson.dumps({"results": results}), media_type="application/json")
-
-    router.add_api_route(
+    add_batch_route(
+        router,
         "/scheduling/bindings",
-        bindings,
-        methods=["POST"],
+        BindingBatch,
+        resources.bind_many,
         name="bind_applications",
         summary="Bind many applications in one request; each binding is its own compare-and-swap",
-        description=(
-            "Each item is a binding of `PUT .../applications/{name}/binding` plus the "
-            "application's namespace and name. The answer has one result per item, in order: "
-            "`status` 200 with the new `resource_version`, or the status, title and detail of "
-            "its problem (409 on a stale resource_version, 404, 422)."
-        ),
-        tags=["scheduling"],
+        item="a binding of `PUT .../applications/{name}/binding`",
+        problems="409 on a stale resource_version, 404, 422",
     )
     router.add_api_route(
         "/scheduling/namespaces/{namespace}/dryrun",
