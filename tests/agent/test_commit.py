@@ -1,0 +1,176 @@
+"""Commits against a real sim cluster: conflicts, idempotence, failures, restarts, bad bodies."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+import pytest
+
+from shoal.agent.server import AgentServer
+from shoal.sim.server import SimServer
+from tests.agent.conftest import CLUSTER, AgentFactory, member_pods, pod
+from tests.util import wait_for
+
+pytestmark = pytest.mark.integration
+DECISION = "/agent/scheduling-decision"
+
+
+async def commit(http: httpx.AsyncClient, body: dict[str, Any], node: str) -> httpx.Response:
+    return await http.post(DECISION, json={"pod": body, "nodeName": node})
+
+
+async def test_commit_creates_the_pod_bound_to_the_node(
+    http: httpx.AsyncClient, agent: AgentServer, sim: SimServer
+) -> None:
+    body = pod(cpu="500m")
+    response = await commit(http, body, "n-1")
+    assert response.status_code == 201, response.text
+    answer = response.json()
+    assert answer["nodeName"] == "n-1" and answer["created"] is True
+    assert set(answer["timings"]) == {"lockMs", "createMs", "totalMs"}
+    [member] = await member_pods(sim)
+    assert member["spec"]["nodeName"] == "n-1"
+    assert member["metadata"]["annotations"]["shoal.dev/pod-uid"] == body["metadata"]["uid"]
+    sample = (await http.post("/samples/round-robin",
+                              json={"pod": pod(), "nodesToSampleBp": 10_000})).json()
+    n1 = next(n for n in sample["nodes"] if n["name"] == "n-1")
+    assert n1["available"]["cpu"] == 1500
+    health = (await http.get("/healthz")).json()
+    assert health["timings"]["commit"]["count"] == 1 and health["reservations"] == 0
+
+
+async def test_conflict_is_a_409_problem_naming_node_and_resource(
+    http: httpx.AsyncClient,
+) -> None:
+    assert (await commit(http, pod(cpu="1500m"), "n-0")).status_code == 201
+    response = await commit(http, pod(cpu="1"), "n-0")
+    assert response.status_code == 409
+    assert response.headers["content-type"] == "application/problem+json"
+    problem = response.json()
+    assert problem["status"] == 409 and problem["title"] == "SCHEDULING_CONFLICT"
+    assert "n-0" in problem["detail"] and "cpu" in problem["detail"]
+    assert problem["errors"] == [{"field": "nodeName", "reason": "insufficient cpu"}]
+    missing = await commit(http, pod(), "n-9")
+    assert missing.status_code == 404 and "n-9" in missing.json()["detail"]
+
+
+async def test_repeated_commit_makes_one_pod(http: httpx.AsyncClient, sim: SimServer) -> None:
+    body = pod()
+    first, second = await commit(http, body, "n-2"), await commit(http, body, "n-2")
+    assert (first.status_code, second.status_code) == (201, 200)
+    assert second.json()["created"] is False
+    again = pod()
+    answers = await asyncio.gather(*(commit(http, again, "n-3") for _ in range(5)))
+    assert sorted(a.status_code for a in answers) == [200, 200, 200, 200, 201]
+    elsewhere = await commit(http, body, "n-0")
+    assert elsewhere.status_code == 409 and "n-2" in elsewhere.json()["detail"]
+    names = [p["metadata"]["name"] for p in await member_pods(sim)]
+    assert sorted(names) == sorted([body["metadata"]["name"], again["metadata"]["name"]])
+
+
+async def test_repeat_after_restart_finds_the_pod_in_the_cluster(
+    start: AgentFactory, sim: SimServer
+) -> None:
+    """A second agent (fresh cache, maybe before its watch saw the pod) makes no second pod."""
+    first: AgentServer = await start()
+    body = pod()
+    async with httpx.AsyncClient(base_url=first.url) as http:
+        assert (await commit(http, body, "n-0")).status_code == 201
+    second: AgentServer = await start()
+    second.agent.cache.uids.clear()  # as if its list had not caught the pod yet
+    async with httpx.AsyncClient(base_url=second.url) as http:
+        assert (await commit(http, body, "n-0")).status_code == 200
+        clash = pod(name=body["metadata"]["name"])  # same name, another uid
+        taken = await commit(http, clash, "n-0")
+        assert taken.status_code == 409 and "another uid" in taken.json()["detail"]
+    assert len(await member_pods(sim)) == 1
+
+
+async def test_failed_create_releases_the_reservation(
+    http: httpx.AsyncClient, agent: AgentServer, sim: SimServer
+) -> None:
+    sim.fleet.set_unreachable(CLUSTER, True)
+    await wait_for(lambda: not agent.agent.sync.synced, message="watch cut")
+    refused = await commit(http, pod(), "n-0")
+    assert refused.status_code == 503  # not watching: no commit on a stale cache
+    sync = agent.agent.sync
+    await sync.stop()  # then pretend it watches, to reach the create
+    sync.live.update(f.kind for f in sync.feeds)
+    failed = await commit(http, pod(cpu="2"), "n-0")
+    assert failed.status_code == 503, failed.text
+    assert failed.json()["title"] == "CLUSTER_UNAVAILABLE"
+    cache = agent.agent.cache
+    assert cache.reservations == {} and cache.requested.get("n-0", {}) == {}
+    assert len(agent.agent.committer.locks) == 0
+    sim.fleet.set_unreachable(CLUSTER, False)
+    sync.live.clear()
+    await sync.start()
+    await wait_for(lambda: sync.synced, message="watch back")
+    assert (await commit(http, pod(cpu="2"), "n-0")).status_code == 201
+
+
+async def test_restart_between_reserve_and_create_leaves_no_phantom(
+    start: AgentFactory, sim: SimServer
+) -> None:
+    first: AgentServer = await start()
+    reached = asyncio.Event()
+
+    async def hang(*args: Any, **kwargs: Any) -> Any:
+        reached.set()
+        await asyncio.Event().wait()
+
+    first.agent.committer._post = hang  # type: ignore[method-assign]
+    async with httpx.AsyncClient(base_url=first.url, timeout=10) as http:
+        pending = asyncio.create_task(commit(http, pod(cpu="2"), "n-0"))
+        await asyncio.wait_for(reached.wait(), 5)
+        assert first.agent.cache.requested["n-0"]["cpu"] == 2000  # reserved, not created
+        await first.stop()  # the agent goes away mid-commit
+        pending.cancel()
+        await asyncio.gather(pending, return_exceptions=True)
+    second: AgentServer = await start()
+    assert second.agent.cache.reservations == {}
+    assert second.agent.cache.requested.get("n-0", {}) == {}
+    assert await member_pods(sim) == []
+    async with httpx.AsyncClient(base_url=second.url) as http:
+        assert (await commit(http, pod(cpu="2"), "n-0")).status_code == 201
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"pod": {"metadata": {"name": "a", "uid": "u"}, "spec": {}}, "nodeName": "n-0"},
+         "pod.spec.containers"),
+        ({"pod": pod()}, "nodeName"),
+        ({"pod": pod(cpu="lots"), "nodeName": "n-0"},
+         "pod.spec.containers.0.resources.requests.cpu"),
+        ({"pod": {**pod(), "metadata": {"name": "x"}}, "nodeName": "n-0"},
+         "pod.metadata.uid"),
+        ({"pod": pod(labels={"shoal.dev/target-lat-long": "north"}), "nodeName": "n-0"},
+         "pod.metadata.labels.shoal.dev/target-lat-long"),
+        ({"pod": pod(tolerations=[{"operator": "Maybe"}]), "nodeName": "n-0"},
+         "pod.spec.tolerations.0.operator"),
+    ],
+)
+async def test_bad_body_is_a_422_naming_the_field(
+    http: httpx.AsyncClient, body: dict[str, Any], field: str
+) -> None:
+    response = await http.post(DECISION, json=body)
+    assert response.status_code == 422, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    assert field in [e["field"] for e in response.json()["errors"]]
+
+
+async def test_sample_errors_are_problems(http: httpx.AsyncClient) -> None:
+    bad_bp = await http.post("/samples/random", json={"pod": pod(), "nodesToSampleBp": 0})
+    assert bad_bp.status_code == 422
+    assert bad_bp.json()["errors"][0]["field"] == "nodesToSampleBp"
+    in_batch = await http.post("/samples/random/batch",
+                               json={"items": [{"pod": pod()}, {"pod": {"spec": {}}}]})
+    assert in_batch.status_code == 422
+    assert in_batch.json()["errors"][0]["field"] == "items.1.pod.spec.containers"
+    unknown = await http.post("/samples/best", json={"pod": pod()})
+    assert unknown.status_code == 404 and "round-robin" in unknown.json()["detail"]
+    malformed = await http.post("/samples/random", content=b"{nope")
+    assert malformed.status_code == 400
