@@ -19,8 +19,9 @@ import orjson
 import yaml
 
 from shoal.sim import protobuf
-from shoal.sim.cluster import SimCluster, parse_patch_type
+from shoal.sim.cluster import SimCluster
 from shoal.sim.openapi import openapi_v2, openapi_v3_gv, openapi_v3_root
+from shoal.sim.patch import parse_patch_type
 from shoal.sim.resources import ResourceType
 from shoal.sim.selectors import SelectorError, parse_field_selector, parse_label_selector
 from shoal.sim.store import ApiError, Watcher

@@ -12,11 +12,45 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from shoal.sim.store import ApiError
+
 Obj = dict[str, Any]
+
+# request content type → patch kind
+PATCH_TYPES = {
+    "application/merge-patch+json": "merge",
+    "application/json-patch+json": "json",
+    "application/strategic-merge-patch+json": "strategic",
+    "application/apply-patch+yaml": "apply",
+    "application/apply-patch+json": "apply",
+}
 
 
 class PatchError(ValueError):
     """A patch that cannot be applied (bad operation, failed test, bad path)."""
+
+
+def parse_patch_type(content_type: str) -> str:
+    """The patch kind of a PATCH request's content type; 415 for anything else."""
+    base = content_type.split(";")[0].strip().lower()
+    kind = PATCH_TYPES.get(base)
+    if kind is None:
+        raise ApiError(415, "UnsupportedMediaType",
+                       f"the body of the request was in an unknown format - accepted media "
+                       f"types include: {', '.join(PATCH_TYPES)}")
+    return kind
+
+
+def patch_object(kind: str, doc: Obj, body: Any) -> Any:
+    """Apply a merge, JSON or strategic merge patch to a copy of ``doc``."""
+    if kind == "json":
+        return json_patch(doc, body)
+    if not isinstance(body, dict):
+        what = "merge patch" if kind == "merge" else "strategic merge patch"
+        raise PatchError(f"a {what} must be a JSON object")
+    if kind == "merge":
+        return merge_patch(copy.deepcopy(doc), body)
+    return strategic_merge(copy.deepcopy(doc), body)
 
 
 # -- RFC 7386 JSON merge patch ----------------------------------------------

@@ -80,94 +80,49 @@ def _map(entries: list[bytes], binary: bool = False) -> dict[str, str]:
     return out
 
 
-def _meta(buf: bytes) -> Obj:
-    meta: Obj = {}
-    labels: list[bytes] = []
-    annotations: list[bytes] = []
-    finalizers: list[str] = []
-    for num, val in fields(buf):
-        if num == 1:
-            meta["name"] = _s(val)
-        elif num == 2:
-            meta["generateName"] = _s(val)
-        elif num == 3:
-            meta["namespace"] = _s(val)
-        elif num == 6:
-            meta["resourceVersion"] = _s(val)
-        elif num == 11:
-            labels.append(_b(val))
-        elif num == 12:
-            annotations.append(_b(val))
-        elif num == 14:
-            finalizers.append(_s(val))
-    if labels:
-        meta["labels"] = _map(labels)
-    if annotations:
-        meta["annotations"] = _map(annotations)
-    if finalizers:
-        meta["finalizers"] = finalizers
-    return {k: v for k, v in meta.items() if v != ""}
+# How a message's fields become JSON: field number → (JSON name, how to read it).
+# "map"/"bytes map" fields repeat (one entry each); "strings" is a repeated string.
+Schema = dict[int, tuple[str, str]]
 
-
-def _namespace(parts: list[tuple[int, int | bytes]]) -> Obj:
-    obj: Obj = {}
-    for num, val in parts:
-        if num == 1:
-            obj["metadata"] = _meta(_b(val))
-        elif num == 2:
-            fin = [_s(v) for n, v in fields(_b(val)) if n == 1]
-            obj["spec"] = {"finalizers": fin} if fin else {}
-    return obj
-
-
-def _configmap(parts: list[tuple[int, int | bytes]]) -> Obj:
-    obj: Obj = {}
-    data = [_b(v) for n, v in parts if n == 2]
-    binary = [_b(v) for n, v in parts if n == 3]
-    for num, val in parts:
-        if num == 1:
-            obj["metadata"] = _meta(_b(val))
-        elif num == 4:
-            obj["immutable"] = bool(val)
-    if data:
-        obj["data"] = _map(data)
-    if binary:
-        obj["binaryData"] = _map(binary, binary=True)
-    return obj
-
-
-def _secret(parts: list[tuple[int, int | bytes]]) -> Obj:
-    obj: Obj = {}
-    data = [_b(v) for n, v in parts if n == 2]
-    string_data = [_b(v) for n, v in parts if n == 4]
-    for num, val in parts:
-        if num == 1:
-            obj["metadata"] = _meta(_b(val))
-        elif num == 3:
-            obj["type"] = _s(val)
-        elif num == 5:
-            obj["immutable"] = bool(val)
-    if data:
-        obj["data"] = _map(data, binary=True)
-    if string_data:
-        obj["stringData"] = _map(string_data)
-    return obj
-
-
-def _metadata_only(parts: list[tuple[int, int | bytes]]) -> Obj:
-    obj: Obj = {}
-    for num, val in parts:
-        if num == 1:
-            obj["metadata"] = _meta(_b(val))
-    return obj
-
-
-DECODERS = {
-    ("v1", "Namespace"): _namespace,
-    ("v1", "ConfigMap"): _configmap,
-    ("v1", "Secret"): _secret,
-    ("v1", "ServiceAccount"): _metadata_only,
+_META: Schema = {
+    1: ("name", "string"), 2: ("generateName", "string"), 3: ("namespace", "string"),
+    6: ("resourceVersion", "string"), 11: ("labels", "map"), 12: ("annotations", "map"),
+    14: ("finalizers", "strings"),
 }
+
+SCHEMAS: dict[tuple[str, str], Schema] = {
+    ("v1", "Namespace"): {1: ("metadata", "meta"), 2: ("spec", "namespace spec")},
+    ("v1", "ConfigMap"): {1: ("metadata", "meta"), 2: ("data", "map"),
+                          3: ("binaryData", "bytes map"), 4: ("immutable", "bool")},
+    ("v1", "Secret"): {1: ("metadata", "meta"), 2: ("data", "bytes map"), 3: ("type", "string"),
+                       4: ("stringData", "map"), 5: ("immutable", "bool")},
+    ("v1", "ServiceAccount"): {1: ("metadata", "meta")},
+}
+
+
+def _message(buf: bytes, schema: Schema) -> Obj:
+    obj: Obj = {}
+    repeated: dict[str, list[Any]] = {}
+    for num, val in fields(buf):
+        if num not in schema:
+            continue
+        name, how = schema[num]
+        if how == "string":
+            obj[name] = _s(val)
+        elif how == "bool":
+            obj[name] = bool(val)
+        elif how == "meta":
+            meta = _message(_b(val), _META)
+            obj[name] = {k: v for k, v in meta.items() if v != ""}
+        elif how == "namespace spec":
+            obj[name] = _message(_b(val), {1: ("finalizers", "strings")})
+        else:
+            repeated.setdefault(name, []).append(_s(val) if how == "strings" else _b(val))
+    for name, how in schema.values():
+        if name in repeated:
+            values = repeated[name]
+            obj[name] = values if how == "strings" else _map(values, binary=how == "bytes map")
+    return obj
 
 
 def decode(body: bytes) -> Obj:
@@ -178,10 +133,10 @@ def decode(body: bytes) -> Obj:
     type_meta = dict(fields(_b(unknown.get(1, b""))))
     api_version = _s(type_meta.get(1, b""))
     kind = _s(type_meta.get(2, b""))
-    decoder = DECODERS.get((api_version, kind))
-    if decoder is None:
+    schema = SCHEMAS.get((api_version, kind))
+    if schema is None:
         raise ProtobufError(f"protobuf bodies of {api_version} {kind} are not supported")
-    obj = decoder(fields(_b(unknown.get(2, b""))))
+    obj = _message(_b(unknown.get(2, b"")), schema)
     if "secret" == kind.lower() and "stringData" in obj:
         data = obj.setdefault("data", {})
         for k, v in obj.pop("stringData").items():

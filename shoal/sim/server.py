@@ -44,17 +44,23 @@ import socket
 import threading
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack, cast
 
 import orjson
 import uvicorn
 import yaml
 
 from shoal.sim.api import ClusterApi, Receive, Request, Scope, Send, respond, respond_error
-from shoal.sim.cluster import SimCluster
+from shoal.sim.cluster import ClusterOptions, SimCluster
 from shoal.sim.store import ApiError
 
 Obj = dict[str, Any]
+
+# cluster options the admin API takes, and how each is read from the JSON body
+_ADMIN_OPTIONS: dict[str, Any] = {
+    "cpu": str, "memory": str, "max_pods": int, "region": str,
+    "pod_start_delay": float, "job_duration": float,
+}
 
 
 class SimFleet:
@@ -74,34 +80,18 @@ class SimFleet:
 
     # -- clusters --------------------------------------------------------------
 
-    def add_cluster(
-        self,
-        name: str,
-        nodes: int = 3,
-        node_labels: dict[str, str] | None = None,
-        cpu: str = "8",
-        memory: str = "32Gi",
-        max_pods: int = 110,
-        region: str | None = None,
-        pod_start_delay: float | None = None,
-        job_duration: float | None = None,
-    ) -> SimCluster:
-        """Create a cluster with ``nodes`` nodes of ``cpu``/``memory`` each."""
+    def add_cluster(self, name: str, nodes: int = 3,
+                    **options: Unpack[ClusterOptions]) -> SimCluster:
+        """Create a cluster with ``nodes`` nodes (8 cpu, 32Gi unless ``options`` say else)."""
         if name in self.clusters:
             raise ValueError(f"cluster {name!r} already exists")
         if not name or "/" in name:
             raise ValueError(f"invalid cluster name {name!r}")
-        cluster = SimCluster(
-            name,
-            nodes=nodes,
-            node_labels=node_labels,
-            cpu=cpu,
-            memory=memory,
-            max_pods=max_pods,
-            region=region,
-            pod_start_delay=self.pod_start_delay if pod_start_delay is None else pod_start_delay,
-            job_duration=self.job_duration if job_duration is None else job_duration,
-        )
+        if options.get("pod_start_delay") is None:
+            options["pod_start_delay"] = self.pod_start_delay
+        if options.get("job_duration") is None:
+            options["job_duration"] = self.job_duration
+        cluster = SimCluster(name, nodes, **options)
         self.clusters[name] = cluster
         self._apis[name] = ClusterApi(cluster)
         with contextlib.suppress(RuntimeError):
@@ -223,18 +213,12 @@ class SimFleet:
                 body = await req.json()
                 if not isinstance(body, dict) or not body.get("name"):
                     raise ApiError(422, "Invalid", "name is required")
+                options = {key: convert(body[key]) for key, convert in _ADMIN_OPTIONS.items()
+                           if body.get(key) is not None}
+                options["node_labels"] = body.get("labels") or body.get("node_labels")
                 try:
-                    cluster = self.add_cluster(
-                        str(body["name"]),
-                        nodes=int(body.get("nodes", 3)),
-                        node_labels=body.get("labels") or body.get("node_labels"),
-                        cpu=str(body.get("cpu", "8")),
-                        memory=str(body.get("memory", "32Gi")),
-                        max_pods=int(body.get("max_pods", 110)),
-                        region=body.get("region"),
-                        pod_start_delay=body.get("pod_start_delay"),
-                        job_duration=body.get("job_duration"),
-                    )
+                    cluster = self.add_cluster(str(body["name"]), int(body.get("nodes", 3)),
+                                               **cast(ClusterOptions, options))
                 except ValueError as exc:
                     raise ApiError(409, "AlreadyExists", str(exc)) from exc
                 await respond(req.send, 201, {"cluster": cluster.summary(),

@@ -107,6 +107,10 @@ class Store:
 
     # -- reads ---------------------------------------------------------------
 
+    def rt(self, key: str) -> ResourceType:
+        """The resource type that owns a storage key."""
+        return self.registry.by_key[key]
+
     def bucket(self, key: str) -> dict[tuple[str, str], Obj]:
         return self.objects.setdefault(key, {})
 
@@ -226,6 +230,12 @@ class Store:
         self._index_owners(rt.key, obj, True)
         self._emit(rt.key, "MODIFIED", obj, old)
         return obj
+
+    def modify(self, key: str, obj: Obj, change: Callable[[Obj], None]) -> Obj:
+        """Store a changed deep copy of ``obj`` (controllers' read-modify-write)."""
+        new = copy.deepcopy(obj)
+        change(new)
+        return self.replace(self.rt(key), new, obj)
 
     def remove(self, rt: ResourceType, namespace: str, name: str) -> Obj | None:
         bucket = self.objects.get(rt.key, {})

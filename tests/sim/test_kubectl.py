@@ -158,3 +158,17 @@ async def test_node_fault_and_unreachable(sim: SimServer, kubectl: Kubectl) -> N
     sim.fleet.clear_faults("alpha")
     r = await kubectl.run("get", "nodes")
     assert "NotReady" not in r.out
+
+
+async def test_kubectl_typed_generators(kubectl: Kubectl) -> None:
+    """kubectl's generators post protobuf: each supported kind arrives decoded."""
+    await kubectl.run("create", "namespace", "gen")
+    await kubectl.run("-n", "gen", "create", "secret", "generic", "s", "--from-literal=k=v")
+    await kubectl.run("-n", "gen", "create", "serviceaccount", "robot")
+    r = await kubectl.run("-n", "gen", "get", "secret", "s", "-o",
+                          "jsonpath={.data.k} {.metadata.namespace}")
+    assert r.out == "dg== gen"
+    r = await kubectl.run("-n", "gen", "get", "sa", "-o", "name")
+    assert "serviceaccount/robot" in r.out
+    r = await kubectl.run("get", "ns", "gen", "-o", "jsonpath={.metadata.labels}")
+    assert '"kubernetes.io/metadata.name":"gen"' in r.out
