@@ -38,22 +38,24 @@ class MetricSpec(Model):
         return None
 
 
-class GlobalMetric(Kind):
+class CoreKind(Kind):
     api: Literal["core"] = "core"
+
+
+class _MetricKind(CoreKind):
+    """A metric: the same spec, cluster-wide or in a namespace."""
+
+    spec: MetricSpec
+
+
+class GlobalMetric(_MetricKind):
     kind: Literal["GlobalMetric"] = "GlobalMetric"
-    spec: MetricSpec
-
-    plural = "globalmetrics"
-    namespaced = False
+    plural, namespaced = "globalmetrics", False
 
 
-class Metric(Kind):
-    api: Literal["core"] = "core"
+class Metric(_MetricKind):
     kind: Literal["Metric"] = "Metric"
-    spec: MetricSpec
-
-    plural = "metrics"
-    namespaced = True
+    plural, namespaced = "metrics", True
 
 
 class PrometheusSpec(Model):
@@ -124,29 +126,26 @@ class MetricsProviderStatus(Model):
     errors: int = 0
 
 
-class GlobalMetricsProvider(Kind):
-    api: Literal["core"] = "core"
+class _MetricsProviderKind(CoreKind):
+    """A metrics provider: the same spec and status, cluster-wide or in a namespace."""
+
+    spec: MetricsProviderSpec
+    status: MetricsProviderStatus = Field(default_factory=MetricsProviderStatus)
+
+    subresources = ("status",)
+
+
+class GlobalMetricsProvider(_MetricsProviderKind):
     kind: Literal["GlobalMetricsProvider"] = "GlobalMetricsProvider"
-    spec: MetricsProviderSpec
-    status: MetricsProviderStatus = Field(default_factory=MetricsProviderStatus)
-
-    plural = "globalmetricsproviders"
-    namespaced = False
-    subresources = ("status",)
+    plural, namespaced = "globalmetricsproviders", False
 
 
-class MetricsProvider(Kind):
-    api: Literal["core"] = "core"
+class MetricsProvider(_MetricsProviderKind):
     kind: Literal["MetricsProvider"] = "MetricsProvider"
-    spec: MetricsProviderSpec
-    status: MetricsProviderStatus = Field(default_factory=MetricsProviderStatus)
-
-    plural = "metricsproviders"
-    namespaced = True
-    subresources = ("status",)
+    plural, namespaced = "metricsproviders", True
 
 
-Verb = Literal["create", "list", "get", "update", "delete"]
+Verb = Literal["create", "list", "list_all", "get", "update", "delete"]
 
 
 class RoleRule(Model):
@@ -156,20 +155,14 @@ class RoleRule(Model):
     verbs: list[Verb] = Field(default_factory=list)
 
 
-class Role(Kind):
-    api: Literal["core"] = "core"
+class Role(CoreKind):
     kind: Literal["Role"] = "Role"
     rules: list[RoleRule] = Field(default_factory=list)
-
-    plural = "roles"
-    namespaced = False
+    plural, namespaced = "roles", False
 
 
-class RoleBinding(Kind):
-    api: Literal["core"] = "core"
+class RoleBinding(CoreKind):
     kind: Literal["RoleBinding"] = "RoleBinding"
     users: list[str] = Field(default_factory=list)
     roles: list[str] = Field(default_factory=list)
-
-    plural = "rolebindings"
-    namespaced = False
+    plural, namespaced = "rolebindings", False

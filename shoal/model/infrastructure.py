@@ -14,11 +14,13 @@ class PasswordUser(Model):
     username: str
     password: str
     domain_name: str = "Default"
+    comment: str | None = Field(default=None, description="Free text for people.")
 
 
 class PasswordProject(Model):
     name: str
     domain_id: str = "default"
+    comment: str | None = Field(default=None, description="Free text for people.")
 
 
 class PasswordAuth(Model):
@@ -59,26 +61,24 @@ class CloudStatus(Model):
     metrics_reasons: dict[str, Reason] = Field(default_factory=dict)
 
 
-class GlobalCloud(Kind):
+class _CloudKind(Kind):
+    """A cloud: the same spec and status, cluster-wide or in a namespace."""
+
     api: Literal["infrastructure"] = "infrastructure"
+    spec: CloudSpec
+    status: CloudStatus = Field(default_factory=CloudStatus)
+
+    subresources = ("status",)
+
+
+class GlobalCloud(_CloudKind):
     kind: Literal["GlobalCloud"] = "GlobalCloud"
-    spec: CloudSpec
-    status: CloudStatus = Field(default_factory=CloudStatus)
-
-    plural = "globalclouds"
-    namespaced = False
-    subresources = ("status",)
+    plural, namespaced = "globalclouds", False
 
 
-class Cloud(Kind):
-    api: Literal["infrastructure"] = "infrastructure"
+class Cloud(_CloudKind):
     kind: Literal["Cloud"] = "Cloud"
-    spec: CloudSpec
-    status: CloudStatus = Field(default_factory=CloudStatus)
-
-    plural = "clouds"
-    namespaced = True
-    subresources = ("status",)
+    plural, namespaced = "clouds", True
 
 
 OpenstackSpec.model_rebuild()

@@ -28,32 +28,28 @@ from shoal.model.constraints import ConstraintError, LabelConstraint, MetricCons
 _CRD_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$"
 
 
-def _label_constraint(text: str, info: ValidationInfo) -> str:
-    if trusted(info):
-        return text
-    try:
-        return str(LabelConstraint.parse(text))
-    except ConstraintError as error:
-        raise ValueError(str(error)) from None
+def _parsed(language: type[LabelConstraint | MetricConstraint]) -> Any:
+    """Validator: the canonical spelling of a constraint (skipped for trusted objects)."""
 
+    def canonical(text: str, info: ValidationInfo) -> str:
+        if trusted(info):
+            return text
+        try:
+            return str(language.parse(text))
+        except ConstraintError as error:
+            raise ValueError(str(error)) from None
 
-def _metric_constraint(text: str, info: ValidationInfo) -> str:
-    if trusted(info):
-        return text
-    try:
-        return str(MetricConstraint.parse(text))
-    except ConstraintError as error:
-        raise ValueError(str(error)) from None
+    return AfterValidator(canonical)
 
 
 LabelConstraintText = Annotated[
     str,
-    AfterValidator(_label_constraint),
+    _parsed(LabelConstraint),
     Field(examples=["location is DE"], description="Label constraint, e.g. 'location in (DE, FR)'"),
 ]
 MetricConstraintText = Annotated[
     str,
-    AfterValidator(_metric_constraint),
+    _parsed(MetricConstraint),
     Field(examples=["load < 0.5"], description="Metric constraint, e.g. 'load >= 0.5'"),
 ]
 CustomResourceName = Annotated[
@@ -185,9 +181,7 @@ class Application(_KubernetesKind):
     kind: Literal["Application"] = "Application"
     spec: ApplicationSpec
     status: ApplicationStatus = Field(default_factory=ApplicationStatus)
-
-    plural = "applications"
-    subresources = ("status", "binding", "complete", "shutdown", "retry")
+    plural, subresources = "applications", ("status", "binding", "complete", "shutdown", "retry")
 
 
 def _no_kubeconfig(config: Any) -> Any:
@@ -284,9 +278,7 @@ class Cluster(_KubernetesKind):
     kind: Literal["Cluster"] = "Cluster"
     spec: ClusterSpec = Field(default_factory=ClusterSpec)
     status: ClusterStatus = Field(default_factory=ClusterStatus)
-
-    plural = "clusters"
-    subresources = ("status", "binding")
+    plural, subresources = "clusters", ("status", "binding")
 
 
 class ApplicationBinding(Model):

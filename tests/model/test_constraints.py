@@ -8,7 +8,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shoal.model import constraints as mod
 from shoal.model.constraints import (
     ConstraintError,
     LabelConstraint,
@@ -20,8 +19,10 @@ from shoal.model.constraints import (
     SelectorOp,
     format_number,
     format_value,
+    grammar,
     parse_label_constraints,
     parse_metric_constraints,
+    terms,
 )
 
 # --------------------------------------------------------------------------- label constraints
@@ -492,8 +493,8 @@ def test_parsing_is_fast() -> None:
     canonical += [f"load_{i} >= 0.{i}" for i in range(5000)]
     loose = [f"location-{i} IS DE" for i in range(2000)]
     loose += [f"load_{i} greater than or equal {i}" for i in range(2000)]
-    mod._parse_label.cache_clear()
-    mod._parse_metric.cache_clear()
+    grammar._parse_label.cache_clear()
+    grammar._parse_metric.cache_clear()
     started = time.perf_counter()
     for text in canonical + loose:
         (MetricConstraint if "load" in text else LabelConstraint).parse(text)
@@ -573,7 +574,7 @@ def _random_case(draw: st.DrawFn, word: str) -> str:
 
 def _messy_value(draw: st.DrawFn, value: str) -> str:
     """Any spelling of ``value`` that should parse back to it."""
-    if mod._BARE_VALUE.fullmatch(value) and value.lower() not in mod._KEYWORDS:
+    if terms._BARE_VALUE.fullmatch(value) and value.lower() not in terms._KEYWORDS:
         if not draw(st.booleans()):
             return value
     quote = draw(st.sampled_from(["'", '"']))
@@ -636,7 +637,8 @@ def test_label_round_trip(constraint: LabelConstraint) -> None:
     parsed = LabelConstraint.parse(text)
     assert parsed == constraint
     assert str(parsed) == text
-    assert mod._run(text, "label_constraint") == constraint  # the grammar agrees with the fast path
+    # the grammar agrees with the fast path
+    assert grammar._run(text, "label_constraint") == constraint
 
 
 @given(metric_constraints())
@@ -645,7 +647,7 @@ def test_metric_round_trip(constraint: MetricConstraint) -> None:
     parsed = MetricConstraint.parse(text)
     assert parsed == constraint
     assert str(parsed) == text
-    assert mod._run(text, "metric_constraint") == constraint
+    assert grammar._run(text, "metric_constraint") == constraint
 
 
 @given(selectors)
@@ -682,12 +684,12 @@ _ALPHABET = st.sampled_from(
 def test_fast_path_agrees_with_grammar_on_any_text(text: str) -> None:
     """Texts the fast path accepts parse identically with lark; nothing crashes."""
     for fast, start in (
-        (mod._canonical_label, "label_constraint"),
-        (mod._canonical_metric, "metric_constraint"),
+        (grammar._canonical_label, "label_constraint"),
+        (grammar._canonical_metric, "metric_constraint"),
     ):
         quick = fast(text)
         try:
-            slow = mod._run(text, start)
+            slow = grammar._run(text, start)
         except ConstraintError:
             slow = None
         if quick is not None:
@@ -735,7 +737,7 @@ def test_format_value_quotes_only_when_needed() -> None:
 def test_no_lexer_state_mixes_value_kinds() -> None:
     """A merged LALR state would lex a label value as a number (once: '0 is 0' failed)."""
     kinds = [{"NUMBER"}, {"BARE", "STRING"}, {"KEY"}, {"NAME"}]
-    for lexer in mod._PARSER.parser.lexer.lexers.values():  # lark internals, on purpose
+    for lexer in grammar._PARSER.parser.lexer.lexers.values():  # lark internals, on purpose
         names = {terminal.name for terminal in lexer.terminals}
         assert sum(1 for kind in kinds if kind & names) <= 1, sorted(names)
-    assert mod._run("0 is 0", "label_constraint") == LabelConstraint("0", LabelOp.EQ, ("0",))
+    assert grammar._run("0 is 0", "label_constraint") == LabelConstraint("0", LabelOp.EQ, ("0",))
