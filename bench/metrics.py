@@ -40,38 +40,24 @@ from aiohttp import web  # noqa: E402
 
 from shoal.client.rest import Conflict, ShoalClient, Unreachable  # noqa: E402
 from shoal.model.base import Metadata  # noqa: E402
-from shoal.model.core import (  # noqa: E402
-    GlobalMetric,
-    GlobalMetricsProvider,
-    MetricProviderRef,
-    MetricSpec,
-    MetricsProviderSpec,
-    PrometheusSpec,
-)
+from shoal.model.core import GlobalMetricsProvider, MetricsProviderSpec, PrometheusSpec  # noqa: E402
 from shoal.model.kubernetes import (  # noqa: E402
     Application,
     ApplicationSpec,
-    Cluster,
     ClusterConstraints,
-    ClusterSpec,
     Constraints,
-    MetricRef,
 )
+from shoal.testing.fleet import cluster, metric  # noqa: E402
+from shoal.testing.launch import ApiProcess, controller, stop  # noqa: E402
 from tests.fixtures import prometheus as _prometheus  # noqa: E402
 from tests.fixtures.prometheus import start_prometheus  # noqa: E402
-from tests.scheduler.helpers import KUBECONFIG  # noqa: E402
 from tests.util import free_port  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("bench_schedule", ROOT / "bench" / "schedule.py")
 assert _spec is not None and _spec.loader is not None
 _schedule: Any = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_schedule)
-spawn, stop, wait_healthy, bounded = (
-    _schedule.spawn,
-    _schedule.stop,
-    _schedule.wait_healthy,
-    _schedule.bounded,
-)
+bounded, synced = _schedule.bounded, _schedule.synced
 
 NS = "default"
 ZONES = 4
@@ -160,32 +146,17 @@ async def fleet(client: ShoalClient, n: int, groups: int, prom_url: str) -> None
         )
     )
 
-    async def metric(j: int) -> None:
+    async def create_metric(j: int) -> None:
         i, k = divmod(j, 3)
-        await client.create(
-            GlobalMetric(
-                metadata=Metadata(name=metric_name(i, k)),
-                spec=MetricSpec(
-                    min=0,
-                    max=1,
-                    provider=MetricProviderRef(name="prometheus", metric=gauge(i, k, groups)),
-                ),
-            )
-        )
+        await client.create(metric(metric_name(i, k), "prometheus", key=gauge(i, k, groups)))
 
-    async def cluster(i: int) -> None:
-        await client.create(
-            Cluster(
-                metadata=Metadata(name=f"c{i:04d}", namespace=NS, labels={"zone": f"z{i % ZONES}"}),
-                spec=ClusterSpec(
-                    kubeconfig=KUBECONFIG,
-                    metrics=[MetricRef(name=metric_name(i, k), weight=k + 1) for k in range(3)],
-                ),
-            )
-        )
+    async def create_cluster(i: int) -> None:
+        labels = {"zone": f"z{i % ZONES}"}
+        weights = {metric_name(i, k): k + 1 for k in range(3)}
+        await client.create(cluster(f"c{i:04d}", labels=labels, metrics=weights))
 
-    await bounded(3 * n, 32, metric)
-    await bounded(n, 32, cluster)
+    await bounded(3 * n, 32, create_metric)
+    await bounded(n, 32, create_cluster)
 
 
 def quantile(values: list[float], q: float) -> float:
@@ -201,12 +172,11 @@ async def run(n: int, m: int, groups: int, refresh: float, workers: int, seed: i
         print(f"Prometheus with {len(values)} gauges ready in {time.monotonic() - t:.1f} s")
         proxy = CountingProxy(prom.url)
         await proxy.start()
-        port = free_port()
-        url = f"http://127.0.0.1:{port}"
-        api = spawn("api", str(Path(tmp) / "shoal.db"), str(port), cpu=0)
+        api = ApiProcess(f"sqlite://{Path(tmp) / 'shoal.db'}", cpu=0)
+        url = api.url
         sched = None
         try:
-            await wait_healthy(url)
+            await api.wait_ready()
             async with ShoalClient(url, max_connections=72) as client:
                 t = time.monotonic()
                 await fleet(client, n, groups, proxy.url)
@@ -214,17 +184,13 @@ async def run(n: int, m: int, groups: int, refresh: float, workers: int, seed: i
                     f"{n} clusters, {3 * n} GlobalMetrics reading {len(values)} gauges "
                     f"created in {time.monotonic() - t:.1f} s"
                 )
-                config = (
+                config = Path(tmp) / "scheduler.json"
+                config.write_text(
                     f'{{"workers": {workers}, "reschedule_after": 600, '
                     f'"metrics_refresh": {refresh}, "metrics_timeout": 10}}'
                 )
-                sched = spawn("scheduler", url, config, cpu=1)
-                probe = Application(
-                    metadata=Metadata(name="probe", namespace=NS), spec=ApplicationSpec()
-                )
-                await client.create(probe)
-                while (await client.get(Application, "probe", NS)).status.scheduled_to is None:
-                    await asyncio.sleep(0.05)
+                sched = controller("scheduler", url, "--config", str(config), cpu=1)
+                await synced(client)
 
                 start_rev = (await client.list(Application, NS)).revision
                 created: dict[str, float] = {}
@@ -322,7 +288,7 @@ async def run(n: int, m: int, groups: int, refresh: float, workers: int, seed: i
         finally:
             if sched is not None:
                 stop(sched)
-            stop(api)
+            api.stop()
             await proxy.close()
     print(f"\n{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, SQLite store")
 

@@ -16,11 +16,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import json
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,102 +28,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import httpx  # noqa: E402
-
 from shoal.client.rest import Conflict, ShoalClient, Unreachable  # noqa: E402
 from shoal.model.base import Metadata  # noqa: E402
-from shoal.model.core import (  # noqa: E402
-    GlobalMetric,
-    GlobalMetricsProvider,
-    MetricProviderRef,
-    MetricSpec,
-    MetricsProviderSpec,
-    StaticSpec,
-)
 from shoal.model.kubernetes import (  # noqa: E402
     Application,
     ApplicationSpec,
     Cluster,
-    ClusterSpec,
     ClusterState,
-    MetricRef,
 )
 from shoal.model.scheduling import RescheduleTask, RescheduleTaskSpec, TaskPhase  # noqa: E402
+from shoal.testing.fleet import scored_clusters  # noqa: E402
+from shoal.testing.launch import ApiProcess, controller, stop  # noqa: E402
 
 NS = "default"
 CONFIG = {"stickiness": 1.0, "reschedule_after": 600, "metrics_refresh": 1.0}
-
-
-# the processes ------------------------------------------------------------------
-
-
-async def _role_api(path: str, port: int) -> None:
-    import uvicorn
-
-    from shoal.api.app import create_app
-    from shoal.store.sqlite import SqliteStore
-
-    config = uvicorn.Config(
-        create_app(SqliteStore(path)),
-        host="127.0.0.1",
-        port=port,
-        log_level="warning",
-        access_log=False,
-        lifespan="off",
-        timeout_graceful_shutdown=1,
-    )
-    await uvicorn.Server(config).serve()
-
-
-async def _role_scheduler(url: str) -> None:
-    from shoal.scheduler.config import SchedulerConfig
-    from shoal.scheduler.scheduler import Scheduler
-
-    async with ShoalClient(url) as client:
-        await Scheduler(client, SchedulerConfig.model_validate(CONFIG)).run()
-
-
-async def _role_controller(url: str) -> None:
-    from shoal.controllers.reschedule import RescheduleTaskController
-
-    async with ShoalClient(url) as client:
-        await RescheduleTaskController(client).run()
-
-
-def spawn(*args: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, __file__, "--role", *args], cwd=str(ROOT))
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-# the run ------------------------------------------------------------------------
-
-
-async def wait_healthy(url: str) -> None:
-    deadline = time.monotonic() + 30
-    async with httpx.AsyncClient() as http:
-        while time.monotonic() < deadline:
-            with contextlib.suppress(httpx.TransportError):
-                if (await http.get(url + "/healthz")).status_code == 200:
-                    return
-            await asyncio.sleep(0.1)
-    raise RuntimeError("API did not come up")
 
 
 async def placement(client: ShoalClient) -> Counter[str]:
@@ -155,36 +70,17 @@ async def set_state(client: ShoalClient, name: str, state: ClusterState) -> None
 
 async def run(m: int, concurrency: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        port = free_port()
-        url = f"http://127.0.0.1:{port}"
-        procs = [spawn("api", str(Path(tmp) / "shoal.db"), str(port))]
+        api = ApiProcess(f"sqlite://{Path(tmp) / 'shoal.db'}")
+        url = api.url
+        procs = [api.proc]
         try:
-            await wait_healthy(url)
+            await api.wait_ready()
             async with ShoalClient(url, max_connections=concurrency + 8) as client:
-                values = {"a": 0.6, "b": 0.4}
-                await client.create(
-                    GlobalMetricsProvider(
-                        metadata=Metadata(name="st"),
-                        spec=MetricsProviderSpec(type="static", static=StaticSpec(metrics=values)),
-                    )
-                )
-                for name in values:
-                    await client.create(
-                        GlobalMetric(
-                            metadata=Metadata(name=f"m-{name}"),
-                            spec=MetricSpec(
-                                min=0, max=1, provider=MetricProviderRef(name="st", metric=name)
-                            ),
-                        )
-                    )
-                    await client.create(
-                        Cluster(
-                            metadata=Metadata(name=name, namespace=NS),
-                            spec=ClusterSpec(metrics=[MetricRef(name=f"m-{name}", weight=1)]),
-                        )
-                    )
-                procs.append(spawn("scheduler", url))
-                procs.append(spawn("controller", url))
+                await scored_clusters(client, {"a": 0.6, "b": 0.4})
+                config = Path(tmp) / "scheduler.json"
+                config.write_text(json.dumps(CONFIG))
+                procs.append(controller("scheduler", url, "--config", str(config)))
+                procs.append(controller("reschedule-controller", url))
                 print(f"{m} applications, clusters a (0.6) and b (0.4), stickiness 1.0")
                 todo = iter(range(m))
 
@@ -265,18 +161,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--apps", type=int, default=10_000)
     parser.add_argument("--concurrency", type=int, default=64, help="creates in flight")
-    parser.add_argument("--role", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.role:
-        role, *rest = args.role
-        with contextlib.suppress(KeyboardInterrupt):
-            if role == "api":
-                asyncio.run(_role_api(rest[0], int(rest[1])))
-            elif role == "scheduler":
-                asyncio.run(_role_scheduler(rest[0]))
-            else:
-                asyncio.run(_role_controller(rest[0]))
-        return
     asyncio.run(run(args.apps, args.concurrency))
 
 

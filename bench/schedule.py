@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 import os
 import random
-import signal
 import subprocess
 import sys
 import tempfile
@@ -29,63 +28,23 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import aiohttp  # noqa: E402
-import httpx  # noqa: E402
 import orjson  # noqa: E402
 
 from shoal.client.rest import Conflict, ShoalClient, Unreachable  # noqa: E402
 from shoal.model.base import Metadata  # noqa: E402
-from shoal.model.core import (  # noqa: E402
-    GlobalMetric,
-    GlobalMetricsProvider,
-    MetricProviderRef,
-    MetricSpec,
-    MetricsProviderSpec,
-    StaticSpec,
-)
-from shoal.model.kubernetes import (  # noqa: E402
-    Application,
-    ApplicationSpec,
-    Cluster,
-    ClusterSpec,
-    MetricRef,
-)
-from tests.scheduler.helpers import KUBECONFIG  # noqa: E402
-from tests.util import free_port  # noqa: E402
+from shoal.model.kubernetes import Application, ApplicationSpec  # noqa: E402
+from shoal.testing.fleet import cluster, metric, provider  # noqa: E402
+from shoal.testing.launch import ApiProcess, controller, stop  # noqa: E402
 
-LAUNCH = str(ROOT / "tests" / "scheduler" / "launch.py")
 NS = "default"
 
 
-def spawn(*args: str, cpu: int | None = None) -> subprocess.Popen[bytes]:
-    cmd = [sys.executable, LAUNCH, *args]
-    extra = os.environ.get("PYTHONPATH")
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + (os.pathsep + extra if extra else ""))
-    proc = subprocess.Popen(cmd, env=env, cwd=str(ROOT))
-    if cpu is not None and hasattr(os, "sched_setaffinity"):
-        with contextlib.suppress(OSError):
-            os.sched_setaffinity(proc.pid, {cpu % (os.cpu_count() or 1)})
-    return proc
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-async def wait_healthy(url: str) -> None:
-    deadline = time.monotonic() + 30
-    async with httpx.AsyncClient() as http:
-        while time.monotonic() < deadline:
-            with contextlib.suppress(httpx.TransportError):
-                if (await http.get(url + "/healthz")).status_code == 200:
-                    return
-            await asyncio.sleep(0.1)
-    raise RuntimeError("API did not come up")
+async def synced(client: ShoalClient) -> None:
+    """Until the scheduler is synced: one probe application gets bound."""
+    probe = Application(metadata=Metadata(name="probe", namespace=NS), spec=ApplicationSpec())
+    await client.create(probe)
+    while (await client.get(Application, "probe", NS)).status.scheduled_to is None:
+        await asyncio.sleep(0.05)
 
 
 async def bounded(n: int, concurrency: int, op: object) -> None:
@@ -100,59 +59,34 @@ async def bounded(n: int, concurrency: int, op: object) -> None:
 
 async def fleet(client: ShoalClient, n: int, rng: random.Random) -> None:
     values = {f"m{i}-{k}": rng.random() for i in range(n) for k in range(3)}
-    await client.create(
-        GlobalMetricsProvider(
-            metadata=Metadata(name="static"),
-            spec=MetricsProviderSpec(type="static", static=StaticSpec(metrics=values)),
-        )
-    )
+    await client.create(provider("static", values))
 
-    async def metric(i: int) -> None:
-        name = f"m{i // 3}-{i % 3}"
-        await client.create(
-            GlobalMetric(
-                metadata=Metadata(name=name),
-                spec=MetricSpec(
-                    min=0, max=1, provider=MetricProviderRef(name="static", metric=name)
-                ),
-            )
-        )
+    async def create_metric(i: int) -> None:
+        await client.create(metric(f"m{i // 3}-{i % 3}"))
 
-    async def cluster(i: int) -> None:
-        await client.create(
-            Cluster(
-                metadata=Metadata(name=f"c{i:04d}", namespace=NS, labels={"zone": f"z{i % 4}"}),
-                spec=ClusterSpec(
-                    kubeconfig=KUBECONFIG,
-                    metrics=[MetricRef(name=f"m{i}-{k}", weight=k + 1) for k in range(3)],
-                ),
-            )
-        )
+    async def create_cluster(i: int) -> None:
+        labels = {"zone": f"z{i % 4}"}
+        weights = {f"m{i}-{k}": k + 1 for k in range(3)}
+        await client.create(cluster(f"c{i:04d}", labels=labels, metrics=weights))
 
-    await bounded(3 * n, 32, metric)
-    await bounded(n, 32, cluster)
+    await bounded(3 * n, 32, create_metric)
+    await bounded(n, 32, create_cluster)
 
 
 async def run_one(n: int, m: int, concurrency: int, workers: int, seed: int) -> dict[str, float]:
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory() as tmp:
-        port = free_port()
-        url = f"http://127.0.0.1:{port}"
-        api = spawn("api", str(Path(tmp) / "shoal.db"), str(port), cpu=0)
+        api = ApiProcess(f"sqlite://{Path(tmp) / 'shoal.db'}", cpu=0)
+        url = api.url
         sched: subprocess.Popen[bytes] | None = None
         try:
-            await wait_healthy(url)
+            await api.wait_ready()
             async with ShoalClient(url, max_connections=concurrency + 8) as client:
                 await fleet(client, n, rng)
-                config = f'{{"workers": {workers}, "reschedule_after": 600}}'
-                sched = spawn("scheduler", url, config, cpu=1)
-                # Wait until the scheduler is synced: one probe application gets bound.
-                probe = Application(
-                    metadata=Metadata(name="probe", namespace=NS), spec=ApplicationSpec()
-                )
-                await client.create(probe)
-                while (await client.get(Application, "probe", NS)).status.scheduled_to is None:
-                    await asyncio.sleep(0.05)
+                config = Path(tmp) / "scheduler.json"
+                config.write_text(f'{{"workers": {workers}, "reschedule_after": 600}}')
+                sched = controller("scheduler", url, "--config", str(config), cpu=1)
+                await synced(client)
 
                 start_rev = (await client.list(Application, NS)).revision
                 bound_at: dict[str, float] = {}
@@ -164,9 +98,10 @@ async def run_one(n: int, m: int, concurrency: int, workers: int, seed: int) -> 
                     path = f"/kubernetes/namespaces/{NS}/applications"
                     params = {"watch": "", "resource_version": str(start_rev)}
                     timeout = aiohttp.ClientTimeout(total=None, sock_read=60)
-                    async with aiohttp.ClientSession(timeout=timeout) as http, http.get(
-                        url + path, params=params
-                    ) as response:
+                    async with (
+                        aiohttp.ClientSession(timeout=timeout) as http,
+                        http.get(url + path, params=params) as response,
+                    ):
                         buffer = b""
                         async for chunk in response.content.iter_any():
                             buffer += chunk
@@ -246,7 +181,7 @@ async def run_one(n: int, m: int, concurrency: int, workers: int, seed: int) -> 
         finally:
             if sched is not None:
                 stop(sched)
-            stop(api)
+            api.stop()
 
 
 def main() -> None:

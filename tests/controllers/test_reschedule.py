@@ -14,22 +14,12 @@ import pytest
 from shoal.client.rest import NotFound, ShoalClient
 from shoal.controllers.reschedule import RescheduleTaskController
 from shoal.model.base import Metadata
-from shoal.model.core import (
-    GlobalMetric,
-    GlobalMetricsProvider,
-    MetricProviderRef,
-    MetricSpec,
-    MetricsProviderSpec,
-    StaticSpec,
-)
 from shoal.model.kubernetes import (
     Application,
     ApplicationSpec,
     Cluster,
-    ClusterSpec,
     ClusterState,
     Constraints,
-    MetricRef,
 )
 from shoal.model.scheduling import (
     PolicySelector,
@@ -40,6 +30,7 @@ from shoal.model.scheduling import (
 )
 from shoal.scheduler.config import SchedulerConfig
 from shoal.scheduler.scheduler import Scheduler
+from shoal.testing.fleet import scored_clusters
 from tests.util import wait_for
 
 MANIFEST = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {}}]
@@ -48,26 +39,7 @@ CONFIG = SchedulerConfig(stickiness=1.0, reschedule_after=0.2, metrics_refresh=0
 
 
 async def fleet(client: ShoalClient) -> None:
-    values = {"a": 0.6, "b": 0.4}
-    await client.create(
-        GlobalMetricsProvider(
-            metadata=Metadata(name="st"),
-            spec=MetricsProviderSpec(type="static", static=StaticSpec(metrics=values)),
-        )
-    )
-    for name in values:
-        await client.create(
-            GlobalMetric(
-                metadata=Metadata(name=f"m-{name}"),
-                spec=MetricSpec(min=0, max=1, provider=MetricProviderRef(name="st", metric=name)),
-            )
-        )
-        await client.create(
-            Cluster(
-                metadata=Metadata(name=name, namespace="default"),
-                spec=ClusterSpec(metrics=[MetricRef(name=f"m-{name}", weight=1)]),
-            )
-        )
+    await scored_clusters(client, {"a": 0.6, "b": 0.4})
 
 
 def application(name: str, *, migration: bool = True, **labels: str) -> Application:

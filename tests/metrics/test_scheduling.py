@@ -42,30 +42,11 @@ from tests.scheduler.helpers import (
     metric,
     provider,
     running,
+    set_static,
+    static_metrics,
+    wait_bound,
 )
 from tests.util import free_port, wait_for
-
-
-async def _static(client: ShoalClient, values: dict[str, float], hi: float = 1.0) -> None:
-    await client.create(provider("static", values))
-    for name in values:
-        await client.create(metric(name, hi=hi))
-
-
-async def _set_static(client: ShoalClient, values: dict[str, float], name: str = "static") -> None:
-    prov = await client.get(GlobalMetricsProvider, name)
-    assert prov.spec.static is not None
-    prov.spec.static.metrics.update(values)
-    await client.update(prov)
-
-
-async def _bound(client: ShoalClient, name: str, to: str | None = None, timeout: float = 5) -> str:
-    async def target() -> str | None:
-        where = await bound_to(client, name)
-        return where if to is None or where == to else None
-
-    result: str = await wait_for(target, timeout=timeout, message=f"{name} bound to {to}")
-    return result
 
 
 async def _cluster_in(
@@ -93,13 +74,13 @@ def _closed_prometheus(name: str) -> GlobalMetricsProvider:
 
 
 async def test_application_lands_on_highest_score(api: ApiServer, client: ShoalClient) -> None:
-    await _static(client, {"m-a": 0.2, "m-b": 0.9, "m-c": 0.5})
+    await static_metrics(client, {"m-a": 0.2, "m-b": 0.9, "m-c": 0.5})
     for name in ("a", "b", "c"):
         await client.create(cluster(name, metrics={f"m-{name}": 1}))
     await client.create(cluster("plain"))  # no metrics: dropped when others have them
     async with running(api.url):
         await client.create(app("web"))
-        assert await _bound(client, "web") == "b"
+        assert await wait_bound(client, "web") == "b"
         a = await get_app(client, "web")
         assert a.status.scheduling is not None
         assert a.status.scheduling["chosen"] == "b"
@@ -109,30 +90,30 @@ async def test_application_lands_on_highest_score(api: ApiServer, client: ShoalC
 async def test_metric_change_migrates_before_reschedule_after(
     api: ApiServer, client: ShoalClient
 ) -> None:
-    await _static(client, {"m-a": 0.8, "m-b": 0.3})
+    await static_metrics(client, {"m-a": 0.8, "m-b": 0.3})
     await client.create(cluster("a", metrics={"m-a": 1}))
     await client.create(cluster("b", metrics={"m-b": 1}))
     async with running(api.url, fast_config(reschedule_after=60, metrics_refresh=0.1)) as sch:
         await client.create(app("web"))
-        assert await _bound(client, "web") == "a"
+        assert await wait_bound(client, "web") == "a"
         before = (await get_app(client, "web")).status.scheduled
-        await _set_static(client, {"m-a": 0.1, "m-b": 0.9})
+        await set_static(client, {"m-a": 0.1, "m-b": 0.9})
         # Long before reschedule_after (60 s): the metric change alone moves it.
-        assert await _bound(client, "web", to="b", timeout=3) == "b"
+        assert await wait_bound(client, "web", to="b", timeout=3) == "b"
         after = await get_app(client, "web")
         assert after.status.scheduled is not None and after.status.scheduled != before
         assert sch.apps_handler.bound == 2
 
 
 async def test_small_change_does_not_beat_stickiness(api: ApiServer, client: ShoalClient) -> None:
-    await _static(client, {"m-a": 0.5, "m-b": 0.3})
+    await static_metrics(client, {"m-a": 0.5, "m-b": 0.3})
     await client.create(cluster("a", metrics={"m-a": 1}))
     await client.create(cluster("b", metrics={"m-b": 1}))
     async with running(api.url, fast_config(metrics_refresh=0.1)) as sch:
         await client.create(app("web"))
-        assert await _bound(client, "web") == "a"
+        assert await wait_bound(client, "web") == "a"
         # a with stickiness: (0.1·1 + 0.5·1) / 1.1 ≈ 0.545 > 0.52.
-        await _set_static(client, {"m-b": 0.52})
+        await set_static(client, {"m-b": 0.52})
         await wait_for(
             lambda: sch.metrics.lookup("m-b", False, None).value == 0.52,  # type: ignore[union-attr]
             timeout=3,
@@ -142,37 +123,37 @@ async def test_small_change_does_not_beat_stickiness(api: ApiServer, client: Sho
         assert await bound_to(client, "web") == "a"
         assert sch.apps_handler.bound == 1
         # A larger change does.
-        await _set_static(client, {"m-b": 0.6})
-        assert await _bound(client, "web", to="b", timeout=3) == "b"
+        await set_static(client, {"m-b": 0.6})
+        assert await wait_bound(client, "web", to="b", timeout=3) == "b"
 
 
 async def test_min_migration_interval_prevents_flapping(
     api: ApiServer, client: ShoalClient
 ) -> None:
-    await _static(client, {"m-a": 0.9, "m-b": 0.1})
+    await static_metrics(client, {"m-a": 0.9, "m-b": 0.1})
     await client.create(cluster("a", metrics={"m-a": 1}))
     await client.create(cluster("b", metrics={"m-b": 1}))
     config = fast_config(metrics_refresh=0.1, min_migration_interval=2.0)
     async with running(api.url, config) as sch:
         await client.create(app("web"))
-        assert await _bound(client, "web") == "a"
+        assert await wait_bound(client, "web") == "a"
         placed = asyncio.get_running_loop().time()
         first = (await get_app(client, "web")).status.scheduled
         # The metrics flap every 0.2 s for 1.2 s: the application must not follow.
         for i in range(6):
             high, low = ("m-b", "m-a") if i % 2 == 0 else ("m-a", "m-b")
-            await _set_static(client, {high: 0.9, low: 0.1})
+            await set_static(client, {high: 0.9, low: 0.1})
             await asyncio.sleep(0.2)
             if asyncio.get_running_loop().time() - placed < 1.8:
                 assert await bound_to(client, "web") == "a"
         assert sch.apps_handler.bound == 1
         # Settled on b winning: it moves once the interval is over, and only once.
-        await _set_static(client, {"m-a": 0.1, "m-b": 0.9})
-        assert await _bound(client, "web", to="b", timeout=4) == "b"
+        await set_static(client, {"m-a": 0.1, "m-b": 0.9})
+        assert await wait_bound(client, "web", to="b", timeout=4) == "b"
         moved = (await get_app(client, "web")).status.scheduled
         assert first is not None and moved is not None
         assert (moved - first).total_seconds() >= 2.0
-        await _set_static(client, {"m-a": 0.9, "m-b": 0.1})
+        await set_static(client, {"m-a": 0.9, "m-b": 0.1})
         await asyncio.sleep(0.8)
         assert await bound_to(client, "web") == "b"  # just migrated: stays for 2 s
         assert sch.apps_handler.bound == 2
@@ -184,7 +165,7 @@ async def test_min_migration_interval_prevents_flapping(
 async def test_failure_reasons_and_failing_clusters_avoided(
     api: ApiServer, client: ShoalClient
 ) -> None:
-    await _static(client, {"ok": 0.2, "too-big": 5.0})
+    await static_metrics(client, {"ok": 0.2, "too-big": 5.0})
     await client.create(metric("no-provider", provider_name="ghost"))
     await client.create(_closed_prometheus("down"))
     await client.create(metric("remote", provider_name="down"))
@@ -223,7 +204,7 @@ async def test_failure_reasons_and_failing_clusters_avoided(
         for i in range(5):
             await client.create(app(f"web{i}"))
         for i in range(5):
-            assert await _bound(client, f"web{i}") == "healthy"
+            assert await wait_bound(client, f"web{i}") == "healthy"
         # A namespaced provider of the same name fixes the namespaced metric by itself.
         await client.create(
             MetricsProvider(
@@ -234,11 +215,11 @@ async def test_failure_reasons_and_failing_clusters_avoided(
         back = await _cluster_in(client, "ns-scope", ClusterState.ONLINE)
         assert back.status.metrics_reasons == {}
         await client.create(app("later"))
-        assert await _bound(client, "later") == "ns-scope"  # 0.9 > 0.2
+        assert await wait_bound(client, "later") == "ns-scope"  # 0.9 > 0.2
 
 
 async def test_clouds_failing_metrics(api: ApiServer, client: ShoalClient) -> None:
-    await _static(client, {"green": 0.9, "grey": 0.3})
+    await static_metrics(client, {"green": 0.9, "grey": 0.3})
     await client.create(metric("broken", provider_name="ghost"))
     await client.create(
         Metric(
@@ -308,7 +289,7 @@ async def test_provider_status_and_cli(
 ) -> None:
     monkeypatch.setenv("SHOAL_CONFIG", str(tmp_path / "none.yaml"))
     monkeypatch.delenv("SHOAL_API", raising=False)
-    await _static(client, {"ok": 0.5})
+    await static_metrics(client, {"ok": 0.5})
     await client.create(_closed_prometheus("down"))
     await client.create(metric("remote", provider_name="down"))
     await client.create(
@@ -373,7 +354,7 @@ async def test_provider_status_and_cli(
 
 async def test_status_sync_is_idempotent(api: ApiServer, client: ShoalClient) -> None:
     """Direct call: a second sync right after the first writes nothing."""
-    await _static(client, {"ok": 0.5})
+    await static_metrics(client, {"ok": 0.5})
     async with running(api.url, fast_config(metrics_refresh=30)) as sch:
         assert isinstance(sch, Scheduler)
         await sch.metrics.refresh_now()

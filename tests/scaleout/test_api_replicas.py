@@ -12,7 +12,7 @@ import pytest
 from shoal.client.rest import Conflict, ShoalClient
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Application, ApplicationSpec
-from tests.scaleout.procs import ApiProcess
+from shoal.testing.launch import ApiProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(90)]
 

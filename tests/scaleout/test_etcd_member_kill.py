@@ -14,8 +14,8 @@ import pytest
 from shoal.client.rest import ApiError, ShoalClient, Unreachable
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Application, ApplicationSpec
+from shoal.testing.launch import ApiProcess
 from tests.fixtures.etcd import EtcdCluster, EtcdServer
-from tests.scaleout.procs import ApiProcess
 from tests.util import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(120)]

@@ -7,11 +7,8 @@ ends bound exactly once: a watch from revision 0 shows one binding event each.
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 import subprocess
 import time
-from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -19,8 +16,8 @@ import pytest
 from shoal.client.rest import NotFound, ShoalClient
 from shoal.model.coordination import Lease
 from shoal.model.kubernetes import Application
-from tests.scaleout.procs import ApiProcess, spawn_shoal, stop
-from tests.scheduler.helpers import NS, app, cluster
+from shoal.testing.launch import ApiProcess, controller, kill, stop
+from tests.scheduler.helpers import NS, app, binding_history, bound_count, cluster
 from tests.util import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(120)]
@@ -30,13 +27,12 @@ DURATION = 2.0
 
 
 def scheduler(api: str, identity: str, log: Path) -> subprocess.Popen[bytes]:
-    return spawn_shoal(
-        "scheduler",
-        "--api", api,
+    return controller(
+        "scheduler", api,
         "--leader-elect",
         "--lease-duration", str(DURATION),
         "--identity", identity,
-        log=log,
+        log=log, log_level="info",
     )  # fmt: skip
 
 
@@ -46,11 +42,6 @@ async def holder(client: ShoalClient) -> str | None:
     except NotFound:
         return None
     return lease.spec.holder
-
-
-async def bound_count(client: ShoalClient) -> int:
-    apps = (await client.list(Application, NS)).items
-    return sum(1 for a in apps if a.status.scheduled_to is not None)
 
 
 async def test_standby_takes_over_and_binds_each_once(tmp_path: Path) -> None:
@@ -74,8 +65,7 @@ async def test_standby_takes_over_and_binds_each_once(tmp_path: Path) -> None:
 
             burst = asyncio.ensure_future(asyncio.gather(*(create(i) for i in range(APPS))))
             await wait_for(lambda: bound_count(client), timeout=30, interval=0.05, message="binds")
-            os.kill(procs[first].pid, signal.SIGKILL)
-            procs[first].wait()
+            kill(procs[first])
             killed_at = time.monotonic()
             assert not burst.done(), "burst over before the kill: make it bigger"
 
@@ -99,24 +89,9 @@ async def test_standby_takes_over_and_binds_each_once(tmp_path: Path) -> None:
             assert all(a.status.scheduled_to is not None for a in listing.items)
 
             # History: each application goes from unbound to bound exactly once.
-            bindings: Counter[str] = Counter()
-            current: dict[str, str | None] = {}
-
             # The last application write; the store's revision moves on with lease renewals.
             last = max(a.metadata.resource_version or 0 for a in listing.items)
-
-            async def replay() -> None:
-                async for event in client.watch(Application, NS, resource_version=0):
-                    name = event.object.metadata.name
-                    target = event.object.status.scheduled_to
-                    now = target.name if target else None
-                    if event.type == "MODIFIED" and current.get(name) is None and now is not None:
-                        bindings[name] += 1
-                    current[name] = now
-                    if event.revision >= last:
-                        return
-
-            await asyncio.wait_for(replay(), 60)
+            bindings, current = await binding_history(client, last)
             assert len(current) == APPS
             assert set(bindings) == set(current)
             twice = {k: n for k, n in bindings.items() if n != 1}

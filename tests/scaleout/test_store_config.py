@@ -13,7 +13,7 @@ import pytest
 
 from shoal.cli.errors import CliError
 from shoal.cli.run import resolve_store
-from tests.scaleout.procs import ROOT
+from shoal.testing.launch import ROOT
 from tests.util import free_port
 
 

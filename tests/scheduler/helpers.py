@@ -4,19 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
 
 from shoal.client.rest import ShoalClient
 from shoal.model.base import Metadata
-from shoal.model.core import (
-    GlobalMetric,
-    GlobalMetricsProvider,
-    MetricProviderRef,
-    MetricSpec,
-    MetricsProviderSpec,
-    StaticSpec,
-)
+from shoal.model.core import GlobalMetricsProvider
 from shoal.model.infrastructure import (
     Cloud,
     CloudSpec,
@@ -27,27 +21,11 @@ from shoal.model.infrastructure import (
     PasswordProject,
     PasswordUser,
 )
-from shoal.model.kubernetes import (
-    Application,
-    ApplicationSpec,
-    Cluster,
-    ClusterConstraints,
-    ClusterSpec,
-    Constraints,
-    MetricRef,
-)
+from shoal.model.kubernetes import Application, MetricRef
 from shoal.scheduler.config import SchedulerConfig
 from shoal.scheduler.scheduler import Scheduler
-
-NS = "default"
-KUBECONFIG: dict[str, Any] = {
-    "apiVersion": "v1",
-    "kind": "Config",
-    "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:6443"}}],
-    "users": [{"name": "u", "user": {"token": "t"}}],
-    "contexts": [{"name": "ctx", "context": {"cluster": "c", "user": "u"}}],
-    "current-context": "ctx",
-}
+from shoal.testing.fleet import KUBECONFIG, NS, app, cluster, metric, provider  # noqa: F401
+from tests.util import wait_for
 
 
 def fast_config(**overrides: Any) -> SchedulerConfig:
@@ -59,59 +37,6 @@ def fast_config(**overrides: Any) -> SchedulerConfig:
     }
     data.update(overrides)
     return SchedulerConfig.model_validate(data)
-
-
-def provider(name: str, metrics: dict[str, float]) -> GlobalMetricsProvider:
-    return GlobalMetricsProvider(
-        metadata=Metadata(name=name),
-        spec=MetricsProviderSpec(type="static", static=StaticSpec(metrics=metrics)),
-    )
-
-
-def metric(name: str, provider_name: str = "static", lo: float = 0, hi: float = 1) -> GlobalMetric:
-    return GlobalMetric(
-        metadata=Metadata(name=name),
-        spec=MetricSpec(
-            min=lo, max=hi, provider=MetricProviderRef(name=provider_name, metric=name)
-        ),
-    )
-
-
-def cluster(
-    name: str,
-    labels: dict[str, str] | None = None,
-    metrics: dict[str, float] | None = None,
-    crds: list[str] | None = None,
-    kubeconfig: bool = True,
-) -> Cluster:
-    return Cluster(
-        metadata=Metadata(name=name, namespace=NS, labels=labels or {}),
-        spec=ClusterSpec(
-            kubeconfig=KUBECONFIG if kubeconfig else None,
-            metrics=[MetricRef(name=m, weight=w) for m, w in (metrics or {}).items()],
-            custom_resources=crds or [],
-        ),
-    )
-
-
-def app(
-    name: str,
-    labels: list[str] | None = None,
-    metrics: list[str] | None = None,
-    crds: list[str] | None = None,
-    migration: bool = True,
-) -> Application:
-    return Application(
-        metadata=Metadata(name=name, namespace=NS),
-        spec=ApplicationSpec(
-            constraints=Constraints(
-                migration=migration,
-                cluster=ClusterConstraints(
-                    labels=labels or [], metrics=metrics or [], custom_resources=crds or []
-                ),
-            )
-        ),
-    )
 
 
 def openstack(metrics: dict[str, float] | None = None) -> CloudSpec:
@@ -162,3 +87,62 @@ async def bound_to(client: ShoalClient, name: str) -> str | None:
 
 async def settle(seconds: float = 0.3) -> None:
     await asyncio.sleep(seconds)
+
+
+async def bound_count(client: ShoalClient) -> int:
+    apps = (await client.list(Application, NS)).items
+    return sum(1 for a in apps if a.status.scheduled_to is not None)
+
+
+async def binding_history(
+    client: ShoalClient, until: int, timeout: float = 60
+) -> tuple[Counter[str], dict[str, str | None]]:
+    """Replay the applications' history from revision 0 to ``until``.
+
+    Returns how often each application went from unbound to bound (MODIFIED
+    with ``scheduled_to`` newly set), and where each one ended.
+    """
+    bindings: Counter[str] = Counter()
+    current: dict[str, str | None] = {}
+
+    async def replay() -> None:
+        async for event in client.watch(Application, NS, resource_version=0):
+            name = event.object.metadata.name
+            target = event.object.status.scheduled_to
+            now = target.name if target else None
+            if event.type == "MODIFIED" and current.get(name) is None and now is not None:
+                bindings[name] += 1
+            current[name] = now
+            if event.revision >= until:
+                return
+
+    await asyncio.wait_for(replay(), timeout)
+    return bindings, current
+
+
+async def static_metrics(client: ShoalClient, values: dict[str, float], hi: float = 1.0) -> None:
+    """A static provider ``static`` serving ``values``, and one GlobalMetric per value."""
+    await client.create(provider("static", values))
+    for name in values:
+        await client.create(metric(name, hi=hi))
+
+
+async def set_static(client: ShoalClient, values: dict[str, float], name: str = "static") -> None:
+    """Change some values of the static provider ``name``."""
+    prov = await client.get(GlobalMetricsProvider, name)
+    assert prov.spec.static is not None
+    prov.spec.static.metrics.update(values)
+    await client.update(prov)
+
+
+async def wait_bound(
+    client: ShoalClient, name: str, to: str | None = None, timeout: float = 5.0
+) -> str:
+    """Until application ``name`` is bound (to ``to``, when given); where it is bound."""
+
+    async def target() -> str | None:
+        where = await bound_to(client, name)
+        return where if to is None or where == to else None
+
+    result: str = await wait_for(target, timeout=timeout, message=f"{name} bound to {to}")
+    return result

@@ -9,7 +9,6 @@ import pytest
 from shoal.api.server import ApiServer
 from shoal.client.rest import ShoalClient
 from shoal.model.base import ReasonCode
-from shoal.model.core import GlobalMetricsProvider
 from shoal.model.kubernetes import Application, ApplicationState, Cluster, ClusterState
 from tests.scheduler.helpers import (
     NS,
@@ -23,32 +22,11 @@ from tests.scheduler.helpers import (
     metric,
     provider,
     running,
+    set_static,
+    static_metrics,
+    wait_bound,
 )
 from tests.util import wait_for
-
-
-async def _static(client: ShoalClient, values: dict[str, float], hi: float = 1.0) -> None:
-    await client.create(provider("static", values))
-    for name in values:
-        await client.create(metric(name, hi=hi))
-
-
-async def _bound(client: ShoalClient, name: str, timeout: float = 5.0) -> str:
-    async def target() -> str | None:
-        return await bound_to(client, name)
-
-    result: str = await wait_for(target, timeout=timeout, message=f"{name} bound")
-    return result
-
-
-async def _set_static(client: ShoalClient, values: dict[str, float]) -> None:
-    prov = await client.get(GlobalMetricsProvider, "static")
-    assert prov.spec.static is not None
-    prov.spec.static.metrics.update(values)
-    await client.update(prov)
-
-
-# --- filtering -------------------------------------------------------------------------
 
 
 async def test_label_constraints(api: ApiServer, client: ShoalClient) -> None:
@@ -59,10 +37,10 @@ async def test_label_constraints(api: ApiServer, client: ShoalClient) -> None:
         await client.create(app("de", labels=["location is DE", "tier in (gold, silver)"]))
         await client.create(app("not-de", labels=["location != DE"]))
         await client.create(app("not-in", labels=["location not in (DE)"]))
-        assert await _bound(client, "de") == "c-de"
+        assert await wait_bound(client, "de") == "c-de"
         # A cluster lacking the label matches no constraint on it, negative ones included.
-        assert await _bound(client, "not-de") == "c-fr"
-        assert await _bound(client, "not-in") == "c-fr"
+        assert await wait_bound(client, "not-de") == "c-fr"
+        assert await wait_bound(client, "not-in") == "c-fr"
         await client.create(app("nowhere", labels=["zone is a"]))
 
         async def pending() -> bool:
@@ -88,8 +66,8 @@ async def test_metric_constraint_uses_raw_value(api: ApiServer, client: ShoalCli
     async with running(api.url):
         await client.create(app("big", metrics=["m7 > 5"]))
         await client.create(app("small", metrics=["m3 <= 3"]))
-        assert await _bound(client, "big") == "seven"
-        assert await _bound(client, "small") == "three"
+        assert await wait_bound(client, "big") == "seven"
+        assert await wait_bound(client, "small") == "three"
 
 
 async def test_custom_resource_constraint(api: ApiServer, client: ShoalClient) -> None:
@@ -99,14 +77,14 @@ async def test_custom_resource_constraint(api: ApiServer, client: ShoalClient) -
         for i in range(5):
             await client.create(app(f"a{i}", crds=["certificates.cert-manager.io"]))
         for i in range(5):
-            assert await _bound(client, f"a{i}") == "crd"
+            assert await wait_bound(client, f"a{i}") == "crd"
 
 
 # --- ranking ---------------------------------------------------------------------------
 
 
 async def test_clusters_with_metrics_preferred(api: ApiServer, client: ShoalClient) -> None:
-    await _static(client, {"low": 0.01})
+    await static_metrics(client, {"low": 0.01})
     for i in range(3):
         await client.create(cluster(f"bare{i}"))
     await client.create(cluster("metered", metrics={"low": 1}))
@@ -114,7 +92,7 @@ async def test_clusters_with_metrics_preferred(api: ApiServer, client: ShoalClie
         for i in range(5):
             await client.create(app(f"a{i}"))
         for i in range(5):
-            assert await _bound(client, f"a{i}") == "metered"
+            assert await wait_bound(client, f"a{i}") == "metered"
         a = await get_app(client, "a0")
         assert a.status.scheduling is not None
         assert "3 without metrics" in a.status.scheduling["summary"]
@@ -122,11 +100,11 @@ async def test_clusters_with_metrics_preferred(api: ApiServer, client: ShoalClie
 
 async def test_score_formula_with_stickiness(api: ApiServer, client: ShoalClient) -> None:
     """Current cluster (0.1·1 + 0.5·1)/(0.1 + 1) ≈ 0.545 loses to another at 0.6."""
-    await _static(client, {"m-a": 0.5, "m-b": 0.6})
+    await static_metrics(client, {"m-a": 0.5, "m-b": 0.6})
     await client.create(cluster("a", metrics={"m-a": 1}))
     async with running(api.url, fast_config(reschedule_after=0.3)):
         await client.create(app("web"))
-        assert await _bound(client, "web") == "a"
+        assert await wait_bound(client, "web") == "a"
         first = await get_app(client, "web")
         await client.create(cluster("b", metrics={"m-b": 1}))
 
@@ -152,11 +130,11 @@ async def test_score_formula_with_stickiness(api: ApiServer, client: ShoalClient
 
 async def test_stickiness_keeps_small_changes(api: ApiServer, client: ShoalClient) -> None:
     """0.54 < (0.1 + 0.5)/1.1: the application stays, and nothing is written."""
-    await _static(client, {"m-a": 0.5, "m-b": 0.54})
+    await static_metrics(client, {"m-a": 0.5, "m-b": 0.54})
     await client.create(cluster("a", metrics={"m-a": 1}))
     async with running(api.url, fast_config(reschedule_after=0.2)) as sch:
         await client.create(app("web"))
-        assert await _bound(client, "web") == "a"
+        assert await wait_bound(client, "web") == "a"
         before = await get_app(client, "web")
         await client.create(cluster("b", metrics={"m-b": 1}))
         passes = sch.passes
@@ -169,15 +147,15 @@ async def test_stickiness_keeps_small_changes(api: ApiServer, client: ShoalClien
 async def test_periodic_rescheduling_migrates_despite_status_writes(
     api: ApiServer, client: ShoalClient
 ) -> None:
-    await _static(client, {"m-a": 0.8, "m-b": 0.2})
+    await static_metrics(client, {"m-a": 0.8, "m-b": 0.2})
     await client.create(cluster("a", metrics={"m-a": 1}))
     await client.create(cluster("b", metrics={"m-b": 1}))
     async with running(api.url, fast_config(reschedule_after=1.0, metrics_refresh=0.1)):
         await client.create(app("web"))
-        assert await _bound(client, "web") == "a"
+        assert await wait_bound(client, "web") == "a"
         # A better cluster appears; only the periodic pass can move the app there (a new
         # cluster wakes waiting applications only, and its metric value is known already).
-        await _set_static(client, {"m-c": 0.95})
+        await set_static(client, {"m-c": 0.95})
         await client.create(metric("m-c"))
         await asyncio.sleep(0.4)
         await client.create(cluster("c", metrics={"m-c": 1}))
@@ -208,7 +186,7 @@ async def test_periodic_rescheduling_migrates_despite_status_writes(
             await task
 
         # Metric values change: the cache notices within metrics_refresh and b now wins.
-        await _set_static(client, {"m-a": 0.1, "m-c": 0.1, "m-b": 0.9})
+        await set_static(client, {"m-a": 0.1, "m-c": 0.1, "m-b": 0.9})
 
         async def to_b() -> bool:
             return await bound_to(client, "web") == "b"
@@ -220,7 +198,7 @@ async def test_spec_update_rebinds_on_same_cluster(api: ApiServer, client: Shoal
     await client.create(cluster("only", labels={"location": "DE"}))
     async with running(api.url):
         await client.create(app("web"))
-        await _bound(client, "web")
+        await wait_bound(client, "web")
         first = await get_app(client, "web")
         assert first.status.kube_controller_triggered is not None
         assert first.metadata.modified is not None
@@ -242,15 +220,15 @@ async def test_spec_update_rebinds_on_same_cluster(api: ApiServer, client: Shoal
 
 
 async def test_migration_false_pins(api: ApiServer, client: ShoalClient) -> None:
-    await _static(client, {"m-a": 0.3, "m-b": 0.1})
+    await static_metrics(client, {"m-a": 0.3, "m-b": 0.1})
     await client.create(cluster("a", metrics={"m-a": 1}))
     await client.create(cluster("b", metrics={"m-b": 1}))
     async with running(api.url, fast_config(reschedule_after=0.2, metrics_refresh=0.1)) as sch:
         await client.create(app("pinned", migration=False))
         await client.create(app("free"))
-        assert await _bound(client, "pinned") == "a"
-        assert await _bound(client, "free") == "a"
-        await _set_static(client, {"m-a": 0.1, "m-b": 0.9})
+        assert await wait_bound(client, "pinned") == "a"
+        assert await wait_bound(client, "free") == "a"
+        await set_static(client, {"m-a": 0.1, "m-b": 0.9})
 
         async def free_moved() -> bool:
             return await bound_to(client, "free") == "b"
@@ -263,12 +241,12 @@ async def test_migration_false_pins(api: ApiServer, client: ShoalClient) -> None
 
 @pytest.mark.parametrize("how", ["deleted", "offline"])
 async def test_cluster_lost_app_moves(api: ApiServer, client: ShoalClient, how: str) -> None:
-    await _static(client, {"m-a": 0.9, "m-b": 0.1})
+    await static_metrics(client, {"m-a": 0.9, "m-b": 0.1})
     await client.create(cluster("a", metrics={"m-a": 1}))
     await client.create(cluster("b", metrics={"m-b": 1}))
     async with running(api.url):
         await client.create(app("web"))
-        assert await _bound(client, "web") == "a"
+        assert await wait_bound(client, "web") == "a"
         if how == "deleted":
             await client.delete(Cluster, "a", NS)
         else:
@@ -311,7 +289,7 @@ async def test_retry_workflow_then_cluster_appears(api: ApiServer, client: Shoal
         await client.create(cluster("c1", labels={"location": "DE"}))
         loop = asyncio.get_running_loop()
         t0 = loop.time()
-        assert await _bound(client, "web", timeout=2) == "c1"
+        assert await wait_bound(client, "web", timeout=2) == "c1"
         assert loop.time() - t0 < 1.0
         a = await get_app(client, "web")
         assert a.status.reason is None
@@ -363,7 +341,7 @@ async def test_constraint_update_resets_retries(
         assert "label location is DE" in (a.status.scheduling or {}).get("summary", "")
         a.spec.constraints.cluster.labels = ["location is FR"]
         await client.update(a)
-        assert await _bound(client, "web", timeout=2) == "c-fr"
+        assert await wait_bound(client, "web", timeout=2) == "c-fr"
         a = await get_app(client, "web")
         assert a.status.reason is None
         assert a.status.state is not ApplicationState.FAILED
@@ -398,7 +376,7 @@ async def test_retries_reset_and_count_again(api: ApiServer, client: ShoalClient
 
 
 async def test_cluster_bound_to_best_cloud(api: ApiServer, client: ShoalClient) -> None:
-    await _static(client, {"green": 0.9, "grey": 0.3, "red": 1.0, "cheap": 0.95})
+    await static_metrics(client, {"green": 0.9, "grey": 0.3, "red": 1.0, "cheap": 0.95})
     await client.create(cloud("ns-de", labels={"location": "DE"}, metrics={"grey": 1}))
     await client.create(global_cloud("g-de", labels={"location": "DE"}, metrics={"green": 1}))
     await client.create(global_cloud("g-fr", labels={"location": "FR"}, metrics={"red": 1}))
@@ -433,7 +411,7 @@ async def test_cluster_bound_to_best_cloud(api: ApiServer, client: ShoalClient) 
 
 
 async def test_failing_metric(api: ApiServer, client: ShoalClient) -> None:
-    await _static(client, {"ok": 0.2})
+    await static_metrics(client, {"ok": 0.2})
     await client.create(metric("ghost", provider_name="missing"))
     await client.create(cluster("healthy", metrics={"ok": 1}))
     await client.create(cluster("sick", metrics={"ghost": 1}))
@@ -448,7 +426,7 @@ async def test_failing_metric(api: ApiServer, client: ShoalClient) -> None:
         assert c.status.metrics_reasons["ghost"].code is ReasonCode.UNKNOWN_METRICS_PROVIDER
         # Ranked as a cluster without metrics: the healthy one (0.2) is preferred.
         await client.create(app("web"))
-        assert await _bound(client, "web") == "healthy"
+        assert await wait_bound(client, "web") == "healthy"
         a = await get_app(client, "web")
         assert a.status.scheduling is not None
         assert "1 without metrics" in a.status.scheduling["summary"]
@@ -462,4 +440,4 @@ async def test_failing_metric(api: ApiServer, client: ShoalClient) -> None:
         c = await wait_for(online, timeout=3, message="ONLINE again")
         assert c.status.metrics_reasons == {}
         await client.create(app("web2"))
-        assert await _bound(client, "web2") == "sick"
+        assert await wait_bound(client, "web2") == "sick"

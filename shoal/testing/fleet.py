@@ -1,0 +1,112 @@
+"""Builders for the resources a scheduling test or bench creates: clusters, applications, metrics.
+
+One definition each, so tests, benches and ``shoal up``'s sample metrics build
+the same objects the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from shoal.client.rest import ShoalClient
+from shoal.model.base import Metadata
+from shoal.model.core import (
+    GlobalMetric,
+    GlobalMetricsProvider,
+    MetricProviderRef,
+    MetricSpec,
+    MetricsProviderSpec,
+    StaticSpec,
+)
+from shoal.model.kubernetes import (
+    Application,
+    ApplicationSpec,
+    Cluster,
+    ClusterConstraints,
+    ClusterSpec,
+    Constraints,
+    MetricRef,
+)
+
+NS = "default"
+# Enough for the scheduler (which never connects); the kube tests use the sim's own.
+KUBECONFIG: dict[str, Any] = {
+    "apiVersion": "v1",
+    "kind": "Config",
+    "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:6443"}}],
+    "users": [{"name": "u", "user": {"token": "t"}}],
+    "contexts": [{"name": "ctx", "context": {"cluster": "c", "user": "u"}}],
+    "current-context": "ctx",
+}
+
+
+def provider(name: str, metrics: dict[str, float]) -> GlobalMetricsProvider:
+    """A static provider serving ``metrics`` (name → value)."""
+    return GlobalMetricsProvider(
+        metadata=Metadata(name=name),
+        spec=MetricsProviderSpec(type="static", static=StaticSpec(metrics=metrics)),
+    )
+
+
+def metric(
+    name: str,
+    provider_name: str = "static",
+    lo: float = 0,
+    hi: float = 1,
+    *,
+    key: str | None = None,
+) -> GlobalMetric:
+    """A GlobalMetric in [lo, hi] read from ``provider_name`` under ``key`` (default: its name)."""
+    return GlobalMetric(
+        metadata=Metadata(name=name),
+        spec=MetricSpec(
+            min=lo, max=hi, provider=MetricProviderRef(name=provider_name, metric=key or name)
+        ),
+    )
+
+
+def cluster(
+    name: str,
+    labels: dict[str, str] | None = None,
+    metrics: dict[str, float] | None = None,
+    crds: list[str] | None = None,
+    kubeconfig: bool = True,
+) -> Cluster:
+    """A cluster in ``NS`` with ``metrics`` (metric name → weight)."""
+    return Cluster(
+        metadata=Metadata(name=name, namespace=NS, labels=labels or {}),
+        spec=ClusterSpec(
+            kubeconfig=KUBECONFIG if kubeconfig else None,
+            metrics=[MetricRef(name=m, weight=w) for m, w in (metrics or {}).items()],
+            custom_resources=crds or [],
+        ),
+    )
+
+
+def app(
+    name: str,
+    labels: list[str] | None = None,
+    metrics: list[str] | None = None,
+    crds: list[str] | None = None,
+    migration: bool = True,
+) -> Application:
+    """An application in ``NS`` with no manifest and the given cluster constraints."""
+    return Application(
+        metadata=Metadata(name=name, namespace=NS),
+        spec=ApplicationSpec(
+            constraints=Constraints(
+                migration=migration,
+                cluster=ClusterConstraints(
+                    labels=labels or [], metrics=metrics or [], custom_resources=crds or []
+                ),
+            )
+        ),
+    )
+
+
+async def scored_clusters(client: ShoalClient, scores: dict[str, float]) -> None:
+    """One cluster per entry whose one metric (``m-NAME``, static) is worth its score."""
+    await client.create(provider("st", scores))
+    for name in scores:
+        await client.create(metric(f"m-{name}", "st", key=name))
+        await client.create(cluster(name, metrics={f"m-{name}": 1}, kubeconfig=False))

@@ -1,0 +1,128 @@
+"""Shoal's processes for tests and benches: started as an operator would, awaited, stopped.
+
+Every process is the ``shoal`` command line (``python -m shoal.cli.main``), so
+the API, the scheduler and the controllers run exactly as ``shoal api``,
+``shoal scheduler`` and ``shoal reschedule-controller`` do in production,
+with no user configuration. Crash tests ``kill`` them (SIGKILL); everything
+else ends with ``stop`` (SIGTERM, SIGKILL if that is not enough).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+
+from shoal.testing.wait import wait_for
+
+ROOT = str(Path(__file__).resolve().parents[2])
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that is free right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def shoal_env(config: str = os.devnull) -> dict[str, str]:
+    """This environment with ``shoal`` importable and only ``config`` as its configuration."""
+    extra = os.environ.get("PYTHONPATH")
+    env = dict(os.environ, PYTHONPATH=ROOT + (os.pathsep + extra if extra else ""))
+    env["SHOAL_CONFIG"] = config
+    env.pop("SHOAL_API", None)
+    env.pop("SHOAL_STORE", None)
+    return env
+
+
+def spawn_shoal(
+    *args: str, log: Path | None = None, cpu: int | None = None
+) -> subprocess.Popen[bytes]:
+    """``shoal ARGS`` in a process of its own.
+
+    Its output goes to ``log`` when given; otherwise stdout is dropped and
+    stderr (warnings, tracebacks) shows. ``cpu`` pins it to one core, so a
+    bench's server and scheduler do not compete for the same one.
+    """
+    out = open(log, "ab") if log is not None else None
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "shoal.cli.main", *args],
+            env=shoal_env(),
+            cwd=ROOT,
+            stdout=out if out is not None else subprocess.DEVNULL,
+            stderr=subprocess.STDOUT if out is not None else None,
+            stdin=subprocess.DEVNULL,
+        )
+    finally:
+        if out is not None:
+            out.close()
+    if cpu is not None and hasattr(os, "sched_setaffinity"):
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(proc.pid, {cpu % (os.cpu_count() or 1)})
+    return proc
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, SIGKILL after a few seconds."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def kill(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL, as a crash would."""
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+
+
+def controller(
+    command: str,
+    api_url: str,
+    *args: str,
+    log: Path | None = None,
+    log_level: str = "warning",
+    cpu: int | None = None,
+) -> subprocess.Popen[bytes]:
+    """``shoal COMMAND --api URL ARGS``: the scheduler or one controller."""
+    return spawn_shoal(command, "--api", api_url, "--log-level", log_level, *args, log=log, cpu=cpu)
+
+
+class ApiProcess:
+    """``shoal api --store URL --port N`` on a free port, in a process of its own."""
+
+    def __init__(self, store: str, *, log: Path | None = None, cpu: int | None = None) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc = spawn_shoal(
+            "api", "--store", store, "--port", str(self.port), "--log-level", "warning",
+            log=log, cpu=cpu,
+        )  # fmt: skip
+
+    async def wait_ready(self, timeout: float = 30.0) -> None:
+        """Until ``/readyz`` answers 200; AssertionError if the process exits first."""
+
+        async def ready() -> bool:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"API exited with {self.proc.returncode}")
+            try:
+                async with httpx.AsyncClient() as http:
+                    return (await http.get(self.url + "/readyz")).status_code == 200
+            except httpx.TransportError:
+                return False
+
+        await wait_for(ready, timeout=timeout, interval=0.1, message=f"API on {self.url}")
+
+    def stop(self) -> None:
+        stop(self.proc)
