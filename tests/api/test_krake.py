@@ -126,3 +126,137 @@ async def test_krake_enum_numbers_are_read_but_names_are_written(http: httpx.Asy
     response = await http.put(f"{base}/web/status", json=obj)
     assert response.status_code == 200, response.text
     assert response.json()["status"]["reason"]["code"] == "RESOURCE_NOT_FOUND"
+
+
+# Krake 1.0.1's own bodies and fields ---------------------------------------------------
+
+APPS = "/kubernetes/namespaces/krake/applications"
+CLUSTERS = "/kubernetes/namespaces/krake/clusters"
+CLUSTER_REF = {"api": "kubernetes", "kind": "Cluster", "namespace": "krake", "name": "c1"}
+CLOUD_REF = {"api": "infrastructure", "kind": "Cloud", "namespace": "krake", "name": "os"}
+
+
+async def _app(http: httpx.AsyncClient, name: str = "web") -> dict[str, Any]:
+    response = await http.post(
+        APPS, json=next(s for s in SAMPLES if s.kind == "Application").body(name, "krake")
+    )
+    assert response.status_code in (200, 201), response.text
+    return dict(response.json())
+
+
+async def _put_status(
+    http: httpx.AsyncClient, obj: dict[str, Any], **status: Any
+) -> httpx.Response:
+    obj["metadata"] = krake_metadata(obj)
+    obj["status"].update(status)
+    return await http.put(f"{APPS}/{obj['metadata']['name']}/status", json=obj)
+
+
+async def test_krake_cluster_binding_body_binds_the_application(http: httpx.AsyncClient) -> None:
+    await _app(http)
+    body = {"api": "kubernetes", "kind": "ClusterBinding", "cluster": CLUSTER_REF}
+    response = await http.put(f"{APPS}/web/binding", json=body)
+    assert response.status_code == 200, response.text
+    status = response.json()["status"]
+    assert status["scheduled_to"] == CLUSTER_REF
+    assert status["scheduled"] is not None and status["kube_controller_triggered"] is not None
+
+
+async def test_application_binding_of_the_wrong_kind_says_which_kind(
+    http: httpx.AsyncClient,
+) -> None:
+    await _app(http)
+    body = {"api": "infrastructure", "kind": "CloudBinding", "cluster": CLUSTER_REF}
+    response = await http.put(f"{APPS}/web/binding", json=body)
+    assert response.status_code == 422
+    assert "ClusterBinding" in response.json()["detail"]
+    assert "kubernetes" in response.json()["detail"]
+
+
+async def test_krake_cloud_binding_body_binds_the_cluster(http: httpx.AsyncClient) -> None:
+    cluster = next(s for s in SAMPLES if s.kind == "Cluster").body("c1", "krake")
+    assert (await http.post(CLUSTERS, json=cluster)).status_code in (200, 201)
+    body = {"api": "infrastructure", "kind": "CloudBinding", "cloud": CLOUD_REF}
+    response = await http.put(f"{CLUSTERS}/c1/binding", json=body)
+    assert response.status_code == 200, response.text
+    assert response.json()["status"]["scheduled_to"] == CLOUD_REF
+    wrong = {"api": "kubernetes", "kind": "ClusterBinding", "cloud": CLOUD_REF}
+    response = await http.put(f"{CLUSTERS}/c1/binding", json=wrong)
+    assert response.status_code == 422
+    assert "CloudBinding" in response.json()["detail"]
+
+
+async def test_krake_defaults_are_sent_instead_of_null(http: httpx.AsyncClient) -> None:
+    app = await _app(http)
+    assert app["spec"]["tosca"] == {}
+    cloud_cluster = {"metadata": {"name": "new"}, "spec": {"tosca": {"tosca_definitions": "x"}}}
+    response = await http.post(CLUSTERS, json=cloud_cluster)
+    assert response.status_code in (200, 201), response.text
+    cluster = response.json()
+    assert cluster["spec"]["kubeconfig"] == {}  # Krake's "no kubeconfig"
+    assert cluster["status"]["last_applied_tosca"] == {}
+    assert cluster["status"]["retries"] == 0
+    # Krake sends the object back as it read it: {} for the kubeconfig stays "none"
+    cluster["metadata"] = krake_metadata(cluster)
+    response = await http.put(f"{CLUSTERS}/new", json=cluster)
+    assert response.status_code == 200, response.text
+    assert response.json()["spec"]["kubeconfig"] == {}
+
+
+async def test_krake_application_status_fields_are_accepted(http: httpx.AsyncClient) -> None:
+    app = await _app(http)
+    krake_status = {
+        "scheduled_retry": "2024-01-01T00:00:00Z",
+        "complete_cert": "CERT",
+        "complete_key": "KEY",
+        "shutdown_cert": "CERT2",
+        "shutdown_key": "KEY2",
+        "shutdown_grace_period": "2024-01-01T00:01:00Z",
+        "retries": None,
+    }
+    response = await _put_status(http, app, **krake_status)
+    assert response.status_code == 200, response.text
+    status = response.json()["status"]
+    assert {k: status[k] for k in krake_status} == krake_status
+    app = response.json()
+    response = await _put_status(http, app, not_a_krake_field=1)
+    assert response.status_code == 422
+    assert "not_a_krake_field" in response.json()["detail"]
+
+
+async def test_krake_complete_and_shutdown_bodies(http: httpx.AsyncClient) -> None:
+    for name, sub, kind in (("done", "complete", "Complete"), ("down", "shutdown", "Shutdown")):
+        app = await _app(http, name)
+        response = await _put_status(http, app, **{f"{sub}_token": "secret"})
+        assert response.status_code == 200, response.text
+        body = {"api": "kubernetes", "kind": kind, "token": "wrong"}
+        response = await http.put(f"{APPS}/{name}/{sub}", json=body)
+        assert response.status_code == 401, (sub, response.text)
+        body["token"] = "secret"
+        response = await http.put(f"{APPS}/{name}/{sub}", json=body)
+        assert response.status_code == 200, (sub, response.text)
+        assert response.json()["metadata"]["deleted"] is not None
+        other = "Shutdown" if kind == "Complete" else "Complete"
+        response = await http.put(f"{APPS}/{name}/{sub}", json={**body, "kind": other})
+        assert response.status_code == 422 and kind in response.json()["detail"]
+
+
+async def test_krake_retry_of_an_application_that_did_not_fail(http: httpx.AsyncClient) -> None:
+    await _app(http)
+    response = await http.put(f"{APPS}/web/retry")
+    assert response.status_code == 400  # as Krake: nothing to retry
+    assert response.headers["content-type"].startswith("application/problem+json")
+
+
+async def test_krake_cloud_and_role_fields(http: httpx.AsyncClient) -> None:
+    cloud = next(s for s in SAMPLES if s.kind == "Cloud").body("os", "krake")
+    password = cloud["spec"]["openstack"]["auth"]["password"]
+    password["user"]["comment"] = None  # Krake's UserReference and ProjectReference
+    password["project"]["comment"] = "team a"
+    response = await http.post("/infrastructure/namespaces/krake/clouds", json=cloud)
+    assert response.status_code in (200, 201), response.text
+    rule = {"api": "kubernetes", "resources": ["applications"], "namespaces": [""],
+            "verbs": ["list_all"]}  # fmt: skip
+    role = {"metadata": {"name": "reader"}, "rules": [rule]}
+    response = await http.post("/core/roles", json=role)
+    assert response.status_code in (200, 201), response.text
