@@ -14,6 +14,7 @@ import contextlib
 import logging
 import os
 import signal
+import socket
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,10 +27,23 @@ import yaml
 from shoal.agent.agent import Agent
 from shoal.agent.app import create_app
 from shoal.agent.config import AgentConfig
-from shoal.api.server import bind_socket
 
 Obj = dict[str, Any]
 DEFAULT_PORT = 8090
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A listening socket; proto=IPPROTO_TCP, so asyncio sets TCP_NODELAY on accepted ones.
+
+    Not ``shoal.api.server.bind_socket``: importing that module loads the whole API app.
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(1024)
+    sock.setblocking(False)
+    return sock
 
 
 class _Server(uvicorn.Server):
@@ -66,7 +80,7 @@ async def start_agent(
 ) -> AgentServer:
     """Connect to the member cluster, fill the cache, and serve on ``host:port`` (0: any)."""
     agent = await Agent.open(kubeconfig, config or AgentConfig())
-    sock = bind_socket(host, port)
+    sock = listen(host, port)
     server = _Server(uvicorn.Config(create_app(agent), log_level="warning", access_log=False,
                                     lifespan="off", timeout_graceful_shutdown=1))
     task = asyncio.create_task(server.serve(sockets=[sock]))

@@ -75,9 +75,9 @@ async def http(agent: AgentServer) -> AsyncIterator[httpx.AsyncClient]:
         yield client
 
 
-async def member_pods(sim: SimServer) -> list[Obj]:
+async def member_pods(sim: SimServer, cluster: str = CLUSTER) -> list[Obj]:
     """The member cluster's own pod list, through its Kubernetes API."""
-    url = f"{sim.url}/clusters/{CLUSTER}/api/v1/namespaces/default/pods"
+    url = f"{sim.url}/clusters/{cluster}/api/v1/namespaces/default/pods"
     async with httpx.AsyncClient(timeout=10) as client:
         response = await client.get(url)
     response.raise_for_status()

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import math
+from collections.abc import Callable
 
 import httpx
 import pytest
 
+from shoal.agent.cache import NodeInfo
 from shoal.agent.server import AgentServer
 from shoal.sim.server import SimServer
 from tests.agent.conftest import NODES, AgentFactory, patch_node, pod
@@ -27,9 +29,9 @@ async def sample(http: httpx.AsyncClient, strategy: str, body: dict, bp: int = A
     return dict(response.json())
 
 
-async def settle(agent: AgentServer, node: str, check: object) -> None:
+async def settle(agent: AgentServer, node: str, check: Callable[[NodeInfo], object]) -> None:
     """Wait until the node change reached the agent's cache through its watch."""
-    await wait_for(lambda: check(agent.agent.cache.nodes[node]), message=f"{node} in cache")  # type: ignore[operator]
+    await wait_for(lambda: check(agent.agent.cache.nodes[node]), message=f"{node} in cache")
 
 
 @pytest.mark.parametrize("strategy", ["random", "round-robin"])
