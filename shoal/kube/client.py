@@ -21,6 +21,7 @@ from kubernetes_asyncio import config as kube_config
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from shoal.client.informer import cache_key
 from shoal.model.kubernetes import Cluster
 
 log = logging.getLogger(__name__)
@@ -250,7 +251,7 @@ class KubeClients:
     async def get(self, cluster: Cluster) -> KubeCluster:
         if cluster.spec.kubeconfig is None:
             raise KubeUnreachable(f"cluster {cluster.metadata.name} has no kubeconfig")
-        key = (cluster.metadata.namespace, cluster.metadata.name)
+        key = cache_key(cluster)
         fingerprint = orjson.dumps(cluster.spec.kubeconfig, option=orjson.OPT_SORT_KEYS)
         current = self._clusters.get(key)
         if current is not None and current.fingerprint == fingerprint:

@@ -20,20 +20,29 @@ import logging
 from datetime import datetime
 from typing import Any
 
-from shoal.client.informer import Informer
+from shoal.client.informer import Informer, cache_key
 from shoal.client.rest import ApiError, Conflict, NotFound, ShoalClient, Unreachable
 from shoal.controllers.base import Controller
 from shoal.controllers.queue import WorkQueue
 from shoal.kube.client import KubeApiError, KubeClients, KubeCluster, KubeUnreachable
+from shoal.kube.objects import (
+    Obj,
+    cleanup_ref,
+    combined_health,
+    ident,
+    merge_cleanup,
+    project,
+    ref_key,
+    stub,
+)
 from shoal.kube.watch import ClusterWatches, Entry
 from shoal.model.base import Reason, ReasonCode, ResourceRef
-from shoal.model.kubernetes import Application, ApplicationState, Cluster, ContainerHealth
+from shoal.model.kubernetes import Application, ApplicationState, Cluster
 
 log = logging.getLogger(__name__)
 
 FINALIZER = "shoal.kube/resources"
 AppKey = tuple[str | None, str]
-Obj = dict[str, Any]
 
 MAX_BACKOFF = 60.0
 
@@ -46,129 +55,11 @@ class KubeFailure(Exception):
         super().__init__(message)
 
 
-def _key(obj: Application | Cluster) -> AppKey:
-    return (obj.metadata.namespace, obj.metadata.name)
-
-
-def _ref_key(ref: ResourceRef) -> AppKey:
-    return (ref.namespace, ref.name)
-
-
 def triggered(app: Application) -> bool:
     """The scheduler saw the latest spec (seed 004's kube_controller_triggered handshake)."""
     when = app.status.kube_controller_triggered
     modified = app.metadata.modified
     return when is not None and (modified is None or when >= modified)
-
-
-def workload_health(obj: Obj) -> tuple[bool, ContainerHealth]:
-    """Whether a live object is ready, and the pods it accounts for."""
-    kind = obj.get("kind")
-    spec: Obj = obj.get("spec") or {}
-    status: Obj = obj.get("status") or {}
-    generation = (obj.get("metadata") or {}).get("generation")
-    observed = status.get("observedGeneration")
-    current = generation is None or observed is None or observed >= generation
-    if kind in ("Deployment", "StatefulSet", "ReplicaSet"):
-        desired = int(spec.get("replicas", 1))
-        ready = int(status.get("readyReplicas") or 0)
-        updated = int(status.get("updatedReplicas", ready) or 0)
-        ok = current and ready >= desired and updated >= desired
-        if kind == "Deployment":
-            ok = ok and int(status.get("replicas") or 0) <= desired  # old pods gone
-        return ok, ContainerHealth(desired_pods=desired, running_pods=ready)
-    if kind == "DaemonSet":
-        desired = int(status.get("desiredNumberScheduled") or 0)
-        ready = int(status.get("numberReady") or 0)
-        return current and ready >= desired, ContainerHealth(
-            desired_pods=desired, running_pods=ready
-        )
-    if kind == "Job":
-        desired = int(spec.get("completions") or 1)
-        return True, ContainerHealth(
-            desired_pods=desired,
-            running_pods=int(status.get("active") or 0),
-            completed_pods=int(status.get("succeeded") or 0),
-            failed_pods=int(status.get("failed") or 0),
-        )
-    if kind == "Pod":
-        phase = status.get("phase")
-        return phase == "Running", ContainerHealth(
-            desired_pods=1,
-            running_pods=int(phase == "Running"),
-            completed_pods=int(phase == "Succeeded"),
-            failed_pods=int(phase == "Failed"),
-        )
-    return True, ContainerHealth()
-
-
-def _ident(obj: Obj) -> tuple[str, str, str | None, str]:
-    meta = obj.get("metadata") or {}
-    return (obj["apiVersion"], obj["kind"], meta.get("namespace"), meta["name"])
-
-
-def project(desired: Any, live: Any) -> Any:
-    """The part of ``live`` that ``desired`` sets (keys of desired dicts, lists item by item).
-
-    Compared with the projection right after our apply, it tells a change by
-    someone else from the server's defaults and normalisations.
-    """
-    if isinstance(desired, dict):
-        if not isinstance(live, dict):
-            return live
-        return {k: project(v, live.get(k)) for k, v in desired.items()}
-    if isinstance(desired, list) and isinstance(live, list) and len(desired) == len(live):
-        return [project(d, v) for d, v in zip(desired, live, strict=True)]
-    return live
-
-
-def _stub(obj: Obj) -> Obj:
-    """Enough of a manifest object to find and delete it."""
-    meta: Obj = {"name": obj["metadata"]["name"]}
-    if obj["metadata"].get("namespace"):
-        meta["namespace"] = obj["metadata"]["namespace"]
-    return {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "metadata": meta}
-
-
-def _health(lives: list[Obj | None]) -> tuple[bool, ContainerHealth]:
-    """Whether every live object is there and ready, and the pods they account for."""
-    total = ContainerHealth()
-    all_ready = True
-    for live in lives:
-        if live is None:
-            all_ready = False
-            continue
-        ready, health = workload_health(live)
-        all_ready = all_ready and ready
-        total.desired_pods += health.desired_pods
-        total.running_pods += health.running_pods
-        total.completed_pods += health.completed_pods
-        total.failed_pods += health.failed_pods
-    return all_ready, total
-
-
-def _cleanup_ref(entry: Obj) -> ResourceRef | None:
-    try:
-        return ResourceRef.model_validate(entry.get("cluster"))
-    except ValueError:
-        return None
-
-
-def _merge_cleanup(cleanups: list[Obj], entry: Obj) -> list[Obj]:
-    """Add a left-behind copy; one entry per cluster."""
-    out: list[Obj] = []
-    merged = False
-    for old in cleanups:
-        if old.get("cluster") == entry["cluster"]:
-            objects = list(old.get("objects") or [])
-            objects += [o for o in entry["objects"] if o not in objects]
-            out.append({"cluster": entry["cluster"], "objects": objects})
-            merged = True
-        else:
-            out.append(old)
-    if not merged:
-        out.append(entry)
-    return out
 
 
 class KubeController(Controller):
@@ -250,9 +141,9 @@ class KubeController(Controller):
         self.queue.add(key)
 
     def _app_event(self, app: Application) -> None:
-        self.queue.add(_key(app))
+        self.queue.add(cache_key(app))
         if self.watches is not None:
-            self.watches.set_app(_key(app), self._watch_entries(app))
+            self.watches.set_app(cache_key(app), self._watch_entries(app))
 
     @staticmethod
     def _watch_entries(app: Application) -> set[Entry]:
@@ -264,10 +155,10 @@ class KubeController(Controller):
                 continue
             for obj in (*app.spec.manifest, *app.status.last_applied_manifest):
                 try:
-                    api_version, kind, ns, name = _ident(obj)
+                    api_version, kind, ns, name = ident(obj)
                 except (KeyError, TypeError):
                     continue
-                entries.add((_ref_key(ref), (api_version, kind, ns or namespace, name)))
+                entries.add((ref_key(ref), (api_version, kind, ns or namespace, name)))
         return entries
 
     async def _watch_client(self, key: AppKey) -> KubeCluster | None:
@@ -280,7 +171,7 @@ class KubeController(Controller):
             return None
 
     def _app_deleted(self, app: Application) -> None:
-        key = _key(app)
+        key = cache_key(app)
         self.failures.pop(key, None)
         self.applied.pop(key, None)
         self.baseline.pop(key, None)
@@ -291,19 +182,19 @@ class KubeController(Controller):
     def _cluster_event(self, cluster: Cluster) -> None:
         # Applications waiting on this cluster (e.g. it came back) get another look,
         # and so do copies left behind there.
-        key = _key(cluster)
+        key = cache_key(cluster)
         for tried in [t for t in self._cleanup_tried if t[1] == key]:
             del self._cleanup_tried[tried]
         for app in self.app_informer.items():
             refs = [app.status.scheduled_to, app.status.running_on]
-            refs += [_cleanup_ref(entry) for entry in app.status.pending_cleanups]
-            if any(ref is not None and _ref_key(ref) == key for ref in refs):
-                self.queue.add(_key(app))
+            refs += [cleanup_ref(entry) for entry in app.status.pending_cleanups]
+            if any(ref is not None and ref_key(ref) == key for ref in refs):
+                self.queue.add(cache_key(app))
         if key in self.orphans and key not in self._orphan_tasks:
             self._orphan_tasks[key] = asyncio.create_task(self._remove_orphans(cluster))
 
     async def _cluster_deleted(self, cluster: Cluster) -> None:
-        await self.kube.forget(*_key(cluster))
+        await self.kube.forget(*cache_key(cluster))
         self._cluster_event(cluster)
 
     async def _worker(self) -> None:
@@ -331,7 +222,7 @@ class KubeController(Controller):
             return False
         if triggered(app):
             return True
-        own = self.own_modified.get(_key(app))
+        own = self.own_modified.get(cache_key(app))
         return own is not None and own == app.metadata.modified
 
     async def reconcile(self, key: AppKey) -> None:
@@ -368,7 +259,7 @@ class KubeController(Controller):
 
     def _recheck(self, key: AppKey, target: ResourceRef) -> float:
         """Seconds until readiness is read again: events come from the watch when it is up."""
-        if self.watches is not None and self.watches.watched(key, _ref_key(target)):
+        if self.watches is not None and self.watches.watched(key, ref_key(target)):
             return max(self.poll_interval, self.fallback)
         return self.poll_interval
 
@@ -376,11 +267,11 @@ class KubeController(Controller):
         """Someone else deleted ``obj`` or changed a field we applied."""
         if live is None:
             return True
-        base = self.baseline.get(key, {}).get(_ident(obj))
+        base = self.baseline.get(key, {}).get(ident(obj))
         return base is not None and project(obj, live) != base
 
     async def _deploy(self, app: Application) -> None:
-        key = _key(app)
+        key = cache_key(app)
         target = app.status.scheduled_to
         assert target is not None
         if FINALIZER not in app.metadata.finalizers:
@@ -402,11 +293,11 @@ class KubeController(Controller):
         kube = await self._kube(target, code)
 
         lives: list[Obj | None] | None = None
-        apply = self.applied.get(key) != (_ref_key(target), manifest)
+        apply = self.applied.get(key) != (ref_key(target), manifest)
         if not apply:
             lives = await self._read(kube, manifest, namespace)
             drifted = [
-                _ident(obj)[1:]
+                ident(obj)[1:]
                 for obj, live in zip(manifest, lives, strict=True)
                 if self._drifted(key, obj, live)
             ]
@@ -426,11 +317,11 @@ class KubeController(Controller):
                 app = await self.client.update_status(app)
                 status = app.status
             await self._apply(kube, app, code)
-            self.applied[key] = (_ref_key(target), manifest)
+            self.applied[key] = (ref_key(target), manifest)
             lives = await self._read(kube, manifest, namespace)
         assert lives is not None
 
-        ready, health = _health(lives)
+        ready, health = combined_health(lives)
         if not ready:
             changed = status.container_health != health or status.reason is not None
             if phase is not ApplicationState.RUNNING and status.state is not phase:
@@ -447,7 +338,7 @@ class KubeController(Controller):
         if migrating and status.running_on is not None:
             left = await self._remove_from_old(app, status.running_on)
             if left is not None:
-                cleanups = _merge_cleanup(cleanups, left)
+                cleanups = merge_cleanup(cleanups, left)
         new_state = ApplicationState.RUNNING
         wanted = (new_state, target, manifest, health, None, cleanups)
         current = (
@@ -484,19 +375,19 @@ class KubeController(Controller):
                 await kube.ensure_namespace(ns)
             for obj in manifest:
                 result = await kube.apply(obj, namespace)
-                baseline[_ident(obj)] = project(obj, result)
+                baseline[ident(obj)] = project(obj, result)
             # prune what an earlier version of the manifest had and this one has not
             if app.status.running_on == app.status.scheduled_to:
-                keep = {_ident(obj) for obj in manifest}
+                keep = {ident(obj) for obj in manifest}
                 for obj in app.status.last_applied_manifest:
-                    if _ident(obj) not in keep:
+                    if ident(obj) not in keep:
                         await kube.delete(obj, namespace)
         except KubeUnreachable as error:
             raise KubeFailure(ReasonCode.CLUSTER_NOT_REACHABLE, str(error)) from error
         except KubeApiError as error:
             raise KubeFailure(code, str(error)) from error
         finally:
-            self.baseline[_key(app)] = baseline
+            self.baseline[cache_key(app)] = baseline
 
     async def _read(
         self, kube: KubeCluster, manifest: list[Obj], namespace: str
@@ -533,34 +424,34 @@ class KubeController(Controller):
             )
             return {
                 "cluster": old.model_dump(mode="json"),
-                "objects": [_stub(obj) for obj in objects],
+                "objects": [stub(obj) for obj in objects],
             }
         return None
 
     async def _cleanup(self, app: Application) -> Application:
         """Retry removing copies left on clusters that did not answer during a migration."""
-        key = _key(app)
+        key = cache_key(app)
         namespace = app.metadata.namespace or "default"
         keep: list[Obj] = []
         now = asyncio.get_running_loop().time()
         for entry in app.status.pending_cleanups:
-            ref = _cleanup_ref(entry)
+            ref = cleanup_ref(entry)
             cluster = self._cluster(ref)
             if ref is None or cluster is None or cluster.spec.kubeconfig is None:
                 continue  # the cluster is gone from Shoal
             objects: list[Obj] = list(entry.get("objects") or [])
             if ref == app.status.scheduled_to:
                 # back where it was: only what the manifest no longer has is stale
-                current = {_ident(obj) for obj in app.spec.manifest}
-                objects = [obj for obj in objects if _ident(obj) not in current]
+                current = {ident(obj) for obj in app.spec.manifest}
+                objects = [obj for obj in objects if ident(obj) not in current]
                 if not objects:
                     continue
-            tried = self._cleanup_tried.get((key, _ref_key(ref)))
+            tried = self._cleanup_tried.get((key, ref_key(ref)))
             if tried is not None and now - tried < self.cleanup_retry:
                 keep.append(entry)
                 self.queue.add_after(key, self.cleanup_retry - (now - tried))
                 continue
-            self._cleanup_tried[(key, _ref_key(ref))] = now
+            self._cleanup_tried[(key, ref_key(ref))] = now
             try:
                 kube = await self.kube.get(cluster)
                 for obj in objects:
@@ -576,7 +467,7 @@ class KubeController(Controller):
                 keep.append(entry)
                 self.queue.add_after(key, self.cleanup_retry)
                 continue
-            self._cleanup_tried.pop((key, _ref_key(ref)), None)
+            self._cleanup_tried.pop((key, ref_key(ref)), None)
             log.info(
                 "application %s/%s: old copy on %s removed", namespace, app.metadata.name, ref.name
             )
@@ -587,7 +478,7 @@ class KubeController(Controller):
 
     async def _remove_orphans(self, cluster: Cluster) -> None:
         """Copies of deleted applications left on a cluster that did not answer then."""
-        key = _key(cluster)
+        key = cache_key(cluster)
         try:
             kube = await self.kube.get(cluster)
             left: list[tuple[str, Obj]] = []
@@ -627,7 +518,7 @@ class KubeController(Controller):
                     await kube.delete(obj, namespace)
                 for obj in objects:
                     if await kube.read(obj, namespace) is not None:
-                        self.queue.add_after(_key(app), self.poll_interval)
+                        self.queue.add_after(cache_key(app), self.poll_interval)
                         return
             except KubeUnreachable as error:
                 raise KubeFailure(ReasonCode.CLUSTER_NOT_REACHABLE, str(error)) from error
@@ -635,7 +526,7 @@ class KubeController(Controller):
                 raise KubeFailure(ReasonCode.DELETE_FAILED, str(error)) from error
         # copies left behind by migrations: best effort now, else when the cluster answers
         for entry in app.status.pending_cleanups:
-            ref = _cleanup_ref(entry)
+            ref = cleanup_ref(entry)
             cluster = self._cluster(ref)
             if ref is None or ref in refs or cluster is None or cluster.spec.kubeconfig is None:
                 continue
@@ -645,7 +536,9 @@ class KubeController(Controller):
                 for obj in stale:
                     await kube.delete(obj, namespace)
             except (KubeUnreachable, KubeApiError):
-                self.orphans.setdefault(_key(cluster), []).extend((namespace, o) for o in stale)
+                self.orphans.setdefault(cache_key(cluster), []).extend(
+                    (namespace, o) for o in stale
+                )
         app.metadata.finalizers = [f for f in app.metadata.finalizers if f != FINALIZER]
         try:
             await self.client.update(app)
@@ -654,7 +547,7 @@ class KubeController(Controller):
 
     async def _failed(self, app: Application, failure: KubeFailure) -> None:
         """Record the reason and retry with the application's backoff settings."""
-        key = _key(app)
+        key = cache_key(app)
         attempts = self.failures.get(key, 0) + 1
         self.failures[key] = attempts
         spec = app.spec

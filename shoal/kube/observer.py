@@ -14,7 +14,7 @@ import contextlib
 import logging
 from typing import Any
 
-from shoal.client.informer import Informer
+from shoal.client.informer import Informer, cache_key
 from shoal.client.rest import ApiError, ShoalClient, Unreachable
 from shoal.controllers.base import Controller
 from shoal.kube.client import KubeApiError, KubeClients, KubeUnreachable
@@ -135,7 +135,7 @@ class ClusterObserver(Controller):
     # cluster events ------------------------------------------------------------------
 
     def _changed(self, cluster: Cluster, old: Cluster | None = None) -> None:
-        key = (cluster.metadata.namespace, cluster.metadata.name)
+        key = cache_key(cluster)
         observable = cluster.spec.kubeconfig is not None and cluster.metadata.deleted is None
         if not observable:
             self._stop_loop(key)
@@ -147,7 +147,7 @@ class ClusterObserver(Controller):
             self._wake[key].set()  # new credentials: look now
 
     async def _removed(self, cluster: Cluster) -> None:
-        key = (cluster.metadata.namespace, cluster.metadata.name)
+        key = cache_key(cluster)
         self._stop_loop(key)
         await self.kube.forget(*key)
 

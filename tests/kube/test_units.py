@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from shoal.kube.controller import triggered, workload_health
+from shoal.kube.controller import triggered
+from shoal.kube.objects import workload_health
 from shoal.kube.observer import quantity, summarize_nodes
 from tests.kube.conftest import application
 

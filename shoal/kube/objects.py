@@ -1,0 +1,130 @@
+"""The manifest objects as the application controller sees them.
+
+Their identity, the part of a live object that drift is judged on, readiness
+and container health, and the records of copies left to clean up on a cluster
+that did not answer. Pure functions: the controller's I/O stays in ``controller``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from shoal.model.base import ResourceRef
+from shoal.model.kubernetes import ContainerHealth
+
+Obj = dict[str, Any]
+
+
+def ref_key(ref: ResourceRef) -> tuple[str | None, str]:
+    """The (namespace, name) key of the resource ``ref`` points to, as ``cache_key`` gives."""
+    return (ref.namespace, ref.name)
+
+
+def workload_health(obj: Obj) -> tuple[bool, ContainerHealth]:
+    """Whether a live object is ready, and the pods it accounts for."""
+    kind = obj.get("kind")
+    spec: Obj = obj.get("spec") or {}
+    status: Obj = obj.get("status") or {}
+    generation = (obj.get("metadata") or {}).get("generation")
+    observed = status.get("observedGeneration")
+    current = generation is None or observed is None or observed >= generation
+    if kind in ("Deployment", "StatefulSet", "ReplicaSet"):
+        desired = int(spec.get("replicas", 1))
+        ready = int(status.get("readyReplicas") or 0)
+        updated = int(status.get("updatedReplicas", ready) or 0)
+        ok = current and ready >= desired and updated >= desired
+        if kind == "Deployment":
+            ok = ok and int(status.get("replicas") or 0) <= desired  # old pods gone
+        return ok, ContainerHealth(desired_pods=desired, running_pods=ready)
+    if kind == "DaemonSet":
+        desired = int(status.get("desiredNumberScheduled") or 0)
+        ready = int(status.get("numberReady") or 0)
+        return current and ready >= desired, ContainerHealth(
+            desired_pods=desired, running_pods=ready
+        )
+    if kind == "Job":
+        desired = int(spec.get("completions") or 1)
+        return True, ContainerHealth(
+            desired_pods=desired,
+            running_pods=int(status.get("active") or 0),
+            completed_pods=int(status.get("succeeded") or 0),
+            failed_pods=int(status.get("failed") or 0),
+        )
+    if kind == "Pod":
+        phase = status.get("phase")
+        return phase == "Running", ContainerHealth(
+            desired_pods=1,
+            running_pods=int(phase == "Running"),
+            completed_pods=int(phase == "Succeeded"),
+            failed_pods=int(phase == "Failed"),
+        )
+    return True, ContainerHealth()
+
+
+def ident(obj: Obj) -> tuple[str, str, str | None, str]:
+    meta = obj.get("metadata") or {}
+    return (obj["apiVersion"], obj["kind"], meta.get("namespace"), meta["name"])
+
+
+def project(desired: Any, live: Any) -> Any:
+    """The part of ``live`` that ``desired`` sets (keys of desired dicts, lists item by item).
+
+    Compared with the projection right after our apply, it tells a change by
+    someone else from the server's defaults and normalisations.
+    """
+    if isinstance(desired, dict):
+        if not isinstance(live, dict):
+            return live
+        return {k: project(v, live.get(k)) for k, v in desired.items()}
+    if isinstance(desired, list) and isinstance(live, list) and len(desired) == len(live):
+        return [project(d, v) for d, v in zip(desired, live, strict=True)]
+    return live
+
+
+def stub(obj: Obj) -> Obj:
+    """Enough of a manifest object to find and delete it."""
+    meta: Obj = {"name": obj["metadata"]["name"]}
+    if obj["metadata"].get("namespace"):
+        meta["namespace"] = obj["metadata"]["namespace"]
+    return {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "metadata": meta}
+
+
+def combined_health(lives: list[Obj | None]) -> tuple[bool, ContainerHealth]:
+    """Whether every live object is there and ready, and the pods they account for."""
+    total = ContainerHealth()
+    all_ready = True
+    for live in lives:
+        if live is None:
+            all_ready = False
+            continue
+        ready, health = workload_health(live)
+        all_ready = all_ready and ready
+        total.desired_pods += health.desired_pods
+        total.running_pods += health.running_pods
+        total.completed_pods += health.completed_pods
+        total.failed_pods += health.failed_pods
+    return all_ready, total
+
+
+def cleanup_ref(entry: Obj) -> ResourceRef | None:
+    try:
+        return ResourceRef.model_validate(entry.get("cluster"))
+    except ValueError:
+        return None
+
+
+def merge_cleanup(cleanups: list[Obj], entry: Obj) -> list[Obj]:
+    """Add a left-behind copy; one entry per cluster."""
+    out: list[Obj] = []
+    merged = False
+    for old in cleanups:
+        if old.get("cluster") == entry["cluster"]:
+            objects = list(old.get("objects") or [])
+            objects += [o for o in entry["objects"] if o not in objects]
+            out.append({"cluster": entry["cluster"], "objects": objects})
+            merged = True
+        else:
+            out.append(old)
+    if not merged:
+        out.append(entry)
+    return out
