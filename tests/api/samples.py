@@ -157,56 +157,31 @@ def _task_change(body: Body) -> None:
     body["spec"]["ttl_seconds_after_finished"] = 60
 
 
+def _scoped(
+    api: str, kind: str, plural: str, make: Any, change: Any, subresources: tuple[str, ...] = ()
+) -> list[Sample]:
+    """A cluster-wide kind and its namespaced twin (``GlobalMetric`` and ``Metric``)."""
+    return [
+        Sample(api, f"Global{kind}", f"global{plural}", False, make, change, subresources),
+        Sample(api, kind, plural, True, make, change, subresources),
+    ]
+
+
 SAMPLES: list[Sample] = [
-    Sample("core", "GlobalMetric", "globalmetrics", False, _metric, _metric_change),
-    Sample("core", "Metric", "metrics", True, _metric, _metric_change),
-    Sample(
-        "core",
-        "GlobalMetricsProvider",
-        "globalmetricsproviders",
-        False,
-        _provider,
-        _provider_change,
-        ("status",),
-    ),
-    Sample(
-        "core",
-        "MetricsProvider",
-        "metricsproviders",
-        True,
-        _provider,
-        _provider_change,
-        ("status",),
-    ),
+    *_scoped("core", "Metric", "metrics", _metric, _metric_change),
+    *_scoped("core", "MetricsProvider", "metricsproviders", _provider, _provider_change,
+             ("status",)),
     Sample("core", "Role", "roles", False, _role, _role_change),
     Sample("core", "RoleBinding", "rolebindings", False, _rolebinding, _rolebinding_change),
-    Sample(
-        "kubernetes",
-        "Application",
-        "applications",
-        True,
-        _application,
-        _application_change,
-        ("status", "binding"),
-    ),
-    Sample(
-        "kubernetes", "Cluster", "clusters", True, _cluster, _cluster_change, ("status", "binding")
-    ),
-    Sample(
-        "infrastructure", "GlobalCloud", "globalclouds", False, _cloud, _cloud_change, ("status",)
-    ),
-    Sample("infrastructure", "Cloud", "clouds", True, _cloud, _cloud_change, ("status",)),
+    Sample("kubernetes", "Application", "applications", True, _application, _application_change,
+           ("status", "binding")),
+    Sample("kubernetes", "Cluster", "clusters", True, _cluster, _cluster_change,
+           ("status", "binding")),
+    *_scoped("infrastructure", "Cloud", "clouds", _cloud, _cloud_change, ("status",)),
     Sample("core", "Lease", "leases", False, _lease, _lease_change),
-    Sample(
-        "scheduling",
-        "RescheduleTask",
-        "rescheduletasks",
-        False,
-        _task,
-        _task_change,
-        ("status",),
-    ),
-]
+    Sample("scheduling", "RescheduleTask", "rescheduletasks", False, _task, _task_change,
+           ("status",)),
+]  # fmt: skip
 
 BY_KIND: dict[str, Sample] = {s.kind: s for s in SAMPLES}
 APPLICATION = BY_KIND["Application"]

@@ -46,6 +46,14 @@ def metric(**spec: Any) -> dict[str, Any]:
     return body
 
 
+def cluster_with(spec: dict[str, Any]) -> dict[str, Any]:
+    return {**CLUSTER.body("c", "default"), "spec": spec}
+
+
+def provider_with(spec: dict[str, Any]) -> dict[str, Any]:
+    return {**PROVIDER.body("p"), "spec": spec}
+
+
 APPS = APPLICATION.collection()
 CLUSTERS = CLUSTER.collection()
 
@@ -57,284 +65,117 @@ CASES = [
     Case("array body", "POST", APPS, [1, 2], (400, 422), "body"),
     Case("string body", "POST", APPS, "hello", (400, 422), "body"),
     Case("null body", "POST", APPS, b"null", (400, 422), "body"),
-    Case(
-        "text content type",
-        "POST",
-        APPS,
-        b"api=kubernetes",
-        (400, 415, 422),
-        "body",
-        {"content-type": "text/plain"},
-    ),
+    Case("text content type", "POST", APPS, b"api=kubernetes", (400, 415, 422), "body",
+         {"content-type": "text/plain"}),
     Case("trailing garbage", "POST", APPS, b'{"api": "kubernetes"} x', 400, "body"),
     # wrong types
-    Case(
-        "wrong type backoff",
-        "POST",
-        APPS,
-        app_with(lambda b: b["spec"].update(backoff="x")),
-        field="spec.backoff",
-    ),
-    Case(
-        "wrong type manifest",
-        "POST",
-        APPS,
-        app_with(lambda b: b["spec"].update(manifest={})),
-        field="spec.manifest",
-    ),
-    Case(
-        "wrong type labels",
-        "POST",
-        APPS,
-        app_with(lambda b: b["metadata"].update(labels=["a"])),
-        field="metadata.labels",
-    ),
-    Case(
-        "bool as int",
-        "POST",
-        APPS,
-        app_with(lambda b: b["spec"].update(backoff_limit=-5)),
-        field="spec.backoff_limit",
-    ),
-    Case(
-        "manifest item without kind",
-        "POST",
-        APPS,
-        app_with(lambda b: b["spec"].update(manifest=[{"apiVersion": "v1", "metadata": {}}])),
-        field="spec.manifest",
-    ),
-    Case(
-        "missing spec",
-        "POST",
-        APPS,
-        {"api": "kubernetes", "kind": "Application", "metadata": {"name": "x"}},
-        field="spec",
-    ),
-    Case(
-        "missing metadata",
-        "POST",
-        APPS,
-        {"api": "kubernetes", "kind": "Application", "spec": {}},
-        field="metadata",
-    ),
+    Case("wrong type backoff", "POST", APPS, app_with(lambda b: b["spec"].update(backoff="x")),
+         field="spec.backoff"),
+    Case("wrong type manifest", "POST", APPS, app_with(lambda b: b["spec"].update(manifest={})),
+         field="spec.manifest"),
+    Case("wrong type labels", "POST", APPS, app_with(lambda b: b["metadata"].update(labels=["a"])),
+         field="metadata.labels"),
+    Case("bool as int", "POST", APPS, app_with(lambda b: b["spec"].update(backoff_limit=-5)),
+         field="spec.backoff_limit"),
+    Case("manifest item without kind", "POST", APPS,
+         app_with(lambda b: b["spec"].update(manifest=[{"apiVersion": "v1", "metadata": {}}])),
+         field="spec.manifest"),
+    Case("missing spec", "POST", APPS,
+         {"api": "kubernetes", "kind": "Application", "metadata": {"name": "x"}}, field="spec"),
+    Case("missing metadata", "POST", APPS,
+         {"api": "kubernetes", "kind": "Application", "spec": {}}, field="metadata"),
     Case("wrong kind", "POST", APPS, app_with(lambda b: b.update(kind="Cluster")), field="kind"),
     Case("wrong api", "POST", APPS, app_with(lambda b: b.update(api="core")), field="api"),
     # names
-    Case(
-        "bad name",
-        "POST",
-        APPS,
-        app_with(lambda b: b["metadata"].update(name="Bad Name!")),
-        field="metadata.name",
-    ),
-    Case(
-        "long name",
-        "POST",
-        APPS,
-        app_with(lambda b: b["metadata"].update(name="a" * 64)),
-        field="metadata.name",
-    ),
-    Case(
-        "empty name",
-        "POST",
-        APPS,
-        app_with(lambda b: b["metadata"].update(name="")),
-        field="metadata.name",
-    ),
-    Case(
-        "bad label key",
-        "POST",
-        APPS,
-        app_with(lambda b: b["metadata"].update(labels={"-x": "1"})),
-        field="metadata.labels",
-    ),
-    Case(
-        "bad label value",
-        "POST",
-        APPS,
-        app_with(lambda b: b["metadata"].update(labels={"x": "a b"})),
-        field="metadata.labels",
-    ),
-    Case(
-        "bad finalizer",
-        "POST",
-        APPS,
-        app_with(lambda b: b["metadata"].update(finalizers=["no spaces"])),
-        field="metadata.finalizers",
-    ),
-    Case(
-        "bad name in url",
-        "GET",
-        "/kubernetes/namespaces/default/applications/Bad_Name",
-        None,
-        422,
-        "name",
-    ),
-    Case(
-        "bad namespace in url",
-        "GET",
-        "/kubernetes/namespaces/NS!/applications",
-        None,
-        422,
-        "namespace",
-    ),
+    Case("bad name", "POST", APPS, app_with(lambda b: b["metadata"].update(name="Bad Name!")),
+         field="metadata.name"),
+    Case("long name", "POST", APPS, app_with(lambda b: b["metadata"].update(name="a" * 64)),
+         field="metadata.name"),
+    Case("empty name", "POST", APPS, app_with(lambda b: b["metadata"].update(name="")),
+         field="metadata.name"),
+    Case("bad label key", "POST", APPS,
+         app_with(lambda b: b["metadata"].update(labels={"-x": "1"})), field="metadata.labels"),
+    Case("bad label value", "POST", APPS,
+         app_with(lambda b: b["metadata"].update(labels={"x": "a b"})), field="metadata.labels"),
+    Case("bad finalizer", "POST", APPS,
+         app_with(lambda b: b["metadata"].update(finalizers=["no spaces"])),
+         field="metadata.finalizers"),
+    Case("bad name in url", "GET", "/kubernetes/namespaces/default/applications/Bad_Name", None,
+         422, "name"),
+    Case("bad namespace in url", "GET", "/kubernetes/namespaces/NS!/applications", None, 422,
+         "namespace"),
     # constraints
-    Case(
-        "unparsable label constraint",
-        "POST",
-        APPS,
-        app_with(lambda b: b["spec"]["constraints"]["cluster"].update(labels=["location is"])),
-        field="spec.constraints.cluster.labels",
-    ),
-    Case(
-        "unparsable metric constraint",
-        "POST",
-        APPS,
-        app_with(lambda b: b["spec"]["constraints"]["cluster"].update(metrics=["load <<< 1"])),
-        field="spec.constraints.cluster.metrics",
-    ),
-    Case(
-        "bad custom resource",
-        "POST",
-        APPS,
-        app_with(lambda b: b["spec"]["constraints"]["cluster"].update(custom_resources=["nodots"])),
-        field="spec.constraints.cluster.custom_resources",
-    ),
+    Case("unparsable label constraint", "POST", APPS,
+         app_with(lambda b: b["spec"]["constraints"]["cluster"].update(labels=["location is"])),
+         field="spec.constraints.cluster.labels"),
+    Case("unparsable metric constraint", "POST", APPS,
+         app_with(lambda b: b["spec"]["constraints"]["cluster"].update(metrics=["load <<< 1"])),
+         field="spec.constraints.cluster.metrics"),
+    Case("bad custom resource", "POST", APPS,
+         app_with(
+             lambda b: b["spec"]["constraints"]["cluster"].update(custom_resources=["nodots"])
+         ),
+         field="spec.constraints.cluster.custom_resources"),
     # clusters
-    Case(
-        "kubeconfig with two contexts",
-        "POST",
-        CLUSTERS,
-        {
-            **CLUSTER.body("c", "default"),
-            "spec": {"kubeconfig": {**KUBECONFIG, "contexts": KUBECONFIG["contexts"] * 2}},
-        },
-        field="spec.kubeconfig",
-    ),
-    Case(
-        "kubeconfig without server",
-        "POST",
-        CLUSTERS,
-        {
-            **CLUSTER.body("c", "default"),
-            "spec": {"kubeconfig": {**KUBECONFIG, "clusters": [{"name": "c", "cluster": {}}]}},
-        },
-        field="spec.kubeconfig",
-    ),
-    Case(
-        "kubeconfig not an object",
-        "POST",
-        CLUSTERS,
-        {**CLUSTER.body("c", "default"), "spec": {"kubeconfig": "apiVersion: v1"}},
-        field="spec.kubeconfig",
-    ),
-    Case(
-        "metric listed twice",
-        "POST",
-        CLUSTERS,
-        {
-            **CLUSTER.body("c", "default"),
-            "spec": {"metrics": [{"name": "m", "weight": 1}, {"name": "m", "weight": 2}]},
-        },
-        field="spec.metrics",
-    ),
-    Case(
-        "negative metric weight",
-        "POST",
-        CLUSTERS,
-        {**CLUSTER.body("c", "default"), "spec": {"metrics": [{"name": "m", "weight": -1}]}},
-        field="spec.metrics",
-    ),
+    Case("kubeconfig with two contexts", "POST", CLUSTERS,
+         cluster_with(
+             {"kubeconfig": {**KUBECONFIG, "contexts": KUBECONFIG["contexts"] * 2}}
+         ),
+         field="spec.kubeconfig"),
+    Case("kubeconfig without server", "POST", CLUSTERS,
+         cluster_with(
+             {"kubeconfig": {**KUBECONFIG, "clusters": [{"name": "c", "cluster": {}}]}}
+         ),
+         field="spec.kubeconfig"),
+    Case("kubeconfig not an object", "POST", CLUSTERS,
+         cluster_with({"kubeconfig": "apiVersion: v1"}),
+         field="spec.kubeconfig"),
+    Case("metric listed twice", "POST", CLUSTERS,
+         cluster_with(
+             {"metrics": [{"name": "m", "weight": 1}, {"name": "m", "weight": 2}]}
+         ),
+         field="spec.metrics"),
+    Case("negative metric weight", "POST", CLUSTERS,
+         cluster_with({"metrics": [{"name": "m", "weight": -1}]}),
+         field="spec.metrics"),
     # metrics and providers
     Case("metric min == max", "POST", METRIC.collection(), metric(min=1, max=1), field="spec"),
     Case("metric min > max", "POST", METRIC.collection(), metric(min=2, max=1), field="spec"),
-    Case("metric min NaN", "POST", METRIC.collection(), b"", 400, "body"),  # body set below
+    Case("metric min NaN", "POST", METRIC.collection(), b"", 400, "body"),
     Case("metric max infinite", "POST", METRIC.collection(), b"", 400, "body"),
     Case("metric allowed NaN", "POST", METRIC.collection(), b"", 400, "body"),
-    Case(
-        "metric max overflows",
-        "POST",
-        METRIC.collection(),
-        json.dumps(metric(min=0, max=7)).replace('"max": 7', '"max": 1e400').encode(),
-        400,
-        "body",
-    ),
-    Case(
-        "huge resource_version",
-        "PUT",
-        APPS + "/web/binding",
-        b'{"cluster": {"api": "kubernetes", "kind": "Cluster", "name": "c"}, '
-        b'"resource_version": 123456789012345678901234567890}',
-        (409, 422),
-    ),
-    Case(
-        "provider type without section",
-        "POST",
-        PROVIDER.collection(),
-        {**PROVIDER.body("p"), "spec": {"type": "prometheus"}},
-        field="spec",
-    ),
-    Case(
-        "provider two sections",
-        "POST",
-        PROVIDER.collection(),
-        {
-            **PROVIDER.body("p"),
-            "spec": {
-                "type": "static",
-                "static": {"metrics": {}},
-                "prometheus": {"url": "http://p"},
-            },
-        },
-        field="spec",
-    ),
-    Case(
-        "provider unknown type",
-        "POST",
-        PROVIDER.collection(),
-        {**PROVIDER.body("p"), "spec": {"type": "graphite"}},
-        field="spec.type",
-    ),
-    Case(
-        "provider bad url",
-        "POST",
-        PROVIDER.collection(),
-        {**PROVIDER.body("p"), "spec": {"type": "prometheus", "prometheus": {"url": "ftp://x"}}},
-        field="spec.prometheus.url",
-    ),
-    Case(
-        "influx 2 without token",
-        "POST",
-        PROVIDER.collection(),
-        {**PROVIDER.body("p"), "spec": {"type": "influx", "influx": {"url": "http://i"}}},
-        field="spec.influx",
-    ),
+    Case("metric max overflows", "POST", METRIC.collection(),
+         json.dumps(metric(min=0, max=7)).replace('"max": 7', '"max": 1e400').encode(), 400,
+         "body"),
+    Case("huge resource_version", "PUT", APPS + "/web/binding",
+         b'{"cluster": {"api": "kubernetes", "kind": "Cluster", "name": "c"}, '
+         b'"resource_version": 123456789012345678901234567890}',
+         (409, 422)),
+    Case("provider type without section", "POST", PROVIDER.collection(),
+         provider_with({"type": "prometheus"}), field="spec"),
+    Case("provider two sections", "POST", PROVIDER.collection(),
+         provider_with(
+             {"type": "static", "static": {"metrics": {}}, "prometheus": {"url": "http://p"}}
+         ),
+         field="spec"),
+    Case("provider unknown type", "POST", PROVIDER.collection(),
+         provider_with({"type": "graphite"}), field="spec.type"),
+    Case("provider bad url", "POST", PROVIDER.collection(),
+         provider_with({"type": "prometheus", "prometheus": {"url": "ftp://x"}}),
+         field="spec.prometheus.url"),
+    Case("influx 2 without token", "POST", PROVIDER.collection(),
+         provider_with({"type": "influx", "influx": {"url": "http://i"}}),
+         field="spec.influx"),
     # unknown fields
-    Case(
-        "unknown top-level field",
-        "POST",
-        APPS,
-        app_with(lambda b: b.update(extra=1)),
-        field="extra",
-    ),
-    Case(
-        "unknown metadata field",
-        "POST",
-        APPS,
-        app_with(lambda b: b["metadata"].update(colour="red")),
-        field="metadata.colour",
-    ),
-    Case(
-        "unknown spec field",
-        "POST",
-        APPS,
-        app_with(lambda b: b["spec"].update(replicas=3)),
-        field="spec.replicas",
-    ),
+    Case("unknown top-level field", "POST", APPS, app_with(lambda b: b.update(extra=1)),
+         field="extra"),
+    Case("unknown metadata field", "POST", APPS,
+         app_with(lambda b: b["metadata"].update(colour="red")), field="metadata.colour"),
+    Case("unknown spec field", "POST", APPS, app_with(lambda b: b["spec"].update(replicas=3)),
+         field="spec.replicas"),
     # huge and deep
-    Case(
-        "huge body", "POST", APPS, b'{"x": "' + b"a" * (8 * 1024 * 1024 + 10) + b'"}', 413, "body"
-    ),
+    Case("huge body", "POST", APPS, b'{"x": "' + b"a" * (8 * 1024 * 1024 + 10) + b'"}', 413,
+         "body"),
     Case("deeply nested manifest", "POST", APPS, nested(100_000), (200, 201, 400, 413, 422)),
     # list parameters
     Case("limit zero", "GET", APPS + "?limit=0", None, 422, "limit"),
@@ -343,37 +184,22 @@ CASES = [
     Case("bad continue", "GET", APPS + "?limit=1&continue=%%%", None, 400, "continue"),
     # subresource bodies
     Case("binding without cluster", "PUT", APPS + "/web/binding", {}, field="cluster"),
-    Case(
-        "binding with bad ref",
-        "PUT",
-        APPS + "/web/binding",
-        {"cluster": {"name": "x"}},
-        field="cluster",
-    ),
-    Case(
-        "binding bad resource_version",
-        "PUT",
-        APPS + "/web/binding",
-        {
-            "cluster": {"api": "kubernetes", "kind": "Cluster", "name": "c"},
-            "resource_version": "new",
-        },
-        field="resource_version",
-    ),
-    Case(
-        "binding unknown field",
-        "PUT",
-        APPS + "/web/binding",
-        {"cluster": {"api": "kubernetes", "kind": "Cluster", "name": "c"}, "when": "now"},
-        field="when",
-    ),
+    Case("binding with bad ref", "PUT", APPS + "/web/binding", {"cluster": {"name": "x"}},
+         field="cluster"),
+    Case("binding bad resource_version", "PUT", APPS + "/web/binding",
+         {"cluster": {"api": "kubernetes", "kind": "Cluster", "name": "c"},
+          "resource_version": "new"},
+         field="resource_version"),
+    Case("binding unknown field", "PUT", APPS + "/web/binding",
+         {"cluster": {"api": "kubernetes", "kind": "Cluster", "name": "c"}, "when": "now"},
+         field="when"),
     Case("complete with int token", "PUT", APPS + "/web/complete", {"token": 5}, field="token"),
     Case("cluster binding without cloud", "PUT", CLUSTERS + "/c/binding", {}, field="cloud"),
     # routing
     Case("unknown route", "GET", "/kubernetes/namespaces/default/widgets", None, 404),
     Case("method not allowed", "PATCH", APPS + "/web", {}, 405),
     Case("unknown object", "GET", APPS + "/nope", None, 404, "nope"),
-]
+]  # fmt: skip
 
 
 def _nan_bodies() -> None:
@@ -420,14 +246,20 @@ def _check(case: Case, response: httpx.Response) -> str | None:
     return None
 
 
-async def test_bad_input_gets_a_problem_document(http: httpx.AsyncClient) -> None:
-    await http.post(APPS, json=APPLICATION.body("web", "default"))
-    await http.post(CLUSTERS, json=CLUSTER.body("c", "default"))
+async def _failures(http: httpx.AsyncClient, cases: list[Case]) -> list[str]:
+    """What is wrong with each case's answer, as ``name: reason`` lines."""
     failures = []
-    for case in CASES:
+    for case in cases:
         message = _check(case, await _send(http, case))
         if message:
             failures.append(f"{case.name}: {message}")
+    return failures
+
+
+async def test_bad_input_gets_a_problem_document(http: httpx.AsyncClient) -> None:
+    await http.post(APPS, json=APPLICATION.body("web", "default"))
+    await http.post(CLUSTERS, json=CLUSTER.body("c", "default"))
+    failures = await _failures(http, CASES)
     assert not failures, "\n".join(failures)
 
 
@@ -503,11 +335,7 @@ async def test_bad_status_updates(http: httpx.AsyncClient) -> None:
         "metadata.name",
         lambda b: b["metadata"].update(name="other"),
     )
-    failures = []
-    for case in cases:
-        message = _check(case, await _send(http, case))
-        if message:
-            failures.append(f"{case.name}: {message}")
+    failures = await _failures(http, cases)
     assert not failures, "\n".join(failures)
     # nothing of that was applied
     assert (await http.get(APPS + "/web")).json() == app
