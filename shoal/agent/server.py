@@ -30,27 +30,26 @@ from shoal.agent.config import AgentConfig
 
 Obj = dict[str, Any]
 DEFAULT_PORT = 8090
+GRACE = 1  # seconds
 
 
 def listen(host: str, port: int) -> socket.socket:
-    """A listening socket; proto=IPPROTO_TCP, so asyncio sets TCP_NODELAY on accepted ones.
+    """A listening socket (not ``shoal.api.server.bind_socket``: that module loads the API app).
 
-    Not ``shoal.api.server.bind_socket``: importing that module loads the whole API app.
+    TCP_NODELAY on the listener is inherited by each accepted connection: small
+    answers are not held back by Nagle and delayed ACKs.
     """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(1024)
+    sock = socket.create_server((host, port), family=family, backlog=1024)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     sock.setblocking(False)
     return sock
 
 
 class _Server(uvicorn.Server):
-    """uvicorn without its signal handlers: whoever embeds the agent owns SIGINT/SIGTERM."""
-
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
+        """None: whoever embeds the agent owns SIGINT/SIGTERM."""
         yield
 
 
@@ -62,13 +61,9 @@ class AgentServer:
     task: asyncio.Task[None]
 
     async def stop(self) -> None:
+        """Stop serving (requests still open are cut after ``GRACE`` s), then the agent."""
         self.server.should_exit = True
-        with contextlib.suppress(asyncio.CancelledError, TimeoutError):
-            await asyncio.wait_for(asyncio.shield(self.task), 3)
-        if not self.task.done():
-            self.task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self.task
+        await self.task
         await self.agent.close()
 
 
@@ -82,7 +77,7 @@ async def start_agent(
     agent = await Agent.open(kubeconfig, config or AgentConfig())
     sock = listen(host, port)
     server = _Server(uvicorn.Config(create_app(agent), log_level="warning", access_log=False,
-                                    lifespan="off", timeout_graceful_shutdown=1))
+                                    lifespan="off", timeout_graceful_shutdown=GRACE))
     task = asyncio.create_task(server.serve(sockets=[sock]))
     while not server.started:
         if task.done():

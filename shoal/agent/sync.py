@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from shoal.agent.cache import NodeCache
@@ -47,27 +47,22 @@ def _int(text: str) -> int | None:
     return int(text) if text.isdigit() else None
 
 
+@dataclass
 class ClusterSync:
-    def __init__(
-        self,
-        kube: KubeCluster,
-        cache: NodeCache,
-        *,
-        timeout_seconds: int = 300,
-        retry: float = 0.2,
-        max_retry: float = 5.0,
-    ) -> None:
-        self.kube = kube
-        self.cache = cache
-        self.timeout_seconds = timeout_seconds
-        self.retry = retry
-        self.max_retry = max_retry
-        self.feeds = feeds(cache)
-        self.live: set[str] = set()
-        self.lists = 0
-        self._listed: set[str] = set()
-        self._first = asyncio.Event()
-        self._tasks: list[asyncio.Task[None]] = []
+    kube: KubeCluster
+    cache: NodeCache
+    timeout_seconds: int = 300
+    retry: float = 0.2  # first delay after a failure; doubles up to max_retry
+    max_retry: float = 5.0
+    live: set[str] = field(default_factory=set)  # kinds whose watch is connected
+    lists: int = 0
+    feeds: list[Feed] = field(init=False)
+    _listed: set[str] = field(default_factory=set)
+    _first: asyncio.Event = field(default_factory=asyncio.Event)
+    _tasks: list[asyncio.Task[None]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.feeds = feeds(self.cache)
 
     @property
     def synced(self) -> bool:
