@@ -12,7 +12,10 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
+from shoal import ui
 from shoal.api import errors, fastpath, reschedule, scheduling
+from shoal.api.auth import Protection
+from shoal.api.auth.guard import Guard
 from shoal.api.errors import problem
 from shoal.api.metrics import LATENCY, REQUESTS
 from shoal.api.resources import Resources
@@ -74,7 +77,12 @@ class _TooLarge(HTTPException):
         super().__init__(413, f"body: larger than {limit} bytes")
 
 
-def create_app(store: Store, *, title: str = "Shoal") -> FastAPI:
+def create_app(
+    store: Store, *, title: str = "Shoal", security: Protection | None = None
+) -> FastAPI:
+    """The app over ``store``; with ``security``, every request passes its Guard."""
+    if security is not None:
+        store = security.store  # secret fields sealed on the way to the store
     resources = Resources(store)
 
     @asynccontextmanager
@@ -98,6 +106,7 @@ def create_app(store: Store, *, title: str = "Shoal") -> FastAPI:
     kinds = (*hot, *(k for k in registry.KINDS if k not in hot))
     app.include_router(build_router(resources, kinds))
     app.include_router(reschedule.build_router(resources))
+    ui.mount(app)  # the web dashboard at /ui/
 
     @app.get("/healthz", tags=["health"], summary="The process is up")
     async def healthz() -> dict[str, str]:
@@ -115,8 +124,11 @@ def create_app(store: Store, *, title: str = "Shoal") -> FastAPI:
     async def metrics() -> Response:
         return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)
 
+    if security is not None:
+        app.add_middleware(Guard, **security.guard_options())
     app.add_middleware(Measure)
-    app.add_middleware(BodyLimit)
+    limit = security.security.limits.max_body if security is not None else MAX_BODY
+    app.add_middleware(BodyLimit, limit=limit)
     return app
 
 

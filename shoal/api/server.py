@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import uvicorn
 
 from shoal.api.app import create_app
+from shoal.api.auth import Protection, Security, protect
+from shoal.api.auth.tls import tls_options
 from shoal.store.base import Store
 from shoal.store.factory import open_store
 
@@ -33,6 +35,7 @@ class ApiServer:
     server: uvicorn.Server
     task: asyncio.Task[None]
     own_store: bool
+    protection: Protection | None = None
 
     async def stop(self) -> None:
         self.server.should_exit = True
@@ -43,6 +46,8 @@ class ApiServer:
             self.task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self.task
+        if self.protection is not None:
+            await self.protection.stop()
         if self.own_store:
             await self.store.close()
 
@@ -65,11 +70,18 @@ async def start_api(
     port: int = 0,
     *,
     log_level: str = "warning",
+    security: Security | None = None,
 ) -> ApiServer:
-    """Start the API on ``host:port`` (0: any free port) and return once it accepts requests."""
+    """Start the API on ``host:port`` (0: any free port) and return once it accepts requests.
+
+    Without ``security`` the API is open (anonymous, always-allow): library use and tests.
+    """
     own = isinstance(store, str)
     the_store = open_store(store) if isinstance(store, str) else store
-    app = create_app(the_store)
+    protection = protect(security, the_store) if security is not None else None
+    if protection is not None:
+        await protection.start()
+    app = create_app(the_store, security=protection)
     sock = bind_socket(host, port)
     actual = sock.getsockname()[1]
     config = uvicorn.Config(
@@ -78,6 +90,7 @@ async def start_api(
         access_log=False,
         lifespan="off",
         timeout_graceful_shutdown=1,
+        **tls_options(security.tls if security is not None else None),
     )
     server = _Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
@@ -86,4 +99,5 @@ async def start_api(
             task.result()
         await asyncio.sleep(0.005)
     shown = f"[{host}]" if ":" in host else host
-    return ApiServer(f"http://{shown}:{actual}", the_store, server, task, own)
+    scheme = "https" if security is not None and security.tls is not None else "http"
+    return ApiServer(f"{scheme}://{shown}:{actual}", the_store, server, task, own, protection)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import os
+import ssl
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -122,20 +123,34 @@ class ShoalClient:
         *,
         timeout: float = 30.0,
         max_connections: int = 64,
+        token: str | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
+        """``token``: a bearer token (default $SHOAL_TOKEN); ``ssl_context``: the CA to trust
+        and the client certificate to present (see ``shoal.client.credentials``)."""
         self.url = (url or default_url()).rstrip("/")
         self.timeout = timeout
         self.max_connections = max_connections
+        self.token = token if token is not None else os.environ.get("SHOAL_TOKEN") or None
+        self.ssl_context = ssl_context
         self._session: aiohttp.ClientSession | None = None
 
     @property
     def session(self) -> aiohttp.ClientSession:
         """The connection pool, made on first use (it belongs to the running loop)."""
         if self._session is None or self._session.closed:
+            headers = {"content-type": "application/json"}
+            if self.token:
+                headers["authorization"] = f"Bearer {self.token}"
+            connector = aiohttp.TCPConnector(
+                limit=self.max_connections,
+                ttl_dns_cache=300,
+                ssl=self.ssl_context if self.ssl_context is not None else True,
+            )
             self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=self.max_connections, ttl_dns_cache=300),
+                connector=connector,
                 timeout=aiohttp.ClientTimeout(total=self.timeout),
-                headers={"content-type": "application/json"},
+                headers=headers,
                 json_serialize=lambda obj: orjson.dumps(obj).decode(),
             )
         return self._session

@@ -145,7 +145,8 @@ class MetricsProvider(_MetricsProviderKind):
     plural, namespaced = "metricsproviders", True
 
 
-Verb = Literal["create", "list", "list_all", "get", "update", "delete"]
+# Krake's verbs; Shoal adds ``watch`` and ``secrets`` (read secret fields in clear); "" is any.
+Verb = Literal["create", "list", "list_all", "get", "update", "delete", "watch", "secrets", ""]
 
 
 class RoleRule(Model):

@@ -1,0 +1,265 @@
+"""The ASGI middleware in front of every route, the fast path included.
+
+Per request: authenticate, apply the user's rate, authorise what the path
+names, then, where needed, rewrite the answer: list-all and watch-all keep
+only the namespaces the user may list or watch, and secret fields are
+redacted for users without the ``secrets`` verb. Writes are audited.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import orjson
+
+from shoal.api.auth.audit import Audit
+from shoal.api.auth.authn import Authenticator, Unauthenticated, User
+from shoal.api.auth.limits import PerUser
+from shoal.api.auth.rbac import Authorizer, Grant
+from shoal.api.auth.secrets import BY_RESOURCE, Path_, redact
+from shoal.api.auth.target import ANY_USER, BATCHES, PUBLIC, Target, target
+from shoal.api.errors import problem
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+_WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+class Guard:
+    def __init__(
+        self,
+        app: ASGIApp,
+        authenticator: Authenticator,
+        authorizer: Authorizer,
+        limits: PerUser,
+        audit: Audit | None,
+    ) -> None:
+        self.app = app
+        self.authn = authenticator
+        self.authz = authorizer
+        self.limits = limits
+        self.audit = audit
+        self.rbac = authorizer.mode == "RBAC"
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in PUBLIC:
+            await self.app(scope, receive, send)
+            return
+        method: str = scope["method"]
+        if self.audit is not None and method in _WRITES:
+            send = self._audited(scope, send)
+        try:
+            user = await self.authn.authenticate(scope)
+        except Unauthenticated as error:
+            await _answer(scope, receive, send, 401, str(error))
+            return
+        scope["shoal.user"] = user
+        if self.rbac and user.anonymous:
+            await _answer(scope, receive, send, 401, "anonymous requests are not authorised")
+            return
+        if not self.limits.take(user.name, time.monotonic()):
+            await _answer(scope, receive, send, 429, f"user {user.name!r}: too many requests")
+            return
+        path: str = scope["path"]
+        if path in ANY_USER:
+            await self.app(scope, receive, send)
+            return
+        batch = BATCHES.get(path)
+        if batch is not None and method == "POST":
+            await self._batch(scope, receive, send, user, batch)
+            return
+        what = target(method, path, scope.get("query_string", b""))
+        scope["shoal.target"] = what
+        grant = self.authz.grant(user, what.api, what.resource, what.verb)
+        if what.every:
+            if not grant.any:
+                await self._forbid(scope, receive, send, user, what)
+                return
+        elif not grant.allows(what.namespace):
+            await self._forbid(scope, receive, send, user, what)
+            return
+        visible = None if (not what.every or grant.everywhere) else grant
+        secrets = BY_RESOURCE.get((what.api, what.plural))
+        clear = None
+        if secrets is not None:
+            clear = self.authz.grant(user, what.api, what.plural, "secrets")
+            if clear.everywhere if what.every else clear.allows(what.namespace):
+                secrets = None
+        if visible is not None or secrets is not None:
+            send = _Rewrite(send, visible, secrets, clear).send
+        if what.verb == "watch":
+            if not self.limits.open_watch(user.name):
+                limit = self.limits.limits.watches_per_user
+                await _answer(scope, receive, send, 429, f"at most {limit} watches per user")
+                return
+            try:
+                await self.app(scope, receive, send)
+            finally:
+                self.limits.close_watch(user.name)
+            return
+        await self.app(scope, receive, send)
+
+    async def _forbid(
+        self, scope: Scope, receive: Receive, send: Send, user: User, what: Target
+    ) -> None:
+        where = f" in namespace {what.namespace!r}" if what.namespace else ""
+        detail = f"user {user.name!r} may not {what.verb} {what.api}/{what.resource}{where}"
+        await _answer(scope, receive, send, 403, detail)
+
+    async def _batch(
+        self, scope: Scope, receive: Receive, send: Send, user: User, batch: tuple[str, str]
+    ) -> None:
+        """A batch of subresource updates: every item's namespace must be allowed."""
+        field, resource = batch
+        grant = self.authz.grant(user, "kubernetes", resource, "update")
+        what = Target("kubernetes", resource, "update", None, None, False)
+        scope["shoal.target"] = what
+        if grant.everywhere:
+            await self.app(scope, receive, send)
+            return
+        if not grant.any:
+            await self._forbid(scope, receive, send, user, what)
+            return
+        chunks = []
+        while True:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        body = b"".join(chunks)
+        try:
+            items = orjson.loads(body).get(field) or []
+            namespaces = {str(i.get("namespace")) for i in items if isinstance(i, dict)}
+        except (orjson.JSONDecodeError, AttributeError, TypeError):
+            namespaces = set()  # the route answers the malformed body
+        for namespace in sorted(namespaces):
+            if not grant.allows(namespace):
+                denied = Target("kubernetes", resource, "update", namespace, None, False)
+                await self._forbid(scope, receive, send, user, denied)
+                return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+    def _audited(self, scope: Scope, send: Send) -> Send:
+        audit = self.audit
+        assert audit is not None
+
+        async def send_and_audit(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                audit.write(
+                    scope.get("shoal.user"),
+                    scope["method"],
+                    scope["path"],
+                    scope.get("shoal.target"),
+                    message["status"],
+                )
+            await send(message)
+
+        return send_and_audit
+
+
+async def _answer(scope: Scope, receive: Receive, send: Send, status: int, detail: str) -> None:
+    response = problem(status, detail)
+    if status == 401:
+        response.headers["www-authenticate"] = 'Bearer realm="shoal"'
+    await response(scope, receive, send)
+
+
+class _Rewrite:
+    """Filters list and watch answers by namespace and redacts secret fields.
+
+    JSON answers are rewritten whole; ndjson watch streams line by line.
+    """
+
+    def __init__(
+        self,
+        send: Send,
+        visible: Grant | None,
+        secrets: tuple[Path_, ...] | None,
+        clear: Grant | None,
+    ) -> None:
+        self._send = send
+        self.visible = visible
+        self.secrets = secrets
+        self.clear = clear
+        self.mode = ""
+        self.start: Message | None = None
+        self.body: list[bytes] = []
+        self.partial = b""
+
+    def _keep(self, obj: Any) -> bool:
+        """False: drop the object; redacts it in place when the reader may not see secrets."""
+        if not isinstance(obj, dict):
+            return True
+        namespace = (obj.get("metadata") or {}).get("namespace")
+        if self.visible is not None and not self.visible.allows(namespace):
+            return False
+        if self.secrets is not None and not (self.clear and self.clear.allows(namespace)):
+            redact(obj, self.secrets)
+        return True
+
+    def _document(self, raw: bytes) -> bytes:
+        data = orjson.loads(raw)
+        if isinstance(data, dict) and isinstance(data.get("items"), list):
+            data["items"] = [item for item in data["items"] if self._keep(item)]
+        elif not self._keep(data):
+            return b"{}"
+        return orjson.dumps(data)
+
+    def _lines(self, chunk: bytes) -> bytes:
+        *lines, self.partial = (self.partial + chunk).split(b"\n")
+        out = []
+        for line in lines:
+            if not line:
+                out.append(b"\n")
+                continue
+            event = orjson.loads(line)
+            if self._keep(event.get("object")):
+                out.append(orjson.dumps(event) + b"\n")
+        return b"".join(out)
+
+    async def send(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            types = [v for k, v in message.get("headers", ()) if k == b"content-type"]
+            kind = types[0] if types else b""
+            if message["status"] >= 300:
+                self.mode = "pass"
+            elif kind.startswith(b"application/x-ndjson"):
+                self.mode = "lines"
+            elif kind.startswith(b"application/json"):
+                self.mode = "document"
+            else:
+                self.mode = "pass"
+            if self.mode != "document":
+                await self._send(message)
+            else:
+                self.start = message
+            return
+        if message["type"] != "http.response.body" or self.mode == "pass":
+            await self._send(message)
+        elif self.mode == "lines":
+            await self._send({**message, "body": self._lines(message.get("body", b""))})
+        else:
+            self.body.append(message.get("body", b""))
+            if message.get("more_body"):
+                return
+            body = self._document(b"".join(self.body))
+            assert self.start is not None
+            headers = [(k, v) for k, v in self.start.get("headers", ()) if k != b"content-length"]
+            headers.append((b"content-length", str(len(body)).encode()))
+            await self._send({**self.start, "headers": headers})
+            await self._send({"type": "http.response.body", "body": body})

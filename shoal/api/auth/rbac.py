@@ -1,0 +1,206 @@
+"""Authorization: ``always-allow``, ``always-deny`` or RBAC with Krake's Role and RoleBinding.
+
+A rule ``{api, resources, namespaces, verbs}`` grants; ``""`` in any of them is
+the wildcard. Verbs are Krake's (``create, list, list_all, get, update,
+delete``) plus ``watch`` and ``secrets`` (read secret fields in clear);
+``list`` also grants ``watch``, as Krake's watches were lists. Subresources
+are resources of their own (``applications/binding``). A cluster-wide
+resource (Role, GlobalMetric, RescheduleTask…) is granted only by a rule
+whose ``namespaces`` is empty or holds ``""``: a right in one namespace never
+opens anything outside it (Krake granted every cluster-wide kind).
+
+Decisions come from an index in memory, fed by a watch on roles and
+bindings: no store read per request, and each (user, resource, verb) answer
+is computed once until a role or binding changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from shoal.api.auth.authn import User
+from shoal.model.core import Role, RoleBinding
+from shoal.store.base import Compacted, EventType, Store
+
+log = logging.getLogger(__name__)
+
+_IMPLIED = {"watch": ("watch", "list"), "list_all": ("list_all", "list")}
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """Where a user may do one verb on one resource."""
+
+    everywhere: bool  # every namespace
+    namespaces: frozenset[str]
+    cluster: bool  # cluster-wide objects of the resource
+
+    def allows(self, namespace: str | None) -> bool:
+        if namespace is None:
+            return self.cluster
+        return self.everywhere or namespace in self.namespaces
+
+    @property
+    def any(self) -> bool:
+        return self.everywhere or self.cluster or bool(self.namespaces)
+
+
+NOTHING = Grant(False, frozenset(), False)
+EVERYTHING = Grant(True, frozenset(), True)
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    api: str
+    resources: frozenset[str]
+    verbs: frozenset[str]
+    namespaces: frozenset[str]
+
+    def covers(self, api: str, resource: str, verbs: tuple[str, ...]) -> bool:
+        return (
+            (self.api in ("", api))
+            and ("" in self.resources or resource in self.resources)
+            and ("" in self.verbs or any(v in self.verbs for v in verbs))
+        )
+
+
+class Authorizer:
+    """The mode's answers: ``grant(user, api, resource, verb)``."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+
+    def grant(self, user: User, api: str, resource: str, verb: str) -> Grant:
+        return EVERYTHING if self.mode == "always-allow" else NOTHING
+
+    async def start(self) -> None:
+        """Ready to answer (RBAC: the index is loaded)."""
+
+    async def stop(self) -> None:
+        pass
+
+
+class Rbac(Authorizer):
+    def __init__(self, store: Store) -> None:
+        super().__init__("RBAC")
+        self.store = store
+        self._roles: dict[str, tuple[_Rule, ...]] = {}
+        self._bindings: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+        self._by_subject: dict[str, tuple[str, ...]] = {}
+        self._decisions: dict[tuple[tuple[str, ...], str, str, str], Grant] = {}
+        self._task: asyncio.Task[None] | None = None
+        self._loaded = asyncio.Event()
+
+    # the index ----------------------------------------------------------------
+
+    def set_role(self, name: str, data: dict[str, Any] | None) -> None:
+        if data is None:
+            self._roles.pop(name, None)
+        else:
+            self._roles[name] = tuple(
+                _Rule(
+                    str(r.get("api", "")),
+                    frozenset(r.get("resources") or ()),
+                    frozenset(r.get("verbs") or ()),
+                    frozenset(r.get("namespaces") or ()),
+                )
+                for r in data.get("rules") or ()
+            )
+        self._decisions.clear()
+
+    def set_binding(self, name: str, data: dict[str, Any] | None) -> None:
+        if data is None:
+            self._bindings.pop(name, None)
+        else:
+            self._bindings[name] = (tuple(data.get("users") or ()), tuple(data.get("roles") or ()))
+        by_subject: dict[str, list[str]] = {}
+        for users, roles in self._bindings.values():
+            for user in users:
+                by_subject.setdefault(user, []).extend(roles)
+        self._by_subject = {s: tuple(dict.fromkeys(r)) for s, r in by_subject.items()}
+        self._decisions.clear()
+
+    def grant(self, user: User, api: str, resource: str, verb: str) -> Grant:
+        key = (user.subjects, api, resource, verb)
+        found = self._decisions.get(key)
+        if found is None:
+            found = self._compute(user, api, resource, _IMPLIED.get(verb, (verb,)))
+            if len(self._decisions) > 100_000:
+                self._decisions.clear()
+            self._decisions[key] = found
+        return found
+
+    def _compute(self, user: User, api: str, resource: str, verbs: tuple[str, ...]) -> Grant:
+        everywhere = cluster = False
+        namespaces: set[str] = set()
+        for subject in user.subjects:
+            for role in self._by_subject.get(subject, ()):
+                for rule in self._roles.get(role, ()):
+                    if not rule.covers(api, resource, verbs):
+                        continue
+                    if not rule.namespaces or "" in rule.namespaces:
+                        cluster = True
+                    if "" in rule.namespaces:
+                        everywhere = True
+                    namespaces |= rule.namespaces
+        return Grant(everywhere, frozenset(namespaces - {""}), cluster)
+
+    # fed by a watch -------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._follow())
+        await self._loaded.wait()
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _load(self) -> int:
+        revision = 0
+        for kind, apply in ((Role, self.set_role), (RoleBinding, self.set_binding)):
+            records, revision = await self.store.list(kind.key_prefix())
+            seen = set()
+            for record in records:
+                name = record.key.rsplit("/", 1)[-1]
+                seen.add(name)
+                apply(name, orjson.loads(record.value))
+            known = self._roles if kind is Role else self._bindings
+            for gone in set(known) - seen:
+                apply(gone, None)
+        self._loaded.set()
+        return revision
+
+    async def _follow(self) -> None:
+        """List, then watch ``/core/``; resume after a drop, list again if compacted."""
+        revision = await self._load()
+        role_prefix, binding_prefix = Role.key_prefix(), RoleBinding.key_prefix()
+        while True:
+            try:
+                async for event in self.store.watch("/core/", revision):
+                    revision = event.revision
+                    name = event.key.rsplit("/", 1)[-1]
+                    data = None if event.type is EventType.DELETED else orjson.loads(event.value)
+                    if event.key.startswith(role_prefix):
+                        self.set_role(name, data)
+                    elif event.key.startswith(binding_prefix):
+                        self.set_binding(name, data)
+            except Compacted:
+                revision = await self._load()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("RBAC index: watch failed; resuming")
+                await asyncio.sleep(1)
+
+
+def authorizer(mode: str, store: Store) -> Authorizer:
+    return Rbac(store) if mode == "RBAC" else Authorizer(mode)

@@ -1,0 +1,112 @@
+"""Default roles, created at the first start of an RBAC server: admins and each component.
+
+Each component gets only what it does: the scheduler reads the fleet and
+metrics and writes bindings and status; the kube controller and the cluster
+observer read kubeconfigs (``secrets`` on clusters); the garbage collector
+updates and deletes but never reads a secret in clear (an update that sends
+the redacted placeholder back keeps the stored value). Components run as
+``system:<component>``; anyone in group ``shoal:admins`` may do everything.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from shoal.api.codec import encode
+from shoal.model.base import Metadata, utcnow
+from shoal.model.core import Role, RoleBinding, RoleRule
+from shoal.store.base import AlreadyExists, Store
+
+ADMINS = "shoal:admins"
+COMPONENTS = (
+    "scheduler",
+    "kube-controller",
+    "cluster-observer",
+    "garbage-collector",
+    "reschedule-controller",
+    "agent",
+)
+
+_READ = ["get", "list", "list_all", "watch"]
+_LEASES = RoleRule(api="coordination", resources=["leases"], namespaces=[""], verbs=[""])
+
+
+def _rule(api: str, resources: list[str], verbs: list[str]) -> RoleRule:
+    return RoleRule(api=api, resources=resources, namespaces=[""], verbs=verbs)
+
+
+_RULES: dict[str, list[RoleRule]] = {
+    "admin": [_rule("", [""], [""])],
+    "scheduler": [
+        _rule("kubernetes", ["applications", "clusters"], _READ),
+        _rule("infrastructure", ["clouds", "globalclouds"], _READ),
+        _rule("core", ["metrics", "globalmetrics"], _READ),
+        _rule("core", ["metricsproviders", "globalmetricsproviders"], [*_READ, "secrets"]),
+        _rule(
+            "core",
+            ["metricsproviders/status", "globalmetricsproviders/status"],
+            ["update"],
+        ),
+        _rule(
+            "kubernetes",
+            ["applications/status", "applications/binding", "clusters/status", "clusters/binding"],
+            ["update"],
+        ),
+        _rule("infrastructure", ["clouds/status", "globalclouds/status"], ["update"]),
+        _LEASES,
+    ],
+    "kube-controller": [
+        _rule("kubernetes", ["applications"], [*_READ, "update", "delete"]),
+        _rule("kubernetes", ["clusters"], [*_READ, "secrets"]),
+        _rule("kubernetes", ["applications/status", "clusters/status"], ["update"]),
+        _LEASES,
+    ],
+    "cluster-observer": [
+        _rule("kubernetes", ["clusters"], [*_READ, "secrets"]),
+        _rule("kubernetes", ["clusters/status"], ["update"]),
+        _LEASES,
+    ],
+    "garbage-collector": [_rule("", [""], [*_READ, "update", "delete"]), _LEASES],
+    "reschedule-controller": [
+        _rule("kubernetes", ["applications", "clusters"], _READ),
+        _rule("kubernetes", ["applications/reschedule"], ["update"]),
+        _rule("scheduling", ["rescheduletasks"], [*_READ, "update", "delete"]),
+        _rule("scheduling", ["rescheduletasks/status"], ["update"]),
+        _LEASES,
+    ],
+    "agent": [
+        _rule("kubernetes", ["clusters"], [*_READ, "secrets"]),
+        _rule("scheduling", [""], [*_READ, "update"]),
+        _LEASES,
+    ],
+}
+
+
+def component_user(component: str) -> str:
+    return f"system:{component}"
+
+
+def defaults() -> list[Role | RoleBinding]:
+    """Every default role and its binding (``shoal-<name>``)."""
+    objects: list[Role | RoleBinding] = []
+    for name, rules in _RULES.items():
+        role = f"shoal-{name}"
+        subject = f"group:{ADMINS}" if name == "admin" else component_user(name)
+        objects.append(Role(metadata=Metadata(name=role), rules=rules))
+        objects.append(RoleBinding(metadata=Metadata(name=role), users=[subject], roles=[role]))
+    return objects
+
+
+async def ensure_defaults(store: Store) -> int:
+    """Create the default roles and bindings that are missing; how many were created."""
+    created = 0
+    for obj in defaults():
+        now = utcnow()
+        obj.metadata.created = obj.metadata.modified = now
+        obj.metadata.uid = str(uuid.uuid4())
+        try:
+            await store.create(obj.store_key(), encode(obj))
+            created += 1
+        except AlreadyExists:
+            continue
+    return created

@@ -1,0 +1,276 @@
+"""Secret fields: encrypted at rest (AES-GCM), redacted for readers without the right.
+
+The table ``SECRETS`` names, per kind, the fields that hold credentials:
+kubeconfig users, provider tokens and passwords, cloud passwords. The API
+wraps its store in ``EncryptedStore``: those fields are encrypted before they
+reach SQLite or etcd and decrypted when read, so nothing above the store
+changes. Readers without the ``secrets`` verb on the resource get
+``REDACTED`` in their place; an update that sends ``REDACTED`` back keeps the
+stored value.
+
+Keys: one or more base64 32-byte keys, one a line (file) or comma-separated
+(environment); the first encrypts, every one decrypts. Rotation: put a new
+key first, run ``shoal secrets reencrypt``, then drop the old key.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import os
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+from typing import Any
+
+import orjson
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from shoal.model.base import Kind
+from shoal.model.core import GlobalMetricsProvider, MetricsProvider
+from shoal.model.infrastructure import Cloud, GlobalCloud
+from shoal.model.kubernetes import Cluster
+from shoal.store.base import Event, Record, Store
+
+REDACTED = "<redacted: needs the secrets verb>"
+_PREFIX = "shoal:aesgcm:v1:"
+
+Path_ = tuple[str, ...]  # "*": every item of a list or value of a mapping
+
+_PROVIDER: tuple[Path_, ...] = (("spec", "influx", "token"), ("spec", "influx", "password"))
+_CLOUD: tuple[Path_, ...] = (("spec", "openstack", "auth", "password", "user", "password"),)
+SECRETS: dict[type[Kind], tuple[Path_, ...]] = {
+    Cluster: (("spec", "kubeconfig", "users", "*", "user", "*"),),
+    MetricsProvider: _PROVIDER,
+    GlobalMetricsProvider: _PROVIDER,
+    Cloud: _CLOUD,
+    GlobalCloud: _CLOUD,
+}
+BY_RESOURCE: dict[tuple[str, str], tuple[Path_, ...]] = {
+    (k.api_name(), k.plural): paths for k, paths in SECRETS.items()
+}
+BY_PREFIX: tuple[tuple[str, tuple[Path_, ...]], ...] = tuple(
+    (k.key_prefix(), paths) for k, paths in SECRETS.items()
+)
+
+
+def paths_of_key(key: str) -> tuple[Path_, ...] | None:
+    for prefix, paths in BY_PREFIX:
+        if key.startswith(prefix):
+            return paths
+    return None
+
+
+def leaves(data: Any, paths: tuple[Path_, ...]) -> Iterator[tuple[Any, Any]]:
+    """(container, key) of every present, non-null secret value in ``data``."""
+    for path in paths:
+        yield from _walk(data, path)
+
+
+def _walk(node: Any, path: Path_) -> Iterator[tuple[Any, Any]]:
+    if not path:
+        return
+    head, rest = path[0], path[1:]
+    if head == "*":
+        keys: Any = (
+            range(len(node))
+            if isinstance(node, list)
+            else (list(node) if isinstance(node, dict) else ())
+        )
+    else:
+        keys = (head,) if isinstance(node, dict) and head in node else ()
+    for key in keys:
+        if not rest:
+            if node[key] is not None:
+                yield node, key
+        else:
+            yield from _walk(node[key], rest)
+
+
+def redact(data: Any, paths: tuple[Path_, ...]) -> None:
+    for container, key in leaves(data, paths):
+        container[key] = REDACTED
+
+
+def concrete(data: Any, paths: tuple[Path_, ...]) -> dict[tuple[Any, ...], Any]:
+    """Every secret value by its concrete path (list indices and mapping keys spelled out)."""
+    found: dict[tuple[Any, ...], Any] = {}
+
+    def walk(node: Any, path: Path_, at: tuple[Any, ...]) -> None:
+        if not path:
+            found[at] = node
+            return
+        head, rest = path[0], path[1:]
+        if head == "*":
+            items = (
+                enumerate(node)
+                if isinstance(node, list)
+                else (node.items() if isinstance(node, dict) else ())
+            )
+            for key, child in items:
+                walk(child, rest, (*at, key))
+        elif isinstance(node, dict) and head in node and node[head] is not None:
+            walk(node[head], rest, (*at, head))
+
+    for path in paths:
+        walk(data, path, ())
+    return found
+
+
+class Cipher:
+    """AES-GCM with a key ring; values are bound to their store key (associated data)."""
+
+    def __init__(self, keys: list[bytes]) -> None:
+        if not keys:
+            raise ValueError("secrets: no key")
+        for key in keys:
+            if len(key) != 32:
+                raise ValueError("secrets: a key must be 32 bytes (base64 of 32 random bytes)")
+        self.ids = [hashlib.sha256(k).hexdigest()[:8] for k in keys]
+        self._ring = {kid: AESGCM(k) for kid, k in zip(self.ids, keys, strict=True)}
+
+    @property
+    def current(self) -> str:
+        return self.ids[0]
+
+    def encrypt(self, value: Any, aad: bytes) -> str:
+        nonce = os.urandom(12)
+        sealed = self._ring[self.current].encrypt(nonce, orjson.dumps(value), aad)
+        return f"{_PREFIX}{self.current}:{base64.b64encode(nonce + sealed).decode()}"
+
+    def decrypt(self, text: Any, aad: bytes) -> Any:
+        if not isinstance(text, str) or not text.startswith(_PREFIX):
+            return text  # stored before encryption was turned on
+        kid, _, blob = text[len(_PREFIX) :].partition(":")
+        raw = base64.b64decode(blob)
+        return orjson.loads(self._ring[kid].decrypt(raw[:12], raw[12:], aad))
+
+    def key_id(self, text: Any) -> str | None:
+        if isinstance(text, str) and text.startswith(_PREFIX):
+            return text[len(_PREFIX) :].partition(":")[0]
+        return None
+
+
+def new_key() -> str:
+    return base64.b64encode(os.urandom(32)).decode()
+
+
+def load_cipher(key_file: Path | None, env: str | None) -> Cipher | None:
+    """The key ring from ``key_file``, else from the environment variable ``env``; else None."""
+    text = None
+    if key_file is not None:
+        text = key_file.read_text()
+    elif env and os.environ.get(env):
+        text = os.environ[env].replace(",", "\n")
+    if text is None:
+        return None
+    keys = [base64.b64decode(line.strip()) for line in text.splitlines() if line.strip()]
+    return Cipher(keys)
+
+
+class EncryptedStore:
+    """A Store whose secret fields are encrypted on the way in and decrypted on the way out."""
+
+    def __init__(self, inner: Store, cipher: Cipher) -> None:
+        self.inner = inner
+        self.cipher = cipher
+
+    def _seal(self, key: str, value: bytes, old: bytes | None = None) -> bytes:
+        paths = paths_of_key(key)
+        if paths is None:
+            return value
+        data = orjson.loads(value)
+        kept = concrete(orjson.loads(old), paths) if old is not None else {}
+        aad = key.encode()
+        for at, secret in concrete(data, paths).items():
+            node = data
+            for part in at[:-1]:
+                node = node[part]
+            if secret == REDACTED and at in kept:
+                node[at[-1]] = kept[at]  # the reader sent the placeholder back: keep the value
+            elif self.cipher.key_id(secret) is None:
+                node[at[-1]] = self.cipher.encrypt(secret, aad)
+        return orjson.dumps(data)
+
+    def _open(self, key: str, value: bytes) -> bytes:
+        paths = paths_of_key(key)
+        if paths is None or not value:
+            return value
+        data = orjson.loads(value)
+        aad = key.encode()
+        for container, name in list(leaves(data, paths)):
+            container[name] = self.cipher.decrypt(container[name], aad)
+        return orjson.dumps(data)
+
+    def _record(self, record: Record) -> Record:
+        if paths_of_key(record.key) is None:
+            return record
+        return Record(record.key, self._open(record.key, record.value), record.revision)
+
+    async def get(self, key: str) -> Record:
+        return self._record(await self.inner.get(key))
+
+    async def list(
+        self, prefix: str, *, start_after: str | None = None, limit: int | None = None
+    ) -> tuple[list[Record], int]:
+        records, revision = await self.inner.list(prefix, start_after=start_after, limit=limit)
+        if paths_of_key(prefix) is None and not any(p.startswith(prefix) for p, _ in BY_PREFIX):
+            return records, revision
+        return [self._record(r) for r in records], revision
+
+    async def create(self, key: str, value: bytes) -> int:
+        return await self.inner.create(key, self._seal(key, value))
+
+    async def update(self, key: str, value: bytes, expected_revision: int | None = None) -> int:
+        if paths_of_key(key) is not None:
+            old = None
+            if REDACTED.encode() in value:
+                old = (await self.inner.get(key)).value
+            value = self._seal(key, value, old)
+        return await self.inner.update(key, value, expected_revision)
+
+    async def delete(self, key: str, expected_revision: int | None = None) -> int:
+        return await self.inner.delete(key, expected_revision)
+
+    async def watch(self, prefix: str, from_revision: int | None = None) -> AsyncIterator[Event]:
+        async for event in self.inner.watch(prefix, from_revision):
+            if paths_of_key(event.key) is None:
+                yield event
+            else:
+                value = self._open(event.key, event.value)
+                yield Event(event.type, event.key, value, event.revision)
+
+    async def revision(self) -> int:
+        return await self.inner.revision()
+
+    async def check_revision(self, revision: int) -> None:
+        await self.inner.check_revision(revision)
+
+    def batch(self) -> AbstractAsyncContextManager[None]:
+        return self.inner.batch()
+
+    async def compact(self, revision: int) -> None:
+        await self.inner.compact(revision)
+
+    async def close(self) -> None:
+        await self.inner.close()
+
+
+async def reencrypt(store: Store, cipher: Cipher) -> int:
+    """Encrypt every secret field again with the current key (rotation); the count rewritten."""
+    sealed = EncryptedStore(store, cipher)
+    count = 0
+    for prefix, paths in BY_PREFIX:
+        records, _ = await store.list(prefix)
+        for record in records:
+            stale = [
+                v
+                for v in concrete(orjson.loads(record.value), paths).values()
+                if cipher.key_id(v) != cipher.current
+            ]
+            if not stale:
+                continue
+            plain = sealed._open(record.key, record.value)
+            await store.update(record.key, sealed._seal(record.key, plain), record.revision)
+            count += 1
+    return count

@@ -1,0 +1,70 @@
+"""What a request acts on, read from its method and path alone (no route table).
+
+Every resource route has Krake's shape, so the path names the API group,
+namespace, resource, name and subresource of any kind, including kinds added
+later (fleet pods): nothing is left uncovered by forgetting a route.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from shoal.model import registry
+
+# Paths anyone may read, and paths any authenticated user may read (no tenant data).
+PUBLIC = frozenset({"/healthz", "/readyz"})
+ANY_USER = frozenset({"/metrics", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
+
+# Batch routes: each item is the subresource update of one application in its namespace.
+BATCHES = {
+    "/scheduling/bindings": ("bindings", "applications/binding"),
+    "/scheduling/reschedules": ("items", "applications/reschedule"),
+}
+
+_METHOD_VERBS = {"POST": "create", "PUT": "update", "PATCH": "update", "DELETE": "delete"}
+_NOT = (b"false", b"0", b"no")
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    api: str
+    resource: str  # plural, or plural/subresource
+    verb: str
+    namespace: str | None
+    name: str | None
+    every: bool  # list-all or watch-all of a namespaced kind: answered per namespace
+
+    @property
+    def plural(self) -> str:
+        return self.resource.partition("/")[0]
+
+
+def _watching(query: bytes) -> bool:
+    for pair in query.split(b"&"):
+        key, _, value = pair.partition(b"=")
+        if key == b"watch":
+            return value.lower() not in _NOT
+    return False
+
+
+def target(method: str, path: str, query: bytes) -> Target:
+    parts = path.strip("/").split("/")
+    if len(parts) >= 4 and parts[1] == "namespaces":
+        api, namespace, rest = parts[0], parts[2], parts[3:]
+    else:
+        api, namespace, rest = parts[0], None, parts[1:]
+    plural = rest[0] if rest else ""
+    name = rest[1] if len(rest) > 1 else None
+    resource = f"{plural}/{'/'.join(rest[2:])}" if len(rest) > 2 else plural
+    kind = registry.BY_PLURAL.get((api, plural))
+    every = namespace is None and name is None and kind is not None and kind.namespaced
+    if method in ("GET", "HEAD"):
+        if name is not None:
+            verb = "get"
+        elif _watching(query):
+            verb = "watch"
+        else:
+            verb = "list_all" if every else "list"
+    else:
+        verb = _METHOD_VERBS.get(method, method.lower())
+    return Target(api, resource, verb, namespace, name, every)

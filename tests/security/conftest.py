@@ -1,0 +1,140 @@
+"""A secured API (static tokens, RBAC, encrypted secrets) and clients of its users.
+
+Users: ``admin`` (group shoal:admins), ``alice`` with every right in namespace
+``a`` and ``bob`` with every right in namespace ``b``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from shoal.api.auth import Security
+from shoal.api.auth.secrets import new_key
+from shoal.api.server import ApiServer, start_api
+from tests.api.samples import KUBECONFIG
+
+TOKENS = {
+    "admin": "admin-token",
+    "alice": "alice-token",
+    "bob": "bob-token",
+    "system:kube-controller": "kube-token",
+}
+GROUPS = {"admin": "shoal:admins"}
+
+
+def token_file(path: Path) -> Path:
+    lines = [f'{t},{u},{u},"{GROUPS.get(u, "")}"' for u, t in TOKENS.items()]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def tenant_role(namespace: str) -> dict[str, Any]:
+    rules = [{"api": "", "resources": [""], "namespaces": [namespace], "verbs": [""]}]
+    return {
+        "api": "core",
+        "kind": "Role",
+        "metadata": {"name": f"tenant-{namespace}"},
+        "rules": rules,
+    }
+
+
+def binding(name: str, users: list[str], roles: list[str]) -> dict[str, Any]:
+    return {
+        "api": "core",
+        "kind": "RoleBinding",
+        "metadata": {"name": name},
+        "users": users,
+        "roles": roles,
+    }
+
+
+def cluster(name: str, namespace: str, token: str = "secret-token") -> dict[str, Any]:
+    kubeconfig = copy.deepcopy(KUBECONFIG)
+    kubeconfig["users"][0]["user"] = {"token": token}
+    return {
+        "api": "kubernetes",
+        "kind": "Cluster",
+        "metadata": {"name": name, "namespace": namespace, "labels": {}},
+        "spec": {"kubeconfig": kubeconfig, "metrics": []},
+    }
+
+
+def application(name: str, namespace: str) -> dict[str, Any]:
+    manifest = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}]
+    return {
+        "api": "kubernetes",
+        "kind": "Application",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"manifest": manifest},
+    }
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 5.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not await check():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.02)
+
+
+@dataclass
+class Secured:
+    server: ApiServer
+    clients: dict[str, httpx.AsyncClient]
+    anonymous: httpx.AsyncClient
+    db: Path
+
+    def __getitem__(self, user: str) -> httpx.AsyncClient:
+        return self.clients[user]
+
+
+def security(tmp_path: Path, **changes: Any) -> Security:
+    key_file = tmp_path / "secrets.key"
+    key_file.write_text(new_key() + "\n")
+    settings: dict[str, Any] = {
+        "allow_anonymous": False,
+        "token_file": token_file(tmp_path / "tokens.csv"),
+        "authorization": "RBAC",
+        "secrets_key_file": key_file,
+        "audit": str(tmp_path / "audit.jsonl"),
+    }
+    settings.update(changes)
+    return Security(**settings)
+
+
+@pytest.fixture
+async def secured(tmp_path: Path) -> AsyncIterator[Secured]:
+    db = tmp_path / "shoal.db"
+    server = await start_api(f"sqlite://{db}", security=security(tmp_path))
+    clients = {
+        user: httpx.AsyncClient(
+            base_url=server.url, headers={"authorization": f"Bearer {token}"}, timeout=30
+        )
+        for user, token in TOKENS.items()
+    }
+    anonymous = httpx.AsyncClient(base_url=server.url, timeout=30)
+    admin = clients["admin"]
+    for namespace, user in (("a", "alice"), ("b", "bob")):
+        assert (await admin.post("/core/roles", json=tenant_role(namespace))).status_code == 200
+        body = binding(f"tenant-{namespace}", [user], [f"tenant-{namespace}"])
+        assert (await admin.post("/core/rolebindings", json=body)).status_code == 200
+
+    async def bound() -> bool:
+        answer = await clients["bob"].get("/kubernetes/namespaces/b/applications")
+        return answer.status_code == 200
+
+    await eventually(bound)
+    try:
+        yield Secured(server, clients, anonymous, db)
+    finally:
+        for client in (*clients.values(), anonymous):
+            await client.aclose()
+        await server.stop()
