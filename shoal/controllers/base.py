@@ -1,8 +1,9 @@
 """What every controller shares: background tasks, run until cancelled, a clean stop.
 
 A controller spawns its informers and workers in ``start()`` through
-``spawn``/``start_informers``; ``run()`` starts it and waits until cancelled
-or until one of its tasks fails, and always stops it. Subclasses extend
+``spawn``/``start_informers``; each worker is ``work`` on its queue. ``run()``
+starts it and waits until cancelled or until one of its tasks fails, and
+always stops it. Subclasses extend
 ``stop()`` for their own clean-up (queues, clients) and call ``super()``.
 """
 
@@ -10,10 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Coroutine
-from typing import Any
+from collections.abc import Awaitable, Callable, Coroutine, Hashable
+from typing import Any, TypeVar
 
 from shoal.client.informer import Informer
+from shoal.controllers.queue import WorkQueue
+
+T = TypeVar("T", bound=Hashable)
 
 
 class Controller:
@@ -31,6 +35,28 @@ class Controller:
             self.spawn(informer.run())
         for informer in informers:
             await informer.wait_synced()
+
+    async def work(
+        self,
+        queue: WorkQueue[T],
+        handle: Callable[[T], Awaitable[None]],
+        failed: Callable[[T, Exception], None],
+    ) -> None:
+        """One worker: take each key from ``queue`` and ``handle`` it, for ever.
+
+        When handling fails, ``failed`` (called inside the ``except``, so it can
+        ``log.exception``) decides how to retry; the key is marked done either way.
+        """
+        while True:
+            key = await queue.get()
+            try:
+                await handle(key)
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # a worker's top level: log, retry later
+                failed(key, error)
+            finally:
+                queue.done(key)
 
     async def start(self) -> None:
         raise NotImplementedError

@@ -8,7 +8,6 @@ cascades: its applications are rescheduled by the scheduler, not deleted.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections import defaultdict
 from typing import Any
@@ -58,7 +57,7 @@ class GarbageCollector(Controller):
     async def start(self) -> None:
         await self.start_informers(*self.informers)
         for _ in range(4):
-            self.spawn(self._worker())
+            self.spawn(self.work(self.queue, self.sync, self._retry))
 
     async def stop(self) -> None:
         self.queue.close()
@@ -94,23 +93,15 @@ class GarbageCollector(Controller):
 
     # work ------------------------------------------------------------------------------
 
-    async def _worker(self) -> None:
-        while True:
-            ref = await self.queue.get()
-            try:
-                await self.sync(ref)
-            except asyncio.CancelledError:
-                raise
-            except (Conflict, NotFound):
-                self.queue.add_after(ref, 0.05)
-            except (ApiError, Unreachable) as error:
-                log.warning("gc %s: %s; retrying", ref, error)
-                self.queue.add_after(ref, 1.0)
-            except Exception:
-                log.exception("gc %s failed; retrying", ref)
-                self.queue.add_after(ref, 1.0)
-            finally:
-                self.queue.done(ref)
+    def _retry(self, ref: Ref, error: Exception) -> None:
+        if isinstance(error, Conflict | NotFound):
+            self.queue.add_after(ref, 0.05)
+        elif isinstance(error, ApiError | Unreachable):
+            log.warning("gc %s: %s; retrying", ref, error)
+            self.queue.add_after(ref, 1.0)
+        else:
+            log.exception("gc %s failed; retrying", ref)
+            self.queue.add_after(ref, 1.0)
 
     async def sync(self, ref: Ref) -> None:
         obj = self.objects.get(ref)

@@ -21,7 +21,6 @@ then deletes it. Nothing polls the API: informers feed a work queue.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections import defaultdict
@@ -128,7 +127,7 @@ class RescheduleTaskController(Controller):
         await self.start_informers(self.apps)  # targets are judged from this cache
         await self.start_informers(self.tasks)
         for _ in range(self.workers):
-            self.spawn(self._worker())
+            self.spawn(self.work(self.queue, self.reconcile, self._retry))
 
     async def stop(self) -> None:
         self.queue.close()
@@ -153,20 +152,12 @@ class RescheduleTaskController(Controller):
             if not self.watchers[key]:
                 del self.watchers[key]
 
-    async def _worker(self) -> None:
-        while True:
-            name = await self.queue.get()
-            try:
-                await self.reconcile(name)
-            except asyncio.CancelledError:
-                raise
-            except Conflict:
-                self.queue.add(name)  # our cache was stale: the update event brings it back
-            except Exception:  # the task's top level: log, retry later
-                log.exception("reschedule task %s failed; retrying", name)
-                self.queue.add_after(name, 1.0)
-            finally:
-                self.queue.done(name)
+    def _retry(self, name: str, error: Exception) -> None:
+        if isinstance(error, Conflict):
+            self.queue.add(name)  # our cache was stale: the update event brings it back
+        else:
+            log.exception("reschedule task %s failed; retrying", name)
+            self.queue.add_after(name, 1.0)
 
     # the work ----------------------------------------------------------------------
 

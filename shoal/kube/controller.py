@@ -122,7 +122,7 @@ class KubeController(Controller):
         await self.start_informers(self.cluster_informer)
         await self.start_informers(self.app_informer)
         for _ in range(self.workers):
-            self.spawn(self._worker())
+            self.spawn(self.work(self.queue, self.reconcile, self._retry))
 
     async def stop(self) -> None:
         self.queue.close()
@@ -197,23 +197,15 @@ class KubeController(Controller):
         await self.kube.forget(*cache_key(cluster))
         self._cluster_event(cluster)
 
-    async def _worker(self) -> None:
-        while True:
-            key = await self.queue.get()
-            try:
-                await self.reconcile(key)
-            except asyncio.CancelledError:
-                raise
-            except (Conflict, NotFound):
-                self.queue.add_after(key, 0.05)  # re-read from the informer
-            except Unreachable as error:
-                log.warning("application %s/%s: API unreachable: %s", *key, error)
-                self.queue.add_after(key, 1.0)
-            except Exception:
-                log.exception("application %s/%s failed; retrying", *key)
-                self.queue.add_after(key, 1.0)
-            finally:
-                self.queue.done(key)
+    def _retry(self, key: AppKey, error: Exception) -> None:
+        if isinstance(error, Conflict | NotFound):
+            self.queue.add_after(key, 0.05)  # re-read from the informer
+        elif isinstance(error, Unreachable):
+            log.warning("application %s/%s: API unreachable: %s", *key, error)
+            self.queue.add_after(key, 1.0)
+        else:
+            log.exception("application %s/%s failed; retrying", *key)
+            self.queue.add_after(key, 1.0)
 
     # reconciliation --------------------------------------------------------------------
 

@@ -161,9 +161,9 @@ class Scheduler(Controller):
         self.spawn(self.metrics.run())
         self.spawn(self._provider_status_loop())
         for _ in range(self.config.workers):
-            self.spawn(self._app_worker())
+            self.spawn(self.work(self.queue, self._process, self._app_failed))
         for _ in range(2):
-            self.spawn(self._cluster_worker())
+            self.spawn(self.work(self.cluster_queue, self._cluster_event, self._cluster_failed))
 
     async def stop(self) -> None:
         self.queue.close()
@@ -202,18 +202,9 @@ class Scheduler(Controller):
         self._index(app, add=False)
         self.waiting.discard(_key(app))
 
-    async def _app_worker(self) -> None:
-        while True:
-            key = await self.queue.get()
-            try:
-                await self._process(key)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("scheduling %s/%s failed; retrying", *key)
-                self.queue.add_after(key, self.config.backoff.initial)
-            finally:
-                self.queue.done(key)
+    def _app_failed(self, key: AppKey, error: Exception) -> None:
+        log.exception("scheduling %s/%s failed; retrying", *key)
+        self.queue.add_after(key, self.config.backoff.initial)
 
     async def _process(self, key: AppKey) -> None:
         app = self.app_informer.get(key[1], key[0])
@@ -300,27 +291,22 @@ class Scheduler(Controller):
 
     # cluster status (FAILING_METRICS) and cluster → cloud ------------------------------
 
-    async def _cluster_worker(self) -> None:
-        while True:
-            key = await self.cluster_queue.get()
-            try:
-                if key[0].startswith("c:"):
-                    await self._sync_cluster_metrics(key[0][2:] or None, key[1])
-                elif key[0][:2] in ("o:", "g:"):
-                    await self._sync_cloud_metrics(key[0][:2], key[0][2:] or None, key[1])
-                else:
-                    await self._schedule_cluster(key)
-            except asyncio.CancelledError:
-                raise
-            except (Conflict, NotFound):
-                # Our copy was stale (the observer wrote meanwhile): its watch event brings
-                # the fresh object; try again shortly from that.
-                self.cluster_queue.add_after(key, 0.05)
-            except Exception:
-                log.exception("cluster %s/%s failed; retrying", *key)
-                self.cluster_queue.add_after(key, self.config.backoff.initial)
-            finally:
-                self.cluster_queue.done(key)
+    async def _cluster_event(self, key: AppKey) -> None:
+        if key[0].startswith("c:"):
+            await self._sync_cluster_metrics(key[0][2:] or None, key[1])
+        elif key[0][:2] in ("o:", "g:"):
+            await self._sync_cloud_metrics(key[0][:2], key[0][2:] or None, key[1])
+        else:
+            await self._schedule_cluster(key)
+
+    def _cluster_failed(self, key: AppKey, error: Exception) -> None:
+        if isinstance(error, Conflict | NotFound):
+            # Our copy was stale (the observer wrote meanwhile): its watch event brings
+            # the fresh object; try again shortly from that.
+            self.cluster_queue.add_after(key, 0.05)
+        else:
+            log.exception("cluster %s/%s failed; retrying", *key)
+            self.cluster_queue.add_after(key, self.config.backoff.initial)
 
     async def _sync_cluster_metrics(self, namespace: str | None, name: str) -> None:
         """ONLINE ⇄ FAILING_METRICS with metrics_reasons naming each failing metric."""
