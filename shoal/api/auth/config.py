@@ -162,7 +162,9 @@ def from_mapping(data: dict[str, Any], base: Path = Path(".")) -> Security:
         if secrets.get("key_file")
         else None,
         secrets_key_env=secrets.get("key_env", "SHOAL_SECRETS_KEY"),
-        audit=audit.get("path"),
+        audit=str(_path(audit["path"], base, "audit.path"))
+        if audit.get("path") not in (None, "-")
+        else audit.get("path"),
         limits=Limits(**limits),
         cors_origin=authn.get("cors_origin"),
     )

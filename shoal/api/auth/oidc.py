@@ -1,8 +1,8 @@
 """OpenID Connect bearer tokens (Keycloak included), validated locally.
 
 The issuer's discovery document and JWKS are fetched once and kept; an
-unknown key id fetches the JWKS again (at most every ``refresh`` seconds, so
-forged key ids cannot make us hammer the issuer). Issuer, audience and
+unknown key id fetches the JWKS again (at most ``fetches`` times per ``window``
+seconds, so forged key ids cannot make us hammer the issuer). Issuer, audience and
 expiry are checked on every new token; a valid token is remembered until it
 expires, so the signature is verified once per token, not once per request.
 """
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from typing import Any
 
 import jwt
@@ -25,12 +26,12 @@ ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES
 
 
 class OidcIssuer:
-    def __init__(self, config: Oidc, refresh: float = 10.0) -> None:
+    def __init__(self, config: Oidc, fetches: int = 5, window: float = 10.0) -> None:
         self.config = config
-        self.refresh = refresh
+        self.window = window
         self._jwks_uri: str | None = None
         self._keys: dict[str | None, jwt.PyJWK] = {}
-        self._fetched = float("-inf")
+        self._fetched: deque[float] = deque(maxlen=fetches)
 
     async def _discover(self) -> str | None:
         if self._jwks_uri is None:
@@ -47,9 +48,11 @@ class OidcIssuer:
 
     async def _key(self, kid: str | None) -> jwt.PyJWK | None:
         key = self._keys.get(kid)
-        if key is not None or time.monotonic() - self._fetched < self.refresh:
+        now = time.monotonic()
+        full = len(self._fetched) == self._fetched.maxlen
+        if key is not None or (full and now - self._fetched[0] < self.window):
             return key
-        self._fetched = time.monotonic()
+        self._fetched.append(now)
         uri = await self._discover()
         if uri is None:
             return None
