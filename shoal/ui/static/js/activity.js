@@ -1,0 +1,135 @@
+// What happened: the API's Event objects when the server has them (/core/events), else the
+// changes this tab saw on the application and cluster watch streams (placements, migrations,
+// state changes), kept in memory while the dashboard is open.
+
+import { fleet, peek } from "./live.js";
+import { has, ready } from "./routes.js";
+
+const LIMIT = 2000;
+const observed = [];  // newest last
+const listeners = new Set();
+
+function record(entry) {
+  observed.push(entry);
+  if (observed.length > LIMIT) observed.splice(0, observed.length - LIMIT);
+  listeners.forEach((fn) => fn(entry));
+}
+
+const ref = (obj) => ({ kind: obj.kind, namespace: obj.metadata.namespace, name: obj.metadata.name });
+const target = (status) => status && status.scheduled_to ? status.scheduled_to.name : null;
+
+function watchApplications(list) {
+  list.onChange((type, obj, old) => {
+    const now = new Date().toISOString();
+    const involved = ref(obj);
+    if (type === "ADDED") { record({ time: now, type: "Normal", reason: "Created", message: "application created", involved }); return; }
+    if (type === "DELETED") { record({ time: now, type: "Normal", reason: "Deleted", message: "application deleted", involved }); return; }
+    if (!old) return;
+    const from = target(old.status), to = target(obj.status);
+    if (from !== to && to) {
+      const reason = from ? "Migrated" : "Scheduled";
+      const message = from ? `${from} → ${to}` : `placed on ${to}`;
+      record({ time: now, type: "Normal", reason, message, involved, from, to });
+    }
+    if (old.status.state !== obj.status.state) {
+      const bad = ["FAILED", "DEGRADED"].includes(obj.status.state);
+      const why = obj.status.reason ? `: ${obj.status.reason.message || obj.status.reason.code}` : "";
+      record({ time: now, type: bad ? "Warning" : "Normal", reason: obj.status.state, message: `${old.status.state} → ${obj.status.state}${why}`, involved });
+    }
+  });
+}
+
+function watchClusters(list) {
+  list.onChange((type, obj, old) => {
+    const now = new Date().toISOString();
+    if (type !== "MODIFIED") {
+      record({ time: now, type: "Normal", reason: type === "ADDED" ? "Registered" : "Removed", message: `cluster ${type === "ADDED" ? "registered" : "removed"}`, involved: ref(obj) });
+      return;
+    }
+    if (old && old.status.state !== obj.status.state) {
+      const bad = obj.status.state !== "ONLINE";
+      record({ time: now, type: bad ? "Warning" : "Normal", reason: obj.status.state, message: `${old.status.state} → ${obj.status.state}`, involved: ref(obj) });
+    }
+  });
+}
+
+let started = false;
+
+/** Start recording (once); the event stream is used when the server has one. */
+export function startActivity() {
+  if (started) return;
+  started = true;
+  for (const path of ["/kubernetes/applications", "/kubernetes/clusters"]) peek(path).onRender(() => { version++; });
+  watchApplications(peek("/kubernetes/applications"));
+  watchClusters(peek("/kubernetes/clusters"));
+  ready.then(() => { if (has(EVENTS)) peek(EVENTS).onRender(() => listeners.forEach((fn) => fn(null))); });
+}
+
+const EVENTS = "/core/events";
+
+function fromEvent(event) {
+  return {
+    time: event.last_timestamp || event.first_timestamp || event.metadata.created,
+    type: event.type || "Normal", reason: event.reason, message: event.message,
+    involved: event.involved || {}, count: event.count, component: event.component,
+  };
+}
+
+/** The server's events if it has the Event kind; `null` while unknown. */
+export function serverEvents() {
+  if (!has(EVENTS)) return null;
+  const list = fleet.events;
+  if (list.missing || !list.loaded) return null;
+  return list.values().map(fromEvent);
+}
+
+let known = { at: 0, version: -1, entries: [] };
+let version = 0;  // bumped whenever the application or cluster list changes
+
+/** What the lists say already happened: placements and registrations (recomputed ≤ 1/s). */
+function baseline() {
+  const fresh = known.version === version || (known.entries.length && Date.now() - known.at < 1000);
+  if (fresh) return known.entries;
+  const entries = [];
+  for (const app of peek("/kubernetes/applications").values()) {
+    const s = app.status;
+    if (s.scheduled && s.scheduled_to) entries.push({ time: s.scheduled, type: "Normal", reason: "Scheduled", message: `placed on ${s.scheduled_to.name}`, involved: ref(app) });
+    else if (s.state === "FAILED") entries.push({ time: app.metadata.modified || app.metadata.created, type: "Warning", reason: "FAILED", message: s.reason ? s.reason.message : "", involved: ref(app) });
+  }
+  for (const cluster of peek("/kubernetes/clusters").values()) {
+    entries.push({ time: cluster.metadata.created, type: "Normal", reason: "Registered", message: "cluster registered", involved: ref(cluster) });
+  }
+  known = { at: Date.now(), version, entries };
+  return entries;
+}
+
+const said = (e) => `${e.reason}|${e.involved.kind}|${e.involved.namespace || ""}|${e.involved.name}`;
+
+/** Observed changes, and the baseline entries no observed change repeats. */
+function merged() {
+  const seen = new Set(observed.map(said));
+  return observed.concat(baseline().filter((b) => !seen.has(said(b))));
+}
+
+/** Newest first: server events (if any), else observed changes and what the lists tell. */
+export function activity({ kind, namespace, name } = {}, limit = 200, source = null) {
+  const all = source || serverEvents() || merged();
+  const wanted = all.filter((e) => (!kind || e.involved.kind === kind)
+    && (!name || (e.involved.name === name && (e.involved.namespace || "") === (namespace || ""))));
+  wanted.sort((a, b) => (a.time < b.time ? 1 : a.time > b.time ? -1 : 0));
+  return wanted.slice(0, limit);
+}
+
+export function onActivity(fn) {
+  listeners.add(fn);
+  const offs = ["/kubernetes/applications", "/kubernetes/clusters"].map((path) => peek(path).onRender(fn));
+  fn();
+  return () => { listeners.delete(fn); offs.forEach((off) => off()); };
+}
+
+/** Moves from one cluster to another: events named like a migration plus observed ones. */
+export function migrations(involved) {
+  const moved = (e) => /migrat/i.test(e.reason || "");
+  const told = activity(involved, 500).filter(moved);
+  return told.length ? told : activity(involved, 500, observed).filter(moved);
+}

@@ -1,0 +1,87 @@
+// One application: where it runs and why (the decision as ranked score terms and the
+// rejections), its events, its migrations, and the actions on it.
+
+import { request } from "../api.js";
+import { activity, migrations, onActivity } from "../activity.js";
+import { ago, badge, card, clock, fill, h, link, num, pageHead, toast } from "../dom.js";
+import { fleet, follow } from "../live.js";
+import { explanation, timeline } from "./parts.js";
+
+const base = (ns, name) => `/kubernetes/namespaces/${encodeURIComponent(ns)}/applications/${encodeURIComponent(name)}`;
+
+async function act(button, label, fn) {
+  button.disabled = true;
+  try { await fn(); toast(label); } catch (error) { toast(`${label} failed: ${error.message}`, true); } finally { button.disabled = false; }
+}
+
+export function render(root, namespace, name) {
+  const key = `${namespace}/${name}`;
+  const head = h("div"), decision = h("div"), moves = h("div"), events = h("div"), details = h("div");
+  let dryRun = null;  // the last dry run's answer, shown instead of status.scheduling
+  const decisionTitle = h("h2", {}, "Scheduling decision");
+  root.append(head,
+    h("div", { class: "grid cols-3" },
+      h("section", { class: "card span-2", id: "decision" }, decisionTitle, decision),
+      h("section", { class: "card", id: "migrations" }, h("h2", {}, "Migration history"), moves)),
+    h("div", { class: "grid cols-3", style: { marginTop: "16px" } },
+      h("section", { class: "card span-2", id: "events" }, h("h2", {}, "Events"), events),
+      card("Details", details)));
+
+  let app = fleet.applications.items.get(key) || null;
+  request("GET", base(namespace, name)).then((found) => { if (!app || found.metadata.resource_version > app.metadata.resource_version) { app = found; draw(); } }).catch(() => {});
+
+  const reschedule = h("button", { id: "reschedule", title: "Place it again now as if new: stickiness off, constraints kept" }, "Reschedule now");
+  reschedule.addEventListener("click", () => act(reschedule, "Reschedule requested", () =>
+    request("PUT", `${base(namespace, name)}/reschedule`, { requested: new Date().toISOString() })));
+  const task = h("button", { class: "secondary", id: "create-task", title: "A RescheduleTask for this application, shown on the tasks page" }, "Create reschedule task");
+  task.addEventListener("click", () => act(task, "Reschedule task created", () => request("POST", "/scheduling/rescheduletasks", {
+    api: "scheduling", kind: "RescheduleTask",
+    metadata: { name: `ui-${name}`.slice(0, 48).replace(/-+$/, "") + `-${Date.now().toString(36)}` },
+    spec: { target_ref_resource: [{ api: "kubernetes", kind: "Application", namespace, name }] },
+  })));
+  const explain = h("button", { class: "secondary", id: "dry-run", title: "Rank every cluster now with every score term (binds nothing)" }, "Explain now");
+  explain.addEventListener("click", () => act(explain, "Dry run done", async () => {
+    dryRun = await request("POST", `/scheduling/namespaces/${encodeURIComponent(namespace)}/dryrun`, { ...app, status: undefined });
+    draw();
+  }));
+
+  const draw = () => {
+    app = fleet.applications.items.get(key) || app;
+    if (!app) { fill(head, pageHead(name, { crumbs: link("Applications", "applications"), sub: fleet.applications.loaded ? "No such application." : "Loading…" })); return; }
+    const s = app.status;
+    const on = s.scheduled_to ? s.scheduled_to.name : null;
+    fill(head, pageHead(name, {
+      crumbs: [link("Applications", "applications"), " / ", namespace],
+      sub: [badge(s.state), " ", on ? ["on ", link(on, "clusters", s.scheduled_to.namespace || namespace, on)] : "not placed", s.reason ? h("span", { class: "muted" }, ` · ${s.reason.message || s.reason.code}`) : ""],
+      actions: h("div", { class: "actions" }, explain, task, reschedule),
+    }));
+    decisionTitle.textContent = dryRun ? "Dry run: where it would go now" : "Scheduling decision";
+    fill(decision, explanation(dryRun || s.scheduling, on),
+      dryRun ? h("div", { style: { marginTop: "12px" } }, h("button", { class: "secondary", onclick: () => { dryRun = null; draw(); } }, "Back to the last decision")) : null);
+    const c = app.spec.constraints || {};
+    const cc = c.cluster || {};
+    const health = s.container_health || {};
+    fill(details, h("dl", { class: "kv" },
+      h("dt", {}, "Label constraints"), h("dd", { class: "mono" }, (cc.labels || []).join("; ") || "—"),
+      h("dt", {}, "Metric constraints"), h("dd", { class: "mono" }, (cc.metrics || []).join("; ") || "—"),
+      h("dt", {}, "Migration"), h("dd", {}, c.migration === false ? "pinned" : "allowed"),
+      h("dt", {}, "Pods"), h("dd", {}, `${health.running_pods || 0}/${health.desired_pods || 0} running`),
+      h("dt", {}, "Placed"), h("dd", {}, s.scheduled ? `${clock(s.scheduled)} (${ago(s.scheduled)} ago)` : "—"),
+      h("dt", {}, "Last pass"), h("dd", {}, s.last_scheduled ? `${ago(s.last_scheduled)} ago` : "—"),
+      h("dt", {}, "Retries left"), h("dd", {}, s.scheduler_retries ?? "—"),
+      h("dt", {}, "Labels"), h("dd", {}, Object.entries(app.metadata.labels || {}).map(([k, v]) => `${k}=${v}`).join(", ") || "—")));
+    drawActivity();
+  };
+  const drawActivity = () => {
+    const about = { kind: "Application", namespace, name };
+    const moved = migrations(about);
+    fill(moves, moved.length
+      ? h("ul", { class: "timeline" }, moved.map((m) => h("li", { class: "move" },
+          h("div", {}, m.from && m.to ? [h("b", {}, m.from), " → ", h("b", {}, m.to)] : m.message),
+          h("div", { class: "muted small" }, `${clock(m.time)} · ${ago(m.time)} ago`))))
+      : h("div", { class: "empty" }, app && app.status.scheduled_to ? `On ${app.status.scheduled_to.name} since ${ago(app.status.scheduled)} ago; no migration seen since this page was opened.` : "Not placed yet."));
+    fill(events, timeline(activity(about, 100), "Nothing happened to this application since this page was opened."));
+  };
+  const offs = [follow([fleet.applications], draw), onActivity(drawActivity)];
+  return () => offs.forEach((off) => off());
+}

@@ -1,0 +1,51 @@
+// Clusters: state, labels, metrics with their current normalised values, applications,
+// nodes and capacity.
+
+import { badge, bytes, chips, countBy, fill, h, link, num, pageHead } from "../dom.js";
+import { fleet, follow } from "../live.js";
+import { onValues, valueOf } from "../values.js";
+
+export const summaryOf = (cluster) => (cluster.status.nodes || []).find((n) => n.summary) || null;
+
+export function capacity(cluster) {
+  const s = summaryOf(cluster);
+  if (!s) return h("span", { class: "muted" }, "not observed yet");
+  const cap = s.allocatable || s.capacity || {};
+  return h("span", {}, `${s.ready}/${s.count} nodes ready`, h("div", { class: "muted small" }, `${num(cap.cpu, 1)} CPU · ${bytes(cap.memory)} · ${cap.pods ?? "—"} pods`));
+}
+
+/** The metric references of a cluster, each with its weight and current normalised value. */
+export function metricCells(cluster) {
+  const refs = cluster.spec.metrics || [];
+  if (!refs.length) return h("span", { class: "muted" }, "none");
+  return refs.map((ref) => {
+    const v = valueOf(cluster, ref);
+    const failing = (cluster.status.metrics_reasons || {})[ref.name];
+    return h("div", { class: "small", title: failing ? `${failing.code}: ${failing.message}` : v ? `value ${num(v.value)} (${v.source})` : "value not known yet", style: { display: "flex", gap: "8px", alignItems: "center" } },
+      h("span", { style: { minWidth: "150px" } }, ref.name, h("span", { class: "muted" }, ` ×${num(ref.weight)}`)),
+      failing ? badge(failing.code) : h("span", { class: "meter", style: { width: "70px" } }, h("span", { style: { width: `${100 * Math.min(1, Math.max(0, v ? v.normalised : 0))}%` } })),
+      h("span", { class: "mono muted" }, v && !failing ? num(v.normalised, 2) : ""));
+  });
+}
+
+export function render(root) {
+  const body = h("tbody");
+  root.append(
+    pageHead("Clusters", { sub: "Registered Kubernetes clusters, as the cluster observer and the metric providers see them." }),
+    h("section", { class: "card flush" }, h("table", { class: "plain", id: "clusters-table" },
+      h("thead", {}, h("tr", {}, ["Cluster", "State", "Labels", "Metrics (weight, normalised)", "Apps", "Nodes and capacity"].map((t) => h("th", {}, t)))), body)));
+  const draw = () => {
+    const placed = countBy(fleet.applications.values().filter((a) => a.status.scheduled_to), (a) => `${a.metadata.namespace}/${a.status.scheduled_to.name}`);
+    const clusters = fleet.clusters.values().sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+    if (!clusters.length) { fill(body, h("tr", {}, h("td", { colspan: 6, class: "empty" }, fleet.clusters.loaded ? "No clusters registered." : "Loading…"))); return; }
+    fill(body, clusters.map((c) => h("tr", { dataset: { cluster: c.metadata.name } },
+      h("td", {}, link(c.metadata.name, "clusters", c.metadata.namespace, c.metadata.name), h("div", { class: "muted small" }, c.metadata.namespace)),
+      h("td", {}, badge(c.status.state, c.status.reason ? c.status.reason.message : undefined)),
+      h("td", {}, chips(c.metadata.labels)),
+      h("td", {}, metricCells(c)),
+      h("td", { class: "num" }, placed[`${c.metadata.namespace}/${c.metadata.name}`] || 0),
+      h("td", {}, capacity(c)))));
+  };
+  const offs = [follow([fleet.clusters, fleet.applications, fleet.globalMetrics, fleet.globalProviders], draw), onValues(draw)];
+  return () => offs.forEach((off) => off());
+}

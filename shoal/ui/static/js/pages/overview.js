@@ -1,0 +1,65 @@
+// Overview: the fleet at a glance: clusters and applications by state, where applications
+// run (one tile per cluster, sized by its applications), and what just happened.
+
+import { activity, onActivity, serverEvents } from "../activity.js";
+import { colour, countBy, fill, h, pageHead, stateStack, tone } from "../dom.js";
+import { fleet, follow } from "../live.js";
+import { treemap } from "../charts.js";
+import { feed } from "./parts.js";
+
+const placedOn = (app) => app.status.scheduled_to ? `${app.status.scheduled_to.namespace || app.metadata.namespace}/${app.status.scheduled_to.name}` : null;
+
+export function render(root) {
+  const stats = h("div", { class: "grid cols-4" });
+  const map = h("div");
+  const events = h("div");
+  const title = h("h2", {}, "Live events");
+  root.append(
+    pageHead("Fleet overview", { sub: "Clusters, applications and placements, live from the API's watch streams." }),
+    stats,
+    h("div", { class: "grid cols-3", style: { marginTop: "16px" } },
+      h("section", { class: "card span-2" }, h("h2", {}, "Placement map"), map),
+      h("section", { class: "card" }, title, events)),
+  );
+
+  let mapKey = "";
+  const draw = () => {
+    const clusters = fleet.clusters.values();
+    const apps = fleet.applications.values();
+    const appStates = countBy(apps, (a) => a.status.state);
+    const clusterStates = countBy(clusters, (c) => c.status.state);
+    const running = appStates.RUNNING || 0;
+    fill(stats,
+      h("section", { class: "card stat" }, h("div", { class: "label" }, "Clusters"), h("div", { class: "value", id: "stat-clusters" }, clusters.length), stateStack(clusterStates)),
+      h("section", { class: "card stat" }, h("div", { class: "label" }, "Applications"), h("div", { class: "value", id: "stat-apps" }, apps.length), stateStack(appStates)),
+      h("section", { class: "card stat" }, h("div", { class: "label" }, "Running"), h("div", { class: "value" }, running),
+        h("div", { class: "muted small" }, apps.length ? `${Math.round((100 * running) / apps.length)}% of applications` : "no applications yet")),
+      h("section", { class: "card stat" }, h("div", { class: "label" }, "Waiting for a cluster"), h("div", { class: "value" }, apps.filter((a) => !a.status.scheduled_to).length),
+        h("div", { class: "muted small" }, "not placed (pending, retrying or failed)")),
+    );
+    const perCluster = {};
+    for (const app of apps) { const on = placedOn(app); if (on) (perCluster[on] ||= []).push(app); }
+    const tiles = clusters.map((c) => {
+      const key = `${c.metadata.namespace}/${c.metadata.name}`;
+      const here = perCluster[key] || [];
+      const n = here.length;
+      return {
+        label: c.metadata.name, sub: `${n} app${n === 1 ? "" : "s"} · ${c.status.state}`, value: Math.max(n, 0.35),
+        tone: tone(c.status.state), href: `#/clusters/${encodeURIComponent(c.metadata.namespace)}/${encodeURIComponent(c.metadata.name)}`,
+        title: `${key}: ${n} applications, ${c.status.state}`,
+        dots: here.slice(0, 120).map((a) => ({ colour: colour(a.status.state), title: `${a.metadata.name}: ${a.status.state}` })),
+      };
+    });
+    const nextKey = JSON.stringify(tiles.map((t) => [t.label, t.sub, t.tone, t.dots]));
+    if (nextKey !== mapKey) {
+      mapKey = nextKey;
+      fill(map, clusters.length ? treemap(tiles, 320) : h("div", { class: "empty" }, "No clusters registered yet."));
+    }
+  };
+  const drawEvents = () => {
+    title.textContent = serverEvents() ? "Live events" : "Live changes";
+    fill(events, feed(activity({}, 60), "Changes appear here as they happen."));
+  };
+  const offs = [follow([fleet.clusters, fleet.applications], draw), onActivity(drawEvents)];
+  return () => offs.forEach((off) => off());
+}
