@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from shoal.client.rest import ShoalClient
+from shoal.kube.client import KubeClients, KubeCluster
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Application, Cluster, ClusterSpec
 from shoal.sim.server import SimServer, start_sim
@@ -34,6 +35,16 @@ async def clusters(client: ShoalClient, sim: SimServer) -> list[Cluster]:
         )
         created.append(await client.create(cluster))
     return created
+
+
+@pytest.fixture
+async def kube(clusters: list[Cluster]) -> AsyncIterator[dict[str, KubeCluster]]:
+    """Direct access to the sim clusters, to check what the controller did there."""
+    clients = KubeClients(timeout=2.0)
+    try:
+        yield {c.metadata.name: await clients.get(c) for c in clusters}
+    finally:
+        await clients.close()
 
 
 def deployment(name: str, replicas: int = 2) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from shoal.client.rest import ShoalClient
-from shoal.kube.client import KubeClients, KubeCluster
+from shoal.kube.client import KubeCluster
 from shoal.kube.controller import KubeController
 from shoal.kube.watch import ClusterWatches
 from shoal.model.base import ReasonCode, ResourceRef
@@ -24,15 +24,6 @@ pytestmark = pytest.mark.integration
 
 DE = ResourceRef(api="kubernetes", kind="Cluster", namespace=NS, name="de")
 FR = ResourceRef(api="kubernetes", kind="Cluster", namespace=NS, name="fr")
-
-
-@pytest.fixture
-async def kube(clusters: list[Cluster]) -> AsyncIterator[dict[str, KubeCluster]]:
-    clients = KubeClients(timeout=2.0)
-    try:
-        yield {c.metadata.name: await clients.get(c) for c in clusters}
-    finally:
-        await clients.close()
 
 
 @pytest.fixture

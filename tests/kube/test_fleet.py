@@ -73,15 +73,6 @@ async def control_plane(
             await part.stop()
 
 
-@pytest.fixture
-async def kube(clusters: list[Cluster]) -> AsyncIterator[dict[str, KubeCluster]]:
-    clients = KubeClients(timeout=2.0)
-    try:
-        yield {c.metadata.name: await clients.get(c) for c in clusters}
-    finally:
-        await clients.close()
-
-
 async def test_observer_notready_unhealthy_online(
     client: ShoalClient, sim: SimServer, clusters: list[Cluster]
 ) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from shoal.client.rest import NotFound, ShoalClient
-from shoal.kube.client import KubeClients, KubeCluster
+from shoal.kube.client import KubeCluster
 from shoal.kube.controller import FINALIZER, KubeController
 from shoal.kube.observer import ClusterObserver
 from shoal.model.base import ResourceRef
@@ -20,16 +20,6 @@ from tests.scheduler.helpers import fast_config
 from tests.util import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-
-@pytest.fixture
-async def kube(clusters: list[Cluster]) -> AsyncIterator[dict[str, KubeCluster]]:
-    """Direct access to the sim clusters, to check what the controller did there."""
-    clients = KubeClients(timeout=2.0)
-    try:
-        yield {c.metadata.name: await clients.get(c) for c in clusters}
-    finally:
-        await clients.close()
 
 
 @pytest.fixture
