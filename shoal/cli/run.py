@@ -84,15 +84,25 @@ def api(
     host: Annotated[str, typer.Option("--host")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port")] = 8080,
     log_level: Annotated[str, typer.Option("--log-level")] = "info",
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            help="Security configuration: Krake's api.yaml keys (authentication, "
+            "authorization, tls) and Shoal's (secrets, audit, limits); without it, open",
+        ),
+    ] = None,
 ) -> None:
     """Run the API server alone."""
+    from shoal.api.auth.config import load
     from shoal.api.server import start_api
 
     _logging(log_level)
     store_url = resolve_store(store, Path("shoal.db"))
+    security = load(config) if config is not None else None
 
     async def main() -> None:
-        server = await start_api(store_url, host, port, log_level="warning")
+        server = await start_api(store_url, host, port, log_level="warning", security=security)
         console.print(f"Shoal API listening on [bold]{server.url}[/] (store {store_url})")
         try:
             await server.task
@@ -245,11 +255,13 @@ CONTROLLERS: list[tuple[str, str, Callable[[Any], Any]]] = [
 ]
 
 
-def controllers(client: Any) -> list[Any]:
-    """Every controller, constructed on one client (``shoal up`` runs them in one process)."""
+def controllers(client_of: Callable[[str], Any]) -> list[Any]:
+    """Every controller, each on the client of its own identity (``client_of(component)``)."""
     from shoal.scheduler.scheduler import Scheduler
 
-    return [Scheduler(client)] + [build(client) for _, _, build in CONTROLLERS]
+    return [Scheduler(client_of("scheduler"))] + [
+        build(client_of(name)) for name, _, build in CONTROLLERS
+    ]
 
 
 def up(
@@ -267,20 +279,40 @@ def up(
         bool, typer.Option("--exit-after-demo", hidden=True, help="Stop once the demo is placed")
     ] = False,
     log_level: Annotated[str, typer.Option("--log-level")] = "warning",
+    tls: Annotated[
+        bool, typer.Option("--tls/--no-tls", help="Serve HTTPS with the CA made in --data-dir")
+    ] = False,
 ) -> None:
-    """Start Shoal with embedded defaults: API, every controller, a sim fleet, sample metrics."""
+    """Start Shoal with embedded defaults: API, every controller, a sim fleet, sample metrics.
+
+    Secure by default: its own CA, tokens and secrets key in --data-dir/security,
+    RBAC, no anonymous access; each controller has its own identity.
+    """
+    from shoal.api.auth import bootstrap
+    from shoal.api.auth.roles import component_user
+    from shoal.client.credentials import Credentials
+
     _logging(log_level)
     data_dir.mkdir(parents=True, exist_ok=True)
     store_url = resolve_store(store, data_dir / "shoal.db")
+    setup = bootstrap.ensure(data_dir, tls=tls)
 
     async def main() -> None:
         from shoal.api.server import start_api
         from shoal.client.rest import ShoalClient
 
-        server = await start_api(store_url, "127.0.0.1", port)
+        server = await start_api(store_url, "127.0.0.1", port, security=setup.security)
         console.print(f"[bold green]Shoal API[/] on {server.url}  (store {store_url})")
-        client = ShoalClient(server.url)
-        running = controllers(client)
+        trust = Credentials(ca=str(setup.ca)).ssl_context() if tls else None
+        clients: list[ShoalClient] = []
+
+        def client_of(user: str) -> ShoalClient:
+            token = setup.tokens[user if user == bootstrap.ADMIN else component_user(user)]
+            clients.append(ShoalClient(server.url, token=token, ssl_context=trust))
+            return clients[-1]
+
+        client = client_of(bootstrap.ADMIN)
+        running = controllers(client_of)
         tasks = [asyncio.create_task(c.run()) for c in running]
         names = ", ".join(type(c).__name__ for c in running)
         console.print(f"[bold green]Controllers[/]: {names}")
@@ -292,8 +324,13 @@ def up(
                 await _demo(client)
             if exit_after_demo:
                 return
+            config = setup.write_client_config(server.url)
             console.print(
-                f"\nTry: [bold]SHOAL_API={server.url} shoal kube app list[/]   (Ctrl-C stops)"
+                f"\nCredentials: {config} (admin token, CA); the CLI reads it from this "
+                f"directory, or anywhere with [bold]SHOAL_CONFIG={config}[/]"
+            )
+            console.print(
+                f"Try: [bold]SHOAL_API={server.url} shoal kube app list[/]   (Ctrl-C stops)"
             )
             await asyncio.gather(*tasks)
         finally:
@@ -304,7 +341,8 @@ def up(
                     await task
             if sim is not None:
                 await sim.stop()
-            await client.close()
+            for each in clients:
+                await each.close()
             await server.stop()
 
     _run_until_signal(main)

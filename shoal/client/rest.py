@@ -18,6 +18,7 @@ import aiohttp
 import orjson
 from pydantic import BaseModel
 
+from shoal.client.credentials import Credentials
 from shoal.model.base import TRUSTED, Kind, ResourceRef
 from shoal.model.kubernetes import (
     Application,
@@ -126,12 +127,16 @@ class ShoalClient:
         token: str | None = None,
         ssl_context: ssl.SSLContext | None = None,
     ) -> None:
-        """``token``: a bearer token (default $SHOAL_TOKEN); ``ssl_context``: the CA to trust
-        and the client certificate to present (see ``shoal.client.credentials``)."""
+        """``token``: a bearer token; ``ssl_context``: the CA to trust and the client
+        certificate to present. Both default to ``Credentials.resolve()`` ($SHOAL_TOKEN…)."""
         self.url = (url or default_url()).rstrip("/")
         self.timeout = timeout
         self.max_connections = max_connections
-        self.token = token if token is not None else os.environ.get("SHOAL_TOKEN") or None
+        if token is None or ssl_context is None:
+            found = Credentials.resolve()
+            token = token if token is not None else found.token
+            ssl_context = ssl_context if ssl_context is not None else found.ssl_context()
+        self.token = token
         self.ssl_context = ssl_context
         self._session: aiohttp.ClientSession | None = None
 

@@ -1,0 +1,101 @@
+"""Zero set-up security for ``shoal up``: its own CA, tokens and key in its data directory.
+
+The first start writes, under ``<data_dir>/security/``: a CA and the API's
+certificate, a token per component and one for the admin, the key that
+encrypts secrets, the ``api.yaml`` that uses them (RBAC, no anonymous), and
+``config.yaml``, a CLI configuration (``api``, ``token``, ``ca``) that the
+CLI reads from ``./data/security`` or through ``$SHOAL_CONFIG``. Later starts
+reuse them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import secrets as random
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from shoal.api.auth.config import Security, load
+from shoal.api.auth.roles import ADMINS, COMPONENTS, component_user
+from shoal.api.auth.secrets import new_key
+from shoal.api.auth.tls import issue, make_ca, write_pair
+
+ADMIN = "admin"
+
+
+@dataclass(frozen=True)
+class Setup:
+    directory: Path
+    security: Security
+    tokens: dict[str, str]  # user → token (``admin`` and ``system:<component>``)
+    ca: Path
+
+    @property
+    def client_config(self) -> Path:
+        return self.directory / "config.yaml"
+
+    def token_of(self, component: str) -> str:
+        return self.tokens[component_user(component)]
+
+    def write_client_config(self, url: str) -> Path:
+        """The CLI's configuration for this API: its URL, the admin token, the CA."""
+        text = yaml.safe_dump({"api": url, "token": self.tokens[ADMIN], "ca": str(self.ca)})
+        _write_private(self.client_config, text)
+        return self.client_config
+
+
+def _write_private(path: Path, text: str) -> None:
+    path.touch(mode=0o600)
+    path.write_text(text)
+
+
+def _read_tokens(path: Path) -> dict[str, str]:
+    tokens = {}
+    for line in path.read_text().splitlines():
+        parts = line.split(",")
+        if len(parts) >= 2 and not line.startswith("#"):
+            tokens[parts[1]] = parts[0]
+    return tokens
+
+
+def ensure(
+    data_dir: Path, tls: bool = True, hosts: tuple[str, ...] = ("127.0.0.1", "localhost")
+) -> Setup:
+    """Make what is missing under ``data_dir/security`` and return the set-up.
+
+    ``tls=False`` serves plain HTTP (``shoal up`` on loopback); the CA is made all the same.
+    """
+    directory = (data_dir / "security").resolve()
+    directory.mkdir(parents=True, exist_ok=True)
+    directory.chmod(0o700)
+    if not (directory / "ca.crt").exists():
+        ca = make_ca("shoal-up-ca")
+        write_pair(directory, "ca", ca)
+        write_pair(directory, "api", issue(*ca, "shoal-api", hosts=hosts))
+    tokens_path = directory / "tokens.csv"
+    if not tokens_path.exists():
+        users = [(ADMIN, ADMINS)] + [(component_user(c), "") for c in COMPONENTS]
+        lines = [f'{random.token_urlsafe(32)},{u},{u},"{g}"' for u, g in users]
+        _write_private(tokens_path, "\n".join(lines) + "\n")
+    key_path = directory / "secrets.key"
+    if not key_path.exists():
+        _write_private(key_path, new_key() + "\n")
+    api_yaml = directory / "api.yaml"
+    if not api_yaml.exists():
+        config = {
+            "authentication": {
+                "allow_anonymous": False,
+                "strategy": {"static": {"enabled": True, "token_file": "tokens.csv"}},
+            },
+            "authorization": "RBAC",
+            "tls": {"enabled": True, "cert": "api.crt", "key": "api.key", "client_ca": "ca.crt"},
+            "secrets": {"key_file": "secrets.key"},
+            "audit": {"path": "audit.jsonl"},
+        }
+        api_yaml.write_text(yaml.safe_dump(config, sort_keys=False))
+    security = load(api_yaml)
+    if not tls:
+        security = dataclasses.replace(security, tls=None)
+    return Setup(directory, security, _read_tokens(tokens_path), directory / "ca.crt")
