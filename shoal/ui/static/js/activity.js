@@ -83,13 +83,12 @@ export function serverEvents() {
   return list.values().map(fromEvent);
 }
 
-let known = { at: 0, version: -1, entries: [] };
+let known = { version: -1, entries: [] };
 let version = 0;  // bumped whenever the application or cluster list changes
 
-/** What the lists say already happened: placements and registrations (recomputed ≤ 1/s). */
+/** What the lists say already happened: placements and registrations (after each change). */
 function baseline() {
-  const fresh = known.version === version || (known.entries.length && Date.now() - known.at < 1000);
-  if (fresh) return known.entries;
+  if (known.version === version) return known.entries;
   const entries = [];
   for (const app of peek("/kubernetes/applications").values()) {
     const s = app.status;
@@ -99,7 +98,7 @@ function baseline() {
   for (const cluster of peek("/kubernetes/clusters").values()) {
     entries.push({ time: cluster.metadata.created, type: "Normal", reason: "Registered", message: "cluster registered", involved: ref(cluster) });
   }
-  known = { at: Date.now(), version, entries };
+  known = { version, entries };
   return entries;
 }
 
@@ -129,7 +128,7 @@ export function onActivity(fn) {
 
 /** Moves from one cluster to another: events named like a migration plus observed ones. */
 export function migrations(involved) {
-  const moved = (e) => /migrat/i.test(e.reason || "");
+  const moved = (e) => /migrat/i.test(e.reason || "") && e.reason !== "MIGRATING";  // not the state
   const told = activity(involved, 500).filter(moved);
   return told.length ? told : activity(involved, 500, observed).filter(moved);
 }

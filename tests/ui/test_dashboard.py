@@ -1,0 +1,143 @@
+"""The dashboard in headless Chromium against a real Shoal: every page with real data,
+live updates without a reload, a migration seen on the application's page, the
+reschedule button, and a clean console."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from shoal.model.scheduling import RescheduleTask
+from shoal.scheduler.scheduler import Scheduler
+from shoal.testing.wait import wait_for
+from tests.ui.conftest import APPS, Browser, Shoal, app_with_labels
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+async def _text(browser: Browser, selector: str) -> str:
+    return str(await browser.page.locator(selector).first.inner_text())
+
+
+async def _count(browser: Browser, text: str) -> None:
+    """Until the applications page says it shows ``text`` (e.g. "2 of 7")."""
+    script = "t => document.getElementById('apps-count')?.textContent.startsWith(t)"
+    await browser.page.wait_for_function(script, arg=text)
+
+
+async def _placed(shoal: Shoal, name: str) -> str | None:
+    app = await shoal.app(name)
+    return app.status.scheduled_to.name if app.status.scheduled_to else None
+
+
+async def _all_placed(shoal: Shoal) -> bool:
+    placed = [await _placed(shoal, name) for name in APPS if name != "nowhere"]
+    return all(placed)
+
+
+async def test_every_page_renders_real_data(shoal: Shoal, browser: Browser) -> None:
+    await wait_for(lambda: _all_placed(shoal), timeout=30, message="applications placed")
+    page = browser.page
+
+    await browser.open("overview")
+    await page.wait_for_function("document.getElementById('stat-apps')?.textContent === '7'")
+    for name in ("sim-1", "sim-2", "sim-3"):
+        await page.locator(".tile", has_text=name).wait_for()
+    await page.locator(".feed li", has_text="Scheduled").first.wait_for()
+    await browser.screenshot("overview")
+
+    await browser.open("clusters")
+    row = page.locator("#clusters-table tr[data-cluster='sim-1']")
+    await row.locator("text=3/3 nodes ready").wait_for()
+    assert "location=DE" in await row.inner_text()
+    assert "free_capacity_1" in await row.inner_text()
+    await browser.screenshot("clusters")
+
+    await browser.open("clusters/default/sim-2")
+    await page.locator("td", has_text="n-2").wait_for()
+    await page.locator("a", has_text="web").wait_for()
+    assert await page.locator("button", has_text="Drain").is_disabled()
+    await browser.screenshot("cluster")
+
+    await browser.open("applications")
+    await _count(browser, "7 of 7")
+    await page.locator(".vt-row", has_text="edge-cache").wait_for()
+    await page.fill("#filter-selector", "team=finance")
+    await page.press("#filter-selector", "Enter")
+    await _count(browser, "2 of 2")
+    await page.fill("#filter-selector", "")
+    await page.press("#filter-selector", "Enter")
+    await page.select_option("#filter-state", "FAILED")
+    await _count(browser, "1 of 7")
+    await page.select_option("#filter-state", "")
+    await browser.screenshot("applications")
+
+    await browser.open("applications/default/web")
+    await page.locator("#decision .bars [data-cluster='sim-2']").wait_for()
+    assert "label location in (DE, FR)" in await _text(browser, "#decision")
+    await browser.screenshot("application")
+
+    await browser.open("metrics")
+    await page.locator("[data-provider='sample']", has_text="ONLINE").wait_for()
+    row = "#metric-values tr[data-cluster='sim-2'][data-metric='free_capacity_2']"
+    value = page.locator(f"{row} .value")
+    await value.filter(has_text="0.74").wait_for()
+    await browser.screenshot("metrics")
+
+    task = RescheduleTask.model_validate(
+        {"metadata": {"name": "back-to-fr"}, "spec": {"target_clusters": ["sim-2"]}}
+    )
+    await shoal.client.create(task)
+    await browser.open("tasks")
+    await page.locator("#tasks-table tr[data-task='back-to-fr']", has_text="Finished").wait_for()
+    assert "3/3 done" in await _text(browser, "#tasks-table tr[data-task='back-to-fr']")
+    await browser.screenshot("tasks")
+
+    assert browser.errors == []
+
+
+async def test_created_application_appears_without_reload(shoal: Shoal, browser: Browser) -> None:
+    await browser.open("applications")
+    page = browser.page
+    await page.locator(".vt-row", has_text="checkout").wait_for()
+    await page.evaluate("window.notReloaded = true")
+    APPS["late"] = (["location is FI"], {"tier": "web", "team": "late"})
+    try:
+        await shoal.client.create(app_with_labels("late"))
+    finally:
+        del APPS["late"]
+    await page.locator(".vt-row", has_text="late").filter(has_text="sim-3").wait_for()
+    assert await page.evaluate("window.notReloaded") is True
+    assert browser.errors == []
+
+
+async def test_migration_and_reschedule_button(shoal: Shoal, browser: Browser) -> None:
+    """A better metric elsewhere moves `web`; stickiness then keeps it there until the
+    reschedule button asks for a pass without stickiness, which moves it back."""
+    await wait_for(lambda: _placed(shoal, "web"), timeout=30, message="web placed")
+    assert await _placed(shoal, "web") == "sim-2"
+    await browser.open("applications/default/web")
+    page = browser.page
+    await page.locator(".page-head", has_text="on sim-2").wait_for()
+
+    await shoal.set_metric("free_capacity_1", 0.99)
+    await page.locator("#migrations li", has_text="sim-2 → sim-1").wait_for(timeout=30_000)
+    await page.locator(".page-head", has_text="on sim-1").wait_for()
+    await page.locator("#decision .bars .winner", has_text="sim-1").wait_for()
+
+    # Worse than sim-2 without stickiness (0.633 < 0.647), better with it (0.656).
+    await shoal.set_metric("free_capacity_1", 0.7)
+    scheduler: Any = next(c for c in shoal.running if isinstance(c, Scheduler))
+    await wait_for(
+        lambda: (
+            getattr(scheduler.metrics.lookup("free_capacity_1", False, None), "value", None) == 0.7
+        ),
+        message="the scheduler sees the new value",
+    )
+    await page.click("#reschedule")
+    await page.locator("#migrations li", has_text="sim-1 → sim-2").wait_for(timeout=30_000)
+    await page.locator(".page-head", has_text="on sim-2").wait_for()
+    assert await _placed(shoal, "web") == "sim-2"
+    await browser.screenshot("application-migrated")
+    assert browser.errors == []
