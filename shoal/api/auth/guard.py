@@ -74,8 +74,11 @@ class Guard:
         if batch is not None and method == "POST":
             await self._batch(scope, receive, send, user, batch)
             return
-        what = target(method, path, scope.get("query_string", b""))
+        query: bytes = scope.get("query_string", b"")
+        what = target(method, path, query)
         scope["shoal.target"] = what
+        if b"limit=" in query and what.verb in ("list", "list_all"):
+            scope["query_string"] = _clamp_limit(query, self.limits.limits.max_page)
         grant = self.authz.grant(user, what.api, what.resource, what.verb)
         if what.every:
             if not grant.any:
@@ -170,6 +173,16 @@ class Guard:
             await send(message)
 
         return send_and_audit
+
+
+def _clamp_limit(query: bytes, most: int) -> bytes:
+    """A page size over ``most`` becomes ``most`` (the client follows ``continue`` for more)."""
+    pairs = query.split(b"&")
+    for i, pair in enumerate(pairs):
+        key, _, value = pair.partition(b"=")
+        if key == b"limit" and value.isdigit() and int(value) > most:
+            pairs[i] = b"limit=%d" % most
+    return b"&".join(pairs)
 
 
 async def _answer(scope: Scope, receive: Receive, send: Send, status: int, detail: str) -> None:
