@@ -32,7 +32,7 @@ export function squarify(items, width, height) {
   return out;
 }
 
-/** Tiles [{label, sub, value, tone, dots: [{colour, title}], href, title}] filling the width. */
+/** Tiles [{label, sub, value, tone, body() → nodes, href, title}] filling the parent's width. */
 export function treemap(tiles, height = 300) {
   const box = h("div", { class: "treemap", style: { height: `${height}px` } });
   const draw = () => {
@@ -40,8 +40,7 @@ export function treemap(tiles, height = 300) {
     box.replaceChildren(...squarify(tiles, width, height).map((t) => h("a", {
       class: `tile s-${t.item.tone}`, href: t.item.href, title: t.item.title,
       style: { left: `${t.x}px`, top: `${t.y}px`, width: `${t.w}px`, height: `${t.h}px` },
-    }, h("div", { class: "t-name" }, t.item.label), h("div", { class: "t-sub" }, t.item.sub),
-    h("div", { class: "t-dots" }, (t.item.dots || []).map((d) => h("i", { title: d.title, style: { background: d.colour } }))))));
+    }, h("div", { class: "t-name" }, t.item.label), h("div", { class: "t-sub" }, t.item.sub), t.item.body ? t.item.body() : null)));
   };
   new ResizeObserver(draw).observe(box);
   return box;

@@ -7,6 +7,7 @@ import { fleet, follow } from "../live.js";
 import { treemap } from "../charts.js";
 import { feed } from "./parts.js";
 
+const DOTS = 60;  // one square per application up to this many on a cluster, else counts per state
 const placedOn = (app) => app.status.scheduled_to ? `${app.status.scheduled_to.namespace || app.metadata.namespace}/${app.status.scheduled_to.name}` : null;
 
 export function render(root) {
@@ -39,18 +40,21 @@ export function render(root) {
     );
     const perCluster = {};
     for (const app of apps) { const on = placedOn(app); if (on) (perCluster[on] ||= []).push(app); }
+    const floor = Math.max(0.35, (0.25 * apps.length) / Math.max(1, clusters.length));  // empty clusters stay visible
     const tiles = clusters.map((c) => {
       const key = `${c.metadata.namespace}/${c.metadata.name}`;
       const here = perCluster[key] || [];
       const n = here.length;
       return {
-        label: c.metadata.name, sub: `${n} app${n === 1 ? "" : "s"} · ${c.status.state}`, value: Math.max(n, 0.35),
+        label: c.metadata.name, sub: `${n} app${n === 1 ? "" : "s"} · ${c.status.state}`, value: Math.max(n, floor),
         tone: tone(c.status.state), href: `#/clusters/${encodeURIComponent(c.metadata.namespace)}/${encodeURIComponent(c.metadata.name)}`,
         title: `${key}: ${n} applications, ${c.status.state}`,
-        dots: here.slice(0, 120).map((a) => ({ colour: colour(a.status.state), title: `${a.metadata.name}: ${a.status.state}` })),
+        states: countBy(here, (a) => a.status.state),
+        body: () => n > DOTS ? stateStack(countBy(here, (a) => a.status.state))
+          : h("div", { class: "t-dots" }, here.map((a) => h("i", { title: `${a.metadata.name}: ${a.status.state}`, style: { background: colour(a.status.state) } }))),
       };
     });
-    const nextKey = JSON.stringify(tiles.map((t) => [t.label, t.sub, t.tone, t.dots]));
+    const nextKey = JSON.stringify(tiles.map((t) => [t.label, t.sub, t.tone, t.states, t.value]));
     if (nextKey !== mapKey) {
       mapKey = nextKey;
       fill(map, clusters.length ? treemap(tiles, 320) : h("div", { class: "empty" }, "No clusters registered yet."));
