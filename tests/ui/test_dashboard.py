@@ -141,3 +141,29 @@ async def test_migration_and_reschedule_button(shoal: Shoal, browser: Browser) -
     assert await _placed(shoal, "web") == "sim-2"
     await browser.screenshot("application-migrated")
     assert browser.errors == []
+
+
+async def test_token_goes_with_every_request(shoal: Shoal, browser: Browser) -> None:
+    """Once a token is entered, lists and watches carry it (for when the API asks for one)."""
+    page = browser.page
+    sent: list[tuple[str, str | None]] = []
+    page.on(
+        "request",
+        lambda r: (
+            sent.append((r.url, r.headers.get("authorization")))
+            if "/kubernetes/" in r.url
+            else None
+        ),
+    )
+    await browser.open("overview")
+    await page.locator(".tile", has_text="sim-1").wait_for()
+    assert sent and all(auth is None for _, auth in sent)
+    sent.clear()
+    await page.fill("#token", "s3cret")
+    await page.click("#token-form button")
+    await page.locator(".tile", has_text="sim-1").wait_for()
+    await page.wait_for_function("() => sessionStorage.getItem('shoal.token') === 's3cret'")
+    await page.locator("#live.on").wait_for()  # a watch stream is open
+    assert any("watch" in url for url, _ in sent)
+    assert {auth for _, auth in sent} == {"Bearer s3cret"}
+    assert browser.errors == []
