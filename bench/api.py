@@ -4,6 +4,12 @@ The API runs in its own process (uvicorn over ``create_app``), the load
 generator (aiohttp) in this one, so they do not share a core.
 
     .venv/bin/python bench/api.py [--store sqlite|etcd|etcd://host:port] [--objects 10000]
+                                  [--rbac]
+
+``--rbac`` turns security on as ``shoal up`` does (static bearer token, RBAC
+with a role that grants every right in the bench namespace only, secrets
+key; no audit): the difference to a run without it is the cost of
+authentication and authorization per request.
 
 ``--store etcd`` starts a one-member etcd of its own (tests/fixtures/etcd.py,
 data on tmpfs when /dev/shm exists); ``etcd://...`` uses a running one.
@@ -32,16 +38,41 @@ NS = f"bench-{os.getpid()}"  # fresh on a shared etcd too
 APPS = f"/kubernetes/namespaces/{NS}/applications"
 
 SERVER = """
-import sys, uvicorn
+import sys, uvicorn, uvloop
+from pathlib import Path
 from shoal.api.app import create_app
 from shoal.api.server import bind_socket
 from shoal.store.factory import open_store
-store_url, port = sys.argv[1], int(sys.argv[2])
+store_url, port, secured = sys.argv[1], int(sys.argv[2]), len(sys.argv) > 3
+store = open_store(store_url)
+protection = None
+if secured:
+    from shoal.api.auth import Security, protect
+    from shoal.api.codec import encode
+    from shoal.model.base import Metadata
+    from shoal.model.core import Role, RoleBinding, RoleRule
+    tokens, namespace, key = Path(sys.argv[3]), sys.argv[4], sys.argv[5]
+    security = Security(allow_anonymous=False, token_file=tokens, authorization="RBAC",
+                        secrets_key_file=Path(key))
+    protection = protect(security, store)
+    rule = RoleRule(api="", resources=[""], namespaces=[namespace], verbs=[""])
+    grants = [Role(metadata=Metadata(name="bench"), rules=[rule]),
+              RoleBinding(metadata=Metadata(name="bench"), users=["bench"], roles=["bench"])]
 sock = bind_socket("127.0.0.1", port)
-config = uvicorn.Config(create_app(open_store(store_url)), log_level="warning",
+config = uvicorn.Config(create_app(store, security=protection), log_level="warning",
                         access_log=False, lifespan="off")
-uvicorn.Server(config).run(sockets=[sock])
+server = uvicorn.Server(config)
+
+async def main():
+    if protection is not None:
+        for obj in grants:
+            await protection.store.create(obj.store_key(), encode(obj))
+        await protection.start()
+    await server.serve(sockets=[sock])
+
+uvloop.run(main())
 """
+TOKEN = "bench-token"
 
 
 def application(name: str) -> dict[str, Any]:
@@ -144,14 +175,22 @@ async def watcher(
 
 
 async def bench(
-    port: int, process: subprocess.Popen[bytes], objects: int, parallel: int, watchers: int
+    port: int,
+    process: subprocess.Popen[bytes],
+    objects: int,
+    parallel: int,
+    watchers: int,
+    rbac: bool = False,
 ) -> list[tuple[str, str]]:
     rows: list[tuple[str, str]] = []
     connector = aiohttp.TCPConnector(limit=parallel + watchers + 4)
+    headers = {"content-type": "application/json"}
+    if rbac:
+        headers["authorization"] = f"Bearer {TOKEN}"
     async with aiohttp.ClientSession(
         f"http://127.0.0.1:{port}",
         connector=connector,
-        headers={"content-type": "application/json"},
+        headers=headers,
     ) as http:
         await wait_ready(http, process)
         rows.append(("server RSS idle", f"{rss_mib(process.pid):.0f} MiB"))
@@ -276,6 +315,9 @@ def main() -> None:
     parser.add_argument("--objects", type=int, default=10_000)
     parser.add_argument("--parallel", type=int, default=64)
     parser.add_argument("--watchers", type=int, default=10)
+    parser.add_argument(
+        "--rbac", action="store_true", help="Bearer token, RBAC and secrets key, as shoal up"
+    )
     args = parser.parse_args()
     with contextlib.ExitStack() as stack:
         tmp = stack.enter_context(tempfile.TemporaryDirectory())
@@ -291,12 +333,20 @@ def main() -> None:
         else:
             raise SystemExit(f"unknown store {args.store!r}: sqlite, etcd or etcd://host:port")
         port = free_port()
+        secured: list[str] = []
+        if args.rbac:
+            tokens, key = Path(tmp, "tokens.csv"), Path(tmp, "secrets.key")
+            tokens.write_text(f"{TOKEN},bench,bench\n")
+            key.write_text("eHl6eHl6eHl6eHl6eHl6eHl6eHl6eHl6eHl6eHl6eHk=\n")  # 32 bytes, a bench
+            secured = [str(tokens), NS, str(key)]
         process = subprocess.Popen(
-            [sys.executable, "-c", SERVER, store_url, str(port)],
+            [sys.executable, "-c", SERVER, store_url, str(port), *secured],
             cwd=Path(__file__).resolve().parent.parent,
         )
         try:
-            rows = asyncio.run(bench(port, process, args.objects, args.parallel, args.watchers))
+            rows = asyncio.run(
+                bench(port, process, args.objects, args.parallel, args.watchers, args.rbac)
+            )
         finally:
             process.terminate()
             try:
@@ -306,7 +356,8 @@ def main() -> None:
     width = max(len(name) for name, _ in rows)
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(
-        f"\nShoal API benchmark — store {args.store}, {os.cpu_count()} CPUs, "
+        f"\nShoal API benchmark — store {args.store}, {'RBAC' if args.rbac else 'open'}, "
+        f"{os.cpu_count()} CPUs, "
         f"load average {load} (at the end)\n"
     )
     print(f"{'measure':<{width}}  value")

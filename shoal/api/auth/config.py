@@ -46,8 +46,8 @@ class Limits:
     max_body: int = 8 * 1024 * 1024
     max_page: int = 10_000
     watches_per_user: int = 100
-    rate_per_user: float = 2_000.0  # requests per second, sustained
-    burst: int = 4_000
+    rate_per_user: float = 5_000.0  # requests per second, sustained (the API serves ~2-3k)
+    burst: int = 10_000
 
 
 @dataclass(frozen=True)
