@@ -5,7 +5,7 @@ import { sparkline } from "../charts.js";
 import { ago, badge, bytes, card, chips, fill, h, link, num, pageHead } from "../dom.js";
 import { fleet, follow } from "../live.js";
 import { historyOf, metricOf, onValues, providerOf, valueOf } from "../values.js";
-import { capacity, summaryOf } from "./clusters.js";
+import { capacity, nodesOf } from "./clusters.js";
 import { timeline } from "./parts.js";
 
 const NOT_YET = "The API has no cordon or drain yet: this action arrives with it.";
@@ -47,8 +47,7 @@ export function render(root, namespace, name) {
           h("td", {}, provider ? `${provider.metadata.name} (${provider.spec.type})` : h("span", { class: "muted" }, "—")),
           h("td", {}, sparkline(historyOf(c, ref.name), metric ? { min: metric.spec.min, max: metric.spec.max } : {})));
       })) : h("div", { class: "empty" }, "This cluster has no metrics: it scores by stickiness alone."));
-    const list = (c.status.nodes || []).filter((n) => !n.summary);
-    const total = summaryOf(c);
+    const { summary: total, entries: list } = nodesOf(c);
     fill(nodes, list.length ? [h("table", { class: "plain" },
       h("tr", {}, ["Node", "Ready", "CPU", "Memory", "Pods"].map((t) => h("th", {}, t))),
       list.map((n) => h("tr", {}, h("td", { class: "mono" }, n.name), h("td", {}, n.ready ? badge("Ready") : badge("NOTREADY", (n.pressure || []).join(", "))),

@@ -5,13 +5,30 @@ import { badge, bytes, chips, countBy, fill, h, link, num, pageHead } from "../d
 import { fleet, follow } from "../live.js";
 import { onValues, valueOf } from "../values.js";
 
-export const summaryOf = (cluster) => (cluster.status.nodes || []).find((n) => n.summary) || null;
+const PRESSURE = ["MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable"];
+
+/** One node of status.node_summary (Shoal's) or of status.nodes (Krake's shape: conditions). */
+function nodeEntry(node) {
+  if (!node.metadata) return node;
+  const on = (type) => ((node.status || {}).conditions || []).some((c) => c.type === type && c.status === "True");
+  return { name: node.metadata.name, ready: on("Ready"), pressure: PRESSURE.filter(on), capacity: {}, allocatable: {} };
+}
+
+/** {summary: {count, ready, capacity, allocatable} | null, entries: [{name, ready, ...}]} */
+export function nodesOf(cluster) {
+  const list = cluster.status.node_summary || cluster.status.nodes || [];
+  const entries = list.filter((n) => !n.summary).map(nodeEntry);
+  const summary = list.find((n) => n.summary)
+    || (entries.length ? { count: entries.length, ready: entries.filter((e) => e.ready).length } : null);
+  return { summary, entries };
+}
 
 export function capacity(cluster) {
-  const s = summaryOf(cluster);
+  const s = nodesOf(cluster).summary;
   if (!s) return h("span", { class: "muted" }, "not observed yet");
-  const cap = s.allocatable || s.capacity || {};
-  return h("span", {}, `${s.ready}/${s.count} nodes ready`, h("div", { class: "muted small" }, `${num(cap.cpu, 1)} CPU · ${bytes(cap.memory)} · ${cap.pods ?? "—"} pods`));
+  const cap = s.allocatable || s.capacity;
+  return h("span", {}, `${s.ready}/${s.count} nodes ready`,
+    cap ? h("div", { class: "muted small" }, `${num(cap.cpu, 1)} CPU · ${bytes(cap.memory)} · ${cap.pods ?? "—"} pods`) : null);
 }
 
 /** The metric references of a cluster, each with its weight and current normalised value. */
