@@ -1,27 +1,36 @@
-"""The one factory of commands: every kind's group and the generic verbs, from the kinds table.
+"""The one factory of commands: every kind's group, from the kinds table.
 
 For each entry of ``shoal.cli.kinds.TABLE`` it builds ``shoal GROUP KIND``
 with the entry's create-like verbs, ``update``, ``list``, ``get`` and
-``delete``; the options of a verb come from the entry's flags. ``get``,
-``list``, ``delete`` and ``apply`` of any kind (``shoal get app``) share the
-same option builders and verb bodies.
+``delete``; the options of a verb come from the entry's flags. The generic
+verbs (``shoal get app``, ``shoal.cli.generic``) share the option builders
+(``shoal.cli.params``) and the verb bodies (``shoal.cli.verbs``).
 """
 
 from __future__ import annotations
 
 import copy
-import inspect
 from collections.abc import Callable
 from typing import Any
 
 import typer
 
-from shoal.cli.errors import CliError, ShoalGroup
+from shoal.cli.errors import CliError
 from shoal.cli.inputs import READERS, apply_labels, is_number
-from shoal.cli.kinds import DEFAULT_NAMESPACE, GROUPS, TABLE, Flag, KindCommands, Verb, resolve_kind
-from shoal.cli.output import Output, output_option
+from shoal.cli.kinds import GROUPS, TABLE, Flag, KindCommands, Verb
+from shoal.cli.output import Output
+from shoal.cli.params import (
+    CTX,
+    Param,
+    ShoalGroup,
+    command,
+    list_options,
+    name_argument,
+    namespace,
+    output,
+    param,
+)
 from shoal.cli.verbs import (
-    apply_documents,
     create_object,
     delete_object,
     get_object,
@@ -30,6 +39,7 @@ from shoal.cli.verbs import (
     update_object,
 )
 from shoal.model.base import Kind
+from shoal.model.catalog import entry_of
 
 PAIR_OPTIONS = tuple(
     sorted({f.long for e in TABLE for f in e.flags if f.read in ("metric", "global_metric")})
@@ -78,48 +88,6 @@ def new_group(help: str) -> typer.Typer:
     return typer.Typer(cls=KrakeGroup, help=help, no_args_is_help=True)
 
 
-# parameters --------------------------------------------------------------------
-
-Param = inspect.Parameter
-
-
-def param(name: str, annotation: Any, default: Any) -> Param:
-    return Param(name, Param.POSITIONAL_OR_KEYWORD, default=default, annotation=annotation)
-
-
-CTX = Param("ctx", Param.POSITIONAL_OR_KEYWORD, annotation=typer.Context)
-KIND_HELP = "Kind: plural, kind name or short name (app, cluster, gm, gmp, m, mp, gc, cloud...)."
-
-
-def output() -> Param:
-    return param("output", Output, output_option())
-
-
-def namespace(hidden: bool = False, help: str = "Namespace.") -> Param:
-    option = typer.Option(DEFAULT_NAMESPACE, "-n", "--namespace", help=help, hidden=hidden)
-    return param("namespace", str, option)
-
-
-def list_options(hidden: bool, selector_help: str) -> list[Param]:
-    """``-n``, ``-A``, ``-l``, ``-o``, ``-w`` of every list."""
-    return [
-        namespace(hidden),
-        param(
-            "all_namespaces",
-            bool,
-            typer.Option(False, "-A", "--all-namespaces", help="Every namespace.", hidden=hidden),
-        ),
-        param("selector", str | None, typer.Option(None, "-l", "--selector", help=selector_help)),
-        output(),
-        param(
-            "watch",
-            bool,
-            typer.Option(False, "-w", "--watch", help="Print changes as they happen."),
-        ),
-        param("watch_timeout", float | None, typer.Option(None, "--watch-timeout", hidden=True)),
-    ]
-
-
 def flag_param(flag: Flag, verb: Verb) -> Param:
     """The option of ``flag`` on ``verb``: required only where it creates."""
     help = flag.help_for("update" if verb.update else verb.name)
@@ -133,15 +101,6 @@ def flag_param(flag: Flag, verb: Verb) -> Param:
         annotation, default = flag.type, ...
     return param(flag.name, annotation, typer.Option(default, *flag.decls, help=help))
 
-
-def command(params: list[Param], body: Callable[..., None]) -> Callable[..., None]:
-    """A function typer reads ``params`` from, that hands the values to ``body``."""
-
-    def run(**values: Any) -> None:
-        body(**values)
-
-    run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
-    return run
 
 
 # flags to fields ---------------------------------------------------------------
@@ -226,7 +185,8 @@ def _creating(entry: KindCommands, verb: Verb) -> Callable[..., None]:
 
 def _updating(entry: KindCommands, verb: Verb) -> Callable[..., None]:
     flags = entry.flags_of(verb)
-    name = param("name", str, typer.Argument(..., help=entry.name_help))
+    kind = entry.kind
+    name = name_argument(entry_of(kind.api_name(), kind.kind_name()), entry.name_help)
     params = _verb_params(entry, verb, name)
 
     def body(ctx: typer.Context, name: str, namespace: str, output: Output, **values: Any) -> None:
@@ -242,23 +202,20 @@ def _updating(entry: KindCommands, verb: Verb) -> Callable[..., None]:
 
 def add_read_commands(group: typer.Typer, kind: type[Kind], what: str) -> None:
     """``list``, ``get`` and ``delete`` of one kind on a command group."""
+    entry = entry_of(kind.api_name(), kind.kind_name())
     hidden = not kind.namespaced
-    selector = "Label selector: k=v,k!=v,k in (a,b)."
-    name = param("name", str, typer.Argument(..., help="Name."))
-    one = [CTX, name, namespace(hidden), output()]
+    one = [CTX, name_argument(entry), namespace(hidden), output()]
 
     def list_(ctx: typer.Context, **values: Any) -> None:
-        list_objects(ctx, kind, **values)
+        list_objects(ctx, entry, **values)
 
     def get(ctx: typer.Context, **values: Any) -> None:
-        get_object(ctx, kind, **values)
+        get_object(ctx, entry, **values)
 
     def delete(ctx: typer.Context, **values: Any) -> None:
-        delete_object(ctx, kind, **values)
+        delete_object(ctx, entry, **values)
 
-    group.command("list", help=f"List {what}.")(
-        command([CTX, *list_options(hidden, selector)], list_)
-    )
+    group.command("list", help=f"List {what}.")(command([CTX, *list_options(hidden)], list_))
     group.command("get", help=f"Show one of the {what}.")(command(one, get))
     group.command("delete", help=f"Delete one of the {what}.")(command(one, delete))
 
@@ -280,30 +237,10 @@ KIND_GROUPS: dict[type[Kind], typer.Typer] = {entry.kind: kind_group(entry) for 
 """``shoal kube app`` and the others, by kind (kind-specific commands are added to them)."""
 
 
-# the generic verbs ---------------------------------------------------------------
-
-
-def _get(ctx: typer.Context, kind: str, name: str | None, **values: Any) -> None:
-    if name is None:
-        list_objects(ctx, resolve_kind(kind), **values)
-    else:
-        get_object(ctx, resolve_kind(kind), name, values["namespace"], values["output"])
-
-
-def _list(ctx: typer.Context, kind: str, **values: Any) -> None:
-    list_objects(ctx, resolve_kind(kind), **values)
-
-
-def _delete(ctx: typer.Context, kind: str, **values: Any) -> None:
-    delete_object(ctx, resolve_kind(kind), **values)
-
-
-def _apply(ctx: typer.Context, file: str, namespace: str, output: Output) -> None:
-    apply_documents(ctx, file, namespace, output)
-
-
 def install(root: typer.Typer) -> None:
-    """Add ``shoal kube|core|infra …`` and the generic ``get``, ``list``, ``delete``, ``apply``."""
+    """Add ``shoal kube|core|infra …`` (``shoal kube app explain|dryrun`` come with them)."""
+    from shoal.cli import kube  # noqa: F401  (adds explain and dryrun to shoal kube app)
+
     for group_name, help in GROUPS.items():
         group = new_group(help)
         for entry in TABLE:
@@ -312,32 +249,3 @@ def install(root: typer.Typer) -> None:
                 for alias in entry.aliases:
                     group.add_typer(KIND_GROUPS[entry.kind], name=alias, hidden=True)
         root.add_typer(group, name=group_name, help=help)
-
-    kind = param("kind", str, typer.Argument(..., help=KIND_HELP))
-    lists = list_options(False, "Label selector.")
-    optional = typer.Argument(None, help="Name; without it, list them all.")
-    name = param("name", str, typer.Argument(..., help="Name."))
-    file = typer.Option(..., "-f", "--file", help="YAML file of objects (- is stdin).")
-    ns_help = "Namespace of objects that name none."
-    for verb, help, params, body in (
-        (
-            "get",
-            "Show one object, or list the objects of a kind.",
-            [CTX, kind, param("name", str | None, optional), *lists],
-            _get,
-        ),
-        ("list", "List the objects of a kind.", [CTX, kind, *lists], _list),
-        (
-            "delete",
-            "Delete one object of any kind.",
-            [CTX, kind, name, namespace(), output()],
-            _delete,
-        ),
-        (
-            "apply",
-            "Create or update every object of a (multi-document) YAML file.",
-            [CTX, param("file", str, file), namespace(help=ns_help), output()],
-            _apply,
-        ),
-    ):
-        root.command(verb, help=help)(command(params, body))

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-import typer
-import yaml
+from shoal.cli.errors import CliError, errors_handled, yaml_error
 
-from shoal.cli.errors import CliError, errors_handled
-from shoal.client.rest import DEFAULT_URL, ShoalClient
+if TYPE_CHECKING:
+    from shoal.cli.http import Http
+    from shoal.client.rest import ShoalClient
 
 T = TypeVar("T")
+
+DEFAULT_URL = "http://127.0.0.1:8080"
+"""The same default as ``shoal.client.rest``'s (a test keeps them equal), without importing it."""
 
 ENV_API = "SHOAL_API"
 ENV_CONFIG = "SHOAL_CONFIG"
@@ -35,10 +37,12 @@ def load_config() -> dict[str, Any]:
         return {}
     except OSError as error:
         raise CliError(f"cannot read config file {path}: {error.strerror}") from None
+    import yaml
+
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as error:
-        raise CliError(f"config file {path} is not valid YAML: {error}") from None
+        raise yaml_error(path, error) from None
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -58,22 +62,44 @@ def resolve_api(option: str | None = None) -> str:
     return api or DEFAULT_URL
 
 
+class Ctx(Protocol):
+    """A click or typer context (typer vendors its own click): what commands pass along."""
+
+    def find_root(self) -> Any: ...
+
+
 @dataclass
 class CliState:
     """What the root callback stores in ``ctx.obj`` for every command."""
 
     api: str | None = None
+    debug: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def api_url(ctx: typer.Context | None) -> str:
+def api_url(ctx: Ctx | None) -> str:
     """The API URL for this invocation (works for commands of any module)."""
-    state = ctx.find_root().obj if ctx is not None else None
-    return resolve_api(state.api if isinstance(state, CliState) else None)
+    if ctx is None:
+        return resolve_api(None)
+    root = ctx.find_root()
+    if isinstance(root.obj, CliState):
+        return resolve_api(root.obj.api)
+    return resolve_api(getattr(root, "params", {}).get("api"))  # completion: no callback ran
 
 
-def run(ctx: typer.Context | None, work: Callable[[ShoalClient], Awaitable[T]]) -> T:
+def http(ctx: Ctx | None, timeout: float = 30.0) -> Http:
+    """The light synchronous client of the configured API (for commands that only read)."""
+    from shoal.cli.http import Http
+
+    return Http(api_url(ctx), timeout)
+
+
+def run(ctx: Ctx | None, work: Callable[[ShoalClient], Awaitable[T]]) -> T:
     """Run ``work`` with a client of the configured API in a fresh event loop."""
+    import asyncio
+
+    from shoal.client.rest import ShoalClient
+
     url = api_url(ctx)
 
     async def main() -> T:
@@ -84,4 +110,13 @@ def run(ctx: typer.Context | None, work: Callable[[ShoalClient], Awaitable[T]]) 
         return asyncio.run(main())
 
 
-__all__ = ["DEFAULT_URL", "CliState", "api_url", "config_path", "load_config", "resolve_api", "run"]
+__all__ = [
+    "DEFAULT_URL",
+    "CliState",
+    "api_url",
+    "config_path",
+    "http",
+    "load_config",
+    "resolve_api",
+    "run",
+]

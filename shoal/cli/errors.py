@@ -1,22 +1,28 @@
 """How a ``shoal`` command fails: one red line on stderr and an exit code, never a traceback.
 
 Exit status 1 is for errors the API or the input caused, 2 for an API that
-cannot be reached (and, from click, for wrong usage).
+cannot be reached (and, from click, for wrong usage). ``shoal --debug`` (or
+$SHOAL_DEBUG=1) prints the traceback as well.
+
+This module imports neither the client nor pydantic: a command that never
+loaded them cannot have raised their errors, so they are recognised only
+when their modules are already imported (``sys.modules``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import difflib
+import os
+import sys
+import traceback
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NoReturn
 
-import typer
-from pydantic import ValidationError
-from rich.console import Console
-from rich.text import Text
-from typer.core import TyperGroup
+import click
 
-from shoal.client.rest import ApiError, Unreachable
+ENV_DEBUG = "SHOAL_DEBUG"
+PROBLEM_TYPE = "urn:shoal:problem:"
 
 
 class CliError(Exception):
@@ -29,8 +35,30 @@ class CliError(Exception):
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
-    Console(stderr=True, highlight=False, soft_wrap=True).print(Text(message, style="red"))
-    raise typer.Exit(code)
+    """Print ``message`` in red on stderr and exit (SystemExit: click and typer both pass it)."""
+    click.secho(message, fg="red", err=True)
+    raise SystemExit(code)
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the closest choices, or ``""``."""
+    close = difflib.get_close_matches(word.lower(), sorted(set(choices)), n=3, cutoff=0.6)
+    if not close:
+        return ""
+    return f" (did you mean {' or '.join(repr(c) for c in close)}?)"
+
+
+def yaml_error(path: object, error: Exception) -> CliError:
+    """A YAML error naming the file and the line (not PyYAML's ``<unicode string>``)."""
+    mark = getattr(error, "problem_mark", None) or getattr(error, "context_mark", None)
+    name = "<stdin>" if str(path) == "-" else str(path)
+    where = f"{name}, line {mark.line + 1}, column {mark.column + 1}" if mark else name
+    problem = getattr(error, "problem", None) or str(error)
+    context = getattr(error, "context", None)
+    return CliError(f"{where}: not valid YAML: {f'{context}, ' if context else ''}{problem}")
+
+
+# what the API answered, in the user's words -----------------------------------------
 
 
 def _field(loc: Sequence[Any]) -> str:
@@ -39,8 +67,8 @@ def _field(loc: Sequence[Any]) -> str:
     return ".".join(parts) or "body"
 
 
-def describe_validation(error: ValidationError, what: str = "") -> str:
-    """Name each failing field the way the API does (``spec.min: ...``)."""
+def describe_validation(error: Any, what: str = "") -> str:
+    """Name each failing field of a pydantic ValidationError the way the API does."""
     reasons = []
     for item in error.errors(include_url=False, include_input=False):
         msg = str(item.get("msg", "invalid"))
@@ -50,31 +78,92 @@ def describe_validation(error: ValidationError, what: str = "") -> str:
     return prefix + "; ".join(reasons[:10])
 
 
+def is_shoal_problem(document: Any) -> bool:
+    """Whether an error answer is a problem document of Shoal's (not some other server's)."""
+    return isinstance(document, dict) and str(document.get("type", "")).startswith(PROBLEM_TYPE)
+
+
+def problem_message(status: int, problem: dict[str, Any]) -> str:
+    """One line from an RFC 7807 problem document: ``TITLE: detail``."""
+    title = problem.get("title") or status
+    return f"{title}: {problem.get('detail', '')}"
+
+
+def not_shoal(url: str, status: int | str, path: str = "/healthz") -> CliError:
+    """The answer came from something that is not a Shoal API."""
+    return CliError(f"{url} is not a Shoal API (it answered {status} to {path})", 2)
+
+
+def unreachable(url: str) -> CliError:
+    from shoal.cli.config import ENV_API, config_path
+
+    return CliError(
+        f"cannot reach the Shoal API at {url} "
+        f"(set it with --api, ${ENV_API} or 'api:' in {config_path()})",
+        2,
+    )
+
+
+def _known(error: BaseException, url: str | None) -> CliError | None:
+    """The CliError for an error of a loaded module, or None."""
+    rest = sys.modules.get("shoal.client.rest")
+    if rest is not None:
+        if isinstance(error, rest.ApiError):
+            if url is not None and not is_shoal_problem(error.problem):
+                from shoal.cli.http import identify
+
+                identify(url)
+            return CliError(problem_message(error.status, error.problem))
+        if isinstance(error, rest.Unreachable):
+            return unreachable(url or str(error).split(": ")[0])
+    pydantic = sys.modules.get("pydantic")
+    if pydantic is not None and isinstance(error, pydantic.ValidationError):
+        return CliError(describe_validation(error))
+    return None
+
+
+def _debug() -> bool:
+    if os.environ.get(ENV_DEBUG, "") not in ("", "0"):
+        return True
+    ctx = click.get_current_context(silent=True)
+    state = ctx.find_root().obj if ctx is not None else None
+    return bool(getattr(state, "debug", False))
+
+
 @contextmanager
 def errors_handled(url: str | None = None) -> Iterator[None]:
     """Turn the errors a command can meet into a red message and an exit code."""
-    from shoal.cli.config import ENV_API, config_path
-
     try:
         yield
-    except ApiError as error:
-        fail(f"{error.title or error.status}: {error.detail}")
-    except Unreachable as error:
-        where = url or str(error).split(": ")[0]
-        fail(
-            f"cannot reach the Shoal API at {where} "
-            f"(set it with --api, ${ENV_API} or 'api:' in {config_path()})",
-            code=2,
-        )
-    except ValidationError as error:
-        fail(describe_validation(error))
     except CliError as error:
+        if _debug():
+            traceback.print_exc()
         fail(error.message, error.code)
+    except Exception as error:  # the CLI's top level: one line, the traceback on --debug
+        if type(error).__module__.startswith(("click.", "typer.")):
+            raise  # usage errors and exits, which click and typer print themselves
+        if _debug():
+            traceback.print_exc()
+        try:
+            known = _known(error, url)
+        except CliError as better:
+            known = better
+        if known is not None:
+            fail(known.message, known.code)
+        fail(f"{type(error).__name__}: {error} (shoal --debug shows where)")
 
 
-class ShoalGroup(TyperGroup):
-    """Group class of the root app: every command's errors become messages."""
+class FriendlyGroup:
+    """Mixin of every group class (click's and typer's): errors become messages, unknown
+    commands get a suggestion."""
 
     def invoke(self, ctx: Any) -> Any:
         with errors_handled():
-            return super().invoke(ctx)
+            return super().invoke(ctx)  # type: ignore[misc]
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and self.get_command(ctx, name) is None:  # type: ignore[attr-defined]
+            hint = did_you_mean(name, self.list_commands(ctx))  # type: ignore[attr-defined]
+            ctx.fail(f"No such command {name!r}.{hint}")
+        return super().resolve_command(ctx, args)  # type: ignore[misc]

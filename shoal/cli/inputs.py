@@ -12,9 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from shoal.cli.errors import CliError
+from shoal.cli.errors import CliError, yaml_error
 
 
 def read_yaml_documents(path: str) -> list[Any]:
@@ -23,10 +21,12 @@ def read_yaml_documents(path: str) -> list[Any]:
         text = sys.stdin.read() if path == "-" else Path(path).read_text()
     except OSError as error:
         raise CliError(f"cannot read {path}: {error.strerror or error}") from None
+    import yaml
+
     try:
         return [doc for doc in yaml.safe_load_all(text) if doc is not None]
     except yaml.YAMLError as error:
-        raise CliError(f"{path} is not valid YAML: {error}") from None
+        raise yaml_error(path, error) from None
 
 
 def read_mappings(path: str) -> list[dict[str, Any]]:
@@ -45,10 +45,12 @@ def read_yaml(path: str) -> Any:
         text = Path(path).read_text()
     except OSError as error:
         raise CliError(f"cannot read {path}: {error.strerror or error}") from None
+    import yaml
+
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as error:
-        raise CliError(f"{path} is not valid YAML: {error}") from None
+        raise yaml_error(path, error) from None
 
 
 def parse_labels(values: Sequence[str] | None) -> dict[str, str | None]:

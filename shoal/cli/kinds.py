@@ -1,4 +1,4 @@
-"""Kinds as the CLI sees them: lookup by any name, and the table of their commands.
+"""The table of every kind's commands (lookup by name is ``shoal.cli.names``).
 
 The table is data in the manner of kubectl's resource builder: for each kind,
 where its commands live (``shoal core gm``), which verbs create or update it,
@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any, get_args
 
 from shoal.cli.errors import CliError
-from shoal.model import registry
 from shoal.model.base import Kind
 from shoal.model.core import (
     GlobalMetric,
@@ -27,35 +26,6 @@ from shoal.model.core import (
 )
 from shoal.model.infrastructure import Cloud, GlobalCloud
 from shoal.model.kubernetes import Application, Cluster
-
-DEFAULT_NAMESPACE = "default"
-
-# lookup ------------------------------------------------------------------------
-
-
-def kind_names(kind: type[Kind]) -> list[str]:
-    return [kind.plural, kind.kind_name().lower(), *registry.resource_of(kind).short_names]
-
-
-def resolve_kind(text: str) -> type[Kind]:
-    """A kind from its plural, kind name or short name (case-insensitive), or ``group/plural``."""
-    wanted = text.lower()
-    for kind, resource in registry.RESOURCES.items():
-        if wanted in resource.short_names:
-            return kind
-    group, _, rest = wanted.rpartition("/")
-    for kind in registry.KINDS:
-        if group and group != kind.api_name():
-            continue
-        if rest in (kind.plural, kind.kind_name().lower(), kind.kind_name().lower() + "s"):
-            return kind
-    known = ", ".join(sorted({n for k in registry.KINDS for n in kind_names(k)}))
-    raise CliError(f"unknown kind {text!r}; known kinds: {known}")
-
-
-def namespace_of(kind: type[Kind], namespace: str | None) -> str | None:
-    return (namespace or DEFAULT_NAMESPACE) if kind.namespaced else None
-
 
 # the table ---------------------------------------------------------------------
 

@@ -6,21 +6,13 @@ from typing import Any
 
 import typer
 
-from shoal.cli.commands import (
-    CTX,
-    KIND_GROUPS,
-    apply_flags,
-    command,
-    flag_param,
-    namespace,
-    output,
-    param,
-    read_flags,
-)
+from shoal.cli.commands import KIND_GROUPS, apply_flags, flag_param, read_flags
 from shoal.cli.config import run
 from shoal.cli.inputs import read_mappings
-from shoal.cli.kinds import APPLICATION, CLUSTER_CONSTRAINTS, DEFAULT_NAMESPACE, MANIFEST
-from shoal.cli.output import Output, output_option, print_data
+from shoal.cli.kinds import APPLICATION, CLUSTER_CONSTRAINTS, MANIFEST
+from shoal.cli.names import DEFAULT_NAMESPACE
+from shoal.cli.output import Output, print_data
+from shoal.cli.params import CTX, command, namespace, output, output_option, param
 from shoal.cli.verbs import new_object
 from shoal.model.kubernetes import Application
 

@@ -1,13 +1,18 @@
-"""The ``shoal`` command: root app, generic verbs, and the place to plug in groups.
+"""The ``shoal`` command: root app, and the place to plug in groups, each loaded when used.
 
-Other modules add their commands without touching this file's body:
+Starting a command costs only what it uses: the root knows every group's
+name and one-line help from ``EXTENSIONS`` and imports a module when one of
+its commands runs (``shoal get`` imports no model, client or server module;
+``shoal up`` imports the servers). Other modules add their commands by:
 
-* list the module in ``EXTENSIONS`` and give it ``def install(root: typer.Typer) -> None``
+* an entry in ``EXTENSIONS``: the module, a group name, and the commands it
+  adds with their one-line help. The module has ``def install(root: typer.Typer)``
   (``register`` works too) that calls ``root.add_typer(...)`` or ``root.command(...)``,
-  or list it with a group name and give it a module-level ``app = typer.Typer()``; or
-* call ``shoal.cli.main.add_group(sub_app, "name", "help")`` / ``add_command(fn, "name")``
+  or a module-level ``app = typer.Typer()`` that becomes ``shoal <group name>``; or
+* ``shoal.cli.main.add_group(sub_app, "name", "help")`` / ``add_command(fn, "name")``
   from code that imports this module; or
-* publish a ``shoal.cli`` entry point ``name = "package.module:install"``.
+* a ``shoal.cli`` entry point ``name = "package.module:install"`` (loaded when
+  a command is not found otherwise, and for the root's help).
 
 Names reserved for other modules: ``api``, ``up``, ``scheduler``, ``sim``,
 ``kube-controller``, ``reschedule``, ``agent``, ``gc``.
@@ -16,70 +21,190 @@ Names reserved for other modules: ``api``, ``up``, ``scheduler``, ``sim``,
 from __future__ import annotations
 
 import importlib
-import importlib.metadata
 import logging
+import os
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-import typer
+import click
 
-from shoal.cli import commands, kube  # noqa: F401  (kube: explain and dryrun of shoal kube app)
+from shoal.cli import generic
 from shoal.cli.config import CliState
-from shoal.cli.errors import ShoalGroup
+from shoal.cli.errors import ENV_DEBUG, FriendlyGroup
 
 log = logging.getLogger(__name__)
 
-app = typer.Typer(
-    cls=ShoalGroup,
+HELP = "Shoal: place applications on a fleet of Kubernetes clusters."
+
+
+@dataclass(frozen=True)
+class Extension:
+    """A module that adds commands: its group name (for an ``app``) and each command's help."""
+
+    module: str
+    group: str | None
+    commands: dict[str, str]
+
+
+EXTENSIONS: list[Extension] = [
+    Extension(
+        "shoal.cli.commands",
+        None,
+        {
+            "kube": "Applications and clusters (kubernetes).",
+            "core": "Metrics, metrics providers, roles and role bindings (core).",
+            "infra": "Clouds that clusters are created on (infrastructure).",
+        },
+    ),
+    Extension(
+        "shoal.cli.run",
+        None,
+        {
+            "api": "Run the API server alone.",
+            "scheduler": "Run the scheduler alone against an API.",
+            "kube-controller": "Run the Kubernetes application controller alone.",
+            "cluster-observer": "Run the cluster observer alone.",
+            "garbage-collector": "Run the garbage collector alone.",
+            "reschedule-controller": "Run the RescheduleTask controller alone.",
+            "up": "Start Shoal with embedded defaults: API, every controller, a sim fleet, "
+            "sample metrics.",
+        },
+    ),
+    Extension(
+        "shoal.sim.cli",
+        "sim",
+        {"sim": "Simulated Kubernetes clusters (like KWOK) for demos, tests and benchmarks."},
+    ),
+    Extension(
+        "shoal.cli.reschedule",
+        "reschedule",
+        {
+            "reschedule": "Reschedule applications now, ignoring stickiness "
+            "(creates a RescheduleTask)."
+        },
+    ),
+]
+"""Modules that plug commands in, imported when one of their commands is used."""
+
+ADDED: dict[str, Any] = {}
+"""Typer apps and functions given to ``add_group``/``add_command``, by name."""
+
+
+class Typed(click.Command):
+    """A command of the typer world (typer vendors its own click), run when invoked.
+
+    The root is plain click so that ``shoal get`` never pays for typer's
+    parameter machinery (pydantic); the groups written with typer get the
+    rest of the command line, the root's state and its completion.
+    """
+
+    def __init__(self, name: str, help: str, load: Callable[[], Any]) -> None:
+        super().__init__(
+            name,
+            help=help,
+            add_help_option=False,
+            context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+        )
+        self.load = load
+
+    def _typer_command(self) -> Any:
+        import typer
+
+        loaded = self.load()
+        return typer.main.get_command(loaded) if isinstance(loaded, typer.Typer) else loaded
+
+    def invoke(self, ctx: click.Context) -> Any:
+        command = self._typer_command()
+        return command.main(
+            args=list(ctx.args), prog_name=ctx.command_path, obj=ctx.find_root().obj
+        )
+
+    def shell_complete(self, ctx: click.Context, incomplete: str) -> list[Any]:
+        from click.shell_completion import CompletionItem
+        from typer._click.shell_completion import _resolve_context, _resolve_incomplete
+
+        args = list(ctx.args)
+        obj = {"obj": ctx.find_root().obj}
+        sub = _resolve_context(self._typer_command(), obj, ctx.command_path, args)
+        target, incomplete = _resolve_incomplete(sub, args, incomplete)
+        found = target.shell_complete(sub, incomplete)
+        return [CompletionItem(item.value, help=item.help) for item in found]
+
+
+class Root(FriendlyGroup, click.Group):
+    """The root: the generic verbs are here; every other command is loaded on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        names = list(self.commands)
+        for extension in EXTENSIONS:
+            names.extend(n for n in extension.commands if n not in names)
+        names.extend(n for n in ADDED if n not in names)
+        names.extend(n for n in _plugins() if n not in names)
+        return names
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        found = self.commands.get(name)
+        if found is not None:
+            return found
+        if name in ADDED:
+            return Typed(name, "", lambda: ADDED[name])
+        extension = next((e for e in EXTENSIONS if name in e.commands), None)
+        if extension is not None:
+            module, group = extension.module, extension.group
+            help = extension.commands[name]
+            return Typed(name, help, lambda: _load(module, group)[name])
+        plugins = _plugins()
+        if name in plugins:
+            return Typed(name, "", lambda: plugins[name])
+        return None
+
+
+@click.group(
+    cls=Root,
     name="shoal",
-    help="Shoal: place applications on a fleet of Kubernetes clusters.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
+    help=HELP,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+@click.option(
+    "--api",
+    metavar="URL",
+    help="Shoal API URL (default: $SHOAL_API, then 'api:' in "
+    "~/.config/shoal/config.yaml or $SHOAL_CONFIG, then http://127.0.0.1:8080).",
+)
+@click.option(
+    "--debug", is_flag=True, help="Print the traceback of an error (also $SHOAL_DEBUG=1)."
+)
+@click.pass_context
+def app(ctx: click.Context, api: str | None, debug: bool) -> None:
+    """Shoal: place applications on a fleet of Kubernetes clusters."""
+    if debug:
+        os.environ[ENV_DEBUG] = "1"  # typer's commands have their own contexts
+    ctx.obj = CliState(api=api, debug=debug)
 
-# Modules that plug commands in: (module, group name). A module with
-# ``install(root)`` or ``register(root)`` adds its own commands; otherwise its
-# ``app`` (a typer.Typer) becomes ``shoal <group name>``. Missing modules are skipped.
-EXTENSIONS: list[tuple[str, str | None]] = [
-    ("shoal.cli.run", None),  # shoal api, shoal scheduler, shoal up
-    ("shoal.sim.cli", "sim"),  # shoal sim
-    ("shoal.cli.reschedule", "reschedule"),  # shoal reschedule
-]
+
+generic.install(app)
+app.add_command(generic.completion_command())
 
 
-def add_group(sub: typer.Typer, name: str, help: str | None = None, hidden: bool = False) -> None:
-    """Add a command group (``shoal NAME ...``); its own help is kept unless one is given."""
-    if help is None:
-        app.add_typer(sub, name=name, hidden=hidden)
-    else:
-        app.add_typer(sub, name=name, help=help, hidden=hidden)
+def add_group(sub: Any, name: str, help: str | None = None, hidden: bool = False) -> None:
+    """Add a typer app as a command group (``shoal NAME ...``)."""
+    ADDED[name] = sub
 
 
 def add_command(function: Callable[..., Any], name: str, help: str | None = None) -> None:
-    """Add one command (``shoal NAME``)."""
-    app.command(name, help=help)(function)
+    """Add one function as a typer command (``shoal NAME``)."""
+    import typer
+
+    single = typer.Typer()
+    single.command(name, help=help)(function)
+    ADDED[name] = single
 
 
-@app.callback()
-def root(
-    ctx: typer.Context,
-    api: str | None = typer.Option(
-        None,
-        "--api",
-        metavar="URL",
-        help="Shoal API URL (default: $SHOAL_API, then 'api:' in "
-        "~/.config/shoal/config.yaml or $SHOAL_CONFIG, then http://127.0.0.1:8080).",
-    ),
-) -> None:
-    """Shoal: place applications on a fleet of Kubernetes clusters."""
-    ctx.obj = CliState(api=api)
+def _install(target: Any, module_name: str, name: str | None) -> None:
+    """Let a module add its commands to ``target``; a broken module is logged, not fatal."""
+    import typer
 
-
-commands.install(app)
-
-
-def _install(module_name: str, name: str | None) -> None:
     try:
         module = importlib.import_module(module_name)
     except ModuleNotFoundError as error:
@@ -92,28 +217,56 @@ def _install(module_name: str, name: str | None) -> None:
         return
     hook = getattr(module, "install", None) or getattr(module, "register", None)
     if callable(hook):
-        hook(app)
+        hook(target)
     elif name is not None and isinstance(getattr(module, "app", None), typer.Typer):
-        add_group(module.app, name)
+        target.add_typer(module.app, name=name)
 
 
-def _install_all() -> None:
-    for module_name, name in EXTENSIONS:
-        _install(module_name, name)
-    for entry in importlib.metadata.entry_points(group="shoal.cli"):
+def _commands(scratch: Any) -> dict[str, Any]:
+    import typer
+
+    if not (scratch.registered_commands or scratch.registered_groups):
+        return {}
+    return dict(typer.main.get_group(scratch).commands)
+
+
+_LOADED: dict[str, dict[str, Any]] = {}
+
+
+def _load(module_name: str, name: str | None) -> dict[str, Any]:
+    """The (typer) commands a module adds, built once on a scratch app."""
+    import typer
+
+    if module_name not in _LOADED:
+        scratch = typer.Typer()
+        _install(scratch, module_name, name)
+        _LOADED[module_name] = _commands(scratch)
+    return _LOADED[module_name]
+
+
+def _plugins() -> dict[str, Any]:
+    """The commands of ``shoal.cli`` entry points (third-party plugins), by name."""
+    import importlib.metadata
+
+    entries = importlib.metadata.entry_points(group="shoal.cli")
+    if not entries:
+        return {}
+    import typer
+
+    found: dict[str, Any] = {}
+    for entry in entries:
+        scratch = typer.Typer()
         try:
-            hook = entry.load()
-            hook(app)
+            entry.load()(scratch)
+            found.update(_commands(scratch))
         except Exception:  # a broken third-party plugin must not break the CLI
             log.warning("shoal: cannot load plugin %s", entry.value, exc_info=True)
-
-
-_install_all()
+    return found
 
 
 def main() -> None:
     """Console entry point ``shoal``."""
-    app()
+    app(prog_name="shoal")
 
 
 if __name__ == "__main__":

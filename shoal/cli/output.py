@@ -1,37 +1,43 @@
-"""How objects are printed: tables with the registry's columns, JSON, YAML, watch events."""
+"""How objects are printed: tables with the catalog's columns, JSON, YAML, watch events.
+
+Tables are plain text in kubectl's layout (columns three spaces apart, a bold
+header on a terminal); printing them needs neither rich nor the models, so
+``shoal get`` starts fast. Objects are the API's JSON as dicts.
+"""
 
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import typer
-import yaml
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+import click
 
-from shoal.model.base import Kind
-from shoal.model.registry import Column, resource_of
+from shoal.model.catalog import Column, Entry, entry_of
+
+if TYPE_CHECKING:
+    from shoal.model.base import Kind
 
 
 class Output(StrEnum):
     table = "table"
+    wide = "wide"
     json = "json"
     yaml = "yaml"
 
+    @property
+    def tabular(self) -> bool:
+        return self in (Output.table, Output.wide)
 
-OUTPUT_HELP = "Output format: table, json or yaml."
+
+OUTPUT_HELP = "Output format: table, wide (full times), json or yaml."
+SELECTOR_HELP = "Label selector: k=v,k!=v,k in (a,b)."
 
 
-def output_option() -> Any:
-    return typer.Option(Output.table, "-o", "--output", help=OUTPUT_HELP)
 
 
 # cells -------------------------------------------------------------------------
@@ -140,8 +146,12 @@ FORMATS: dict[str, Callable[[dict[str, Any], Any], Any]] = {
 }
 
 
-def cell(column: Column, obj: dict[str, Any]) -> str:
-    return show(FORMATS[column.format](obj, dig(obj, column.path)))
+def cell(column: Column, obj: dict[str, Any], wide: bool = False) -> str:
+    """One cell; with ``wide``, times are printed in full rather than as ages."""
+    value = dig(obj, column.path)
+    if wide and column.format == "age":
+        return show(value)
+    return show(FORMATS[column.format](obj, value))
 
 
 # tables ------------------------------------------------------------------------
@@ -151,35 +161,16 @@ def dump(obj: Kind) -> dict[str, Any]:
     return obj.model_dump(mode="json")
 
 
-_TRAILING = re.compile(r" +((?:\x1b\[[0-9;]*m)*)$")
-
-
-def _print_table(table: Table) -> None:
-    """Print a table without the padding rich leaves after the last column."""
-    console = Console(highlight=False, soft_wrap=False)
-    if not console.is_terminal:
-        console.width = 1000  # pipes and tests: never wrap rows
-    with console.capture() as captured:
-        console.print(table)
-    lines = [_TRAILING.sub(r"\1", line) for line in captured.get().splitlines()]
+def _print_table(headers: list[str] | None, rows: list[list[str]], widths: list[int]) -> None:
+    """Rows in columns three spaces apart, no trailing spaces; the header bold on a terminal."""
+    lines = []
+    if headers is not None:
+        header = "   ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()
+        lines.append(click.style(header, bold=True) if sys.stdout.isatty() else header)
+    for row in rows:
+        lines.append("   ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
     sys.stdout.write("".join(line + "\n" for line in lines))
     sys.stdout.flush()
-
-
-def _table(headers: list[str], rows: list[list[str]], widths: list[int], header: bool) -> Table:
-    table = Table(
-        box=None,
-        show_header=header,
-        header_style="bold",
-        pad_edge=False,
-        padding=(0, 3, 0, 0),
-        show_edge=False,
-    )
-    for title, width in zip(headers, widths, strict=True):
-        table.add_column(title, min_width=width, no_wrap=True)
-    for row in rows:
-        table.add_row(*(Text(c) for c in row))
-    return table
 
 
 def _widths(headers: list[str], rows: list[list[str]]) -> list[int]:
@@ -188,44 +179,50 @@ def _widths(headers: list[str], rows: list[list[str]]) -> list[int]:
 
 def print_data(data: Any, output: Output) -> None:
     if output is Output.json:
-        typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
     else:
-        typer.echo(yaml.safe_dump(data, sort_keys=False, allow_unicode=True).rstrip("\n"))
+        import yaml
+
+        click.echo(yaml.safe_dump(data, sort_keys=False, allow_unicode=True).rstrip("\n"))
 
 
 def print_documents(documents: list[Any], output: Output) -> None:
     """JSON or YAML documents one after the other (YAML ones separated by ``---``)."""
     for index, item in enumerate(documents):
         if output is Output.yaml and index:
-            typer.echo("---")
+            click.echo("---")
         print_data(item, output)
 
 
-def print_objects(kind: type[Kind], objects: list[Kind], output: Output) -> None:
-    """Objects as a table (one row each) or, one by one, as JSON or YAML documents."""
-    data = [dump(o) for o in objects]
-    if output is not Output.table:
-        print_documents(data, output)
+def print_items(entry: Entry, items: list[dict[str, Any]], output: Output) -> None:
+    """Objects (the API's JSON) as a table, one row each, or one by one as JSON or YAML."""
+    if not output.tabular:
+        print_documents(items, output)
         return
-    columns = resource_of(kind).columns
+    columns = entry.table()
     headers = [c.header for c in columns]
-    rows = [[cell(c, d) for c in columns] for d in data]
-    _print_table(_table(headers, rows, _widths(headers, rows), True))
+    rows = [[cell(c, item, output is Output.wide) for c in columns] for item in items]
+    _print_table(headers, rows, _widths(headers, rows))
 
 
-def print_list(kind: type[Kind], items: list[Kind], revision: int, output: Output) -> None:
+def print_objects(kind: type[Kind], objects: list[Kind], output: Output) -> None:
+    """Model objects, printed as ``print_items`` prints their JSON."""
+    print_items(entry_of(kind.api_name(), kind.kind_name()), [dump(o) for o in objects], output)
+
+
+def print_list(entry: Entry, items: list[dict[str, Any]], revision: int, output: Output) -> None:
     """A list: a table, or the API's list document as JSON or YAML."""
-    if output is Output.table:
+    if output.tabular:
         if not items:
-            Console(stderr=True, highlight=False).print(f"No {kind.plural} found.")
+            click.echo(f"No {entry.plural} found.", err=True)
             return
-        print_objects(kind, items, output)
+        print_items(entry, items, output)
         return
     document = {
-        "api": kind.api_name(),
-        "kind": f"{kind.kind_name()}List",
+        "api": entry.api,
+        "kind": f"{entry.kind}List",
         "metadata": {"resource_version": revision},
-        "items": [dump(o) for o in items],
+        "items": items,
     }
     print_data(document, output)
 
@@ -233,39 +230,39 @@ def print_list(kind: type[Kind], items: list[Kind], revision: int, output: Outpu
 class WatchPrinter:
     """Rows (or JSON lines, or YAML documents) of watch events as they arrive."""
 
-    def __init__(self, kind: type[Kind], output: Output) -> None:
+    def __init__(self, entry: Entry, output: Output) -> None:
         self.output = output
-        self.columns = resource_of(kind).columns
+        self.columns = entry.table()
         self.headers = ["EVENT", *(c.header for c in self.columns)]
         self.widths: list[int] = []
         self.count = 0
 
-    def _row(self, event_type: str, obj: Kind) -> list[str]:
-        data = dump(obj)
-        return [event_type, *(cell(c, data) for c in self.columns)]
+    def _row(self, event_type: str, data: dict[str, Any]) -> list[str]:
+        wide = self.output is Output.wide
+        return [event_type, *(cell(c, data, wide) for c in self.columns)]
 
-    def start(self, items: list[Kind]) -> None:
-        if self.output is Output.table:
+    def start(self, items: list[dict[str, Any]]) -> None:
+        if self.output.tabular:
             rows = [self._row("ADDED", o) for o in items]
             self.widths = _widths(self.headers, rows)
             self.widths[0] = max(self.widths[0], len("MODIFIED"))
-            _print_table(_table(self.headers, rows, self.widths, True))
+            _print_table(self.headers, rows, self.widths)
         else:
             for obj in items:
                 self.event("ADDED", obj)
 
-    def event(self, event_type: str, obj: Kind) -> None:
-        if self.output is Output.table:
-            rows = [self._row(event_type, obj)]
+    def event(self, event_type: str, data: dict[str, Any]) -> None:
+        if self.output.tabular:
+            rows = [self._row(event_type, data)]
             new = _widths(self.headers, rows)
             self.widths = [max(w, n) for w, n in zip(self.widths, new, strict=True)]
-            _print_table(_table(self.headers, rows, self.widths, False))
+            _print_table(None, rows, self.widths)
         elif self.output is Output.json:
-            line = json.dumps({"type": event_type, "object": dump(obj)}, ensure_ascii=False)
-            typer.echo(line)
+            line = json.dumps({"type": event_type, "object": data}, ensure_ascii=False)
+            click.echo(line)
         else:
             if self.count:
-                typer.echo("---")
-            print_data({"type": event_type, "object": dump(obj)}, self.output)
+                click.echo("---")
+            print_data({"type": event_type, "object": data}, self.output)
         self.count += 1
         sys.stdout.flush()

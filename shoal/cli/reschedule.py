@@ -21,10 +21,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from shoal.cli.commands import CTX, command, namespace, output, param
 from shoal.cli.config import run
-from shoal.cli.errors import CliError, ShoalGroup
-from shoal.cli.output import Output, output_option, print_objects
+from shoal.cli.errors import CliError
+from shoal.cli.output import Output, print_objects
+from shoal.cli.params import CTX, ShoalGroup, command, namespace, output, output_option, param
 from shoal.cli.verbs import build
 from shoal.client.rest import Gone, NotFound, ShoalClient
 from shoal.model.scheduling import RescheduleTask, TaskPhase

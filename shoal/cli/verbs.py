@@ -1,38 +1,44 @@
 """The bodies of the verbs every kind has: list (and watch), get, create, update, delete, apply.
 
-Commands build plain JSON-shaped dicts, validate them with the model (so a bad
-flag is reported with the field it ends up in) and talk to the API through
-the one ``ShoalClient``.
+Reading and deleting work on the API's JSON with the light client
+(``shoal.cli.http``): no model is imported, so they start fast. Creating and
+changing build plain JSON-shaped dicts, validate them with the model (so a bad
+flag is reported with the field it ends up in) and send them with the one
+``ShoalClient``; those imports happen inside the functions that need them.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import typer
-from pydantic import ValidationError
+import click
 
-from shoal.cli.config import run
-from shoal.cli.errors import CliError, describe_validation
+from shoal.cli.config import Ctx, http, run
+from shoal.cli.errors import CliError, describe_validation, did_you_mean
+from shoal.cli.http import Problem
 from shoal.cli.inputs import apply_labels, read_mappings
-from shoal.cli.kinds import DEFAULT_NAMESPACE, namespace_of
+from shoal.cli.names import DEFAULT_NAMESPACE, namespace_of
 from shoal.cli.output import (
     Output,
     WatchPrinter,
     dump,
     print_documents,
+    print_items,
     print_list,
     print_objects,
 )
-from shoal.client.rest import ApiError, Gone, ShoalClient
-from shoal.model import registry
-from shoal.model.base import Kind
+from shoal.model.catalog import Entry, entry_of
+
+if TYPE_CHECKING:
+    from shoal.client.rest import ShoalClient
+    from shoal.model.base import Kind
 
 
 def build(kind: type[Kind], data: dict[str, Any]) -> Kind:
     """Validate ``data`` as ``kind`` before it is sent, naming any bad field."""
+    from pydantic import ValidationError
+
     try:
         return kind.model_validate(data)
     except ValidationError as error:
@@ -51,8 +57,8 @@ def new_object(
 
 
 def list_objects(
-    ctx: typer.Context,
-    kind: type[Kind],
+    ctx: Ctx,
+    entry: Entry,
     namespace: str | None,
     *,
     all_namespaces: bool = False,
@@ -61,16 +67,35 @@ def list_objects(
     watch: bool = False,
     watch_timeout: float | None = None,
 ) -> None:
-    """A list, or with ``watch`` the list and then its changes (re-listing after a compaction)."""
-    ns = None if all_namespaces else namespace_of(kind, namespace)
+    """A list, or with ``watch`` the list and then its changes."""
+    ns = None if all_namespaces else namespace_of(entry, namespace)
+    if watch:
+        watch_objects(ctx, entry, ns, selector, output, watch_timeout)
+        return
+    items, revision = http(ctx).list(entry.collection_path(ns), {"label_selector": selector})
+    print_list(entry, items, revision, output)
+
+
+def watch_objects(
+    ctx: Ctx,
+    entry: Entry,
+    ns: str | None,
+    selector: str | None,
+    output: Output,
+    watch_timeout: float | None,
+) -> None:
+    """The list, then one row per change until Ctrl-C (listing again after a compaction)."""
+    import asyncio
+
+    from shoal.client.rest import Gone
+    from shoal.model.registry import kind_for
+
+    kind = kind_for(entry.api, entry.kind)
 
     async def work(client: ShoalClient) -> None:
         result = await client.list(kind, ns, label_selector=selector)
-        if not watch:
-            print_list(kind, result.items, result.revision, output)
-            return
-        printer = WatchPrinter(kind, output)
-        printer.start(result.items)
+        printer = WatchPrinter(entry, output)
+        printer.start([dump(o) for o in result.items])
         revision = result.revision
         try:
             async with asyncio.timeout(watch_timeout):
@@ -79,13 +104,13 @@ def list_objects(
                         async for event in client.watch(
                             kind, ns, resource_version=revision, label_selector=selector
                         ):
-                            printer.event(event.type, event.object)
+                            printer.event(event.type, dump(event.object))
                             revision = max(revision, event.revision)
                         return
                     except Gone:
                         again = await client.list(kind, ns, label_selector=selector)
                         for obj in again.items:
-                            printer.event("ADDED", obj)
+                            printer.event("ADDED", dump(obj))
                         revision = again.revision
         except TimeoutError:
             return
@@ -96,35 +121,64 @@ def list_objects(
         return
 
 
+def _named(ctx: Ctx, entry: Entry, method: str, name: str, ns: str | None) -> Any:
+    """GET or DELETE one object; a miss names the closest existing names."""
+    client = http(ctx)
+    try:
+        return client.request(method, entry.item_path(name, ns))
+    except Problem as error:
+        if error.status != 404:
+            raise
+        try:
+            items, _ = client.list(entry.collection_path(ns))
+        except CliError:
+            raise error from None
+        names = [str((i.get("metadata") or {}).get("name")) for i in items]
+        raise CliError(error.message + did_you_mean(name, names)) from None
+
+
 def get_object(
-    ctx: typer.Context, kind: type[Kind], name: str, namespace: str | None, output: Output
+    ctx: Ctx, entry: Entry, name: str, namespace: str | None, output: Output
 ) -> None:
-    obj = run(ctx, lambda client: client.get(kind, name, namespace_of(kind, namespace)))
-    print_objects(kind, [obj], output)
+    print_items(entry, [_named(ctx, entry, "GET", name, namespace_of(entry, namespace))], output)
 
 
 def delete_object(
-    ctx: typer.Context, kind: type[Kind], name: str, namespace: str | None, output: Output
+    ctx: Ctx, entry: Entry, name: str, namespace: str | None, output: Output
 ) -> None:
-    ns = namespace_of(kind, namespace)
-    obj = run(ctx, lambda client: client.delete(kind, name, ns))
-    if output is Output.table:
-        where = f"{ns}/" if ns else ""
-        typer.echo(f"{kind.kind_name()} {where}{name} deleted")
+    ns = namespace_of(entry, namespace)
+    obj = _named(ctx, entry, "DELETE", name, ns)
+    if output.tabular:
+        place = f"{ns}/" if ns else ""
+        click.echo(f"{entry.kind} {place}{name} deleted")
     else:
-        print_objects(kind, [obj], output)
+        print_items(entry, [obj], output)
 
 
 def create_object(
-    ctx: typer.Context, data: dict[str, Any], kind: type[Kind], output: Output
+    ctx: Ctx, data: dict[str, Any], kind: type[Kind], output: Output
 ) -> None:
+    """Create; a name in use is reported as the user named it, not as the store's key."""
+    from shoal.client.rest import Conflict
+
     obj = build(kind, data)
-    created = run(ctx, lambda client: client.create(obj))
-    print_objects(kind, [created], output)
+
+    async def work(client: ShoalClient) -> Kind:
+        try:
+            return await client.create(obj)
+        except Conflict as error:
+            if error.title != "RESOURCE_ALREADY_EXISTS":
+                raise
+            ns = obj.metadata.namespace
+            where = f" in namespace {ns!r}" if ns else ""
+            message = f"{kind.kind_name()} {obj.metadata.name!r} already exists{where}"
+            raise CliError(f"{error.title}: {message}") from None
+
+    print_objects(kind, [run(ctx, work)], output)
 
 
 def update_object(
-    ctx: typer.Context,
+    ctx: Ctx,
     kind: type[Kind],
     name: str,
     namespace: str | None,
@@ -132,7 +186,7 @@ def update_object(
     output: Output,
 ) -> None:
     """Read the object, let ``change`` edit its dict, and PUT it back (compare-and-swap)."""
-    ns = namespace_of(kind, namespace)
+    ns = namespace_of(entry_of(kind.api_name(), kind.kind_name()), namespace)
 
     async def work(client: ShoalClient) -> Kind:
         current = await client.get(kind, name, ns)
@@ -144,6 +198,8 @@ def update_object(
 
 
 def _document(path: str, doc: dict[str, Any], namespace: str | None) -> Kind:
+    from shoal.model import registry
+
     api, kind_name = doc.get("api"), doc.get("kind")
     if not isinstance(api, str) or not isinstance(kind_name, str):
         raise CliError(f"{path}: every document needs 'api' and 'kind'")
@@ -161,8 +217,10 @@ def _document(path: str, doc: dict[str, Any], namespace: str | None) -> Kind:
     return build(kind, doc)
 
 
-def apply_documents(ctx: typer.Context, path: str, namespace: str | None, output: Output) -> None:
+def apply_documents(ctx: Ctx, path: str, namespace: str | None, output: Output) -> None:
     """Create or update every object of a (multi-document) YAML file."""
+    from shoal.client.rest import ApiError
+
     objects = [_document(path, doc, namespace) for doc in read_mappings(path)]
 
     async def work(client: ShoalClient) -> list[tuple[Kind, str]]:
@@ -181,9 +239,9 @@ def apply_documents(ctx: typer.Context, path: str, namespace: str | None, output
         return done
 
     results = run(ctx, work)
-    if output is not Output.table:
+    if not output.tabular:
         print_documents([dump(obj) for obj, _ in results], output)
         return
     for obj, verb in results:
         ns = f"{obj.metadata.namespace}/" if obj.metadata.namespace else ""
-        typer.echo(f"{obj.kind} {ns}{obj.metadata.name} {verb}")
+        click.echo(f"{obj.kind} {ns}{obj.metadata.name} {verb}")

@@ -1,17 +1,20 @@
 """Every stored kind, looked up by API group and plural or by kind name.
 
 Beside the model class, each kind has the data that describes it to people:
-short names and table columns, like the printer columns of a Kubernetes
-CustomResourceDefinition. A column names a dotted JSON path and, where a raw
-value would read badly, a formatter by name; the formatters themselves belong
-to whoever prints (the CLI), so this layer stays free of any front end.
+short names and table columns, kept without the models in
+``shoal.model.catalog`` (so a command that only prints starts fast). A column
+names a dotted JSON path and, where a raw value would read badly, a formatter
+by name; the formatters themselves belong to whoever prints (the CLI), so this
+layer stays free of any front end.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from shoal.model import catalog
 from shoal.model.base import Kind
+from shoal.model.catalog import AGE, NAME, NAMESPACE, Column
 from shoal.model.coordination import Lease
 from shoal.model.core import (
     GlobalMetric,
@@ -21,25 +24,14 @@ from shoal.model.core import (
     Role,
     RoleBinding,
 )
-from shoal.model.infrastructure import Cloud, GlobalCloud
+from shoal.model.infrastructure import (
+    Cloud,
+    GlobalCloud,
+    GlobalInfrastructureProvider,
+    InfrastructureProvider,
+)
 from shoal.model.kubernetes import Application, Cluster
 from shoal.model.scheduling import RescheduleTask
-
-
-@dataclass(frozen=True)
-class Column:
-    """One table column: a header, a dotted path into the object, an optional formatter name.
-
-    Formatters: ``age`` (of a timestamp), ``ref`` (a ResourceRef as ``name`` or
-    ``namespace/name``), ``weights`` (MetricRefs as ``name:weight``),
-    ``section_url`` (``url`` of the section that ``type`` names), ``rules``,
-    ``fetch`` (a provider's last fetch), ``ms`` (seconds as milliseconds),
-    ``failures`` (failed targets counted by reason).
-    """
-
-    header: str
-    path: str
-    format: str = ""
 
 
 @dataclass(frozen=True)
@@ -51,91 +43,31 @@ class Resource:
     columns: tuple[Column, ...] = ()
 
 
-NAME = Column("NAME", "metadata.name")
-NAMESPACE = Column("NAMESPACE", "metadata.namespace")
-AGE = Column("AGE", "metadata.created", "age")
-LABELS = Column("LABELS", "metadata.labels")
-STATE = Column("STATE", "status.state")
-SCHEDULED_TO = Column("SCHEDULED_TO", "status.scheduled_to", "ref")
-TYPE = Column("TYPE", "spec.type")
-URL = Column("URL", "spec", "section_url")
-
-_METRIC = (
-    Column("MIN", "spec.min"),
-    Column("MAX", "spec.max"),
-    Column("PROVIDER", "spec.provider.name"),
-    Column("METRIC", "spec.provider.metric"),
-    Column("ALLOWED", "spec.allowed_values"),
-    AGE,
-)
-_PROVIDER = (
-    TYPE,
-    URL,
-    Column("STATUS", "status", "fetch"),
-    Column("LAST_FETCH", "status.last_fetch"),
-    Column("LATENCY", "status.fetch_latency_seconds", "ms"),
-    AGE,
-)
-_CLOUD = (
-    TYPE,
-    URL,
-    STATE,
-    LABELS,
-    Column("METRICS", "spec.openstack.metrics", "weights"),
-    AGE,
+_MODELS: tuple[type[Kind], ...] = (
+    GlobalMetric,
+    Metric,
+    GlobalMetricsProvider,
+    MetricsProvider,
+    Role,
+    RoleBinding,
+    Application,
+    Cluster,
+    GlobalCloud,
+    Cloud,
+    GlobalInfrastructureProvider,
+    InfrastructureProvider,
+    Lease,
+    RescheduleTask,
 )
 
-RESOURCES: dict[type[Kind], Resource] = {
-    r.kind: r
-    for r in (
-        Resource(GlobalMetric, ("gm",), (NAME, *_METRIC)),
-        Resource(Metric, ("m",), (NAME, *_METRIC)),
-        Resource(GlobalMetricsProvider, ("gmp",), (NAME, *_PROVIDER)),
-        Resource(MetricsProvider, ("mp",), (NAMESPACE, NAME, *_PROVIDER)),
-        Resource(Role, ("role",), (NAME, Column("RULES", "rules", "rules"), AGE)),
-        Resource(
-            RoleBinding,
-            ("rolebinding", "rb"),
-            (NAME, Column("USERS", "users"), Column("ROLES", "roles"), AGE),
-        ),
-        Resource(
-            Application,
-            ("app", "apps"),
-            (
-                NAMESPACE,
-                NAME,
-                STATE,
-                SCHEDULED_TO,
-                Column("RUNNING_ON", "status.running_on", "ref"),
-                Column("REASON", "status.reason.code"),
-                AGE,
-            ),
-        ),
-        Resource(
-            Cluster,
-            ("cluster",),
-            (NAME, STATE, LABELS, Column("METRICS", "spec.metrics", "weights"), SCHEDULED_TO, AGE),
-        ),
-        Resource(GlobalCloud, ("gc",), (NAME, *_CLOUD)),
-        Resource(Cloud, ("cloud",), (NAME, *_CLOUD)),
-        Resource(Lease),
-        Resource(
-            RescheduleTask,
-            (),
-            (
-                NAME,
-                Column("PHASE", "status.phase"),
-                Column("TARGETS", "status.total"),
-                Column("SUCCESSFUL", "status.successful"),
-                Column("FAILED", "status.failed"),
-                Column("PENDING", "status.pending"),
-                Column("REASONS", "status.targets", "failures"),
-                Column("FINISHED", "status.finish_time"),
-                AGE,
-            ),
-        ),
-    )
-}
+
+def _resource(kind: type[Kind]) -> Resource:
+    entry = catalog.entry_of(kind.api_name(), kind.kind_name())
+    return Resource(kind, entry.short_names, entry.columns)
+
+
+RESOURCES: dict[type[Kind], Resource] = {kind: _resource(kind) for kind in _MODELS}
+"""Short names and table columns come from ``shoal.model.catalog``, the model-free list."""
 
 KINDS: tuple[type[Kind], ...] = tuple(RESOURCES)
 

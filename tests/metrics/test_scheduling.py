@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from shoal.api.server import ApiServer
 from shoal.cli.main import app as cli_app
