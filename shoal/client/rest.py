@@ -178,12 +178,13 @@ class ShoalClient:
         *,
         body: Any = None,
         params: dict[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> Any:
         """Send one request; the decoded JSON answer, or an ApiError."""
         content = orjson.dumps(body) if body is not None else None
         try:
             async with self.session.request(
-                method, self.url + path, data=content, params=_params(params)
+                method, self.url + path, data=content, params=_params(params), headers=headers
             ) as response:
                 data = await response.read()
                 status = response.status

@@ -244,7 +244,7 @@ class RescheduleTaskController(Controller):
             self.watchers[key].add(name)
         self._unwatch(name, keep=pending)
         if stamp:
-            changed |= await self._stamp(stamp, trigger, sent)
+            changed |= await self._stamp(stamp, trigger, sent, _acting_for(task))
         if changed:
             _count(update)
             if update.status.pending == 0:
@@ -305,9 +305,17 @@ class RescheduleTaskController(Controller):
         return Verdict.STAMP
 
     async def _stamp(
-        self, targets: list[TargetStatus], trigger: datetime, sent: set[AppKey]
+        self,
+        targets: list[TargetStatus],
+        trigger: datetime,
+        sent: set[AppKey],
+        headers: dict[str, str] | None = None,
     ) -> bool:
-        """Send the requests in batches; True when some target got a result meanwhile."""
+        """Send the requests in batches; True when some target got a result meanwhile.
+
+        ``headers`` impersonate the task's requester: the API refuses (403) each
+        application that user may not update, and it is reported Forbidden.
+        """
         changed = False
         when = _spell(trigger)
         for start in range(0, len(targets), _STAMP_BATCH):
@@ -317,7 +325,9 @@ class RescheduleTaskController(Controller):
                     {"namespace": t.namespace, "name": t.name, "requested": when} for t in chunk
                 ]
             }
-            data = await self.client.request("POST", "/scheduling/reschedules", body=body)
+            data = await self.client.request(
+                "POST", "/scheduling/reschedules", body=body, headers=headers
+            )
             transient = False
             for target, result in zip(chunk, data["results"], strict=True):
                 code = int(result.get("status", 500))
@@ -326,6 +336,9 @@ class RescheduleTaskController(Controller):
                     self.stamps += 1
                 elif code == 404:
                     _fail(target, TargetReason.ApplicationNotFound, "no such application")
+                    changed = True
+                elif code == 403:
+                    _fail(target, TargetReason.Forbidden, str(result.get("detail", "")))
                     changed = True
                 elif code == 409 and "deleted" in str(result.get("detail", "")):
                     _fail(target, TargetReason.ApplicationDeleting, "being deleted")
@@ -349,6 +362,17 @@ class RescheduleTaskController(Controller):
             await self.client.delete(RescheduleTask, task.metadata.name)
         except NotFound:
             pass
+
+
+def _acting_for(task: RescheduleTask) -> dict[str, str] | None:
+    """Impersonation headers of the task's requester (set by the API when security is on)."""
+    who = task.spec.requested_by
+    if who is None:
+        return None
+    headers = {"Impersonate-User": who.user}
+    if who.groups:
+        headers["Impersonate-Group"] = ",".join(who.groups)
+    return headers
 
 
 def _fail(target: TargetStatus, reason: TargetReason, message: str) -> str | None:

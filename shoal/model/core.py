@@ -145,8 +145,11 @@ class MetricsProvider(_MetricsProviderKind):
     plural, namespaced = "metricsproviders", True
 
 
-# Krake's verbs; Shoal adds ``watch`` and ``secrets`` (read secret fields in clear); "" is any.
-Verb = Literal["create", "list", "list_all", "get", "update", "delete", "watch", "secrets", ""]
+# Krake's verbs; Shoal adds ``watch``, ``secrets`` (read secret fields in clear) and
+# ``impersonate`` (on ``users``: act for another user); "" is any.
+Verb = Literal[
+    "create", "list", "list_all", "get", "update", "delete", "watch", "secrets", "impersonate", ""
+]
 
 
 class RoleRule(Model):

@@ -63,6 +63,13 @@ ClusterName = Annotated[
 ]
 
 
+class Requester(Model):
+    """Who asked: with security on, the API writes it at creation and keeps it after."""
+
+    user: str
+    groups: list[str] = Field(default_factory=list)
+
+
 class RescheduleTaskSpec(Model):
     target_ref_resource: list[ResourceSelector] = Field(default_factory=list)
     target_ref_policy: list[PolicySelector] = Field(default_factory=list)
@@ -73,6 +80,10 @@ class RescheduleTaskSpec(Model):
         default=None,
         ge=0,
         description="Delete the task this many seconds after it finished; unset: keep it.",
+    )
+    requested_by: Requester | None = Field(
+        default=None,
+        description="Set by the API: the task acts only on applications this user may update.",
     )
 
     @model_validator(mode="after")
@@ -99,6 +110,7 @@ class TargetReason(StrEnum):
     NoSuitableCluster = "NoSuitableCluster"
     MigrationDisabled = "MigrationDisabled"
     UnsupportedKind = "UnsupportedKind"
+    Forbidden = "Forbidden"
 
 
 class TargetStatus(Model):

@@ -26,6 +26,7 @@ TOKENS = {
     "alice": "alice-token",
     "bob": "bob-token",
     "system:kube-controller": "kube-token",
+    "system:reschedule-controller": "reschedule-token",
 }
 GROUPS = {"admin": "shoal:admins"}
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from shoal.api.auth import protect
-from shoal.api.auth.secrets import REDACTED, Cipher, EncryptedStore, new_key, reencrypt
+from shoal.api.auth.secrets import REDACTED, Cipher, new_key, reencrypt
+from shoal.api.auth.store import SecuredStore
 from shoal.api.server import start_api
 from shoal.store.factory import open_store
 from tests.fixtures.etcd import etcd_available, running_etcd
@@ -79,7 +80,7 @@ async def test_redacted_without_the_secrets_verb_and_kept_on_put(secured: Secure
 async def test_key_rotation_reencrypts(tmp_path: Path) -> None:
     old, new = new_key(), new_key()
     store = open_store(f"sqlite://{tmp_path / 's.db'}")
-    sealed = EncryptedStore(store, Cipher([base64.b64decode(old)]))
+    sealed = SecuredStore(store, Cipher([base64.b64decode(old)]))
     key = "/kubernetes/clusters/b/c1"
     import orjson
 
@@ -87,7 +88,7 @@ async def test_key_rotation_reencrypts(tmp_path: Path) -> None:
     ring = Cipher([base64.b64decode(new), base64.b64decode(old)])
     assert await reencrypt(store, ring) == 1
     assert await reencrypt(store, ring) == 0
-    only_new = EncryptedStore(store, Cipher([base64.b64decode(new)]))
+    only_new = SecuredStore(store, Cipher([base64.b64decode(new)]))
     data = orjson.loads((await only_new.get(key)).value)
     assert data["spec"]["kubeconfig"]["users"][0]["user"]["token"] == SECRET
     await store.close()
@@ -131,9 +132,7 @@ async def test_etcd_holds_no_secret_in_clear(tmp_path: Path) -> None:
         assert b"shoal:aesgcm:v1:" in _raw_files(etcd.data_dir)
 
 
-def test_protect_without_key_leaves_store_plain(tmp_path: Path) -> None:
+def test_protect_without_key_encrypts_nothing(tmp_path: Path) -> None:
     store = open_store("sqlite://:memory:")
-    assert (
-        protect(security(tmp_path, secrets_key_file=None, secrets_key_env=None), store).store
-        is store
-    )
+    sealed = protect(security(tmp_path, secrets_key_file=None, secrets_key_env=None), store).store
+    assert isinstance(sealed, SecuredStore) and sealed.cipher is None

@@ -43,11 +43,6 @@ async def test_alice_sees_nothing_of_b(secured: Secured) -> None:
             "/kubernetes/namespaces/b/applications/bob-app/reschedule",
             {"requested": "2030-01-01T00:00:00Z"},
         ),
-        (
-            "POST",
-            "/scheduling/reschedules",
-            {"items": [{"namespace": "b", "name": "bob-app", "requested": "2030-01-01T00:00:00Z"}]},
-        ),
         ("POST", "/scheduling/namespaces/b/dryrun", application("x", "b")),
         ("GET", "/scheduling/rescheduletasks", None),
         (
@@ -66,6 +61,11 @@ async def test_alice_sees_nothing_of_b(secured: Secured) -> None:
         answer = await alice.request(method, path, json=body)
         assert answer.status_code == 403, (method, path, answer.status_code)
         assert not _leaks(answer.text)
+    item = {"namespace": "b", "name": "bob-app", "requested": "2030-01-01T00:00:00Z"}
+    batch = await alice.post("/scheduling/reschedules", json={"items": [item]})
+    assert [r["status"] for r in batch.json()["results"]] == [403]  # answered per item
+    bob_app = (await secured["bob"].get("/kubernetes/namespaces/b/applications/bob-app")).json()
+    assert bob_app["status"].get("reschedule_requested") is None  # not touched
     watch_b = await start_watch(alice, "/kubernetes/namespaces/b/applications")
     assert watch_b.status == 403
     for path in (

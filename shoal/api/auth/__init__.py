@@ -19,7 +19,8 @@ from shoal.api.auth.limits import PerUser
 from shoal.api.auth.oidc import OidcIssuer
 from shoal.api.auth.rbac import Authorizer, authorizer
 from shoal.api.auth.roles import ensure_defaults
-from shoal.api.auth.secrets import EncryptedStore, load_cipher
+from shoal.api.auth.secrets import load_cipher
+from shoal.api.auth.store import SecuredStore
 from shoal.store.base import Store
 
 __all__ = ["Protection", "Security", "protect"]
@@ -57,7 +58,7 @@ class Protection:
 
 def protect(security: Security, store: Store) -> Protection:
     cipher = load_cipher(security.secrets_key_file, security.secrets_key_env)
-    sealed: Store = EncryptedStore(store, cipher) if cipher is not None else store
+    sealed = SecuredStore(store, cipher)
     cache = TokenCache(time.time)
     bearer: list[TokenCheck] = [cache.cached(OidcIssuer(o).check) for o in security.oidc]
     keystone = cache.cached(Keystone(security.keystone).check) if security.keystone else None

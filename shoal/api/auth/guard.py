@@ -13,9 +13,11 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 import orjson
+from starlette.responses import Response
 
+from shoal.api.auth import bodies
 from shoal.api.auth.audit import Audit
-from shoal.api.auth.authn import Authenticator, Unauthenticated, User
+from shoal.api.auth.authn import Authenticator, Unauthenticated, User, authenticated
 from shoal.api.auth.limits import PerUser
 from shoal.api.auth.rbac import Authorizer, Grant
 from shoal.api.auth.secrets import BY_RESOURCE, Path_, redact
@@ -59,6 +61,12 @@ class Guard:
         except Unauthenticated as error:
             await _answer(scope, receive, send, 401, str(error))
             return
+        if _header(scope, b"impersonate-user") is not None:
+            impersonated = self._impersonate(scope, user)
+            if impersonated is None:
+                await _answer(scope, receive, send, 403, f"user {user.name!r} may not impersonate")
+                return
+            user = impersonated
         scope["shoal.user"] = user
         if self.rbac and user.anonymous:
             await _answer(scope, receive, send, 401, "anonymous requests are not authorised")
@@ -96,6 +104,9 @@ class Guard:
                 secrets = None
         if visible is not None or secrets is not None:
             send = _Rewrite(send, visible, secrets, clear).send
+        if what.resource == "rescheduletasks" and what.verb == "create":
+            body = bodies.stamp_requester(await bodies.read_body(receive), user)
+            receive = bodies.replay(body, receive)
         if what.verb == "watch":
             if not self.limits.open_watch(user.name):
                 limit = self.limits.limits.watches_per_user
@@ -118,7 +129,7 @@ class Guard:
     async def _batch(
         self, scope: Scope, receive: Receive, send: Send, user: User, batch: tuple[str, str]
     ) -> None:
-        """A batch of subresource updates: every item's namespace must be allowed."""
+        """A batch of subresource updates, authorised item by item (403 results for the rest)."""
         field, resource = batch
         grant = self.authz.grant(user, "kubernetes", resource, "update")
         what = Target("kubernetes", resource, "update", None, None, False)
@@ -126,36 +137,41 @@ class Guard:
         if grant.everywhere:
             await self.app(scope, receive, send)
             return
-        if not grant.any:
-            await self._forbid(scope, receive, send, user, what)
+        body = await bodies.read_body(receive)
+
+        def forbidden(namespace: str) -> str:
+            return f"user {user.name!r} may not update kubernetes/{resource} in {namespace!r}"
+
+        split = bodies.split_batch(body, field, grant, forbidden)
+        if split is None:
+            await self.app(scope, bodies.replay(body, receive), send)
             return
-        chunks = []
-        while True:
-            message = await receive()
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body"):
-                break
-        body = b"".join(chunks)
-        try:
-            items = orjson.loads(body).get(field) or []
-            namespaces = {str(i.get("namespace")) for i in items if isinstance(i, dict)}
-        except (orjson.JSONDecodeError, AttributeError, TypeError):
-            namespaces = set()  # the route answers the malformed body
-        for namespace in sorted(namespaces):
-            if not grant.allows(namespace):
-                denied = Target("kubernetes", resource, "update", namespace, None, False)
-                await self._forbid(scope, receive, send, user, denied)
-                return
-        replayed = False
+        allowed, refused = split
+        total = len(refused) + len(orjson.loads(allowed)[field])
+        if len(refused) == total:
+            response = Response(bodies.all_refused(refused), media_type="application/json")
+            await response(scope, receive, send)
+            return
+        await self.app(scope, bodies.replay(allowed, receive), bodies.merged(refused, total, send))
 
-        async def replay() -> Message:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
+    def _impersonate(self, scope: Scope, user: User) -> User | None:
+        """The user named by ``Impersonate-User`` (groups: ``Impersonate-Group``, comma-separated
+        or repeated), if the caller may impersonate.
 
-        await self.app(scope, replay, send)
+        Controllers act for the people who asked (the RescheduleTask controller for
+        the task's requester): they need ``impersonate`` on ``core/users``.
+        """
+        if not self.authz.grant(user, "core", "users", "impersonate").cluster:
+            return None
+        name = _header(scope, b"impersonate-user") or ""
+        groups = [
+            group.strip()
+            for key, value in scope["headers"]
+            if key == b"impersonate-group"
+            for group in value.decode("latin-1").split(",")
+            if group.strip()
+        ]
+        return authenticated(name, groups) if name else None
 
     def _audited(self, scope: Scope, send: Send) -> Send:
         audit = self.audit
@@ -173,6 +189,13 @@ class Guard:
             await send(message)
 
         return send_and_audit
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope["headers"]:
+        if key == name:
+            return str(value.decode("latin-1"))
+    return None
 
 
 def _clamp_limit(query: bytes, most: int) -> bytes:

@@ -72,6 +72,7 @@ _RULES: dict[str, list[RoleRule]] = {
         _rule("kubernetes", ["applications/reschedule"], ["update"]),
         _rule("scheduling", ["rescheduletasks"], [*_READ, "update", "delete"]),
         _rule("scheduling", ["rescheduletasks/status"], ["update"]),
+        _rule("core", ["users"], ["impersonate"]),  # a task acts for its requester
         _LEASES,
     ],
     "agent": [

@@ -2,7 +2,7 @@
 
 The table ``SECRETS`` names, per kind, the fields that hold credentials:
 kubeconfig users, provider tokens and passwords, cloud passwords. The API
-wraps its store in ``EncryptedStore``: those fields are encrypted before they
+wraps its store in ``SecuredStore``: those fields are encrypted before they
 reach SQLite or etcd and decrypted when read, so nothing above the store
 changes. Readers without the ``secrets`` verb on the resource get
 ``REDACTED`` in their place; an update that sends ``REDACTED`` back keeps the
@@ -18,8 +18,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-from collections.abc import AsyncIterator, Iterator
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +29,7 @@ from shoal.model.base import Kind
 from shoal.model.core import GlobalMetricsProvider, MetricsProvider
 from shoal.model.infrastructure import Cloud, GlobalCloud
 from shoal.model.kubernetes import Cluster
-from shoal.store.base import Event, Record, Store
+from shoal.store.base import Store
 
 REDACTED = "<redacted: needs the secrets verb>"
 _PREFIX = "shoal:aesgcm:v1:"
@@ -168,97 +167,11 @@ def load_cipher(key_file: Path | None, env: str | None) -> Cipher | None:
     return Cipher(keys)
 
 
-class EncryptedStore:
-    """A Store whose secret fields are encrypted on the way in and decrypted on the way out."""
-
-    def __init__(self, inner: Store, cipher: Cipher) -> None:
-        self.inner = inner
-        self.cipher = cipher
-
-    def _seal(self, key: str, value: bytes, old: bytes | None = None) -> bytes:
-        paths = paths_of_key(key)
-        if paths is None:
-            return value
-        data = orjson.loads(value)
-        kept = concrete(orjson.loads(old), paths) if old is not None else {}
-        aad = key.encode()
-        for at, secret in concrete(data, paths).items():
-            node = data
-            for part in at[:-1]:
-                node = node[part]
-            if secret == REDACTED and at in kept:
-                node[at[-1]] = kept[at]  # the reader sent the placeholder back: keep the value
-            elif self.cipher.key_id(secret) is None:
-                node[at[-1]] = self.cipher.encrypt(secret, aad)
-        return orjson.dumps(data)
-
-    def _open(self, key: str, value: bytes) -> bytes:
-        paths = paths_of_key(key)
-        if paths is None or not value:
-            return value
-        data = orjson.loads(value)
-        aad = key.encode()
-        for container, name in list(leaves(data, paths)):
-            container[name] = self.cipher.decrypt(container[name], aad)
-        return orjson.dumps(data)
-
-    def _record(self, record: Record) -> Record:
-        if paths_of_key(record.key) is None:
-            return record
-        return Record(record.key, self._open(record.key, record.value), record.revision)
-
-    async def get(self, key: str) -> Record:
-        return self._record(await self.inner.get(key))
-
-    async def list(
-        self, prefix: str, *, start_after: str | None = None, limit: int | None = None
-    ) -> tuple[list[Record], int]:
-        records, revision = await self.inner.list(prefix, start_after=start_after, limit=limit)
-        if paths_of_key(prefix) is None and not any(p.startswith(prefix) for p, _ in BY_PREFIX):
-            return records, revision
-        return [self._record(r) for r in records], revision
-
-    async def create(self, key: str, value: bytes) -> int:
-        return await self.inner.create(key, self._seal(key, value))
-
-    async def update(self, key: str, value: bytes, expected_revision: int | None = None) -> int:
-        if paths_of_key(key) is not None:
-            old = None
-            if REDACTED.encode() in value:
-                old = (await self.inner.get(key)).value
-            value = self._seal(key, value, old)
-        return await self.inner.update(key, value, expected_revision)
-
-    async def delete(self, key: str, expected_revision: int | None = None) -> int:
-        return await self.inner.delete(key, expected_revision)
-
-    async def watch(self, prefix: str, from_revision: int | None = None) -> AsyncIterator[Event]:
-        async for event in self.inner.watch(prefix, from_revision):
-            if paths_of_key(event.key) is None:
-                yield event
-            else:
-                value = self._open(event.key, event.value)
-                yield Event(event.type, event.key, value, event.revision)
-
-    async def revision(self) -> int:
-        return await self.inner.revision()
-
-    async def check_revision(self, revision: int) -> None:
-        await self.inner.check_revision(revision)
-
-    def batch(self) -> AbstractAsyncContextManager[None]:
-        return self.inner.batch()
-
-    async def compact(self, revision: int) -> None:
-        await self.inner.compact(revision)
-
-    async def close(self) -> None:
-        await self.inner.close()
-
-
 async def reencrypt(store: Store, cipher: Cipher) -> int:
     """Encrypt every secret field again with the current key (rotation); the count rewritten."""
-    sealed = EncryptedStore(store, cipher)
+    from shoal.api.auth.store import SecuredStore
+
+    sealed = SecuredStore(store, cipher)
     count = 0
     for prefix, paths in BY_PREFIX:
         records, _ = await store.list(prefix)

@@ -1,0 +1,121 @@
+"""Guard work that needs the request body: batches answered per item, requesters stamped.
+
+A batch (``/scheduling/bindings``, ``/scheduling/reschedules``) is checked
+item by item: the items the user may not touch get their own 403 result and
+never reach the route; the others go through, and the answer is merged back
+in the original order. A new RescheduleTask gets ``spec.requested_by``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import orjson
+
+from shoal.api.auth.authn import User
+from shoal.api.auth.rbac import Grant
+
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+
+async def read_body(receive: Receive) -> bytes:
+    chunks = []
+    while True:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
+def replay(body: bytes, receive: Receive) -> Receive:
+    """A receive that gives ``body`` once, then whatever comes (a disconnect)."""
+    sent = False
+
+    async def again() -> Message:
+        nonlocal sent
+        if sent:
+            return await receive()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return again
+
+
+def _json(body: bytes) -> Any:
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+
+
+def stamp_requester(body: bytes, user: User) -> bytes:
+    """The body of a new RescheduleTask with ``spec.requested_by`` set to ``user``."""
+    data = _json(body)
+    if not isinstance(data, dict) or not isinstance(data.get("spec"), dict):
+        return body  # the route answers the malformed body
+    groups = [g for g in user.groups if not g.startswith("system:")]
+    data["spec"]["requested_by"] = {"user": user.name, "groups": groups}
+    return orjson.dumps(data)
+
+
+def split_batch(
+    body: bytes, field: str, grant: Grant, forbidden: Callable[[str], str]
+) -> tuple[bytes, dict[int, dict[str, Any]]] | None:
+    """(the body with only the allowed items, the 403 results by position); None: as is."""
+    data = _json(body)
+    items = data.get(field) if isinstance(data, dict) else None
+    if not isinstance(items, list):
+        return None
+    refused: dict[int, dict[str, Any]] = {}
+    for i, item in enumerate(items):
+        namespace = item.get("namespace") if isinstance(item, dict) else None
+        if isinstance(namespace, str) and not grant.allows(namespace):
+            refused[i] = {
+                "namespace": namespace,
+                "name": item.get("name"),
+                "status": 403,
+                "title": "FORBIDDEN",
+                "detail": forbidden(namespace),
+            }
+    if not refused:
+        return None
+    data[field] = [item for i, item in enumerate(items) if i not in refused]
+    return orjson.dumps(data), refused
+
+
+def merged(refused: dict[int, dict[str, Any]], total: int, send: Send) -> Send:
+    """A send that puts the refused items' results back among the route's, in order."""
+    start: Message | None = None
+    chunks: list[bytes] = []
+
+    async def send_merged(message: Message) -> None:
+        nonlocal start
+        if message["type"] == "http.response.start":
+            start = message
+            return
+        if message["type"] != "http.response.body":
+            await send(message)
+            return
+        chunks.append(message.get("body", b""))
+        if message.get("more_body"):
+            return
+        assert start is not None
+        body = b"".join(chunks)
+        data = _json(body) if start["status"] == 200 else None
+        if isinstance(data, dict) and isinstance(data.get("results"), list):
+            passed = iter(data["results"])
+            data["results"] = [refused[i] if i in refused else next(passed) for i in range(total)]
+            body = orjson.dumps(data)
+        headers = [(k, v) for k, v in start.get("headers", ()) if k != b"content-length"]
+        headers.append((b"content-length", str(len(body)).encode()))
+        await send({**start, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    return send_merged
+
+
+def all_refused(refused: dict[int, dict[str, Any]]) -> bytes:
+    return orjson.dumps({"results": [refused[i] for i in sorted(refused)]})

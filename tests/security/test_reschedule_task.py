@@ -1,0 +1,80 @@
+"""A RescheduleTask acts only on applications its requester may update; the rest are Forbidden."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from shoal.client.rest import ShoalClient
+from shoal.controllers.reschedule import RescheduleTaskController
+from tests.security.conftest import TOKENS, Secured, application, binding, eventually
+
+
+async def test_task_acts_for_its_requester(secured: Secured) -> None:
+    admin, alice = secured["admin"], secured["alice"]
+    role = {
+        "api": "core",
+        "kind": "Role",
+        "metadata": {"name": "task-writer"},
+        "rules": [
+            {"api": "scheduling", "resources": ["rescheduletasks"], "namespaces": [], "verbs": [""]}
+        ],
+    }
+    assert (await admin.post("/core/roles", json=role)).status_code == 200
+    body = binding("task-writer", ["alice"], ["task-writer"])
+    assert (await admin.post("/core/rolebindings", json=body)).status_code == 200
+    for client, ns in ((alice, "a"), (secured["bob"], "b")):
+        created = await client.post(
+            f"/kubernetes/namespaces/{ns}/applications", json=application(f"app-{ns}", ns)
+        )
+        assert created.status_code == 200
+    task = {
+        "api": "scheduling",
+        "kind": "RescheduleTask",
+        "metadata": {"name": "both"},
+        "spec": {
+            "target_ref_policy": [
+                {"namespace": "a", "label_selector": ""},
+                {"namespace": "b", "label_selector": ""},
+            ],
+            # a requester named by the client is replaced by the one who asked
+            "requested_by": {"user": "admin", "groups": ["shoal:admins"]},
+        },
+    }
+
+    async def may_create() -> bool:
+        return (await alice.post("/scheduling/rescheduletasks", json=task)).status_code == 200
+
+    await eventually(may_create)
+    stored = (await alice.get("/scheduling/rescheduletasks/both")).json()
+    assert stored["spec"]["requested_by"] == {"user": "alice", "groups": []}
+    stored["spec"]["requested_by"] = {"user": "admin", "groups": ["shoal:admins"]}
+    assert (await alice.put("/scheduling/rescheduletasks/both", json=stored)).status_code == 200
+    kept = (await admin.get("/scheduling/rescheduletasks/both")).json()
+    assert kept["spec"]["requested_by"]["user"] == "alice"  # the API keeps it
+
+    token = TOKENS["system:reschedule-controller"]
+    async with ShoalClient(secured.server.url, token=token) as client:
+        controller = RescheduleTaskController(client)
+        running = asyncio.create_task(controller.run())
+        try:
+
+            async def judged() -> bool:
+                targets = (await admin.get("/scheduling/rescheduletasks/both")).json()["status"][
+                    "targets"
+                ]
+                by_ns = {t["namespace"]: t for t in targets}
+                return by_ns.get("b", {}).get("reason") == "Forbidden" and (
+                    (await admin.get("/kubernetes/namespaces/a/applications/app-a"))
+                    .json()["status"]
+                    .get("reschedule_requested")
+                    is not None
+                )
+
+            await eventually(judged, 15)
+        finally:
+            running.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await running
+    app_b = (await admin.get("/kubernetes/namespaces/b/applications/app-b")).json()
+    assert app_b["status"].get("reschedule_requested") is None  # not touched
