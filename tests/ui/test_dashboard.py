@@ -167,3 +167,18 @@ async def test_token_goes_with_every_request(shoal: Shoal, browser: Browser) -> 
     assert any("watch" in url for url, _ in sent)
     assert {auth for _, auth in sent} == {"Bearer s3cret"}
     assert browser.errors == []
+
+
+async def test_metric_values_follow_the_provider(shoal: Shoal, browser: Browser) -> None:
+    """The metrics page shows a changed value at once and keeps its history while open."""
+    await browser.open("metrics")
+    page = browser.page
+    row = page.locator("#metric-values tr[data-cluster='sim-1'][data-metric='free_capacity_1']")
+    await row.locator(".value", has_text="0.37").wait_for()
+    for value in (0.9, 0.55, 0.8, 0.45):
+        await shoal.set_metric("free_capacity_1", value)
+        await row.locator(".value", has_text=str(value)).wait_for()
+    points = await row.locator("polyline").get_attribute("points")
+    assert points is not None and len(points.split()) >= 5
+    await browser.screenshot("metrics-history")
+    assert browser.errors == []

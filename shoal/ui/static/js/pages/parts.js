@@ -34,6 +34,8 @@ export function explanation(data, current) {
       h("dt", {}, "Summary"), h("dd", {}, data.summary),
       data.time ? [h("dt", {}, "Decided"), h("dd", {}, `${clock(data.time)} (${ago(data.time)} ago)`)] : null),
     (data.ranking || []).length ? scoreBars(data.ranking, { chosen: data.chosen, current }) : null,
+    (data.ranking || []).some((r) => !r.metrics) ? h("div", { class: "muted small", style: { marginTop: "6px" } },
+      "Grey bars: score terms are kept for the chosen and the current cluster only; “Explain now” ranks every cluster with every term.") : null,
     rejected.length ? h("div", { style: { marginTop: "16px" } },
       h("h2", {}, "Rejected"),
       h("table", { class: "plain" }, h("tr", {}, h("th", {}, "Reason"), h("th", { class: "num" }, "Clusters"), h("th", {}, "Which")),
