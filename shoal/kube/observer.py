@@ -19,7 +19,7 @@ from shoal.client.rest import ApiError, ShoalClient, Unreachable
 from shoal.controllers.base import Controller
 from shoal.kube.client import KubeApiError, KubeClients, KubeUnreachable
 from shoal.model.base import Reason, ReasonCode
-from shoal.model.kubernetes import Cluster, ClusterState
+from shoal.model.kubernetes import Cluster, ClusterNode, ClusterState
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +28,7 @@ ClusterKey = tuple[str | None, str]
 
 MAX_NODE_ENTRIES = 50
 PRESSURE = ("MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable")
+CONDITION_KEYS = ("message", "reason", "status", "type")
 
 
 _SUFFIX = {
@@ -66,7 +67,7 @@ def _condition(node: Obj, kind: str) -> bool:
 
 
 def summarize_nodes(nodes: list[Obj]) -> tuple[list[Obj], int, bool]:
-    """``status.nodes`` (a summary entry, then at most 50 nodes), Ready count, any pressure."""
+    """``status.node_summary`` (totals, then at most 50 nodes), Ready count, any pressure."""
     entries: list[Obj] = []
     capacity: dict[str, float] = {}
     allocatable: dict[str, float] = {}
@@ -98,6 +99,24 @@ def summarize_nodes(nodes: list[Obj]) -> tuple[list[Obj], int, bool]:
         "allocatable": {k: round(v, 3) for k, v in sorted(allocatable.items())},
     }
     return [summary, *entries], ready_count, pressure
+
+
+def krake_nodes(nodes: list[Obj]) -> list[ClusterNode]:
+    """``status.nodes`` as Krake shows it: name and conditions of at most 50 nodes."""
+    return [
+        ClusterNode.model_validate(
+            {
+                "metadata": {"name": node["metadata"]["name"]},
+                "status": {
+                    "conditions": [
+                        {key: str(cond.get(key) or "") for key in CONDITION_KEYS}
+                        for cond in (node.get("status") or {}).get("conditions") or []
+                    ]
+                },
+            }
+        )
+        for node in nodes[:MAX_NODE_ENTRIES]
+    ]
 
 
 class ClusterObserver(Controller):
@@ -200,7 +219,8 @@ class ClusterObserver(Controller):
             status.reason = Reason(code=ReasonCode.KUBERNETES_ERROR, message=str(error)[:500])
         else:
             summary, ready, pressure = summarize_nodes(nodes)
-            status.nodes = summary
+            status.node_summary = summary
+            status.nodes = krake_nodes(nodes)
             status.custom_resources = crds
             if cluster.status.state is ClusterState.FAILING_METRICS:
                 pass  # the scheduler's state while the cluster answers

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from shoal.model.base import Kind, Model, Reason
+from shoal.model.base import Kind, Model, Reason, null_as
 
 
 class MetricProviderRef(Model):
@@ -130,7 +130,9 @@ class _MetricsProviderKind(CoreKind):
     """A metrics provider: the same spec and status, cluster-wide or in a namespace."""
 
     spec: MetricsProviderSpec
-    status: MetricsProviderStatus = Field(default_factory=MetricsProviderStatus)
+    status: Annotated[MetricsProviderStatus, null_as(MetricsProviderStatus)] = Field(
+        default_factory=MetricsProviderStatus
+    )
 
     subresources = ("status",)
 

@@ -1,13 +1,54 @@
-"""Group ``infrastructure``: clouds that clusters without a kubeconfig are placed on."""
+"""Group ``infrastructure``: clouds that clusters without a kubeconfig are placed on.
+
+Infrastructure providers are the services (Krake's "IM", the Infrastructure
+Manager) that create clusters on a cloud; a cloud names its provider.
+"""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from shoal.model.base import Kind, Model, Reason
+from shoal.model.base import Kind, Model, Reason, null_as
 from shoal.model.kubernetes import MetricRef
+
+
+class ImSpec(Model):
+    """Where an Infrastructure Manager answers and how to log in: a token, or user and password."""
+
+    url: str = Field(min_length=1, pattern=r"^https?://")
+    username: str | None = None
+    password: str | None = None
+    token: str | None = None
+
+    @model_validator(mode="after")
+    def _one_login(self) -> ImSpec:
+        if self.token is None and (self.username is None or self.password is None):
+            raise ValueError("an IM provider needs a token, or a username and a password")
+        return self
+
+
+class InfrastructureProviderSpec(Model):
+    type: Literal["im"] = "im"
+    im: ImSpec
+
+
+class _InfrastructureProviderKind(Kind):
+    """An infrastructure provider: the same spec, cluster-wide or in a namespace."""
+
+    api: Literal["infrastructure"] = "infrastructure"
+    spec: InfrastructureProviderSpec
+
+
+class GlobalInfrastructureProvider(_InfrastructureProviderKind):
+    kind: Literal["GlobalInfrastructureProvider"] = "GlobalInfrastructureProvider"
+    plural, namespaced = "globalinfrastructureproviders", False
+
+
+class InfrastructureProvider(_InfrastructureProviderKind):
+    kind: Literal["InfrastructureProvider"] = "InfrastructureProvider"
+    plural, namespaced = "infrastructureproviders", True
 
 
 class PasswordUser(Model):
@@ -66,7 +107,7 @@ class _CloudKind(Kind):
 
     api: Literal["infrastructure"] = "infrastructure"
     spec: CloudSpec
-    status: CloudStatus = Field(default_factory=CloudStatus)
+    status: Annotated[CloudStatus, null_as(CloudStatus)] = Field(default_factory=CloudStatus)
 
     subresources = ("status",)
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
     AfterValidator,
@@ -52,6 +52,9 @@ MetricConstraintText = Annotated[
     _parsed(MetricConstraint),
     Field(examples=["load < 0.5"], description="Metric constraint, e.g. 'load >= 0.5'"),
 ]
+T = TypeVar("T")
+ConstraintList = Annotated[list[T], null_as(list)]
+"""Krake's constraint lists default to null; Shoal reads null as no constraint."""
 CustomResourceName = Annotated[
     str, Field(pattern=_CRD_NAME, max_length=253, description="'<plural>.<group>' of a CRD")
 ]
@@ -64,8 +67,8 @@ class MetricRef(Model):
 
 
 class ClusterConstraints(Model):
-    labels: list[LabelConstraintText] = Field(default_factory=list)
-    metrics: list[MetricConstraintText] = Field(default_factory=list)
+    labels: ConstraintList[LabelConstraintText] = Field(default_factory=list)
+    metrics: ConstraintList[MetricConstraintText] = Field(default_factory=list)
     custom_resources: list[CustomResourceName] = Field(default_factory=list)
 
 
@@ -115,6 +118,10 @@ class ApplicationState(StrEnumByName):
     COMPLETED = "COMPLETED"
     WAITING_FOR_CLEANING = "WAITING_FOR_CLEANING"
     READY_FOR_ACTION = "READY_FOR_ACTION"
+    # Krake's controllers may write these; Shoal's never do.
+    TRANSLATING = "TRANSLATING"
+    RETRYING = "RETRYING"
+    RESTARTING = "RESTARTING"
 
 
 class ContainerHealth(Model):
@@ -180,7 +187,9 @@ class _KubernetesKind(Kind):
 class Application(_KubernetesKind):
     kind: Literal["Application"] = "Application"
     spec: ApplicationSpec
-    status: ApplicationStatus = Field(default_factory=ApplicationStatus)
+    status: Annotated[ApplicationStatus, null_as(ApplicationStatus)] = Field(
+        default_factory=ApplicationStatus
+    )
     plural, subresources = "applications", ("status", "binding", "complete", "shutdown", "retry")
 
 
@@ -206,8 +215,8 @@ def _check_kubeconfig(config: dict[str, Any] | None, info: ValidationInfo) -> di
 
 
 class CloudConstraints(Model):
-    labels: list[LabelConstraintText] = Field(default_factory=list)
-    metrics: list[MetricConstraintText] = Field(default_factory=list)
+    labels: ConstraintList[LabelConstraintText] = Field(default_factory=list)
+    metrics: ConstraintList[MetricConstraintText] = Field(default_factory=list)
 
 
 class ClusterConstraintsOnCloud(Model):
@@ -253,15 +262,49 @@ class ClusterState(StrEnumByName):
     CREATING = "CREATING"
     RECONCILING = "RECONCILING"
     DELETING = "DELETING"
+    FAILING_RECONCILIATION = "FAILING_RECONCILIATION"
     FAILED = "FAILED"
     DEGRADED = "DEGRADED"
+
+
+class NodeCondition(Model):
+    message: str = ""
+    reason: str = ""
+    status: str
+    type: str
+
+
+class NodeConditions(Model):
+    conditions: list[NodeCondition] = Field(default_factory=list)
+
+
+class NodeName(Model):
+    name: str
+
+
+class ClusterNode(Model):
+    """One node of a member cluster in ``status.nodes`` (Krake's ``ClusterNode``)."""
+
+    api: Literal["kubernetes"] = "kubernetes"
+    kind: Literal["ClusterNode"] = "ClusterNode"
+    metadata: NodeName
+    status: NodeConditions | None = None
 
 
 class ClusterStatus(Model):
     state: ClusterState = ClusterState.ONLINE
     reason: Reason | None = None
     metrics_reasons: dict[str, Reason] = Field(default_factory=dict)
-    nodes: list[dict[str, Any]] = Field(default_factory=list)
+    nodes: list[ClusterNode] = Field(
+        default_factory=list, description="Nodes and their conditions, as Krake shows them."
+    )
+    node_summary: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description=(
+            "Shoal addition: a totals entry ({summary, count, ready, capacity, allocatable}),"
+            " then {name, ready, capacity, allocatable, pressure} of at most 50 nodes."
+        ),
+    )
     custom_resources: list[str] = Field(
         default_factory=list, description="CRDs found on the cluster by the observer."
     )
@@ -277,7 +320,9 @@ class ClusterStatus(Model):
 class Cluster(_KubernetesKind):
     kind: Literal["Cluster"] = "Cluster"
     spec: ClusterSpec = Field(default_factory=ClusterSpec)
-    status: ClusterStatus = Field(default_factory=ClusterStatus)
+    status: Annotated[ClusterStatus, null_as(ClusterStatus)] = Field(
+        default_factory=ClusterStatus
+    )
     plural, subresources = "clusters", ("status", "binding")
 
 

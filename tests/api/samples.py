@@ -140,6 +140,14 @@ def _cloud_change(body: Body) -> None:
     body["spec"]["openstack"]["metrics"] = [{"name": "load", "weight": 2.0}]
 
 
+def _infrastructure_provider() -> Body:
+    return {"spec": {"type": "im", "im": {"url": "https://im.example:8800", "token": "t"}}}
+
+
+def _infrastructure_provider_change(body: Body) -> None:
+    body["spec"]["im"]["url"] = "https://im2.example:8800"
+
+
 def _lease() -> Body:
     return {"spec": {"holder": None, "duration": 15.0}}
 
@@ -178,6 +186,8 @@ SAMPLES: list[Sample] = [
     Sample("kubernetes", "Cluster", "clusters", True, _cluster, _cluster_change,
            ("status", "binding")),
     *_scoped("infrastructure", "Cloud", "clouds", _cloud, _cloud_change, ("status",)),
+    *_scoped("infrastructure", "InfrastructureProvider", "infrastructureproviders",
+             _infrastructure_provider, _infrastructure_provider_change),
     Sample("core", "Lease", "leases", False, _lease, _lease_change),
     Sample("scheduling", "RescheduleTask", "rescheduletasks", False, _task, _task_change,
            ("status",)),

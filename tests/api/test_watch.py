@@ -220,9 +220,9 @@ async def test_watch_survives_a_cluster_status_flood(http: httpx.AsyncClient) ->
     try:
         for i in range(50):
             current = (await http.get(CLUSTER.item("c"))).json()
-            current["status"]["nodes"] = [{"i": i}]
+            current["status"]["node_summary"] = [{"i": i}]
             assert (await http.put(CLUSTER.item("c") + "/status", json=current)).status_code == 200
         await wait_for(lambda: len(watch.events) >= 50)
-        assert [e["object"]["status"]["nodes"][0]["i"] for e in watch.events] == list(range(50))
+        assert [e["object"]["status"]["node_summary"][0]["i"] for e in watch.events] == list(range(50))
     finally:
         await watch.stop()

@@ -40,6 +40,7 @@ from krake.data.kubernetes import (
     ApplicationShutdown,
     Cluster,
     ClusterBinding,
+    ClusterNode,
 )
 
 NS = "probe"
@@ -77,6 +78,21 @@ OPENSTACK = {
 }
 IM = {"type": "im", "im": {"url": "https://im.example:8800", "username": "u", "password": "p"}}
 METRIC = {"allowed_values": [], "min": 0, "max": 1, "provider": {"name": "static", "metric": "m"}}
+NODE = {
+    "api": "kubernetes",
+    "kind": "ClusterNode",
+    "metadata": {"name": "node-1"},
+    "status": {
+        "conditions": [
+            {
+                "message": "kubelet is ready",
+                "reason": "KubeletReady",
+                "status": "True",
+                "type": "Ready",
+            }
+        ]
+    },
+}
 PROVIDER = {"type": "static", "static": {"metrics": {"m": 0.5}}}
 
 
@@ -256,6 +272,21 @@ async def main(url):
         for group, suffix, cls, namespaced, fields, plural in KINDS:
             names[suffix] = await probe_kind(apis, group, suffix, cls, namespaced, fields, plural)
         kube = apis["kubernetes"]
+        # a cluster status with nodes, as Krake's cluster observer writes it, read back
+        cluster = await call(
+            "kubernetes.read_cluster", kube.read_cluster(namespace=NS, name=names["cluster"])
+        )
+        if cluster is not None:
+            cluster.status.nodes = [ClusterNode.deserialize(NODE)]
+            await call(
+                "kubernetes.update_cluster_status",
+                kube.update_cluster_status(body=cluster, namespace=NS, name=names["cluster"]),
+            )
+            read = await call(
+                "kubernetes.read_cluster", kube.read_cluster(namespace=NS, name=names["cluster"])
+            )
+            if read is not None and read.status.nodes != cluster.status.nodes:
+                print(json.dumps({"call": "nodes", "ok": False, "error": "nodes changed"}))
         cluster_ref = {
             "api": "kubernetes",
             "kind": "Cluster",
@@ -282,19 +313,27 @@ async def main(url):
             "kubernetes.update_cluster_binding",
             kube.update_cluster_binding(cloud_binding, namespace=NS, name=names["cluster"]),
         )
-        # complete and shutdown: the application's own tokens, read from its status.
-        app = await call(
-            "kubernetes.read_application",
-            kube.read_application(namespace=NS, name=names["application"]),
-        )
+        # complete and shutdown: each on an application of its own whose status carries the
+        # hook's token, written as Krake's application controller writes it.
+        spec = dict(KINDS[-1][4])
         for sub, cls in (("complete", ApplicationComplete), ("shutdown", ApplicationShutdown)):
-            token = getattr(app.status, sub + "_token", None) if app is not None else None
-            sub_body = cls.deserialize({"api": "kubernetes", "kind": cls.kind, "token": token})
+            app_name = "probe-" + sub
+            app = await call(
+                "kubernetes.create_application",
+                kube.create_application(cls_body(Application, app_name, True, spec), namespace=NS),
+            )
+            if app is not None:
+                setattr(app.status, sub + "_token", "token-" + sub)
+                await call(
+                    "kubernetes.update_application_status",
+                    kube.update_application_status(body=app, namespace=NS, name=app_name),
+                )
+            sub_body = cls.deserialize(
+                {"api": "kubernetes", "kind": cls.kind, "token": "token-" + sub}
+            )
             await call(
                 "kubernetes.update_application_" + sub,
-                getattr(kube, "update_application_" + sub)(
-                    sub_body, namespace=NS, name=names["application"]
-                ),
+                getattr(kube, "update_application_" + sub)(sub_body, namespace=NS, name=app_name),
             )
         for group, suffix, _cls, namespaced, _fields, _plural in reversed(KINDS):
             delete = getattr(apis[group], "delete_" + suffix)

@@ -88,14 +88,14 @@ async def test_observer_notready_unhealthy_online(
             sim.fleet.set_node_fault("de", node, not_ready=True)
         await wait_for(lambda: state_is(ClusterState.NOTREADY), timeout=5, message="NOTREADY")
         cluster = await client.get(Cluster, "de", NS)
-        assert cluster.status.nodes[0]["ready"] == 0
+        assert cluster.status.node_summary[0]["ready"] == 0
         sim.fleet.clear_faults("de")
         await wait_for(lambda: state_is(ClusterState.ONLINE), timeout=5, message="ONLINE again")
 
         sim.fleet.set_node_fault("de", "n-1", memory_pressure=True)
         await wait_for(lambda: state_is(ClusterState.UNHEALTHY), timeout=5, message="UNHEALTHY")
         cluster = await client.get(Cluster, "de", NS)
-        assert [n.get("pressure") for n in cluster.status.nodes[1:]] == [None, ["MemoryPressure"]]
+        assert [n.get("pressure") for n in cluster.status.node_summary[1:]] == [None, ["MemoryPressure"]]
         sim.fleet.clear_faults("de")
         await wait_for(lambda: state_is(ClusterState.ONLINE), timeout=5, message="ONLINE again")
         assert await _state(client, "fr") is ClusterState.ONLINE
