@@ -77,6 +77,13 @@ async def test_every_page_renders_real_data(shoal: Shoal, browser: Browser) -> N
     await page.locator("#decision .bars [data-cluster='sim-2']").wait_for()
     assert "label location in (DE, FR)" in await _text(browser, "#decision")
     await browser.screenshot("application")
+    await page.click("#dry-run")  # every cluster with every score term
+    await page.locator("#decision h2", has_text="Dry run").wait_for()
+    await page.locator(
+        "#decision .bars [data-cluster='sim-1'] span[title^='free_capacity_1']"
+    ).wait_for()
+    await page.click("#create-task")
+    await page.locator(".toast", has_text="Reschedule task created").wait_for()
 
     await browser.open("metrics")
     await page.locator("[data-provider='sample']", has_text="ONLINE").wait_for()
@@ -90,6 +97,7 @@ async def test_every_page_renders_real_data(shoal: Shoal, browser: Browser) -> N
     )
     await shoal.client.create(task)
     await browser.open("tasks")
+    await page.locator("#tasks-table tr[data-task^='ui-web-']", has_text="Finished").wait_for()
     await page.locator("#tasks-table tr[data-task='back-to-fr']", has_text="Finished").wait_for()
     assert "3/3 done" in await _text(browser, "#tasks-table tr[data-task='back-to-fr']")
     await browser.screenshot("tasks")
