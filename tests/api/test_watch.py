@@ -223,6 +223,7 @@ async def test_watch_survives_a_cluster_status_flood(http: httpx.AsyncClient) ->
             current["status"]["node_summary"] = [{"i": i}]
             assert (await http.put(CLUSTER.item("c") + "/status", json=current)).status_code == 200
         await wait_for(lambda: len(watch.events) >= 50)
-        assert [e["object"]["status"]["node_summary"][0]["i"] for e in watch.events] == list(range(50))
+        summaries = [e["object"]["status"]["node_summary"] for e in watch.events]
+        assert [summary[0]["i"] for summary in summaries] == list(range(50))
     finally:
         await watch.stop()

@@ -95,7 +95,8 @@ async def test_observer_notready_unhealthy_online(
         sim.fleet.set_node_fault("de", "n-1", memory_pressure=True)
         await wait_for(lambda: state_is(ClusterState.UNHEALTHY), timeout=5, message="UNHEALTHY")
         cluster = await client.get(Cluster, "de", NS)
-        assert [n.get("pressure") for n in cluster.status.node_summary[1:]] == [None, ["MemoryPressure"]]
+        entries = cluster.status.node_summary[1:]
+        assert [n.get("pressure") for n in entries] == [None, ["MemoryPressure"]]
         sim.fleet.clear_faults("de")
         await wait_for(lambda: state_is(ClusterState.ONLINE), timeout=5, message="ONLINE again")
         assert await _state(client, "fr") is ClusterState.ONLINE

@@ -88,7 +88,8 @@ async def test_deploy_and_delete(
     # the observer reports nodes and keeps the cluster ONLINE
     cluster = await client.get(Cluster, "fr", NS)
     assert cluster.status.state is ClusterState.ONLINE
-    assert cluster.status.node_summary[0]["count"] == 2 and cluster.status.node_summary[0]["ready"] == 2
+    totals = cluster.status.node_summary[0]
+    assert totals["count"] == 2 and totals["ready"] == 2
     assert {n.get("name") for n in cluster.status.node_summary[1:]} == {
         n["metadata"]["name"] for n in (await kube["fr"].request("GET", "/api/v1/nodes"))["items"]
     }
