@@ -1,8 +1,9 @@
 """A Krake client, as written for Krake, works against Shoal unchanged.
 
-Only httpx and json here, no Shoal code: Krake's routes, JSON bodies with enum
-names, metadata without ``resource_version`` (Krake's metadata has none, so its
-updates are unconditional), and its ndjson watch stream.
+Only httpx and json here, no Shoal code (beside Krake's field table, which is
+data): Krake's routes, JSON bodies with enum names, metadata without
+``resource_version`` (Krake's metadata has none, so its updates are
+unconditional), and its ndjson watch stream.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 import httpx
 
+from shoal.model import krake
 from tests.api.samples import SAMPLES
 
 
@@ -260,3 +262,46 @@ async def test_krake_cloud_and_role_fields(http: httpx.AsyncClient) -> None:
     role = {"metadata": {"name": "reader"}, "rules": [rule]}
     response = await http.post("/core/roles", json=role)
     assert response.status_code in (200, 201), response.text
+
+
+def krake_forbidden_nulls(kind: str, obj: Any, prefix: str = "") -> list[str]:
+    """Paths of ``obj`` holding null where Krake 1.0.1's schema (``shoal.model.krake``) has none."""
+    found: list[str] = []
+    fields = krake.FIELDS[kind]
+    items = obj.items() if isinstance(obj, dict) else ()
+    for key, value in items:
+        path = f"{prefix}{key}"
+        if path not in fields:
+            continue  # a Shoal addition: Krake's client ignores it
+        if value is None:
+            parent = fields.get(path.rpartition(".")[0], ("",))[0]
+            if fields[path][1] is not None and not parent.startswith("oneof:"):
+                found.append(path)
+        elif isinstance(value, dict):
+            found += krake_forbidden_nulls(kind, value, f"{path}.")
+            if fields[path][0].startswith("dict["):
+                for inner in value.values():
+                    found += krake_forbidden_nulls(kind, inner, f"{path}{{}}.")
+        elif isinstance(value, list):
+            for item in value:
+                found += krake_forbidden_nulls(kind, item, f"{path}[].")
+    return found
+
+
+async def test_no_answer_holds_null_where_krake_forbids_it(http: httpx.AsyncClient) -> None:
+    """Every kind Krake has, created, updated, listed: no null Krake's client would refuse."""
+    seen: list[str] = []
+    for sample in SAMPLES:
+        if sample.kind not in krake.FIELDS:
+            continue  # Shoal's own kinds
+        ns = "krake" if sample.namespaced else None
+        body = sample.body("nulls", ns)
+        if sample.kind.endswith("Cloud"):
+            body["spec"]["openstack"]["infrastructure_provider"] = {"name": "im"}
+        created = (await http.post(sample.collection(ns), json=body)).json()
+        listed = (await http.get(sample.collection(ns))).json()
+        assert set(krake.FIELDS[listed["kind"]]) <= set(listed), listed["kind"]
+        for obj in (created, *listed["items"]):
+            seen.append(sample.kind)
+            assert krake_forbidden_nulls(sample.kind, obj) == [], sample.kind
+    assert set(seen) == {k for k in krake.FIELDS if k in {s.kind for s in SAMPLES}}
