@@ -124,6 +124,7 @@ class Browser:
     async def screenshot(self, name: str) -> Path:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         path = SCREENSHOTS / f"{name}.png"
+        await self.page.evaluate("document.querySelectorAll('.toast').forEach(t => t.remove())")
         await asyncio.sleep(0.3)  # let the last frame paint
         await self.page.screenshot(path=str(path), full_page=True)
         return path
