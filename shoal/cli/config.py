@@ -12,6 +12,7 @@ from shoal.cli.errors import CliError, errors_handled, yaml_error
 
 if TYPE_CHECKING:
     from shoal.cli.http import Http
+    from shoal.client.credentials import Credentials
     from shoal.client.rest import ShoalClient
 
 T = TypeVar("T")
@@ -24,8 +25,23 @@ ENV_CONFIG = "SHOAL_CONFIG"
 DEFAULT_CONFIG = "~/.config/shoal/config.yaml"
 
 
+UP_CONFIG = Path("data/security/config.yaml")
+"""What ``shoal up`` writes (API URL, admin token, CA): used from its directory when there is
+no config file of one's own."""
+
+
 def config_path() -> Path:
-    return Path(os.environ.get(ENV_CONFIG) or DEFAULT_CONFIG).expanduser()
+    if os.environ.get(ENV_CONFIG):
+        return Path(os.environ[ENV_CONFIG]).expanduser()
+    own = Path(DEFAULT_CONFIG).expanduser()
+    return UP_CONFIG.resolve() if not own.exists() and UP_CONFIG.exists() else own
+
+
+def credentials() -> Credentials:
+    """Token, CA and client certificate: $SHOAL_TOKEN… first, then the config file."""
+    from shoal.client.credentials import Credentials
+
+    return Credentials.resolve(load_config())
 
 
 def load_config() -> dict[str, Any]:
@@ -91,7 +107,7 @@ def http(ctx: Ctx | None, timeout: float = 30.0) -> Http:
     """The light synchronous client of the configured API (for commands that only read)."""
     from shoal.cli.http import Http
 
-    return Http(api_url(ctx), timeout)
+    return Http(api_url(ctx), timeout, credentials())
 
 
 def run(ctx: Ctx | None, work: Callable[[ShoalClient], Awaitable[T]]) -> T:
@@ -103,7 +119,8 @@ def run(ctx: Ctx | None, work: Callable[[ShoalClient], Awaitable[T]]) -> T:
     url = api_url(ctx)
 
     async def main() -> T:
-        async with ShoalClient(url) as client:
+        found = credentials()
+        async with ShoalClient(url, token=found.token, ssl_context=found.ssl_context()) as client:
             return await work(client)
 
     with errors_handled(url):

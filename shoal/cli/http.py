@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import urllib.parse
 from typing import Any
 
 from shoal.cli.errors import CliError, is_shoal_problem, not_shoal, problem_message, unreachable
-
-ENV_TOKEN = "SHOAL_TOKEN"
+from shoal.client.credentials import Credentials
 
 
 class Problem(CliError):
@@ -33,8 +31,11 @@ class Problem(CliError):
 class Http:
     """One API URL; every request opens and closes its own connection (a command sends few)."""
 
-    def __init__(self, url: str, timeout: float = 30.0) -> None:
+    def __init__(
+        self, url: str, timeout: float = 30.0, credentials: Credentials | None = None
+    ) -> None:
         self.url = url.rstrip("/")
+        self.credentials = credentials or Credentials.resolve()
         parts = urllib.parse.urlsplit(self.url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise CliError(f"API URL {url!r} must look like http://host:port", 2)
@@ -45,10 +46,16 @@ class Http:
         self.timeout = timeout
 
     def _send(self, method: str, path: str, body: Any = None) -> tuple[int, bytes, str]:
-        connect = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
-        connection = connect(self._host, self._port, timeout=self.timeout)
+        connection: http.client.HTTPConnection
+        if self._https:
+            context = self.credentials.ssl_context()
+            connection = http.client.HTTPSConnection(
+                self._host, self._port, timeout=self.timeout, context=context
+            )
+        else:
+            connection = http.client.HTTPConnection(self._host, self._port, timeout=self.timeout)
         headers = {"accept": "application/json"}
-        token = os.environ.get(ENV_TOKEN)
+        token = self.credentials.token
         if token:
             headers["authorization"] = f"Bearer {token}"
         data = None

@@ -84,6 +84,14 @@ EXTENSIONS: list[Extension] = [
             "(creates a RescheduleTask)."
         },
     ),
+    Extension(
+        "shoal.cli.security",
+        None,
+        {
+            "certs": "Make a CA and component certificates for a development set-up.",
+            "secrets": "Keys that encrypt secret fields at rest (new key, re-encrypt).",
+        },
+    ),
 ]
 """Modules that plug commands in, imported when one of their commands is used."""
 

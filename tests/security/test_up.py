@@ -66,3 +66,37 @@ async def test_up_defaults(tmp_path: Path) -> None:
                 assert error.status == 403
     finally:
         await server.stop()
+
+
+async def test_cli_picks_up_the_credentials_of_shoal_up(tmp_path: Path) -> None:
+    """From the directory ``shoal up`` ran in, the CLI uses its URL, admin token and CA."""
+    import asyncio
+    import os
+    import sys
+
+    setup = bootstrap.ensure(tmp_path / "data", tls=True)
+    server = await start_api(f"sqlite://{tmp_path / 'shoal.db'}", security=setup.security)
+    try:
+        setup.write_client_config(server.url)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SHOAL_")}
+        env.update(HOME=str(tmp_path), COLUMNS="200")
+
+        async def shoal(*args: str, **extra: str) -> tuple[int, str]:
+            proc = await asyncio.create_subprocess_exec(
+                *(sys.executable, "-m", "shoal.cli.main", *args),
+                cwd=tmp_path,
+                env={**env, **extra},
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.STDOUT,
+            )
+            out, _ = await asyncio.wait_for(proc.communicate(), 60)
+            return proc.returncode or 0, out.decode()
+
+        code, out = await shoal("list", "roles")
+        assert code == 0 and "shoal-scheduler" in out, out
+        code, out = await shoal("core", "role", "list")
+        assert code == 0 and "shoal-admin" in out, out
+        code, out = await shoal("list", "roles", SHOAL_CONFIG=os.devnull, SHOAL_API=server.url)
+        assert code != 0, out
+    finally:
+        await server.stop()
