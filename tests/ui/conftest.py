@@ -96,7 +96,8 @@ async def shoal(tmp_path: Path) -> AsyncIterator[Shoal]:
         for controller in running:
             await controller.start()
         await run._sample_metrics(client)
-        sim = await run._start_fleet(client, tmp_path, 3, 3)
+        started = await run._start_fleet(client, tmp_path, 3, 3)
+        sim = started[0] if isinstance(started, tuple) else started  # (sim, restarted)
         for name in APPS:
             await client.create(app_with_labels(name))
         yield Shoal(api, client, sim, running)

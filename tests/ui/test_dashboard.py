@@ -102,6 +102,11 @@ async def test_every_page_renders_real_data(shoal: Shoal, browser: Browser) -> N
     assert "3/3 done" in await _text(browser, "#tasks-table tr[data-task='back-to-fr']")
     await browser.screenshot("tasks")
 
+    await browser.open("applications/default/nowhere")
+    await page.locator("#decision", has_text="label location is US").wait_for()
+    await page.click("#retry")  # FAILED: scheduled again, retries reset
+    await page.locator(".page-head .badge", has_text="PENDING").wait_for()
+
     assert browser.errors == []
 
 

@@ -33,6 +33,8 @@ export function render(root, namespace, name) {
   const reschedule = h("button", { id: "reschedule", title: "Place it again now as if new: stickiness off, constraints kept" }, "Reschedule now");
   reschedule.addEventListener("click", () => act(reschedule, "Reschedule requested", () =>
     request("PUT", `${base(namespace, name)}/reschedule`, { requested: new Date().toISOString() })));
+  const retry = h("button", { id: "retry", title: "A FAILED application is scheduled again with its retries reset" }, "Retry");
+  retry.addEventListener("click", () => act(retry, "Retry requested", () => request("PUT", `${base(namespace, name)}/retry`)));
   const task = h("button", { class: "secondary", id: "create-task", title: "A RescheduleTask for this application, shown on the tasks page" }, "Create reschedule task");
   task.addEventListener("click", () => act(task, "Reschedule task created", () => request("POST", "/scheduling/rescheduletasks", {
     api: "scheduling", kind: "RescheduleTask",
@@ -53,7 +55,7 @@ export function render(root, namespace, name) {
     fill(head, pageHead(name, {
       crumbs: [link("Applications", "applications"), " / ", namespace],
       sub: [badge(s.state), " ", on ? ["on ", link(on, "clusters", s.scheduled_to.namespace || namespace, on)] : "not placed", s.reason ? h("span", { class: "muted" }, ` · ${s.reason.message || s.reason.code}`) : ""],
-      actions: h("div", { class: "actions" }, explain, task, reschedule),
+      actions: h("div", { class: "actions" }, explain, task, s.state === "FAILED" ? retry : reschedule),
     }));
     decisionTitle.textContent = dryRun ? "Dry run: where it would go now" : "Scheduling decision";
     fill(decision, explanation(dryRun || s.scheduling, on),
