@@ -31,7 +31,7 @@ import click
 
 from shoal.cli import generic
 from shoal.cli.config import CliState
-from shoal.cli.errors import ENV_DEBUG, FriendlyGroup
+from shoal.cli.errors import ENV_DEBUG, FriendlyGroup, errors_handled
 
 log = logging.getLogger(__name__)
 
@@ -123,10 +123,11 @@ class Typed(click.Command):
         return typer.main.get_command(loaded) if isinstance(loaded, typer.Typer) else loaded
 
     def invoke(self, ctx: click.Context) -> Any:
-        command = self._typer_command()
-        return command.main(
-            args=list(ctx.args), prog_name=ctx.command_path, obj=ctx.find_root().obj
-        )
+        with errors_handled():  # groups written with plain typer (shoal sim) fail in one line too
+            command = self._typer_command()
+            return command.main(
+                args=list(ctx.args), prog_name=ctx.command_path, obj=ctx.find_root().obj
+            )
 
     def shell_complete(self, ctx: click.Context, incomplete: str) -> list[Any]:
         from click.shell_completion import CompletionItem

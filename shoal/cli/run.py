@@ -53,14 +53,40 @@ def resolve_store(option: str | None, default: Path) -> str:
     return url
 
 
-def _logging(level: str) -> None:
-    logging.basicConfig(
-        level=getattr(logging, level.upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+def _logging(level: str, one_line: bool = False) -> None:
+    """Log to stderr; ``one_line``: an error a process recovers from is one line, no traceback."""
+    handler = logging.StreamHandler()
+    fmt = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+    handler.setFormatter(OneLineFormatter(fmt) if one_line else logging.Formatter(fmt))
+    logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO), handlers=[handler])
 
 
-def _run_until_signal(main: Callable[[], Awaitable[None]]) -> None:
+class OneLineFormatter(logging.Formatter):
+    """The exception of a record as ``(Type: message)`` after it, not as a traceback.
+
+    ``shoal up`` recovers from what it logs (a cluster not reachable yet, a
+    connection dropped at a restart); a newcomer should see what happened,
+    not a stack. ``--log-level debug`` keeps the tracebacks.
+    """
+
+    def format(self, record: logging.LogRecord) -> str:
+        if record.exc_info and record.exc_info[1] is not None:
+            error = record.exc_info[1]
+            record = logging.makeLogRecord(record.__dict__)
+            record.msg = f"{record.getMessage()} ({type(error).__name__}: {error})"
+            record.args = None
+            record.exc_info = record.exc_text = None
+        return super().format(record)
+
+
+def _loop_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """Errors the event loop reports (a callback or task that failed) as one warning line."""
+    error = context.get("exception")
+    suffix = f" ({type(error).__name__}: {error})" if error is not None else ""
+    logging.getLogger("shoal.up").warning("%s%s", context.get("message", "loop error"), suffix)
+
+
+def _run_until_signal(main: Callable[[], Awaitable[None]], quiet: bool = False) -> None:
     """Run ``main`` on uvloop until it returns or SIGINT/SIGTERM arrives, then clean up.
 
     uvloop (with httptools, which uvicorn picks up by itself) serves about 25%
@@ -70,6 +96,8 @@ def _run_until_signal(main: Callable[[], Awaitable[None]]) -> None:
     async def runner() -> None:
         task = asyncio.ensure_future(main())
         loop = asyncio.get_running_loop()
+        if quiet:
+            loop.set_exception_handler(_loop_error)
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError):
                 loop.add_signal_handler(sig, task.cancel)
@@ -287,12 +315,16 @@ def up(
 
     Secure by default: its own CA, tokens and secrets key in --data-dir/security,
     RBAC, no anonymous access; each controller has its own identity.
+
+    On an existing data directory it starts again where it stopped: the
+    stored clusters (labels, metrics) and placements are kept, and the
+    simulator comes back on its previous port so the clusters reconnect.
     """
     from shoal.api.auth import bootstrap
     from shoal.api.auth.roles import component_user
     from shoal.client.credentials import Credentials
 
-    _logging(log_level)
+    _logging(log_level, one_line=log_level.lower() != "debug")
     data_dir.mkdir(parents=True, exist_ok=True)
     store_url = resolve_store(store, data_dir / "shoal.db")
     setup = bootstrap.ensure(data_dir, tls=tls)
@@ -319,9 +351,9 @@ def up(
         sim = None
         try:
             await _sample_metrics(client)
-            sim = await _start_fleet(client, data_dir, clusters, nodes)
+            sim, restarted = await _start_fleet(client, data_dir, clusters, nodes)
             if demo:
-                await _demo(client)
+                await _demo(client, [f"sim-{i + 1}" for i in range(clusters)], restarted)
             if exit_after_demo:
                 return
             config = setup.write_client_config(server.url)
@@ -329,9 +361,12 @@ def up(
                 f"\nCredentials: {config} (admin token, CA); the CLI reads it from this "
                 f"directory, or anywhere with [bold]SHOAL_CONFIG={config}[/]"
             )
+            shoal = _shoal_command()
             console.print(
-                f"Try: [bold]SHOAL_API={server.url} shoal kube app list[/]   (Ctrl-C stops)"
+                f"Try: [bold]SHOAL_API={server.url} {shoal} kube app list[/]   (Ctrl-C stops)"
             )
+            if shoal != "shoal":
+                console.print("     or put shoal on the PATH: [bold]source .venv/bin/activate[/]")
             await asyncio.gather(*tasks)
         finally:
             for task in tasks:
@@ -345,29 +380,72 @@ def up(
                 await each.close()
             await server.stop()
 
-    _run_until_signal(main)
+    _run_until_signal(main, quiet=True)
 
 
-async def _start_fleet(client: Any, data_dir: Path, count: int, nodes: int) -> Any:
-    """Start ``count`` simulated clusters and register those not registered yet."""
+def _shoal_command() -> str:
+    """``shoal`` when it is on the PATH, else the path of this one (``.venv/bin/shoal``)."""
+    import shutil
+    import sys
+
+    here = Path(sys.executable).parent / "shoal"
+    found = shutil.which("shoal")
+    if found is not None and Path(found).resolve() == here.resolve():
+        return "shoal"
+    if here.exists():
+        try:
+            return str(here.relative_to(Path.cwd()))
+        except ValueError:
+            return str(here)
+    return "shoal"
+
+
+def _previous_port(data_dir: Path) -> int:
+    """The simulator's port of the last run, so that stored kubeconfigs stay valid; else any."""
+    from shoal.sim.cli import read_admin_url
+
+    url = read_admin_url(data_dir)
+    if url is None:
+        return 0
+    port = int(url.rsplit(":", 1)[1])
+    import socket
+
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the sim binds
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return 0
+    return port
+
+
+async def _start_fleet(client: Any, data_dir: Path, count: int, nodes: int) -> tuple[Any, bool]:
+    """Start ``count`` simulated clusters and register those not registered yet.
+
+    Returns the sim server and whether the clusters were registered before
+    (a restart): their stored labels and metrics are kept, and shown.
+    """
+    import yaml
+
     from shoal.client.rest import NotFound
     from shoal.model.base import Metadata
     from shoal.model.kubernetes import Cluster, ClusterSpec, MetricRef
+    from shoal.sim.cli import write_admin_url
     from shoal.sim.server import start_sim
 
-    sim = await start_sim(host="127.0.0.1", port=0, clusters=[])
+    sim = await start_sim(host="127.0.0.1", port=_previous_port(data_dir), clusters=[])
+    write_admin_url(data_dir, sim.url)
     locations = ["DE", "FR", "FI", "NL", "IT"]
-    table = Table("cluster", "location", "metrics", "kubeconfig", title="Simulated clusters")
+    table = Table("cluster", "labels", "metrics", "kubeconfig", title="Simulated clusters")
     kube_dir = data_dir / "kubeconfigs"
     kube_dir.mkdir(parents=True, exist_ok=True)
-    import yaml
-
+    restarted = False
     for i in range(count):
         name = f"sim-{i + 1}"
-        sim.fleet.add_cluster(name, nodes=nodes, node_labels={"location": locations[i % 5]})
+        location = locations[i % len(locations)]
+        sim.fleet.add_cluster(name, nodes=nodes, node_labels={"location": location})
         kubeconfig = sim.fleet.kubeconfig(name)
         (kube_dir / f"{name}.yaml").write_text(yaml.safe_dump(kubeconfig))
-        location = locations[i % len(locations)]
         metrics = [
             MetricRef(name="green_energy", weight=1.0),
             MetricRef(name=f"free_capacity_{i + 1}", weight=0.5),
@@ -377,16 +455,47 @@ async def _start_fleet(client: Any, data_dir: Path, count: int, nodes: int) -> A
             spec=ClusterSpec(kubeconfig=kubeconfig, metrics=metrics),
         )
         try:
-            existing = await client.get(Cluster, name, "default")
-            existing.spec.kubeconfig = kubeconfig
-            await client.update(existing)
+            stored = await client.get(Cluster, name, "default")
+            restarted = True
+            if stored.spec.kubeconfig != kubeconfig:
+                stored.spec.kubeconfig = kubeconfig
+                stored = await client.update(stored)
         except NotFound:
-            await client.create(cluster)
+            stored = await client.create(cluster)
+        labels = ", ".join(f"{k}={v}" for k, v in sorted(stored.metadata.labels.items()))
         table.add_row(
-            name, location, ", ".join(m.name for m in metrics), str(kube_dir / f"{name}.yaml")
+            name,
+            labels or "-",
+            ", ".join(m.name for m in stored.spec.metrics),
+            str(kube_dir / f"{name}.yaml"),
         )
     console.print(table)
-    return sim
+    console.print(f"[bold green]Simulator[/] admin API on {sim.url} (in {data_dir / 'sim.url'})")
+    return sim, restarted
+
+
+async def _wait_online(client: Any, names: list[str], restarted: bool, timeout: float) -> None:
+    """Wait until the clusters are ONLINE, saying once that they are coming back or connecting."""
+    from shoal.model.kubernetes import Cluster, ClusterState
+
+    said = False
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        listed = await client.list(Cluster, "default")
+        waiting = sorted(
+            c.metadata.name
+            for c in listed.items
+            if c.metadata.name in names and c.status.state is not ClusterState.ONLINE
+        )
+        if not waiting or asyncio.get_running_loop().time() > deadline:
+            if waiting:
+                console.print(f"clusters not ONLINE yet: {', '.join(waiting)}")
+            return
+        if not said:
+            what = "coming back" if restarted else "connecting"
+            console.print(f"clusters {what}: {', '.join(waiting)} …")
+            said = True
+        await asyncio.sleep(0.1)
 
 
 async def _sample_metrics(client: Any) -> None:
@@ -428,8 +537,8 @@ async def _sample_metrics(client: Any) -> None:
             await client.create(obj)
 
 
-async def _demo(client: Any) -> None:
-    """Create a demo application and show where it lands and why."""
+async def _demo(client: Any, clusters: list[str], restarted: bool) -> None:
+    """Create a demo application (or find the stored one) and show where it is and why."""
     from shoal.client.rest import NotFound
     from shoal.model.base import Metadata
     from shoal.model.kubernetes import (
@@ -470,23 +579,28 @@ async def _demo(client: Any) -> None:
             break
         await asyncio.sleep(0.1)
     await asyncio.sleep(0.5)
+    await _wait_online(client, clusters, restarted, timeout=20)
     try:
         await client.get(Application, "demo", "default")
+        stored = " (stored)"
     except NotFound:
         await client.create(app)
-    for _ in range(200):
+        stored = ""
+    for _ in range(400):
         current = await client.get(Application, "demo", "default")
         if current.status.scheduled_to is not None:
             break
         await asyncio.sleep(0.05)
-    explanation = current.status.scheduling or {}
     target = current.status.scheduled_to.name if current.status.scheduled_to else "nowhere yet"
+    constraint = ", ".join(current.spec.constraints.cluster.labels) or "none"
     console.print(
-        f"\nApplication [bold]demo[/] (constraint: location in (DE, FR)) → [bold cyan]{target}[/]"
+        f"\nApplication [bold]demo[/] (constraint: {constraint}) → [bold cyan]{target}[/]{stored}"
     )
-    console.print(f"  {explanation.get('summary', '')}")
-    # The stored explanation keeps score terms of the chosen cluster only; a dry run has all.
+    # The stored explanation may predate the restart, and keeps the score terms of the
+    # chosen cluster only; a dry run of the stored application says how things are now.
+    body = current.model_dump(mode="json", include={"api", "kind", "metadata", "spec"})
     detail = await client.request("POST", "/scheduling/namespaces/default/dryrun", body=body)
+    console.print(f"  {detail.get('summary', '')}")
     table = Table("cluster", "score", "metrics", title="Ranking (shoal kube app dryrun)")
     for entry in detail.get("ranking", []):
         metrics = ", ".join(

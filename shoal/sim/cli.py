@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -11,6 +12,52 @@ import httpx
 import typer
 
 app = typer.Typer(help="Simulated Kubernetes clusters (like KWOK) for demos, tests and benchmarks.")
+
+ADMIN_FILE = "sim.url"
+"""Where ``shoal up`` writes the URL of its simulator, in its data directory."""
+ENV_ADMIN = "SHOAL_SIM"
+DEFAULT_ADMIN = "http://127.0.0.1:8443"
+
+
+def write_admin_url(data_dir: Path, url: str) -> None:
+    (data_dir / ADMIN_FILE).write_text(url + "\n")
+
+
+def read_admin_url(data_dir: Path) -> str | None:
+    try:
+        return (data_dir / ADMIN_FILE).read_text().strip() or None
+    except OSError:
+        return None
+
+
+def admin_url(admin: str | None, data_dir: Path) -> str:
+    """``--admin``, else $SHOAL_SIM, else the URL ``shoal up`` left in its data directory."""
+    return admin or os.environ.get(ENV_ADMIN) or read_admin_url(data_dir) or DEFAULT_ADMIN
+
+
+AdminOption = Annotated[
+    str | None,
+    typer.Option(
+        help="Base URL of the sim server (default: $SHOAL_SIM, else the one `shoal up` "
+        f"wrote in DATA_DIR/{ADMIN_FILE}, else {DEFAULT_ADMIN})."
+    ),
+]
+DataDirOption = Annotated[
+    Path, typer.Option("--data-dir", help="Data directory of `shoal up`.")
+]
+
+
+def _admin_request(method: str, url: str, **options: Any) -> httpx.Response:
+    """One admin request; no answer is one line naming the URL and how to choose another."""
+    try:
+        return httpx.request(method, url, timeout=10, **options)
+    except httpx.HTTPError as error:
+        typer.echo(
+            f"cannot reach the sim admin API at {url} ({type(error).__name__}); "
+            "start `shoal up` or `shoal sim`, or give --admin URL",
+            err=True,
+        )
+        raise typer.Exit(2) from None
 
 
 def _labels(values: list[str] | None) -> dict[str, str]:
@@ -67,8 +114,8 @@ def serve(
 @app.command()
 def fault(
     cluster: Annotated[str, typer.Argument(help="Cluster name.")],
-    admin: Annotated[str, typer.Option(help="Base URL of the sim server.")] = (
-        "http://127.0.0.1:8443"),
+    admin: AdminOption = None,
+    data_dir: DataDirOption = Path("data"),
     unreachable: Annotated[bool, typer.Option("--unreachable", help="Drop all connections.")
                            ] = False,
     reachable: Annotated[bool, typer.Option("--reachable", help="Serve again.")] = False,
@@ -86,7 +133,7 @@ def fault(
                      ] = False,
 ) -> None:
     """Inject or clear a fault in a running sim; prints the cluster's faults."""
-    base = admin.rstrip("/") + f"/admin/clusters/{cluster}/faults"
+    base = admin_url(admin, data_dir).rstrip("/") + f"/admin/clusters/{cluster}/faults"
     body: dict[str, Any] = {}
     if unreachable or reachable:
         body["unreachable"] = unreachable and not reachable
@@ -100,13 +147,12 @@ def fault(
             body["removed"] = remove and not restore
     elif any((not_ready, ready, memory_pressure, no_memory_pressure, remove, restore)):
         raise typer.BadParameter("node faults need --node")
-    with httpx.Client(timeout=10) as client:
-        if clear:
-            resp = client.delete(base, params={"node": node} if node else None)
-        elif body:
-            resp = client.post(base, json=body)
-        else:
-            resp = client.get(base)
+    if clear:
+        resp = _admin_request("DELETE", base, params={"node": node} if node else None)
+    elif body:
+        resp = _admin_request("POST", base, json=body)
+    else:
+        resp = _admin_request("GET", base)
     if resp.status_code >= 400:
         typer.echo(f"error {resp.status_code}: {resp.text}", err=True)
         raise typer.Exit(1)
@@ -114,13 +160,12 @@ def fault(
 
 
 @app.command("list")
-def list_clusters(
-    admin: Annotated[str, typer.Option(help="Base URL of the sim server.")] = (
-        "http://127.0.0.1:8443"),
-) -> None:
+def list_clusters(admin: AdminOption = None, data_dir: DataDirOption = Path("data")) -> None:
     """List the clusters of a running sim with node counts and faults."""
-    resp = httpx.get(admin.rstrip("/") + "/admin/clusters", timeout=10)
-    resp.raise_for_status()
+    resp = _admin_request("GET", admin_url(admin, data_dir).rstrip("/") + "/admin/clusters")
+    if resp.status_code >= 400:
+        typer.echo(f"error {resp.status_code}: {resp.text}", err=True)
+        raise typer.Exit(1)
     for c in resp.json()["clusters"]:
         typer.echo(f"{c['name']}\tnodes={c['nodes']}\tready={c['ready_nodes']}\t"
                    f"pods={c['pods']}\tfaults={c['faults']}")

@@ -1,20 +1,22 @@
-"""``shoal up`` starts everything and places the demo application (the README's first command)."""
+"""``shoal up`` starts everything and places the demo application (the README's first command),
+and starts again on its data directory without a traceback, showing what is stored."""
 
 from __future__ import annotations
 
 import asyncio
+import signal
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.util import free_port
+from tests.util import free_port, wait_for
+
+ENV = {"COLUMNS": "200", "PATH": "/usr/bin:/bin"}
 
 
-@pytest.mark.integration
-async def test_up_places_the_demo(tmp_path: Path) -> None:
-    port = free_port()
-    proc = await asyncio.create_subprocess_exec(
+async def _up(data: Path, port: int, *args: str) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
         "shoal.cli.main",
@@ -22,12 +24,34 @@ async def test_up_places_the_demo(tmp_path: Path) -> None:
         "--port",
         str(port),
         "--data-dir",
-        str(tmp_path),
-        "--exit-after-demo",
+        str(data),
+        *args,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
-        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
+        env=ENV,
     )
+
+
+async def _shoal(data: Path, *args: str) -> str:
+    env = {**ENV, "SHOAL_CONFIG": str(data / "security" / "config.yaml")}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "shoal.cli.main",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+        env=env,
+    )
+    out, _ = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, out.decode()
+    return out.decode()
+
+
+@pytest.mark.integration
+async def test_up_places_the_demo(tmp_path: Path) -> None:
+    port = free_port()
+    proc = await _up(tmp_path, port, "--exit-after-demo")
     out, _ = await asyncio.wait_for(proc.communicate(), 60)
     text = out.decode()
     assert proc.returncode == 0, text
@@ -38,3 +62,35 @@ async def test_up_places_the_demo(tmp_path: Path) -> None:
     assert "2/3 clusters available: 1 label location in (DE, FR)" in text
     assert (tmp_path / "shoal.db").exists()
     assert (tmp_path / "kubeconfigs" / "sim-1.yaml").exists()
+    sim_url = (tmp_path / "sim.url").read_text().strip()
+    assert f"Simulator admin API on {sim_url}" in text
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+async def test_up_restarts_with_what_is_stored(tmp_path: Path) -> None:
+    """Labels changed by the user and the placement survive a restart, and the banner shows
+    them; nothing it recovers from prints a traceback."""
+    port = free_port()
+    first = await _up(tmp_path, port)
+    config = tmp_path / "security" / "config.yaml"
+    await wait_for(config.exists, timeout=60, message="shoal up's banner")
+    await _shoal(tmp_path, "kube", "cluster", "update", "sim-1", "-l", "location=US")
+    await _shoal(tmp_path, "kube", "cluster", "update", "sim-2", "-l", "tier=gold")
+    # The simulator's admin API is found in the data directory, with no flag.
+    listed = await _shoal(tmp_path, "sim", "list", "--data-dir", str(tmp_path))
+    assert "sim-2\tnodes=5" in listed
+    placed = await _shoal(tmp_path, "get", "app", "demo")
+    assert "sim-2" in placed, placed
+    first.send_signal(signal.SIGINT)
+    out, _ = await asyncio.wait_for(first.communicate(), 30)
+    assert "Traceback" not in out.decode(), out.decode()
+
+    again = await _up(tmp_path, port, "--exit-after-demo")
+    out, _ = await asyncio.wait_for(again.communicate(), 60)
+    text = out.decode()
+    assert again.returncode == 0, text
+    assert "Traceback" not in text and "AssertionError" not in text, text
+    assert "location=US" in text and "location=FR, tier=gold" in text, text  # stored labels
+    assert "Application demo (constraint: location in (DE, FR)) → sim-2 (stored)" in text
+    assert "1/3 clusters available: 2 label location in (DE, FR)" in text
