@@ -20,7 +20,7 @@ from shoal.api.auth.audit import Audit
 from shoal.api.auth.authn import Authenticator, Unauthenticated, User, authenticated
 from shoal.api.auth.limits import PerUser
 from shoal.api.auth.rbac import Authorizer, Grant
-from shoal.api.auth.secrets import BY_RESOURCE, Path_, redact
+from shoal.api.auth.secrets import Path_, paths_of_resource, redact
 from shoal.api.auth.target import ANY_USER, BATCHES, PUBLIC, Target, target
 from shoal.api.errors import problem
 
@@ -96,7 +96,7 @@ class Guard:
             await self._forbid(scope, receive, send, user, what)
             return
         visible = None if (not what.every or grant.everywhere) else grant
-        secrets = BY_RESOURCE.get((what.api, what.plural))
+        secrets = paths_of_resource(what.api, what.plural)
         clear = None
         if secrets is not None:
             clear = self.authz.grant(user, what.api, what.plural, "secrets")

@@ -1,7 +1,9 @@
 """Secret fields: encrypted at rest (AES-GCM), redacted for readers without the right.
 
-The table ``SECRETS`` names, per kind, the fields that hold credentials:
-kubeconfig users, provider tokens and passwords, cloud passwords. The API
+Credentials are found in each kind's model: every field named ``token`` or
+``password`` (provider tokens and passwords, cloud passwords, IM
+credentials) and every user of a ``kubeconfig``; a kind added later is
+covered without a line here. The API
 wraps its store in ``SecuredStore``: those fields are encrypted before they
 reach SQLite or etcd and decrypted when read, so nothing above the store
 changes. Readers without the ``secrets`` verb on the resource get
@@ -16,19 +18,19 @@ key first, run ``shoal secrets reencrypt``, then drop the old key.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args, get_origin
 
 import orjson
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from pydantic import BaseModel
 
+from shoal.model import registry
 from shoal.model.base import Kind
-from shoal.model.core import GlobalMetricsProvider, MetricsProvider
-from shoal.model.infrastructure import Cloud, GlobalCloud
-from shoal.model.kubernetes import Cluster
 from shoal.store.base import Store
 
 REDACTED = "<redacted: needs the secrets verb>"
@@ -36,28 +38,64 @@ _PREFIX = "shoal:aesgcm:v1:"
 
 Path_ = tuple[str, ...]  # "*": every item of a list or value of a mapping
 
-_PROVIDER: tuple[Path_, ...] = (("spec", "influx", "token"), ("spec", "influx", "password"))
-_CLOUD: tuple[Path_, ...] = (("spec", "openstack", "auth", "password", "user", "password"),)
-SECRETS: dict[type[Kind], tuple[Path_, ...]] = {
-    Cluster: (("spec", "kubeconfig", "users", "*", "user", "*"),),
-    MetricsProvider: _PROVIDER,
-    GlobalMetricsProvider: _PROVIDER,
-    Cloud: _CLOUD,
-    GlobalCloud: _CLOUD,
-}
-BY_RESOURCE: dict[tuple[str, str], tuple[Path_, ...]] = {
-    (k.api_name(), k.plural): paths for k, paths in SECRETS.items()
-}
-BY_PREFIX: tuple[tuple[str, tuple[Path_, ...]], ...] = tuple(
-    (k.key_prefix(), paths) for k, paths in SECRETS.items()
-)
+SECRET_NAMES = frozenset({"token", "password"})
+"""A field of a kind's spec with one of these names holds a credential (any kind, any depth)."""
+KUBECONFIG_USERS: Path_ = ("users", "*", "user", "*")
+"""In a field named ``kubeconfig``: every credential of every user."""
+
+
+def _models_in(annotation: Any) -> Iterator[tuple[type[BaseModel], bool]]:
+    """The models an annotation holds, and whether as items of a list or mapping."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        yield annotation, False
+        return
+    origin, args = get_origin(annotation), get_args(annotation)
+    many = origin in (list, tuple, set, frozenset, dict)
+    for arg in args[1:] if origin is dict else args:
+        for model, inner in _models_in(arg):
+            yield model, many or inner
+
+
+def _model_paths(model: type[BaseModel], at: Path_, seen: frozenset[type]) -> Iterator[Path_]:
+    """Secret leaves under ``model``: named fields holding plain values (a model named
+    ``password``, such as OpenStack's password auth, is looked into instead)."""
+    for name, field in model.model_fields.items():
+        if issubclass(model, Kind) and name in _NOT_SPEC:
+            continue
+        here = (*at, field.serialization_alias or field.alias or name)
+        inside = list(_models_in(field.annotation))
+        if name in SECRET_NAMES and not inside:
+            yield here
+        elif name == "kubeconfig":
+            yield (*here, *KUBECONFIG_USERS)
+        for inner, many in inside:
+            if inner not in seen:
+                yield from _model_paths(inner, (*here, "*") if many else here, seen | {inner})
+
+
+_NOT_SPEC = frozenset({"api", "kind", "metadata", "status"})
+
+
+@functools.cache
+def secret_paths(kind: type[Kind]) -> tuple[Path_, ...]:
+    """Where a kind keeps credentials: found in its model, so new kinds are covered."""
+    return tuple(dict.fromkeys(_model_paths(kind, (), frozenset({kind}))))
+
+
+def paths_of_resource(api: str, plural: str) -> tuple[Path_, ...] | None:
+    """The secret paths of the kind at ``/{api}/.../{plural}``; None when it has none."""
+    kind = registry.BY_PLURAL.get((api, plural))
+    return (secret_paths(kind) or None) if kind is not None else None
 
 
 def paths_of_key(key: str) -> tuple[Path_, ...] | None:
-    for prefix, paths in BY_PREFIX:
-        if key.startswith(prefix):
-            return paths
-    return None
+    """The secret paths of the kind a store key (``/{api}/{plural}/...``) belongs to."""
+    parts = key.split("/", 3)
+    return paths_of_resource(parts[1], parts[2]) if len(parts) > 2 else None
+
+
+def kinds_with_secrets() -> list[type[Kind]]:
+    return [kind for kind in registry.KINDS if secret_paths(kind)]
 
 
 def leaves(data: Any, paths: tuple[Path_, ...]) -> Iterator[tuple[Any, Any]]:
@@ -173,8 +211,9 @@ async def reencrypt(store: Store, cipher: Cipher) -> int:
 
     sealed = SecuredStore(store, cipher)
     count = 0
-    for prefix, paths in BY_PREFIX:
-        records, _ = await store.list(prefix)
+    for kind in kinds_with_secrets():
+        paths = secret_paths(kind)
+        records, _ = await store.list(kind.key_prefix())
         for record in records:
             stale = [
                 v
