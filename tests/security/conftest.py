@@ -37,14 +37,28 @@ def token_file(path: Path) -> Path:
     return path
 
 
+def role(
+    name: str,
+    api: str = "",
+    resources: tuple[str, ...] = ("",),
+    namespaces: tuple[str, ...] = ("",),
+    verbs: tuple[str, ...] = ("",),
+) -> dict[str, Any]:
+    """A Role of one rule ("" is any)."""
+    rule = {"api": api, "resources": resources, "namespaces": namespaces, "verbs": verbs}
+    return {"api": "core", "kind": "Role", "metadata": {"name": name}, "rules": [rule]}
+
+
 def tenant_role(namespace: str) -> dict[str, Any]:
-    rules = [{"api": "", "resources": [""], "namespaces": [namespace], "verbs": [""]}]
-    return {
-        "api": "core",
-        "kind": "Role",
-        "metadata": {"name": f"tenant-{namespace}"},
-        "rules": rules,
-    }
+    return role(f"tenant-{namespace}", namespaces=(namespace,))
+
+
+async def grant(admin: httpx.AsyncClient, user: str, body: dict[str, Any]) -> None:
+    """Create the role ``body`` and bind ``user`` to it (a binding of the same name)."""
+    name = body["metadata"]["name"]
+    assert (await admin.post("/core/roles", json=body)).status_code == 200
+    answer = await admin.post("/core/rolebindings", json=binding(name, [user], [name]))
+    assert answer.status_code == 200
 
 
 def binding(name: str, users: list[str], roles: list[str]) -> dict[str, Any]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.security.conftest import Secured, application, binding, eventually
+from tests.security.conftest import Secured, application, binding, eventually, grant, role
 
 
 async def test_without_credentials_every_route_but_health_is_401(secured: Secured) -> None:
@@ -54,23 +54,8 @@ async def test_rights_in_one_namespace_only(secured: Secured) -> None:
 
 async def test_subresources_are_resources(secured: Secured) -> None:
     admin = secured["admin"]
-    role = {
-        "api": "core",
-        "kind": "Role",
-        "metadata": {"name": "creator"},
-        "rules": [
-            {
-                "api": "kubernetes",
-                "resources": ["applications"],
-                "namespaces": ["c"],
-                "verbs": ["create", "get"],
-            }
-        ],
-    }
-    assert (await admin.post("/core/roles", json=role)).status_code == 200
-    assert (
-        await admin.post("/core/rolebindings", json=binding("creator", ["bob"], ["creator"]))
-    ).status_code == 200
+    creator = role("creator", "kubernetes", ("applications",), ("c",), ("create", "get"))
+    await grant(admin, "bob", creator)
     bob = secured["bob"]
 
     async def may_create() -> bool:

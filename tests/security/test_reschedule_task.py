@@ -7,22 +7,12 @@ import contextlib
 
 from shoal.client.rest import ShoalClient
 from shoal.controllers.reschedule import RescheduleTaskController
-from tests.security.conftest import TOKENS, Secured, application, binding, eventually
+from tests.security.conftest import TOKENS, Secured, application, eventually, grant, role
 
 
 async def test_task_acts_for_its_requester(secured: Secured) -> None:
     admin, alice = secured["admin"], secured["alice"]
-    role = {
-        "api": "core",
-        "kind": "Role",
-        "metadata": {"name": "task-writer"},
-        "rules": [
-            {"api": "scheduling", "resources": ["rescheduletasks"], "namespaces": [], "verbs": [""]}
-        ],
-    }
-    assert (await admin.post("/core/roles", json=role)).status_code == 200
-    body = binding("task-writer", ["alice"], ["task-writer"])
-    assert (await admin.post("/core/rolebindings", json=body)).status_code == 200
+    await grant(admin, "alice", role("task-writer", "scheduling", ("rescheduletasks",), ()))
     for client, ns in ((alice, "a"), (secured["bob"], "b")):
         created = await client.post(
             f"/kubernetes/namespaces/{ns}/applications", json=application(f"app-{ns}", ns)

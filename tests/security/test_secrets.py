@@ -13,7 +13,7 @@ from shoal.api.auth.store import SecuredStore
 from shoal.api.server import start_api
 from shoal.store.factory import open_store
 from tests.fixtures.etcd import etcd_available, running_etcd
-from tests.security.conftest import Secured, binding, cluster, eventually, security
+from tests.security.conftest import Secured, cluster, eventually, grant, role, security
 
 SECRET = "bob-very-secret-token"
 
@@ -38,21 +38,10 @@ async def test_sqlite_holds_no_secret_in_clear(secured: Secured) -> None:
 async def test_redacted_without_the_secrets_verb_and_kept_on_put(secured: Secured) -> None:
     admin, bob = secured["admin"], secured["bob"]
     await bob.post("/kubernetes/namespaces/b/clusters", json=cluster("c1", "b", SECRET))
-    role = {
-        "api": "core",
-        "kind": "Role",
-        "metadata": {"name": "cluster-editor-b"},
-        "rules": [
-            {
-                "api": "kubernetes",
-                "resources": ["clusters"],
-                "namespaces": ["b"],
-                "verbs": ["get", "list", "list_all", "watch", "update"],
-            }
-        ],
-    }
-    await admin.post("/core/roles", json=role)
-    await admin.post("/core/rolebindings", json=binding("editor", ["alice"], ["cluster-editor-b"]))
+    verbs = ("get", "list", "list_all", "watch", "update")
+    await grant(
+        admin, "alice", role("cluster-editor-b", "kubernetes", ("clusters",), ("b",), verbs)
+    )
     alice = secured["alice"]
 
     async def readable() -> bool:
@@ -106,16 +95,7 @@ async def test_etcd_holds_no_secret_in_clear(tmp_path: Path) -> None:
             async with httpx.AsyncClient(base_url=server.url, headers=headers) as bob:
                 admin_headers = {"authorization": "Bearer admin-token"}
                 async with httpx.AsyncClient(base_url=server.url, headers=admin_headers) as admin:
-                    role = {
-                        "api": "core",
-                        "kind": "Role",
-                        "metadata": {"name": "t"},
-                        "rules": [
-                            {"api": "", "resources": [""], "namespaces": ["b"], "verbs": [""]}
-                        ],
-                    }
-                    await admin.post("/core/roles", json=role)
-                    await admin.post("/core/rolebindings", json=binding("t", ["bob"], ["t"]))
+                    await grant(admin, "bob", role("t", namespaces=("b",)))
 
                 async def created() -> bool:
                     answer = await bob.post(

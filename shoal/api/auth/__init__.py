@@ -39,8 +39,8 @@ class Protection:
 
     def guard_options(self) -> dict[str, Any]:
         return {
-            "authenticator": self.authenticator,
-            "authorizer": self.authorizer,
+            "authn": self.authenticator,
+            "authz": self.authorizer,
             "limits": self.limits,
             "audit": self.audit,
         }

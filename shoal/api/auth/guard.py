@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -33,21 +34,17 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 _WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 
 
+@dataclass
 class Guard:
-    def __init__(
-        self,
-        app: ASGIApp,
-        authenticator: Authenticator,
-        authorizer: Authorizer,
-        limits: PerUser,
-        audit: Audit | None,
-    ) -> None:
-        self.app = app
-        self.authn = authenticator
-        self.authz = authorizer
-        self.limits = limits
-        self.audit = audit
-        self.rbac = authorizer.mode == "RBAC"
+    app: ASGIApp
+    authn: Authenticator
+    authz: Authorizer
+    limits: PerUser
+    audit: Audit | None
+
+    @property
+    def rbac(self) -> bool:
+        return self.authz.mode == "RBAC"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in PUBLIC:
@@ -215,27 +212,21 @@ async def _answer(scope: Scope, receive: Receive, send: Send, status: int, detai
     await response(scope, receive, send)
 
 
+@dataclass
 class _Rewrite:
     """Filters list and watch answers by namespace and redacts secret fields.
 
     JSON answers are rewritten whole; ndjson watch streams line by line.
     """
 
-    def __init__(
-        self,
-        send: Send,
-        visible: Grant | None,
-        secrets: tuple[Path_, ...] | None,
-        clear: Grant | None,
-    ) -> None:
-        self._send = send
-        self.visible = visible
-        self.secrets = secrets
-        self.clear = clear
-        self.mode = ""
-        self.start: Message | None = None
-        self.body: list[bytes] = []
-        self.partial = b""
+    _send: Send
+    visible: Grant | None
+    secrets: tuple[Path_, ...] | None
+    clear: Grant | None
+    mode: str = ""
+    start: Message | None = None
+    body: list[bytes] = field(default_factory=list)
+    partial: bytes = b""
 
     def _keep(self, obj: Any) -> bool:
         """False: drop the object; redacts it in place when the reader may not see secrets."""
