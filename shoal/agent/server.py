@@ -18,7 +18,7 @@ import socket
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
 import uvloop
@@ -27,6 +27,9 @@ import yaml
 from shoal.agent.agent import Agent
 from shoal.agent.app import create_app
 from shoal.agent.config import AgentConfig
+
+if TYPE_CHECKING:
+    from shoal.api.auth.config import Tls
 
 Obj = dict[str, Any]
 DEFAULT_PORT = 8090
@@ -72,12 +75,22 @@ async def start_agent(
     config: AgentConfig | None = None,
     host: str = "127.0.0.1",
     port: int = 0,
+    tls: Tls | None = None,
 ) -> AgentServer:
-    """Connect to the member cluster, fill the cache, and serve on ``host:port`` (0: any)."""
+    """Connect to the member cluster, fill the cache, and serve on ``host:port`` (0: any).
+
+    ``tls``: serve HTTPS with that certificate (and, with a client CA, ask for client
+    certificates).
+    """
     agent = await Agent.open(kubeconfig, config or AgentConfig())
     sock = listen(host, port)
+    options: dict[str, Any] = {}
+    if tls is not None:
+        from shoal.api.auth.tls import tls_options
+
+        options = tls_options(tls)
     server = _Server(uvicorn.Config(create_app(agent), log_level="warning", access_log=False,
-                                    lifespan="off", timeout_graceful_shutdown=GRACE))
+                                    lifespan="off", timeout_graceful_shutdown=GRACE, **options))
     task = asyncio.create_task(server.serve(sockets=[sock]))
     while not server.started:
         if task.done():
@@ -85,7 +98,8 @@ async def start_agent(
             task.result()
         await asyncio.sleep(0.005)
     shown = f"[{host}]" if ":" in host else host
-    return AgentServer(f"http://{shown}:{sock.getsockname()[1]}", agent, server, task)
+    scheme = "https" if tls is not None else "http"
+    return AgentServer(f"{scheme}://{shown}:{sock.getsockname()[1]}", agent, server, task)
 
 
 async def run_agent(kubeconfig: Obj, config: AgentConfig | None = None,

@@ -39,12 +39,13 @@ Admin API (JSON):
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import socket
 import threading
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Unpack, cast
+from typing import TYPE_CHECKING, Any, Unpack, cast
 
 import orjson
 import uvicorn
@@ -53,6 +54,9 @@ import yaml
 from shoal.sim.api import ClusterApi, Receive, Request, Scope, Send, respond, respond_error
 from shoal.sim.cluster import ClusterOptions, SimCluster
 from shoal.sim.store import ApiError
+
+if TYPE_CHECKING:
+    from shoal.api.auth.config import Tls
 
 Obj = dict[str, Any]
 
@@ -77,6 +81,7 @@ class SimFleet:
         self.job_duration = job_duration
         self.clusters: dict[str, SimCluster] = {}
         self._apis: dict[str, ClusterApi] = {}
+        self.ca_data: str | None = None  # base64 PEM of the CA of an HTTPS fleet
 
     # -- clusters --------------------------------------------------------------
 
@@ -122,13 +127,19 @@ class SimFleet:
         return {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": name, "cluster": {"server": self.server_url(name)}}],
+            "clusters": [{"name": name, "cluster": self._cluster_entry(name)}],
             "users": [{"name": f"{name}-admin", "user": {"token": cluster.token}}],
             "contexts": [{"name": name, "context": {"cluster": name, "user": f"{name}-admin",
                                                    "namespace": "default"}}],
             "current-context": name,
             "preferences": {},
         }
+
+    def _cluster_entry(self, name: str) -> Obj:
+        entry: Obj = {"server": self.server_url(name)}
+        if self.ca_data is not None:
+            entry["certificate-authority-data"] = self.ca_data
+        return entry
 
     def write_kubeconfigs(self, out_dir: str | Path,
                           names: Iterable[str] | None = None) -> dict[str, Path]:
@@ -336,8 +347,14 @@ async def start_sim(
     pod_start_delay: float = 0.5,
     job_duration: float = 1.0,
     out_dir: str | Path | None = None,
+    tls: Tls | None = None,
+    ca: bytes | None = None,
 ) -> SimServer:
-    """Serve a fleet on the running loop; ``clusters`` is a count or a list of names."""
+    """Serve a fleet on the running loop; ``clusters`` is a count or a list of names.
+
+    ``tls``: serve HTTPS with that certificate; ``ca``: the PEM of the CA that signed it, put in
+    the kubeconfigs (``certificate-authority-data``) so kubectl and controllers trust it.
+    """
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, port))
@@ -345,13 +362,21 @@ async def start_sim(
     sock.setblocking(False)
     bound = sock.getsockname()[1]
     url_host = f"[{host}]" if ":" in host else host
-    fleet = SimFleet(f"http://{url_host}:{bound}", pod_start_delay, job_duration)
+    scheme = "https" if tls is not None else "http"
+    fleet = SimFleet(f"{scheme}://{url_host}:{bound}", pod_start_delay, job_duration)
+    if ca is not None:
+        fleet.ca_data = base64.b64encode(ca).decode()
     for name in cluster_names(clusters, name_prefix):
         fleet.add_cluster(name, nodes=nodes, node_labels=node_labels, cpu=cpu, memory=memory)
     if out_dir is not None:
         fleet.write_kubeconfigs(out_dir)
+    options: dict[str, Any] = {"http": "h11"}
+    if tls is not None:
+        from shoal.api.auth.tls import tls_options
+
+        options.update(tls_options(tls))
     config = uvicorn.Config(fleet, log_level="warning", access_log=False, lifespan="off",
-                            timeout_graceful_shutdown=1, http="h11")
+                            timeout_graceful_shutdown=1, **options)
     server = uvicorn.Server(config)
     # signals stay with the embedding program (pytest, the CLI's asyncio.run)
     setattr(server, "capture_signals", contextlib.nullcontext)  # noqa: B010
