@@ -172,8 +172,12 @@ def _run_controller(
     metrics_port: int,
     log_level: str,
 ) -> None:
-    """Run one controller alone against an API, optionally only while it holds a lease."""
-    from shoal.cli.config import resolve_api
+    """Run one controller alone against an API, optionally only while it holds a lease.
+
+    It authenticates as itself: $SHOAL_TOKEN or $SHOAL_CERT/$SHOAL_KEY, else ``token``,
+    ``cert``, ``key`` (and ``ca``) of the config file.
+    """
+    from shoal.cli.config import credentials, resolve_api
     from shoal.client.rest import ShoalClient
 
     _logging(log_level)
@@ -183,15 +187,18 @@ def _run_controller(
 
         start_http_server(metrics_port, addr="127.0.0.1")
 
+    found = credentials()
+    auth: dict[str, Any] = {"token": found.token, "ssl_context": found.ssl_context()}
+
     async def main() -> None:
-        async with ShoalClient(url) as client:
+        async with ShoalClient(url, **auth) as client:
             if not leader_elect:
                 await factory(client).run()
                 return
             from shoal.controllers.elected import run_elected
 
             # The elector's own connections: renewals never queue behind the controller's.
-            async with ShoalClient(url, timeout=lease_duration / 3) as lease_client:
+            async with ShoalClient(url, timeout=lease_duration / 3, **auth) as lease_client:
                 await run_elected(
                     lambda: factory(client), lease_client, lease_name, identity, lease_duration
                 )
