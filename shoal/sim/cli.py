@@ -86,17 +86,27 @@ def serve(
     memory: Annotated[str, typer.Option(help="Memory capacity of each node.")] = "32Gi",
     label: Annotated[list[str] | None, typer.Option(
         "--label", "-l", help="Extra node label KEY=VALUE (repeatable).")] = None,
+    tls: Annotated[Path | None, typer.Option(
+        "--tls", help="Serve HTTPS: a directory of `shoal certs dev` (ca.crt, sim.crt, sim.key)."
+    )] = None,
 ) -> None:
     """Serve simulated clusters until interrupted."""
     if ctx.invoked_subcommand is not None:
         return
     from shoal.sim.server import start_sim
 
+    sim_tls, ca_pem = None, None
+    if tls is not None:
+        from shoal.api.auth.config import Tls
+
+        sim_tls, ca_pem = Tls(tls / "sim.crt", tls / "sim.key"), (tls / "ca.crt").read_bytes()
+
     async def run() -> None:
         sim = await start_sim(
             host=host, port=port, clusters=clusters, nodes=nodes, name_prefix=name_prefix,
             node_labels=_labels(label), cpu=cpu, memory=memory,
             pod_start_delay=pod_start_delay, job_duration=job_duration, out_dir=out,
+            tls=sim_tls, ca=ca_pem,
         )
         typer.echo(f"shoal sim serving {clusters} cluster(s) x {nodes} node(s) at {sim.url}")
         typer.echo(f"admin API: {sim.url}/admin/clusters")
