@@ -47,7 +47,7 @@ from shoal.model.kubernetes import (  # noqa: E402
     ClusterConstraints,
     Constraints,
 )
-from shoal.testing.fleet import cluster, metric  # noqa: E402
+from shoal.testing.fleet import cluster, metric, register  # noqa: E402
 from shoal.testing.launch import ApiProcess, controller, stop  # noqa: E402
 from tests.fixtures import prometheus as _prometheus  # noqa: E402
 from tests.fixtures.prometheus import start_prometheus  # noqa: E402
@@ -153,7 +153,7 @@ async def fleet(client: ShoalClient, n: int, groups: int, prom_url: str) -> None
     async def create_cluster(i: int) -> None:
         labels = {"zone": f"z{i % ZONES}"}
         weights = {metric_name(i, k): k + 1 for k in range(3)}
-        await client.create(cluster(f"c{i:04d}", labels=labels, metrics=weights))
+        await register(client, cluster(f"c{i:04d}", labels=labels, metrics=weights))
 
     await bounded(3 * n, 32, create_metric)
     await bounded(n, 32, create_cluster)

@@ -33,7 +33,7 @@ import orjson  # noqa: E402
 from shoal.client.rest import Conflict, ShoalClient, Unreachable  # noqa: E402
 from shoal.model.base import Metadata  # noqa: E402
 from shoal.model.kubernetes import Application, ApplicationSpec  # noqa: E402
-from shoal.testing.fleet import cluster, metric, provider  # noqa: E402
+from shoal.testing.fleet import cluster, metric, provider, register  # noqa: E402
 from shoal.testing.launch import ApiProcess, controller, stop  # noqa: E402
 
 NS = "default"
@@ -67,7 +67,7 @@ async def fleet(client: ShoalClient, n: int, rng: random.Random) -> None:
     async def create_cluster(i: int) -> None:
         labels = {"zone": f"z{i % 4}"}
         weights = {f"m{i}-{k}": k + 1 for k in range(3)}
-        await client.create(cluster(f"c{i:04d}", labels=labels, metrics=weights))
+        await register(client, cluster(f"c{i:04d}", labels=labels, metrics=weights))
 
     await bounded(3 * n, 32, create_metric)
     await bounded(n, 32, create_cluster)

@@ -121,10 +121,7 @@ class Resources:
         meta.modified = now
         meta.deleted = None
         if "status" in kind.model_fields:
-            # Status belongs to the controllers: a create starts from the default.
-            factory = kind.model_fields["status"].default_factory
-            default = factory() if factory is not None else None  # type: ignore[call-arg]
-            object.__setattr__(body, "status", default)
+            object.__setattr__(body, "status", body.initial_status())
         value = encode(body)
         revision = await self.store.create(body.store_key(), value)
         return with_revision(value, revision)

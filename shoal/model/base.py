@@ -212,6 +212,13 @@ class Kind(Model):
             return f"{cls.key_prefix(namespace or '')}{name}"
         return f"{cls.key_prefix()}{name}"
 
+    def initial_status(self) -> Any:
+        """The status a create starts from: status belongs to the controllers, not the client."""
+        field = type(self).model_fields.get("status")
+        if field is None or field.default_factory is None:
+            return None
+        return field.default_factory()  # type: ignore[call-arg]
+
     def store_key(self) -> str:
         return self.key(self.metadata.name, self.metadata.namespace)
 

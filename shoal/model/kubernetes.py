@@ -325,6 +325,16 @@ class Cluster(_KubernetesKind):
     )
     plural, subresources = "clusters", ("status", "binding")
 
+    def initial_status(self) -> ClusterStatus:
+        """CONNECTING until the observer has reached it; PENDING while it is still to be built.
+
+        A cluster with a kubeconfig is not ONLINE just because it was registered: only the
+        cluster observer, having listed its nodes, says so (as Krake's cluster controller).
+        A cluster without one waits for the infrastructure to create it.
+        """
+        state = ClusterState.PENDING if self.spec.kubeconfig is None else ClusterState.CONNECTING
+        return ClusterStatus(state=state)
+
 
 class ApplicationBinding(Model):
     """Body of ``PUT .../applications/{name}/binding`` (Krake's ``ClusterBinding``)."""

@@ -24,6 +24,7 @@ from shoal.model.kubernetes import (
     Cluster,
     ClusterConstraints,
     ClusterSpec,
+    ClusterState,
     Constraints,
     MetricRef,
 )
@@ -104,9 +105,23 @@ def app(
     )
 
 
+async def register(
+    client: ShoalClient, cluster: Cluster, state: ClusterState = ClusterState.ONLINE
+) -> Cluster:
+    """Create a cluster and report it ``state``, as the cluster observer would on reaching it.
+
+    A registered cluster starts CONNECTING (or PENDING without a kubeconfig) and only the
+    observer makes it ONLINE; the clusters of scheduling tests and benches lead nowhere, so
+    this stands in for that first observation.
+    """
+    created = await client.create(cluster)
+    created.status.state = state
+    return await client.update_status(created)
+
+
 async def scored_clusters(client: ShoalClient, scores: dict[str, float]) -> None:
     """One cluster per entry whose one metric (``m-NAME``, static) is worth its score."""
     await client.create(provider("st", scores))
     for name in scores:
         await client.create(metric(f"m-{name}", "st", key=name))
-        await client.create(cluster(name, metrics={f"m-{name}": 1}, kubeconfig=False))
+        await register(client, cluster(name, metrics={f"m-{name}": 1}, kubeconfig=False))

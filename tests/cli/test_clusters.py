@@ -62,7 +62,7 @@ async def test_register_from_kubeconfig(shoal: Shoal, client: ShoalClient, tmp_p
     assert lines[0].split() == ["NAME", "STATE", "LABELS", "METRICS", "SCHEDULED_TO", "AGE"]
     assert lines[1].split()[:4] == [
         "kind-east",
-        "ONLINE",
+        "CONNECTING",  # until the cluster observer has reached it
         "location=DE,tier=gold",
         "price:2,load:1.5",
     ]

@@ -13,6 +13,7 @@ from shoal.model import core
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Application, Cluster, ClusterSpec, MetricRef
 from shoal.scheduler.scheduler import Scheduler
+from shoal.testing.fleet import register
 from tests.cli.conftest import Shoal
 from tests.util import wait_for
 
@@ -48,11 +49,12 @@ async def fleet(client: ShoalClient) -> AsyncIterator[None]:
         ("de-2", "DE", False),
     ):
         refs = [MetricRef(name="green", weight=1)] if metrics else []
-        await client.create(
+        await register(
+            client,
             Cluster(
                 metadata=Metadata(name=name, namespace="default", labels={"location": location}),
                 spec=ClusterSpec(metrics=refs),
-            )
+            ),
         )
     yield
 

@@ -12,6 +12,7 @@ from shoal.kube.client import KubeClients, KubeCluster
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Application, Cluster, ClusterSpec
 from shoal.sim.server import SimServer, start_sim
+from shoal.testing.fleet import register
 
 NS = "default"
 
@@ -33,7 +34,7 @@ async def clusters(client: ShoalClient, sim: SimServer) -> list[Cluster]:
             metadata=Metadata(name=name, namespace=NS, labels={"location": location}),
             spec=ClusterSpec(kubeconfig=sim.fleet.kubeconfig(name)),
         )
-        created.append(await client.create(cluster))
+        created.append(await register(client, cluster))
     return created
 
 

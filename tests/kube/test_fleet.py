@@ -73,6 +73,39 @@ async def control_plane(
             await part.stop()
 
 
+async def test_a_registered_cluster_is_connecting_until_the_observer_reaches_it(
+    client: ShoalClient, sim: SimServer
+) -> None:
+    reachable = Cluster(
+        metadata=Metadata(name="new", namespace=NS),
+        spec=ClusterSpec(kubeconfig=sim.fleet.kubeconfig("de")),
+    )
+    created = await client.create(reachable)
+    assert created.status.state is ClusterState.CONNECTING
+    gone = sim.fleet.kubeconfig("fr")
+    sim.fleet.set_unreachable("fr")
+    lost = await client.create(
+        Cluster(metadata=Metadata(name="lost", namespace=NS), spec=ClusterSpec(kubeconfig=gone))
+    )
+    assert lost.status.state is ClusterState.CONNECTING
+    # A long interval: only the observer's first pass on each new cluster can count.
+    observer = ClusterObserver(client, interval=60.0, timeout=0.5)
+    await observer.start()
+    try:
+        await wait_for(
+            lambda: _is(client, "new", ClusterState.ONLINE), timeout=2, message="new ONLINE"
+        )
+        await wait_for(
+            lambda: _is(client, "lost", ClusterState.OFFLINE), timeout=5, message="lost OFFLINE"
+        )
+    finally:
+        await observer.stop()
+
+
+async def _is(client: ShoalClient, name: str, state: ClusterState) -> bool:
+    return await _state(client, name) is state
+
+
 async def test_observer_notready_unhealthy_online(
     client: ShoalClient, sim: SimServer, clusters: list[Cluster]
 ) -> None:

@@ -22,7 +22,16 @@ from shoal.model.core import (
 )
 from shoal.model.kubernetes import Cluster, ClusterState
 from tests.fixtures.prometheus import PrometheusServer, start_prometheus
-from tests.scheduler.helpers import NS, app, bound_to, cluster, fast_config, provider, running
+from tests.scheduler.helpers import (
+    NS,
+    app,
+    bound_to,
+    cluster,
+    fast_config,
+    provider,
+    register,
+    running,
+)
 from tests.util import free_port, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -66,8 +75,8 @@ async def test_prometheus_gauge_change_migrates(
     await client.create(prometheus_provider("prom", prom.url))
     for name in ("e2e_cost_a", "e2e_cost_b"):
         await client.create(prom_metric(name, "prom"))
-    await client.create(cluster("a", metrics={"e2e_cost_a": 1}))
-    await client.create(cluster("b", metrics={"e2e_cost_b": 1}))
+    await register(client, cluster("a", metrics={"e2e_cost_a": 1}))
+    await register(client, cluster("b", metrics={"e2e_cost_b": 1}))
     config = fast_config(metrics_refresh=0.25, reschedule_after=60)
     async with running(api.url, config) as sch:
         for i in range(3):
@@ -126,8 +135,8 @@ async def test_unreachable_prometheus_fails_then_heals(
     await client.create(prom_metric("e2e_heat", "flaky"))
     await client.create(provider("static", {"fallback": 0.2}))
     await client.create(prom_metric("fallback", "static", hi=1.0))
-    await client.create(cluster("remote", metrics={"e2e_heat": 1}))
-    await client.create(cluster("local", metrics={"fallback": 1}))
+    await register(client, cluster("remote", metrics={"e2e_heat": 1}))
+    await register(client, cluster("local", metrics={"fallback": 1}))
     config = fast_config(metrics_refresh=0.25, metrics_timeout=1)
     async with running(api.url, config):
 

@@ -41,6 +41,7 @@ from tests.scheduler.helpers import (
     global_cloud,
     metric,
     provider,
+    register,
     running,
     set_static,
     static_metrics,
@@ -76,8 +77,8 @@ def _closed_prometheus(name: str) -> GlobalMetricsProvider:
 async def test_application_lands_on_highest_score(api: ApiServer, client: ShoalClient) -> None:
     await static_metrics(client, {"m-a": 0.2, "m-b": 0.9, "m-c": 0.5})
     for name in ("a", "b", "c"):
-        await client.create(cluster(name, metrics={f"m-{name}": 1}))
-    await client.create(cluster("plain"))  # no metrics: dropped when others have them
+        await register(client, cluster(name, metrics={f"m-{name}": 1}))
+    await register(client, cluster("plain"))  # no metrics: dropped when others have them
     async with running(api.url):
         await client.create(app("web"))
         assert await wait_bound(client, "web") == "b"
@@ -91,8 +92,8 @@ async def test_metric_change_migrates_before_reschedule_after(
     api: ApiServer, client: ShoalClient
 ) -> None:
     await static_metrics(client, {"m-a": 0.8, "m-b": 0.3})
-    await client.create(cluster("a", metrics={"m-a": 1}))
-    await client.create(cluster("b", metrics={"m-b": 1}))
+    await register(client, cluster("a", metrics={"m-a": 1}))
+    await register(client, cluster("b", metrics={"m-b": 1}))
     async with running(api.url, fast_config(reschedule_after=60, metrics_refresh=0.1)) as sch:
         await client.create(app("web"))
         assert await wait_bound(client, "web") == "a"
@@ -107,8 +108,8 @@ async def test_metric_change_migrates_before_reschedule_after(
 
 async def test_small_change_does_not_beat_stickiness(api: ApiServer, client: ShoalClient) -> None:
     await static_metrics(client, {"m-a": 0.5, "m-b": 0.3})
-    await client.create(cluster("a", metrics={"m-a": 1}))
-    await client.create(cluster("b", metrics={"m-b": 1}))
+    await register(client, cluster("a", metrics={"m-a": 1}))
+    await register(client, cluster("b", metrics={"m-b": 1}))
     async with running(api.url, fast_config(metrics_refresh=0.1)) as sch:
         await client.create(app("web"))
         assert await wait_bound(client, "web") == "a"
@@ -131,8 +132,8 @@ async def test_min_migration_interval_prevents_flapping(
     api: ApiServer, client: ShoalClient
 ) -> None:
     await static_metrics(client, {"m-a": 0.9, "m-b": 0.1})
-    await client.create(cluster("a", metrics={"m-a": 1}))
-    await client.create(cluster("b", metrics={"m-b": 1}))
+    await register(client, cluster("a", metrics={"m-a": 1}))
+    await register(client, cluster("b", metrics={"m-b": 1}))
     config = fast_config(metrics_refresh=0.1, min_migration_interval=2.0)
     async with running(api.url, config) as sch:
         await client.create(app("web"))
@@ -176,14 +177,14 @@ async def test_failure_reasons_and_failing_clusters_avoided(
             spec=MetricSpec(min=0, max=1, provider=MetricProviderRef(name="static", metric="ok")),
         )
     )
-    await client.create(cluster("healthy", metrics={"ok": 1}))
-    await client.create(cluster("unknown", metrics={"nope": 1}))
-    await client.create(cluster("orphan", metrics={"no-provider": 1}))
-    await client.create(cluster("invalid", metrics={"too-big": 1}))
-    await client.create(cluster("unreachable", metrics={"remote": 1, "ok": 1}))
+    await register(client, cluster("healthy", metrics={"ok": 1}))
+    await register(client, cluster("unknown", metrics={"nope": 1}))
+    await register(client, cluster("orphan", metrics={"no-provider": 1}))
+    await register(client, cluster("invalid", metrics={"too-big": 1}))
+    await register(client, cluster("unreachable", metrics={"remote": 1, "ok": 1}))
     c = cluster("ns-scope")
     c.spec.metrics = [MetricRef(name="ns-metric", weight=1, namespaced=True)]
-    await client.create(c)
+    await register(client, c)
     expected = {
         "unknown": {"nope": ReasonCode.UNKNOWN_METRIC},
         "orphan": {"no-provider": ReasonCode.UNKNOWN_METRICS_PROVIDER},
@@ -263,7 +264,7 @@ async def test_clouds_failing_metrics(api: ApiServer, client: ShoalClient) -> No
             ok = await state(kind, name, "ONLINE")  # type: ignore[arg-type]
             assert ok.status.metrics_reasons == {}
         # A cluster to be created goes to the best healthy cloud (g-ok, 0.9).
-        await client.create(cluster("new", kubeconfig=False))
+        await register(client, cluster("new", kubeconfig=False))
 
         async def cloud_of() -> str | None:
             c = await client.get(Cluster, "new", NS)

@@ -17,7 +17,7 @@ from shoal.client.rest import NotFound, ShoalClient
 from shoal.model.coordination import Lease
 from shoal.model.kubernetes import Application
 from shoal.testing.launch import ApiProcess, controller, kill, stop
-from tests.scheduler.helpers import NS, app, binding_history, bound_count, cluster
+from tests.scheduler.helpers import NS, app, binding_history, bound_count, cluster, register
 from tests.util import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(120)]
@@ -52,7 +52,7 @@ async def test_standby_takes_over_and_binds_each_once(tmp_path: Path) -> None:
         await api.wait_ready()
         async with ShoalClient(api.url) as client:
             for i in range(3):
-                await client.create(cluster(f"c{i}"))
+                await register(client, cluster(f"c{i}"))
             procs = {name: scheduler(api.url, name, log) for name, log in logs.items()}
             first = await wait_for(lambda: holder(client), timeout=20, message="a leader")
             standby = "b" if first == "a" else "a"

@@ -24,7 +24,15 @@ from shoal.model.infrastructure import (
 from shoal.model.kubernetes import Application, MetricRef
 from shoal.scheduler.config import SchedulerConfig
 from shoal.scheduler.scheduler import Scheduler
-from shoal.testing.fleet import KUBECONFIG, NS, app, cluster, metric, provider  # noqa: F401
+from shoal.testing.fleet import (  # noqa: F401
+    KUBECONFIG,
+    NS,
+    app,
+    cluster,
+    metric,
+    provider,
+    register,
+)
 from tests.util import wait_for
 
 

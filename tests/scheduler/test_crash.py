@@ -11,7 +11,7 @@ import pytest
 from shoal.client.rest import ShoalClient
 from shoal.model.kubernetes import Application
 from shoal.testing.launch import ApiProcess, controller, kill, stop
-from tests.scheduler.helpers import NS, app, binding_history, bound_count, cluster
+from tests.scheduler.helpers import NS, app, binding_history, bound_count, cluster, register
 from tests.util import wait_for
 
 APPS = 2000
@@ -39,7 +39,7 @@ async def api_client(api_process: ApiProcess) -> AsyncIterator[ShoalClient]:
 async def test_scheduler_killed_mid_burst(api_process: ApiProcess, api_client: ShoalClient) -> None:
     client = api_client
     for i in range(3):
-        await client.create(cluster(f"c{i}"))
+        await register(client, cluster(f"c{i}"))
     first = controller("scheduler", api_process.url)
     second = None
     try:

@@ -21,6 +21,7 @@ from tests.scheduler.helpers import (
     global_cloud,
     metric,
     provider,
+    register,
     running,
     set_static,
     static_metrics,
@@ -30,9 +31,9 @@ from tests.util import wait_for
 
 
 async def test_label_constraints(api: ApiServer, client: ShoalClient) -> None:
-    await client.create(cluster("c-de", labels={"location": "DE", "tier": "gold"}))
-    await client.create(cluster("c-fr", labels={"location": "FR", "tier": "gold"}))
-    await client.create(cluster("c-bare"))
+    await register(client, cluster("c-de", labels={"location": "DE", "tier": "gold"}))
+    await register(client, cluster("c-fr", labels={"location": "FR", "tier": "gold"}))
+    await register(client, cluster("c-bare"))
     async with running(api.url):
         await client.create(app("de", labels=["location is DE", "tier in (gold, silver)"]))
         await client.create(app("not-de", labels=["location != DE"]))
@@ -61,8 +62,8 @@ async def test_metric_constraint_uses_raw_value(api: ApiServer, client: ShoalCli
     await client.create(provider("static", {"m7": 7.0, "m3": 3.0}))
     await client.create(metric("m7", hi=10))
     await client.create(metric("m3", hi=10))
-    await client.create(cluster("seven", metrics={"m7": 1}))
-    await client.create(cluster("three", metrics={"m3": 1}))
+    await register(client, cluster("seven", metrics={"m7": 1}))
+    await register(client, cluster("three", metrics={"m3": 1}))
     async with running(api.url):
         await client.create(app("big", metrics=["m7 > 5"]))
         await client.create(app("small", metrics=["m3 <= 3"]))
@@ -71,8 +72,8 @@ async def test_metric_constraint_uses_raw_value(api: ApiServer, client: ShoalCli
 
 
 async def test_custom_resource_constraint(api: ApiServer, client: ShoalClient) -> None:
-    await client.create(cluster("plain"))
-    await client.create(cluster("crd", crds=["certificates.cert-manager.io"]))
+    await register(client, cluster("plain"))
+    await register(client, cluster("crd", crds=["certificates.cert-manager.io"]))
     async with running(api.url):
         for i in range(5):
             await client.create(app(f"a{i}", crds=["certificates.cert-manager.io"]))
@@ -86,8 +87,8 @@ async def test_custom_resource_constraint(api: ApiServer, client: ShoalClient) -
 async def test_clusters_with_metrics_preferred(api: ApiServer, client: ShoalClient) -> None:
     await static_metrics(client, {"low": 0.01})
     for i in range(3):
-        await client.create(cluster(f"bare{i}"))
-    await client.create(cluster("metered", metrics={"low": 1}))
+        await register(client, cluster(f"bare{i}"))
+    await register(client, cluster("metered", metrics={"low": 1}))
     async with running(api.url):
         for i in range(5):
             await client.create(app(f"a{i}"))
@@ -101,12 +102,12 @@ async def test_clusters_with_metrics_preferred(api: ApiServer, client: ShoalClie
 async def test_score_formula_with_stickiness(api: ApiServer, client: ShoalClient) -> None:
     """Current cluster (0.1·1 + 0.5·1)/(0.1 + 1) ≈ 0.545 loses to another at 0.6."""
     await static_metrics(client, {"m-a": 0.5, "m-b": 0.6})
-    await client.create(cluster("a", metrics={"m-a": 1}))
+    await register(client, cluster("a", metrics={"m-a": 1}))
     async with running(api.url, fast_config(reschedule_after=0.3)):
         await client.create(app("web"))
         assert await wait_bound(client, "web") == "a"
         first = await get_app(client, "web")
-        await client.create(cluster("b", metrics={"m-b": 1}))
+        await register(client, cluster("b", metrics={"m-b": 1}))
 
         async def moved() -> bool:
             return await bound_to(client, "web") == "b"
@@ -131,12 +132,12 @@ async def test_score_formula_with_stickiness(api: ApiServer, client: ShoalClient
 async def test_stickiness_keeps_small_changes(api: ApiServer, client: ShoalClient) -> None:
     """0.54 < (0.1 + 0.5)/1.1: the application stays, and nothing is written."""
     await static_metrics(client, {"m-a": 0.5, "m-b": 0.54})
-    await client.create(cluster("a", metrics={"m-a": 1}))
+    await register(client, cluster("a", metrics={"m-a": 1}))
     async with running(api.url, fast_config(reschedule_after=0.2)) as sch:
         await client.create(app("web"))
         assert await wait_bound(client, "web") == "a"
         before = await get_app(client, "web")
-        await client.create(cluster("b", metrics={"m-b": 1}))
+        await register(client, cluster("b", metrics={"m-b": 1}))
         passes = sch.passes
         await wait_for(lambda: sch.passes >= passes + 3, message="three reschedule passes")
         after = await get_app(client, "web")
@@ -148,8 +149,8 @@ async def test_periodic_rescheduling_migrates_despite_status_writes(
     api: ApiServer, client: ShoalClient
 ) -> None:
     await static_metrics(client, {"m-a": 0.8, "m-b": 0.2})
-    await client.create(cluster("a", metrics={"m-a": 1}))
-    await client.create(cluster("b", metrics={"m-b": 1}))
+    await register(client, cluster("a", metrics={"m-a": 1}))
+    await register(client, cluster("b", metrics={"m-b": 1}))
     async with running(api.url, fast_config(reschedule_after=1.0, metrics_refresh=0.1)):
         await client.create(app("web"))
         assert await wait_bound(client, "web") == "a"
@@ -158,7 +159,7 @@ async def test_periodic_rescheduling_migrates_despite_status_writes(
         await set_static(client, {"m-c": 0.95})
         await client.create(metric("m-c"))
         await asyncio.sleep(0.4)
-        await client.create(cluster("c", metrics={"m-c": 1}))
+        await register(client, cluster("c", metrics={"m-c": 1}))
         stop = asyncio.Event()
 
         async def chatter() -> None:
@@ -195,7 +196,7 @@ async def test_periodic_rescheduling_migrates_despite_status_writes(
 
 
 async def test_spec_update_rebinds_on_same_cluster(api: ApiServer, client: ShoalClient) -> None:
-    await client.create(cluster("only", labels={"location": "DE"}))
+    await register(client, cluster("only", labels={"location": "DE"}))
     async with running(api.url):
         await client.create(app("web"))
         await wait_bound(client, "web")
@@ -221,8 +222,8 @@ async def test_spec_update_rebinds_on_same_cluster(api: ApiServer, client: Shoal
 
 async def test_migration_false_pins(api: ApiServer, client: ShoalClient) -> None:
     await static_metrics(client, {"m-a": 0.3, "m-b": 0.1})
-    await client.create(cluster("a", metrics={"m-a": 1}))
-    await client.create(cluster("b", metrics={"m-b": 1}))
+    await register(client, cluster("a", metrics={"m-a": 1}))
+    await register(client, cluster("b", metrics={"m-b": 1}))
     async with running(api.url, fast_config(reschedule_after=0.2, metrics_refresh=0.1)) as sch:
         await client.create(app("pinned", migration=False))
         await client.create(app("free"))
@@ -242,8 +243,8 @@ async def test_migration_false_pins(api: ApiServer, client: ShoalClient) -> None
 @pytest.mark.parametrize("how", ["deleted", "offline"])
 async def test_cluster_lost_app_moves(api: ApiServer, client: ShoalClient, how: str) -> None:
     await static_metrics(client, {"m-a": 0.9, "m-b": 0.1})
-    await client.create(cluster("a", metrics={"m-a": 1}))
-    await client.create(cluster("b", metrics={"m-b": 1}))
+    await register(client, cluster("a", metrics={"m-a": 1}))
+    await register(client, cluster("b", metrics={"m-b": 1}))
     async with running(api.url):
         await client.create(app("web"))
         assert await wait_bound(client, "web") == "a"
@@ -286,7 +287,7 @@ async def test_retry_workflow_then_cluster_appears(api: ApiServer, client: Shoal
 
         await wait_for(counted_down, timeout=5, interval=0.01, message="retries counting down")
         assert seen[:3] == [4, 3, 2]
-        await client.create(cluster("c1", labels={"location": "DE"}))
+        await register(client, cluster("c1", labels={"location": "DE"}))
         loop = asyncio.get_running_loop()
         t0 = loop.time()
         assert await wait_bound(client, "web", timeout=2) == "c1"
@@ -311,7 +312,7 @@ async def test_retries_exhausted_fail(api: ApiServer, client: ShoalClient) -> No
         assert a.status.scheduler_retries == 0
         # FAILED applications are left alone, even when a cluster appears.
         passes = sch.passes
-        await client.create(cluster("late"))
+        await register(client, cluster("late"))
         await asyncio.sleep(0.5)
         assert sch.passes == passes
         assert await bound_to(client, "web") is None
@@ -322,7 +323,7 @@ async def test_constraint_update_resets_retries(
     api: ApiServer, client: ShoalClient, exhaust: bool
 ) -> None:
     """Seed 001: "application cluster constraints and updating the app"."""
-    await client.create(cluster("c-fr", labels={"location": "FR"}))
+    await register(client, cluster("c-fr", labels={"location": "FR"}))
     config = fast_config(retries=3 if exhaust else 5, backoff={"initial": 0.1, "cap": 0.2})
     if not exhaust:
         config = fast_config(retries=50, backoff={"initial": 0.2, "factor": 1, "cap": 0.2})
@@ -413,8 +414,8 @@ async def test_cluster_bound_to_best_cloud(api: ApiServer, client: ShoalClient) 
 async def test_failing_metric(api: ApiServer, client: ShoalClient) -> None:
     await static_metrics(client, {"ok": 0.2})
     await client.create(metric("ghost", provider_name="missing"))
-    await client.create(cluster("healthy", metrics={"ok": 1}))
-    await client.create(cluster("sick", metrics={"ghost": 1}))
+    await register(client, cluster("healthy", metrics={"ok": 1}))
+    await register(client, cluster("sick", metrics={"ghost": 1}))
     async with running(api.url, fast_config(metrics_refresh=0.1)):
 
         async def failing() -> Cluster | None:
