@@ -177,6 +177,23 @@ CATALOG: tuple[Entry, ...] = (
             AGE,
         ),
     ),
+    Entry(
+        "scheduling",
+        "Pod",
+        "pods",
+        True,
+        ("pod", "po"),
+        (
+            NAMESPACE,
+            NAME,
+            Column("PHASE", "status.phase"),
+            Column("CLUSTER", "status.cluster"),
+            Column("NODE", "status.node"),
+            Column("ATTEMPTS", "status.attempts"),
+            Column("REASON", "status.reason"),
+            AGE,
+        ),
+    ),
 )
 
 BY_KIND: dict[tuple[str, str], Entry] = {(e.api, e.kind): e for e in CATALOG}

@@ -315,6 +315,11 @@ class ClusterStatus(Model):
     running_on: ResourceRef | None = None
     kube_controller_triggered: datetime | None = None
     retries: Annotated[int, null_as(int)] = 0
+    agent: str = Field(
+        default="",
+        description="Shoal addition: URL of the cluster's agent (fleet pods), written by the "
+        "agent itself when it starts.",
+    )
 
 
 class Cluster(_KubernetesKind):

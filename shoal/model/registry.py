@@ -31,6 +31,7 @@ from shoal.model.infrastructure import (
     InfrastructureProvider,
 )
 from shoal.model.kubernetes import Application, Cluster
+from shoal.model.pods import Pod
 from shoal.model.scheduling import RescheduleTask
 
 
@@ -58,6 +59,7 @@ _MODELS: tuple[type[Kind], ...] = (
     InfrastructureProvider,
     Lease,
     RescheduleTask,
+    Pod,
 )
 
 

@@ -36,6 +36,31 @@ class Plugins(BaseModel):
     scores: list[str] = Field(default_factory=lambda: ["metrics", "stickiness"])
 
 
+class FleetConfig(BaseModel):
+    """The fleet pipeline (pods onto nodes through cluster agents, seed 003); docs/fleet.md."""
+
+    model_config = ConfigDict(extra="forbid")
+    enabled: bool = Field(default=True, description="Idle while no agent is registered")
+    clusters_percent: float = Field(default=33.0, gt=0, le=100, description="Cp: clusters asked")
+    nodes_bp: int = Field(default=200, ge=1, le=10_000, description="Np: basis points of nodes")
+    min_clusters: int = Field(default=2, ge=1, description="Clusters asked at least")
+    deadline: float = Field(default=0.2, gt=0, description="Seconds an agent has to answer")
+    min_answers: float = Field(default=0.5, ge=0, le=1, description="Share of agents needed")
+    candidates: int = Field(default=3, ge=1, description="k: MultiBind candidates")
+    attempts: int = Field(default=10, ge=1, description="Attempts before Failed")
+    backoff: Backoff = Field(default_factory=lambda: Backoff(initial=0.05, factor=2, cap=5))
+    samplers: int = Field(default=8, ge=1, description="Sampling pipelines in flight")
+    batch: int = Field(default=64, ge=1, le=1000, description="Pods per sampling request")
+    commit_timeout: float = Field(default=5.0, gt=0, description="Seconds a commit may take")
+    status_writers: int = Field(default=64, ge=1, description="Status writes in flight")
+    strategy: str = Field(default="random", description="Agents' sampling strategy")
+    shard: int = Field(default=0, ge=0, description="This scheduler's share of the pods")
+    shards: int = Field(default=1, ge=1, description="Schedulers sharing the pods")
+    sort: str = "priority"
+    filters: list[str] = Field(default_factory=lambda: ["fits-sampled"])
+    scores: dict[str, float] = Field(default_factory=lambda: {"agent-score": 1.0})
+
+
 class SchedulerConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     stickiness: float = Field(default=0.1, ge=0, description="Weight of the stickiness term")
@@ -59,6 +84,7 @@ class SchedulerConfig(BaseModel):
         default=5, ge=1, description="Best clusters kept with their score terms in status"
     )
     plugins: Plugins = Field(default_factory=Plugins)
+    fleet: FleetConfig = Field(default_factory=FleetConfig)
 
     @classmethod
     def load(cls, path: str | Path | None) -> SchedulerConfig:

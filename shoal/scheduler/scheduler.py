@@ -42,6 +42,7 @@ from shoal.scheduler.config import SchedulerConfig
 from shoal.scheduler.fleet import Fleet
 from shoal.scheduler.framework import Framework
 from shoal.scheduler.metrics.cache import MetricCache
+from shoal.scheduler.pods.pipeline import FleetPipeline
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +123,9 @@ class Scheduler(Controller):
         ]
         self.informers[:0] = definitions
         self._status_written: dict[tuple[str, str | None, str], float] = {}
+        self.fleet_pods: FleetPipeline | None = None
+        if self.config.fleet.enabled:
+            self.fleet_pods = FleetPipeline(client, self.config.fleet)
 
     def _informer_of(self, kind: type[Kind]) -> Informer[Any]:
         return next(i for i in self.informers if i.kind is kind)
@@ -164,6 +168,8 @@ class Scheduler(Controller):
             self.spawn(self.work(self.queue, self._process, self._app_failed))
         for _ in range(2):
             self.spawn(self.work(self.cluster_queue, self._cluster_event, self._cluster_failed))
+        if self.fleet_pods is not None:  # pods onto nodes through the agents (docs/fleet.md)
+            self.spawn(self.fleet_pods.run())
 
     async def stop(self) -> None:
         self.queue.close()

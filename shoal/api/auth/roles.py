@@ -53,6 +53,8 @@ _RULES: dict[str, list[RoleRule]] = {
             ["update"],
         ),
         _rule("infrastructure", ["clouds/status", "globalclouds/status"], ["update"]),
+        _rule("scheduling", ["pods"], _READ),  # fleet pods (docs/fleet.md)
+        _rule("scheduling", ["pods/status"], ["update"]),
         _LEASES,
     ],
     "kube-controller": [
@@ -77,6 +79,7 @@ _RULES: dict[str, list[RoleRule]] = {
     ],
     "agent": [
         _rule("kubernetes", ["clusters"], [*_READ, "secrets"]),
+        _rule("kubernetes", ["clusters/status"], ["update"]),  # registers its URL there
         _rule("scheduling", [""], [*_READ, "update"]),
         _LEASES,
     ],

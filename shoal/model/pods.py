@@ -1,0 +1,135 @@
+"""Group ``scheduling``: the fleet ``Pod`` (seed 003), one pod placed onto a node of some cluster.
+
+The spec is a Kubernetes pod spec as it stands (paste ``spec`` from a
+Kubernetes pod: fields Shoal does not read pass through to the member
+cluster), plus ``placement`` hints: cluster label constraints in seed 004's
+language and a geo target. The fleet scheduler samples, decides and commits
+through the cluster agents, and writes what happened to ``status``: the
+phase, where the pod is, the attempts, a reason a person can read with the
+per-phase explanation, and how long each phase took.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, ConfigDict, Field
+
+from shoal.model.base import Kind, Model
+from shoal.model.constraints import ConstraintError, LabelConstraint
+
+_QUANTITY = re.compile(r"^[+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+|[KMGTPE]i?|[mkunM])?$")
+
+
+def _quantity(value: str | int | float) -> str | int | float:
+    if isinstance(value, bool) or not _QUANTITY.match(str(value)):
+        raise ValueError(f"{value!r} is not a Kubernetes quantity (e.g. 500m, 128Mi, 2)")
+    return value
+
+
+def _label_constraint(text: str) -> str:
+    try:
+        LabelConstraint.parse(text)
+    except ConstraintError as error:
+        raise ValueError(str(error)) from None
+    return text
+
+
+Quantity = Annotated[str | int | float, AfterValidator(_quantity)]
+
+
+class _KubernetesPart(Model):
+    """A part of a Kubernetes pod: unknown fields pass through to the member cluster."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class ResourceRequirements(_KubernetesPart):
+    requests: dict[str, Quantity] = Field(default_factory=dict)
+    limits: dict[str, Quantity] = Field(default_factory=dict)
+
+
+class Container(_KubernetesPart):
+    name: str = Field(min_length=1)
+    image: str = ""
+    resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
+
+
+class Toleration(_KubernetesPart):
+    key: str = ""
+    operator: Literal["Equal", "Exists"] = "Equal"
+    value: str = ""
+    effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
+
+
+class GeoTarget(Model):
+    latitude: float = Field(ge=-90, le=90)
+    longitude: float = Field(ge=-180, le=180)
+    max_distance_km: float = Field(default=10.0, gt=0, description="Farthest node accepted")
+
+
+class Placement(Model):
+    """Shoal's hints beside the Kubernetes fields: which clusters, how near to a point."""
+
+    cluster_labels: list[Annotated[str, AfterValidator(_label_constraint)]] = Field(
+        default_factory=list,
+        description="Cluster label constraints (seed 004), e.g. 'location is DE'",
+    )
+    geo: GeoTarget | None = None
+
+
+class PodSpec(_KubernetesPart):
+    """A Kubernetes pod spec (``containers`` required) with ``placement`` hints."""
+
+    containers: list[Container] = Field(min_length=1)
+    initContainers: list[Container] = Field(default_factory=list)
+    nodeSelector: dict[str, str] = Field(default_factory=dict)
+    tolerations: list[Toleration] = Field(default_factory=list)
+    priority: int = Field(default=0, description="Higher is scheduled first")
+    placement: Placement = Field(default_factory=Placement)
+
+    def kubernetes(self) -> dict[str, Any]:
+        """The spec as the member cluster gets it: without Shoal's hints and defaults."""
+        return self.model_dump(mode="json", exclude_unset=True, exclude={"placement"})
+
+
+class PodPhase(StrEnum):
+    Pending = "Pending"
+    Scheduled = "Scheduled"
+    Failed = "Failed"
+
+
+class PodTimings(Model):
+    """Seconds spent per phase (the last attempt's sampling, decision and commit)."""
+
+    queue: float = 0.0
+    sampling: float = 0.0
+    decision: float = 0.0
+    commit: float = 0.0
+
+
+class PodStatus(Model):
+    phase: PodPhase = PodPhase.Pending
+    cluster: str = ""
+    node: str = ""
+    attempts: int = 0
+    reason: str = Field(default="", description="What happened, in words")
+    explanation: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Per phase: clusters asked and answering, nodes sampled, "
+        "filtered out and why, candidates and commit outcomes",
+    )
+    timings: PodTimings = Field(default_factory=PodTimings)
+
+
+class Pod(Kind):
+    api: Literal["scheduling"] = "scheduling"
+    kind: Literal["Pod"] = "Pod"
+    spec: PodSpec
+    status: PodStatus = Field(default_factory=PodStatus)
+
+    plural = "pods"
+    namespaced = True
+    subresources = ("status",)

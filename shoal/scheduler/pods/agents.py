@@ -1,0 +1,132 @@
+"""The cluster agents the scheduler knows: found through the API, marked when they stop answering.
+
+Every Cluster whose status names an agent URL (the agent wrote it there) is
+a member of the fleet pipeline. An agent that misses a deadline or refuses a
+connection is marked and skipped, so it costs at most one deadline; a probe
+of its ``/healthz`` brings it back as soon as it answers again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import orjson
+
+from shoal.model.constraints import LabelConstraint
+from shoal.model.kubernetes import Cluster, ClusterState
+
+log = logging.getLogger(__name__)
+Obj = dict[str, Any]
+PROBE_EVERY = 0.5  # seconds between two probes of a marked agent
+
+
+class AgentError(Exception):
+    """No answer (refused, reset, late); ``sent``: the request may have been acted on."""
+
+    def __init__(self, message: str, sent: bool) -> None:
+        super().__init__(message)
+        self.sent = sent
+
+
+@dataclass
+class AgentRef:
+    cluster: str
+    namespace: str
+    url: str
+    labels: dict[str, str]
+    marked: float | None = None  # monotonic time it stopped answering
+    why: str = ""
+
+
+class Agents:
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self.by_cluster: dict[str, AgentRef] = {}
+        self.registered = asyncio.Event()
+        self._session: aiohttp.ClientSession | None = None
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
+            self._session = aiohttp.ClientSession(connector=connector,
+                                                  json_serialize=lambda o: orjson.dumps(o).decode())
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+
+    # membership ------------------------------------------------------------------
+
+    def cluster_changed(self, cluster: Cluster) -> None:
+        name = cluster.metadata.name
+        url = cluster.status.agent
+        usable = url and cluster.metadata.deleted is None and (
+            cluster.status.state is not ClusterState.OFFLINE)
+        if not usable:
+            self.by_cluster.pop(name, None)
+            return
+        known = self.by_cluster.get(name)
+        labels = dict(cluster.metadata.labels)
+        if known is not None and known.url == url:
+            known.labels = labels
+            return
+        self.by_cluster[name] = AgentRef(name, cluster.metadata.namespace or "default", url, labels)
+        self.registered.set()
+
+    def cluster_deleted(self, cluster: Cluster) -> None:
+        self.by_cluster.pop(cluster.metadata.name, None)
+
+    def live(self, constraints: tuple[str, ...] = ()) -> list[AgentRef]:
+        parsed = [LabelConstraint.parse(text) for text in constraints]
+        return [a for a in self.by_cluster.values()
+                if a.marked is None and all(c.matches(a.labels) for c in parsed)]
+
+    def mark(self, agent: AgentRef, why: str) -> None:
+        if agent.marked is None:
+            log.warning("agent of cluster %s (%s) marked: %s", agent.cluster, agent.url, why)
+            agent.marked = time.monotonic()
+        agent.why = why
+
+    # calls -----------------------------------------------------------------------
+
+    async def post(self, agent: AgentRef, path: str, body: Obj, timeout: float) -> tuple[int, Any]:
+        """POST JSON; an answer of any status, or ``AgentError`` (the agent gets marked)."""
+        try:
+            async with asyncio.timeout(timeout):
+                async with self.session.post(agent.url + path, data=orjson.dumps(body),
+                                             headers={"Content-Type": "application/json"}) as resp:
+                    return resp.status, orjson.loads(await resp.read())
+        except TimeoutError:
+            error = AgentError(f"no answer within {timeout * 1000:.0f} ms", True)
+        except aiohttp.ClientConnectorError as exc:
+            error = AgentError(f"connection refused ({exc.os_error})", False)
+        except (aiohttp.ClientError, orjson.JSONDecodeError) as exc:
+            error = AgentError(f"{type(exc).__name__}: {exc}", True)
+        self.mark(agent, str(error))
+        raise error
+
+    async def probe(self) -> None:
+        """Bring back marked agents that answer ``/healthz`` again; until cancelled."""
+        while True:
+            await asyncio.sleep(PROBE_EVERY)
+            marked = [a for a in self.by_cluster.values() if a.marked is not None]
+            await asyncio.gather(*(self._probe(a) for a in marked))
+
+    async def _probe(self, agent: AgentRef) -> None:
+        try:
+            async with asyncio.timeout(self.timeout):
+                async with self.session.get(agent.url + "/healthz") as resp:
+                    if resp.status != 200:
+                        return
+        except (TimeoutError, aiohttp.ClientError):
+            return
+        log.info("agent of cluster %s answers again", agent.cluster)
+        agent.marked = None
+        agent.why = ""

@@ -1,0 +1,192 @@
+"""The fleet pipeline as a controller: pods from the API, through the phases, status back.
+
+Informers on pods (every namespace) and clusters (for the agents); samplers
+take batches from the queue, sample, decide and commit; the outcome goes to
+the pod's status. Nothing is dropped: a pod ends ``Scheduled`` or, after the
+configured attempts, ``Failed`` with a reason, and every retry waits a
+growing back-off. With ``shards`` > 1 each scheduler takes only its share
+of the pods (by uid), so several schedulers never place the same pod.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import zlib
+from collections import defaultdict
+from typing import Any
+
+from shoal.client.informer import Informer
+from shoal.client.rest import ApiError, Conflict, NotFound, ShoalClient
+from shoal.controllers.base import Controller
+from shoal.model.kubernetes import Cluster
+from shoal.model.pods import Pod, PodPhase, PodTimings
+from shoal.scheduler.config import FleetConfig
+from shoal.scheduler.framework import _make
+from shoal.scheduler.pods.agents import Agents
+from shoal.scheduler.pods.commit import MultiBind, Outcome, describe
+from shoal.scheduler.pods.decision import Decider
+from shoal.scheduler.pods.plugins import SortPlugin
+from shoal.scheduler.pods.queue import PodQueue
+from shoal.scheduler.pods.sampling import Sampler
+from shoal.scheduler.pods.work import PodWork
+
+log = logging.getLogger(__name__)
+NO_AGENT = "waiting: no cluster agent is registered"
+
+
+class FleetPipeline(Controller):
+    def __init__(self, client: ShoalClient, config: FleetConfig | None = None) -> None:
+        super().__init__()
+        self.client = client
+        self.config = config or FleetConfig()
+        self.agents = Agents(self.config.deadline)
+        sort = _make(self.config.sort, "sort", SortPlugin)
+        self.queue = PodQueue(sort.key)
+        self.sampler = Sampler(self.agents, self.config)
+        self.decider = Decider(self.config)
+        self.binder = MultiBind(self.agents, self.config)
+        self.writes = asyncio.Semaphore(self.config.status_writers)
+        self.counts: dict[str, int] = defaultdict(int)
+        self.pods: Informer[Pod] = Informer(client, Pod, on_add=self._pod_seen,
+                                            on_update=lambda old, new: self._pod_seen(new),
+                                            on_delete=self._pod_deleted)
+        self.clusters: Informer[Cluster] = Informer(
+            client, Cluster, on_add=self.agents.cluster_changed,
+            on_update=lambda old, new: self.agents.cluster_changed(new),
+            on_delete=self.agents.cluster_deleted)
+
+    def mine(self, pod: Pod) -> bool:
+        if self.config.shards == 1:
+            return True
+        uid = (pod.metadata.uid or pod.metadata.name).encode()
+        return zlib.crc32(uid) % self.config.shards == self.config.shard
+
+    async def start(self) -> None:
+        await self.start_informers(self.clusters)
+        await self.start_informers(self.pods)
+        self.spawn(self.agents.probe())
+        for _ in range(self.config.samplers):
+            self.spawn(self._sampler())
+
+    async def stop(self) -> None:
+        await super().stop()
+        await self.agents.close()
+
+    # pods from the API -----------------------------------------------------------
+
+    def _pod_seen(self, pod: Pod) -> None:
+        if pod.status.phase is PodPhase.Pending and pod.metadata.deleted is None and self.mine(pod):
+            self.queue.add(PodWork.of(pod))
+
+    def _pod_deleted(self, pod: Pod) -> None:
+        self.queue.remove((pod.metadata.namespace or "default", pod.metadata.name))
+
+    # the pipeline ----------------------------------------------------------------
+
+    async def _sampler(self) -> None:
+        while True:
+            batch = await self.queue.take(self.config.batch)
+            try:
+                await self._run(batch)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a pipeline's top level: the pods go back with a back-off
+                log.exception("fleet pipeline failed on %d pods; re-queued", len(batch))
+                for work in batch:
+                    self._retry(work, "internal error in the scheduler; see its log")
+            finally:
+                for work in batch:
+                    self.queue.done(work.key)
+
+    async def _run(self, batch: list[PodWork]) -> None:
+        now = time.monotonic()
+        for work in batch:
+            work.timings["queue"] = now - work.enqueued
+        if not self.agents.by_cluster:
+            for work in batch:
+                await self._wait_for_agents(work)
+            return
+        groups: dict[tuple[str, ...], list[PodWork]] = defaultdict(list)
+        for work in batch:
+            if work.pinned is None:
+                groups[tuple(work.pod.spec.placement.cluster_labels)].append(work)
+        await asyncio.gather(*(self.sampler.sample(g, c) for c, g in groups.items()))
+        fresh = [w for g in groups.values() for w in g]
+        self.decider.decide([w for w in fresh if self.sampler.enough(w)])
+        outcomes = await asyncio.gather(*(self._attempt(w) for w in batch))
+        for work, outcome in zip(batch, outcomes, strict=True):
+            self._finish(work, outcome)
+
+    async def _attempt(self, work: PodWork) -> Outcome:
+        work.attempts += 1
+        if work.pinned is None and not self.sampler.enough(work):
+            work.candidates = []
+            return Outcome(None, 0, False)
+        return await self.binder.commit(work)
+
+    def _finish(self, work: PodWork, outcome: Outcome) -> None:
+        if outcome.bound is not None:
+            self.counts["scheduled"] += 1
+            self.spawn_write(work, PodPhase.Scheduled, f"bound to {outcome.bound.cluster}/"
+                             f"{outcome.bound.node} at attempt {work.attempts}")
+            return
+        reason = describe(work, outcome)
+        if work.pinned is None and not self.sampler.enough(work):
+            reason = "too few agents answered: " + work.explanation["sampling"]["summary"]
+        self._retry(work, reason)
+
+    def _retry(self, work: PodWork, reason: str) -> None:
+        if work.attempts >= self.config.attempts and work.pinned is None:
+            self.counts["failed"] += 1
+            self.spawn_write(work, PodPhase.Failed,
+                             f"not placed after {work.attempts} attempts: {reason}")
+            return
+        self.counts["retried"] += 1
+        work.explanation["retry"] = reason
+        work.enqueued = time.monotonic()
+        self.queue.add_after(work, self.config.backoff.delay(work.attempts))
+
+    async def _wait_for_agents(self, work: PodWork) -> None:
+        """Not an attempt: the pod waits (with its status saying so) for the first agent."""
+        if work.pod.status.reason != NO_AGENT:
+            self.spawn_write(work, PodPhase.Pending, NO_AGENT)
+        self.queue.add_after(work, 1.0)
+
+    # status ----------------------------------------------------------------------
+
+    def spawn_write(self, work: PodWork, phase: PodPhase, reason: str) -> None:
+        self.spawn(self._write(work, phase, reason))
+
+    async def _write(self, work: PodWork, phase: PodPhase, reason: str) -> None:
+        """Write the outcome; a stale copy is read again (the status is the scheduler's alone)."""
+        pod = work.pod.model_copy(deep=True)
+        status = pod.status
+        status.phase = phase
+        status.attempts = work.attempts
+        status.reason = reason
+        status.explanation = {k: v for k, v in work.explanation.items() if k != "retry"}
+        status.timings = PodTimings(**work.timings)
+        if phase is PodPhase.Scheduled and work.bound is not None:
+            status.cluster, status.node = work.bound.cluster, work.bound.node
+        delay = 0.2
+        async with self.writes:
+            while True:
+                try:
+                    await self.client.update_status(pod)
+                    return
+                except Conflict:
+                    fresh = await self.client.get(Pod, pod.metadata.name, pod.metadata.namespace)
+                    fresh.status = status
+                    pod = fresh
+                except NotFound:
+                    return  # deleted meanwhile: nobody waits for its status
+                except (ApiError, OSError) as error:  # the API is away: keep the outcome
+                    log.warning("status of pod %s/%s: %s; retrying", *work.key, error)
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, 5.0)
+
+    def stats(self) -> dict[str, Any]:
+        return {**self.counts, "queued": len(self.queue), "commits": self.binder.commits,
+                "conflicts": self.binder.conflicts, "agents": len(self.agents.by_cluster)}

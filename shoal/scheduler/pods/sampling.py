@@ -1,0 +1,105 @@
+"""2-smart sampling: ask a random Cp % of the agents for Np of their nodes, each with a deadline.
+
+A batch of pods goes to the same agents in one request per agent (the agents'
+batch route), so a pod costs a fraction of a round trip; pods of one batch
+share a constraint set, and every batch draws its own random clusters. An
+agent late past the deadline costs the deadline once: it is marked and
+skipped until it answers its health probe again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+import time
+from typing import Any
+
+from shoal.scheduler.config import FleetConfig
+from shoal.scheduler.pods.agents import AgentError, AgentRef, Agents
+from shoal.scheduler.pods.work import Candidate, PodWork
+
+Obj = dict[str, Any]
+
+
+def clusters_to_ask(eligible: int, config: FleetConfig) -> int:
+    """Cp % of the eligible clusters, at least ``min_clusters`` (when there are that many)."""
+    wanted = math.ceil(eligible * config.clusters_percent / 100)
+    return min(eligible, max(wanted, config.min_clusters))
+
+
+class Sampler:
+    def __init__(self, agents: Agents, config: FleetConfig) -> None:
+        self.agents = agents
+        self.config = config
+        self.random = random.Random()
+
+    async def sample(self, batch: list[PodWork], constraints: tuple[str, ...]) -> None:
+        """Fill each pod's ``candidates`` (unranked) and ``explanation['sampling']``."""
+        started = time.perf_counter()
+        eligible = self.agents.live(constraints)
+        chosen = self.random.sample(eligible, clusters_to_ask(len(eligible), self.config))
+        body = {"items": [{"pod": w.sample_body(), "nodesToSampleBp": self.config.nodes_bp}
+                          for w in batch]}
+        answers = await asyncio.gather(*(self._ask(a, body) for a in chosen))
+        seconds = time.perf_counter() - started
+        known = len(self.agents.by_cluster)
+        for i, work in enumerate(batch):
+            clusters: dict[str, Obj] = {}
+            work.candidates = []
+            for agent, (answer, items) in zip(chosen, answers, strict=True):
+                if items is None:
+                    clusters[agent.cluster] = {"answer": answer}
+                    continue
+                item = items[i]
+                nodes = item.get("nodes") or []
+                work.candidates.extend(
+                    Candidate(agent.cluster, n["name"], n["score"], n["available"], n["total"])
+                    for n in nodes)
+                rejected = (item.get("explanation") or {}).get("rejected") or {}
+                clusters[agent.cluster] = {"answer": "ok", "eligible": len(nodes),
+                                           "examined": item.get("examined", 0),
+                                           "rejected": rejected}
+            answered = sum(1 for c in clusters.values() if c["answer"] == "ok")
+            work.explanation["sampling"] = {
+                "summary": self._summary(known, len(eligible), clusters, answered,
+                                         len(work.candidates)),
+                "asked": len(chosen), "answered": answered, "clusters": clusters,
+            }
+            work.timings["sampling"] = seconds
+
+    def enough(self, work: PodWork) -> bool:
+        found = work.explanation["sampling"]
+        return bool(found["asked"]) and (
+            found["answered"] >= math.ceil(found["asked"] * self.config.min_answers))
+
+    @staticmethod
+    def _summary(known: int, eligible: int, clusters: dict[str, Obj], answered: int,
+                 nodes: int) -> str:
+        rejected: dict[str, int] = {}
+        examined = 0
+        for item in clusters.values():
+            examined += item.get("examined", 0)
+            for reason, count in (item.get("rejected") or {}).items():
+                rejected[reason] = rejected.get(reason, 0) + count
+        text = (f"{len(clusters)} of {eligible} eligible clusters asked ({known} with an agent), "
+                f"{answered} answered; {nodes} of {examined} examined nodes eligible")
+        if rejected:
+            text += ": " + ", ".join(f"{n} {r}" for r, n in sorted(rejected.items(),
+                                                                     key=lambda kv: -kv[1]))
+        late = [name for name, item in clusters.items() if item["answer"] != "ok"]
+        if late:
+            text += f"; no answer from {', '.join(sorted(late))}"
+        return text
+
+    async def _ask(self, agent: AgentRef, body: Obj) -> tuple[str, list[Obj] | None]:
+        path = f"/samples/{self.config.strategy}/batch"
+        try:
+            status, answer = await self.agents.post(agent, path, body, self.config.deadline)
+        except AgentError as error:
+            return str(error), None
+        if status != 200:
+            detail = answer.get("detail", "") if isinstance(answer, dict) else ""
+            return f"{status} {detail}".strip(), None
+        items: list[Obj] = answer["items"]
+        return "ok", items

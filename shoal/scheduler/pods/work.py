@@ -1,0 +1,63 @@
+"""One pod on its way through the pipeline, and what each phase found out about it."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from shoal.agent.resources import Amounts, pod_requests
+from shoal.model.pods import Pod
+
+Key = tuple[str, str]  # namespace, name
+Obj = dict[str, Any]
+
+
+@dataclass(slots=True)
+class Candidate:
+    cluster: str
+    node: str
+    score: float
+    available: Amounts
+    total: Amounts
+
+
+@dataclass
+class PodWork:
+    pod: Pod
+    requests: Amounts
+    attempts: int = 0
+    enqueued: float = field(default_factory=time.monotonic)
+    timings: dict[str, float] = field(default_factory=dict)
+    explanation: Obj = field(default_factory=dict)
+    candidates: list[Candidate] = field(default_factory=list)
+    pinned: Candidate | None = None  # a commit whose outcome is unknown: only it is retried
+    bound: Candidate | None = None
+
+    @classmethod
+    def of(cls, pod: Pod) -> PodWork:
+        spec = pod.spec.model_dump(include={"containers", "initContainers", "overhead"})
+        return cls(pod, pod_requests(spec))
+
+    @property
+    def key(self) -> Key:
+        return (self.pod.metadata.namespace or "default", self.pod.metadata.name)
+
+    def body(self) -> Obj:
+        """The pod as the agents read it (and the member cluster gets it)."""
+        meta = self.pod.metadata
+        return {"metadata": {"name": meta.name, "namespace": meta.namespace or "default",
+                             "uid": meta.uid or "", "labels": dict(meta.labels)},
+                "spec": self.pod.spec.kubernetes()}
+
+    def sample_body(self) -> Obj:
+        """As ``body``, with the geo target in the labels the agent's geo plugin reads."""
+        body = self.body()
+        geo = self.pod.spec.placement.geo
+        if geo is not None:
+            body["metadata"]["labels"] = {
+                **body["metadata"]["labels"],
+                "shoal.dev/target-lat-long": f"{geo.latitude}_{geo.longitude}",
+                "shoal.dev/max-distance-km": f"{geo.max_distance_km:g}",
+            }
+        return body

@@ -1,0 +1,82 @@
+"""Fleet pods end to end: agents on sim clusters, registered through the API; pod builders.
+
+``shoal up``, the tests and ``bench/fleet.py`` start agents the same way: each
+sim cluster registered as a Cluster, one agent per cluster serving on the
+running loop, its URL written into the cluster's status by the agent's own
+registration code.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from shoal.agent.config import AgentConfig
+from shoal.agent.register import set_agent_url
+from shoal.agent.server import AgentServer, start_agent
+from shoal.client.rest import NotFound, ShoalClient
+from shoal.model.base import Metadata
+from shoal.model.kubernetes import Cluster, ClusterSpec
+from shoal.model.pods import Container, GeoTarget, Placement, Pod, PodSpec, ResourceRequirements
+from shoal.sim.server import SimServer
+
+NS = "default"
+
+
+@dataclass
+class FleetAgents:
+    """The agents started for a fleet, by cluster name."""
+
+    client: ShoalClient
+    servers: dict[str, AgentServer] = field(default_factory=dict)
+
+    async def start(self, sim: SimServer, name: str, **config: Any) -> AgentServer:
+        server = await start_agent(sim.fleet.kubeconfig(name), AgentConfig(cluster=name, **config))
+        self.servers[name] = server
+        await set_agent_url(self.client, name, NS, server.url)
+        return server
+
+    async def stop(self, name: str, unregister: bool = False) -> None:
+        server = self.servers.pop(name)
+        await server.stop()
+        if unregister:
+            await set_agent_url(self.client, name, NS, "")
+
+    async def close(self) -> None:
+        for name in list(self.servers):
+            await self.stop(name)
+
+
+async def register_clusters(client: ShoalClient, sim: SimServer,
+                            labels: dict[str, dict[str, str]] | None = None) -> None:
+    """Every sim cluster as a Cluster in namespace ``default`` (kept when it exists)."""
+    for name in sim.fleet.clusters:
+        cluster = Cluster(
+            metadata=Metadata(name=name, namespace=NS, labels=(labels or {}).get(name, {})),
+            spec=ClusterSpec(kubeconfig=sim.fleet.kubeconfig(name)),
+        )
+        try:
+            await client.get(Cluster, name, NS)
+        except NotFound:
+            await client.create(cluster)
+
+
+async def start_agents(client: ShoalClient, sim: SimServer, **config: Any) -> FleetAgents:
+    """Register the sim's clusters and start one registered agent per cluster."""
+    await register_clusters(client, sim)
+    agents = FleetAgents(client)
+    for name in sim.fleet.clusters:
+        await agents.start(sim, name, **config)
+    return agents
+
+
+def pod(name: str, cpu: str = "100m", memory: str = "128Mi", *, priority: int = 0,
+        clusters: list[str] | None = None, near: tuple[float, float] | None = None,
+        max_km: float = 10.0, **spec: Any) -> Pod:
+    """A fleet pod with one container requesting ``cpu`` and ``memory``."""
+    container = Container(name="c", image="nginx",
+                          resources=ResourceRequirements(requests={"cpu": cpu, "memory": memory}))
+    geo = GeoTarget(latitude=near[0], longitude=near[1], max_distance_km=max_km) if near else None
+    return Pod(metadata=Metadata(name=name, namespace=NS),
+               spec=PodSpec(containers=[container], priority=priority,
+                            placement=Placement(cluster_labels=clusters or [], geo=geo), **spec))
