@@ -239,7 +239,8 @@ KIND_GROUPS: dict[type[Kind], typer.Typer] = {entry.kind: kind_group(entry) for 
 
 def install(root: typer.Typer) -> None:
     """Add ``shoal kube|core|infra …`` (``shoal kube app explain|dryrun`` come with them)."""
-    from shoal.cli import kube  # noqa: F401  (adds explain and dryrun to shoal kube app)
+    # kind-specific commands: explain and dryrun of shoal kube app, explain of shoal fleet pod
+    from shoal.cli import fleet, kube  # noqa: F401
 
     for group_name, help in GROUPS.items():
         group = new_group(help)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, get_args
 
 from shoal.cli.errors import CliError
+from shoal.cli.podspec import POD_FLAGS, pod_spec
 from shoal.model.base import Kind
 from shoal.model.core import (
     GlobalMetric,
@@ -26,6 +27,7 @@ from shoal.model.core import (
 )
 from shoal.model.infrastructure import Cloud, GlobalCloud
 from shoal.model.kubernetes import Application, Cluster
+from shoal.model.pods import Pod
 
 # the table ---------------------------------------------------------------------
 
@@ -521,12 +523,21 @@ CLUSTER = KindCommands(
     ),
 )
 
+# fleet pods (flags and how they make a spec: shoal.cli.podspec) ------------------
+
+POD = KindCommands(
+    Pod, "fleet", "pod", "fleet pods", "Pod name.",
+    (Verb("create", "Create a pod for the fleet scheduler (from flags or a Kubernetes pod)."),),
+    (*(flag(*row[:4], **row[4]) for row in POD_FLAGS), label(CREATE)), ("pods",), finish=pod_spec,
+)
+
 # the table ---------------------------------------------------------------------
 
 GROUPS: dict[str, str] = {
     "kube": "Applications and clusters (kubernetes).",
     "core": "Metrics, metrics providers, roles and role bindings (core).",
     "infra": "Clouds that clusters are created on (infrastructure).",
+    "fleet": "Pods placed onto nodes across the fleet by cluster agents (scheduling).",
 }
 """``shoal GROUP``: one per API group, as in Krake's ``rok``."""
 
@@ -555,6 +566,7 @@ TABLE: tuple[KindCommands, ...] = (
     ROLE_BINDING,
     _cloud(GlobalCloud, "gc", ("globalcloud",), "global clouds"),
     _cloud(Cloud, "cloud", (), "clouds"),
+    POD,
 )
 
 BY_KIND: dict[type[Kind], KindCommands] = {entry.kind: entry for entry in TABLE}

@@ -55,6 +55,7 @@ EXTENSIONS: list[Extension] = [
             "kube": "Applications and clusters (kubernetes).",
             "core": "Metrics, metrics providers, roles and role bindings (core).",
             "infra": "Clouds that clusters are created on (infrastructure).",
+            "fleet": "Pods placed onto nodes across the fleet by cluster agents (scheduling).",
         },
     ),
     Extension(
@@ -75,6 +76,11 @@ EXTENSIONS: list[Extension] = [
         "shoal.sim.cli",
         "sim",
         {"sim": "Simulated Kubernetes clusters (like KWOK) for demos, tests and benchmarks."},
+    ),
+    Extension(
+        "shoal.cli.agent",
+        None,
+        {"agent": "Run the cluster agent of one cluster (fleet pods: sample and commit)."},
     ),
     Extension(
         "shoal.cli.reschedule",
