@@ -7,8 +7,8 @@ from tests.security.conftest import Secured, application, binding, eventually, g
 
 async def test_without_credentials_every_route_but_health_is_401(secured: Secured) -> None:
     anonymous = secured.anonymous
-    for path in ("/healthz", "/readyz"):
-        assert (await anonymous.get(path)).status_code == 200
+    for path in ("/healthz", "/readyz", "/ui/"):
+        assert (await anonymous.get(path)).status_code == 200  # the dashboard's files: no data
     for path in (
         "/metrics",
         "/openapi.json",

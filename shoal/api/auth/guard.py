@@ -22,7 +22,7 @@ from shoal.api.auth.authn import Authenticator, Unauthenticated, User, authentic
 from shoal.api.auth.limits import PerUser
 from shoal.api.auth.rbac import Authorizer, Grant
 from shoal.api.auth.secrets import Path_, paths_of_resource, redact
-from shoal.api.auth.target import ANY_USER, BATCHES, PUBLIC, Target, target
+from shoal.api.auth.target import ANY_USER, BATCHES, PUBLIC, PUBLIC_PREFIX, Target, target
 from shoal.api.errors import problem
 
 Scope = MutableMapping[str, Any]
@@ -47,7 +47,13 @@ class Guard:
         return self.authz.mode == "RBAC"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in PUBLIC:
+        if scope["type"] == "lifespan":
+            await self.app(scope, receive, send)
+            return
+        if scope["type"] != "http":  # no websocket route exists: none goes round the checks
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        if scope["path"] in PUBLIC or scope["path"].startswith(PUBLIC_PREFIX):
             await self.app(scope, receive, send)
             return
         method: str = scope["method"]

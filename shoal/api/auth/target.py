@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from shoal.model import registry
 
 # Paths anyone may read, and paths any authenticated user may read (no tenant data).
-PUBLIC = frozenset({"/healthz", "/readyz"})
+PUBLIC = frozenset({"/healthz", "/readyz", "/ui"})
+PUBLIC_PREFIX = "/ui/"  # the dashboard's static files; each API call it makes needs a token
 ANY_USER = frozenset({"/metrics", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
 
 # Batch routes: each item is the subresource update of one application in its namespace.
