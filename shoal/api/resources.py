@@ -194,6 +194,9 @@ class Resources:
             status["scheduler_retries"] = None
             if binding.explanation is not None:
                 status["scheduling"] = binding.explanation
+            owners = data["metadata"].setdefault("owners", [])
+            if cluster not in owners:
+                owners.append(cluster)  # as Krake's API does; its controllers rely on it
 
         return await self.swap_json(Application, name, namespace, binding.resource_version, bind)
 
