@@ -30,8 +30,9 @@ class FleetAgents:
     client: ShoalClient
     servers: dict[str, AgentServer] = field(default_factory=dict)
 
-    async def start(self, sim: SimServer, name: str, **config: Any) -> AgentServer:
-        server = await start_agent(sim.fleet.kubeconfig(name), AgentConfig(cluster=name, **config))
+    async def start(self, sim: SimServer, name: str, port: int = 0, **config: Any) -> AgentServer:
+        server = await start_agent(sim.fleet.kubeconfig(name), AgentConfig(cluster=name, **config),
+                                   port=port)
         self.servers[name] = server
         await set_agent_url(self.client, name, NS, server.url)
         return server
