@@ -41,9 +41,8 @@ from shoal.cli.verbs import (
 from shoal.model.base import Kind
 from shoal.model.catalog import entry_of
 
-PAIR_OPTIONS = tuple(
-    sorted({f.long for e in TABLE for f in e.flags if f.read in ("metric", "global_metric")})
-)
+_PAIRS = ("metric", "global_metric", "pairs")
+PAIR_OPTIONS = tuple(sorted({f.long for e in TABLE for f in e.flags if f.read in _PAIRS}))
 LIST_OPTIONS = tuple(sorted({f.long for e in TABLE for f in e.flags if f.read == "numbers"}))
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, get_args
 
-from shoal.cli.errors import CliError
+from shoal.cli.errors import CliError, did_you_mean
 from shoal.cli.podspec import POD_FLAGS, pod_spec
 from shoal.model.base import Kind
 from shoal.model.core import (
@@ -174,12 +174,29 @@ def _provider_section(entry: KindCommands, data: dict[str, Any]) -> None:
             spec.pop(other, None)
         spec["type"] = ptype
     current = str(spec.get("type"))
+    edits = {k: given.pop(k) for k in ("set_metrics", "unset_metrics") if k in given}
     misplaced = sorted(set(given) - SECTION_FIELDS.get(current, set(given)))
     if misplaced:
         names = {f.path.rpartition(".")[2]: f.long for f in entry.flags}
         flags = ", ".join(names[m] for m in misplaced)
         raise CliError(f"{flags} do(es) not apply to a {current} provider")
     spec[current] = {**(spec.get(current) or {}), **given}
+    if edits:
+        _edit_metrics(current, spec[current], edits)
+
+
+def _edit_metrics(ptype: str, section: dict[str, Any], edits: dict[str, Any]) -> None:
+    """``--set-metric``/``--unset-metric``: change single values of a static provider."""
+    if ptype != "static":
+        raise CliError(f"--set-metric and --unset-metric apply to a static provider, not {ptype}")
+    metrics = dict(section.get("metrics") or {})
+    metrics.update(edits.get("set_metrics") or {})
+    for name in edits.get("unset_metrics") or ():
+        if name not in metrics:
+            hint = did_you_mean(name, metrics)
+            raise CliError(f"--unset-metric: the provider has no metric {name!r}{hint}")
+        del metrics[name]
+    section["metrics"] = metrics
 
 
 PROVIDER_FLAGS = (
@@ -218,6 +235,21 @@ PROVIDER_FLAGS = (
         many=True,
         read="pairs",
         update_help="Static metrics (replace all): --metric NAME VALUE.",
+    ),
+    flag(
+        "--set-metric",
+        "spec.section.set_metrics",
+        "Set one static metric, keep the others: --set-metric NAME=VALUE (repeatable).",
+        many=True,
+        read="pairs",
+        verbs=UPDATE,
+    ),
+    flag(
+        "--unset-metric",
+        "spec.section.unset_metrics",
+        "Remove one static metric: --unset-metric NAME (repeatable).",
+        many=True,
+        verbs=UPDATE,
     ),
     LABEL,
 )

@@ -8,6 +8,7 @@ import typer
 
 from shoal.cli.commands import KIND_GROUPS, apply_flags, flag_param, read_flags
 from shoal.cli.config import run
+from shoal.cli.errors import CliError
 from shoal.cli.inputs import read_mappings
 from shoal.cli.kinds import APPLICATION, CLUSTER_CONSTRAINTS, MANIFEST
 from shoal.cli.names import DEFAULT_NAMESPACE
@@ -86,37 +87,56 @@ def app_explain(
 
 
 def _dryrun(
-    ctx: typer.Context, file: str, name: str, namespace: str, output: Output, **values: Any
+    ctx: typer.Context,
+    application: str | None,
+    file: str | None,
+    name: str | None,
+    namespace: str,
+    output: Output,
+    **values: Any,
 ) -> None:
-    docs = read_mappings(file)
-    if len(docs) == 1 and docs[0].get("kind") == "Application":
-        data = docs[0]
-        data.setdefault("metadata", {}).setdefault("name", name)
-    else:
-        data = {**new_object(Application, name, namespace, {}), "spec": {}}
-        given = read_flags((MANIFEST, *CLUSTER_CONSTRAINTS), {**values, "file": file})
+    """A dry run of the stored application NAME, or of -f FILE; -L/-M/-R replace constraints."""
+    given = read_flags(CLUSTER_CONSTRAINTS, values)
+    if file is None and application is None:
+        raise CliError("give the NAME of an application, or -f FILE (an Application or a manifest)")
+    data: dict[str, Any] | None = None
+    if file is not None:
+        docs = read_mappings(file)
+        if len(docs) == 1 and docs[0].get("kind") == "Application":
+            data = docs[0]
+            data.setdefault("metadata", {}).setdefault("name", application or name or "dryrun")
+        else:
+            data = {**new_object(Application, application or name or "dryrun", namespace, {})}
+            data["spec"] = {}
+            given = read_flags((MANIFEST,), {"file": file}) + given
         apply_flags(APPLICATION, data, given)
 
     async def work(client: Any) -> dict[str, Any]:
+        body = data
+        if body is None:
+            stored = await client.get(Application, application, namespace)
+            body = stored.model_dump(mode="json", include={"api", "kind", "metadata", "spec"})
+            apply_flags(APPLICATION, body, given)
         path = f"/scheduling/namespaces/{namespace}/dryrun"
-        result: dict[str, Any] = await client.request("POST", path, body=data)
+        result: dict[str, Any] = await client.request("POST", path, body=body)
         return result
 
-    _show_explanation(run(ctx, work), output, "dry run")
+    title = f"dry run of {application}" if application else "dry run"
+    _show_explanation(run(ctx, work), output, title)
 
 
 _CREATE = APPLICATION.verbs[0]
-_DRYRUN_FILE = "Application (YAML/JSON object) or a manifest with -L/-M/-R."
+_DRYRUN_FILE = "Application (YAML/JSON object) or a manifest with -L/-M/-R; without it, NAME's."
+_DRYRUN_NAME = "An existing application (what-if with -L/-M/-R), or the name for -f."
 applications.command(
     "dryrun", help="Where would this application be placed now, and why? Binds nothing."
 )(
     command(
         [
             CTX,
-            param("file", str, typer.Option(..., "-f", "--file", help=_DRYRUN_FILE)),
-            param(
-                "name", str, typer.Option("dryrun", "--name", help="Name, when -f is a manifest.")
-            ),
+            param("application", str | None, typer.Argument(None, help=_DRYRUN_NAME)),
+            param("file", str | None, typer.Option(None, "-f", "--file", help=_DRYRUN_FILE)),
+            param("name", str | None, typer.Option(None, "--name", hidden=True)),
             namespace(),
             *(flag_param(flag, _CREATE) for flag in CLUSTER_CONSTRAINTS),
             output(),

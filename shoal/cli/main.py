@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import importlib
 import logging
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -31,7 +30,7 @@ import click
 
 from shoal.cli import generic
 from shoal.cli.config import CliState
-from shoal.cli.errors import ENV_DEBUG, FriendlyGroup, errors_handled
+from shoal.cli.errors import FriendlyGroup, errors_handled
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +139,9 @@ class Typed(click.Command):
         from typer._click.shell_completion import _resolve_context, _resolve_incomplete
 
         args = list(ctx.args)
-        obj = {"obj": ctx.find_root().obj}
+        root = ctx.find_root()
+        state = root.obj or CliState(api=root.params.get("api"))  # no callback ran
+        obj = {"obj": state}
         sub = _resolve_context(self._typer_command(), obj, ctx.command_path, args)
         target, incomplete = _resolve_incomplete(sub, args, incomplete)
         found = target.shell_complete(sub, incomplete)
@@ -193,8 +194,6 @@ class Root(FriendlyGroup, click.Group):
 @click.pass_context
 def app(ctx: click.Context, api: str | None, debug: bool) -> None:
     """Shoal: place applications on a fleet of Kubernetes clusters."""
-    if debug:
-        os.environ[ENV_DEBUG] = "1"  # typer's commands have their own contexts
     ctx.obj = CliState(api=api, debug=debug)
 
 
