@@ -13,8 +13,10 @@ from shoal.model.base import Metadata
 from shoal.model.core import (
     GlobalMetric,
     GlobalMetricsProvider,
+    Metric,
     MetricProviderRef,
     MetricSpec,
+    MetricsProvider,
     MetricsProviderSpec,
     StaticSpec,
 )
@@ -49,6 +51,14 @@ def provider(name: str, metrics: dict[str, float]) -> GlobalMetricsProvider:
     )
 
 
+def namespaced_provider(name: str, metrics: dict[str, float]) -> MetricsProvider:
+    """A static provider in ``NS`` serving ``metrics``: only Metrics of ``NS`` read it."""
+    return MetricsProvider(
+        metadata=Metadata(name=name, namespace=NS),
+        spec=MetricsProviderSpec(type="static", static=StaticSpec(metrics=metrics)),
+    )
+
+
 def metric(
     name: str,
     provider_name: str = "static",
@@ -63,6 +73,14 @@ def metric(
         spec=MetricSpec(
             min=lo, max=hi, provider=MetricProviderRef(name=provider_name, metric=key or name)
         ),
+    )
+
+
+def namespaced_metric(name: str, provider_name: str, key: str) -> Metric:
+    """A Metric in ``NS`` in [0, 1] read from the provider ``provider_name`` of ``NS``."""
+    return Metric(
+        metadata=Metadata(name=name, namespace=NS),
+        spec=MetricSpec(min=0, max=1, provider=MetricProviderRef(name=provider_name, metric=key)),
     )
 
 

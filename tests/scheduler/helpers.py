@@ -30,6 +30,8 @@ from shoal.testing.fleet import (  # noqa: F401
     app,
     cluster,
     metric,
+    namespaced_metric,
+    namespaced_provider,
     provider,
     register,
 )

@@ -10,46 +10,30 @@ from shoal.api.server import ApiServer
 from shoal.client.rest import ShoalClient
 from shoal.model.base import ReasonCode
 from shoal.model.kubernetes import Application, ApplicationState, Cluster, ClusterState
-from tests.scheduler.helpers import (
-    NS,
-    app,
-    bound_to,
-    cloud,
-    cluster,
-    fast_config,
-    get_app,
-    global_cloud,
-    metric,
-    provider,
-    register,
-    running,
-    set_static,
-    static_metrics,
-    wait_bound,
-)
+from tests.scheduler import helpers as h
 from tests.util import wait_for
 
 
 async def test_label_constraints(api: ApiServer, client: ShoalClient) -> None:
-    await register(client, cluster("c-de", labels={"location": "DE", "tier": "gold"}))
-    await register(client, cluster("c-fr", labels={"location": "FR", "tier": "gold"}))
-    await register(client, cluster("c-bare"))
-    async with running(api.url):
-        await client.create(app("de", labels=["location is DE", "tier in (gold, silver)"]))
-        await client.create(app("not-de", labels=["location != DE"]))
-        await client.create(app("not-in", labels=["location not in (DE)"]))
-        assert await wait_bound(client, "de") == "c-de"
+    await h.register(client, h.cluster("c-de", labels={"location": "DE", "tier": "gold"}))
+    await h.register(client, h.cluster("c-fr", labels={"location": "FR", "tier": "gold"}))
+    await h.register(client, h.cluster("c-bare"))
+    async with h.running(api.url):
+        await client.create(h.app("de", labels=["location is DE", "tier in (gold, silver)"]))
+        await client.create(h.app("not-de", labels=["location != DE"]))
+        await client.create(h.app("not-in", labels=["location not in (DE)"]))
+        assert await h.wait_bound(client, "de") == "c-de"
         # A cluster lacking the label matches no constraint on it, negative ones included.
-        assert await wait_bound(client, "not-de") == "c-fr"
-        assert await wait_bound(client, "not-in") == "c-fr"
-        await client.create(app("nowhere", labels=["zone is a"]))
+        assert await h.wait_bound(client, "not-de") == "c-fr"
+        assert await h.wait_bound(client, "not-in") == "c-fr"
+        await client.create(h.app("nowhere", labels=["zone is a"]))
 
         async def pending() -> bool:
-            a = await get_app(client, "nowhere")
+            a = await h.get_app(client, "nowhere")
             return a.status.reason is not None
 
         await wait_for(pending, message="nowhere pending")
-        a = await get_app(client, "nowhere")
+        a = await h.get_app(client, "nowhere")
         assert a.status.scheduled_to is None
         assert a.status.state is ApplicationState.PENDING
         assert a.status.reason is not None
@@ -59,61 +43,61 @@ async def test_label_constraints(api: ApiServer, client: ShoalClient) -> None:
 
 async def test_metric_constraint_uses_raw_value(api: ApiServer, client: ShoalClient) -> None:
     # Raw values 7 and 3 on [0, 10]: normalised 0.7 and 0.3 would fail "> 5" for both.
-    await client.create(provider("static", {"m7": 7.0, "m3": 3.0}))
-    await client.create(metric("m7", hi=10))
-    await client.create(metric("m3", hi=10))
-    await register(client, cluster("seven", metrics={"m7": 1}))
-    await register(client, cluster("three", metrics={"m3": 1}))
-    async with running(api.url):
-        await client.create(app("big", metrics=["m7 > 5"]))
-        await client.create(app("small", metrics=["m3 <= 3"]))
-        assert await wait_bound(client, "big") == "seven"
-        assert await wait_bound(client, "small") == "three"
+    await client.create(h.provider("static", {"m7": 7.0, "m3": 3.0}))
+    await client.create(h.metric("m7", hi=10))
+    await client.create(h.metric("m3", hi=10))
+    await h.register(client, h.cluster("seven", metrics={"m7": 1}))
+    await h.register(client, h.cluster("three", metrics={"m3": 1}))
+    async with h.running(api.url):
+        await client.create(h.app("big", metrics=["m7 > 5"]))
+        await client.create(h.app("small", metrics=["m3 <= 3"]))
+        assert await h.wait_bound(client, "big") == "seven"
+        assert await h.wait_bound(client, "small") == "three"
 
 
 async def test_custom_resource_constraint(api: ApiServer, client: ShoalClient) -> None:
-    await register(client, cluster("plain"))
-    await register(client, cluster("crd", crds=["certificates.cert-manager.io"]))
-    async with running(api.url):
+    await h.register(client, h.cluster("plain"))
+    await h.register(client, h.cluster("crd", crds=["certificates.cert-manager.io"]))
+    async with h.running(api.url):
         for i in range(5):
-            await client.create(app(f"a{i}", crds=["certificates.cert-manager.io"]))
+            await client.create(h.app(f"a{i}", crds=["certificates.cert-manager.io"]))
         for i in range(5):
-            assert await wait_bound(client, f"a{i}") == "crd"
+            assert await h.wait_bound(client, f"a{i}") == "crd"
 
 
 # --- ranking ---------------------------------------------------------------------------
 
 
 async def test_clusters_with_metrics_preferred(api: ApiServer, client: ShoalClient) -> None:
-    await static_metrics(client, {"low": 0.01})
+    await h.static_metrics(client, {"low": 0.01})
     for i in range(3):
-        await register(client, cluster(f"bare{i}"))
-    await register(client, cluster("metered", metrics={"low": 1}))
-    async with running(api.url):
+        await h.register(client, h.cluster(f"bare{i}"))
+    await h.register(client, h.cluster("metered", metrics={"low": 1}))
+    async with h.running(api.url):
         for i in range(5):
-            await client.create(app(f"a{i}"))
+            await client.create(h.app(f"a{i}"))
         for i in range(5):
-            assert await wait_bound(client, f"a{i}") == "metered"
-        a = await get_app(client, "a0")
+            assert await h.wait_bound(client, f"a{i}") == "metered"
+        a = await h.get_app(client, "a0")
         assert a.status.scheduling is not None
         assert "3 without metrics" in a.status.scheduling["summary"]
 
 
 async def test_score_formula_with_stickiness(api: ApiServer, client: ShoalClient) -> None:
     """Current cluster (0.1·1 + 0.5·1)/(0.1 + 1) ≈ 0.545 loses to another at 0.6."""
-    await static_metrics(client, {"m-a": 0.5, "m-b": 0.6})
-    await register(client, cluster("a", metrics={"m-a": 1}))
-    async with running(api.url, fast_config(reschedule_after=0.3)):
-        await client.create(app("web"))
-        assert await wait_bound(client, "web") == "a"
-        first = await get_app(client, "web")
-        await register(client, cluster("b", metrics={"m-b": 1}))
+    await h.static_metrics(client, {"m-a": 0.5, "m-b": 0.6})
+    await h.register(client, h.cluster("a", metrics={"m-a": 1}))
+    async with h.running(api.url, h.fast_config(reschedule_after=0.3)):
+        await client.create(h.app("web"))
+        assert await h.wait_bound(client, "web") == "a"
+        first = await h.get_app(client, "web")
+        await h.register(client, h.cluster("b", metrics={"m-b": 1}))
 
         async def moved() -> bool:
-            return await bound_to(client, "web") == "b"
+            return await h.bound_to(client, "web") == "b"
 
         await wait_for(moved, timeout=5, message="migration to b")
-        a = await get_app(client, "web")
+        a = await h.get_app(client, "web")
         assert a.status.scheduling is not None
         ranking = {r["cluster"]: r for r in a.status.scheduling["ranking"]}
         assert ranking["b"]["score"] == pytest.approx(0.6)
@@ -131,16 +115,16 @@ async def test_score_formula_with_stickiness(api: ApiServer, client: ShoalClient
 
 async def test_stickiness_keeps_small_changes(api: ApiServer, client: ShoalClient) -> None:
     """0.54 < (0.1 + 0.5)/1.1: the application stays, and nothing is written."""
-    await static_metrics(client, {"m-a": 0.5, "m-b": 0.54})
-    await register(client, cluster("a", metrics={"m-a": 1}))
-    async with running(api.url, fast_config(reschedule_after=0.2)) as sch:
-        await client.create(app("web"))
-        assert await wait_bound(client, "web") == "a"
-        before = await get_app(client, "web")
-        await register(client, cluster("b", metrics={"m-b": 1}))
+    await h.static_metrics(client, {"m-a": 0.5, "m-b": 0.54})
+    await h.register(client, h.cluster("a", metrics={"m-a": 1}))
+    async with h.running(api.url, h.fast_config(reschedule_after=0.2)) as sch:
+        await client.create(h.app("web"))
+        assert await h.wait_bound(client, "web") == "a"
+        before = await h.get_app(client, "web")
+        await h.register(client, h.cluster("b", metrics={"m-b": 1}))
         passes = sch.passes
         await wait_for(lambda: sch.passes >= passes + 3, message="three reschedule passes")
-        after = await get_app(client, "web")
+        after = await h.get_app(client, "web")
         assert after.status.scheduled_to is not None and after.status.scheduled_to.name == "a"
         assert after.metadata.resource_version == before.metadata.resource_version
 
@@ -148,24 +132,24 @@ async def test_stickiness_keeps_small_changes(api: ApiServer, client: ShoalClien
 async def test_periodic_rescheduling_migrates_despite_status_writes(
     api: ApiServer, client: ShoalClient
 ) -> None:
-    await static_metrics(client, {"m-a": 0.8, "m-b": 0.2})
-    await register(client, cluster("a", metrics={"m-a": 1}))
-    await register(client, cluster("b", metrics={"m-b": 1}))
-    async with running(api.url, fast_config(reschedule_after=1.0, metrics_refresh=0.1)):
-        await client.create(app("web"))
-        assert await wait_bound(client, "web") == "a"
+    await h.static_metrics(client, {"m-a": 0.8, "m-b": 0.2})
+    await h.register(client, h.cluster("a", metrics={"m-a": 1}))
+    await h.register(client, h.cluster("b", metrics={"m-b": 1}))
+    async with h.running(api.url, h.fast_config(reschedule_after=1.0, metrics_refresh=0.1)):
+        await client.create(h.app("web"))
+        assert await h.wait_bound(client, "web") == "a"
         # A better cluster appears; only the periodic pass can move the app there (a new
         # cluster wakes waiting applications only, and its metric value is known already).
-        await set_static(client, {"m-c": 0.95})
-        await client.create(metric("m-c"))
+        await h.set_static(client, {"m-c": 0.95})
+        await client.create(h.metric("m-c"))
         await asyncio.sleep(0.4)
-        await register(client, cluster("c", metrics={"m-c": 1}))
+        await h.register(client, h.cluster("c", metrics={"m-c": 1}))
         stop = asyncio.Event()
 
         async def chatter() -> None:
             n = 0
             while not stop.is_set():
-                a = await get_app(client, "web")
+                a = await h.get_app(client, "web")
                 n += 1
                 a.status.container_health.running_pods = n
                 a.status.running_on = a.status.scheduled_to
@@ -178,7 +162,7 @@ async def test_periodic_rescheduling_migrates_despite_status_writes(
             started = loop.time()
 
             async def moved() -> bool:
-                return await bound_to(client, "web") == "c"
+                return await h.bound_to(client, "web") == "c"
 
             await wait_for(moved, timeout=4, message="periodic migration to c")
             assert loop.time() - started < 3.0
@@ -187,20 +171,20 @@ async def test_periodic_rescheduling_migrates_despite_status_writes(
             await task
 
         # Metric values change: the cache notices within metrics_refresh and b now wins.
-        await set_static(client, {"m-a": 0.1, "m-c": 0.1, "m-b": 0.9})
+        await h.set_static(client, {"m-a": 0.1, "m-c": 0.1, "m-b": 0.9})
 
         async def to_b() -> bool:
-            return await bound_to(client, "web") == "b"
+            return await h.bound_to(client, "web") == "b"
 
         await wait_for(to_b, timeout=4, message="migration to b after metric change")
 
 
 async def test_spec_update_rebinds_on_same_cluster(api: ApiServer, client: ShoalClient) -> None:
-    await register(client, cluster("only", labels={"location": "DE"}))
-    async with running(api.url):
-        await client.create(app("web"))
-        await wait_bound(client, "web")
-        first = await get_app(client, "web")
+    await h.register(client, h.cluster("only", labels={"location": "DE"}))
+    async with h.running(api.url):
+        await client.create(h.app("web"))
+        await h.wait_bound(client, "web")
+        first = await h.get_app(client, "web")
         assert first.status.kube_controller_triggered is not None
         assert first.metadata.modified is not None
         assert first.status.kube_controller_triggered >= first.metadata.modified
@@ -211,7 +195,7 @@ async def test_spec_update_rebinds_on_same_cluster(api: ApiServer, client: Shoal
         assert updated.metadata.modified > updated.status.kube_controller_triggered
 
         async def retriggered() -> Application | None:
-            a = await get_app(client, "web")
+            a = await h.get_app(client, "web")
             t = a.status.kube_controller_triggered
             return a if t is not None and a.metadata.modified and t >= a.metadata.modified else None
 
@@ -221,45 +205,45 @@ async def test_spec_update_rebinds_on_same_cluster(api: ApiServer, client: Shoal
 
 
 async def test_migration_false_pins(api: ApiServer, client: ShoalClient) -> None:
-    await static_metrics(client, {"m-a": 0.3, "m-b": 0.1})
-    await register(client, cluster("a", metrics={"m-a": 1}))
-    await register(client, cluster("b", metrics={"m-b": 1}))
-    async with running(api.url, fast_config(reschedule_after=0.2, metrics_refresh=0.1)) as sch:
-        await client.create(app("pinned", migration=False))
-        await client.create(app("free"))
-        assert await wait_bound(client, "pinned") == "a"
-        assert await wait_bound(client, "free") == "a"
-        await set_static(client, {"m-a": 0.1, "m-b": 0.9})
+    await h.static_metrics(client, {"m-a": 0.3, "m-b": 0.1})
+    await h.register(client, h.cluster("a", metrics={"m-a": 1}))
+    await h.register(client, h.cluster("b", metrics={"m-b": 1}))
+    async with h.running(api.url, h.fast_config(reschedule_after=0.2, metrics_refresh=0.1)) as sch:
+        await client.create(h.app("pinned", migration=False))
+        await client.create(h.app("free"))
+        assert await h.wait_bound(client, "pinned") == "a"
+        assert await h.wait_bound(client, "free") == "a"
+        await h.set_static(client, {"m-a": 0.1, "m-b": 0.9})
 
         async def free_moved() -> bool:
-            return await bound_to(client, "free") == "b"
+            return await h.bound_to(client, "free") == "b"
 
         await wait_for(free_moved, timeout=4, message="free app migrated")
         passes = sch.passes
         await wait_for(lambda: sch.passes >= passes + 4, message="more passes")
-        assert await bound_to(client, "pinned") == "a"
+        assert await h.bound_to(client, "pinned") == "a"
 
 
 @pytest.mark.parametrize("how", ["deleted", "offline"])
 async def test_cluster_lost_app_moves(api: ApiServer, client: ShoalClient, how: str) -> None:
-    await static_metrics(client, {"m-a": 0.9, "m-b": 0.1})
-    await register(client, cluster("a", metrics={"m-a": 1}))
-    await register(client, cluster("b", metrics={"m-b": 1}))
-    async with running(api.url):
-        await client.create(app("web"))
-        assert await wait_bound(client, "web") == "a"
+    await h.static_metrics(client, {"m-a": 0.9, "m-b": 0.1})
+    await h.register(client, h.cluster("a", metrics={"m-a": 1}))
+    await h.register(client, h.cluster("b", metrics={"m-b": 1}))
+    async with h.running(api.url):
+        await client.create(h.app("web"))
+        assert await h.wait_bound(client, "web") == "a"
         if how == "deleted":
-            await client.delete(Cluster, "a", NS)
+            await client.delete(Cluster, "a", h.NS)
         else:
-            c = await client.get(Cluster, "a", NS)
+            c = await client.get(Cluster, "a", h.NS)
             c.status.state = ClusterState.OFFLINE
             await client.update_status(c)
 
         async def moved() -> bool:
-            return await bound_to(client, "web") == "b"
+            return await h.bound_to(client, "web") == "b"
 
         await wait_for(moved, timeout=2, message="app moved to b")
-        a = await get_app(client, "web")
+        a = await h.get_app(client, "web")
         assert a.metadata.deleted is None
         assert a.status.state not in (ApplicationState.DELETING, ApplicationState.FAILED)
 
@@ -268,13 +252,13 @@ async def test_cluster_lost_app_moves(api: ApiServer, client: ShoalClient, how: 
 
 
 async def test_retry_workflow_then_cluster_appears(api: ApiServer, client: ShoalClient) -> None:
-    config = fast_config(backoff={"initial": 0.3, "factor": 1.5, "cap": 5})
-    async with running(api.url, config):
-        await client.create(app("web", labels=["location is DE"]))
+    config = h.fast_config(backoff={"initial": 0.3, "factor": 1.5, "cap": 5})
+    async with h.running(api.url, config):
+        await client.create(h.app("web", labels=["location is DE"]))
         seen: list[int] = []
 
         async def counted_down() -> bool:
-            a = await get_app(client, "web")
+            a = await h.get_app(client, "web")
             if a.status.scheduler_retries is not None and (
                 not seen or seen[-1] != a.status.scheduler_retries
             ):
@@ -287,22 +271,22 @@ async def test_retry_workflow_then_cluster_appears(api: ApiServer, client: Shoal
 
         await wait_for(counted_down, timeout=5, interval=0.01, message="retries counting down")
         assert seen[:3] == [4, 3, 2]
-        await register(client, cluster("c1", labels={"location": "DE"}))
+        await h.register(client, h.cluster("c1", labels={"location": "DE"}))
         loop = asyncio.get_running_loop()
         t0 = loop.time()
-        assert await wait_bound(client, "web", timeout=2) == "c1"
+        assert await h.wait_bound(client, "web", timeout=2) == "c1"
         assert loop.time() - t0 < 1.0
-        a = await get_app(client, "web")
+        a = await h.get_app(client, "web")
         assert a.status.reason is None
         assert a.status.state is ApplicationState.PENDING  # the kube controller takes it on
 
 
 async def test_retries_exhausted_fail(api: ApiServer, client: ShoalClient) -> None:
-    async with running(api.url, fast_config(retries=3)) as sch:
-        await client.create(app("web"))
+    async with h.running(api.url, h.fast_config(retries=3)) as sch:
+        await client.create(h.app("web"))
 
         async def failed() -> Application | None:
-            a = await get_app(client, "web")
+            a = await h.get_app(client, "web")
             return a if a.status.state is ApplicationState.FAILED else None
 
         a = await wait_for(failed, timeout=5, message="FAILED")
@@ -312,10 +296,10 @@ async def test_retries_exhausted_fail(api: ApiServer, client: ShoalClient) -> No
         assert a.status.scheduler_retries == 0
         # FAILED applications are left alone, even when a cluster appears.
         passes = sch.passes
-        await register(client, cluster("late"))
+        await h.register(client, h.cluster("late"))
         await asyncio.sleep(0.5)
         assert sch.passes == passes
-        assert await bound_to(client, "web") is None
+        assert await h.bound_to(client, "web") is None
 
 
 @pytest.mark.parametrize("exhaust", [True, False])
@@ -323,15 +307,15 @@ async def test_constraint_update_resets_retries(
     api: ApiServer, client: ShoalClient, exhaust: bool
 ) -> None:
     """Seed 001: "application cluster constraints and updating the app"."""
-    await register(client, cluster("c-fr", labels={"location": "FR"}))
-    config = fast_config(retries=3 if exhaust else 5, backoff={"initial": 0.1, "cap": 0.2})
+    await h.register(client, h.cluster("c-fr", labels={"location": "FR"}))
+    config = h.fast_config(retries=3 if exhaust else 5, backoff={"initial": 0.1, "cap": 0.2})
     if not exhaust:
-        config = fast_config(retries=50, backoff={"initial": 0.2, "factor": 1, "cap": 0.2})
-    async with running(api.url, config):
-        await client.create(app("web", labels=["location is DE"]))
+        config = h.fast_config(retries=50, backoff={"initial": 0.2, "factor": 1, "cap": 0.2})
+    async with h.running(api.url, config):
+        await client.create(h.app("web", labels=["location is DE"]))
 
         async def stuck() -> Application | None:
-            a = await get_app(client, "web")
+            a = await h.get_app(client, "web")
             want = ApplicationState.FAILED if exhaust else ApplicationState.PENDING
             low = 0 if exhaust else config.retries - 3
             ok = a.status.state is want and (a.status.scheduler_retries or 99) <= max(low, 1)
@@ -342,20 +326,20 @@ async def test_constraint_update_resets_retries(
         assert "label location is DE" in (a.status.scheduling or {}).get("summary", "")
         a.spec.constraints.cluster.labels = ["location is FR"]
         await client.update(a)
-        assert await wait_bound(client, "web", timeout=2) == "c-fr"
-        a = await get_app(client, "web")
+        assert await h.wait_bound(client, "web", timeout=2) == "c-fr"
+        a = await h.get_app(client, "web")
         assert a.status.reason is None
         assert a.status.state is not ApplicationState.FAILED
 
 
 async def test_retries_reset_and_count_again(api: ApiServer, client: ShoalClient) -> None:
     """After an unfitting constraint update, retries start again from the configured number."""
-    config = fast_config(retries=3, backoff={"initial": 0.1, "cap": 0.2})
-    async with running(api.url, config):
-        await client.create(app("web", labels=["location is DE"]))
+    config = h.fast_config(retries=3, backoff={"initial": 0.1, "cap": 0.2})
+    async with h.running(api.url, config):
+        await client.create(h.app("web", labels=["location is DE"]))
 
         async def failed() -> Application | None:
-            a = await get_app(client, "web")
+            a = await h.get_app(client, "web")
             return a if a.status.state is ApplicationState.FAILED else None
 
         a = await wait_for(failed, timeout=5, message="FAILED")
@@ -363,7 +347,7 @@ async def test_retries_reset_and_count_again(api: ApiServer, client: ShoalClient
         await client.update(a)
 
         async def retrying() -> Application | None:
-            b = await get_app(client, "web")
+            b = await h.get_app(client, "web")
             return b if b.status.state is ApplicationState.PENDING else None
 
         b = await wait_for(retrying, timeout=3, message="PENDING again")
@@ -377,27 +361,27 @@ async def test_retries_reset_and_count_again(api: ApiServer, client: ShoalClient
 
 
 async def test_cluster_bound_to_best_cloud(api: ApiServer, client: ShoalClient) -> None:
-    await static_metrics(client, {"green": 0.9, "grey": 0.3, "red": 1.0, "cheap": 0.95})
-    await client.create(cloud("ns-de", labels={"location": "DE"}, metrics={"grey": 1}))
-    await client.create(global_cloud("g-de", labels={"location": "DE"}, metrics={"green": 1}))
-    await client.create(global_cloud("g-fr", labels={"location": "FR"}, metrics={"red": 1}))
-    await client.create(global_cloud("g-de-bare", labels={"location": "DE"}))
-    await client.create(cloud("cheap-de", labels={"location": "DE"}, metrics={"cheap": 1}))
-    async with running(api.url):
-        c = cluster("new", kubeconfig=False)
+    await h.static_metrics(client, {"green": 0.9, "grey": 0.3, "red": 1.0, "cheap": 0.95})
+    await client.create(h.cloud("ns-de", labels={"location": "DE"}, metrics={"grey": 1}))
+    await client.create(h.global_cloud("g-de", labels={"location": "DE"}, metrics={"green": 1}))
+    await client.create(h.global_cloud("g-fr", labels={"location": "FR"}, metrics={"red": 1}))
+    await client.create(h.global_cloud("g-de-bare", labels={"location": "DE"}))
+    await client.create(h.cloud("cheap-de", labels={"location": "DE"}, metrics={"cheap": 1}))
+    async with h.running(api.url):
+        c = h.cluster("new", kubeconfig=False)
         c.spec.constraints.cloud.labels = ["location is DE"]
         c.spec.constraints.cloud.metrics = ["green > 0.5"]
         await client.create(c)
         # Only g-de has "green" (a cloud lacking the metric fails the constraint).
-        c2 = cluster("new2", kubeconfig=False)
+        c2 = h.cluster("new2", kubeconfig=False)
         c2.spec.constraints.cloud.labels = ["location is DE"]
         await client.create(c2)
         # Metric-only score among DE clouds with metrics: cheap-de 0.95 > g-de 0.9 > ns-de 0.3.
-        existing = cluster("existing")
+        existing = h.cluster("existing")
         await client.create(existing)
 
         async def cloud_of(name: str) -> str | None:
-            got = await client.get(Cluster, name, NS)
+            got = await client.get(Cluster, name, h.NS)
             ref = got.status.scheduled_to
             return f"{ref.kind}/{ref.name}" if ref else None
 
@@ -412,33 +396,33 @@ async def test_cluster_bound_to_best_cloud(api: ApiServer, client: ShoalClient) 
 
 
 async def test_failing_metric(api: ApiServer, client: ShoalClient) -> None:
-    await static_metrics(client, {"ok": 0.2})
-    await client.create(metric("ghost", provider_name="missing"))
-    await register(client, cluster("healthy", metrics={"ok": 1}))
-    await register(client, cluster("sick", metrics={"ghost": 1}))
-    async with running(api.url, fast_config(metrics_refresh=0.1)):
+    await h.static_metrics(client, {"ok": 0.2})
+    await client.create(h.metric("ghost", provider_name="missing"))
+    await h.register(client, h.cluster("healthy", metrics={"ok": 1}))
+    await h.register(client, h.cluster("sick", metrics={"ghost": 1}))
+    async with h.running(api.url, h.fast_config(metrics_refresh=0.1)):
 
         async def failing() -> Cluster | None:
-            c = await client.get(Cluster, "sick", NS)
+            c = await client.get(Cluster, "sick", h.NS)
             return c if c.status.state is ClusterState.FAILING_METRICS else None
 
         c = await wait_for(failing, timeout=3, message="FAILING_METRICS")
         assert set(c.status.metrics_reasons) == {"ghost"}
         assert c.status.metrics_reasons["ghost"].code is ReasonCode.UNKNOWN_METRICS_PROVIDER
         # Ranked as a cluster without metrics: the healthy one (0.2) is preferred.
-        await client.create(app("web"))
-        assert await wait_bound(client, "web") == "healthy"
-        a = await get_app(client, "web")
+        await client.create(h.app("web"))
+        assert await h.wait_bound(client, "web") == "healthy"
+        a = await h.get_app(client, "web")
         assert a.status.scheduling is not None
         assert "1 without metrics" in a.status.scheduling["summary"]
         # Fixing the provider brings it back.
-        await client.create(provider("missing", {"ghost": 0.7}))
+        await client.create(h.provider("missing", {"ghost": 0.7}))
 
         async def online() -> Cluster | None:
-            c = await client.get(Cluster, "sick", NS)
+            c = await client.get(Cluster, "sick", h.NS)
             return c if c.status.state is ClusterState.ONLINE else None
 
         c = await wait_for(online, timeout=3, message="ONLINE again")
         assert c.status.metrics_reasons == {}
-        await client.create(app("web2"))
-        assert await wait_bound(client, "web2") == "sick"
+        await client.create(h.app("web2"))
+        assert await h.wait_bound(client, "web2") == "sick"
