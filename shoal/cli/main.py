@@ -90,6 +90,11 @@ EXTENSIONS: list[Extension] = [
         },
     ),
     Extension(
+        "shoal.cli.import_krake",
+        None,
+        {"import": "Copy a Krake installation into Shoal (--from-krake URL)."},
+    ),
+    Extension(
         "shoal.cli.security",
         None,
         {
