@@ -20,7 +20,7 @@ MODULES = {
     "kubernetes_application": "krake.controller.kubernetes.application",
     "garbage_collector": "krake.controller.gc",
 }
-_LOG = {
+LOG = {
     "version": 1,
     "level": "INFO",
     "disable_existing_loggers": False,
@@ -38,7 +38,7 @@ def config(name: str, api_url: str) -> dict[str, Any]:
         "worker_count": 5,
         "debounce": 0.2,
         "tls": {"enabled": False, "client_ca": "", "client_cert": "", "client_key": ""},
-        "log": _LOG,
+        "log": LOG,
     }
     if name == "scheduler":
         out.update(reschedule_after=60, stickiness=0.1)

@@ -26,7 +26,7 @@ from shoal.cli.import_krake import ORDER, collection, import_from_krake, portabl
 from shoal.client.rest import ShoalClient
 from shoal.testing.launch import free_port, shoal_env
 from tests.fixtures.etcd import etcd_available, running_etcd
-from tests.krake.controllers import _LOG
+from tests.krake.controllers import LOG
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -76,7 +76,7 @@ def api_config(etcd_port: int, port: int) -> dict[str, Any]:
             "cors_origin": "*",
         },
         "authorization": "always-allow",
-        "log": _LOG,
+        "log": LOG,
     }
 
 
