@@ -355,10 +355,14 @@ def up(
         tasks = [asyncio.create_task(c.run()) for c in running]
         names = ", ".join(type(c).__name__ for c in running)
         console.print(f"[bold green]Controllers[/]: {names}")
-        sim = None
+        sim = agents = None
         try:
             await _sample_metrics(client)
             sim, restarted = await _start_fleet(client, data_dir, clusters, nodes)
+            from shoal.agent.local import start_all  # one agent per cluster (fleet pods)
+
+            kubeconfigs = {name: sim.kubeconfig(name) for name in sim.fleet.clusters}
+            agents = await start_all(client_of("agent"), kubeconfigs)
             if demo:
                 await _demo(client, [f"sim-{i + 1}" for i in range(clusters)], restarted)
             if exit_after_demo:
@@ -381,6 +385,8 @@ def up(
             for task in tasks:
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
+            if agents is not None:
+                await agents.close()
             if sim is not None:
                 await sim.stop()
             for each in clients:

@@ -8,12 +8,10 @@ registration code.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
-from shoal.agent.config import AgentConfig
-from shoal.agent.register import set_agent_url
-from shoal.agent.server import AgentServer, start_agent
+from shoal.agent.local import LocalAgents
+from shoal.agent.server import AgentServer
 from shoal.client.rest import NotFound, ShoalClient
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Cluster, ClusterSpec
@@ -23,29 +21,12 @@ from shoal.sim.server import SimServer
 NS = "default"
 
 
-@dataclass
-class FleetAgents:
-    """The agents started for a fleet, by cluster name."""
+class FleetAgents(LocalAgents):
+    """Agents of a sim fleet's clusters."""
 
-    client: ShoalClient
-    servers: dict[str, AgentServer] = field(default_factory=dict)
-
-    async def start(self, sim: SimServer, name: str, port: int = 0, **config: Any) -> AgentServer:
-        server = await start_agent(sim.fleet.kubeconfig(name), AgentConfig(cluster=name, **config),
-                                   port=port)
-        self.servers[name] = server
-        await set_agent_url(self.client, name, NS, server.url)
-        return server
-
-    async def stop(self, name: str, unregister: bool = False) -> None:
-        server = self.servers.pop(name)
-        await server.stop()
-        if unregister:
-            await set_agent_url(self.client, name, NS, "")
-
-    async def close(self) -> None:
-        for name in list(self.servers):
-            await self.stop(name)
+    async def start_on(self, sim: SimServer, name: str, port: int = 0,
+                       **config: Any) -> AgentServer:
+        return await self.start(name, sim.fleet.kubeconfig(name), port, **config)
 
 
 async def register_clusters(client: ShoalClient, sim: SimServer,
@@ -67,7 +48,7 @@ async def start_agents(client: ShoalClient, sim: SimServer, **config: Any) -> Fl
     await register_clusters(client, sim)
     agents = FleetAgents(client)
     for name in sim.fleet.clusters:
-        await agents.start(sim, name, **config)
+        await agents.start_on(sim, name, **config)
     return agents
 
 

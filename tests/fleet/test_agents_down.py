@@ -50,8 +50,8 @@ async def test_a_hung_agent_costs_one_deadline(client: ShoalClient, agents: Flee
     assert {p.status.cluster for p in pods.values()} <= {"edge-0", "edge-1"}
     slow = [p for p in pods.values() if p.status.timings.sampling > DEADLINE / 2]
     assert all(p.status.timings.sampling < DEADLINE + 0.3 for p in slow)
-    # marked after its first miss: the later batches do not wait for it
-    assert len(slow) <= 4
+    # marked after two misses (batches of 4): the later batches do not wait for it
+    assert len(slow) <= 8
     assert made.agents.by_cluster["edge-2"].marked is not None
 
 
@@ -69,7 +69,7 @@ async def test_a_killed_agent_is_skipped_then_used_again(
     assert {p.status.cluster for p in pods.values()} <= {"edge-0", "edge-1"}
     assert made.agents.by_cluster["edge-2"].marked is not None
 
-    await agents.start(sim, "edge-2", port=port)  # back on the same URL
+    await agents.start_on(sim, "edge-2", port=port)  # back on the same URL
     await wait_for(lambda: made.agents.by_cluster["edge-2"].marked is None, timeout=10,
                    message="agent answers again")
     later = [f"b-{i}" for i in range(10)]

@@ -1,9 +1,10 @@
 """The cluster agents the scheduler knows: found through the API, marked when they stop answering.
 
 Every Cluster whose status names an agent URL (the agent wrote it there) is
-a member of the fleet pipeline. An agent that misses a deadline or refuses a
-connection is marked and skipped, so it costs at most one deadline; a probe
-of its ``/healthz`` brings it back as soon as it answers again.
+a member of the fleet pipeline. An agent that refuses a connection, or misses
+its deadline twice in a row, is marked and skipped: each request costs at most
+the deadline, and a hung agent only a couple of them. A probe of its
+``/healthz`` brings it back as soon as it answers again.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from shoal.model.kubernetes import Cluster, ClusterState
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 PROBE_EVERY = 0.5  # seconds between two probes of a marked agent
+MISSES = 2  # deadlines missed in a row that mark an agent (a refused connection marks at once)
 
 
 class AgentError(Exception):
@@ -41,6 +43,7 @@ class AgentRef:
     labels: dict[str, str]
     marked: float | None = None  # monotonic time it stopped answering
     why: str = ""
+    misses: int = 0  # deadlines missed in a row
 
 
 class Agents:
@@ -102,9 +105,14 @@ class Agents:
             async with asyncio.timeout(timeout):
                 async with self.session.post(agent.url + path, data=orjson.dumps(body),
                                              headers={"Content-Type": "application/json"}) as resp:
-                    return resp.status, orjson.loads(await resp.read())
+                    answer = orjson.loads(await resp.read())
+                    agent.misses = 0
+                    return resp.status, answer
         except TimeoutError:
             error = AgentError(f"no answer within {timeout * 1000:.0f} ms", True)
+            agent.misses += 1
+            if agent.misses < MISSES:
+                raise error from None
         except aiohttp.ClientConnectorError as exc:
             error = AgentError(f"connection refused ({exc.os_error})", False)
         except (aiohttp.ClientError, orjson.JSONDecodeError) as exc:
@@ -130,3 +138,4 @@ class Agents:
         log.info("agent of cluster %s answers again", agent.cluster)
         agent.marked = None
         agent.why = ""
+        agent.misses = 0

@@ -1,0 +1,223 @@
+"""Fleet pods: 10 sim clusters × 2,000 nodes, pods at a fixed rate, as a burst, a Cp/Np sweep.
+
+The API, the scheduler and the fleet (the sim clusters with one agent per
+cluster, registered through the API) run in processes of their own; this
+one creates pods and watches their status.
+Latency is the create call to the watch event that says ``Scheduled`` (the
+member pod is bound before that status is written). Conflicts are the 409s
+in the pods' commit explanations, per commit tried.
+
+    .venv/bin/python bench/fleet.py [--clusters 10] [--nodes 2000] [--rate 500]
+        [--pods 3000] [--burst 2000] [--sweep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import yaml  # noqa: E402
+
+from shoal.client.informer import Informer  # noqa: E402
+from shoal.client.rest import ShoalClient  # noqa: E402
+from shoal.model.pods import Pod, PodPhase  # noqa: E402
+from shoal.sim.server import SimServer, start_sim  # noqa: E402
+from shoal.testing.launch import ApiProcess, controller, stop  # noqa: E402
+from shoal.testing.pods import pod as make_pod  # noqa: E402
+from shoal.testing.pods import register_clusters, start_agents  # noqa: E402
+
+SIZES = [("100m", "128Mi"), ("250m", "256Mi"), ("500m", "1Gi"), ("1", "2Gi"), ("2", "4Gi")]
+SITES = [(48.21, 16.37), (52.52, 13.40), (48.86, 2.35), (60.17, 24.94), (41.90, 12.50)]
+CAPACITIES = [("4", "16Gi"), ("8", "32Gi"), ("16", "64Gi"), ("32", "128Gi")]
+
+
+def cpu_seconds(pid: int | None = None) -> float:
+    if pid is None:
+        t = os.times()
+        return t.user + t.system
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def fleet_sim(clusters: int, nodes: int) -> SimServer:
+    """Clusters of mixed node sizes, each at a geo site, in three zones."""
+    sim = await start_sim(clusters=[], pod_start_delay=3600)
+    for i in range(clusters):
+        cpu, memory = CAPACITIES[i % len(CAPACITIES)]
+        lat, lon = SITES[i % len(SITES)]
+        sim.fleet.add_cluster(f"c{i}", nodes=nodes, cpu=cpu, memory=memory, zones=3,
+                              node_labels={"shoal.dev/lat-long": f"{lat}_{lon}",
+                                           "geo": f"site-{i % len(SITES)}"})
+    return sim
+
+
+class Run:
+    def __init__(self, client: ShoalClient) -> None:
+        self.client = client
+        self.created: dict[str, float] = {}
+        self.done: dict[str, float] = {}
+        self.pods: dict[str, Pod] = {}
+        self.informer: Informer[Pod] = Informer(client, Pod, on_add=self._seen,
+                                                on_update=lambda old, new: self._seen(new))
+
+    def _seen(self, pod: Pod) -> None:
+        name = pod.metadata.name
+        if pod.status.phase is not PodPhase.Pending and name not in self.done:
+            self.done[name] = time.perf_counter()
+            self.pods[name] = pod
+
+    async def create(self, names: list[str], rate: float | None, rng: random.Random) -> None:
+        gate = asyncio.Semaphore(64)
+        started = time.perf_counter()
+
+        async def one(i: int, name: str) -> None:
+            if rate:
+                await asyncio.sleep(max(0.0, started + i / rate - time.perf_counter()))
+            cpu, memory = rng.choice(SIZES)
+            site = rng.randrange(len(SITES)) if rng.random() < 0.2 else None
+            hints: dict[str, Any] = {} if site is None else {
+                "near": SITES[site], "max_km": 50, "clusters": [f"geo is site-{site}"]}
+            async with gate:
+                self.created[name] = time.perf_counter()
+                await self.client.create(make_pod(name, cpu, memory, **hints))
+
+        await asyncio.gather(*(one(i, n) for i, n in enumerate(names)))
+
+    async def wait(self, names: list[str], timeout: float) -> None:
+        deadline = time.perf_counter() + timeout
+        while any(n not in self.done for n in names) and time.perf_counter() < deadline:
+            await asyncio.sleep(0.1)
+
+    def report(self, title: str, names: list[str], cpu: float) -> dict[str, float]:
+        finished = [n for n in names if n in self.done]
+        lat = sorted(self.done[n] - self.created[n] for n in finished)
+        scheduled = [n for n in finished if self.pods[n].status.phase is PodPhase.Scheduled]
+        span = max(self.done[n] for n in finished) - min(self.created[n] for n in names)
+        tries = conflicts = 0
+        for n in finished:
+            for line in self.pods[n].status.explanation.get("commit", {}).get("tries", []):
+                tries += 1
+                conflicts += ": 409" in line
+        out = {"pods": len(names), "throughput": len(scheduled) / span if span else 0,
+               "p50": lat[len(lat) // 2] if lat else 0,
+               "p99": lat[min(len(lat) - 1, int(len(lat) * 0.99))] if lat else 0,
+               "conflicts": conflicts / tries if tries else 0,
+               "failed": (len(finished) - len(scheduled)) / len(names),
+               "unfinished": len(names) - len(finished),
+               "cpu_per_1000": cpu / len(names) * 1000}
+        reasons = Counter(self.pods[n].status.reason[:90] for n in finished
+                          if self.pods[n].status.phase is PodPhase.Failed)
+        for reason, count in reasons.most_common(3):
+            print(f"    {count} failed: {reason}")
+        print(f"{title:<28} {out['throughput']:8.1f} pods/s  p50 {out['p50'] * 1000:7.0f} ms  "
+              f"p99 {out['p99'] * 1000:7.0f} ms  conflicts {out['conflicts']:6.2%}  "
+              f"failed {out['failed']:6.2%}  unfinished {out['unfinished']}  "
+              f"CPU {out['cpu_per_1000']:6.1f} s/1000 pods", flush=True)
+        return out
+
+
+async def phase(run: Run, title: str, prefix: str, count: int, rate: float | None,
+                procs: list[int], rng: random.Random) -> dict[str, float]:
+    names = [f"{prefix}-{i}" for i in range(count)]
+    before = cpu_seconds() + sum(cpu_seconds(p) for p in procs)
+    await run.create(names, rate, rng)
+    await run.wait(names, timeout=120)
+    cpu = cpu_seconds() + sum(cpu_seconds(p) for p in procs) - before
+    return run.report(title, names, cpu)
+
+
+def scheduler_config(path: Path, cp: float, np_bp: int) -> None:
+    fleet = {"clusters_percent": cp, "nodes_bp": np_bp, "samplers": 8, "batch": 64}
+    path.write_text(yaml.safe_dump({"scheduler": {"fleet": fleet}}))
+
+
+async def serve_fleet(api_url: str, clusters: int, nodes: int) -> None:
+    """The sim clusters and their agents, until killed (``--serve-fleet``)."""
+    sim = await fleet_sim(clusters, nodes)
+    labels = {name: {"geo": f"site-{i % len(SITES)}"} for i, name in enumerate(sim.fleet.clusters)}
+    async with ShoalClient(api_url) as client:
+        await register_clusters(client, sim, labels)
+        await start_agents(client, sim)
+        print("ready", flush=True)
+        await asyncio.Event().wait()
+
+
+def spawn_fleet(api_url: str, clusters: int, nodes: int) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, __file__, "--serve-fleet", api_url, "--clusters", str(clusters),
+         "--nodes", str(nodes)], stdout=subprocess.PIPE)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--clusters", type=int, default=10)
+    parser.add_argument("--nodes", type=int, default=2000)
+    parser.add_argument("--rate", type=float, default=500)
+    parser.add_argument("--pods", type=int, default=3000)
+    parser.add_argument("--burst", type=int, default=2000)
+    parser.add_argument("--sweep", action="store_true", help="Cp/Np table (smaller runs)")
+    parser.add_argument("--serve-fleet", metavar="API", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve_fleet:
+        await serve_fleet(args.serve_fleet, args.clusters, args.nodes)
+        return
+    rng = random.Random(1)
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; "
+          f"{args.clusters} clusters × {args.nodes} nodes", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        api = ApiProcess(f"sqlite://{tmp}/shoal.db")
+        await api.wait_ready()
+        began = time.perf_counter()
+        fleet = spawn_fleet(api.url, args.clusters, args.nodes)
+        assert fleet.stdout is not None
+        if (await asyncio.to_thread(fleet.stdout.readline)).strip() != b"ready":
+            raise RuntimeError("the fleet process did not start")
+        print(f"sim and agents ready in {time.perf_counter() - began:.1f} s", flush=True)
+        try:
+            async with ShoalClient(api.url) as client:
+                await measure(client, api, fleet, args, rng, Path(tmp))
+        finally:
+            stop(fleet)
+            api.stop()
+
+
+async def measure(client: ShoalClient, api: ApiProcess, fleet: subprocess.Popen[bytes],
+                  args: argparse.Namespace, rng: random.Random, tmp: Path) -> None:
+    run = Run(client)
+    task = asyncio.create_task(run.informer.run())
+    await run.informer.wait_synced()
+    settings = [(33.0, 200)] + ([(10.0, 200), (33.0, 50), (33.0, 1000), (100.0, 200)]
+                                if args.sweep else [])
+    for n, (cp, np_bp) in enumerate(settings):
+        config = tmp / f"s{n}.yaml"
+        scheduler_config(config, cp, np_bp)
+        scheduler = controller("scheduler", api.url, "--config", str(config))
+        await asyncio.sleep(3)
+        procs = [api.proc.pid, scheduler.pid, fleet.pid]
+        try:
+            if n == 0:
+                await phase(run, f"rate {args.rate:g}/s", "r", args.pods, args.rate, procs, rng)
+                await phase(run, f"burst of {args.burst}", "b", args.burst, None, procs, rng)
+                if args.sweep:
+                    print("\nCp/Np sweep (bursts of 1000)")
+            if args.sweep:
+                await phase(run, f"Cp {cp:g} % Np {np_bp} bp", f"w{n}", 1000, None, procs, rng)
+        finally:
+            stop(scheduler)
+    task.cancel()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,53 @@
+"""Agents for clusters whose kubeconfigs this process holds (``shoal up``, tests, benches).
+
+Each agent serves on the running loop and registers its URL in its
+Cluster's status, as ``shoal agent --cluster`` does, so the fleet scheduler
+finds it through the API.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from shoal.agent.config import AgentConfig
+from shoal.agent.register import set_agent_url
+from shoal.agent.server import AgentServer, start_agent
+from shoal.client.rest import ShoalClient
+
+Obj = dict[str, Any]
+
+
+@dataclass
+class LocalAgents:
+    """The agents started here, by cluster name (clusters in ``namespace``)."""
+
+    client: ShoalClient
+    namespace: str = "default"
+    servers: dict[str, AgentServer] = field(default_factory=dict)
+
+    async def start(self, name: str, kubeconfig: Obj, port: int = 0,
+                    **config: Any) -> AgentServer:
+        server = await start_agent(kubeconfig, AgentConfig(cluster=name, **config), port=port)
+        self.servers[name] = server
+        await set_agent_url(self.client, name, self.namespace, server.url)
+        return server
+
+    async def stop(self, name: str, unregister: bool = False) -> None:
+        server = self.servers.pop(name)
+        await server.stop()
+        if unregister:
+            await set_agent_url(self.client, name, self.namespace, "")
+
+    async def close(self, unregister: bool = False) -> None:
+        for name in list(self.servers):
+            await self.stop(name, unregister)
+
+
+async def start_all(client: ShoalClient, kubeconfigs: dict[str, Obj],
+                    namespace: str = "default") -> LocalAgents:
+    """One registered agent per cluster of ``kubeconfigs`` (name → kubeconfig)."""
+    agents = LocalAgents(client, namespace)
+    for name, kubeconfig in kubeconfigs.items():
+        await agents.start(name, kubeconfig)
+    return agents
