@@ -14,6 +14,7 @@ import contextlib
 import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import KW_ONLY, InitVar, dataclass, field
 from typing import Any, Generic, TypeVar
 
 from shoal.client.rest import Gone, ShoalClient, Unreachable, WatchEvent
@@ -24,37 +25,40 @@ log = logging.getLogger(__name__)
 K = TypeVar("K", bound=Kind)
 Handler = Callable[[K], object | Awaitable[object]]
 UpdateHandler = Callable[[K, K], object | Awaitable[object]]
+ChangeHandler = Callable[[K, K | None], object | Awaitable[object]]  # (new, old)
 
 
 def cache_key(obj: Kind) -> tuple[str | None, str]:
     return (obj.metadata.namespace, obj.metadata.name)
 
 
+@dataclass(eq=False)
 class Informer(Generic[K]):
-    def __init__(
-        self,
-        client: ShoalClient,
-        kind: type[K],
-        namespace: str | None = None,
-        *,
-        on_add: Handler[K] | None = None,
-        on_update: UpdateHandler[K] | None = None,
-        on_delete: Handler[K] | None = None,
-        heartbeat: float = 10.0,
-        retry_delay: float = 0.2,
-    ) -> None:
-        self.client = client
-        self.kind = kind
-        self.namespace = namespace
-        self.on_add = on_add
-        self.on_update = on_update
-        self.on_delete = on_delete
-        self.heartbeat = heartbeat
-        self.retry_delay = retry_delay
-        self.cache: dict[tuple[str | None, str], K] = {}
-        self.revision = 0
-        self.synced = asyncio.Event()
-        self.lists = 0  # how many times the informer listed (tests, metrics)
+    """A cache of ``kind`` (in ``namespace``, or all) that calls the handlers on each change.
+
+    ``on_change(new, old)`` is the short form for handlers that treat an addition
+    (``old`` is None) and an update alike; ``on_add``/``on_update`` win when given too.
+    """
+
+    client: ShoalClient
+    kind: type[K]
+    namespace: str | None = None
+    _: KW_ONLY
+    on_add: Handler[K] | None = None
+    on_update: UpdateHandler[K] | None = None
+    on_delete: Handler[K] | None = None
+    on_change: InitVar[ChangeHandler[K] | None] = None
+    heartbeat: float = 10.0
+    retry_delay: float = 0.2
+    cache: dict[tuple[str | None, str], K] = field(default_factory=dict, init=False, repr=False)
+    revision: int = field(default=0, init=False)
+    synced: asyncio.Event = field(default_factory=asyncio.Event, init=False, repr=False)
+    lists: int = field(default=0, init=False)  # how many times it listed (tests, metrics)
+
+    def __post_init__(self, on_change: ChangeHandler[K] | None) -> None:
+        if on_change is not None:
+            self.on_add = self.on_add or (lambda obj: on_change(obj, None))
+            self.on_update = self.on_update or (lambda old, new: on_change(new, old))
 
     def get(self, name: str, namespace: str | None = None) -> K | None:
         return self.cache.get((namespace, name))

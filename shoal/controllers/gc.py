@@ -43,13 +43,7 @@ class GarbageCollector(Controller):
         self.objects: dict[Ref, Kind] = {}
         self.dependents: dict[Ref, set[Ref]] = defaultdict(set)
         self.informers: list[Informer[Any]] = [
-            Informer(
-                client,
-                kind,
-                on_add=self._set,
-                on_update=lambda old, new: self._set(new, old),
-                on_delete=self._removed,
-            )
+            Informer(client, kind, on_change=self._set, on_delete=self._removed)
             for kind in self.kinds
         ]
         super().__init__()

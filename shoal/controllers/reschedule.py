@@ -43,18 +43,12 @@ from shoal.model.scheduling import (
     TargetStatus,
     TaskPhase,
 )
+from shoal.scheduler.application import INACTIVE_STATES
 
 log = logging.getLogger(__name__)
 
 AppKey = tuple[str, str]  # (namespace, name)
 
-_INACTIVE = (
-    ApplicationState.DELETING,
-    ApplicationState.DELETED,
-    ApplicationState.COMPLETED,
-    ApplicationState.READY_FOR_ACTION,
-    ApplicationState.WAITING_FOR_CLEANING,
-)
 _STAMP_BATCH = 1000
 
 
@@ -101,17 +95,12 @@ class RescheduleTaskController(Controller):
         self.resync = resync
         self.queue: WorkQueue[str] = WorkQueue()
         self.apps: Informer[Application] = Informer(
-            client,
-            Application,
-            on_add=self._app_event,
-            on_update=lambda old, new: self._app_event(new),
-            on_delete=self._app_event,
+            client, Application, on_change=self._app_event, on_delete=self._app_event
         )
         self.tasks: Informer[RescheduleTask] = Informer(
             client,
             RescheduleTask,
-            on_add=lambda task: self.queue.add(task.metadata.name),
-            on_update=lambda old, new: self.queue.add(new.metadata.name),
+            on_change=lambda task, old: self.queue.add(task.metadata.name),
             on_delete=self._task_deleted,
         )
         # application → tasks with a pending target on it
@@ -135,7 +124,7 @@ class RescheduleTaskController(Controller):
 
     # events ----------------------------------------------------------------------
 
-    def _app_event(self, app: Application) -> None:
+    def _app_event(self, app: Application, old: Application | None = None) -> None:
         key = (app.metadata.namespace or "", app.metadata.name)
         for name in self.watchers.get(key, ()):
             self.queue.add_after(name, self.debounce)
@@ -298,7 +287,7 @@ class RescheduleTaskController(Controller):
         if status.state is ApplicationState.FAILED:
             message = status.reason.message if status.reason else "FAILED"
             return _fail(target, TargetReason.ApplicationFailed, message)
-        if status.state in _INACTIVE:
+        if status.state in INACTIVE_STATES:
             return _fail(target, TargetReason.ApplicationDeleting, f"state {status.state.value}")
         if requested is not None and requested >= trigger:
             return Verdict.WAIT

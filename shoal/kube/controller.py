@@ -101,18 +101,10 @@ class KubeController(Controller):
         # metadata.modified of our own finalizer writes (they do not need the scheduler)
         self.own_modified: dict[AppKey, datetime | None] = {}
         self.app_informer: Informer[Application] = Informer(
-            client,
-            Application,
-            on_add=self._app_event,
-            on_update=lambda old, new: self._app_event(new),
-            on_delete=self._app_deleted,
+            client, Application, on_change=self._app_event, on_delete=self._app_deleted
         )
         self.cluster_informer: Informer[Cluster] = Informer(
-            client,
-            Cluster,
-            on_add=self._cluster_event,
-            on_update=lambda old, new: self._cluster_event(new),
-            on_delete=self._cluster_deleted,
+            client, Cluster, on_change=self._cluster_event, on_delete=self._cluster_deleted
         )
         super().__init__()
 
@@ -140,7 +132,7 @@ class KubeController(Controller):
     def queue_add(self, key: AppKey) -> None:
         self.queue.add(key)
 
-    def _app_event(self, app: Application) -> None:
+    def _app_event(self, app: Application, old: Application | None = None) -> None:
         self.queue.add(cache_key(app))
         if self.watches is not None:
             self.watches.set_app(cache_key(app), self._watch_entries(app))
@@ -179,7 +171,7 @@ class KubeController(Controller):
         if self.watches is not None:
             self.watches.set_app(key, ())
 
-    def _cluster_event(self, cluster: Cluster) -> None:
+    def _cluster_event(self, cluster: Cluster, old: Cluster | None = None) -> None:
         # Applications waiting on this cluster (e.g. it came back) get another look,
         # and so do copies left behind there.
         key = cache_key(cluster)
@@ -331,24 +323,17 @@ class KubeController(Controller):
             left = await self._remove_from_old(app, status.running_on)
             if left is not None:
                 cleanups = merge_cleanup(cleanups, left)
-        new_state = ApplicationState.RUNNING
-        wanted = (new_state, target, manifest, health, None, cleanups)
-        current = (
-            status.state,
-            status.running_on,
-            status.last_applied_manifest,
-            status.container_health,
-            status.reason,
-            status.pending_cleanups,
-        )
-        if wanted != current:
-            status.state = new_state
-            status.running_on = target
-            status.last_applied_manifest = manifest
-            status.container_health = health
-            status.reason = None
-            status.retries = None
-            status.pending_cleanups = cleanups
+        wanted: dict[str, Any] = {
+            "state": ApplicationState.RUNNING,
+            "running_on": target,
+            "last_applied_manifest": manifest,
+            "container_health": health,
+            "reason": None,
+            "pending_cleanups": cleanups,
+        }
+        if any(getattr(status, name) != value for name, value in wanted.items()):
+            for name, value in {**wanted, "retries": None}.items():
+                setattr(status, name, value)
             await self.client.update_status(app)
         self.failures.pop(key, None)
         self.queue.add_after(key, self.resync)

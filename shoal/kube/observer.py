@@ -125,11 +125,7 @@ class ClusterObserver(Controller):
         self.interval = interval
         self.kube = KubeClients(timeout=timeout)
         self.informer: Informer[Cluster] = Informer(
-            client,
-            Cluster,
-            on_add=self._changed,
-            on_update=lambda old, new: self._changed(new, old),
-            on_delete=self._removed,
+            client, Cluster, on_change=self._changed, on_delete=self._removed
         )
         self._loops: dict[ClusterKey, asyncio.Task[None]] = {}
         self._wake: dict[ClusterKey, asyncio.Event] = {}

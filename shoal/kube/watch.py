@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 from shoal.kube.client import KubeApiError, KubeCluster, KubeUnreachable
@@ -34,28 +35,23 @@ def _target(entry: Entry) -> Target:
     return (cluster, api_version, kind, namespace)
 
 
+@dataclass(eq=False)
 class ClusterWatches:
-    def __init__(
-        self,
-        get_kube: Callable[[ClusterKey], Awaitable[KubeCluster | None]],
-        on_event: Callable[[AppKey], None],
-        *,
-        timeout_seconds: int = 300,
-        retry: float = 0.5,
-        max_retry: float = 10.0,
-    ) -> None:
-        self.get_kube = get_kube
-        self.on_event = on_event
-        self.timeout_seconds = timeout_seconds
-        self.retry = retry
-        self.max_retry = max_retry
-        self._apps: dict[AppKey, set[Entry]] = {}
-        self._index: dict[Entry, set[AppKey]] = {}
-        self._refs: dict[Target, int] = {}
-        self._tasks: dict[Target, asyncio.Task[None]] = {}
-        self._synced: set[Target] = set()
-        self.events = 0  # events that woke an application (for tests and metrics)
-        self.lists = 0
+    """The watches of every target some application names; ``get_kube`` reaches a cluster."""
+
+    get_kube: Callable[[ClusterKey], Awaitable[KubeCluster | None]]
+    on_event: Callable[[AppKey], None]
+    _: KW_ONLY
+    timeout_seconds: int = 300
+    retry: float = 0.5
+    max_retry: float = 10.0
+    _apps: dict[AppKey, set[Entry]] = field(default_factory=dict, init=False, repr=False)
+    _index: dict[Entry, set[AppKey]] = field(default_factory=dict, init=False, repr=False)
+    _refs: dict[Target, int] = field(default_factory=dict, init=False, repr=False)
+    _tasks: dict[Target, asyncio.Task[None]] = field(default_factory=dict, init=False, repr=False)
+    _synced: set[Target] = field(default_factory=set, init=False, repr=False)
+    events: int = field(default=0, init=False)  # events that woke an application (tests, metrics)
+    lists: int = field(default=0, init=False)
 
     # registration -------------------------------------------------------------------
 

@@ -44,7 +44,8 @@ log = logging.getLogger(__name__)
 AppKey = tuple[str, str]  # (namespace, name)
 
 SCHEDULABLE_CLUSTER_STATES = (ClusterState.ONLINE.value, ClusterState.FAILING_METRICS.value)
-_DONE_STATES = (
+# States an application is past scheduling in (the reschedule task controller skips them too).
+INACTIVE_STATES = (
     ApplicationState.DELETING,
     ApplicationState.DELETED,
     ApplicationState.COMPLETED,
@@ -120,15 +121,22 @@ class Outcome:
     retry_in: float | None = None
 
 
-class ApplicationHandler:
-    def __init__(
-        self, client: ShoalClient, config: SchedulerConfig, fleet: Fleet, framework: Framework
-    ) -> None:
-        self.client = client
-        self.config = config
-        self.fleet = fleet
-        self.framework = framework
-        self.binder = Binder(client)
+@dataclass(eq=False)
+class Handler:
+    """What a placement handler works with: the API, the config, its fleet and the framework."""
+
+    client: ShoalClient
+    config: SchedulerConfig
+    fleet: Fleet
+    framework: Framework
+
+    def __post_init__(self) -> None:
+        """Subclasses set up their own state here."""
+
+
+class ApplicationHandler(Handler):
+    def __post_init__(self) -> None:
+        self.binder = Binder(self.client)
         self._cache: dict[tuple[Any, ...], Decision] = {}
         self._cache_version = -1
         self.bound = 0
@@ -138,7 +146,7 @@ class ApplicationHandler:
 
     def wants_pass(self, app: Application) -> bool:
         """Whether the application is in a state the scheduler handles at all."""
-        if app.metadata.deleted is not None or app.status.state in _DONE_STATES:
+        if app.metadata.deleted is not None or app.status.state in INACTIVE_STATES:
             return False
         if app.status.state is ApplicationState.FAILED:
             return self.spec_changed_since_attempt(app)

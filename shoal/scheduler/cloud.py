@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from shoal.client.rest import Conflict, ShoalClient
+from shoal.client.rest import Conflict
 from shoal.model.base import Kind, ResourceRef
 from shoal.model.kubernetes import Cluster, ClusterState
-from shoal.scheduler.config import SchedulerConfig
-from shoal.scheduler.fleet import Backend, Fleet
-from shoal.scheduler.framework import Framework, Request
+from shoal.scheduler.application import Handler
+from shoal.scheduler.fleet import Backend
+from shoal.scheduler.framework import Request
 
 
 def cloud_backend(obj: Kind) -> Backend:
@@ -33,14 +33,8 @@ def cloud_backend(obj: Kind) -> Backend:
     )
 
 
-class CloudHandler:
-    def __init__(
-        self, client: ShoalClient, config: SchedulerConfig, fleet: Fleet, framework: Framework
-    ) -> None:
-        self.client = client
-        self.config = config
-        self.fleet = fleet
-        self.framework = framework
+class CloudHandler(Handler):
+    """Binds clusters to be created to the best cloud."""
 
     @staticmethod
     def wants_pass(cluster: Cluster) -> bool:

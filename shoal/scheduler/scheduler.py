@@ -88,28 +88,14 @@ class Scheduler(Controller):
             on_delete=self._app_deleted,
         )
         self.cluster_informer: Informer[Cluster] = Informer(
-            client,
-            Cluster,
-            on_add=self._cluster_changed,
-            on_update=lambda old, new: self._cluster_changed(new, old),
-            on_delete=self._cluster_deleted,
+            client, Cluster, on_change=self._cluster_changed, on_delete=self._cluster_deleted
         )
         self.informers: list[Informer[Any]] = [
             self.app_informer,
             self.cluster_informer,
-            Informer(
-                client,
-                Cloud,
-                on_add=self._cloud_changed,
-                on_update=lambda o, n: self._cloud_changed(n),
-                on_delete=self._cloud_deleted,
-            ),
-            Informer(
-                client,
-                GlobalCloud,
-                on_add=self._cloud_changed,
-                on_update=lambda o, n: self._cloud_changed(n),
-                on_delete=self._cloud_deleted,
+            *(
+                Informer(client, kind, on_change=self._cloud_changed, on_delete=self._cloud_deleted)
+                for kind in (Cloud, GlobalCloud)
             ),
         ]
         definitions: list[Informer[Any]] = [
@@ -409,7 +395,7 @@ class Scheduler(Controller):
             del self._status_written[key]
         return written
 
-    def _cloud_changed(self, cloud: Kind) -> None:
+    def _cloud_changed(self, cloud: Kind, old: Kind | None = None) -> None:
         self.clouds.set(cloud)
         self.cluster_queue.add(_cloud_key(cloud))
         for cluster in self.cluster_informer.items():
