@@ -41,13 +41,8 @@ from aiohttp import web  # noqa: E402
 from shoal.client.rest import Conflict, ShoalClient, Unreachable  # noqa: E402
 from shoal.model.base import Metadata  # noqa: E402
 from shoal.model.core import GlobalMetricsProvider, MetricsProviderSpec, PrometheusSpec  # noqa: E402
-from shoal.model.kubernetes import (  # noqa: E402
-    Application,
-    ApplicationSpec,
-    ClusterConstraints,
-    Constraints,
-)
-from shoal.testing.fleet import cluster, metric, register  # noqa: E402
+from shoal.model.kubernetes import Application  # noqa: E402
+from shoal.testing.fleet import app, cluster, metric, register  # noqa: E402
 from shoal.testing.launch import ApiProcess, controller, stop  # noqa: E402
 from tests.fixtures import prometheus as _prometheus  # noqa: E402
 from tests.fixtures.prometheus import start_prometheus  # noqa: E402
@@ -224,14 +219,7 @@ async def run(n: int, m: int, groups: int, refresh: float, workers: int, seed: i
                 await asyncio.sleep(0.2)
 
                 async def create(i: int) -> None:
-                    obj = Application(
-                        metadata=Metadata(name=f"a{i:05d}", namespace=NS),
-                        spec=ApplicationSpec(
-                            constraints=Constraints(
-                                cluster=ClusterConstraints(labels=[f"zone is z{i % ZONES}"])
-                            )
-                        ),
-                    )
+                    obj = app(f"a{i:05d}", labels=[f"zone is z{i % ZONES}"])
                     for _ in range(5):
                         try:
                             await client.create(obj)

@@ -30,14 +30,9 @@ sys.path.insert(0, str(ROOT))
 
 from shoal.client.rest import Conflict, ShoalClient, Unreachable  # noqa: E402
 from shoal.model.base import Metadata  # noqa: E402
-from shoal.model.kubernetes import (  # noqa: E402
-    Application,
-    ApplicationSpec,
-    Cluster,
-    ClusterState,
-)
+from shoal.model.kubernetes import Application, Cluster, ClusterState  # noqa: E402
 from shoal.model.scheduling import RescheduleTask, RescheduleTaskSpec, TaskPhase  # noqa: E402
-from shoal.testing.fleet import scored_clusters  # noqa: E402
+from shoal.testing.fleet import app, scored_clusters  # noqa: E402
 from shoal.testing.launch import ApiProcess, controller, stop  # noqa: E402
 
 NS = "default"
@@ -86,10 +81,7 @@ async def run(m: int, concurrency: int) -> None:
 
                 async def creator() -> None:
                     for i in todo:
-                        obj = Application(
-                            metadata=Metadata(name=f"a{i:05d}", namespace=NS),
-                            spec=ApplicationSpec(),
-                        )
+                        obj = app(f"a{i:05d}")
                         for _ in range(5):
                             try:
                                 await client.create(obj)
