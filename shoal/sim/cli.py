@@ -89,6 +89,9 @@ def serve(
     tls: Annotated[Path | None, typer.Option(
         "--tls", help="Serve HTTPS: a directory of `shoal certs dev` (ca.crt, sim.crt, sim.key)."
     )] = None,
+    mixed: Annotated[bool, typer.Option(
+        "--mixed", help="Nodes of mixed sizes (2-32 cpu), one in ten tainted, each cluster at "
+        "a geo site (labels geo, shoal.dev/lat-long): a fleet for fleet pods.")] = False,
 ) -> None:
     """Serve simulated clusters until interrupted."""
     if ctx.invoked_subcommand is not None:
@@ -106,7 +109,7 @@ def serve(
             host=host, port=port, clusters=clusters, nodes=nodes, name_prefix=name_prefix,
             node_labels=_labels(label), cpu=cpu, memory=memory,
             pod_start_delay=pod_start_delay, job_duration=job_duration, out_dir=out,
-            tls=sim_tls, ca=ca_pem,
+            tls=sim_tls, ca=ca_pem, mixed=mixed,
         )
         typer.echo(f"shoal sim serving {clusters} cluster(s) x {nodes} node(s) at {sim.url}")
         typer.echo(f"admin API: {sim.url}/admin/clusters")

@@ -53,6 +53,8 @@ class ClusterOptions(TypedDict, total=False):
     max_pods: int
     region: str | None
     zones: int
+    mixed: bool
+    site: tuple[float, float] | None
     pod_start_delay: float | None
     job_duration: float | None
     token: str | None
@@ -68,6 +70,7 @@ class SimCluster:
             name, cpu=options.get("cpu", "8"), memory=options.get("memory", "32Gi"),
             max_pods=options.get("max_pods", 110), labels=dict(options.get("node_labels") or {}),
             region=options.get("region") or "", zones=options.get("zones", 3),
+            mixed=options.get("mixed", False), site=options.get("site"),
         )
         self.store = Store()
         self.registry = self.store.registry

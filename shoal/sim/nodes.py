@@ -18,6 +18,21 @@ from shoal.sim.store import now
 Obj = dict[str, Any]
 
 KUBELET_VERSION = "v1.32.0-shoal-sim"
+MIXED = (("4", "16Gi"), ("8", "32Gi"), ("16", "64Gi"), ("2", "8Gi"), ("32", "128Gi"))
+"""(cpu, memory) of the nodes of a mixed cluster, in turn."""
+TAINT = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
+TAINT_EVERY = 10  # one node in ten of a mixed cluster is tainted
+SITES: dict[str, tuple[float, float]] = {
+    "vienna": (48.21, 16.37), "berlin": (52.52, 13.40), "paris": (48.86, 2.35),
+    "helsinki": (60.17, 24.94), "rome": (41.90, 12.50),
+}
+"""Where the clusters of a mixed fleet are, in turn (node label ``geo`` names the site)."""
+
+
+def mixed_site(index: int) -> tuple[str, tuple[float, float]]:
+    """The site of the ``index``-th cluster of a mixed fleet."""
+    name = list(SITES)[index % len(SITES)]
+    return name, SITES[name]
 
 
 def node_conditions(not_ready: bool = False, memory_pressure: bool = False) -> list[Obj]:
@@ -60,6 +75,8 @@ class NodeTemplate:
     labels: dict[str, str] = field(default_factory=dict)
     region: str = ""
     zones: int = 3
+    mixed: bool = False  # node sizes from MIXED, a tainted node in TAINT_EVERY
+    site: tuple[float, float] | None = None  # nodes labelled near it (shoal.dev/lat-long)
     _ips: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
@@ -79,9 +96,14 @@ class NodeTemplate:
             "type": "shoal-sim",
             **self.labels,
         }
+        cpu, memory = MIXED[index % len(MIXED)] if self.mixed else (self.cpu, self.memory)
+        if self.site is not None:  # spread over about 20 km around the site
+            lat = self.site[0] + (index * 7919 % 200 - 100) / 1000
+            lon = self.site[1] + (index * 104729 % 200 - 100) / 1000
+            labels["shoal.dev/lat-long"] = f"{lat:.3f}_{lon:.3f}"
         cap = {
-            "cpu": self.cpu,
-            "memory": self.memory,
+            "cpu": cpu,
+            "memory": memory,
             "pods": str(self.max_pods),
             "ephemeral-storage": "100Gi",
         }
@@ -95,7 +117,7 @@ class NodeTemplate:
                 "labels": labels,
                 "annotations": {"node.alpha.kubernetes.io/ttl": "0", "shoal.dev/sim": "true"},
             },
-            "spec": {},
+            "spec": {"taints": [dict(TAINT)]} if self.mixed and index % TAINT_EVERY == 0 else {},
             "status": {
                 "capacity": cap,
                 "allocatable": dict(cap),

@@ -53,6 +53,7 @@ import yaml
 
 from shoal.sim.api import ClusterApi, Receive, Request, Scope, Send, respond, respond_error
 from shoal.sim.cluster import ClusterOptions, SimCluster
+from shoal.sim.nodes import mixed_site
 from shoal.sim.store import ApiError
 
 if TYPE_CHECKING:
@@ -349,11 +350,14 @@ async def start_sim(
     out_dir: str | Path | None = None,
     tls: Tls | None = None,
     ca: bytes | None = None,
+    mixed: bool = False,
 ) -> SimServer:
     """Serve a fleet on the running loop; ``clusters`` is a count or a list of names.
 
     ``tls``: serve HTTPS with that certificate; ``ca``: the PEM of the CA that signed it, put in
     the kubeconfigs (``certificate-authority-data``) so kubectl and controllers trust it.
+    ``mixed``: nodes of mixed sizes, one in ten tainted, each cluster at a site of its own
+    (``shoal.sim.nodes.MIXED``, ``SITES``), for fleet pods (docs/fleet.md).
     """
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -366,8 +370,13 @@ async def start_sim(
     fleet = SimFleet(f"{scheme}://{url_host}:{bound}", pod_start_delay, job_duration)
     if ca is not None:
         fleet.ca_data = base64.b64encode(ca).decode()
-    for name in cluster_names(clusters, name_prefix):
-        fleet.add_cluster(name, nodes=nodes, node_labels=node_labels, cpu=cpu, memory=memory)
+    for i, name in enumerate(cluster_names(clusters, name_prefix)):
+        if not mixed:
+            fleet.add_cluster(name, nodes=nodes, node_labels=node_labels, cpu=cpu, memory=memory)
+            continue
+        site, where = mixed_site(i)
+        fleet.add_cluster(name, nodes=nodes, node_labels={**(node_labels or {}), "geo": site},
+                          mixed=True, site=where)
     if out_dir is not None:
         fleet.write_kubeconfigs(out_dir)
     options: dict[str, Any] = {"http": "h11"}
