@@ -14,7 +14,6 @@ from __future__ import annotations
 import difflib
 import os
 import sys
-import traceback
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, NoReturn
@@ -122,6 +121,12 @@ def _known(error: BaseException, url: str | None) -> CliError | None:
     return None
 
 
+def _traceback() -> None:
+    import traceback
+
+    traceback.print_exc()
+
+
 def _debug() -> bool:
     if os.environ.get(ENV_DEBUG, "") not in ("", "0"):
         return True
@@ -137,13 +142,13 @@ def errors_handled(url: str | None = None) -> Iterator[None]:
         yield
     except CliError as error:
         if _debug():
-            traceback.print_exc()
+            _traceback()
         fail(error.message, error.code)
     except Exception as error:  # the CLI's top level: one line, the traceback on --debug
         if type(error).__module__.startswith(("click.", "typer.")):
             raise  # usage errors and exits, which click and typer print themselves
         if _debug():
-            traceback.print_exc()
+            _traceback()
         try:
             known = _known(error, url)
         except CliError as better:

@@ -12,7 +12,7 @@ its commands runs (``shoal get`` imports no model, client or server module;
 * ``shoal.cli.main.add_group(sub_app, "name", "help")`` / ``add_command(fn, "name")``
   from code that imports this module; or
 * a ``shoal.cli`` entry point ``name = "package.module:install"`` (loaded when
-  a command is not found otherwise, and for the root's help).
+  a command is not found otherwise; not listed by ``shoal --help``).
 
 Names reserved for other modules: ``api``, ``up``, ``scheduler``, ``sim``,
 ``kube-controller``, ``reschedule``, ``agent``, ``gc``.
@@ -21,7 +21,6 @@ Names reserved for other modules: ``api``, ``up``, ``scheduler``, ``sim``,
 from __future__ import annotations
 
 import importlib
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -31,8 +30,6 @@ import click
 from shoal.cli import generic
 from shoal.cli.config import CliState
 from shoal.cli.errors import FriendlyGroup, errors_handled
-
-log = logging.getLogger(__name__)
 
 HELP = "Shoal: place applications on a fleet of Kubernetes clusters."
 
@@ -161,8 +158,7 @@ class Root(FriendlyGroup, click.Group):
         for extension in EXTENSIONS:
             names.extend(n for n in extension.commands if n not in names)
         names.extend(n for n in ADDED if n not in names)
-        names.extend(n for n in _plugins() if n not in names)
-        return names
+        return names  # not the plugins': scanning entry points would double --help's time
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         found = self.commands.get(name)
@@ -220,6 +216,12 @@ def add_command(function: Callable[..., Any], name: str, help: str | None = None
     ADDED[name] = single
 
 
+def _log() -> Any:
+    import logging  # only when there is something to say
+
+    return logging.getLogger(__name__)
+
+
 def _install(target: Any, module_name: str, name: str | None) -> None:
     """Let a module add its commands to ``target``; a broken module is logged, not fatal."""
     import typer
@@ -229,10 +231,10 @@ def _install(target: Any, module_name: str, name: str | None) -> None:
     except ModuleNotFoundError as error:
         if error.name == module_name:
             return  # that module is not written (yet)
-        log.warning("shoal: commands of %s unavailable: %s", module_name, error)
+        _log().warning("shoal: commands of %s unavailable: %s", module_name, error)
         return
     except Exception as error:  # a module in the making must not break every command
-        log.warning("shoal: commands of %s unavailable: %r", module_name, error)
+        _log().warning("shoal: commands of %s unavailable: %r", module_name, error)
         return
     hook = getattr(module, "install", None) or getattr(module, "register", None)
     if callable(hook):
@@ -279,7 +281,7 @@ def _plugins() -> dict[str, Any]:
             entry.load()(scratch)
             found.update(_commands(scratch))
         except Exception:  # a broken third-party plugin must not break the CLI
-            log.warning("shoal: cannot load plugin %s", entry.value, exc_info=True)
+            _log().warning("shoal: cannot load plugin %s", entry.value, exc_info=True)
     return found
 
 

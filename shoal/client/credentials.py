@@ -8,10 +8,12 @@ case (the CLI's config file, a component's configuration file).
 from __future__ import annotations
 
 import os
-import ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import ssl
 
 FIELDS = ("token", "ca", "cert", "key")
 
@@ -36,6 +38,8 @@ class Credentials:
         """None: the system's CAs and no client certificate."""
         if self.ca is None and self.cert is None:
             return None
+        import ssl  # only here: ``shoal get`` over plain HTTP starts without it
+
         context = ssl.create_default_context(cafile=self.ca)
         if self.cert is not None:
             context.load_cert_chain(self.cert, self.key)
