@@ -189,13 +189,11 @@ def _edit_metrics(ptype: str, section: dict[str, Any], edits: dict[str, Any]) ->
     """``--set-metric``/``--unset-metric``: change single values of a static provider."""
     if ptype != "static":
         raise CliError(f"--set-metric and --unset-metric apply to a static provider, not {ptype}")
-    metrics = dict(section.get("metrics") or {})
-    metrics.update(edits.get("set_metrics") or {})
+    metrics = {**(section.get("metrics") or {}), **(edits.get("set_metrics") or {})}
     for name in edits.get("unset_metrics") or ():
-        if name not in metrics:
+        if metrics.pop(name, None) is None:
             hint = did_you_mean(name, metrics)
             raise CliError(f"--unset-metric: the provider has no metric {name!r}{hint}")
-        del metrics[name]
     section["metrics"] = metrics
 
 
@@ -236,20 +234,12 @@ PROVIDER_FLAGS = (
         read="pairs",
         update_help="Static metrics (replace all): --metric NAME VALUE.",
     ),
-    flag(
-        "--set-metric",
-        "spec.section.set_metrics",
-        "Set one static metric, keep the others: --set-metric NAME=VALUE (repeatable).",
-        many=True,
-        read="pairs",
-        verbs=UPDATE,
-    ),
-    flag(
-        "--unset-metric",
-        "spec.section.unset_metrics",
-        "Remove one static metric: --unset-metric NAME (repeatable).",
-        many=True,
-        verbs=UPDATE,
+    *(
+        flag(decls, f"spec.section.{field_}", help, many=True, read=read, verbs=UPDATE)
+        for decls, field_, read, help in (
+            ("--set-metric", "set_metrics", "pairs", "Set one static metric: NAME=VALUE."),
+            ("--unset-metric", "unset_metrics", "", "Remove one static metric: NAME."),
+        )
     ),
     LABEL,
 )

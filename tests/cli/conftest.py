@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import shlex
+import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
@@ -23,6 +24,22 @@ def isolated_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     monkeypatch.setenv("SHOAL_CONFIG", str(path))
     monkeypatch.delenv("SHOAL_API", raising=False)
     return path
+
+
+async def process(
+    *args: str, env: dict[str, str], cwd: Path | None = None
+) -> asyncio.subprocess.Process:
+    """``shoal ARGS`` as a process of its own (output and errors on one pipe)."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "shoal.cli.main",
+        *args,
+        cwd=cwd,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
 
 
 async def invoke(*args: str, input: str | None = None) -> Result:

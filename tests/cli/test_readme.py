@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli.conftest import process
 from tests.util import free_port, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,18 +88,7 @@ async def test_readme_quick_start(tmp_path: Path) -> None:
         "COLUMNS": "200",
     }
     port = free_port()
-    up = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "shoal.cli.main",
-        "up",
-        "--port",
-        str(port),
-        cwd=tmp_path,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )
+    up = await process("up", "--port", str(port), env=env, cwd=tmp_path)
     try:
         config = tmp_path / "data" / "security" / "config.yaml"
         await wait_for(config.exists, timeout=90, message="shoal up's banner")

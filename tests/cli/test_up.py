@@ -5,44 +5,23 @@ from __future__ import annotations
 
 import asyncio
 import signal
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.cli.conftest import process
 from tests.util import free_port, wait_for
 
 ENV = {"COLUMNS": "200", "PATH": "/usr/bin:/bin"}
 
 
 async def _up(data: Path, port: int, *args: str) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "shoal.cli.main",
-        "up",
-        "--port",
-        str(port),
-        "--data-dir",
-        str(data),
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        env=ENV,
-    )
+    return await process("up", "--port", str(port), "--data-dir", str(data), *args, env=ENV)
 
 
 async def _shoal(data: Path, *args: str) -> str:
     env = {**ENV, "SHOAL_CONFIG": str(data / "security" / "config.yaml")}
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "shoal.cli.main",
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        env=env,
-    )
+    proc = await process(*args, env=env)
     out, _ = await asyncio.wait_for(proc.communicate(), 60)
     assert proc.returncode == 0, out.decode()
     return out.decode()
