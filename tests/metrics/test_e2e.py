@@ -22,6 +22,7 @@ from shoal.model.core import (
 )
 from shoal.model.kubernetes import Cluster, ClusterState
 from tests.fixtures.prometheus import PrometheusServer, start_prometheus
+from tests.fixtures.serving import serve
 from tests.scheduler.helpers import (
     NS,
     app,
@@ -116,14 +117,8 @@ async def proxy(port: int, upstream: str) -> AsyncIterator[None]:
 
         server = web.Application()
         server.router.add_route("*", "/{tail:.*}", forward)
-        runner = web.AppRunner(server, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", port)
-        await site.start()
-        try:
+        async with serve(server, port):
             yield
-        finally:
-            await runner.cleanup()
 
 
 async def test_unreachable_prometheus_fails_then_heals(
