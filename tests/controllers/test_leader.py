@@ -71,6 +71,16 @@ def leader_of(a: Candidate, b: Candidate) -> tuple[Candidate, Candidate] | None:
     return None
 
 
+async def elected(
+    pair: tuple[Candidate, Candidate], started: bool = True
+) -> tuple[Candidate, Candidate]:
+    """(leader, standby) once one of the pair leads (and, with ``started``, runs its task)."""
+    leader, standby = await wait_for(lambda: leader_of(*pair), message="one leader")
+    if started:
+        await wait_for(lambda: leader.started == 1, message="leading task started")
+    return leader, standby
+
+
 async def test_lease_crud_and_cas(client: ShoalClient) -> None:
     lease = await client.create(Lease(metadata=Metadata(name="x"), spec=LeaseSpec(holder="a")))
     assert (await client.get(Lease, "x")).spec.holder == "a"
@@ -85,9 +95,7 @@ async def test_lease_crud_and_cas(client: ShoalClient) -> None:
 async def test_exactly_one_leads_and_renews(
     client: ShoalClient, pair: tuple[Candidate, Candidate]
 ) -> None:
-    a, b = pair
-    leader, standby = await wait_for(lambda: leader_of(a, b), message="one leader")
-    await wait_for(lambda: leader.started == 1, message="leading task started")
+    leader, standby = await elected(pair)
     first = await client.get(Lease, "scheduler")
     assert first.spec.holder == leader.elector.identity
 
@@ -105,9 +113,7 @@ async def test_exactly_one_leads_and_renews(
 
 
 async def test_release_on_cancel_hands_over_at_once(pair: tuple[Candidate, Candidate]) -> None:
-    a, b = pair
-    leader, standby = await wait_for(lambda: leader_of(a, b), message="one leader")
-    await wait_for(lambda: leader.started == 1, message="leading task started")
+    leader, standby = await elected(pair)
     await leader.stop()
     assert leader.cancelled == 1
     stopped = time.monotonic()
@@ -119,8 +125,7 @@ async def test_release_on_cancel_hands_over_at_once(pair: tuple[Candidate, Candi
 async def test_crash_takeover_within_a_lease_duration(
     client: ShoalClient, pair: tuple[Candidate, Candidate]
 ) -> None:
-    a, b = pair
-    leader, standby = await wait_for(lambda: leader_of(a, b), message="one leader")
+    leader, standby = await elected(pair, started=False)
     before = await client.get(Lease, "scheduler")
     leader.elector._crash()
     crashed = time.monotonic()
@@ -139,8 +144,7 @@ async def test_lost_cas_stops_the_leader_at_once(
     client: ShoalClient, pair: tuple[Candidate, Candidate]
 ) -> None:
     a, b = pair
-    leader, _standby = await wait_for(lambda: leader_of(a, b), message="one leader")
-    await wait_for(lambda: leader.started == 1, message="leading task started")
+    leader, _standby = await elected(pair)
     # Someone else writes the lease: the leader's next renew is a stale CAS (409).
     lease = await client.get(Lease, "scheduler")
     lease.spec = LeaseSpec(holder="intruder", renew_time=utcnow(), duration=DURATION)
