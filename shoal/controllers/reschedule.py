@@ -43,11 +43,9 @@ from shoal.model.scheduling import (
     TargetStatus,
     TaskPhase,
 )
-from shoal.scheduler.application import INACTIVE_STATES
+from shoal.scheduler.application import INACTIVE_STATES, AppKey
 
 log = logging.getLogger(__name__)
-
-AppKey = tuple[str, str]  # (namespace, name)
 
 _STAMP_BATCH = 1000
 

@@ -35,14 +35,13 @@ from shoal.kube.objects import (
     ref_key,
     stub,
 )
-from shoal.kube.watch import ClusterWatches, Entry
+from shoal.kube.watch import AppKey, ClusterWatches, Entry
 from shoal.model.base import Reason, ReasonCode, ResourceRef
 from shoal.model.kubernetes import Application, ApplicationState, Cluster
 
 log = logging.getLogger(__name__)
 
 FINALIZER = "shoal.kube/resources"
-AppKey = tuple[str | None, str]
 
 MAX_BACKOFF = 60.0
 

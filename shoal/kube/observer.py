@@ -17,14 +17,13 @@ from typing import Any
 from shoal.client.informer import Informer, cache_key
 from shoal.client.rest import ApiError, ShoalClient, Unreachable
 from shoal.controllers.base import Controller
-from shoal.kube.client import KubeApiError, KubeClients, KubeUnreachable
+from shoal.kube.client import ClusterKey, KubeApiError, KubeClients, KubeUnreachable
 from shoal.model.base import Reason, ReasonCode
 from shoal.model.kubernetes import Cluster, ClusterNode, ClusterState
 
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
-ClusterKey = tuple[str | None, str]
 
 MAX_NODE_ENTRIES = 50
 PRESSURE = ("MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable")

@@ -19,11 +19,10 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
-from shoal.kube.client import KubeApiError, KubeCluster, KubeUnreachable
+from shoal.kube.client import ClusterKey, KubeApiError, KubeCluster, KubeUnreachable
 
 log = logging.getLogger(__name__)
 
-ClusterKey = tuple[str | None, str]
 AppKey = tuple[str | None, str]
 ObjKey = tuple[str, str, str, str]  # apiVersion, kind, namespace, name
 Entry = tuple[ClusterKey, ObjKey]

@@ -28,12 +28,7 @@ from typing import Any
 from shoal.client.rest import Conflict, NotFound, ShoalClient
 from shoal.model.base import Reason, ReasonCode, ResourceRef, utcnow
 from shoal.model.constraints import LabelConstraint, MetricConstraint
-from shoal.model.kubernetes import (
-    Application,
-    ApplicationState,
-    Cluster,
-    ClusterState,
-)
+from shoal.model.kubernetes import Application, ApplicationState, Cluster, ClusterState
 from shoal.scheduler.binder import Binder
 from shoal.scheduler.config import SchedulerConfig
 from shoal.scheduler.fleet import Backend, Fleet
