@@ -247,14 +247,21 @@ async def bench(
             )
         )
 
-        list_times: list[float] = []
-        size = 0
-        for _ in range(20):
-            start = time.perf_counter()
-            async with http.get(APPS) as response:
-                body = await response.read()
-            list_times.append(time.perf_counter() - start)
-            size = len(body)
+        async def timed_lists(
+            times: int, params: dict[str, str] | None = None
+        ) -> tuple[list[float], bytes]:
+            """Seconds each of ``times`` list requests took, and the last answer."""
+            took: list[float] = []
+            body = b""
+            for _ in range(times):
+                start = time.perf_counter()
+                async with http.get(APPS, params=params) as response:
+                    body = await response.read()
+                took.append(time.perf_counter() - start)
+            return took, body
+
+        list_times, body = await timed_lists(20)
+        size = len(body)
         count = len(orjson.loads(body)["items"])
         rows.append(
             (
@@ -262,24 +269,14 @@ async def bench(
                 p50_p99(list_times, 0),
             )
         )
-        page_times: list[float] = []
-        for _ in range(50):
-            start = time.perf_counter()
-            async with http.get(APPS, params={"limit": "500"}) as response:
-                await response.read()
-            page_times.append(time.perf_counter() - start)
+        page_times, _ = await timed_lists(50, {"limit": "500"})
         rows.append(
             (
                 "list page of 500 p50 / p99",
                 p50_p99(page_times, 1),
             )
         )
-        sel_times: list[float] = []
-        for _ in range(20):
-            start = time.perf_counter()
-            async with http.get(APPS, params={"label_selector": "shard=3"}) as response:
-                await response.read()
-            sel_times.append(time.perf_counter() - start)
+        sel_times, _ = await timed_lists(20, {"label_selector": "shard=3"})
         rows.append(
             (
                 f"list with label_selector at {objects:,} p50",

@@ -42,6 +42,16 @@ async def bounded(n: int, concurrency: int, op: Callable[[int], Awaitable[object
     return time.perf_counter() - start
 
 
+async def _events(store: Store, prefix: str, revision: int, count: int) -> None:
+    """Watch ``prefix`` from ``revision`` until ``count`` events have come."""
+    seen = 0
+    async with aclosing(store.watch(prefix, revision)) as events:
+        async for _ in events:
+            seen += 1
+            if seen == count:
+                return
+
+
 async def bench(name: str, store: Store, n: int, concurrency: int, value: bytes) -> None:
     prefix = f"/bench/{time.monotonic_ns()}/"
     keys = [f"{prefix}{i:07d}" for i in range(n)]
@@ -74,28 +84,15 @@ async def bench(name: str, store: Store, n: int, concurrency: int, value: bytes)
 
     # Replay: all n ADDED events out of history.
     t0 = time.perf_counter()
-    seen = 0
-    async with aclosing(store.watch(prefix, start_revision)) as events:
-        async for _ in events:
-            seen += 1
-            if seen == n:
-                break
+    await _events(store, prefix, start_revision, n)
     t_replay = time.perf_counter() - t0
 
     # Live: a watcher receiving concurrent updates as they are written.
     head = await store.revision()
     live = min(n, 5000)
 
-    async def consume() -> None:
-        count = 0
-        async with aclosing(store.watch(prefix, head)) as stream:
-            async for _ in stream:
-                count += 1
-                if count == live:
-                    return
-
     t0 = time.perf_counter()
-    consumer = asyncio.create_task(consume())
+    consumer = asyncio.create_task(_events(store, prefix, head, live))
     await bounded(live, concurrency, lambda i: store.update(keys[i], value))
     await consumer
     t_live = time.perf_counter() - t0
