@@ -10,20 +10,18 @@ import pytest
 from shoal.client.rest import ShoalClient
 from shoal.kube.client import KubeClients, KubeCluster
 from shoal.model.base import Metadata
-from shoal.model.kubernetes import Application, Cluster, ClusterSpec
-from shoal.sim.server import SimServer, start_sim
+from shoal.model.kubernetes import Application, ApplicationState, Cluster, ClusterSpec
+from shoal.sim.server import SimServer
 from shoal.testing.fleet import register
+from shoal.testing.sim import running_sim
 
 NS = "default"
 
 
 @pytest.fixture
 async def sim() -> AsyncIterator[SimServer]:
-    server = await start_sim(clusters=["de", "fr"], nodes=2, pod_start_delay=0.3)
-    try:
+    async with running_sim(clusters=["de", "fr"], nodes=2, pod_start_delay=0.3) as server:
         yield server
-    finally:
-        await server.stop()
 
 
 @pytest.fixture
@@ -46,6 +44,14 @@ async def kube(clusters: list[Cluster]) -> AsyncIterator[dict[str, KubeCluster]]
         yield {c.metadata.name: await clients.get(c) for c in clusters}
     finally:
         await clients.close()
+
+
+async def running_on(client: ShoalClient, name: str) -> str | None:
+    """The cluster application ``name`` runs on, once it is RUNNING there."""
+    app = await client.get(Application, name, NS)
+    if app.status.state is ApplicationState.RUNNING and app.status.running_on is not None:
+        return app.status.running_on.name
+    return None
 
 
 def deployment(name: str, replicas: int = 2) -> dict[str, Any]:

@@ -17,15 +17,15 @@ from shoal.model.base import Metadata
 from shoal.model.core import GlobalMetricsProvider
 from shoal.model.kubernetes import (
     Application,
-    ApplicationState,
     Cluster,
     ClusterSpec,
     ClusterState,
     MetricRef,
 )
 from shoal.scheduler.scheduler import Scheduler
-from shoal.sim.server import SimServer, start_sim
-from tests.kube.conftest import NS, application
+from shoal.sim.server import SimServer
+from shoal.testing.sim import running_sim
+from tests.kube.conftest import NS, application, running_on
 from tests.scheduler.helpers import fast_config, metric, provider
 from tests.util import wait_for
 
@@ -45,13 +45,6 @@ async def _ready(kube: KubeCluster, name: str) -> bool:
 
 async def _state(client: ShoalClient, name: str) -> ClusterState:
     return (await client.get(Cluster, name, NS)).status.state
-
-
-async def _running_on(client: ShoalClient, name: str) -> str | None:
-    app = await client.get(Application, name, NS)
-    if app.status.state is ApplicationState.RUNNING and app.status.running_on is not None:
-        return app.status.running_on.name
-    return None
 
 
 @contextlib.asynccontextmanager
@@ -177,9 +170,9 @@ async def test_crd_on_a_cluster_makes_an_application_schedulable(
 
         await wait_for(listed, timeout=5, message="CRD in status.custom_resources")
         await wait_for(
-            lambda: _running_on(client, "needs-crd"), timeout=8, message="needs-crd RUNNING"
+            lambda: running_on(client, "needs-crd"), timeout=8, message="needs-crd RUNNING"
         )
-        assert await _running_on(client, "needs-crd") == "fr"
+        assert await running_on(client, "needs-crd") == "fr"
         widget = await kube["fr"].read(
             {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}, NS
         )
@@ -192,12 +185,12 @@ async def test_deleting_a_cluster_reschedules_its_applications(
 ) -> None:
     async with control_plane(client, gc=True):
         await client.create(application("stay", labels=["location in (DE, FR)"]))
-        first = await wait_for(lambda: _running_on(client, "stay"), timeout=10, message="RUNNING")
+        first = await wait_for(lambda: running_on(client, "stay"), timeout=10, message="RUNNING")
         other = "fr" if first == "de" else "de"
         await client.delete(Cluster, first, NS)
 
         async def moved() -> bool:
-            return await _running_on(client, "stay") == other
+            return await running_on(client, "stay") == other
 
         await wait_for(moved, timeout=10, message=f"stay RUNNING on {other}")
         assert await _ready(kube[other], "stay")
@@ -207,11 +200,8 @@ async def test_deleting_a_cluster_reschedules_its_applications(
 
 @pytest.fixture
 async def sim3() -> AsyncIterator[SimServer]:
-    server = await start_sim(clusters=["a", "b", "c"], nodes=2, pod_start_delay=0.5)
-    try:
+    async with running_sim(clusters=["a", "b", "c"], nodes=2, pod_start_delay=0.5) as server:
         yield server
-    finally:
-        await server.stop()
 
 
 async def test_end_to_end_three_clusters(client: ShoalClient, sim3: SimServer) -> None:
@@ -236,8 +226,8 @@ async def test_end_to_end_three_clusters(client: ShoalClient, sim3: SimServer) -
         async with control_plane(client, metrics_refresh=0.2, reschedule_after=0.5):
             # c scores best but is in FR: the constraint puts it on a
             await client.create(application("e2e", labels=["location is DE"]))
-            await wait_for(lambda: _running_on(client, "e2e"), timeout=10, message="RUNNING")
-            assert await _running_on(client, "e2e") == "a"
+            await wait_for(lambda: running_on(client, "e2e"), timeout=10, message="RUNNING")
+            assert await running_on(client, "e2e") == "a"
             assert await _ready(kube["a"], "e2e")
             assert await kube["c"].read(_dep("e2e"), NS) is None
 
@@ -251,7 +241,7 @@ async def test_end_to_end_three_clusters(client: ShoalClient, sim3: SimServer) -
                 old = await kube["a"].read(_dep("e2e"), NS)
                 if old is None:
                     assert await _ready(kube["b"], "e2e"), "old copy deleted before new ready"
-                return await _running_on(client, "e2e") == "b"
+                return await running_on(client, "e2e") == "b"
 
             await wait_for(migrated, timeout=15, interval=0.05, message="e2e RUNNING on b")
             assert await kube["a"].read(_dep("e2e"), NS) is None
@@ -260,7 +250,7 @@ async def test_end_to_end_three_clusters(client: ShoalClient, sim3: SimServer) -
             sim3.fleet.set_unreachable("b", True)
 
             async def moved() -> bool:
-                return await _running_on(client, "e2e") == "a"
+                return await running_on(client, "e2e") == "a"
 
             await wait_for(moved, timeout=20, message="e2e RUNNING on a")
             assert await _ready(kube["a"], "e2e")
@@ -280,7 +270,7 @@ async def test_end_to_end_three_clusters(client: ShoalClient, sim3: SimServer) -
                 return gone and not app.status.pending_cleanups
 
             await wait_for(cleaned, timeout=15, message="b's old copy removed")
-            assert await _running_on(client, "e2e") == "a"
+            assert await running_on(client, "e2e") == "a"
 
             # deleting the application removes everything from every cluster
             await client.delete(Application, "e2e", NS)

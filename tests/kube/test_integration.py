@@ -15,7 +15,7 @@ from shoal.model.base import ResourceRef
 from shoal.model.kubernetes import Application, ApplicationState, Cluster, ClusterState
 from shoal.scheduler.scheduler import Scheduler
 from shoal.sim.server import SimServer
-from tests.kube.conftest import NS, application
+from tests.kube.conftest import NS, application, running_on
 from tests.scheduler.helpers import fast_config
 from tests.util import wait_for
 
@@ -115,14 +115,7 @@ async def test_unreachable_cluster_moves_application(
     control_plane: tuple[Scheduler, ClusterObserver],
 ) -> None:
     await client.create(application("api", labels=["location in (DE, FR)"]))
-
-    async def placed() -> str | None:
-        app = await _app(client, "api")
-        if app.status.state is ApplicationState.RUNNING and app.status.running_on:
-            return app.status.running_on.name
-        return None
-
-    first = await wait_for(placed, timeout=15, message="api RUNNING")
+    first = await wait_for(lambda: running_on(client, "api"), timeout=15, message="api RUNNING")
     other = "fr" if first == "de" else "de"
     sim.fleet.set_unreachable(first, True)
 
@@ -133,7 +126,7 @@ async def test_unreachable_cluster_moves_application(
     await wait_for(offline, timeout=10, message=f"{first} OFFLINE")
 
     async def moved() -> bool:
-        return await placed() == other
+        return await running_on(client, "api") == other
 
     await wait_for(moved, timeout=20, message=f"api RUNNING on {other}")
     assert await _ready(kube[other], "api")
@@ -162,15 +155,10 @@ async def test_migration_keeps_old_copy_until_new_is_ready(
     fr = ResourceRef(api="kubernetes", kind="Cluster", namespace=NS, name="fr")
     await client.bind(app, de)
 
-    async def running_on(name: str) -> bool:
-        current = await _app(client, "mig")
-        return (
-            current.status.state is ApplicationState.RUNNING
-            and current.status.running_on is not None
-            and current.status.running_on.name == name
-        )
+    async def mig_on(name: str) -> bool:
+        return await running_on(client, "mig") == name
 
-    await wait_for(lambda: running_on("de"), timeout=15, message="mig RUNNING on de")
+    await wait_for(lambda: mig_on("de"), timeout=15, message="mig RUNNING on de")
     await client.bind(await _app(client, "mig"), fr)
 
     window_seen = False
@@ -187,7 +175,7 @@ async def test_migration_keeps_old_copy_until_new_is_ready(
             window_seen = True
             assert current.status.running_on is not None
             assert current.status.running_on.name == "de"
-        return await running_on("fr")
+        return await mig_on("fr")
 
     await wait_for(migrated, timeout=15, interval=0.05, message="mig RUNNING on fr")
     assert window_seen, "never saw MIGRATING with the old copy alive and the new one not ready"
