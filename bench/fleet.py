@@ -33,14 +33,13 @@ import yaml  # noqa: E402
 from shoal.client.informer import Informer  # noqa: E402
 from shoal.client.rest import ShoalClient  # noqa: E402
 from shoal.model.pods import Pod, PodPhase  # noqa: E402
-from shoal.sim.server import SimServer, start_sim  # noqa: E402
+from shoal.sim.nodes import SITES, mixed_site  # noqa: E402
+from shoal.sim.server import start_sim  # noqa: E402
 from shoal.testing.launch import ApiProcess, controller, stop  # noqa: E402
 from shoal.testing.pods import pod as make_pod  # noqa: E402
 from shoal.testing.pods import register_clusters, start_agents  # noqa: E402
 
 SIZES = [("100m", "128Mi"), ("250m", "256Mi"), ("500m", "1Gi"), ("1", "2Gi"), ("2", "4Gi")]
-SITES = [(48.21, 16.37), (52.52, 13.40), (48.86, 2.35), (60.17, 24.94), (41.90, 12.50)]
-CAPACITIES = [("4", "16Gi"), ("8", "32Gi"), ("16", "64Gi"), ("32", "128Gi")]
 
 
 def cpu_seconds(pid: int | None = None) -> float:
@@ -49,18 +48,6 @@ def cpu_seconds(pid: int | None = None) -> float:
         return t.user + t.system
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-async def fleet_sim(clusters: int, nodes: int) -> SimServer:
-    """Clusters of mixed node sizes, each at a geo site, in three zones."""
-    sim = await start_sim(clusters=[], pod_start_delay=3600)
-    for i in range(clusters):
-        cpu, memory = CAPACITIES[i % len(CAPACITIES)]
-        lat, lon = SITES[i % len(SITES)]
-        sim.fleet.add_cluster(f"c{i}", nodes=nodes, cpu=cpu, memory=memory, zones=3,
-                              node_labels={"shoal.dev/lat-long": f"{lat}_{lon}",
-                                           "geo": f"site-{i % len(SITES)}"})
-    return sim
 
 
 class Run:
@@ -86,9 +73,9 @@ class Run:
             if rate:
                 await asyncio.sleep(max(0.0, started + i / rate - time.perf_counter()))
             cpu, memory = rng.choice(SIZES)
-            site = rng.randrange(len(SITES)) if rng.random() < 0.2 else None
-            hints: dict[str, Any] = {} if site is None else {
-                "near": SITES[site], "max_km": 50, "clusters": [f"geo is site-{site}"]}
+            site, where = mixed_site(rng.randrange(len(SITES)))
+            hints: dict[str, Any] = {} if rng.random() >= 0.2 else {
+                "near": where, "max_km": 50, "clusters": [f"geo is {site}"]}
             async with gate:
                 self.created[name] = time.perf_counter()
                 await self.client.create(make_pod(name, cpu, memory, **hints))
@@ -100,7 +87,7 @@ class Run:
         while any(n not in self.done for n in names) and time.perf_counter() < deadline:
             await asyncio.sleep(0.1)
 
-    def report(self, title: str, names: list[str], cpu: float) -> dict[str, float]:
+    def report(self, title: str, names: list[str], cpu: float) -> dict[str, Any]:
         finished = [n for n in names if n in self.done]
         lat = sorted(self.done[n] - self.created[n] for n in finished)
         scheduled = [n for n in finished if self.pods[n].status.phase is PodPhase.Scheduled]
@@ -110,13 +97,19 @@ class Run:
             for line in self.pods[n].status.explanation.get("commit", {}).get("tries", []):
                 tries += 1
                 conflicts += ": 409" in line
-        out = {"pods": len(names), "throughput": len(scheduled) / span if span else 0,
+        out: dict[str, Any] = {
+               "pods": len(names), "throughput": len(scheduled) / span if span else 0,
                "p50": lat[len(lat) // 2] if lat else 0,
                "p99": lat[min(len(lat) - 1, int(len(lat) * 0.99))] if lat else 0,
                "conflicts": conflicts / tries if tries else 0,
                "failed": (len(finished) - len(scheduled)) / len(names),
                "unfinished": len(names) - len(finished),
-               "cpu_per_1000": cpu / len(names) * 1000}
+               "cpu_per_1000": cpu / len(names) * 1000, "phases": ""}
+        phases = {phase: sorted(getattr(self.pods[n].status.timings, phase) for n in finished)
+                  for phase in ("queue", "sampling", "decision", "commit")}
+        out["phases"] = " ".join(
+            f"{k} {v[len(v) // 2] * 1000:.0f}/{v[int(len(v) * .99)] * 1000:.0f}"
+            for k, v in phases.items() if v)
         reasons = Counter(self.pods[n].status.reason[:90] for n in finished
                           if self.pods[n].status.phase is PodPhase.Failed)
         for reason, count in reasons.most_common(3):
@@ -125,17 +118,23 @@ class Run:
               f"p99 {out['p99'] * 1000:7.0f} ms  conflicts {out['conflicts']:6.2%}  "
               f"failed {out['failed']:6.2%}  unfinished {out['unfinished']}  "
               f"CPU {out['cpu_per_1000']:6.1f} s/1000 pods", flush=True)
+        print(f"    phases p50/p99 ms: {out['phases']}")
         return out
 
 
 async def phase(run: Run, title: str, prefix: str, count: int, rate: float | None,
-                procs: list[int], rng: random.Random) -> dict[str, float]:
+                procs: list[int], rng: random.Random) -> dict[str, Any]:
     names = [f"{prefix}-{i}" for i in range(count)]
-    before = cpu_seconds() + sum(cpu_seconds(p) for p in procs)
+    before = [cpu_seconds(), *(cpu_seconds(p) for p in procs)]
     await run.create(names, rate, rng)
     await run.wait(names, timeout=120)
-    cpu = cpu_seconds() + sum(cpu_seconds(p) for p in procs) - before
-    return run.report(title, names, cpu)
+    used = [after - b for after, b in zip([cpu_seconds(), *(cpu_seconds(p) for p in procs)],
+                                           before, strict=True)]
+    out = run.report(title, names, sum(used))
+    shares = ", ".join(f"{who} {u / len(names) * 1000:.1f}" for who, u in
+                       zip(("bench", "api", "scheduler", "fleet"), used, strict=True))
+    print(f"    CPU s/1000 pods by process: {shares}", flush=True)
+    return out
 
 
 def scheduler_config(path: Path, cp: float, np_bp: int) -> None:
@@ -145,8 +144,8 @@ def scheduler_config(path: Path, cp: float, np_bp: int) -> None:
 
 async def serve_fleet(api_url: str, clusters: int, nodes: int) -> None:
     """The sim clusters and their agents, until killed (``--serve-fleet``)."""
-    sim = await fleet_sim(clusters, nodes)
-    labels = {name: {"geo": f"site-{i % len(SITES)}"} for i, name in enumerate(sim.fleet.clusters)}
+    sim = await start_sim(clusters=clusters, nodes=nodes, mixed=True, pod_start_delay=3600)
+    labels = {name: {"geo": mixed_site(i)[0]} for i, name in enumerate(sim.fleet.clusters)}
     async with ShoalClient(api_url) as client:
         await register_clusters(client, sim, labels)
         await start_agents(client, sim)

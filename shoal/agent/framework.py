@@ -91,9 +91,14 @@ class Sample:
     timed_out: bool = False
     seconds: float = 0.0
 
-    def body(self, cluster: str) -> Obj:
-        out: Obj = {"cluster": cluster, "nodes": self.nodes, "wanted": self.wanted,
-                    "examined": self.examined, "samplingMs": round(self.seconds * 1000, 3)}
+    def body(self, cluster: str, keep: int | None = None) -> Obj:
+        """The answer; ``keep``: only the best-scored few of the nodes found (fewer bytes)."""
+        nodes = self.nodes
+        if keep is not None and len(nodes) > keep:
+            nodes = sorted(nodes, key=lambda node: -node["score"])[:keep]
+        out: Obj = {"cluster": cluster, "nodes": nodes, "wanted": self.wanted,
+                    "examined": self.examined, "eligible": len(self.nodes),
+                    "samplingMs": round(self.seconds * 1000, 3)}
         if len(self.nodes) < self.wanted:
             out["explanation"] = self.explanation()
         return out

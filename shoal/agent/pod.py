@@ -75,6 +75,8 @@ class SampleBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     pod: Pod
     nodesToSampleBp: int | None = Field(default=None, ge=1, le=10_000)
+    keep: int | None = Field(
+        default=None, ge=1, description="Answer only the best KEEP of the Np nodes (by score)")
 
 
 class BatchBody(BaseModel):

@@ -15,6 +15,7 @@ import logging
 import time
 import zlib
 from collections import defaultdict
+from collections.abc import Coroutine
 from typing import Any
 
 from shoal.client.informer import Informer
@@ -48,6 +49,9 @@ class FleetPipeline(Controller):
         self.decider = Decider(self.config)
         self.binder = MultiBind(self.agents, self.config)
         self.writes = asyncio.Semaphore(self.config.status_writers)
+        self.commits = asyncio.Semaphore(self.config.commits)
+        self._pending: set[asyncio.Task[None]] = set()
+        self.placed: set[str] = set()  # uids bound whose Scheduled status is not seen yet
         self.counts: dict[str, int] = defaultdict(int)
         self.pods: Informer[Pod] = Informer(client, Pod, on_add=self._pod_seen,
                                             on_update=lambda old, new: self._pod_seen(new),
@@ -71,21 +75,31 @@ class FleetPipeline(Controller):
             self.spawn(self._sampler())
 
     async def stop(self) -> None:
+        for task in list(self._pending):
+            task.cancel()
+        await asyncio.gather(*self._pending, return_exceptions=True)
         await super().stop()
         await self.agents.close()
 
     # pods from the API -----------------------------------------------------------
 
     def _pod_seen(self, pod: Pod) -> None:
+        uid = pod.metadata.uid or ""
+        if uid in self.placed:  # bound here: never again, whatever a stale copy says
+            if pod.status.phase is not PodPhase.Pending:
+                self.placed.discard(uid)
+            return
         if pod.status.phase is PodPhase.Pending and pod.metadata.deleted is None and self.mine(pod):
             self.queue.add(PodWork.of(pod))
 
     def _pod_deleted(self, pod: Pod) -> None:
+        self.placed.discard(pod.metadata.uid or "")
         self.queue.remove((pod.metadata.namespace or "default", pod.metadata.name))
 
     # the pipeline ----------------------------------------------------------------
 
     async def _sampler(self) -> None:
+        """Sample and decide a batch, then hand its commits over and take the next batch."""
         while True:
             batch = await self.queue.take(self.config.batch)
             try:
@@ -96,9 +110,13 @@ class FleetPipeline(Controller):
                 log.exception("fleet pipeline failed on %d pods; re-queued", len(batch))
                 for work in batch:
                     self._retry(work, "internal error in the scheduler; see its log")
-            finally:
-                for work in batch:
                     self.queue.done(work.key)
+
+    def _background(self, work: Coroutine[Any, Any, None]) -> None:
+        """A task of one pod (commit, status write), kept until it ends, cancelled at stop."""
+        task = asyncio.create_task(work)
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
 
     async def _run(self, batch: list[PodWork]) -> None:
         now = time.monotonic()
@@ -107,6 +125,7 @@ class FleetPipeline(Controller):
         if not self.agents.by_cluster:
             for work in batch:
                 await self._wait_for_agents(work)
+                self.queue.done(work.key)
             return
         groups: dict[tuple[str, ...], list[PodWork]] = defaultdict(list)
         for work in batch:
@@ -115,19 +134,29 @@ class FleetPipeline(Controller):
         await asyncio.gather(*(self.sampler.sample(g, c) for c, g in groups.items()))
         fresh = [w for g in groups.values() for w in g]
         self.decider.decide([w for w in fresh if self.sampler.enough(w)])
-        outcomes = await asyncio.gather(*(self._attempt(w) for w in batch))
-        for work, outcome in zip(batch, outcomes, strict=True):
-            self._finish(work, outcome)
+        for work in batch:
+            await self.commits.acquire()
+            self._background(self._attempt(work))
 
-    async def _attempt(self, work: PodWork) -> Outcome:
-        work.attempts += 1
-        if work.pinned is None and not self.sampler.enough(work):
-            work.candidates = []
-            return Outcome(None, 0, False)
-        return await self.binder.commit(work)
+    async def _attempt(self, work: PodWork) -> None:
+        try:
+            work.attempts += 1
+            if work.pinned is None and not self.sampler.enough(work):
+                work.candidates = []
+                outcome = Outcome(None, 0, False)
+            else:
+                outcome = await self.binder.commit(work)
+            self._finish(work, outcome)
+        except Exception:  # this pod's top level: it goes back with a back-off
+            log.exception("commit of pod %s/%s failed; re-queued", *work.key)
+            self._retry(work, "internal error in the scheduler; see its log")
+        finally:
+            self.commits.release()
+            self.queue.done(work.key)
 
     def _finish(self, work: PodWork, outcome: Outcome) -> None:
         if outcome.bound is not None:
+            self.placed.add(work.pod.metadata.uid or "")
             self.counts["scheduled"] += 1
             self.spawn_write(work, PodPhase.Scheduled, f"bound to {outcome.bound.cluster}/"
                              f"{outcome.bound.node} at attempt {work.attempts}")
@@ -157,7 +186,7 @@ class FleetPipeline(Controller):
     # status ----------------------------------------------------------------------
 
     def spawn_write(self, work: PodWork, phase: PodPhase, reason: str) -> None:
-        self.spawn(self._write(work, phase, reason))
+        self._background(self._write(work, phase, reason))
 
     async def _write(self, work: PodWork, phase: PodPhase, reason: str) -> None:
         """Write the outcome; a stale copy is read again (the status is the scheduler's alone)."""

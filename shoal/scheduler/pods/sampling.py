@@ -39,7 +39,8 @@ class Sampler:
         started = time.perf_counter()
         eligible = self.agents.live(constraints)
         chosen = self.random.sample(eligible, clusters_to_ask(len(eligible), self.config))
-        body = {"items": [{"pod": w.sample_body(), "nodesToSampleBp": self.config.nodes_bp}
+        keep = {"keep": self.config.keep} if self.config.keep else {}
+        body = {"items": [{"pod": w.sample_body(), "nodesToSampleBp": self.config.nodes_bp, **keep}
                           for w in batch]}
         answers = await asyncio.gather(*(self._ask(a, body) for a in chosen))
         seconds = time.perf_counter() - started
@@ -57,7 +58,8 @@ class Sampler:
                     Candidate(agent.cluster, n["name"], n["score"], n["available"], n["total"])
                     for n in nodes)
                 rejected = (item.get("explanation") or {}).get("rejected") or {}
-                clusters[agent.cluster] = {"answer": "ok", "eligible": len(nodes),
+                clusters[agent.cluster] = {"answer": "ok",
+                                           "eligible": item.get("eligible", len(nodes)),
                                            "examined": item.get("examined", 0),
                                            "rejected": rejected}
             answered = sum(1 for c in clusters.values() if c["answer"] == "ok")
