@@ -15,9 +15,8 @@ import pytest
 
 from shoal.client.rest import NotFound, ShoalClient
 from shoal.model.coordination import Lease
-from shoal.model.kubernetes import Application
 from shoal.testing.launch import ApiProcess, controller, kill, stop
-from tests.scheduler.helpers import NS, app, binding_history, bound_count, cluster, register
+from tests.scheduler import helpers as h
 from tests.util import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(120)]
@@ -52,19 +51,15 @@ async def test_standby_takes_over_and_binds_each_once(tmp_path: Path) -> None:
         await api.wait_ready()
         async with ShoalClient(api.url) as client:
             for i in range(3):
-                await register(client, cluster(f"c{i}"))
+                await h.register(client, h.cluster(f"c{i}"))
             procs = {name: scheduler(api.url, name, log) for name, log in logs.items()}
             first = await wait_for(lambda: holder(client), timeout=20, message="a leader")
             standby = "b" if first == "a" else "a"
 
-            sem = asyncio.Semaphore(32)
-
-            async def create(i: int) -> None:
-                async with sem:
-                    await client.create(app(f"app-{i:05d}"))
-
-            burst = asyncio.ensure_future(asyncio.gather(*(create(i) for i in range(APPS))))
-            await wait_for(lambda: bound_count(client), timeout=30, interval=0.05, message="binds")
+            burst = h.create_burst(client, APPS)
+            await wait_for(
+                lambda: h.bound_count(client), timeout=30, interval=0.05, message="binds"
+            )
             kill(procs[first])
             killed_at = time.monotonic()
             assert not burst.done(), "burst over before the kill: make it bigger"
@@ -77,21 +72,12 @@ async def test_standby_takes_over_and_binds_each_once(tmp_path: Path) -> None:
             # Expiry (one duration after the last renew) plus one retry period, plus load.
             assert takeover < 2.5 * DURATION, takeover
             await asyncio.wait_for(burst, 60)
-
-            async def all_bound() -> bool:
-                return await bound_count(client) == APPS
-
-            await wait_for(all_bound, timeout=60, interval=0.5, message="all bound")
-            await asyncio.sleep(1.0)  # room for a (wrong) second binding to show
-
-            listing = await client.list(Application, NS)
-            assert len(listing.items) == APPS
-            assert all(a.status.scheduled_to is not None for a in listing.items)
+            listing = await h.all_bound(client, APPS, timeout=60)
 
             # History: each application goes from unbound to bound exactly once.
             # The last application write; the store's revision moves on with lease renewals.
             last = max(a.metadata.resource_version or 0 for a in listing.items)
-            bindings, current = await binding_history(client, last)
+            bindings, current = await h.binding_history(client, last)
             assert len(current) == APPS
             assert set(bindings) == set(current)
             twice = {k: n for k, n in bindings.items() if n != 1}

@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
 
-from shoal.client.rest import ShoalClient
+from shoal.client.rest import ListResult, ShoalClient
 from shoal.model.base import Metadata
 from shoal.model.core import GlobalMetricsProvider
 from shoal.model.infrastructure import (
@@ -128,6 +128,31 @@ async def binding_history(
 
     await asyncio.wait_for(replay(), timeout)
     return bindings, current
+
+
+def create_burst(client: ShoalClient, count: int) -> asyncio.Future[list[None]]:
+    """Create applications ``app-00000`` … in the background, 32 requests in flight."""
+    sem = asyncio.Semaphore(32)
+
+    async def create(i: int) -> None:
+        async with sem:
+            await client.create(app(f"app-{i:05d}"))
+
+    return asyncio.ensure_future(asyncio.gather(*(create(i) for i in range(count))))
+
+
+async def all_bound(client: ShoalClient, count: int, timeout: float) -> ListResult[Application]:
+    """Until all ``count`` applications are bound, and a second more; the listing then."""
+
+    async def done() -> bool:
+        return await bound_count(client) == count
+
+    await wait_for(done, timeout=timeout, interval=0.5, message="all bound")
+    await asyncio.sleep(1.0)  # room for a (wrong) second binding to show
+    listing = await client.list(Application, NS)
+    assert len(listing.items) == count
+    assert all(a.status.scheduled_to is not None for a in listing.items)
+    return listing
 
 
 async def static_metrics(client: ShoalClient, values: dict[str, float], hi: float = 1.0) -> None:

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
 from shoal.client.rest import ShoalClient
-from shoal.model.kubernetes import Application
 from shoal.testing.launch import ApiProcess, controller, kill, stop
-from tests.scheduler.helpers import NS, app, binding_history, bound_count, cluster, register
+from tests.scheduler import helpers as h
 from tests.util import wait_for
 
 APPS = 2000
@@ -39,37 +37,22 @@ async def api_client(api_process: ApiProcess) -> AsyncIterator[ShoalClient]:
 async def test_scheduler_killed_mid_burst(api_process: ApiProcess, api_client: ShoalClient) -> None:
     client = api_client
     for i in range(3):
-        await register(client, cluster(f"c{i}"))
+        await h.register(client, h.cluster(f"c{i}"))
     first = controller("scheduler", api_process.url)
     second = None
     try:
-        sem = asyncio.Semaphore(32)
-
-        async def create(i: int) -> None:
-            async with sem:
-                await client.create(app(f"app-{i:05d}"))
-
-        burst = asyncio.ensure_future(asyncio.gather(*(create(i) for i in range(APPS))))
+        burst = h.create_burst(client, APPS)
 
         # Kill the scheduler once it is busy binding, while applications are still coming.
-        await wait_for(lambda: bound_count(client), timeout=60, interval=0.05, message="binds")
+        await wait_for(lambda: h.bound_count(client), timeout=60, interval=0.05, message="binds")
         kill(first)
         assert not burst.done(), "burst over before the kill: make it bigger"
         second = controller("scheduler", api_process.url)
         await burst
-
-        async def all_bound() -> bool:
-            return await bound_count(client) == APPS
-
-        await wait_for(all_bound, timeout=120, interval=0.5, message="all bound")
-        await asyncio.sleep(1.0)  # room for a (wrong) second binding to show
-
-        listing = await client.list(Application, NS)
-        assert len(listing.items) == APPS
-        assert all(a.status.scheduled_to is not None for a in listing.items)
+        listing = await h.all_bound(client, APPS, timeout=120)
 
         # Binding events in the history: MODIFIED with scheduled_to going from None to set.
-        bindings, current = await binding_history(client, listing.revision)
+        bindings, current = await h.binding_history(client, listing.revision)
         assert len(current) == APPS
         assert set(bindings) == set(current)
         assert all(n == 1 for n in bindings.values()), {k: n for k, n in bindings.items() if n != 1}
