@@ -128,8 +128,9 @@ async def phase(run: Run, title: str, prefix: str, count: int, rate: float | Non
     before = [cpu_seconds(), *(cpu_seconds(p) for p in procs)]
     await run.create(names, rate, rng)
     await run.wait(names, timeout=120)
-    used = [after - b for after, b in zip([cpu_seconds(), *(cpu_seconds(p) for p in procs)],
-                                           before, strict=True)]
+    after = [cpu_seconds(), *(cpu_seconds(p) for p in procs)]
+    used = [*(a - b for a, b in zip(after[:3], before[:3], strict=True)),
+            sum(after[3:]) - sum(before[3:])]
     out = run.report(title, names, sum(used))
     shares = ", ".join(f"{who} {u / len(names) * 1000:.1f}" for who, u in
                        zip(("bench", "api", "scheduler", "fleet"), used, strict=True))
@@ -142,9 +143,10 @@ def scheduler_config(path: Path, cp: float, np_bp: int) -> None:
     path.write_text(yaml.safe_dump({"scheduler": {"fleet": fleet}}))
 
 
-async def serve_fleet(api_url: str, clusters: int, nodes: int) -> None:
+async def serve_fleet(api_url: str, clusters: int, nodes: int, prefix: str) -> None:
     """The sim clusters and their agents, until killed (``--serve-fleet``)."""
-    sim = await start_sim(clusters=clusters, nodes=nodes, mixed=True, pod_start_delay=3600)
+    sim = await start_sim(clusters=clusters, nodes=nodes, mixed=True, pod_start_delay=3600,
+                          name_prefix=prefix)
     labels = {name: {"geo": mixed_site(i)[0]} for i, name in enumerate(sim.fleet.clusters)}
     async with ShoalClient(api_url) as client:
         await register_clusters(client, sim, labels)
@@ -153,10 +155,10 @@ async def serve_fleet(api_url: str, clusters: int, nodes: int) -> None:
         await asyncio.Event().wait()
 
 
-def spawn_fleet(api_url: str, clusters: int, nodes: int) -> subprocess.Popen[bytes]:
+def spawn_fleet(api_url: str, clusters: int, nodes: int, prefix: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, __file__, "--serve-fleet", api_url, "--clusters", str(clusters),
-         "--nodes", str(nodes)], stdout=subprocess.PIPE)
+         "--nodes", str(nodes), "--prefix", prefix], stdout=subprocess.PIPE)
 
 
 async def main() -> None:
@@ -167,10 +169,13 @@ async def main() -> None:
     parser.add_argument("--pods", type=int, default=3000)
     parser.add_argument("--burst", type=int, default=2000)
     parser.add_argument("--sweep", action="store_true", help="Cp/Np table (smaller runs)")
+    parser.add_argument("--fleet-procs", type=int, default=2,
+                        help="Processes sharing the sim clusters and their agents")
     parser.add_argument("--serve-fleet", metavar="API", help=argparse.SUPPRESS)
+    parser.add_argument("--prefix", default="c", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_fleet:
-        await serve_fleet(args.serve_fleet, args.clusters, args.nodes)
+        await serve_fleet(args.serve_fleet, args.clusters, args.nodes, args.prefix)
         return
     rng = random.Random(1)
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; "
@@ -179,20 +184,24 @@ async def main() -> None:
         api = ApiProcess(f"sqlite://{tmp}/shoal.db")
         await api.wait_ready()
         began = time.perf_counter()
-        fleet = spawn_fleet(api.url, args.clusters, args.nodes)
-        assert fleet.stdout is not None
-        if (await asyncio.to_thread(fleet.stdout.readline)).strip() != b"ready":
-            raise RuntimeError("the fleet process did not start")
+        share = [args.clusters // args.fleet_procs + (i < args.clusters % args.fleet_procs)
+                 for i in range(args.fleet_procs)]
+        fleets = [spawn_fleet(api.url, n, args.nodes, f"f{i}c") for i, n in enumerate(share) if n]
+        for fleet in fleets:
+            assert fleet.stdout is not None
+            if (await asyncio.to_thread(fleet.stdout.readline)).strip() != b"ready":
+                raise RuntimeError("a fleet process did not start")
         print(f"sim and agents ready in {time.perf_counter() - began:.1f} s", flush=True)
         try:
             async with ShoalClient(api.url) as client:
-                await measure(client, api, fleet, args, rng, Path(tmp))
+                await measure(client, api, [f.pid for f in fleets], args, rng, Path(tmp))
         finally:
-            stop(fleet)
+            for fleet in fleets:
+                stop(fleet)
             api.stop()
 
 
-async def measure(client: ShoalClient, api: ApiProcess, fleet: subprocess.Popen[bytes],
+async def measure(client: ShoalClient, api: ApiProcess, fleets: list[int],
                   args: argparse.Namespace, rng: random.Random, tmp: Path) -> None:
     run = Run(client)
     task = asyncio.create_task(run.informer.run())
@@ -204,7 +213,7 @@ async def measure(client: ShoalClient, api: ApiProcess, fleet: subprocess.Popen[
         scheduler_config(config, cp, np_bp)
         scheduler = controller("scheduler", api.url, "--config", str(config))
         await asyncio.sleep(3)
-        procs = [api.proc.pid, scheduler.pid, fleet.pid]
+        procs = [api.proc.pid, scheduler.pid, *fleets]
         try:
             if n == 0:
                 await phase(run, f"rate {args.rate:g}/s", "r", args.pods, args.rate, procs, rng)
