@@ -219,13 +219,29 @@ def scheduler(
     identity: Identity = None,
     metrics_port: MetricsPort = 0,
     log_level: LogLevel = "info",
+    flavour: Annotated[
+        str,
+        typer.Option(
+            "--flavour", help="API to drive: 'shoal', or 'krake' (a Krake 1.0.1 API server)."
+        ),
+    ] = "shoal",
 ) -> None:
     """Run the scheduler alone against an API."""
     from shoal.scheduler.config import SchedulerConfig
     from shoal.scheduler.scheduler import Scheduler
 
+    if flavour not in ("shoal", "krake"):
+        raise typer.BadParameter("'shoal' or 'krake'", param_hint="--flavour")
     cfg = SchedulerConfig.load(config)
-    run = _controller_command("scheduler", "", lambda client: Scheduler(client, cfg))
+
+    def build(client: Any) -> Scheduler:
+        if flavour == "krake":
+            from shoal.scheduler.krake import KrakeApi
+
+            client = KrakeApi.like(client)
+        return Scheduler(client, cfg)
+
+    run = _controller_command("scheduler", "", build)
     run(api_url, leader_elect, lease_duration, lease_name, identity, metrics_port, log_level)
 
 

@@ -36,7 +36,7 @@ def config(name: str, api_url: str) -> dict[str, Any]:
     out: dict[str, Any] = {
         "api_endpoint": api_url,
         "worker_count": 5,
-        "debounce": 0.2,
+        "debounce": 1.0,  # Krake's default; shorter lets stale events race a migration
         "tls": {"enabled": False, "client_ca": "", "client_cert": "", "client_key": ""},
         "log": LOG,
     }

@@ -10,12 +10,9 @@ changes nothing; ``--dry-run`` from the command line changes nothing either.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -24,9 +21,7 @@ import pytest
 from shoal.api.server import ApiServer
 from shoal.cli.import_krake import ORDER, collection, import_from_krake, portable
 from shoal.client.rest import ShoalClient
-from shoal.testing.launch import free_port, shoal_env
-from tests.fixtures.etcd import etcd_available, running_etcd
-from tests.krake.controllers import LOG
+from shoal.testing.launch import shoal_env
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -56,60 +51,6 @@ OPENSTACK = {
         "infrastructure_provider": {"name": "im"},
     },
 }
-
-
-def api_config(etcd_port: int, port: int) -> dict[str, Any]:
-    """Krake's api.yaml: etcd, no TLS, anonymous access, every request allowed."""
-    off = {"enabled": False}
-    return {
-        "port": port,
-        "etcd": {"host": "127.0.0.1", "port": etcd_port, "retry_transactions": 1},
-        "docs": {"problem_base_url": "http://example/problem.html"},
-        "tls": {"enabled": False, "client_ca": "", "cert": "", "key": ""},
-        "authentication": {
-            "allow_anonymous": True,
-            "strategy": {
-                "keystone": {**off, "endpoint": "http://localhost:5000/v3"},
-                "keycloak": {**off, "endpoint": "http://localhost:9080", "realm": "krake"},
-                "static": {**off, "name": "system"},
-            },
-            "cors_origin": "*",
-        },
-        "authorization": "always-allow",
-        "log": LOG,
-    }
-
-
-@pytest.fixture
-def krake_api(krake_python: str, tmp_path: Path) -> Iterator[str]:
-    if not etcd_available():
-        pytest.skip("no etcd binary")
-    with running_etcd(tmp_path / "etcd") as etcd:
-        port = free_port()
-        config = tmp_path / "api.yaml"
-        config.write_text(json.dumps(api_config(etcd.client_port, port)))
-        log = open(tmp_path / "krake-api.log", "wb")
-        proc = subprocess.Popen(
-            [krake_python, "-W", "ignore", "-m", "krake.api", "--config", str(config)],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = 60
-            while deadline > 0:
-                try:
-                    httpx.get(f"{url}/core/roles", timeout=1)
-                    break
-                except httpx.HTTPError:
-                    assert proc.poll() is None, (tmp_path / "krake-api.log").read_text()[-3000:]
-                    deadline -= 0.2
-                    subprocess.run(["sleep", "0.2"], check=False)
-            yield url
-        finally:
-            proc.terminate()
-            proc.wait(10)
-            log.close()
 
 
 async def _post(http: httpx.AsyncClient, path: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,177 @@
+"""Shoal's scheduler against a Krake API server (``shoal scheduler --flavour krake``).
+
+A ``ShoalClient`` that speaks Krake 1.0.1's API: the same routes and objects,
+but no revisions, no batch bindings and Krake's reason-code names. So:
+
+* every object read gets a local, increasing ``resource_version`` (Krake has
+  none), which keeps the informers' bookkeeping; watches start from now, as
+  Krake's own reflectors do;
+* a batch of bindings goes out as one Krake ``ClusterBinding`` per
+  application; preconditions cannot travel (Krake binds unconditionally);
+* reason codes are renamed both ways where the names differ, and kinds Krake
+  has no status for (metrics providers) or does not have at all (Shoal's
+  ``scheduling`` group) are left alone, with a log line.
+
+What Krake cannot store (``status.scheduling`` explanations,
+``scheduler_retries``, ``reschedule_requested``) is dropped by Krake's API:
+the explanation of each decision goes to the log instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
+
+import aiohttp
+import orjson
+from pydantic import BaseModel
+
+from shoal.client.rest import (
+    ApiError,
+    ListResult,
+    ShoalClient,
+    Unreachable,
+    WatchEvent,
+    _raise_for,
+    collection_path,
+    item_path,
+)
+from shoal.model import krake
+from shoal.model.base import TRUSTED, Kind, ReasonCode
+from shoal.model.kubernetes import Application
+
+log = logging.getLogger(__name__)
+
+TO_KRAKE = {"RESOURCE_NOT_FOUND": "NOT_FOUND"}
+FROM_KRAKE = {**{v: k for k, v in TO_KRAKE.items()}, "UNSUPPORTED_RESOURCE": "INVALID_RESOURCE"}
+"""Reason-code names that differ; any other Krake name Shoal lacks reads as INTERNAL_ERROR."""
+
+KRAKE_KINDS = frozenset(name for name in krake.FIELDS if not name.endswith("List"))
+WITH_STATUS = frozenset(name for name in KRAKE_KINDS if "status" in krake.FIELDS[name])
+
+
+def _rename(data: Any, names: Mapping[str, str], known: frozenset[str] | None) -> Any:
+    """``data`` with every ``reason.code`` and ``metrics_reasons`` code renamed."""
+    if not isinstance(data, dict):
+        return data
+    status = data.get("status")
+    if isinstance(status, dict):
+        reasons = [status.get("reason"), *(status.get("metrics_reasons") or {}).values()]
+        for reason in reasons:
+            if isinstance(reason, dict) and isinstance(reason.get("code"), str):
+                code = names.get(reason["code"], reason["code"])
+                reason["code"] = code if known is None or code in known else "INTERNAL_ERROR"
+    return data
+
+
+_SHOAL_CODES = frozenset(ReasonCode.__members__)
+
+
+class KrakeApi(ShoalClient):
+    """The Shoal client's calls, made on a Krake API server."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._revisions = itertools.count(1)
+        self._revision = 0
+
+    @classmethod
+    def like(cls, client: ShoalClient) -> KrakeApi:
+        """A Krake client with the URL and credentials of ``client``."""
+        return cls(client.url, token=client.token or "", ssl_context=client.ssl_context)
+
+    def _stamp(self, kind: type[Kind], data: Any) -> Any:
+        obj = kind.model_validate(_rename(data, FROM_KRAKE, _SHOAL_CODES), context=TRUSTED)
+        self._revision = next(self._revisions)
+        obj.metadata.resource_version = self._revision
+        return obj
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        params: dict[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> Any:
+        if isinstance(body, dict):
+            body = _rename(orjson.loads(orjson.dumps(body)), TO_KRAKE, None)
+        return await super().request(method, path, body=body, params=params, headers=headers)
+
+    async def get(self, kind: type[Any], name: str, namespace: str | None = None) -> Any:
+        return self._stamp(kind, await self.request("GET", item_path(kind, name, namespace)))
+
+    async def list(
+        self,
+        kind: type[Any],
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        page_size: int | None = None,
+    ) -> ListResult[Any]:
+        if kind.kind_name() not in KRAKE_KINDS:
+            return ListResult([], self._revision)
+        data = await self.request("GET", collection_path(kind, namespace))
+        items = [self._stamp(kind, item) for item in data["items"]]
+        return ListResult(items, self._revision)
+
+    async def watch(
+        self,
+        kind: type[Any],
+        namespace: str | None = None,
+        *,
+        resource_version: int | None = None,
+        heartbeat: float = 10.0,
+        label_selector: str | None = None,
+    ) -> AsyncIterator[WatchEvent[Any]]:
+        if kind.kind_name() not in KRAKE_KINDS:
+            await asyncio.Event().wait()  # Krake has no such kind: nothing ever happens
+        timeout = aiohttp.ClientTimeout(total=None, connect=10.0, sock_read=heartbeat * 3)
+        url = self.url + collection_path(kind, namespace)
+        params = {"watch": "", "heartbeat": str(int(heartbeat))}
+        try:
+            async with self.session.get(url, params=params, timeout=timeout) as response:
+                if response.status >= 400:
+                    _raise_for(response.status, await response.read())
+                async for line in response.content:
+                    if line.strip():
+                        event = orjson.loads(line)
+                        obj = self._stamp(kind, event["object"])
+                        yield WatchEvent(event["type"], obj, self._revision)
+        except (aiohttp.ClientError, TimeoutError) as error:
+            raise Unreachable(f"{self.url}: watch {kind.plural}: {error!r}") from error
+
+    async def update_status(self, obj: Any) -> Any:
+        kind = type(obj)
+        if kind.kind_name() not in WITH_STATUS:
+            log.info("%s %s: Krake keeps no status for it", kind.kind_name(), obj.metadata.name)
+            return obj
+        if isinstance(obj, Application) and obj.status.scheduling:
+            log.info("%s/%s: %s", obj.metadata.namespace, obj.metadata.name, obj.status.scheduling)
+        path = item_path(kind, obj.metadata.name, obj.metadata.namespace) + "/status"
+        return self._stamp(kind, await self.request("PUT", path, body=obj.model_dump(mode="json")))
+
+    async def bind_many(
+        self, items: Sequence[BaseModel | Mapping[str, Any]]
+    ) -> Sequence[dict[str, Any]]:
+        """One Krake ``ClusterBinding`` per item (Krake has no batch and no precondition)."""
+        results: list[dict[str, Any]] = []
+        for entry in items:
+            item = entry.model_dump(mode="json") if isinstance(entry, BaseModel) else dict(entry)
+            path = item_path(Application, item["name"], item["namespace"] or None) + "/binding"
+            body = {"api": "kubernetes", "kind": "ClusterBinding", "cluster": item["cluster"]}
+            try:
+                bound = self._stamp(Application, await self.request("PUT", path, body=body))
+            except ApiError as error:
+                results.append(
+                    {"status": error.status, "title": error.title, "detail": error.detail}
+                )
+                continue
+            if item.get("explanation"):
+                log.info("%s/%s: %s", item["namespace"], item["name"], item["explanation"])
+            results.append({"status": 200, "resource_version": bound.metadata.resource_version})
+        return results
