@@ -1,0 +1,350 @@
+"""``shoal up``: the embedded all-in-one, started again where it stopped.
+
+The API on a SQLite file, every controller, a small ``shoal sim`` fleet
+registered as clusters, and sample metrics from a static provider, so a
+newcomer sees placement happen at once. On an existing data directory the
+stored clusters and placements are kept and shown as they are.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from shoal.cli.run import (
+    StoreOption,
+    _logging,
+    _run_until_signal,
+    console,
+    controllers,
+    resolve_store,
+)
+
+
+def up(
+    port: Annotated[int, typer.Option("--port", help="API port")] = 8080,
+    data_dir: Annotated[
+        Path, typer.Option("--data-dir", help="Where the SQLite file and kubeconfigs go")
+    ] = Path("data"),
+    store: StoreOption = None,
+    clusters: Annotated[int, typer.Option("--clusters", help="Simulated clusters")] = 3,
+    nodes: Annotated[int, typer.Option("--nodes", help="Nodes per simulated cluster")] = 5,
+    demo: Annotated[
+        bool, typer.Option("--demo/--no-demo", help="Create a demo application")
+    ] = True,
+    exit_after_demo: Annotated[
+        bool, typer.Option("--exit-after-demo", hidden=True, help="Stop once the demo is placed")
+    ] = False,
+    log_level: Annotated[str, typer.Option("--log-level")] = "warning",
+    tls: Annotated[
+        bool, typer.Option("--tls/--no-tls", help="Serve HTTPS with the CA made in --data-dir")
+    ] = False,
+) -> None:
+    """Start Shoal with embedded defaults: API, every controller, a sim fleet, sample metrics.
+
+    Secure by default: its own CA, tokens and secrets key in --data-dir/security,
+    RBAC, no anonymous access; each controller has its own identity.
+
+    On an existing data directory it starts again where it stopped: the
+    stored clusters (labels, metrics) and placements are kept, and the
+    simulator comes back on its previous port so the clusters reconnect.
+    """
+    from shoal.api.auth import bootstrap
+    from shoal.api.auth.roles import component_user
+    from shoal.client.credentials import Credentials
+
+    _logging(log_level, one_line=log_level.lower() != "debug")
+    data_dir.mkdir(parents=True, exist_ok=True)
+    store_url = resolve_store(store, data_dir / "shoal.db")
+    setup = bootstrap.ensure(data_dir, tls=tls)
+
+    async def main() -> None:
+        from shoal.api.server import start_api
+        from shoal.client.rest import ShoalClient
+
+        server = await start_api(store_url, "127.0.0.1", port, security=setup.security)
+        console.print(f"[bold green]Shoal API[/] on {server.url}  (store {store_url})")
+        trust = Credentials(ca=str(setup.ca)).ssl_context() if tls else None
+        clients: list[ShoalClient] = []
+
+        def client_of(user: str) -> ShoalClient:
+            token = setup.tokens[user if user == bootstrap.ADMIN else component_user(user)]
+            clients.append(ShoalClient(server.url, token=token, ssl_context=trust))
+            return clients[-1]
+
+        client = client_of(bootstrap.ADMIN)
+        running = controllers(client_of)
+        tasks = [asyncio.create_task(c.run()) for c in running]
+        names = ", ".join(type(c).__name__ for c in running)
+        console.print(f"[bold green]Controllers[/]: {names}")
+        sim = agents = None
+        try:
+            await _sample_metrics(client)
+            sim, restarted = await _start_fleet(client, data_dir, clusters, nodes)
+            from shoal.agent.local import start_all  # one agent per cluster (fleet pods)
+
+            kubeconfigs = {name: sim.kubeconfig(name) for name in sim.fleet.clusters}
+            agents = await start_all(client_of("agent"), kubeconfigs)
+            if demo:
+                await _demo(client, [f"sim-{i + 1}" for i in range(clusters)], restarted)
+            if exit_after_demo:
+                return
+            config = setup.write_client_config(server.url)
+            console.print(
+                f"\nCredentials: {config} (admin token, CA); the CLI reads it from this "
+                f"directory, or anywhere with [bold]SHOAL_CONFIG={config}[/]"
+            )
+            shoal = _shoal_command()
+            console.print(
+                f"Try: [bold]SHOAL_API={server.url} {shoal} kube app list[/]   (Ctrl-C stops)"
+            )
+            if shoal != "shoal":
+                console.print("     or put shoal on the PATH: [bold]source .venv/bin/activate[/]")
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+            for task in tasks:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+            if agents is not None:
+                await agents.close()
+            if sim is not None:
+                await sim.stop()
+            for each in clients:
+                await each.close()
+            await server.stop()
+
+    _run_until_signal(main, quiet=True)
+
+
+def _shoal_command() -> str:
+    """``shoal`` when it is on the PATH, else the path of this one (``.venv/bin/shoal``)."""
+    import shutil
+    import sys
+
+    here = Path(sys.executable).parent / "shoal"
+    found = shutil.which("shoal")
+    if found is not None and Path(found).resolve() == here.resolve():
+        return "shoal"
+    if here.exists():
+        try:
+            return str(here.relative_to(Path.cwd()))
+        except ValueError:
+            return str(here)
+    return "shoal"
+
+
+def _previous_port(data_dir: Path) -> int:
+    """The simulator's port of the last run, so that stored kubeconfigs stay valid; else any."""
+    from shoal.sim.cli import read_admin_url
+
+    url = read_admin_url(data_dir)
+    if url is None:
+        return 0
+    port = int(url.rsplit(":", 1)[1])
+    import socket
+
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the sim binds
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return 0
+    return port
+
+
+async def _start_fleet(client: Any, data_dir: Path, count: int, nodes: int) -> tuple[Any, bool]:
+    """Start ``count`` simulated clusters and register those not registered yet.
+
+    Returns the sim server and whether the clusters were registered before
+    (a restart): their stored labels and metrics are kept, and shown.
+    """
+    import yaml
+
+    from shoal.client.rest import NotFound
+    from shoal.model.base import Metadata
+    from shoal.model.kubernetes import Cluster, ClusterSpec, MetricRef
+    from shoal.sim.cli import write_admin_url
+    from shoal.sim.server import start_sim
+
+    sim = await start_sim(host="127.0.0.1", port=_previous_port(data_dir), clusters=[])
+    write_admin_url(data_dir, sim.url)
+    locations = ["DE", "FR", "FI", "NL", "IT"]
+    table = Table("cluster", "labels", "metrics", "kubeconfig", title="Simulated clusters")
+    kube_dir = data_dir / "kubeconfigs"
+    kube_dir.mkdir(parents=True, exist_ok=True)
+    restarted = False
+    for i in range(count):
+        name = f"sim-{i + 1}"
+        location = locations[i % len(locations)]
+        sim.fleet.add_cluster(name, nodes=nodes, node_labels={"location": location})
+        kubeconfig = sim.fleet.kubeconfig(name)
+        (kube_dir / f"{name}.yaml").write_text(yaml.safe_dump(kubeconfig))
+        metrics = [
+            MetricRef(name="green_energy", weight=1.0),
+            MetricRef(name=f"free_capacity_{i + 1}", weight=0.5),
+        ]
+        cluster = Cluster(
+            metadata=Metadata(name=name, namespace="default", labels={"location": location}),
+            spec=ClusterSpec(kubeconfig=kubeconfig, metrics=metrics),
+        )
+        try:
+            stored = await client.get(Cluster, name, "default")
+            restarted = True
+            if stored.spec.kubeconfig != kubeconfig:
+                stored.spec.kubeconfig = kubeconfig
+                stored = await client.update(stored)
+        except NotFound:
+            stored = await client.create(cluster)
+        labels = ", ".join(f"{k}={v}" for k, v in sorted(stored.metadata.labels.items()))
+        table.add_row(
+            name,
+            labels or "-",
+            ", ".join(m.name for m in stored.spec.metrics),
+            str(kube_dir / f"{name}.yaml"),
+        )
+    console.print(table)
+    console.print(f"[bold green]Simulator[/] admin API on {sim.url} (in {data_dir / 'sim.url'})")
+    return sim, restarted
+
+
+async def _wait_online(client: Any, names: list[str], restarted: bool, timeout: float) -> None:
+    """Wait until the clusters are ONLINE, saying once that they are coming back or connecting."""
+    from shoal.model.kubernetes import Cluster, ClusterState
+
+    said = False
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        listed = await client.list(Cluster, "default")
+        waiting = sorted(
+            c.metadata.name
+            for c in listed.items
+            if c.metadata.name in names and c.status.state is not ClusterState.ONLINE
+        )
+        if not waiting or asyncio.get_running_loop().time() > deadline:
+            if waiting:
+                console.print(f"clusters not ONLINE yet: {', '.join(waiting)}")
+            return
+        if not said:
+            what = "coming back" if restarted else "connecting"
+            console.print(f"clusters {what}: {', '.join(waiting)} …")
+            said = True
+        await asyncio.sleep(0.1)
+
+
+async def _sample_metrics(client: Any) -> None:
+    """A static provider: the share of green energy, and free capacity per cluster.
+
+    Higher is better for both: seed 004's score prefers high normalised values.
+    """
+    from shoal.client.rest import ApiError
+    from shoal.model.base import Metadata
+    from shoal.model.core import (
+        GlobalMetric,
+        GlobalMetricsProvider,
+        MetricProviderRef,
+        MetricSpec,
+        MetricsProviderSpec,
+        StaticSpec,
+    )
+
+    values = {"green_energy": 0.6}
+    for i in range(1, 11):
+        values[f"free_capacity_{i}"] = round((0.37 * i) % 1, 2)
+    objects: list[Any] = [
+        GlobalMetricsProvider(
+            metadata=Metadata(name="sample"),
+            spec=MetricsProviderSpec(type="static", static=StaticSpec(metrics=values)),
+        )
+    ]
+    for name in values:
+        objects.append(
+            GlobalMetric(
+                metadata=Metadata(name=name),
+                spec=MetricSpec(
+                    min=0, max=1, provider=MetricProviderRef(name="sample", metric=name)
+                ),
+            )
+        )
+    for obj in objects:
+        with contextlib.suppress(ApiError):
+            await client.create(obj)
+
+
+async def _demo(client: Any, clusters: list[str], restarted: bool) -> None:
+    """Create a demo application (or find the stored one) and show where it is and why."""
+    from shoal.client.rest import NotFound
+    from shoal.model.base import Metadata
+    from shoal.model.kubernetes import (
+        Application,
+        ApplicationSpec,
+        ClusterConstraints,
+        Constraints,
+    )
+
+    manifest = [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "echo"},
+            "spec": {
+                "replicas": 2,
+                "selector": {"matchLabels": {"app": "echo"}},
+                "template": {
+                    "metadata": {"labels": {"app": "echo"}},
+                    "spec": {"containers": [{"name": "echo", "image": "hashicorp/http-echo"}]},
+                },
+            },
+        }
+    ]
+    app = Application(
+        metadata=Metadata(name="demo", namespace="default"),
+        spec=ApplicationSpec(
+            manifest=manifest,
+            constraints=Constraints(cluster=ClusterConstraints(labels=["location in (DE, FR)"])),
+        ),
+    )
+    # Let the metric caches fetch the sample values first: wait until a dry run scores them.
+    body = app.model_dump(mode="json")
+    for _ in range(100):
+        result = await client.request("POST", "/scheduling/namespaces/default/dryrun", body=body)
+        ranking = result.get("ranking", [])
+        if ranking and all(entry.get("metrics") for entry in ranking):
+            break
+        await asyncio.sleep(0.1)
+    await asyncio.sleep(0.5)
+    await _wait_online(client, clusters, restarted, timeout=20)
+    try:
+        await client.get(Application, "demo", "default")
+        stored = " (stored)"
+    except NotFound:
+        await client.create(app)
+        stored = ""
+    for _ in range(400):
+        current = await client.get(Application, "demo", "default")
+        if current.status.scheduled_to is not None:
+            break
+        await asyncio.sleep(0.05)
+    target = current.status.scheduled_to.name if current.status.scheduled_to else "nowhere yet"
+    constraint = ", ".join(current.spec.constraints.cluster.labels) or "none"
+    console.print(
+        f"\nApplication [bold]demo[/] (constraint: {constraint}) → [bold cyan]{target}[/]{stored}"
+    )
+    # The stored explanation may predate the restart, and keeps the score terms of the
+    # chosen cluster only; a dry run of the stored application says how things are now.
+    body = current.model_dump(mode="json", include={"api", "kind", "metadata", "spec"})
+    detail = await client.request("POST", "/scheduling/namespaces/default/dryrun", body=body)
+    console.print(f"  {detail.get('summary', '')}")
+    table = Table("cluster", "score", "metrics", title="Ranking (shoal kube app dryrun)")
+    for entry in detail.get("ranking", []):
+        metrics = ", ".join(
+            f"{m['name']}={m['value']:g} (w {m['weight']:g})" for m in entry.get("metrics", [])
+        )
+        table.add_row(entry["cluster"], f"{entry['score']:.3f}", metrics)
+    console.print(table)
