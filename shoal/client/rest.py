@@ -150,6 +150,8 @@ class ShoalClient:
             connector = aiohttp.TCPConnector(
                 limit=self.max_connections,
                 ttl_dns_cache=300,
+                # Below uvicorn's 5 s keep-alive: never reuse a connection the server is closing.
+                keepalive_timeout=4.0,
                 ssl=self.ssl_context if self.ssl_context is not None else True,
             )
             self._session = aiohttp.ClientSession(

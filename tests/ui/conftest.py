@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,6 +52,19 @@ APPS: dict[str, tuple[list[str], dict[str, str]]] = {
     "edge-cache": (["location is FI"], {"tier": "web", "team": "edge"}),
     "nowhere": (["location is US"], {"tier": "batch", "team": "edge"}),
 }
+
+
+def up_helpers() -> Any:
+    """The module of ``shoal up``'s ``_start_fleet`` and ``_sample_metrics``.
+
+    They are moving from ``shoal.cli.run`` to ``shoal.cli.up``; either serves.
+    """
+    for name in ("shoal.cli.up", "shoal.cli.run"):
+        with contextlib.suppress(ImportError):
+            module = importlib.import_module(name)
+            if hasattr(module, "_start_fleet"):
+                return module
+    raise ImportError("shoal up's fleet helpers")
 
 
 @dataclass
@@ -95,8 +109,9 @@ async def shoal(tmp_path: Path) -> AsyncIterator[Shoal]:
     try:
         for controller in running:
             await controller.start()
-        await run._sample_metrics(client)
-        started = await run._start_fleet(client, tmp_path, 3, 3)
+        up = up_helpers()
+        await up._sample_metrics(client)
+        started = await up._start_fleet(client, tmp_path, 3, 3)
         sim = started[0] if isinstance(started, tuple) else started  # (sim, restarted)
         for name in APPS:
             await client.create(app_with_labels(name))

@@ -67,11 +67,12 @@ export class LiveList {
       let revision;
       try {
         const fresh = new Map();
+        const progressive = this.items.size === 0;  // show pages as they come, unless relisting
         for await (const page of listPages(this.path, { selector: this.selector, limit: this.pageSize, signal })) {
           // Watch from the first page's revision: later pages are newer, events replay the rest.
           revision ??= page.revision;
           for (const obj of page.items) fresh.set(keyOf(obj), obj);
-          if (!this.loaded) { this.items = fresh; this.schedule(); }
+          if (progressive) { this.items = fresh; this.schedule(); }
         }
         this.items = fresh;
         this.loaded = true;
