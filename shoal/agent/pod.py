@@ -8,54 +8,21 @@ not once per node.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from shoal.agent.resources import Amounts, is_quantity, pod_requests
+from shoal.agent.resources import Amounts, pod_requests
+from shoal.model.pods import KubernetesPodSpec, Toleration
 
 UID_ANNOTATION = "shoal.dev/pod-uid"
 Obj = dict[str, Any]
-
-
-def _quantity(value: str | int | float) -> str | int | float:
-    if not is_quantity(value):
-        raise ValueError(f"{value!r} is not a Kubernetes quantity")
-    return value
-
-
-Quantity = Annotated[str | int | float, AfterValidator(_quantity)]
 
 
 class _Open(BaseModel):
     """Kubernetes objects carry many fields the agent passes through untouched."""
 
     model_config = ConfigDict(extra="allow")
-
-
-class Resources(_Open):
-    requests: dict[str, Quantity] = Field(default_factory=dict)
-    limits: dict[str, Quantity] = Field(default_factory=dict)
-
-
-class Container(_Open):
-    name: str = ""
-    resources: Resources = Field(default_factory=Resources)
-
-
-class Toleration(_Open):
-    key: str = ""
-    operator: Literal["Equal", "Exists"] = "Equal"
-    value: str = ""
-    effect: Literal["", "NoSchedule", "PreferNoSchedule", "NoExecute"] = ""
-
-
-class PodSpec(_Open):
-    containers: list[Container] = Field(min_length=1)
-    initContainers: list[Container] = Field(default_factory=list)
-    nodeSelector: dict[str, str] = Field(default_factory=dict)
-    tolerations: list[Toleration] = Field(default_factory=list)
-    overhead: dict[str, Quantity] = Field(default_factory=dict)
 
 
 class PodMeta(_Open):
@@ -68,7 +35,7 @@ class PodMeta(_Open):
 
 class Pod(_Open):
     metadata: PodMeta = Field(default_factory=PodMeta)
-    spec: PodSpec
+    spec: KubernetesPodSpec
 
 
 class SampleBody(BaseModel):

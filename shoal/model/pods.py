@@ -40,24 +40,24 @@ def _label_constraint(text: str) -> str:
 Quantity = Annotated[str | int | float, AfterValidator(_quantity)]
 
 
-class _KubernetesPart(Model):
+class KubernetesPart(Model):
     """A part of a Kubernetes pod: unknown fields pass through to the member cluster."""
 
     model_config = ConfigDict(extra="allow")
 
 
-class ResourceRequirements(_KubernetesPart):
+class ResourceRequirements(KubernetesPart):
     requests: dict[str, Quantity] = Field(default_factory=dict)
     limits: dict[str, Quantity] = Field(default_factory=dict)
 
 
-class Container(_KubernetesPart):
+class Container(KubernetesPart):
     name: str = Field(min_length=1)
     image: str = ""
     resources: ResourceRequirements = Field(default_factory=ResourceRequirements)
 
 
-class Toleration(_KubernetesPart):
+class Toleration(KubernetesPart):
     key: str = ""
     operator: Literal["Equal", "Exists"] = "Equal"
     value: str = ""
@@ -80,13 +80,19 @@ class Placement(Model):
     geo: GeoTarget | None = None
 
 
-class PodSpec(_KubernetesPart):
-    """A Kubernetes pod spec (``containers`` required) with ``placement`` hints."""
+class KubernetesPodSpec(KubernetesPart):
+    """A Kubernetes pod spec, with the fields placement reads (the cluster agents read it too)."""
 
     containers: list[Container] = Field(min_length=1)
     initContainers: list[Container] = Field(default_factory=list)
     nodeSelector: dict[str, str] = Field(default_factory=dict)
     tolerations: list[Toleration] = Field(default_factory=list)
+    overhead: dict[str, Quantity] = Field(default_factory=dict)
+
+
+class PodSpec(KubernetesPodSpec):
+    """A Kubernetes pod spec (``containers`` required) with ``placement`` hints."""
+
     priority: int = Field(default=0, description="Higher is scheduled first")
     placement: Placement = Field(default_factory=Placement)
 
