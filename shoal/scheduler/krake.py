@@ -12,9 +12,11 @@ but no revisions, no batch bindings and Krake's reason-code names. So:
   has no status for (metrics providers) or does not have at all (Shoal's
   ``scheduling`` group) are left alone, with a log line.
 
-What Krake cannot store (``status.scheduling`` explanations,
-``scheduler_retries``, ``reschedule_requested``) is dropped by Krake's API:
-the explanation of each decision goes to the log instead.
+What Krake cannot store is dropped by Krake's API, so this client keeps an
+application's ``scheduler_retries`` and ``scheduling`` (the retry count and
+the last explanation, which retry with delay needs) in memory until the
+application is bound, and puts them back on every copy it reads; each
+explanation also goes to the log.
 """
 
 from __future__ import annotations
@@ -50,6 +52,8 @@ FROM_KRAKE = {**{v: k for k, v in TO_KRAKE.items()}, "UNSUPPORTED_RESOURCE": "IN
 """Reason-code names that differ; any other Krake name Shoal lacks reads as INTERNAL_ERROR."""
 
 KRAKE_KINDS = frozenset(name for name in krake.FIELDS if not name.endswith("List"))
+SHOAL_ONLY = ("scheduler_retries", "scheduling")
+"""Application status fields Krake drops that the scheduler's retries depend on."""
 WITH_STATUS = frozenset(name for name in KRAKE_KINDS if "status" in krake.FIELDS[name])
 
 
@@ -77,6 +81,7 @@ class KrakeApi(ShoalClient):
         super().__init__(*args, **kwargs)
         self._revisions = itertools.count(1)
         self._revision = 0
+        self._kept: dict[tuple[str | None, str], dict[str, Any]] = {}
 
     @classmethod
     def like(cls, client: ShoalClient) -> KrakeApi:
@@ -85,6 +90,9 @@ class KrakeApi(ShoalClient):
 
     def _stamp(self, kind: type[Kind], data: Any) -> Any:
         obj = kind.model_validate(_rename(data, FROM_KRAKE, _SHOAL_CODES), context=TRUSTED)
+        kept = self._kept.get((obj.metadata.namespace, obj.metadata.name))
+        if kept is not None and isinstance(obj, Application):
+            obj.status = obj.status.model_copy(update=kept)
         self._revision = next(self._revisions)
         obj.metadata.resource_version = self._revision
         return obj
@@ -150,8 +158,14 @@ class KrakeApi(ShoalClient):
         if kind.kind_name() not in WITH_STATUS:
             log.info("%s %s: Krake keeps no status for it", kind.kind_name(), obj.metadata.name)
             return obj
-        if isinstance(obj, Application) and obj.status.scheduling:
-            log.info("%s/%s: %s", obj.metadata.namespace, obj.metadata.name, obj.status.scheduling)
+        if isinstance(obj, Application):
+            self._kept[(obj.metadata.namespace, obj.metadata.name)] = {
+                field: getattr(obj.status, field) for field in SHOAL_ONLY
+            }
+            if obj.status.scheduling:
+                log.info(
+                    "%s/%s: %s", obj.metadata.namespace, obj.metadata.name, obj.status.scheduling
+                )
         path = item_path(kind, obj.metadata.name, obj.metadata.namespace) + "/status"
         return self._stamp(kind, await self.request("PUT", path, body=obj.model_dump(mode="json")))
 
@@ -164,6 +178,7 @@ class KrakeApi(ShoalClient):
             item = entry.model_dump(mode="json") if isinstance(entry, BaseModel) else dict(entry)
             path = item_path(Application, item["name"], item["namespace"] or None) + "/binding"
             body = {"api": "kubernetes", "kind": "ClusterBinding", "cluster": item["cluster"]}
+            self._kept.pop((item["namespace"] or None, item["name"]), None)
             try:
                 bound = self._stamp(Application, await self.request("PUT", path, body=body))
             except ApiError as error:

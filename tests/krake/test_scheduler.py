@@ -3,12 +3,14 @@
 Krake's API (on etcd) holds clusters in two locations and applications with
 label constraints; Shoal's scheduler, as a process of its own, binds each to
 a cluster of its location, through Krake's binding subresource, as Krake's
-own scheduler would. An application no cluster fits gets Krake's reason.
+own scheduler would. An application no cluster fits is retried with a growing
+delay, then FAILED, as on Shoal's own API.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +76,7 @@ async def test_shoal_scheduler_binds_applications_on_a_krake_api(
         _ok(await http.post(apps, json=nowhere))
 
         log = tmp_path / "scheduler.log"
+        started = time.monotonic()
         proc = spawn_shoal("scheduler", "--api", krake_api, "--flavour", "krake", log=log)
         try:
 
@@ -89,11 +92,16 @@ async def test_shoal_scheduler_binds_applications_on_a_krake_api(
             await wait_for(placed, timeout=60 + COUNT / 2, interval=0.5, message="bindings")
             stuck = _ok(await http.get(f"{apps}/nowhere"))["status"]
             assert stuck["scheduled_to"] is None
-            await wait_for(lambda: _reason(http, f"{apps}/nowhere"), timeout=30, message="a reason")
+            # retry with delay (1, 2, 4, 8 s), then FAILED, as against Shoal's API
+            failed = await wait_for(
+                lambda: _failed(http, f"{apps}/nowhere"), timeout=90, message="FAILED"
+            )
+            assert failed["reason"]["code"] == "NO_SUITABLE_RESOURCE"
+            assert time.monotonic() - started >= 10
         finally:
             stop(proc)
 
 
-async def _reason(http: httpx.AsyncClient, path: str) -> str | None:
-    reason = _ok(await http.get(path))["status"]["reason"]
-    return reason["code"] if reason else None
+async def _failed(http: httpx.AsyncClient, path: str) -> dict[str, Any] | None:
+    status: dict[str, Any] = _ok(await http.get(path))["status"]
+    return status if status["state"] == "FAILED" else None
