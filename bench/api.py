@@ -9,7 +9,9 @@ generator (aiohttp) in this one, so they do not share a core.
 ``--rbac`` turns security on as ``shoal up`` does (static bearer token, RBAC
 with a role that grants every right in the bench namespace only, secrets
 key; no audit): the difference to a run without it is the cost of
-authentication and authorization per request.
+authentication and authorization per request. On a loaded machine that
+difference drowns in noise, so the run also times the security middleware
+alone and prints its share of one create.
 
 ``--store etcd`` starts a one-member etcd of its own (tests/fixtures/etcd.py,
 data on tmpfs when /dev/shm exists); ``etcd://...`` uses a running one.
@@ -302,6 +304,49 @@ async def bench(
     return rows
 
 
+async def guard_cost(tokens: Path, key: Path, passes: int = 20_000) -> float:
+    """Microseconds the security middleware adds to a create (timed alone, in this process:
+    the figure a loaded machine's throughput numbers blur)."""
+    from shoal.api.auth import Security, protect
+    from shoal.api.auth.config import Limits
+    from shoal.api.auth.guard import Guard
+    from shoal.api.codec import encode
+    from shoal.model.base import Metadata
+    from shoal.model.core import Role, RoleBinding, RoleRule
+    from shoal.store.factory import open_store
+
+    limits = Limits(rate_per_user=1e12, burst=10**12)
+    security = Security(allow_anonymous=False, token_file=tokens, authorization="RBAC",
+                        secrets_key_file=key, limits=limits)  # fmt: skip
+    protection = protect(security, open_store("sqlite://:memory:"))
+    rule = RoleRule(api="", resources=[""], namespaces=[NS], verbs=[""])
+    for obj in (
+        Role(metadata=Metadata(name="bench"), rules=[rule]),
+        RoleBinding(metadata=Metadata(name="bench"), users=["bench"], roles=["bench"]),
+    ):
+        await protection.store.create(obj.store_key(), encode(obj))
+    await protection.start()
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        return None
+
+    guard = Guard(app, **protection.guard_options())
+    bearer = f"Bearer {TOKEN}".encode()
+    headers = [(b"content-type", b"application/json"), (b"authorization", bearer)]
+
+    async def nothing(*_: Any) -> Any:
+        return None
+
+    start = time.perf_counter()
+    for _ in range(passes):
+        scope = {"type": "http", "method": "POST", "path": APPS, "query_string": b"",
+                 "headers": headers}  # fmt: skip
+        await guard(scope, nothing, nothing)
+    cost = (time.perf_counter() - start) / passes * 1e6
+    await protection.stop()
+    return cost
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -344,6 +389,12 @@ def main() -> None:
             rows = asyncio.run(
                 bench(port, process, args.objects, args.parallel, args.watchers, args.rbac)
             )
+            if args.rbac:
+                cost = asyncio.run(guard_cost(Path(secured[0]), Path(secured[2])))
+                creates = float(rows[1][1].split()[0].replace(",", ""))
+                share = cost * creates / 1e6 * 100
+                rows.append(("authn + RBAC per request (alone)", f"{cost:.1f} µs"))
+                rows.append(("  as a share of one create", f"{share:.1f} %"))
         finally:
             process.terminate()
             try:
