@@ -300,7 +300,8 @@ async def test_no_answer_holds_null_where_krake_forbids_it(http: httpx.AsyncClie
             body["spec"]["openstack"]["infrastructure_provider"] = {"name": "im"}
         created = (await http.post(sample.collection(ns), json=body)).json()
         listed = (await http.get(sample.collection(ns))).json()
-        assert set(krake.FIELDS[listed["kind"]]) <= set(listed), listed["kind"]
+        top = {path.split(".")[0].rstrip("[]{}") for path in krake.FIELDS[listed["kind"]]}
+        assert top <= set(listed), listed["kind"]
         for obj in (created, *listed["items"]):
             seen.append(sample.kind)
             assert krake_forbidden_nulls(sample.kind, obj) == [], sample.kind

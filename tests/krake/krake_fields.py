@@ -1,13 +1,13 @@
 """Krake's field list per kind, read from Krake's own data classes; run by Krake's Python 3.8.
 
-    python krake_fields.py            # JSON: {"fields": {kind: {path: [type, default]}}, ...}
-    python krake_fields.py --python   # the same, as the module shoal/model/krake.py
+    python krake_fields.py            # JSON: {"kinds", "classes", "enums"}
+    python krake_fields.py --python   # the same, as the module shoal/model/krake_table.py
 
-A path is dotted; ``[]`` steps into list items, ``{}`` into dict values, and a
-polymorphic section (``spec.openstack``) is one more step. The default is
-``"<required>"`` when Krake has none, ``"<from fields>"`` for an object made of
-its fields' defaults, else its JSON form (``null`` when Krake's default is None:
-the only fields where Krake accepts null). This file must stay
+Each class once, with its fields: a type (``object:core.Metadata`` names
+another class, ``oneof:...`` a polymorphic container whose sections sit beside
+its ``type``) and a default (``"<required>"`` when Krake has none,
+``"<from fields>"`` for an object of its fields' defaults, else its JSON form;
+``null`` only where Krake accepts null). This file must stay
 valid Python 3.8: it runs in Krake's virtualenv.
 """
 
@@ -45,6 +45,14 @@ ENUMS = {}
 NATIVE = {str: "str", int: "int", float: "float", bool: "bool", dict: "dict", list: "list"}
 
 
+CLASSES = {}
+
+
+def class_name(cls):
+    """``module.Class``, as the table names each of Krake's data classes."""
+    return cls.__module__.rsplit(".", 1)[-1] + "." + cls.__name__
+
+
 def type_name(type_):
     if type_ in NATIVE:
         return NATIVE[type_]
@@ -54,9 +62,11 @@ def type_name(type_):
         ENUMS[type_.__name__] = list(type_.__members__)
         return "enum:" + type_.__name__
     if isinstance(type_, type) and issubclass(type_, PolymorphicContainer):
-        return "oneof:" + "|".join(sorted(type_.Schema._registry))
+        add_class(type_)
+        return "oneof:" + class_name(type_)
     if isinstance(type_, type) and issubclass(type_, Serializable):
-        return "object"
+        add_class(type_)
+        return "object:" + class_name(type_)
     if hasattr(type_, "Field"):  # constraints: strings on the wire
         return "str"
     origin = getattr(type_, "__origin__", None)
@@ -84,61 +94,42 @@ def default_of(field):
     return value
 
 
-def walk(cls, prefix, out):
-    """Every field of ``cls`` (and of the data classes inside it) under ``prefix``."""
+def add_class(cls):
+    """Every field of ``cls``, once; a polymorphic container lists its sections."""
+    name = class_name(cls)
+    if name in CLASSES:
+        return
+    fields = CLASSES[name] = {}
     for field in dataclasses.fields(cls):
         if issubclass(cls, PolymorphicContainer) and field.name == "type":
-            out[prefix + "type"] = ["str", REQUIRED]
-            for name, section in sorted(cls.Schema._registry.items()):
-                out[prefix + name] = ["object", REQUIRED]
-                walk(section, prefix + name + ".", out)
+            fields["type"] = ["str", REQUIRED]
+            for section, section_cls in sorted(cls.Schema._registry.items()):
+                fields[section] = [type_name(section_cls), REQUIRED]
             continue
-        path = prefix + field.name
-        out[path] = [type_name(field.type), default_of(field)]
-        inner(field.type, path, out)
-
-
-def inner(type_, path, out):
-    if isinstance(type_, type) and issubclass(type_, Serializable):
-        walk(type_, path + ".", out)
-        return
-    origin = getattr(type_, "__origin__", None)
-    if origin is list:
-        inner(type_.__args__[0], path + "[]", out)
-    elif origin is dict:
-        inner(type_.__args__[1], path + "{}", out)
+        fields[field.name] = [type_name(field.type), default_of(field)]
 
 
 def table():
-    fields = {}
+    """Krake's kinds (with their lists and the watch event) and every class they use."""
+    kinds = {}
     for module, name in KINDS:
         cls = getattr(module, name)
-        out = {}
-        walk(cls, "", out)
-        fields[out["kind"][1]] = out
+        add_class(cls)
+        kind = CLASSES[class_name(cls)]["kind"][1]
+        kinds[kind] = class_name(cls)
         listed = getattr(module, name + "List", None)
         if listed is not None:
-            fields[out["kind"][1] + "List"] = {
-                "api": ["str", out["api"][1]],
-                "kind": ["str", out["kind"][1] + "List"],
-                "metadata": ["object", REQUIRED],
-                "items": ["list[" + out["kind"][1] + "]", REQUIRED],
-            }
-    event = {}
-    walk(core.WatchEvent, "", event)
-    fields["WatchEvent"] = event
-    return fields
+            add_class(listed)
+            kinds[kind + "List"] = class_name(listed)
+    add_class(core.WatchEvent)
+    kinds["WatchEvent"] = class_name(core.WatchEvent)
+    return kinds
 
 
-HEADER = '''"""Krake %s's wire model as data: every field of every kind, its type and its default.
+HEADER = '''"""Krake %s's data classes as data: each class's fields, types and defaults.
 
-Generated from Krake's own data classes by ``tests/krake/krake_fields.py --python``
-(under Krake's Python, ``scripts/krake-env``); do not edit by hand. A path is dotted,
-``[]`` steps into list items, ``{}`` into dict values; a default is ``REQUIRED`` when
-Krake has none, ``FROM_FIELDS`` for an object made of its fields' defaults, else its
-JSON form (``None``: the only fields where Krake accepts null). The model tests
-compare Shoal's models with this table field by field, and check that Krake's
-classes still give exactly this table.
+Generated by ``tests/krake/krake_fields.py --python`` under Krake's Python; do
+not edit. ``shoal.model.krake`` reads it (the field list per kind).
 """
 
 from typing import Any
@@ -165,29 +156,34 @@ def py(value):
     return repr(value)
 
 
-def module(result):
-    """The table as a Python module (one line per field, so a diff shows each change)."""
+def module(kinds):
+    """The tables as a Python module (one line per field, so a diff shows each change)."""
     import krake
 
     version = getattr(krake, "__version__", "1.0.1")
     lines = [HEADER.replace("%s", version), "ENUMS: dict[str, tuple[str, ...]] = {"]
-    for name, members in sorted(result["enums"].items()):
+    for name, members in sorted(ENUMS.items()):
         lines.append(f"    {py(name)}: (")
         lines.extend(f"        {py(member)}," for member in members)
         lines.append("    ),")
-    lines += ["}", "", "FIELDS: dict[str, dict[str, tuple[str, Any]]] = {"]
-    for kind, fields in sorted(result["fields"].items()):
-        lines.append(f"    {py(kind)}: {{")
-        for path, (type_, default) in sorted(fields.items()):
-            lines.append(f"        {py(path)}: ({py(type_)}, {py(default)}),")
+    lines += ["}", "", "CLASSES: dict[str, dict[str, tuple[str, Any]]] = {"]
+    for name, fields in sorted(CLASSES.items()):
+        if not fields:
+            lines.append(f"    {py(name)}: {{}},")
+            continue
+        lines.append(f"    {py(name)}: {{")
+        for field, (type_, default) in fields.items():
+            lines.append(f"        {py(field)}: ({py(type_)}, {py(default)}),")
         lines.append("    },")
+    lines += ["}", "", "KINDS: dict[str, str] = {"]
+    lines.extend(f"    {py(kind)}: {py(name)}," for kind, name in sorted(kinds.items()))
     lines.append("}")
     return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
-    result = {"fields": table(), "enums": ENUMS}
+    found = table()
     if "--python" in sys.argv:
-        sys.stdout.write(module(result))
+        sys.stdout.write(module(found))
     else:
-        print(json.dumps(result, sort_keys=True))
+        print(json.dumps({"kinds": found, "classes": CLASSES, "enums": ENUMS}, sort_keys=True))

@@ -1,4 +1,4 @@
-"""The committed Krake field table (``shoal.model.krake``) is what Krake's own classes give."""
+"""The committed Krake table (``shoal.model.krake_table``) is what Krake's own classes give."""
 
 from __future__ import annotations
 
@@ -16,4 +16,4 @@ def test_krake_table_is_what_krakes_classes_say(krake_python: str) -> None:
         check=True,
         timeout=120,
     ).stdout
-    assert generated == (ROOT / "shoal" / "model" / "krake.py").read_text()
+    assert generated == (ROOT / "shoal" / "model" / "krake_table.py").read_text()
