@@ -156,7 +156,11 @@ class Rbac(Authorizer):
     async def start(self) -> None:
         if self._task is None:
             self._task = asyncio.create_task(self._follow())
-        await self._loaded.wait()
+        loaded = asyncio.ensure_future(self._loaded.wait())
+        await asyncio.wait((loaded, self._task), return_when=asyncio.FIRST_COMPLETED)
+        if not self._loaded.is_set():
+            loaded.cancel()
+            self._task.result()  # the first list failed: say why
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -165,9 +169,10 @@ class Rbac(Authorizer):
                 await self._task
 
     async def _load(self) -> int:
-        revision = 0
+        revisions = []
         for kind, apply in ((Role, self.set_role), (RoleBinding, self.set_binding)):
             records, revision = await self.store.list(kind.key_prefix())
+            revisions.append(revision)
             seen = set()
             for record in records:
                 name = record.key.rsplit("/", 1)[-1]
@@ -177,7 +182,7 @@ class Rbac(Authorizer):
             for gone in set(known) - seen:
                 apply(gone, None)
         self._loaded.set()
-        return revision
+        return min(revisions)  # the watch replays what changed between the two lists
 
     async def _follow(self) -> None:
         """List, then watch ``/core/``; resume after a drop, list again if compacted."""
@@ -193,6 +198,7 @@ class Rbac(Authorizer):
                         self.set_role(name, data)
                     elif event.key.startswith(binding_prefix):
                         self.set_binding(name, data)
+                await asyncio.sleep(0.05)  # the store ended the stream: resume, never spin
             except Compacted:
                 revision = await self._load()
             except asyncio.CancelledError:
