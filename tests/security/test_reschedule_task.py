@@ -23,10 +23,7 @@ async def test_task_acts_for_its_requester(secured: Secured) -> None:
         "kind": "RescheduleTask",
         "metadata": {"name": "both"},
         "spec": {
-            "target_ref_policy": [
-                {"namespace": "a", "label_selector": ""},
-                {"namespace": "b", "label_selector": ""},
-            ],
+            "target_ref_policy": [{"namespace": ns, "label_selector": ""} for ns in ("a", "b")],
             # a requester named by the client is replaced by the one who asked
             "requested_by": {"user": "admin", "groups": ["shoal:admins"]},
         },

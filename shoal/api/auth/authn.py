@@ -11,30 +11,31 @@ import csv
 import io
 import os
 from collections.abc import Awaitable, Callable, MutableMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from shoal.api.auth.config import Security
 
-ANONYMOUS = "system:anonymous"
-AUTHENTICATED = "system:authenticated"
+ANONYMOUS, AUTHENTICATED = "system:anonymous", "system:authenticated"
 UNAUTHENTICATED = "system:unauthenticated"
 
 
 @dataclass(frozen=True, slots=True)
 class User:
+    """Who sent a request. ``subjects``: the names a RoleBinding may list for this user,
+    the name and ``group:<g>`` per group (computed once: the RBAC index looks them up)."""
+
     name: str
     groups: tuple[str, ...] = ()
+    subjects: tuple[str, ...] = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "subjects", (self.name, *(f"group:{g}" for g in self.groups)))
 
     @property
     def anonymous(self) -> bool:
         return self.name == ANONYMOUS
-
-    @property
-    def subjects(self) -> tuple[str, ...]:
-        """Names a RoleBinding may list for this user: the name and ``group:<g>`` per group."""
-        return (self.name, *(f"group:{g}" for g in self.groups))
 
 
 ANONYMOUS_USER = User(ANONYMOUS, (UNAUTHENTICATED,))
