@@ -31,39 +31,19 @@ import typer
 from shoal.client.rest import ApiError, NotFound, ShoalClient
 from shoal.model import krake
 from shoal.model.base import Kind
-from shoal.model.core import (
-    GlobalMetric,
-    GlobalMetricsProvider,
-    Metric,
-    MetricsProvider,
-    Role,
-    RoleBinding,
-)
-from shoal.model.infrastructure import (
-    Cloud,
-    GlobalCloud,
-    GlobalInfrastructureProvider,
-    InfrastructureProvider,
-)
-from shoal.model.kubernetes import Application, Cluster
+from shoal.model.kubernetes import Application
+from shoal.model.registry import KINDS
 
 Obj = dict[str, Any]
 
-ORDER: tuple[type[Kind], ...] = (
-    GlobalMetricsProvider,
-    MetricsProvider,
-    GlobalMetric,
-    Metric,
-    Role,
-    RoleBinding,
-    GlobalInfrastructureProvider,
-    InfrastructureProvider,
-    GlobalCloud,
-    Cloud,
-    Cluster,
-    Application,
+_LAST = ("Cluster", "Application")
+ORDER: tuple[type[Kind], ...] = tuple(
+    sorted(
+        (kind for kind in KINDS if kind.kind_name() in krake.FIELDS),
+        key=lambda kind: _LAST.index(kind.kind_name()) + 1 if kind.kind_name() in _LAST else 0,
+    )
 )
-"""What is imported, in this order: what an object names exists before it."""
+"""Every kind Krake has; clusters, then applications last (they name clusters)."""
 
 SKIPPED = {
     "metadata.uid",

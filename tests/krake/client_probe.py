@@ -1,6 +1,9 @@
 """Every method of Krake 1.0.1's client against a Shoal API; run by Krake's own Python 3.8.
 
-    python client_probe.py SHOAL_URL
+    python client_probe.py SHOAL_URL BODIES_JSON
+
+``BODIES_JSON``: ``{"kubeconfig": ..., "openstack": ...}``, a cluster's
+kubeconfig and a cloud's OpenStack section, as the Shoal tests build them.
 
 Bodies are Krake data classes (built with ``deserialize``, sent with
 ``serialize``, as Krake's controllers do), and every answer goes through
@@ -44,14 +47,8 @@ from krake.data.kubernetes import (
 )
 
 NS = "probe"
-KUBECONFIG = {
-    "apiVersion": "v1",
-    "kind": "Config",
-    "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:6443"}}],
-    "users": [{"name": "u", "user": {"token": "t"}}],
-    "contexts": [{"name": "ctx", "context": {"cluster": "c", "user": "u"}}],
-    "current-context": "ctx",
-}
+BODIES = json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}
+KUBECONFIG = BODIES.get("kubeconfig", {})
 MANIFEST = [
     {
         "apiVersion": "v1",
@@ -60,22 +57,7 @@ MANIFEST = [
         "data": {"key": "value"},
     }
 ]
-OPENSTACK = {
-    "type": "openstack",
-    "openstack": {
-        "url": "https://keystone.example:5000/v3",
-        "auth": {
-            "type": "password",
-            "password": {
-                "version": "3",
-                "user": {"username": "u", "password": "p", "domain_name": "Default"},
-                "project": {"name": "p", "domain_id": "default"},
-            },
-        },
-        "metrics": [],
-        "infrastructure_provider": {"name": "im", "namespaced": False},
-    },
-}
+OPENSTACK = {"type": "openstack", "openstack": BODIES.get("openstack", {})}
 IM = {"type": "im", "im": {"url": "https://im.example:8800", "username": "u", "password": "p"}}
 METRIC = {"allowed_values": [], "min": 0, "max": 1, "provider": {"name": "static", "metric": "m"}}
 NODE = {

@@ -6,16 +6,22 @@ created from Krake's data classes, and every answer read back through them.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from shoal.api.server import ApiServer
+from shoal.testing.fleet import KUBECONFIG
+from tests.api.samples import OPENSTACK
 from tests.krake.conftest import run_krake
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 async def test_every_krake_client_call_succeeds(api: ApiServer, krake_python: str) -> None:
-    lines = await run_krake(krake_python, "client_probe.py", api.url)
+    openstack = {**OPENSTACK, "metrics": [], "infrastructure_provider": {"name": "im"}}
+    bodies = json.dumps({"kubeconfig": KUBECONFIG, "openstack": openstack})
+    lines = await run_krake(krake_python, "client_probe.py", api.url, bodies)
     calls = [line for line in lines if "call" in line]
     failed = {line["call"]: line["error"] for line in calls if not line["ok"]}
     assert failed == {}

@@ -21,32 +21,19 @@ import pytest
 from shoal.api.server import ApiServer
 from shoal.cli.import_krake import ORDER, collection, import_from_krake, portable
 from shoal.client.rest import ShoalClient
+from shoal.testing.fleet import KUBECONFIG
 from shoal.testing.launch import shoal_env
+from tests.api.samples import OPENSTACK
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 NAMESPACES = ("team-a", "team-b")
 CLUSTERS = int(os.environ.get("SHOAL_KRAKE_CLUSTERS", "20"))
 APPS = int(os.environ.get("SHOAL_KRAKE_IMPORT_APPS", "500"))
-KUBECONFIG = {
-    "apiVersion": "v1",
-    "kind": "Config",
-    "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:6443"}}],
-    "users": [{"name": "u", "user": {"token": "t"}}],
-    "contexts": [{"name": "ctx", "context": {"cluster": "c", "user": "u"}}],
-    "current-context": "ctx",
-}
-OPENSTACK = {
+OPENSTACK_SPEC = {
     "type": "openstack",
     "openstack": {
-        "url": "https://keystone.example:5000/v3",
-        "auth": {
-            "type": "password",
-            "password": {
-                "user": {"username": "u", "password": "p"},
-                "project": {"name": "p"},
-            },
-        },
+        **OPENSTACK,
         "metrics": [{"name": "load", "weight": 1.0}],
         "infrastructure_provider": {"name": "im"},
     },
@@ -93,7 +80,7 @@ async def _fill(http: httpx.AsyncClient) -> None:
         {"metadata": {"name": "im"}, "spec": im},
     )
     await _post(
-        http, "/infrastructure/globalclouds", {"metadata": {"name": "os"}, "spec": OPENSTACK}
+        http, "/infrastructure/globalclouds", {"metadata": {"name": "os"}, "spec": OPENSTACK_SPEC}
     )
     for ns in NAMESPACES:
         await _post(
@@ -112,7 +99,7 @@ async def _fill(http: httpx.AsyncClient) -> None:
         await _post(
             http,
             f"/infrastructure/namespaces/{ns}/clouds",
-            {"metadata": {"name": "os"}, "spec": OPENSTACK},
+            {"metadata": {"name": "os"}, "spec": OPENSTACK_SPEC},
         )
     clusters = []
     for i in range(CLUSTERS):

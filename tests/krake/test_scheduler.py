@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
+from shoal.testing.fleet import KUBECONFIG
 from shoal.testing.launch import spawn_shoal, stop
 from shoal.testing.wait import wait_for
 
@@ -24,14 +25,6 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 NS = "krake"
 COUNT = int(os.environ.get("SHOAL_KRAKE_APPS", "100"))
-KUBECONFIG = {
-    "apiVersion": "v1",
-    "kind": "Config",
-    "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:6443"}}],
-    "users": [{"name": "u", "user": {"token": "t"}}],
-    "contexts": [{"name": "ctx", "context": {"cluster": "c", "user": "u"}}],
-    "current-context": "ctx",
-}
 
 
 def _ok(response: httpx.Response) -> dict[str, Any]:

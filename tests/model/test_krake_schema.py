@@ -19,24 +19,8 @@ from pydantic.fields import FieldInfo
 
 from shoal.model import krake
 from shoal.model.base import Kind
-from shoal.model.core import (
-    GlobalMetric,
-    GlobalMetricsProvider,
-    Metric,
-    MetricsProvider,
-    Role,
-    RoleBinding,
-)
-from shoal.model.infrastructure import (
-    Cloud,
-    GlobalCloud,
-    GlobalInfrastructureProvider,
-    InfrastructureProvider,
-)
 from shoal.model.kubernetes import (
-    Application,
     ApplicationBinding,
-    Cluster,
     ClusterBinding,
     CompleteToken,
     ShutdownToken,
@@ -44,22 +28,11 @@ from shoal.model.kubernetes import (
 from shoal.model.registry import KINDS
 
 SHOAL: dict[str, type[BaseModel]] = {
-    "Application": Application,
-    "Cluster": Cluster,
+    **{kind.kind_name(): kind for kind in KINDS if kind.kind_name() in krake.FIELDS},
     "ClusterBinding": ApplicationBinding,
     "Complete": CompleteToken,
     "Shutdown": ShutdownToken,
-    "Metric": Metric,
-    "GlobalMetric": GlobalMetric,
-    "MetricsProvider": MetricsProvider,
-    "GlobalMetricsProvider": GlobalMetricsProvider,
-    "Role": Role,
-    "RoleBinding": RoleBinding,
-    "Cloud": Cloud,
-    "GlobalCloud": GlobalCloud,
     "CloudBinding": ClusterBinding,
-    "InfrastructureProvider": InfrastructureProvider,
-    "GlobalInfrastructureProvider": GlobalInfrastructureProvider,
 }
 """Krake's kind name -> Shoal's model (a binding body keeps Krake's ``kind`` on the wire)."""
 
