@@ -165,6 +165,16 @@ def _task_change(body: Body) -> None:
     body["spec"]["ttl_seconds_after_finished"] = 60
 
 
+def _pod() -> Body:
+    requests = {"cpu": "500m", "memory": "128Mi"}
+    return {"spec": {"containers": [{"name": "c", "image": "nginx",
+                                     "resources": {"requests": requests}}]}}
+
+
+def _pod_change(body: Body) -> None:
+    body["spec"]["priority"] = 5
+
+
 def _scoped(
     api: str, kind: str, plural: str, make: Any, change: Any, subresources: tuple[str, ...] = ()
 ) -> list[Sample]:
@@ -191,6 +201,7 @@ SAMPLES: list[Sample] = [
     Sample("core", "Lease", "leases", False, _lease, _lease_change),
     Sample("scheduling", "RescheduleTask", "rescheduletasks", False, _task, _task_change,
            ("status",)),
+    Sample("scheduling", "Pod", "pods", True, _pod, _pod_change, ("status",)),
 ]  # fmt: skip
 
 BY_KIND: dict[str, Sample] = {s.kind: s for s in SAMPLES}
