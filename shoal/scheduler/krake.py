@@ -97,19 +97,6 @@ class KrakeApi(ShoalClient):
         obj.metadata.resource_version = self._revision
         return obj
 
-    async def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        body: Any = None,
-        params: dict[str, Any] | None = None,
-        headers: Mapping[str, str] | None = None,
-    ) -> Any:
-        if isinstance(body, dict):
-            body = _rename(orjson.loads(orjson.dumps(body)), TO_KRAKE, None)
-        return await super().request(method, path, body=body, params=params, headers=headers)
-
     async def get(self, kind: type[Any], name: str, namespace: str | None = None) -> Any:
         return self._stamp(kind, await self.request("GET", item_path(kind, name, namespace)))
 
@@ -167,7 +154,8 @@ class KrakeApi(ShoalClient):
                     "%s/%s: %s", obj.metadata.namespace, obj.metadata.name, obj.status.scheduling
                 )
         path = item_path(kind, obj.metadata.name, obj.metadata.namespace) + "/status"
-        return self._stamp(kind, await self.request("PUT", path, body=obj.model_dump(mode="json")))
+        body = _rename(obj.model_dump(mode="json"), TO_KRAKE, None)
+        return self._stamp(kind, await self.request("PUT", path, body=body))
 
     async def bind_many(
         self, items: Sequence[BaseModel | Mapping[str, Any]]

@@ -269,32 +269,18 @@ async def main(url):
             )
             if read is not None and read.status.nodes != cluster.status.nodes:
                 print(json.dumps({"call": "nodes", "ok": False, "error": "nodes changed"}))
-        cluster_ref = {
-            "api": "kubernetes",
-            "kind": "Cluster",
-            "namespace": NS,
-            "name": names["cluster"],
-        }
-        binding = ClusterBinding.deserialize(
-            {"api": "kubernetes", "kind": "ClusterBinding", "cluster": cluster_ref}
-        )
-        await call(
-            "kubernetes.update_application_binding",
-            kube.update_application_binding(binding, namespace=NS, name=names["application"]),
-        )
-        cloud_ref = {
-            "api": "infrastructure",
-            "kind": "Cloud",
-            "namespace": NS,
-            "name": names["cloud"],
-        }
-        cloud_binding = CloudBinding.deserialize(
-            {"api": "infrastructure", "kind": "CloudBinding", "cloud": cloud_ref}
-        )
-        await call(
-            "kubernetes.update_cluster_binding",
-            kube.update_cluster_binding(cloud_binding, namespace=NS, name=names["cluster"]),
-        )
+        # bindings, as Krake's scheduler sends them: (body class, its field, target kind,
+        # the object bound, the one it is bound to)
+        for cls, field, target, what, to in (
+            (ClusterBinding, "cluster", "Cluster", "application", "cluster"),
+            (CloudBinding, "cloud", "Cloud", "cluster", "cloud"),
+        ):
+            ref = {"api": cls.api, "kind": target, "namespace": NS, "name": names[to]}
+            body = cls.deserialize({"api": cls.api, "kind": cls.kind, field: ref})
+            await call(
+                f"kubernetes.update_{what}_binding",
+                getattr(kube, f"update_{what}_binding")(body, namespace=NS, name=names[what]),
+            )
         # complete and shutdown: each on an application of its own whose status carries the
         # hook's token, written as Krake's application controller writes it.
         spec = dict(KINDS[-1][4])
