@@ -172,6 +172,8 @@ class FleetPipeline(Controller):
             self.spawn_write(work, PodPhase.Failed,
                              f"not placed after {work.attempts} attempts: {reason}")
             return
+        if work.attempts == self.config.attempts:  # pinned: say why it is still Pending
+            self.spawn_write(work, PodPhase.Pending, f"after {work.attempts} attempts: {reason}")
         self.counts["retried"] += 1
         work.explanation["retry"] = reason
         work.enqueued = time.monotonic()
