@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 PROBE_EVERY = 0.5  # seconds between two probes of a marked agent
 MISSES = 2  # deadlines missed in a row that mark an agent (a refused connection marks at once)
+SAMPLES_IN_FLIGHT = 2  # sampling requests per agent at once: the rest wait here, not there
 
 
 class AgentError(Exception):
@@ -44,6 +45,7 @@ class AgentRef:
     marked: float | None = None  # monotonic time it stopped answering
     why: str = ""
     misses: int = 0  # deadlines missed in a row
+    busy: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(SAMPLES_IN_FLIGHT))
 
 
 class Agents:

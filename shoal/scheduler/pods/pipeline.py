@@ -35,6 +35,7 @@ from shoal.scheduler.pods.work import PodWork
 
 log = logging.getLogger(__name__)
 NO_AGENT = "waiting: no cluster agent is registered"
+NO_LIVE_AGENT = "waiting: no cluster agent answers (every one is marked)"
 
 
 class FleetPipeline(Controller):
@@ -122,9 +123,11 @@ class FleetPipeline(Controller):
         now = time.monotonic()
         for work in batch:
             work.timings["queue"] = now - work.enqueued
-        if not self.agents.by_cluster:
+        waiting = NO_AGENT if not self.agents.by_cluster else (
+            "" if self.agents.live() else NO_LIVE_AGENT)
+        if waiting:  # not the pods' fault: no attempt is counted
             for work in batch:
-                await self._wait_for_agents(work)
+                self._wait_for_agents(work, waiting)
                 self.queue.done(work.key)
             return
         groups: dict[tuple[str, ...], list[PodWork]] = defaultdict(list)
@@ -179,11 +182,11 @@ class FleetPipeline(Controller):
         work.enqueued = time.monotonic()
         self.queue.add_after(work, self.config.backoff.delay(work.attempts))
 
-    async def _wait_for_agents(self, work: PodWork) -> None:
-        """Not an attempt: the pod waits (with its status saying so) for the first agent."""
-        if work.pod.status.reason != NO_AGENT:
-            self.spawn_write(work, PodPhase.Pending, NO_AGENT)
-        self.queue.add_after(work, 1.0)
+    def _wait_for_agents(self, work: PodWork, reason: str) -> None:
+        """Not an attempt: the pod waits (with its status saying so) for an agent to answer."""
+        if work.pod.status.reason != reason:
+            self.spawn_write(work, PodPhase.Pending, reason)
+        self.queue.add_after(work, 0.5)
 
     # status ----------------------------------------------------------------------
 

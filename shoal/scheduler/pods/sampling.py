@@ -96,10 +96,20 @@ class Sampler:
 
     async def _ask(self, agent: AgentRef, body: Obj) -> tuple[str, list[Obj] | None]:
         path = f"/samples/{self.config.strategy}/batch"
+        deadline = self.config.deadline
+        started = time.perf_counter()
+        try:  # at most half the deadline waiting for our own earlier requests to this agent
+            async with asyncio.timeout(deadline / 2):
+                await agent.busy.acquire()
+        except TimeoutError:
+            return "busy: earlier samples of this scheduler still in flight", None
         try:
-            status, answer = await self.agents.post(agent, path, body, self.config.deadline)
+            left = deadline - (time.perf_counter() - started)
+            status, answer = await self.agents.post(agent, path, body, left)
         except AgentError as error:
             return str(error), None
+        finally:
+            agent.busy.release()
         if status != 200:
             detail = answer.get("detail", "") if isinstance(answer, dict) else ""
             return f"{status} {detail}".strip(), None
