@@ -91,7 +91,8 @@ class Run:
         finished = [n for n in names if n in self.done]
         lat = sorted(self.done[n] - self.created[n] for n in finished)
         scheduled = [n for n in finished if self.pods[n].status.phase is PodPhase.Scheduled]
-        span = max(self.done[n] for n in finished) - min(self.created[n] for n in names)
+        span = (max(self.done[n] for n in finished) - min(self.created[n] for n in names)
+                if finished else 0.0)
         tries = conflicts = 0
         for n in finished:
             for line in self.pods[n].status.explanation.get("commit", {}).get("tries", []):
@@ -169,6 +170,7 @@ async def main() -> None:
     parser.add_argument("--pods", type=int, default=3000)
     parser.add_argument("--burst", type=int, default=2000)
     parser.add_argument("--sweep", action="store_true", help="Cp/Np table (smaller runs)")
+    parser.add_argument("--sweep-pods", type=int, default=1000, help="Pods per sweep burst")
     parser.add_argument("--fleet-procs", type=int, default=2,
                         help="Processes sharing the sim clusters and their agents")
     parser.add_argument("--serve-fleet", metavar="API", help=argparse.SUPPRESS)
@@ -219,9 +221,10 @@ async def measure(client: ShoalClient, api: ApiProcess, fleets: list[int],
                 await phase(run, f"rate {args.rate:g}/s", "r", args.pods, args.rate, procs, rng)
                 await phase(run, f"burst of {args.burst}", "b", args.burst, None, procs, rng)
                 if args.sweep:
-                    print("\nCp/Np sweep (bursts of 1000)")
+                    print(f"\nCp/Np sweep (bursts of {args.sweep_pods})")
             if args.sweep:
-                await phase(run, f"Cp {cp:g} % Np {np_bp} bp", f"w{n}", 1000, None, procs, rng)
+                await phase(run, f"Cp {cp:g} % Np {np_bp} bp", f"w{n}", args.sweep_pods, None,
+                            procs, rng)
         finally:
             stop(scheduler)
     task.cancel()
