@@ -4,8 +4,11 @@ Informers on pods (every namespace) and clusters (for the agents); samplers
 take batches from the queue, sample, decide and commit; the outcome goes to
 the pod's status. Nothing is dropped: a pod ends ``Scheduled`` or, after the
 configured attempts, ``Failed`` with a reason, and every retry waits a
-growing back-off. With ``shards`` > 1 each scheduler takes only its share
-of the pods (by uid), so several schedulers never place the same pod.
+growing back-off. A round in which too few agents answered in time is not an
+attempt (the agents, not the pod, are the trouble): the pod keeps trying, and
+its status says why once it has taken as many rounds as attempts are allowed.
+With ``shards`` > 1 each scheduler takes only its share of the pods (by uid),
+so several schedulers never place the same pod.
 """
 
 from __future__ import annotations
@@ -143,11 +146,12 @@ class FleetPipeline(Controller):
 
     async def _attempt(self, work: PodWork) -> None:
         try:
-            work.attempts += 1
+            work.rounds += 1
             if work.pinned is None and not self.sampler.enough(work):
-                work.candidates = []
+                work.candidates = []  # not an attempt: too few agents answered in time
                 outcome = Outcome(None, 0, False)
             else:
+                work.attempts += 1
                 outcome = await self.binder.commit(work)
             self._finish(work, outcome)
         except Exception:  # this pod's top level: it goes back with a back-off
@@ -175,12 +179,13 @@ class FleetPipeline(Controller):
             self.spawn_write(work, PodPhase.Failed,
                              f"not placed after {work.attempts} attempts: {reason}")
             return
-        if work.attempts == self.config.attempts:  # pinned: say why it is still Pending
-            self.spawn_write(work, PodPhase.Pending, f"after {work.attempts} attempts: {reason}")
+        if work.rounds == self.config.attempts:  # a commit in doubt, or agents too slow: say so
+            self.spawn_write(work, PodPhase.Pending, f"still trying after {work.rounds} rounds: "
+                             f"{reason}")
         self.counts["retried"] += 1
         work.explanation["retry"] = reason
         work.enqueued = time.monotonic()
-        self.queue.add_after(work, self.config.backoff.delay(work.attempts))
+        self.queue.add_after(work, self.config.backoff.delay(work.rounds))
 
     def _wait_for_agents(self, work: PodWork, reason: str) -> None:
         """Not an attempt: the pod waits (with its status saying so) for an agent to answer."""

@@ -26,7 +26,8 @@ class Candidate:
 class PodWork:
     pod: Pod
     requests: Amounts
-    attempts: int = 0
+    attempts: int = 0  # rounds that sampled enough agents to decide and commit
+    rounds: int = 0  # every round, attempt or not: the back-off grows with them
     enqueued: float = field(default_factory=time.monotonic)
     timings: dict[str, float] = field(default_factory=dict)
     explanation: Obj = field(default_factory=dict)
