@@ -9,13 +9,14 @@ import asyncio
 import json
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from shoal.sim.server import SimServer, start_sim
 from shoal.testing.launch import free_port
 from tests.fixtures.etcd import etcd_available, running_etcd
 from tests.krake.controllers import LOG
@@ -104,3 +105,40 @@ def krake_api(krake_python: str, tmp_path: Path) -> Iterator[str]:
             proc.terminate()
             proc.wait(10)
             log.close()
+
+
+@pytest.fixture
+async def sim(tmp_path: Path) -> AsyncIterator[SimServer]:
+    """Two sim clusters, ``de`` and ``fr``; their kubeconfigs in ``tmp_path/kubeconfigs``."""
+    server = await start_sim(
+        clusters=["de", "fr"], nodes=2, pod_start_delay=0.1, out_dir=tmp_path / "kubeconfigs"
+    )
+    try:
+        yield server
+    finally:
+        await server.stop()
+
+
+async def configmaps(kubeconfigs: Path, cluster: str) -> dict[str, str]:
+    """The ConfigMaps in a sim cluster's default namespace, read by kubectl: name -> uid."""
+    process = await asyncio.create_subprocess_exec(
+        "kubectl",
+        "--kubeconfig",
+        str(kubeconfigs / f"{cluster}.yaml"),
+        "get",
+        "configmaps",
+        "-n",
+        "default",
+        "-o",
+        "json",
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await process.communicate()
+    assert process.returncode == 0, err.decode()
+    items = json.loads(out)["items"]
+    return {
+        item["metadata"]["name"]: item["metadata"]["uid"]
+        for item in items
+        if item["metadata"]["name"] != "kube-root-ca.crt"
+    }

@@ -9,10 +9,8 @@ cluster is read back with kubectl.
 
 from __future__ import annotations
 
-import asyncio
-import json
 import os
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +18,9 @@ import httpx
 import pytest
 
 from shoal.api.server import ApiServer
-from shoal.sim.server import SimServer, start_sim
+from shoal.sim.server import SimServer
 from shoal.testing.wait import wait_for
+from tests.krake.conftest import configmaps
 from tests.krake.controllers import KrakeControllers
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -37,17 +36,6 @@ PLACEMENT = {
     ("metrics", "load_de < 0.5"): "de",
     ("metrics", "load_fr > 0.5"): "fr",
 }
-
-
-@pytest.fixture
-async def sim(tmp_path: Path) -> AsyncIterator[SimServer]:
-    server = await start_sim(
-        clusters=["de", "fr"], nodes=2, pod_start_delay=0.1, out_dir=tmp_path / "kubeconfigs"
-    )
-    try:
-        yield server
-    finally:
-        await server.stop()
 
 
 async def _ok(response: httpx.Response) -> dict[str, Any]:
@@ -105,26 +93,6 @@ def _app(name: str, kind: str, constraint: str) -> dict[str, Any]:
     }
 
 
-async def _kubectl(sim_dir: Path, cluster: str) -> set[str]:
-    """Names of the ConfigMaps in the cluster's default namespace, read by kubectl."""
-    process = await asyncio.create_subprocess_exec(
-        "kubectl",
-        "--kubeconfig",
-        str(sim_dir / f"{cluster}.yaml"),
-        "get",
-        "configmaps",
-        "-n",
-        "default",
-        "-o",
-        "json",
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await process.communicate()
-    assert process.returncode == 0, err.decode()
-    return {item["metadata"]["name"] for item in json.loads(out)["items"]} - {"kube-root-ca.crt"}
-
-
 async def _apps(http: httpx.AsyncClient) -> dict[str, dict[str, Any]]:
     listed = await _ok(await http.get(APPS))
     return {item["metadata"]["name"]: item for item in listed["items"]}
@@ -161,7 +129,7 @@ async def test_krake_controllers_place_deploy_migrate_and_delete(
             kubeconfigs = tmp_path / "kubeconfigs"
             for cluster in ("de", "fr"):
                 wanted = {name for name, where in expected.items() if where == cluster}
-                assert await _kubectl(kubeconfigs, cluster) == wanted
+                assert set(await configmaps(kubeconfigs, cluster)) == wanted
 
             # a changed label constraint moves the application to the other cluster
             moved = next(n for n, c in expected.items() if c == "de")
@@ -188,7 +156,7 @@ async def test_krake_controllers_place_deploy_migrate_and_delete(
             assert response.status_code == 200, response.text
 
             async def deleted() -> bool:
-                return gone not in await _apps(http) and gone not in await _kubectl(
+                return gone not in await _apps(http) and gone not in await configmaps(
                     kubeconfigs, "fr"
                 )
 
@@ -208,6 +176,6 @@ async def _wait(
 
 
 async def _absent_and_present(kubeconfigs: Path, name: str, gone: str, there: str) -> bool:
-    return name not in await _kubectl(kubeconfigs, gone) and name in await _kubectl(
+    return name not in await configmaps(kubeconfigs, gone) and name in await configmaps(
         kubeconfigs, there
     )

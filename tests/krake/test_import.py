@@ -5,6 +5,9 @@ namespaces with 20 clusters and 500 applications (bound, some RUNNING), plus
 metrics, providers, roles, clouds and infrastructure providers. After the
 import every object is equal field by field on Krake's fields; a second run
 changes nothing; ``--dry-run`` from the command line changes nothing either.
+Applications deployed by Krake's application controller on ``shoal sim``
+clusters, imported, keep running under Shoal's scheduler and application
+controller: same cluster, same objects (uids) on it.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import asyncio
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -21,13 +25,18 @@ import pytest
 from shoal.api.server import ApiServer
 from shoal.cli.import_krake import ORDER, collection, import_from_krake, portable
 from shoal.client.rest import ShoalClient
+from shoal.sim.server import SimServer
 from shoal.testing.fleet import KUBECONFIG
-from shoal.testing.launch import shoal_env
+from shoal.testing.launch import shoal_env, spawn_shoal, stop
+from shoal.testing.wait import wait_for
 from tests.api.samples import OPENSTACK
+from tests.krake.conftest import configmaps
+from tests.krake.controllers import KrakeControllers
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 NAMESPACES = ("team-a", "team-b")
+NS = "krake"
 CLUSTERS = int(os.environ.get("SHOAL_KRAKE_CLUSTERS", "20"))
 APPS = int(os.environ.get("SHOAL_KRAKE_IMPORT_APPS", "500"))
 OPENSTACK_SPEC = {
@@ -230,3 +239,71 @@ async def test_import_copies_krake_field_by_field_and_twice_changes_nothing(
     assert "would create" not in done.stdout and "would update" not in done.stdout
     row = next(line for line in done.stdout.splitlines() if "Application" in line)
     assert row.split()[-5:] == ["0", "0", str(APPS), "0", "│"] or str(APPS) in row, row
+
+
+async def test_imported_applications_keep_running_under_shoal(
+    krake_api: str, krake_python: str, api: ApiServer, sim: SimServer, tmp_path: Path
+) -> None:
+    """Deployed by Krake's controllers, imported, then run by Shoal's: nothing is redeployed."""
+    kubeconfigs = tmp_path / "kubeconfigs"
+    clusters, apps = (
+        f"/kubernetes/namespaces/{NS}/clusters",
+        f"/kubernetes/namespaces/{NS}/applications",
+    )
+    krake_controllers = KrakeControllers(
+        krake_python, krake_api, tmp_path, names=("kubernetes_application",)
+    )
+    async with httpx.AsyncClient(base_url=krake_api, timeout=30) as http:
+        for name in ("de", "fr"):
+            body = {
+                "metadata": {"name": name, "labels": {"location": name.upper()}},
+                "spec": {"kubeconfig": sim.kubeconfig(name), "constraints": {"cloud": {}}},
+            }
+            cluster = await _post(http, clusters, body)
+            cluster["status"]["state"] = "ONLINE"
+            await _put(http, f"{clusters}/{name}/status", cluster)
+        for i in range(10):
+            where = ("DE", "FR")[i % 2]
+            manifest = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"app-{i}"}}]
+            constraints = {"cluster": {"labels": [f"location is {where}"]}}
+            body = {
+                "metadata": {"name": f"app-{i}"},
+                "spec": {"manifest": manifest, "constraints": constraints},
+            }
+            await _post(http, apps, body)
+            ref = {"api": "kubernetes", "kind": "Cluster", "namespace": NS, "name": where.lower()}
+            binding = {"api": "kubernetes", "kind": "ClusterBinding", "cluster": ref}
+            await _put(http, f"{apps}/app-{i}/binding", binding)  # as Krake's scheduler binds
+        krake_controllers.start()
+        try:
+
+            async def running() -> bool:
+                items = (await http.get(apps)).json()["items"]
+                return len(items) == 10 and all(a["status"]["state"] == "RUNNING" for a in items)
+
+            await wait_for(running, timeout=60, interval=0.5, message="RUNNING under Krake")
+        finally:
+            krake_controllers.stop()
+    deployed = {c: await configmaps(kubeconfigs, c) for c in ("de", "fr")}
+    assert sum(len(names) for names in deployed.values()) == 10
+
+    async with (
+        ShoalClient(api.url, token="") as shoal,
+        ShoalClient(krake_api, token="") as krake_client,
+    ):
+        assert (await import_from_krake(krake_client, shoal)).failures == []
+        procs = [
+            spawn_shoal(command, "--api", api.url, log=tmp_path / f"{command}.log")
+            for command in ("scheduler", "kube-controller")
+        ]
+        try:
+            await asyncio.sleep(10)  # Shoal's controllers look at every application
+            items = (await shoal.request("GET", apps))["items"]
+            assert {a["status"]["state"] for a in items} == {"RUNNING"}
+            for app in items:
+                name = app["metadata"]["name"]
+                assert app["status"]["running_on"]["name"] == ("de", "fr")[int(name[4:]) % 2]
+            assert {c: await configmaps(kubeconfigs, c) for c in ("de", "fr")} == deployed
+        finally:
+            for proc in procs:
+                stop(proc)
