@@ -8,7 +8,7 @@ from collections import Counter
 from collections.abc import AsyncIterator
 from typing import Any
 
-from shoal.client.rest import ListResult, ShoalClient
+from shoal.client.rest import Conflict, ListResult, ShoalClient
 from shoal.model.base import Metadata
 from shoal.model.core import GlobalMetricsProvider
 from shoal.model.infrastructure import (
@@ -163,11 +163,20 @@ async def static_metrics(client: ShoalClient, values: dict[str, float], hi: floa
 
 
 async def set_static(client: ShoalClient, values: dict[str, float], name: str = "static") -> None:
-    """Change some values of the static provider ``name``."""
-    prov = await client.get(GlobalMetricsProvider, name)
-    assert prov.spec.static is not None
-    prov.spec.static.metrics.update(values)
-    await client.update(prov)
+    """Change some values of the static provider ``name``.
+
+    A compare-and-swap write: the scheduler writes the provider's status meanwhile,
+    so a 409 means "read again and redo the change", as every Shoal writer does.
+    """
+    while True:
+        prov = await client.get(GlobalMetricsProvider, name)
+        assert prov.spec.static is not None
+        prov.spec.static.metrics.update(values)
+        try:
+            await client.update(prov)
+            return
+        except Conflict:
+            continue
 
 
 async def wait_bound(
