@@ -3,7 +3,7 @@
 
 import { request } from "../api.js";
 import { activity, migrations, onActivity } from "../activity.js";
-import { ago, badge, card, clock, fill, h, link, num, pageHead, toast } from "../dom.js";
+import { ago, badge, card, clock, fill, h, link, pageHead, toast } from "../dom.js";
 import { fleet, follow } from "../live.js";
 import { explanation, timeline } from "./parts.js";
 
