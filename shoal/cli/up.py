@@ -101,7 +101,7 @@ def up(
             )
             shoal = _shoal_command()
             console.print(
-                f"Try: [bold]SHOAL_API={server.url} {shoal} kube app list[/]   (Ctrl-C stops)"
+                f"Try: [bold]SHOAL_API={server.url} {shoal} get applications[/]   (Ctrl-C stops)"
             )
             if shoal != "shoal":
                 console.print("     or put shoal on the PATH: [bold]source .venv/bin/activate[/]")
