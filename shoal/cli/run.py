@@ -185,10 +185,10 @@ def _run_controller(
 
         start_http_server(metrics_port, addr="127.0.0.1")
 
-    found = credentials()
-    auth: dict[str, Any] = {"token": found.token, "ssl_context": found.ssl_context()}
-
     async def main() -> None:
+        # Read once the signal handlers are in place: a SIGTERM at start-up stops cleanly.
+        found = credentials()
+        auth: dict[str, Any] = {"token": found.token, "ssl_context": found.ssl_context()}
         async with ShoalClient(url, **auth) as client:
             if not leader_elect:
                 await factory(client).run()
