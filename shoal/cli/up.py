@@ -99,6 +99,9 @@ def up(
                 f"\nCredentials: {config} (admin token, CA); the CLI reads it from this "
                 f"directory, or anywhere with [bold]SHOAL_CONFIG={config}[/]"
             )
+            console.print(
+                f"Dashboard: [bold]{server.url}/ui/[/] (paste the admin token from {config})"
+            )
             shoal = _shoal_command()
             console.print(
                 f"Try: [bold]SHOAL_API={server.url} {shoal} get applications[/]   (Ctrl-C stops)"
