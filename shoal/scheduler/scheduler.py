@@ -79,6 +79,7 @@ class Scheduler(Controller):
         self.cluster_queue: WorkQueue[AppKey] = WorkQueue()
         self.waiting: set[AppKey] = set()  # applications no cluster fits yet
         self.on_cluster: dict[tuple[str | None, str], set[AppKey]] = defaultdict(set)
+        self.bound_to: dict[AppKey, tuple[str | None, str]] = {}  # on_cluster, reversed
         self.passes = 0
         self.app_informer: Informer[Application] = Informer(
             client,
@@ -167,11 +168,16 @@ class Scheduler(Controller):
     # application events ----------------------------------------------------------------
 
     def _index(self, app: Application, add: bool = True) -> None:
-        for apps in self.on_cluster.values():
-            apps.discard(_key(app))
+        """Keep ``on_cluster`` current: O(1) per binding, not a pass over every cluster."""
+        key = _key(app)
+        before = self.bound_to.pop(key, None)
+        if before is not None and (apps := self.on_cluster.get(before)) is not None:
+            apps.discard(key)
         target = app.status.scheduled_to
         if add and target is not None:
-            self.on_cluster[(target.namespace, target.name)].add(_key(app))
+            where = (target.namespace, target.name)
+            self.on_cluster[where].add(key)
+            self.bound_to[key] = where
 
     def _app_added(self, app: Application) -> None:
         self._index(app)
