@@ -30,9 +30,9 @@ sys.path.insert(0, str(ROOT))
 
 from shoal.client.rest import Conflict, ShoalClient, Unreachable  # noqa: E402
 from shoal.model.base import Metadata  # noqa: E402
-from shoal.model.kubernetes import Application, Cluster, ClusterState  # noqa: E402
+from shoal.model.kubernetes import Application, ClusterState  # noqa: E402
 from shoal.model.scheduling import RescheduleTask, RescheduleTaskSpec, TaskPhase  # noqa: E402
-from shoal.testing.fleet import app, scored_clusters  # noqa: E402
+from shoal.testing.fleet import app, scored_clusters, set_state  # noqa: E402
 from shoal.testing.launch import ApiProcess, controller, stop  # noqa: E402
 
 NS = "default"
@@ -55,12 +55,6 @@ async def until(client: ShoalClient, what: str, wanted: dict[str, int], limit: f
         if time.monotonic() - start > limit:
             raise RuntimeError(f"{what}: still {dict(seen)} after {limit} s")
         await asyncio.sleep(0.5)
-
-
-async def set_state(client: ShoalClient, name: str, state: ClusterState) -> None:
-    cluster = await client.get(Cluster, name, NS)
-    cluster.status.state = state
-    await client.update_status(cluster)
 
 
 async def run(m: int, concurrency: int) -> None:

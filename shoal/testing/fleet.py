@@ -137,6 +137,15 @@ async def register(
     return await client.update_status(created)
 
 
+async def set_state(
+    client: ShoalClient, name: str, state: ClusterState, namespace: str = NS
+) -> Cluster:
+    """Report cluster ``name`` in ``state``, as the observer would (``OFFLINE`` to fail over)."""
+    cluster = await client.get(Cluster, name, namespace)
+    cluster.status.state = state
+    return await client.update_status(cluster)
+
+
 async def scored_clusters(client: ShoalClient, scores: dict[str, float]) -> None:
     """One cluster per entry whose one metric (``m-NAME``, static) is worth its score."""
     await client.create(provider("st", scores))

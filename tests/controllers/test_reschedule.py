@@ -30,7 +30,7 @@ from shoal.model.scheduling import (
 )
 from shoal.scheduler.config import SchedulerConfig
 from shoal.scheduler.scheduler import Scheduler
-from shoal.testing.fleet import scored_clusters
+from shoal.testing.fleet import scored_clusters, set_state
 from tests.util import wait_for
 
 MANIFEST = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {}}]
@@ -47,12 +47,6 @@ def application(name: str, *, migration: bool = True, **labels: str) -> Applicat
         metadata=Metadata(name=name, namespace="default", labels=labels),
         spec=ApplicationSpec(manifest=MANIFEST, constraints=Constraints(migration=migration)),
     )
-
-
-async def set_state(client: ShoalClient, name: str, state: ClusterState) -> None:
-    cluster = await client.get(Cluster, name, "default")
-    cluster.status.state = state
-    await client.update_status(cluster)
 
 
 async def placed_on(client: ShoalClient, name: str) -> str | None:
