@@ -304,11 +304,13 @@ CONTROLLERS: list[tuple[str, str, Callable[[Any], Any]]] = [
 ]
 
 
-def controllers(client_of: Callable[[str], Any]) -> list[Any]:
+def controllers(client_of: Callable[[str], Any], scheduler_config: Path | None = None) -> list[Any]:
     """Every controller, each on the client of its own identity (``client_of(component)``)."""
+    from shoal.scheduler.config import SchedulerConfig
     from shoal.scheduler.scheduler import Scheduler
 
-    return [Scheduler(client_of("scheduler"))] + [
+    cfg = SchedulerConfig.load(scheduler_config)
+    return [Scheduler(client_of("scheduler"), cfg)] + [
         build(client_of(name)) for name, _, build in CONTROLLERS
     ]
 

@@ -44,6 +44,9 @@ def up(
     tls: Annotated[
         bool, typer.Option("--tls/--no-tls", help="Serve HTTPS with the CA made in --data-dir")
     ] = False,
+    scheduler_config: Annotated[
+        Path | None, typer.Option("--scheduler-config", help="Scheduler YAML configuration")
+    ] = None,
 ) -> None:
     """Start Shoal with embedded defaults: API, every controller, a sim fleet, sample metrics.
 
@@ -78,7 +81,7 @@ def up(
             return clients[-1]
 
         client = client_of(bootstrap.ADMIN)
-        running = controllers(client_of)
+        running = controllers(client_of, scheduler_config)
         tasks = [asyncio.create_task(c.run()) for c in running]
         names = ", ".join(type(c).__name__ for c in running)
         console.print(f"[bold green]Controllers[/]: {names}")

@@ -1,0 +1,553 @@
+"""From create to running: applications RUNNING per second on ``shoal sim`` clusters.
+
+N one-replica Deployments (small requests) are created at once by 16 clients
+on C sim clusters of M nodes, paired by a label (``group=gK``: clusters 2K and
+2K+1) so the load spreads over half the clusters; a static metric prefers the
+first of each pair. An informer on applications records when each one is
+bound (``status.scheduled_to``) and RUNNING where it is bound
+(``status.running_on``); the create time is the client's, taken just before
+its request. Printed: apps RUNNING per second, p50/p99 create→bound,
+bound→running and create→running, CPU seconds per component per 1,000
+applications and peak RSS per component (both from ``/proc`` of each process).
+
+Then a migration wave: the metric is flipped so that every application
+prefers the other cluster of its pair. Timed until the last one RUNS on its
+new cluster with the old copy gone. Whenever an application reports its move
+done (``running_on`` the new cluster, no pending clean-up), the old cluster's
+Deployments are listed *after* that report: finding the old copy there means
+two copies ran on different clusters after the removal was confirmed.
+
+Modes: ``processes`` (``shoal api``, ``scheduler``, ``kube-controller``,
+``cluster-observer``, ``garbage-collector`` and ``shoal sim`` as processes of
+their own) and ``up`` (``shoal up`` with its own clusters; ``--up-args`` adds
+flags, e.g. ``--single-process``).
+
+    .venv/bin/python bench/e2e.py [--apps 2000] [--clusters 20] [--nodes 50]
+        [--mode processes,up] [--no-wave]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import httpx  # noqa: E402
+import yaml  # noqa: E402
+
+from shoal.client.informer import Informer  # noqa: E402
+from shoal.client.rest import ApiError, Conflict, ShoalClient, Unreachable  # noqa: E402
+from shoal.model.base import Metadata  # noqa: E402
+from shoal.model.core import GlobalMetricsProvider  # noqa: E402
+from shoal.model.kubernetes import (  # noqa: E402
+    Application,
+    ApplicationSpec,
+    Cluster,
+    ClusterConstraints,
+    ClusterState,
+    Constraints,
+    MetricRef,
+)
+from shoal.testing.fleet import cluster, metric, provider  # noqa: E402
+from shoal.testing.launch import (  # noqa: E402
+    ApiProcess,
+    controller,
+    free_port,
+    spawn_shoal,
+    stop,
+)
+from shoal.testing.wait import wait_for  # noqa: E402
+
+NS = "default"
+PROVIDER = "e2e"
+SCHEDULER = {"metrics_refresh": 0.5}
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+# --- /proc of each process -------------------------------------------------------------------
+
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of ``pid`` (its threads included)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK
+
+
+def peak_rss_mib(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def component_of(pid: int) -> str | None:
+    """The ``shoal`` command a process runs (``api``, ``sim``…), None if it is not one."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    words = [a.decode() for a in argv if a]
+    if "shoal.cli.main" not in words:
+        return None
+    rest = words[words.index("shoal.cli.main") + 1 :]
+    return rest[0] if rest else "shoal"
+
+
+def descendants(root: int) -> list[int]:
+    """``root`` and every process below it."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents.setdefault(int(stat[1]), []).append(int(entry.name))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(parents.get(pid, []))
+    return found
+
+
+def components(roots: list[int]) -> dict[str, int]:
+    """Component name → pid, for the shoal processes at or below ``roots``."""
+    out: dict[str, int] = {}
+    for root in roots:
+        for pid in descendants(root):
+            name = component_of(pid)
+            if name is not None and name not in out:
+                out[name] = pid
+    return out
+
+
+def peak_rss(procs: dict[str, int]) -> dict[str, int]:
+    out = {}
+    for name, pid in procs.items():
+        with contextlib.suppress(OSError):
+            out[name] = round(peak_rss_mib(pid))
+    return out
+
+
+def cpu_snapshot(procs: dict[str, int]) -> dict[str, float]:
+    out = {}
+    for name, pid in procs.items():
+        with contextlib.suppress(OSError):
+            out[name] = cpu_seconds(pid)
+    return out
+
+
+# --- the workload ------------------------------------------------------------------------------
+
+
+def deployment(name: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "main",
+                            "image": "nginx",
+                            "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
+                        }
+                    ]
+                },
+            },
+        },
+    }
+
+
+def application(i: int, groups: int) -> Application:
+    name = f"e2e-{i:05d}"
+    return Application(
+        metadata=Metadata(name=name, namespace=NS),
+        spec=ApplicationSpec(
+            manifest=[deployment(name)],
+            constraints=Constraints(cluster=ClusterConstraints(labels=[f"group=g{i % groups}"])),
+        ),
+    )
+
+
+def scores(names: list[str], flipped: bool) -> dict[str, float]:
+    """The first cluster of each pair preferred (0.9 against 0.1), or the second."""
+    return {n: (0.1 if (i % 2 == 0) == flipped else 0.9) for i, n in enumerate(names)}
+
+
+async def prepare(client: ShoalClient, kubeconfigs: dict[str, dict[str, Any]]) -> None:
+    """The provider and one metric per cluster; each cluster labelled with its pair.
+
+    Clusters that exist (``shoal up``'s) get the labels and metrics; others are created.
+    """
+    names = list(kubeconfigs)
+    with contextlib.suppress(Conflict):
+        await client.create(provider(PROVIDER, scores(names, flipped=False)))
+    for i, name in enumerate(names):
+        with contextlib.suppress(Conflict):
+            await client.create(metric(f"m-{name}", PROVIDER, key=name))
+        labels = {"group": f"g{i // 2}"}
+        refs = [MetricRef(name=f"m-{name}", weight=1.0)]
+        try:
+            stored = await client.get(Cluster, name, NS)
+        except ApiError:
+            fresh = cluster(name, labels=labels)
+            fresh.spec.kubeconfig = kubeconfigs[name]
+            fresh.spec.metrics = refs
+            await client.create(fresh)
+            continue
+        stored.metadata.labels.update(labels)
+        stored.spec.metrics = refs
+        await client.update(stored)
+
+    async def online() -> bool:
+        listed = (await client.list(Cluster, NS)).items
+        up = {c.metadata.name for c in listed if c.status.state is ClusterState.ONLINE}
+        return set(names) <= up
+
+    await wait_for(online, timeout=60, interval=0.2, message="clusters ONLINE")
+
+
+async def flip(client: ShoalClient, names: list[str]) -> None:
+    stored = await client.get(GlobalMetricsProvider, PROVIDER)
+    assert stored.spec.static is not None
+    stored.spec.static.metrics = scores(names, flipped=True)
+    await client.update(stored)
+
+
+@dataclass
+class Watched:
+    """What the informer saw per application: when bound, when running, where."""
+
+    bound: dict[str, float] = field(default_factory=dict)
+    running: dict[str, float] = field(default_factory=dict)
+    where: dict[str, str] = field(default_factory=dict)  # running_on, once done
+    moved: dict[str, float] = field(default_factory=dict)  # wave: done on the new cluster
+    wave_from: dict[str, str] = field(default_factory=dict)  # wave: app → old cluster
+    confirmed: asyncio.Queue[tuple[str, str]] = field(default_factory=asyncio.Queue)
+
+    def seen(self, app: Application, _old: Application | None) -> None:
+        now = time.monotonic()
+        name, status = app.metadata.name, app.status
+        if status.scheduled_to is not None:
+            self.bound.setdefault(name, now)
+        on = status.running_on.name if status.running_on is not None else None
+        done = (
+            status.state.value == "RUNNING"
+            and on is not None
+            and status.scheduled_to is not None
+            and status.scheduled_to.name == on
+            and not status.pending_cleanups
+        )
+        if not done or on is None:
+            return
+        self.running.setdefault(name, now)
+        self.where[name] = on
+        old = self.wave_from.get(name)
+        if old is not None and on != old and name not in self.moved:
+            self.moved[name] = now
+            self.confirmed.put_nowait((name, old))
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
+
+
+def spread(values: list[float]) -> str:
+    if not values:
+        return "-"
+    return f"p50 {statistics.median(values):.2f} s, p99 {pct(values, 0.99):.2f} s"
+
+
+async def burst(client: ShoalClient, n: int, groups: int, clients: int) -> dict[str, float]:
+    created: dict[str, float] = {}
+    todo = iter(range(n))
+
+    async def creator() -> None:
+        for i in todo:
+            app = application(i, groups)
+            for _ in range(5):
+                created[app.metadata.name] = time.monotonic()
+                try:
+                    await client.create(app)
+                    break
+                except Conflict:
+                    break
+                except Unreachable:
+                    continue
+
+    await asyncio.gather(*(creator() for _ in range(clients)))
+    return created
+
+
+@dataclass
+class Sim:
+    """The sim clusters' kube APIs, to list Deployments as any kube client would."""
+
+    kubeconfigs: dict[str, dict[str, Any]]
+    http: httpx.AsyncClient = field(default_factory=lambda: httpx.AsyncClient(timeout=30))
+
+    async def deployments(self, name: str) -> set[str]:
+        config = self.kubeconfigs[name]
+        server = config["clusters"][0]["cluster"]["server"]
+        token = config["users"][0]["user"]["token"]
+        resp = await self.http.get(
+            f"{server}/apis/apps/v1/namespaces/{NS}/deployments",
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        resp.raise_for_status()
+        return {
+            item["metadata"]["name"]
+            for item in resp.json()["items"]
+            if not item["metadata"].get("deletionTimestamp")
+        }
+
+
+async def check_old_copies(sim: Sim, watched: Watched, violations: list[str]) -> None:
+    """List the old clusters after moves were reported done: the old copy must be gone."""
+    while True:
+        batch = [await watched.confirmed.get()]
+        while not watched.confirmed.empty():
+            batch.append(watched.confirmed.get_nowait())
+        by_cluster: dict[str, list[str]] = {}
+        for app, old in batch:
+            by_cluster.setdefault(old, []).append(app)
+        for old, apps in by_cluster.items():
+            present = await sim.deployments(old)
+            violations.extend(f"{a} still on {old}" for a in apps if a in present)
+
+
+async def measure(
+    client: ShoalClient,
+    sim: Sim,
+    roots: list[int],
+    args: argparse.Namespace,
+    label: str,
+) -> dict[str, Any]:
+    names = list(sim.kubeconfigs)
+    groups = len(names) // 2
+    await prepare(client, sim.kubeconfigs)
+    procs = components(roots)
+    watched = Watched()
+    informer = Informer(client, Application, NS, on_change=watched.seen)
+    watch = asyncio.create_task(informer.run())
+    await informer.wait_synced(30)
+    n = args.apps
+    cpu0 = cpu_snapshot(procs)
+    t0 = time.monotonic()
+    created = await burst(client, n, groups, args.clients)
+    t_created = time.monotonic() - t0
+    await wait_for(
+        lambda: len(watched.running) >= n, timeout=args.timeout, interval=0.05,
+        message=f"{n} applications RUNNING (have {len(watched.running)})",
+    )  # fmt: skip
+    t_all = max(watched.running.values()) - t0
+    cpu1 = cpu_snapshot(procs)
+    result: dict[str, Any] = {
+        "label": label,
+        "apps": n,
+        "created_s": round(t_created, 2),
+        "all_running_s": round(t_all, 2),
+        "running_per_s": round(n / t_all, 1),
+        "create_bound": [watched.bound[a] - created[a] for a in created],
+        "bound_running": [watched.running[a] - watched.bound[a] for a in created],
+        "create_running": [watched.running[a] - created[a] for a in created],
+        "cpu_per_1000": {k: round((cpu1[k] - cpu0[k]) * 1000 / n, 2) for k in cpu1 if k in cpu0},
+    }
+    if args.wave:
+        result["wave"] = await wave(client, sim, watched, names, args.timeout)
+        cpu2 = cpu_snapshot(procs)
+        result["wave_cpu_per_1000"] = {
+            k: round((cpu2[k] - cpu1[k]) * 1000 / n, 2) for k in cpu2 if k in cpu1
+        }
+    result["peak_rss_mib"] = peak_rss(procs)
+    watch.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await watch
+    return result
+
+
+async def wave(
+    client: ShoalClient, sim: Sim, watched: Watched, names: list[str], timeout: float
+) -> dict[str, Any]:
+    """Flip the metric; until every application runs on the other cluster of its pair."""
+    partner = {n: names[i ^ 1] for i, n in enumerate(names)}
+    start_rev = dict(watched.where)
+    for app, on in start_rev.items():
+        watched.wave_from[app] = on
+    violations: list[str] = []
+    checker = asyncio.create_task(check_old_copies(sim, watched, violations))
+    t0 = time.monotonic()
+    await flip(client, names)
+    n = len(start_rev)
+    await wait_for(
+        lambda: len(watched.moved) >= n, timeout=timeout, interval=0.05,
+        message=f"{n} applications moved (have {len(watched.moved)})",
+    )  # fmt: skip
+    t_moved = max(watched.moved.values()) - t0
+    await wait_for(lambda: watched.confirmed.empty(), timeout=30, interval=0.05)
+    await asyncio.sleep(0.2)  # the last batch's lists
+    checker.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await checker
+    wrong = [a for a, on in watched.where.items() if on != partner[start_rev[a]]]
+    left = 0
+    for old in set(start_rev.values()):
+        left += len(await sim.deployments(old) & set(start_rev))
+    first = min(watched.moved.values()) - t0
+    return {
+        "apps": n,
+        "first_moved_s": round(first, 2),
+        "all_moved_s": round(t_moved, 2),
+        "moved_per_s": round(n / t_moved, 1),
+        "wrong_cluster": len(wrong),
+        "old_copies_after_confirmed": len(violations),
+        "old_copies_left": left,
+        "examples": violations[:3],
+    }
+
+
+# --- the set-ups -------------------------------------------------------------------------------
+
+
+async def run_processes(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    procs: list[subprocess.Popen[bytes]] = []
+    try:
+        kube_dir = tmp / "kubeconfigs"
+        sim = spawn_shoal(
+            "sim", "--clusters", str(args.clusters), "--nodes", str(args.nodes),
+            "--port", str(free_port()), "--out", str(kube_dir), log=tmp / "sim.log",
+        )  # fmt: skip
+        procs.append(sim)
+        api = ApiProcess(f"sqlite://{tmp / 'shoal.db'}", log=tmp / "api.log")
+        procs.append(api.proc)
+        await api.wait_ready()
+        paths = [kube_dir / f"sim-{i}.yaml" for i in range(args.clusters)]
+        await wait_for(lambda: all(p.exists() for p in paths), timeout=60, message="sim")
+        kubeconfigs = {p.stem: yaml.safe_load(p.read_text()) for p in paths}
+        config = tmp / "scheduler.json"
+        config.write_text(json.dumps(SCHEDULER))
+        procs.append(controller("scheduler", api.url, "--config", str(config)))
+        for name in ("kube-controller", "cluster-observer", "garbage-collector"):
+            procs.append(controller(name, api.url, log=tmp / f"{name}.log"))
+        async with ShoalClient(api.url, max_connections=args.clients + 8) as client:
+            return await measure(
+                client, Sim(kubeconfigs), [p.pid for p in procs], args, "separate processes"
+            )
+    finally:
+        for proc in reversed(procs):
+            stop(proc)
+
+
+async def run_up(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    port = free_port()
+    config = tmp / "scheduler.json"
+    config.write_text(json.dumps(SCHEDULER))
+    extra = shlex.split(args.up_args)
+    proc = spawn_shoal(
+        "up", "--port", str(port), "--data-dir", str(tmp), "--clusters", str(args.clusters),
+        "--nodes", str(args.nodes), "--no-demo", "--scheduler-config", str(config), *extra,
+        log=tmp / "up.log",
+    )  # fmt: skip
+    try:
+        security = tmp / "security" / "config.yaml"
+
+        def ready() -> bool:
+            if proc.poll() is not None:
+                raise AssertionError((tmp / "up.log").read_text()[-3000:])
+            return security.exists()
+
+        await wait_for(ready, timeout=120, interval=0.2, message="shoal up's banner")
+        token = yaml.safe_load(security.read_text())["token"]
+        paths = [tmp / "kubeconfigs" / f"sim-{i + 1}.yaml" for i in range(args.clusters)]
+        kubeconfigs = {p.stem: yaml.safe_load(p.read_text()) for p in paths}
+        url = f"http://127.0.0.1:{port}"
+        async with ShoalClient(url, token=token, max_connections=args.clients + 8) as client:
+            label = "shoal up " + " ".join(extra) if extra else "shoal up"
+            return await measure(client, Sim(kubeconfigs), [proc.pid], args, label)
+    finally:
+        stop(proc)
+
+
+def report(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
+    load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(
+        f"\n{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, load average {load}; "
+        f"{args.clusters} sim clusters x {args.nodes} nodes, {args.clients} clients"
+    )
+    print(
+        "| set-up | apps | all running | apps/s | create→bound p50/p99 | bound→running p50/p99 "
+        "| create→running p50/p99 |"
+    )
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for r in results:
+        cells = [
+            f"{pct(r[k], 0.5):.2f} / {pct(r[k], 0.99):.2f} s"
+            for k in ("create_bound", "bound_running", "create_running")
+        ]
+        print(
+            f"| {r['label']} | {r['apps']} | {r['all_running_s']} s | {r['running_per_s']} | "
+            + " | ".join(cells)
+            + " |"
+        )
+    for r in results:
+        print(f"\n{r['label']}: created in {r['created_s']} s")
+        print(f"  CPU s per 1,000 apps (burst): {r['cpu_per_1000']}")
+        if "wave_cpu_per_1000" in r:
+            print(f"  CPU s per 1,000 apps (wave):  {r['wave_cpu_per_1000']}")
+        print(f"  peak RSS MiB: {r['peak_rss_mib']}")
+        if "wave" in r:
+            print(f"  migration wave: {json.dumps(r['wave'])}")
+
+
+async def main(args: argparse.Namespace) -> None:
+    results = []
+    for mode in args.mode.split(","):
+        with tempfile.TemporaryDirectory() as tmp:
+            run = run_processes if mode == "processes" else run_up
+            result = await run(args, Path(tmp))
+            results.append(result)
+            print(
+                f"{result['label']}: {result['running_per_s']} apps/s, "
+                f"create→running {spread(result['create_running'])}",
+                flush=True,
+            )
+    report(results, args)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--apps", type=int, default=2000)
+    parser.add_argument("--clusters", type=int, default=20, help="even: clusters go in pairs")
+    parser.add_argument("--nodes", type=int, default=50)
+    parser.add_argument("--clients", type=int, default=16, help="creates in flight")
+    parser.add_argument("--mode", default="processes", help="processes, up, or both: processes,up")
+    parser.add_argument("--up-args", default="", help="more flags for shoal up")
+    parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument("--no-wave", dest="wave", action="store_false")
+    asyncio.run(main(parser.parse_args()))
