@@ -1,10 +1,14 @@
 """The cluster observer: health, nodes and CRDs of every cluster that has a kubeconfig.
 
-One pass per ``interval`` and cluster: list nodes and CRDs, derive the state
-(OFFLINE when unreachable, CONNECTING for one pass when it comes back,
-NOTREADY without a Ready node, UNHEALTHY under node pressure, else ONLINE),
-and write the status only when something changed. FAILING_METRICS belongs to
-the scheduler: a reachable cluster in that state keeps it.
+Each cluster's nodes and CRDs are watched (``shoal.kube.reflector``: resumed
+from their resourceVersion, re-listed on 410, after a failure and every
+``interval`` seconds as a safety net). Any change derives the state (OFFLINE
+when unreachable, CONNECTING for one write when it comes back, NOTREADY
+without a Ready node, UNHEALTHY under node pressure, else ONLINE) and writes
+the status at once when something changed, so the scheduler re-evaluates
+the cluster's applications within a second of a node or CRD event.
+FAILING_METRICS belongs to the scheduler: a reachable cluster in that state
+keeps it.
 """
 
 from __future__ import annotations
@@ -12,14 +16,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from dataclasses import dataclass, field
 from typing import Any
 
 from shoal.client.informer import Informer, cache_key
-from shoal.client.rest import ApiError, ShoalClient, Unreachable
+from shoal.client.rest import ApiError, Conflict, ShoalClient, Unreachable
 from shoal.controllers.base import Controller
-from shoal.kube.client import ClusterKey, KubeApiError, KubeClients, KubeUnreachable
+from shoal.kube.client import ClusterKey, KubeApiError, KubeClients, KubeCluster, KubeUnreachable
+from shoal.kube.reflector import Reflector
 from shoal.model.base import Reason, ReasonCode
-from shoal.model.kubernetes import Cluster, ClusterNode, ClusterState
+from shoal.model.kubernetes import Cluster, ClusterNode, ClusterState, ClusterStatus
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +34,9 @@ Obj = dict[str, Any]
 MAX_NODE_ENTRIES = 50
 PRESSURE = ("MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable")
 CONDITION_KEYS = ("message", "reason", "status", "type")
+NODES = "/api/v1/nodes"
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+OWN_REASONS = (ReasonCode.CLUSTER_NOT_REACHABLE, ReasonCode.KUBERNETES_ERROR)
 
 
 _SUFFIX = {
@@ -118,33 +127,67 @@ def krake_nodes(nodes: list[Obj]) -> list[ClusterNode]:
     ]
 
 
+@dataclass(eq=False)
+class Watched:
+    """One observed cluster: its two watched lists and the task that writes its status."""
+
+    nodes: Reflector
+    crds: Reflector
+    wake: asyncio.Event
+    tasks: list[asyncio.Task[None]] = field(default_factory=list)
+
+    def cancel(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+
+
 class ClusterObserver(Controller):
-    def __init__(self, client: ShoalClient, interval: float = 10.0, timeout: float = 5.0) -> None:
+    """Watches every observable cluster; ``interval`` is the safety-net re-list period.
+
+    ``delay`` gathers a burst of events (a node's several conditions, a
+    cluster coming back) into one status write.
+    """
+
+    def __init__(
+        self,
+        client: ShoalClient,
+        interval: float = 30.0,
+        timeout: float = 5.0,
+        *,
+        delay: float = 0.02,
+        retry: float = 0.25,
+    ) -> None:
         self.client = client
         self.interval = interval
+        self.delay = delay
+        self.retry = retry
         self.kube = KubeClients(timeout=timeout)
         self.informer: Informer[Cluster] = Informer(
             client, Cluster, on_change=self._changed, on_delete=self._removed
         )
-        self._loops: dict[ClusterKey, asyncio.Task[None]] = {}
-        self._wake: dict[ClusterKey, asyncio.Event] = {}
+        self._watched: dict[ClusterKey, Watched] = {}
         super().__init__()
         self._written: dict[ClusterKey, Cluster] = {}
-        self.passes = 0
+        self.passes = 0  # status derivations (tests, metrics)
+        self.writes = 0
 
     async def start(self) -> None:
         await self.start_informers(self.informer)
 
     async def stop(self) -> None:
-        loops = list(self._loops.values())
-        for task in loops:
+        watched = list(self._watched.values())
+        self._watched.clear()
+        tasks = [task for w in watched for task in w.tasks]
+        for task in tasks:
             task.cancel()
-        for task in loops:
+        for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        self._loops.clear()
         await super().stop()
         await self.kube.close()
+
+    def watched(self, namespace: str | None, name: str) -> Watched | None:
+        return self._watched.get((namespace, name))
 
     # cluster events ------------------------------------------------------------------
 
@@ -152,46 +195,84 @@ class ClusterObserver(Controller):
         key = cache_key(cluster)
         observable = cluster.spec.kubeconfig is not None and cluster.metadata.deleted is None
         if not observable:
-            self._stop_loop(key)
+            self._stop(key)
             return
-        if key not in self._loops:
-            self._wake[key] = asyncio.Event()
-            self._loops[key] = asyncio.create_task(self._loop(key))
-        elif old is not None and old.spec.kubeconfig != cluster.spec.kubeconfig:
-            self._wake[key].set()  # new credentials: look now
+        if (
+            key in self._watched
+            and old is not None
+            and (old.spec.kubeconfig != cluster.spec.kubeconfig)
+        ):
+            self._stop(key)  # new credentials: watch again with them
+        watched = self._watched.get(key)
+        if watched is None:
+            self._watch(key)
+        elif cluster.metadata.resource_version != self._version(key):
+            watched.wake.set()  # someone else's write: check that our fields still hold
 
     async def _removed(self, cluster: Cluster) -> None:
         key = cache_key(cluster)
-        self._stop_loop(key)
+        self._stop(key)
         await self.kube.forget(*key)
 
-    def _stop_loop(self, key: ClusterKey) -> None:
-        task = self._loops.pop(key, None)
-        self._wake.pop(key, None)
-        self._written.pop(key, None)
-        if task is not None:
-            task.cancel()
+    def _version(self, key: ClusterKey) -> int | None:
+        written = self._written.get(key)
+        return written.metadata.resource_version if written is not None else None
 
-    async def _loop(self, key: ClusterKey) -> None:
+    def _watch(self, key: ClusterKey) -> None:
+        wake = asyncio.Event()
+
+        async def kube() -> KubeCluster:
+            cluster = self.informer.get(key[1], key[0])
+            if cluster is None:
+                raise KubeUnreachable(f"cluster {key[1]} is gone")
+            return await self.kube.get(cluster)
+
+        def reflector(path: str, absent_ok: bool) -> Reflector:
+            return Reflector(
+                path, kube, wake.set, resync=self.interval, retry=self.retry, absent_ok=absent_ok
+            )
+
+        watched = Watched(reflector(NODES, False), reflector(CRDS, True), wake)
+        watched.tasks = [
+            asyncio.create_task(watched.nodes.run()),
+            asyncio.create_task(watched.crds.run()),
+            asyncio.create_task(self._writer(key, watched)),
+        ]
+        self._watched[key] = watched
+
+    def _stop(self, key: ClusterKey) -> None:
+        watched = self._watched.pop(key, None)
+        self._written.pop(key, None)
+        if watched is not None:
+            watched.cancel()
+
+    # status writes ------------------------------------------------------------------
+
+    async def _writer(self, key: ClusterKey, watched: Watched) -> None:
+        """Write the status whenever a watch or a foreign write woke it; retry on failure."""
+        delay = self.retry
         while True:
+            await watched.wake.wait()
+            await asyncio.sleep(self.delay)
+            watched.wake.clear()
             try:
-                await self.observe(key)
+                await self.observe(key, watched)
+                delay = self.retry
             except asyncio.CancelledError:
                 raise
             except (ApiError, Unreachable) as error:
                 log.info("cluster %s/%s: status not written: %s", *key, error)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 10.0)
+                watched.wake.set()
             except Exception:
                 log.exception("cluster %s/%s: observation failed", *key)
-            wake = self._wake.get(key)
-            if wake is None:
-                return
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), self.interval)
-            wake.clear()
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 10.0)
+                watched.wake.set()
 
-    # one pass -----------------------------------------------------------------------
-
-    async def observe(self, key: ClusterKey) -> None:
+    async def observe(self, key: ClusterKey, watched: Watched) -> None:
+        """Derive the status from the watched lists; write it when it changed."""
         cluster = self.informer.get(key[1], key[0])
         if cluster is None or cluster.spec.kubeconfig is None:
             return
@@ -200,57 +281,55 @@ class ClusterObserver(Controller):
             cluster.metadata.resource_version or 0
         ):
             cluster = written  # our last write, not yet seen by the informer
+        for _ in range(5):
+            status = self.derive(cluster, watched)
+            if status is None or status == cluster.status:
+                return
+            if status.state is ClusterState.CONNECTING:
+                watched.wake.set()  # one write in CONNECTING, then the real state
+            cluster = cluster.model_copy()
+            cluster.status = status
+            try:
+                self._written[key] = await self.client.update_status(cluster)
+                self.writes += 1
+                return
+            except Conflict:
+                cluster = await self.client.get(Cluster, key[1], key[0])
+
+    def derive(self, cluster: Cluster, watched: Watched) -> ClusterStatus | None:
+        """The cluster's status with the observer's fields as the watches show them now.
+
+        None while a list is still missing (the first write waits for both).
+        """
         self.passes += 1
         status = cluster.status.model_copy(deep=True)
-        try:
-            kube = await self.kube.get(cluster)
-            nodes: list[Obj] = (await kube.request("GET", "/api/v1/nodes")).get("items") or []
-            crds = await self._crds(kube)
-        except KubeUnreachable as error:
+        error = watched.nodes.error or watched.crds.error
+        if error is not None:
             status.state = ClusterState.OFFLINE
-            status.reason = Reason(code=ReasonCode.CLUSTER_NOT_REACHABLE, message=str(error)[:500])
-        except KubeApiError as error:
-            status.state = ClusterState.OFFLINE
-            status.reason = Reason(code=ReasonCode.KUBERNETES_ERROR, message=str(error)[:500])
-        else:
-            summary, ready, pressure = summarize_nodes(nodes)
-            status.node_summary = summary
-            status.nodes = krake_nodes(nodes)
-            status.custom_resources = crds
-            if cluster.status.state is ClusterState.FAILING_METRICS:
-                pass  # the scheduler's state while the cluster answers
-            elif cluster.status.state is ClusterState.OFFLINE:
-                status.state = ClusterState.CONNECTING
-                self._wake[key].set()  # one pass in CONNECTING, then the real state
-            elif ready == 0:
-                status.state = ClusterState.NOTREADY
-            elif pressure:
-                status.state = ClusterState.UNHEALTHY
-            else:
-                status.state = ClusterState.ONLINE
-            if status.reason is not None and status.reason.code in (
-                ReasonCode.CLUSTER_NOT_REACHABLE,
-                ReasonCode.KUBERNETES_ERROR,
-            ):
-                status.reason = None
-        if status == cluster.status:
-            return
-        cluster.status = status
-        self._written[key] = await self.client.update_status(cluster)
-
-    @staticmethod
-    async def _crds(kube: Any) -> list[str]:
-        try:
-            data = await kube.request(
-                "GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+            code = (
+                ReasonCode.KUBERNETES_ERROR
+                if isinstance(error, KubeApiError)
+                else ReasonCode.CLUSTER_NOT_REACHABLE
             )
-        except KubeApiError as error:
-            if error.status in (403, 404):
-                return []
-            raise
-        names = sorted(
-            str(item["metadata"]["name"])
-            for item in data.get("items") or []
-            if item.get("metadata", {}).get("name")
-        )
-        return names
+            status.reason = Reason(code=code, message=str(error)[:500])
+            return status
+        if not (watched.nodes.synced and watched.crds.synced):
+            return None
+        nodes = [watched.nodes.items[name] for name in sorted(watched.nodes.items)]
+        summary, ready, pressure = summarize_nodes(nodes)
+        status.node_summary = summary
+        status.nodes = krake_nodes(nodes)
+        status.custom_resources = sorted(watched.crds.items)
+        if cluster.status.state is ClusterState.FAILING_METRICS:
+            pass  # the scheduler's state while the cluster answers
+        elif cluster.status.state is ClusterState.OFFLINE:
+            status.state = ClusterState.CONNECTING
+        elif ready == 0:
+            status.state = ClusterState.NOTREADY
+        elif pressure:
+            status.state = ClusterState.UNHEALTHY
+        else:
+            status.state = ClusterState.ONLINE
+        if status.reason is not None and status.reason.code in OWN_REASONS:
+            status.reason = None
+        return status
