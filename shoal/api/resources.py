@@ -15,15 +15,17 @@ from typing import Any, TypeVar
 
 import orjson
 
+from shoal.api import status as status_patch
 from shoal.api.batch import each_item
 from shoal.api.codec import decode, encode, rfc3339, with_revision
 from shoal.api.errors import ProblemError
-from shoal.model.base import Kind, ReasonCode, utcnow
+from shoal.model import application_status
+from shoal.model.base import Kind, utcnow
 from shoal.model.constraints import ConstraintError, LabelSelector
 from shoal.model.kubernetes import (
     Application,
     ApplicationBinding,
-    ApplicationState,
+    ApplicationStatus,
     BindingBatch,
     BindingItem,
     Cluster,
@@ -152,6 +154,9 @@ class Resources:
     ) -> bytes:
         _check_identity(body, name, namespace)
         status = getattr(body, "status", None)
+        if isinstance(status, ApplicationStatus):
+            application_status.fold_explicit(status)
+            application_status.apply(status)
 
         def change(current: K) -> bool:
             if getattr(current, "status", None) == status:
@@ -161,24 +166,39 @@ class Resources:
 
         return await self._modify(kind, name, namespace, body.metadata.resource_version, change)
 
+    async def patch_status(
+        self,
+        kind: type[Kind],
+        name: str,
+        namespace: str | None,
+        body: Any,
+        user: str | None = None,
+    ) -> bytes:
+        """Merge the writer's own status fields into the stored object (compare-and-swap)."""
+        fields, expected = status_patch.parse(body)
+        status_patch.check_writer(kind, user, fields)
+        change = status_patch.patcher(kind, fields)
+        return await self.swap_json(kind, name, namespace, expected, change)
+
     async def bind_application(
         self, name: str, namespace: str | None, binding: ApplicationBinding
     ) -> bytes:
         """Bind an application to a cluster: the scheduler's commit, on its hot path.
 
-        Works on the stored JSON as a dict (no model round trip): a binding only
-        touches a few status fields, and this is one write per application.
+        Works on the stored JSON as a dict (only the status is validated, to derive
+        state and reason): a binding touches a few status fields, one write per application.
         """
         cluster_ref = binding.cluster
         valid = cluster_ref.kind == "Cluster" and cluster_ref.api == "kubernetes"
         _check_ref("cluster", valid, "a kubernetes Cluster")
         cluster = cluster_ref.model_dump(mode="json")
-        reason_codes = (ReasonCode.RESOURCE_NOT_FOUND.name, ReasonCode.NO_SUITABLE_RESOURCE.name)
 
         def bind(data: dict[str, Any]) -> None:
             if data["metadata"].get("deleted") is not None:
                 raise ProblemError(409, f"Application {name!r} is being deleted")
-            status = data["status"]
+            status_patch.edit_application_json(data, lambda status: edit(data, status))
+
+        def edit(data: dict[str, Any], status: dict[str, Any]) -> None:
             now = rfc3339(utcnow())
             if status.get("scheduled_to") != cluster or status.get("scheduled") is None:
                 status["scheduled"] = now
@@ -186,12 +206,11 @@ class Resources:
             if binding.triggered:
                 status["kube_controller_triggered"] = now
             status["last_scheduled"] = now
-            reason = status.get("reason")
-            if reason is not None and reason.get("code") in reason_codes:
-                status["reason"] = None
-                if status.get("state") == ApplicationState.FAILED.value:
-                    status["state"] = ApplicationState.PENDING.value
+            status["last_scheduled_to"] = cluster
+            status["schedule_reason"] = None
             status["scheduler_retries"] = None
+            status["scheduler_attempts"] = 0
+            status["next_retry"] = None
             if binding.explanation is not None:
                 status["scheduling"] = binding.explanation
             owners = data["metadata"].setdefault("owners", [])

@@ -115,6 +115,13 @@ _VERBS: dict[str, tuple[str, str, str, str]] = {
         "update_{plural}_status",
         "Update the status of a {kind} (the whole object is sent)",
     ),
+    "patch_status": (
+        "PATCH",
+        "{item}/status",
+        "patch_{plural}_status",
+        "Change some status fields of a {kind} (JSON merge patch of the writer's own fields, "
+        "compare-and-swap; metadata.resource_version, when given, is a precondition)",
+    ),
     "bind_cloud": ("PUT", "{item}/binding", "update_{plural}_binding", "Bind a cluster to a cloud"),
     "bind_cluster": (
         "PUT",
@@ -141,6 +148,8 @@ _VERBS: dict[str, tuple[str, str, str, str]] = {
         "Retry a FAILED application (scheduling or deletion)",
     ),
 }
+
+_PATCH_EXAMPLE = {"metadata": {"resource_version": 42}, "status": {"deploy_state": "RUNNING"}}
 
 # verb → (endpoint, its parameters, response model)
 _Handlers = dict[str, tuple[Callable[..., Any], list[inspect.Parameter], type[BaseModel] | None]]
@@ -228,6 +237,11 @@ def _kind_handlers(res: Resources, kind: type[Kind]) -> _Handlers:
     async def status(**kw: Any) -> Response:
         return _json(await res.update_status(kind, kw["body"], kw["name"], ns(kw)))
 
+    async def patch_status(**kw: Any) -> Response:
+        user = kw["request"].scope.get("shoal.user")
+        name = None if user is None else user.name
+        return _json(await res.patch_status(kind, kw["name"], ns(kw), kw["body"], name))
+
     async def bind_cloud(**kw: Any) -> Response:
         return _json(await res.bind_cluster(kw["name"], ns(kw), kw["body"]))
 
@@ -242,6 +256,9 @@ def _kind_handlers(res: Resources, kind: type[Kind]) -> _Handlers:
     handlers["delete"] = (delete, at_item, kind)
     if "status" in kind.subresources:
         handlers["status"] = (status, with_body, kind)
+        patch_body = _p("body", dict[str, Any], Body(examples=[_PATCH_EXAMPLE]))
+        request = _p("request", Request, inspect.Parameter.empty)
+        handlers["patch_status"] = (patch_status, [*at_item, patch_body, request], kind)
     if kind is Application:
         handlers.update(_application_handlers(res, at_item))
     elif "binding" in kind.subresources:

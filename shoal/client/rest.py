@@ -247,6 +247,28 @@ class ShoalClient:
             await self.request("PUT", path, body=_dump(obj)), context=TRUSTED
         )
 
+    async def patch_status(
+        self,
+        kind: type[K],
+        name: str,
+        namespace: str | None,
+        fields: Mapping[str, Any],
+        resource_version: int | None = None,
+    ) -> K:
+        """Write only these status fields (JSON merge patch: ``None`` resets a field).
+
+        The API merges them into the stored object under compare-and-swap, so
+        other writers' fields are never sent back stale; with ``resource_version``
+        the write is refused (Conflict) if the object changed since.
+        """
+        body: dict[str, Any] = {"status": _jsonable(fields)}
+        if resource_version is not None:
+            body["metadata"] = {"resource_version": resource_version}
+        path = item_path(kind, name, namespace) + "/status"
+        return kind.model_validate(
+            await self.request("PATCH", path, body=body), context=TRUSTED
+        )
+
     async def delete(self, kind: type[K], name: str, namespace: str | None = None) -> K:
         return kind.model_validate(
             await self.request("DELETE", item_path(kind, name, namespace)), context=TRUSTED
@@ -351,3 +373,15 @@ def _params(params: dict[str, Any] | None) -> dict[str, str] | None:
 
 def _dump(obj: Kind) -> dict[str, Any]:
     return obj.model_dump(mode="json")
+
+
+def _jsonable(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """Models (nested too), enums and datetimes in their wire form."""
+    out: dict[str, Any] = orjson.loads(orjson.dumps(dict(fields), default=_wire))
+    return out
+
+
+def _wire(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    raise TypeError(f"{type(value).__name__} is not JSON")

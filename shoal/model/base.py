@@ -163,6 +163,7 @@ class ReasonCode(IntEnum):
     INVALID_RESOURCE = 10
     CLUSTER_NOT_REACHABLE = 11
     RESOURCE_NOT_FOUND = 12
+    CLUSTER_DELETED = 13  # its cluster was deleted; waits for another (Shoal addition)
     NO_SUITABLE_RESOURCE = 50
     KUBERNETES_ERROR = 60
     CREATE_FAILED = 70

@@ -103,6 +103,18 @@ class ApplicationSpec(Model):
     backoff_delay: int = Field(default=1, ge=0)
     backoff_limit: int = Field(default=-1, ge=-1)
     shutdown_grace_time: int = Field(default=30, ge=0)
+    retry_limit: int | None = Field(
+        default=None,
+        ge=-1,
+        description="Failed placement attempts before FAILED; -1 never; unset: the "
+        "scheduler's retries.",
+    )
+    retry_delay: float | None = Field(
+        default=None,
+        gt=0,
+        description="Seconds before the first placement retry (then doubling); unset: the "
+        "scheduler's backoff.initial.",
+    )
 
 
 class ApplicationState(StrEnumByName):
@@ -150,6 +162,25 @@ class ApplicationStatus(Model):
     )
     scheduling: dict[str, Any] | None = Field(
         default=None, description="Explanation of the last scheduling attempt (Shoal addition)."
+    )
+    # One writer per field (docs/status-ownership.md); state and reason derive from these.
+    schedule_reason: Reason | None = Field(
+        default=None, description="Why the scheduler cannot place it now (scheduler)."
+    )
+    scheduler_attempts: Annotated[int, null_as(int)] = Field(
+        default=0, ge=0, description="Failed placement attempts in a row (scheduler)."
+    )
+    next_retry: datetime | None = Field(
+        default=None, description="When the scheduler tries a waiting application again."
+    )
+    last_scheduled_to: ResourceRef | None = Field(
+        default=None, description="The cluster it was last placed on (scheduler)."
+    )
+    deploy_state: ApplicationState | None = Field(
+        default=None, description="Where the deployment is (kube controller)."
+    )
+    deploy_reason: Reason | None = Field(
+        default=None, description="Why the deployment is in trouble (kube controller)."
     )
     container_health: ContainerHealth = Field(default_factory=ContainerHealth)
     services: dict[str, Any] = Field(default_factory=dict)

@@ -1,0 +1,135 @@
+"""Field-level status writes: a JSON merge patch applied to the stored object.
+
+``PATCH {item}/status`` carries only the writer's own fields (RFC 7386 merge
+patch) and, optionally, ``metadata.resource_version`` as a precondition. The
+API applies it to the object as stored now, under the store's compare-and-swap
+(re-read and re-applied on a concurrent write), so a writer never sends back,
+and never undoes, fields it did not mean to touch. For applications, ``state``
+and ``reason`` are then derived (``shoal.model.application_status``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+
+from shoal.api.errors import ProblemError, validation_errors
+from shoal.model import application_status
+from shoal.model.base import TRUSTED, Kind
+from shoal.model.kubernetes import Application, ApplicationStatus
+from shoal.sim.patch import merge_patch  # RFC 7386, as the simulated clusters apply it
+
+log = logging.getLogger(__name__)
+
+
+def parse(body: Any) -> tuple[dict[str, Any], int | None]:
+    """The status fields of a patch body, and its resource_version precondition."""
+    if not isinstance(body, dict):
+        raise _invalid("body", "must be a JSON object with 'status'")
+    extra = sorted(set(body) - {"status", "metadata", "api", "kind"})
+    if extra:
+        raise _invalid(extra[0], "a status patch holds only status and metadata.resource_version")
+    fields = body.get("status")
+    if not isinstance(fields, dict):
+        raise _invalid("status", "must be an object of the status fields to change")
+    metadata = body.get("metadata") or {}
+    if not isinstance(metadata, dict) or set(metadata) - {"resource_version", "name", "namespace"}:
+        raise _invalid("metadata", "only metadata.resource_version may be given")
+    expected = metadata.get("resource_version")
+    if expected is not None and (not isinstance(expected, int) or isinstance(expected, bool)):
+        raise _invalid("metadata.resource_version", "must be an integer")
+    return fields, expected
+
+
+def check_writer(kind: type[Kind], user: str | None, fields: dict[str, Any]) -> None:
+    """A component may patch only its own fields of an application (403 names the field)."""
+    if kind is not Application:
+        return
+    derived = sorted(application_status.OWNERS["derived"] & set(fields))
+    if derived:
+        raise _invalid(
+            f"status.{derived[0]}",
+            "is derived from the writers' fields (docs/status-ownership.md); not written",
+        )
+    writer = application_status.WRITERS.get(user or "")
+    if writer is None:
+        return
+    foreign = application_status.foreign_fields(writer, fields)
+    if foreign:
+        raise ProblemError(
+            403,
+            f"status.{foreign[0]}: not a field of the {writer} (docs/status-ownership.md)",
+            errors=[
+                {"field": f"status.{name}", "reason": "owned by another writer"} for name in foreign
+            ],
+        )
+
+
+def patcher(kind: type[Kind], fields: dict[str, Any]) -> Callable[[dict[str, Any]], bool | None]:
+    """The change for ``Resources.swap_json``: merge, validate, derive; False when unchanged."""
+
+    def change(data: dict[str, Any]) -> bool | None:
+        before = data.get("status") or {}
+        merged = before
+        if kind is Application:  # a stored state no field gives: fold it in first
+            stored = ApplicationStatus.model_validate(before, context=TRUSTED)
+            application_status.fold_explicit(stored)
+            merged = orjson.loads(stored.model_dump_json())
+        merged = merge_patch(merged, fields)
+        status = validated_status(kind, merged)
+        if isinstance(status, ApplicationStatus):
+            application_status.apply(status)
+        new = orjson.loads(status.model_dump_json()) if status is not None else merged
+        if new == before:
+            return False
+        data["status"] = new
+        return True
+
+    return change
+
+
+def validated_status(kind: type[Kind], data: dict[str, Any]) -> Any:
+    """The status model of ``kind`` from patched JSON; 422 naming the field when invalid."""
+    field = kind.model_fields.get("status")
+    factory = field.default_factory if field is not None else None
+    if factory is None:
+        raise ProblemError(404, f"{kind.kind_name()} has no status")
+    model = type(factory())  # type: ignore[call-arg]
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        errors = validation_errors(
+            [{**e, "loc": ("status", *e["loc"])} for e in error.errors(include_url=False)]
+        )
+        detail = "; ".join(f"{e['field']}: {e['reason']}" for e in errors[:10])
+        raise ProblemError(422, detail, errors=errors) from None
+
+
+def edit_application_json(data: dict[str, Any], edit: Callable[[dict[str, Any]], None]) -> None:
+    """Edit an application's status held as stored JSON (binding path), then derive.
+
+    A stored ``state``/``reason`` that its fields do not give (written by a Krake
+    client, or before the fields existed) is first folded into the writers' fields.
+    """
+    status = ApplicationStatus.model_validate(data["status"], context=TRUSTED)
+    before = (status.schedule_reason, status.deploy_state, status.deploy_reason)
+    application_status.fold_explicit(status)
+    if (status.schedule_reason, status.deploy_state, status.deploy_reason) != before:
+        data["status"].update(_dump(status, "schedule_reason", "deploy_state", "deploy_reason"))
+    edit(data["status"])
+    status = ApplicationStatus.model_validate(data["status"], context=TRUSTED)
+    application_status.apply(status)
+    data["status"].update(_dump(status, "state", "reason"))
+
+
+def _dump(status: ApplicationStatus, *fields: str) -> dict[str, Any]:
+    dumped: dict[str, Any] = status.model_dump(mode="json", include=set(fields))
+    return dumped
+
+
+def _invalid(field: str, reason: str) -> ProblemError:
+    return ProblemError(422, f"{field}: {reason}", errors=[{"field": field, "reason": reason}])

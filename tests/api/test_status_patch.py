@@ -1,0 +1,125 @@
+"""Field-level status patches: one writer per field, state and reason derived in one place."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+
+from shoal.client.rest import Conflict, ShoalClient
+from shoal.model.base import Reason, ReasonCode, ResourceRef
+from shoal.model.kubernetes import Application, ApplicationState
+from tests.security.conftest import Secured, secured  # noqa: F401  (fixture)
+
+APP = "/kubernetes/namespaces/default/applications"
+
+
+def _app(name: str) -> dict[str, Any]:
+    manifest = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}]
+    return {
+        "api": "kubernetes",
+        "kind": "Application",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"manifest": manifest},
+    }
+
+
+async def _create(http: httpx.AsyncClient, name: str) -> dict[str, Any]:
+    answer = await http.post(APP, json=_app(name))
+    assert answer.status_code == 200, answer.text
+    data: dict[str, Any] = answer.json()
+    return data
+
+
+async def test_concurrent_writers_keep_each_others_fields(
+    http: httpx.AsyncClient, client: ShoalClient
+) -> None:
+    await _create(http, "web")
+    cluster = ResourceRef(api="kubernetes", kind="Cluster", namespace="default", name="c1")
+    reason = Reason(code=ReasonCode.CLUSTER_NOT_REACHABLE, message="c1 does not answer")
+    writes = [
+        client.patch_status(Application, "web", "default", {"scheduled_to": cluster}),
+        client.patch_status(Application, "web", "default", {"running_on": cluster}),
+        client.patch_status(Application, "web", "default", {"deploy_reason": reason}),
+        client.patch_status(Application, "web", "default", {"services": {"web": "1.2.3.4"}}),
+    ] * 5
+    await asyncio.gather(*writes)
+    app = await client.get(Application, "web", "default")
+    assert app.status.scheduled_to == cluster
+    assert app.status.running_on == cluster
+    assert app.status.services == {"web": "1.2.3.4"}
+    # derived in one place: the kube controller's reason, no deploy state yet
+    assert (app.status.state, app.status.reason) == (ApplicationState.PENDING, reason)
+
+
+async def test_state_and_reason_derive_from_the_writers_fields(client: ShoalClient) -> None:
+    await client.create(Application.model_validate(_app("api")))
+    waiting = Reason(code=ReasonCode.RESOURCE_NOT_FOUND, message="no cluster has label x")
+    app = await client.patch_status(
+        Application, "api", "default", {"schedule_reason": waiting, "scheduler_attempts": 1}
+    )
+    assert (app.status.state, app.status.reason) == (ApplicationState.PENDING, waiting)
+    # the kube controller says RUNNING: the scheduler's word still wins while it holds
+    app = await client.patch_status(Application, "api", "default", {"deploy_state": "RUNNING"})
+    assert app.status.state is ApplicationState.PENDING
+    app = await client.patch_status(Application, "api", "default", {"schedule_reason": None})
+    assert (app.status.state, app.status.reason) == (ApplicationState.RUNNING, None)
+    assert app.status.scheduler_attempts == 1  # not touched by either patch
+    app = await client.patch_status(Application, "api", "default", {"deploy_state": "DELETING"})
+    assert app.status.state is ApplicationState.DELETING
+
+
+async def test_precondition_and_bad_fields(http: httpx.AsyncClient, client: ShoalClient) -> None:
+    created = await _create(http, "db")
+    revision = created["metadata"]["resource_version"]
+    await client.patch_status(Application, "db", "default", {"scheduler_attempts": 2}, revision)
+    try:
+        await client.patch_status(Application, "db", "default", {"scheduler_attempts": 3}, revision)
+    except Conflict:
+        pass
+    else:
+        raise AssertionError("a stale resource_version was accepted")
+    for body, field in (
+        ({"status": {"scheduler_attempts": -1}}, "status.scheduler_attempts"),
+        ({"status": {"state": "RUNNING"}}, "status.state"),
+        ({"status": {"deploy_state": "SLEEPING"}}, "status.deploy_state"),
+        ({"spec": {}}, "spec"),
+        ({"status": 3}, "status"),
+    ):
+        answer = await http.patch(f"{APP}/db/status", json=body)
+        assert answer.status_code == 422, (body, answer.text)
+        assert answer.headers["content-type"] == "application/problem+json"
+        assert answer.json()["errors"][0]["field"] == field
+    answer = await http.patch(f"{APP}/nothing/status", json={"status": {}})
+    assert answer.status_code == 404
+
+
+async def test_whole_status_put_of_a_krake_client_still_works(http: httpx.AsyncClient) -> None:
+    app = await _create(http, "krake")
+    app["status"]["state"] = "RUNNING"
+    app["status"]["reason"] = {"code": "CLUSTER_NOT_REACHABLE", "message": "gone"}
+    answer = await http.put(f"{APP}/krake/status", json=app)
+    assert answer.status_code == 200, answer.text
+    status = answer.json()["status"]
+    assert (status["state"], status["reason"]["code"]) == ("RUNNING", "CLUSTER_NOT_REACHABLE")
+    assert (status["deploy_state"], status["deploy_reason"]["code"]) == (
+        "RUNNING",
+        "CLUSTER_NOT_REACHABLE",
+    )
+    # a later field patch keeps what the Krake client said
+    answer = await http.patch(f"{APP}/krake/status", json={"status": {"services": {"a": "b"}}})
+    assert answer.json()["status"]["state"] == "RUNNING"
+
+
+async def test_a_component_may_patch_only_its_own_fields(secured: Secured) -> None:  # noqa: F811
+    admin, kube = secured["admin"], secured["system:kube-controller"]
+    path = "/kubernetes/namespaces/a/applications"
+    assert (await admin.post(path, json={**_app("x"), "metadata": {"name": "x"}})).is_success
+    ref = {"api": "kubernetes", "kind": "Cluster", "namespace": "a", "name": "c"}
+    answer = await kube.patch(f"{path}/x/status", json={"status": {"scheduled_to": ref}})
+    assert answer.status_code == 403
+    assert "status.scheduled_to" in answer.json()["detail"]
+    answer = await kube.patch(f"{path}/x/status", json={"status": {"running_on": ref}})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["status"]["running_on"]["name"] == "c"
