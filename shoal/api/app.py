@@ -13,7 +13,7 @@ from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
 from shoal import ui
-from shoal.api import errors, fastpath, reschedule, scheduling
+from shoal.api import errors, events, fastpath, reschedule, scheduling
 from shoal.api.auth import Protection
 from shoal.api.auth.guard import Guard
 from shoal.api.errors import problem
@@ -106,6 +106,7 @@ def create_app(
     kinds = (*hot, *(k for k in registry.KINDS if k not in hot))
     app.include_router(build_router(resources, kinds))
     app.include_router(reschedule.build_router(resources))
+    app.include_router(events.build_router(resources))  # POST /core/events (batches)
     ui.mount(app)  # the web dashboard at /ui/
 
     @app.get("/healthz", tags=["health"], summary="The process is up")

@@ -133,6 +133,15 @@ def _failures(obj: dict[str, Any], targets: Any) -> str:
     return ",".join(f"{reason}={n}" for reason, n in sorted(reasons.items()))
 
 
+def _object(obj: dict[str, Any], involved: Any) -> str | None:
+    """An event's object as ``kind/name`` (``namespace/kind/name`` from another namespace)."""
+    if not isinstance(involved, dict):
+        return None
+    name = f"{str(involved.get('kind', '')).lower()}/{involved.get('name')}"
+    ns = involved.get("namespace")
+    return f"{ns}/{name}" if ns and ns != dig(obj, "metadata.namespace") else name
+
+
 FORMATS: dict[str, Callable[[dict[str, Any], Any], Any]] = {
     "": lambda obj, value: value,
     "age": _age,
@@ -143,6 +152,7 @@ FORMATS: dict[str, Callable[[dict[str, Any], Any], Any]] = {
     "fetch": _fetch,
     "ms": _ms,
     "failures": _failures,
+    "object": _object,
 }
 
 

@@ -21,7 +21,8 @@ class Column:
     (a ResourceRef as ``name`` or ``namespace/name``), ``weights`` (MetricRefs as
     ``name:weight``), ``section_url`` (``url`` of the section that ``type``
     names), ``rules``, ``fetch`` (a provider's last fetch), ``ms`` (seconds as
-    milliseconds), ``failures`` (failed targets counted by reason).
+    milliseconds), ``failures`` (failed targets counted by reason), ``object`` (an
+    event's involved object as ``kind/name``).
     """
 
     header: str
@@ -159,6 +160,23 @@ CATALOG: tuple[Entry, ...] = (
         (NAMESPACE, *_INFRASTRUCTURE_PROVIDER),
     ),
     Entry("core", "Lease", "leases", False),
+    Entry(
+        "core",
+        "Event",
+        "events",
+        True,
+        ("ev",),
+        (
+            NAMESPACE,
+            Column("LAST_SEEN", "last_timestamp", "age"),
+            Column("TYPE", "type"),
+            Column("REASON", "reason"),
+            Column("OBJECT", "involved_object", "object"),
+            Column("COUNT", "count"),
+            Column("FROM", "reporting_component"),
+            Column("MESSAGE", "message"),
+        ),
+    ),
     Entry(
         "scheduling",
         "RescheduleTask",

@@ -24,6 +24,7 @@ from shoal.model.core import (
     Role,
     RoleBinding,
 )
+from shoal.model.events import Event
 from shoal.model.infrastructure import (
     Cloud,
     GlobalCloud,
@@ -58,6 +59,7 @@ _MODELS: tuple[type[Kind], ...] = (
     GlobalInfrastructureProvider,
     InfrastructureProvider,
     Lease,
+    Event,
     RescheduleTask,
     Pod,
 )

@@ -157,6 +157,22 @@ def _lease_change(body: Body) -> None:
     body["spec"]["transitions"] = 1
 
 
+def _event() -> Body:
+    return {
+        "involved_object": {"api": "kubernetes", "kind": "Application", "namespace": "default",
+                            "name": "web", "uid": "0b1c"},
+        "reason": "Scheduled",
+        "message": "Scheduled to c1 (score 0.82, 3/4 clusters available)",
+        "reporting_component": "scheduler",
+        "type": "Normal",
+    }
+
+
+def _event_change(body: Body) -> None:
+    body["message"] = "Scheduled to c2 (score 0.91, 4/4 clusters available)"
+    body["count"] = 2
+
+
 def _task() -> Body:
     return {"spec": {"target_clusters": ["c1"]}}
 
@@ -199,6 +215,7 @@ SAMPLES: list[Sample] = [
     *_scoped("infrastructure", "InfrastructureProvider", "infrastructureproviders",
              _infrastructure_provider, _infrastructure_provider_change),
     Sample("core", "Lease", "leases", False, _lease, _lease_change),
+    Sample("core", "Event", "events", True, _event, _event_change),
     Sample("scheduling", "RescheduleTask", "rescheduletasks", False, _task, _task_change,
            ("status",)),
     Sample("scheduling", "Pod", "pods", True, _pod, _pod_change, ("status",)),

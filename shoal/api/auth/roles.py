@@ -29,6 +29,8 @@ COMPONENTS = (
 
 _READ = ["get", "list", "list_all", "watch"]
 _LEASES = RoleRule(api="coordination", resources=["leases"], namespaces=[""], verbs=[""])
+# Every component reports what it does as events (docs/observability.md).
+_EVENTS = RoleRule(api="core", resources=["events"], namespaces=[""], verbs=["create"])
 
 
 def _rule(api: str, resources: list[str], verbs: list[str]) -> RoleRule:
@@ -56,19 +58,22 @@ _RULES: dict[str, list[RoleRule]] = {
         _rule("scheduling", ["pods"], _READ),  # fleet pods (docs/fleet.md)
         _rule("scheduling", ["pods/status"], ["update"]),
         _LEASES,
+        _EVENTS,
     ],
     "kube-controller": [
         _rule("kubernetes", ["applications"], [*_READ, "update", "delete"]),
         _rule("kubernetes", ["clusters"], [*_READ, "secrets"]),
         _rule("kubernetes", ["applications/status", "clusters/status"], ["update"]),
         _LEASES,
+        _EVENTS,
     ],
     "cluster-observer": [
         _rule("kubernetes", ["clusters"], [*_READ, "secrets"]),
         _rule("kubernetes", ["clusters/status"], ["update"]),
         _LEASES,
+        _EVENTS,
     ],
-    "garbage-collector": [_rule("", [""], [*_READ, "update", "delete"]), _LEASES],
+    "garbage-collector": [_rule("", [""], [*_READ, "update", "delete"]), _LEASES, _EVENTS],
     "reschedule-controller": [
         _rule("kubernetes", ["applications", "clusters"], _READ),
         _rule("kubernetes", ["applications/reschedule"], ["update"]),
@@ -76,12 +81,14 @@ _RULES: dict[str, list[RoleRule]] = {
         _rule("scheduling", ["rescheduletasks/status"], ["update"]),
         _rule("core", ["users"], ["impersonate"]),  # a task acts for its requester
         _LEASES,
+        _EVENTS,
     ],
     "agent": [
         _rule("kubernetes", ["clusters"], [*_READ, "secrets"]),
         _rule("kubernetes", ["clusters/status"], ["update"]),  # registers its URL there
         _rule("scheduling", [""], [*_READ, "update"]),
         _LEASES,
+        _EVENTS,
     ],
 }
 

@@ -1,0 +1,92 @@
+"""``POST /core/events``: many event occurrences in one request and one store commit.
+
+Components report events through ``shoal.events.Recorder``, which dedupes
+repeats and sends what gathered since its last flush here: an event that is
+new is created, one that exists (same namespace and name) is bumped by the
+item's ``count`` with its message, last timestamp and expiry replaced, each
+through a compare-and-swap, so nothing is lost or counted twice when two
+writers report the same event.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import APIRouter, Body
+
+from shoal.api.batch import each_item, results_response
+from shoal.api.codec import rfc3339
+from shoal.api.resources import Resources
+from shoal.api.routes import StrictJsonRoute
+from shoal.model.events import Event, EventBatch
+from shoal.store.base import AlreadyExists
+
+PATH = "/core/events"
+
+
+async def record(resources: Resources, event: Event) -> bytes:
+    """Create ``event``, or add its count to the stored one of the same name."""
+    namespace = event.metadata.namespace or "default"
+    try:
+        return await resources.create(Event, event, namespace)
+    except AlreadyExists:
+        pass
+    last = rfc3339(event.last_timestamp) if event.last_timestamp else None
+    expires = rfc3339(event.expires) if event.expires else None
+
+    def bump(data: dict[str, Any]) -> None:
+        data["count"] = int(data.get("count") or 0) + event.count
+        data["message"] = event.message
+        data["type"] = event.type
+        if last is not None and (data.get("last_timestamp") or "") < last:
+            data["last_timestamp"] = last
+        if expires is not None and (data.get("expires") or "") < expires:
+            data["expires"] = expires
+
+    return await resources.swap_json(Event, event.metadata.name, namespace, None, bump)
+
+
+@dataclass(slots=True)
+class _Item:
+    """An event as a batch item: results name it by namespace and name."""
+
+    namespace: str
+    name: str
+    event: Event
+
+
+async def record_many(resources: Resources, batch: EventBatch) -> list[dict[str, Any]]:
+    items = [
+        _Item(e.metadata.namespace or "default", e.metadata.name, e) for e in batch.events
+    ]
+
+    async def act(item: _Item) -> bytes:
+        return await record(resources, item.event)
+
+    return await each_item(resources.store, items, act)
+
+
+def build_router(resources: Resources) -> APIRouter:
+    router = APIRouter(route_class=StrictJsonRoute)
+
+    async def record_events(body: EventBatch = Body()) -> Any:
+        return results_response(await record_many(resources, body))
+
+    router.add_api_route(
+        PATH,
+        record_events,
+        methods=["POST"],
+        name="record_events",
+        summary="Record many events in one request: new ones are created, repeats counted",
+        description=(
+            "Each item is an Event whose `count` is the number of occurrences it reports; "
+            "one that exists already (same namespace and name) gets its count raised by it "
+            "and its message, type, last timestamp and expiry replaced. The answer has one "
+            "result per item, in order: `status` 200 with the new `resource_version`, or the "
+            "status, title and detail of its problem. Writing needs `create` on `core/events` "
+            "in every namespace."
+        ),
+        tags=["core"],
+    )
+    return router

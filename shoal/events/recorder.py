@@ -1,0 +1,233 @@
+"""The event recorder: components say what happened in one call that never waits.
+
+``emit`` only touches a dict: repeats of one event (same object, reason and
+message key) between two flushes become one item with a count. A background
+task sends what gathered every ``interval`` seconds (sooner when a batch is
+full) through ``POST /core/events``, one request and one store commit per
+thousand events, with at most one request in flight, so a burst of placements
+costs a few large writes rather than one small write each. When the API cannot
+be reached the items wait for the next flush (up to ``max_pending``; beyond
+that new ones are dropped and counted): events are a record, never a reason
+for the emitter to slow down or fail.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from shoal.client.rest import ApiError, ShoalClient, Unreachable
+from shoal.events import metrics
+from shoal.model.base import Kind, utcnow
+from shoal.model.events import DEFAULT_TTL, EventType
+
+log = logging.getLogger(__name__)
+
+PATH = "/core/events"
+MAX_BATCH = 1000  # the API's limit per request
+
+
+@dataclass(slots=True)
+class _Pending:
+    """One event's occurrences since the last flush."""
+
+    body: dict[str, Any]
+    count: int
+    first: datetime
+    last: datetime
+
+
+def event_name(obj: Kind, reason: str, key: str, component: str) -> str:
+    """A stable name: the same occurrence from any replica names the same stored event."""
+    meta = obj.metadata
+    ident = "\0".join((obj.kind, meta.uid or meta.name, reason, key, component))
+    digest = hashlib.blake2b(ident.encode(), digest_size=8).hexdigest()
+    return f"{meta.name[:46].rstrip('-_')}-{digest}"
+
+
+def involved(obj: Kind) -> dict[str, Any]:
+    meta = obj.metadata
+    return {
+        "api": obj.api,
+        "kind": obj.kind,
+        "namespace": meta.namespace,
+        "name": meta.name,
+        "uid": meta.uid,
+    }
+
+
+class Recorder:
+    """Events of one component, gathered and written in batches.
+
+    ``client`` None (or ``enabled`` False) records nothing: a component built
+    without an API (a unit test, a dry run) emits into the void at no cost.
+    """
+
+    def __init__(
+        self,
+        client: ShoalClient | None,
+        component: str,
+        *,
+        interval: float = 1.0,
+        ttl: float = DEFAULT_TTL,
+        max_pending: int = 50_000,
+        enabled: bool = True,
+    ) -> None:
+        self.client = client
+        self.component = component
+        self.interval = interval
+        self.ttl = ttl
+        self.max_pending = max_pending
+        self.enabled = enabled and client is not None
+        self._pending: dict[tuple[str, str], _Pending] = {}
+        self._full = asyncio.Event()
+        self._sending = asyncio.Lock()  # one request in flight
+        self._task: asyncio.Task[None] | None = None
+        self._emitted = metrics.EMITTED.labels(component)
+        self._dropped = metrics.DROPPED.labels(component)
+
+    # the one call components make ---------------------------------------------------
+
+    def emit(
+        self,
+        obj: Kind,
+        reason: str,
+        message: str,
+        *,
+        type: EventType = "Normal",
+        key: str | None = None,
+    ) -> None:
+        """Record that ``reason`` happened to ``obj``; returns at once.
+
+        Occurrences with the same ``key`` (default: the message) are one event
+        whose count grows and whose message is the latest; give a ``key`` when
+        the message carries changing numbers (retry k/n).
+        """
+        if not self.enabled:
+            return
+        self._emitted.inc()
+        name = event_name(obj, reason, message if key is None else key, self.component)
+        namespace = obj.metadata.namespace or "default"
+        now = utcnow()
+        pending = self._pending.get((namespace, name))
+        if pending is not None:
+            pending.count += 1
+            pending.last = now
+            pending.body["message"] = message
+            pending.body["type"] = type
+        elif len(self._pending) >= self.max_pending:
+            self._dropped.inc()
+            return
+        else:
+            body = {
+                "api": "core",
+                "kind": "Event",
+                "metadata": {"name": name, "namespace": namespace},
+                "involved_object": involved(obj),
+                "reason": reason,
+                "message": message[:4096],
+                "reporting_component": self.component,
+                "type": type,
+            }
+            self._pending[(namespace, name)] = _Pending(body, 1, now, now)
+            if len(self._pending) >= MAX_BATCH:
+                self._full.set()
+        self._ensure_task()
+
+    # flushing ----------------------------------------------------------------------
+
+    def _ensure_task(self) -> None:
+        if self._task is not None and not self._task.done():
+            return
+        try:
+            self._task = asyncio.get_running_loop().create_task(self._run())
+        except RuntimeError:  # no loop yet: the next emit inside one starts it
+            self._task = None
+
+    async def _run(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._full.wait(), self.interval)
+            self._full.clear()
+            try:
+                await self.flush()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # a background task's top level: log, try next time
+                log.exception("writing events failed")
+
+    def _take(self) -> list[_Pending]:
+        keys = list(self._pending)[:MAX_BATCH]
+        return [self._pending.pop(k) for k in keys]
+
+    async def flush(self) -> int:
+        """Send everything gathered so far; how many events this call wrote."""
+        async with self._sending:
+            return await self._send_all()
+
+    async def _send_all(self) -> int:
+        written = 0
+        while self._pending and self.client is not None:
+            batch = self._take()
+            items = [self._item(p) for p in batch]
+            start = time.perf_counter()
+            try:
+                answer = await self.client.request("POST", PATH, body={"events": items})
+            except asyncio.CancelledError:
+                self._put_back(batch)  # close() writes them
+                raise
+            except (Unreachable, ApiError) as error:
+                self._put_back(batch)
+                metrics.FLUSH_ERRORS.labels(self.component).inc()
+                log.warning("events: %d not written yet (%s)", len(batch), error)
+                return written
+            finally:
+                metrics.FLUSH_SECONDS.labels(self.component).observe(time.perf_counter() - start)
+            ok = 0
+            for result in answer["results"]:
+                if result.get("status") == 200:
+                    ok += 1
+                else:
+                    self._dropped.inc()
+                    log.debug("event %s refused: %s", result.get("name"), result.get("detail"))
+            metrics.WRITTEN.labels(self.component).inc(ok)
+            written += ok
+        return written
+
+    def _item(self, pending: _Pending) -> dict[str, Any]:
+        item = dict(pending.body)
+        item["count"] = pending.count
+        item["first_timestamp"] = pending.first.isoformat()
+        item["last_timestamp"] = pending.last.isoformat()
+        item["expires"] = (pending.last + timedelta(seconds=self.ttl)).isoformat()
+        return item
+
+    def _put_back(self, batch: list[_Pending]) -> None:
+        """Failed items wait for the next flush, merged with what arrived meanwhile."""
+        for old in batch:
+            meta = old.body["metadata"]
+            key = (meta["namespace"], meta["name"])
+            newer = self._pending.get(key)
+            if newer is not None:
+                newer.count += old.count
+                newer.first = min(newer.first, old.first)
+            elif len(self._pending) < self.max_pending:
+                self._pending[key] = old
+            else:
+                self._dropped.inc()
+
+    async def close(self) -> None:
+        """Stop the background task and write what is left (best effort)."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+            self._task = None
+        with contextlib.suppress(Exception):
+            await self.flush()

@@ -1,0 +1,96 @@
+"""The recorder against a real API: dedupe, batched writes, counts merged on the server."""
+
+from __future__ import annotations
+
+import httpx
+
+from shoal.api.server import ApiServer
+from shoal.client.rest import ShoalClient
+from shoal.events import Recorder
+from shoal.model.base import Metadata
+from shoal.model.events import Event
+from shoal.model.kubernetes import Application, ApplicationSpec
+
+MANIFEST = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}, "data": {}}]
+
+
+async def _app(client: ShoalClient, name: str = "web") -> Application:
+    spec = ApplicationSpec.model_validate({"manifest": MANIFEST})
+    app = Application(metadata=Metadata(name=name, namespace="default"), spec=spec)
+    return await client.create(app)
+
+
+async def test_repeats_are_one_event_with_a_count(client: ShoalClient) -> None:
+    app = await _app(client)
+    recorder = Recorder(client, "scheduler", interval=60)
+    for k in range(1, 4):
+        recorder.emit(app, "Unschedulable", f"retry {k}/5 in {k}s", type="Warning", key="x")
+    recorder.emit(app, "Scheduled", "Scheduled to c1 (score 0.50, 1/1 clusters available)")
+    assert await recorder.flush() == 2
+    recorder.emit(app, "Unschedulable", "retry 4/5 in 8s", type="Warning", key="x")
+    assert await recorder.flush() == 1
+    events = {e.reason: e for e in (await client.list(Event, "default")).items}
+    assert set(events) == {"Unschedulable", "Scheduled"}
+    retry = events["Unschedulable"]
+    assert retry.count == 4 and retry.message == "retry 4/5 in 8s" and retry.type == "Warning"
+    assert retry.first_timestamp is not None and retry.last_timestamp is not None
+    assert retry.first_timestamp < retry.last_timestamp
+    assert retry.involved_object.uid == app.metadata.uid
+    assert retry.involved_object.kind == "Application"
+    assert retry.reporting_component == "scheduler"
+    assert events["Scheduled"].count == 1
+    await recorder.close()
+
+
+async def test_batches_of_a_thousand(client: ShoalClient) -> None:
+    apps = [await _app(client, f"a{i}") for i in range(3)]
+    recorder = Recorder(client, "scheduler", interval=60)
+    for i in range(2500):
+        recorder.emit(apps[i % 3], "Scheduled", f"Scheduled to c{i}")
+    await recorder.close()
+    listed = await client.list(Event, "default")
+    assert len(listed.items) == 2500
+
+
+async def test_two_writers_add_up(client: ShoalClient, api: ApiServer) -> None:
+    """Two replicas reporting the same event: counts add, nothing is lost."""
+    app = await _app(client)
+    first, second = Recorder(client, "kube-controller"), Recorder(client, "kube-controller")
+    for _ in range(3):
+        first.emit(app, "Deployed", "3/3 pods ready")
+    for _ in range(2):
+        second.emit(app, "Deployed", "3/3 pods ready")
+    await first.flush()
+    await second.flush()
+    (event,) = (await client.list(Event, "default")).items
+    assert event.count == 5
+    await first.close()
+    await second.close()
+
+
+async def test_bad_items_get_their_own_problem(api: ApiServer) -> None:
+    good = {
+        "metadata": {"name": "ok", "namespace": "default"},
+        "involved_object": {"api": "kubernetes", "kind": "Application", "name": "web"},
+        "reason": "Scheduled",
+        "reporting_component": "scheduler",
+    }
+    bad = dict(good, reason="not camel")
+    async with httpx.AsyncClient(base_url=api.url) as http:
+        response = await http.post("/core/events", json={"events": [good, bad]})
+        assert response.status_code == 422, response.text
+        assert "reason" in response.text
+        response = await http.post("/core/events", json={"events": [good, good]})
+        assert response.status_code == 200
+        results = response.json()["results"]
+        assert [r["status"] for r in results] == [200, 200]
+        stored = (await http.get("/core/namespaces/default/events/ok")).json()
+        assert stored["count"] == 2 and stored["expires"] > stored["last_timestamp"]
+
+
+async def test_disabled_or_without_client_records_nothing(client: ShoalClient) -> None:
+    app = await _app(client)
+    for recorder in (Recorder(None, "x"), Recorder(client, "x", enabled=False)):
+        recorder.emit(app, "Scheduled", "nothing")
+        assert await recorder.flush() == 0
+    assert (await client.list(Event, "default")).items == []
