@@ -424,6 +424,7 @@ APPLICATION = KindCommands(
             int,
             update_help="-1: forever.",
         ),
+        flag("--conflict-resolution", "spec.conflict_resolution", "abort or overwrite."),
         flag(
             "--hook",
             "spec.hooks",

@@ -62,6 +62,7 @@ class KubeCluster:
     timeout: float = DEFAULT_TIMEOUT
     resources: dict[tuple[str, str], ResourceInfo] = field(default_factory=dict)
     discovered: set[str] = field(default_factory=set)
+    namespaces: set[str] = field(default_factory=set)  # known to exist (asked once)
 
     async def request(
         self,
@@ -209,21 +210,32 @@ class KubeCluster:
             raise
         return result
 
-    async def delete(self, obj: Obj, default_namespace: str = "default") -> bool:
-        """Delete (background propagation); False when it was already gone."""
+    async def delete(
+        self, obj: Obj, default_namespace: str = "default", *, uid: str | None = None
+    ) -> bool:
+        """Delete (background propagation); False when it was already gone.
+
+        With ``uid``, only that very object: one recreated meanwhile under the
+        same name is left alone (409, also answered False).
+        """
+        body: Obj = {"propagationPolicy": "Background"}
+        if uid is not None:
+            body["preconditions"] = {"uid": uid}
         try:
-            await self.request(
-                "DELETE",
-                await self.path(obj, default_namespace),
-                body={"propagationPolicy": "Background"},
-            )
+            await self.request("DELETE", await self.path(obj, default_namespace), body=body)
         except KubeApiError as error:
-            if error.status == 404:
+            if error.status == 404 or (error.status == 409 and uid is not None):
                 return False
             raise
         return True
 
     async def ensure_namespace(self, namespace: str) -> None:
+        if namespace in self.namespaces:
+            return
+        await self._create_namespace(namespace)
+        self.namespaces.add(namespace)
+
+    async def _create_namespace(self, namespace: str) -> None:
         try:
             await self.request("GET", f"/api/v1/namespaces/{namespace}")
         except KubeApiError as error:

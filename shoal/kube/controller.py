@@ -25,6 +25,7 @@ from shoal.client.rest import ApiError, Conflict, NotFound, ShoalClient, Unreach
 from shoal.controllers.base import Controller
 from shoal.controllers.queue import WorkQueue
 from shoal.kube.client import KubeApiError, KubeClients, KubeCluster, KubeUnreachable
+from shoal.kube.member import KubeFailure, Members, unreachable
 from shoal.kube.objects import (
     Obj,
     cleanup_ref,
@@ -35,6 +36,7 @@ from shoal.kube.objects import (
     ref_key,
     stub,
 )
+from shoal.kube.owners import Owner, owned
 from shoal.kube.watch import AppKey, ClusterWatches, Entry
 from shoal.model.base import Reason, ReasonCode, ResourceRef
 from shoal.model.kubernetes import Application, ApplicationState, Cluster
@@ -44,14 +46,6 @@ log = logging.getLogger(__name__)
 FINALIZER = "shoal.kube/resources"
 
 MAX_BACKOFF = 60.0
-
-
-class KubeFailure(Exception):
-    """A step failed; ``code`` says which reason the application gets."""
-
-    def __init__(self, code: ReasonCode, message: str) -> None:
-        self.code = code
-        super().__init__(message)
 
 
 def triggered(app: Application) -> bool:
@@ -86,10 +80,11 @@ class KubeController(Controller):
         self.watches: ClusterWatches | None = (
             ClusterWatches(self._watch_client, self.queue_add) if watch else None
         )
+        self.members = Members(self.watches, self._exists)
         # projection of each applied object right after our apply (drift detection)
         self.baseline: dict[AppKey, dict[tuple[str, str, str | None, str], Any]] = {}
         # copies left behind by deleted applications on unreachable clusters
-        self.orphans: dict[AppKey, list[tuple[str, Obj]]] = {}
+        self.orphans: dict[AppKey, list[tuple[str, Obj, Owner]]] = {}
         self._cleanup_tried: dict[tuple[AppKey, AppKey], float] = {}
         self._orphan_tasks: dict[AppKey, asyncio.Task[None]] = {}
         self.drift_repairs = 0
@@ -167,6 +162,7 @@ class KubeController(Controller):
         self.applied.pop(key, None)
         self.baseline.pop(key, None)
         self.own_modified.pop(key, None)
+        self.members.forget(self.owner(app))
         if self.watches is not None:
             self.watches.set_app(key, ())
 
@@ -253,6 +249,15 @@ class KubeController(Controller):
         base = self.baseline.get(key, {}).get(ident(obj))
         return base is not None and project(obj, live) != base
 
+    def _exists(self, owner: Owner) -> bool:
+        """The application ``owner`` names is still there (being deleted counts)."""
+        app = self.app_informer.get(owner.name, owner.namespace)
+        return app is not None and app.metadata.uid == owner.uid
+
+    @staticmethod
+    def owner(app: Application) -> Owner:
+        return Owner(app.metadata.namespace or "default", app.metadata.name, app.metadata.uid or "")
+
     async def _deploy(self, app: Application) -> None:
         key = cache_key(app)
         target = app.status.scheduled_to
@@ -264,6 +269,7 @@ class KubeController(Controller):
         status = app.status
         manifest = app.spec.manifest
         namespace = app.metadata.namespace or "default"
+        me = self.owner(app)
         migrating = status.running_on is not None and status.running_on != target
         if migrating:
             phase, code = ApplicationState.MIGRATING, ReasonCode.CREATE_FAILED
@@ -274,35 +280,54 @@ class KubeController(Controller):
         else:
             phase, code = ApplicationState.RUNNING, ReasonCode.RECONCILE_FAILED
         kube = await self._kube(target, code)
+        where = ref_key(target)
+        marked = [owned(obj, me) for obj in manifest]
 
-        lives: list[Obj | None] | None = None
-        apply = self.applied.get(key) != (ref_key(target), manifest)
-        if not apply:
-            lives = await self._read(kube, manifest, namespace)
-            drifted = [
-                ident(obj)[1:]
-                for obj, live in zip(manifest, lives, strict=True)
-                if self._drifted(key, obj, live)
-            ]
-            if drifted:
-                log.info(
-                    "application %s/%s: %s changed on %s by someone else; applying again",
-                    namespace,
-                    app.metadata.name,
-                    ", ".join(f"{kind} {name}" for kind, _, name in drifted),
-                    target.name,
+        try:
+            lives: list[Obj | None] = []
+            apply = self.applied.get(key) != (where, manifest)
+            if not apply:
+                lives = await self.members.read_all(kube, where, marked, namespace)
+                drifted = [
+                    ident(obj)[1:]
+                    for obj, live in zip(marked, lives, strict=True)
+                    if self._drifted(key, obj, live)
+                ]
+                if drifted:
+                    log.info(
+                        "application %s/%s: %s changed on %s by someone else; applying again",
+                        namespace,
+                        app.metadata.name,
+                        ", ".join(f"{kind} {name}" for kind, _, name in drifted),
+                        target.name,
+                    )
+                    self.drift_repairs += 1
+                    apply = True
+            if apply:
+                # what the status says this application runs there is its own
+                recorded = (
+                    {ident(obj) for obj in status.last_applied_manifest}
+                    if status.running_on == target
+                    else set()
                 )
-                self.drift_repairs += 1
-                apply = True
-        if apply:
-            if status.state is not phase and phase is not ApplicationState.RUNNING:
-                status.state = phase
-                app = await self.client.update_status(app)
-                status = app.status
-            await self._apply(kube, app, code)
-            self.applied[key] = (ref_key(target), manifest)
-            lives = await self._read(kube, manifest, namespace)
-        assert lives is not None
+                done = await self.members.apply(
+                    kube, where, manifest, namespace, me,
+                    recorded=recorded, overwrite=app.spec.conflict_resolution == "overwrite",
+                )  # fmt: skip
+                self.baseline[key] = done.baseline
+                for taken in done.taken:
+                    log.warning(
+                        "application %s/%s takes over %s (conflict_resolution: overwrite)",
+                        namespace, app.metadata.name, taken,
+                    )  # fmt: skip
+                if status.running_on == target:  # prune what the manifest no longer has
+                    keep = {ident(obj) for obj in manifest}
+                    stale = [o for o in status.last_applied_manifest if ident(o) not in keep]
+                    await self.members.delete(kube, where, stale, namespace, me, recorded=True)
+                self.applied[key] = (where, manifest)
+                lives = done.lives
+        except (KubeUnreachable, KubeApiError) as error:
+            raise unreachable(error, code if apply else ReasonCode.KUBERNETES_ERROR) from error
 
         ready, health = combined_health(lives)
         if not ready:
@@ -337,44 +362,6 @@ class KubeController(Controller):
         self.failures.pop(key, None)
         self.queue.add_after(key, self.resync)
 
-    async def _apply(self, kube: KubeCluster, app: Application, code: ReasonCode) -> None:
-        namespace = app.metadata.namespace or "default"
-        manifest = app.spec.manifest
-        baseline: dict[tuple[str, str, str | None, str], Any] = {}
-        try:
-            namespaces = {namespace} | {
-                str(obj["metadata"]["namespace"])
-                for obj in manifest
-                if obj["metadata"].get("namespace")
-            }
-            for ns in sorted(namespaces):
-                await kube.ensure_namespace(ns)
-            for obj in manifest:
-                result = await kube.apply(obj, namespace)
-                baseline[ident(obj)] = project(obj, result)
-            # prune what an earlier version of the manifest had and this one has not
-            if app.status.running_on == app.status.scheduled_to:
-                keep = {ident(obj) for obj in manifest}
-                for obj in app.status.last_applied_manifest:
-                    if ident(obj) not in keep:
-                        await kube.delete(obj, namespace)
-        except KubeUnreachable as error:
-            raise KubeFailure(ReasonCode.CLUSTER_NOT_REACHABLE, str(error)) from error
-        except KubeApiError as error:
-            raise KubeFailure(code, str(error)) from error
-        finally:
-            self.baseline[cache_key(app)] = baseline
-
-    async def _read(
-        self, kube: KubeCluster, manifest: list[Obj], namespace: str
-    ) -> list[Obj | None]:
-        try:
-            return [await kube.read(obj, namespace) for obj in manifest]
-        except KubeUnreachable as error:
-            raise KubeFailure(ReasonCode.CLUSTER_NOT_REACHABLE, str(error)) from error
-        except KubeApiError as error:
-            raise KubeFailure(ReasonCode.KUBERNETES_ERROR, str(error)) from error
-
     async def _remove_from_old(self, app: Application, old: ResourceRef) -> Obj | None:
         """Delete the old copy after a migration; what could not be removed is returned.
 
@@ -388,8 +375,9 @@ class KubeController(Controller):
             return None  # the cluster is gone from Shoal: nothing to come back to
         try:
             kube = await self._kube(old, ReasonCode.DELETE_FAILED)
-            for obj in objects:
-                await kube.delete(obj, namespace)
+            await self.members.delete(
+                kube, ref_key(old), objects, namespace, self.owner(app), recorded=True
+            )
         except (KubeFailure, KubeUnreachable, KubeApiError) as error:
             log.warning(
                 "application %s/%s: old copy on %s not removed yet: %s",
@@ -430,8 +418,9 @@ class KubeController(Controller):
             self._cleanup_tried[(key, ref_key(ref))] = now
             try:
                 kube = await self.kube.get(cluster)
-                for obj in objects:
-                    await kube.delete(obj, namespace)
+                await self.members.delete(
+                    kube, ref_key(ref), objects, namespace, self.owner(app), recorded=True
+                )
             except (KubeUnreachable, KubeApiError) as error:
                 log.info(
                     "application %s/%s: old copy on %s still not removed: %s",
@@ -457,12 +446,12 @@ class KubeController(Controller):
         key = cache_key(cluster)
         try:
             kube = await self.kube.get(cluster)
-            left: list[tuple[str, Obj]] = []
-            for namespace, obj in self.orphans.get(key, []):
+            left: list[tuple[str, Obj, Owner]] = []
+            for namespace, obj, owner in self.orphans.get(key, []):
                 try:
-                    await kube.delete(obj, namespace)
+                    await self.members.delete(kube, key, [obj], namespace, owner, recorded=True)
                 except (KubeUnreachable, KubeApiError):
-                    left.append((namespace, obj))
+                    left.append((namespace, obj, owner))
             if left:
                 self.orphans[key] = left
             else:
@@ -473,15 +462,20 @@ class KubeController(Controller):
             self._orphan_tasks.pop(key, None)
 
     async def _delete(self, app: Application) -> None:
+        """Remove what the application owns from its clusters, then its finalizer."""
         if FINALIZER not in app.metadata.finalizers:
             return
         namespace = app.metadata.namespace or "default"
+        me = self.owner(app)
         if app.status.state is not ApplicationState.DELETING:
             app.status.state = ApplicationState.DELETING
             app = await self.client.update_status(app)
-        objects = app.status.last_applied_manifest or app.spec.manifest
+        status = app.status
+        objects = list(reversed(status.last_applied_manifest or app.spec.manifest))
+        seen = {ident(obj) for obj in objects}
+        objects += [obj for obj in app.spec.manifest if ident(obj) not in seen]
         refs: list[ResourceRef] = []
-        for ref in (app.status.running_on, app.status.scheduled_to):
+        for ref in (status.running_on, status.scheduled_to):
             if ref is not None and ref not in refs:
                 refs.append(ref)
         for ref in refs:
@@ -489,19 +483,18 @@ class KubeController(Controller):
             if cluster is None or cluster.spec.kubeconfig is None:
                 continue  # the cluster is gone: nothing left to remove there
             kube = await self._kube(ref, ReasonCode.DELETE_FAILED)
+            recorded = ref == status.running_on
             try:
-                for obj in reversed(objects):
-                    await kube.delete(obj, namespace)
-                for obj in objects:
-                    if await kube.read(obj, namespace) is not None:
-                        self.queue.add_after(cache_key(app), self.poll_interval)
-                        return
-            except KubeUnreachable as error:
-                raise KubeFailure(ReasonCode.CLUSTER_NOT_REACHABLE, str(error)) from error
-            except KubeApiError as error:
-                raise KubeFailure(ReasonCode.DELETE_FAILED, str(error)) from error
+                left = await self.members.delete(
+                    kube, ref_key(ref), objects, namespace, me, recorded=recorded
+                )
+            except (KubeUnreachable, KubeApiError) as error:
+                raise unreachable(error, ReasonCode.DELETE_FAILED) from error
+            if left:
+                self.queue.add_after(cache_key(app), self.poll_interval)
+                return
         # copies left behind by migrations: best effort now, else when the cluster answers
-        for entry in app.status.pending_cleanups:
+        for entry in status.pending_cleanups:
             ref = cleanup_ref(entry)
             cluster = self._cluster(ref)
             if ref is None or ref in refs or cluster is None or cluster.spec.kubeconfig is None:
@@ -509,17 +502,17 @@ class KubeController(Controller):
             stale: list[Obj] = list(entry.get("objects") or [])
             try:
                 kube = await self.kube.get(cluster)
-                for obj in stale:
-                    await kube.delete(obj, namespace)
+                await self.members.delete(kube, ref_key(ref), stale, namespace, me, recorded=True)
             except (KubeUnreachable, KubeApiError):
                 self.orphans.setdefault(cache_key(cluster), []).extend(
-                    (namespace, o) for o in stale
+                    (namespace, o, me) for o in stale
                 )
         app.metadata.finalizers = [f for f in app.metadata.finalizers if f != FINALIZER]
         try:
             await self.client.update(app)
         except NotFound:
             pass
+        self.members.forget(me)
 
     async def _failed(self, app: Application, failure: KubeFailure) -> None:
         """Record the reason and retry with the application's backoff settings."""

@@ -8,6 +8,11 @@ an object an application applied (apiVersion, kind, namespace, name) calls
 ``on_event(app)``; after each (re-)list every application of the target is
 notified, since events may have been missed. Targets are reference-counted: the
 watch stops when no application names it any more.
+
+The watch also keeps the last object it saw of each name (``get``), so the
+controller learns readiness and ownership from it instead of reading each
+object back; an object seen through the controller's own apply (``observe``)
+is kept until the watch brings a newer one, never an older one.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
-from shoal.kube.client import ClusterKey, KubeApiError, KubeCluster, KubeUnreachable
+from shoal.kube.client import ClusterKey, KubeApiError, KubeCluster, KubeUnreachable, Obj
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +37,19 @@ Target = tuple[ClusterKey, str, str, str]  # cluster, apiVersion, kind, namespac
 def _target(entry: Entry) -> Target:
     cluster, (api_version, kind, namespace, _) = entry
     return (cluster, api_version, kind, namespace)
+
+
+def _version(obj: Obj) -> int | None:
+    value = (obj.get("metadata") or {}).get("resourceVersion")
+    return int(value) if isinstance(value, str) and value.isdigit() else None
+
+
+def newer(obj: Obj, than: Obj | None) -> bool:
+    """``obj`` is a later version than ``than`` (unknown versions count as later)."""
+    if than is None:
+        return True
+    mine, theirs = _version(obj), _version(than)
+    return mine is None or theirs is None or mine >= theirs
 
 
 @dataclass(eq=False)
@@ -49,6 +67,7 @@ class ClusterWatches:
     _refs: dict[Target, int] = field(default_factory=dict, init=False, repr=False)
     _tasks: dict[Target, asyncio.Task[None]] = field(default_factory=dict, init=False, repr=False)
     _synced: set[Target] = field(default_factory=set, init=False, repr=False)
+    _objects: dict[Target, dict[str, Obj]] = field(default_factory=dict, init=False, repr=False)
     events: int = field(default=0, init=False)  # events that woke an application (tests, metrics)
     lists: int = field(default=0, init=False)
 
@@ -78,6 +97,21 @@ class ClusterWatches:
         targets = {_target(e) for e in self._apps.get(app, ()) if e[0] == cluster}
         return bool(targets) and targets <= self._synced
 
+    def get(self, cluster: ClusterKey, obj: ObjKey) -> tuple[bool, Obj | None]:
+        """(whether the watch of ``obj`` is live, the object as last seen: None if absent)."""
+        api_version, kind, namespace, name = obj
+        target = (cluster, api_version, kind, namespace)
+        if target not in self._synced:
+            return False, None
+        return True, self._objects.get(target, {}).get(name)
+
+    def observe(self, cluster: ClusterKey, obj: ObjKey, live: Obj) -> None:
+        """``live`` came back from a write: keep it unless the watch has seen a newer one."""
+        api_version, kind, namespace, name = obj
+        objects = self._objects.get((cluster, api_version, kind, namespace))
+        if objects is not None and newer(live, objects.get(name)):
+            objects[name] = live
+
     @property
     def targets(self) -> set[Target]:
         return set(self._tasks)
@@ -94,6 +128,7 @@ class ClusterWatches:
             return
         self._refs.pop(target, None)
         self._synced.discard(target)
+        self._objects.pop(target, None)
         task = self._tasks.pop(target, None)
         if task is not None:
             task.cancel()
@@ -125,6 +160,15 @@ class ClusterWatches:
             self.events += 1
             self.on_event(app)
 
+    def _keep(self, target: Target, event: str, obj: Obj) -> None:
+        objects = self._objects.setdefault(target, {})
+        name = obj["metadata"]["name"]
+        if event == "DELETED":
+            if newer(obj, objects.get(name)):
+                objects.pop(name, None)
+        elif newer(obj, objects.get(name)):
+            objects[name] = obj
+
     async def _run(self, target: Target) -> None:
         cluster, api_version, kind, namespace = target
         version: str | None = None
@@ -138,6 +182,11 @@ class ClusterWatches:
                 if version is None:
                     listed: dict[str, Any] = await kube.request("GET", path)
                     version = str((listed.get("metadata") or {}).get("resourceVersion") or "0")
+                    items: list[Obj] = listed.get("items") or []
+                    for item in items:  # list items may leave their kind out
+                        item.setdefault("apiVersion", api_version)
+                        item.setdefault("kind", kind)
+                    self._objects[target] = {i["metadata"]["name"]: i for i in items}
                     self.lists += 1
                     self._synced.add(target)
                     self._notify(target, None)
@@ -146,7 +195,9 @@ class ClusterWatches:
                     obj = event.get("object") or {}
                     meta = obj.get("metadata") or {}
                     version = str(meta.get("resourceVersion") or version)
-                    if event.get("type") in ("ADDED", "MODIFIED", "DELETED"):
+                    kind_of_event = event.get("type")
+                    if kind_of_event in ("ADDED", "MODIFIED", "DELETED"):
+                        self._keep(target, kind_of_event, obj)
                         self._notify(target, meta.get("name"))
                     delay = self.retry
             except asyncio.CancelledError:

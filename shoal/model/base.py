@@ -169,6 +169,7 @@ class ReasonCode(IntEnum):
     CREATE_FAILED = 70
     RECONCILE_FAILED = 71
     DELETE_FAILED = 73
+    CONFLICT = 74  # an object in the member cluster belongs to another application
     INVALID_METRIC = 91
     UNREACHABLE_METRICS_PROVIDER = 92
     UNKNOWN_METRIC = 93

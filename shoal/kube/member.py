@@ -1,0 +1,188 @@
+"""An application's objects in one member cluster: read, applied and deleted with owners.
+
+Reads come from the watch cache (``shoal.kube.watch``) when the watch of
+the object is live, from the cluster otherwise. Applies put the application's
+owner labels on every object and refuse one that another application owns
+(``shoal.kube.owners``); deletes remove only what the application owns, with
+the live object's uid as precondition, so one recreated meanwhile by somebody
+else survives. Objects claimed in this process but not yet seen by the watch
+count as owned, so two workers never apply the same object for two
+applications at once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from shoal.kube.client import ClusterKey, KubeApiError, KubeCluster, KubeUnreachable
+from shoal.kube.objects import Obj, ident, project
+from shoal.kube.owners import Owner, describe, mine, owned, owner_of, refusal
+from shoal.kube.watch import ClusterWatches, ObjKey
+from shoal.model.base import ReasonCode
+
+log = logging.getLogger(__name__)
+
+Claim = tuple[ClusterKey, ObjKey]
+
+
+class KubeFailure(Exception):
+    """A step failed; ``code`` says which reason the application gets."""
+
+    def __init__(self, code: ReasonCode, message: str) -> None:
+        self.code = code
+        super().__init__(message)
+
+
+def obj_key(obj: Obj, namespace: str) -> ObjKey:
+    api_version, kind, ns, name = ident(obj)
+    return (api_version, kind, ns or namespace, name)
+
+
+@dataclass
+class Applied:
+    """What one apply left: the live objects and the projection of each (drift baseline)."""
+
+    lives: list[Obj | None]
+    baseline: dict[tuple[str, str, str | None, str], Any]
+    taken: list[str] = field(default_factory=list)  # objects taken over from their owner
+
+
+@dataclass(eq=False)
+class Members:
+    """The object I/O of the kube controller; ``exists`` tells a live owner from a gone one."""
+
+    watches: ClusterWatches | None
+    exists: Callable[[Owner], bool]
+    claims: dict[Claim, Owner] = field(default_factory=dict)
+    cached_reads: int = 0
+    direct_reads: int = 0
+
+    async def read(
+        self, kube: KubeCluster, cluster: ClusterKey, obj: Obj, namespace: str
+    ) -> Obj | None:
+        if self.watches is not None:
+            live, cached = self.watches.get(cluster, obj_key(obj, namespace))
+            if live:
+                self.cached_reads += 1
+                return cached
+        self.direct_reads += 1
+        return await kube.read(obj, namespace)
+
+    async def read_all(
+        self, kube: KubeCluster, cluster: ClusterKey, objects: list[Obj], namespace: str
+    ) -> list[Obj | None]:
+        return [await self.read(kube, cluster, obj, namespace) for obj in objects]
+
+    def _claimed(self, cluster: ClusterKey, obj: Obj, namespace: str, me: Owner) -> Owner | None:
+        """Another application this process is applying ``obj`` for, if it still exists."""
+        other = self.claims.get((cluster, obj_key(obj, namespace)))
+        if other is None or other.uid == me.uid or not self.exists(other):
+            return None
+        return other
+
+    async def apply(
+        self,
+        kube: KubeCluster,
+        cluster: ClusterKey,
+        manifest: list[Obj],
+        namespace: str,
+        me: Owner,
+        *,
+        recorded: set[tuple[str, str, str | None, str]],
+        overwrite: bool,
+    ) -> Applied:
+        """Apply ``manifest`` as ``me``'s, or raise ``KubeFailure(CONFLICT)`` naming the owner."""
+        marked = [owned(obj, me) for obj in manifest]
+        taken: list[str] = []
+        for obj in marked:
+            live = await self.read(kube, cluster, obj, namespace)
+            claimed = self._claimed(cluster, obj, namespace, me)
+            if claimed is not None and (live is None or owner_of(live) is None):
+                live = owned(obj, claimed)  # being applied for another application
+            why = refusal(
+                obj,
+                live,
+                me,
+                recorded=ident(obj) in recorded,
+                overwrite=overwrite,
+                exists=self.exists,
+            )
+            if why is not None:
+                raise KubeFailure(ReasonCode.CONFLICT, f"{why} on cluster {cluster[1]}")
+            previous = owner_of(live)
+            if previous is not None and previous.uid != me.uid and self.exists(previous):
+                taken.append(f"{describe(obj)} from {previous}")
+            self.claims[(cluster, obj_key(obj, namespace))] = me
+        namespaces = {namespace} | {
+            str(obj["metadata"]["namespace"]) for obj in marked if obj["metadata"].get("namespace")
+        }
+        for ns in sorted(namespaces):
+            await kube.ensure_namespace(ns)
+        lives: list[Obj | None] = []
+        baseline: dict[tuple[str, str, str | None, str], Any] = {}
+        for obj in marked:
+            try:
+                result = await kube.apply(obj, namespace)
+            except KubeApiError as error:
+                if error.status == 404:
+                    kube.namespaces.clear()  # a namespace may have gone: ask again next time
+                raise
+            baseline[ident(obj)] = project(obj, result)
+            lives.append(result)
+            if self.watches is not None:
+                self.watches.observe(cluster, obj_key(obj, namespace), result)
+        return Applied(lives, baseline, taken)
+
+    async def delete(
+        self,
+        kube: KubeCluster,
+        cluster: ClusterKey,
+        objects: list[Obj],
+        namespace: str,
+        me: Owner,
+        *,
+        recorded: bool,
+    ) -> int:
+        """Delete those of ``objects`` that ``me`` owns; how many a DELETE removed now.
+
+        A deletion is done once a pass removes nothing (the watch or a read no
+        longer shows the objects).
+
+        ``recorded``: the application's status says it applied these objects on
+        that cluster, so an object without owner labels (applied before objects
+        carried them) is its own too. Objects of other owners are left alone.
+        """
+        removed = 0
+        for obj in objects:
+            key = (cluster, obj_key(obj, namespace))
+            live = await self.read(kube, cluster, obj, namespace)
+            if not mine(live, me, recorded=recorded):
+                if live is not None and owner_of(live) is not None:
+                    log.info(
+                        "%s on %s belongs to %s: %s leaves it",
+                        describe(obj), cluster[1], owner_of(live), me,
+                    )  # fmt: skip
+                if self.claims.get(key) == me:
+                    del self.claims[key]
+                continue
+            assert live is not None
+            uid = (live.get("metadata") or {}).get("uid")
+            removed += await kube.delete(obj, namespace, uid=uid if isinstance(uid, str) else None)
+            if self.claims.get(key) == me:
+                del self.claims[key]
+        return removed
+
+    def forget(self, me: Owner) -> None:
+        """``me`` is deleted: its claims go."""
+        for key in [k for k, owner in self.claims.items() if owner.uid == me.uid]:
+            del self.claims[key]
+
+
+def unreachable(error: KubeUnreachable | KubeApiError, code: ReasonCode) -> KubeFailure:
+    """The failure an I/O error gives: ``CLUSTER_NOT_REACHABLE`` or ``code``."""
+    if isinstance(error, KubeUnreachable):
+        return KubeFailure(ReasonCode.CLUSTER_NOT_REACHABLE, str(error))
+    return KubeFailure(code, str(error))

@@ -1,0 +1,125 @@
+"""Which application owns an object in a member cluster, and whether another may touch it.
+
+Every object Shoal applies carries labels and annotations naming its
+application (namespace, name, uid), so that two applications naming the same
+object never fight over it: the second is refused with reason ``CONFLICT``
+unless its ``spec.conflict_resolution`` is ``overwrite``. The decision is made
+here from the live object alone; the controller does the I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+Obj = dict[str, Any]
+
+PREFIX = "shoal.dev/"
+LABEL_NAMESPACE = PREFIX + "app-namespace"
+LABEL_NAME = PREFIX + "app-name"
+LABEL_UID = PREFIX + "app-uid"
+ANNOTATION_APP = PREFIX + "application"  # "namespace/name"
+ANNOTATION_UID = PREFIX + "application-uid"
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """An application, as an object's labels name it."""
+
+    namespace: str
+    name: str
+    uid: str
+
+    def __str__(self) -> str:
+        return f"application {self.namespace}/{self.name} (uid {self.uid})"
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return {LABEL_NAMESPACE: self.namespace, LABEL_NAME: self.name, LABEL_UID: self.uid}
+
+    @property
+    def annotations(self) -> dict[str, str]:
+        return {ANNOTATION_APP: f"{self.namespace}/{self.name}", ANNOTATION_UID: self.uid}
+
+    @property
+    def selector(self) -> str:
+        """A label selector of the objects this application owns."""
+        return f"{LABEL_UID}={self.uid}"
+
+
+def owner_of(live: Obj | None) -> Owner | None:
+    """The application that owns ``live``, from its labels (annotations when labels were cut)."""
+    if live is None:
+        return None
+    meta = live.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    notes = meta.get("annotations") or {}
+    uid = labels.get(LABEL_UID) or notes.get(ANNOTATION_UID)
+    if not uid:
+        return None
+    namespace, _, name = str(notes.get(ANNOTATION_APP) or "/").partition("/")
+    return Owner(
+        str(labels.get(LABEL_NAMESPACE) or namespace), str(labels.get(LABEL_NAME) or name), uid
+    )
+
+
+def owned(obj: Obj, owner: Owner) -> Obj:
+    """A copy of manifest object ``obj`` that names ``owner`` (its own labels kept)."""
+    meta = dict(obj.get("metadata") or {})
+    meta["labels"] = {**(meta.get("labels") or {}), **owner.labels}
+    meta["annotations"] = {**(meta.get("annotations") or {}), **owner.annotations}
+    return {**obj, "metadata": meta}
+
+
+def describe(obj: Obj) -> str:
+    meta = obj.get("metadata") or {}
+    where = f" in namespace {meta['namespace']}" if meta.get("namespace") else ""
+    return f"{obj.get('kind')} {meta.get('name')}{where}"
+
+
+def refusal(
+    obj: Obj,
+    live: Obj | None,
+    me: Owner,
+    *,
+    recorded: bool,
+    overwrite: bool,
+    exists: Callable[[Owner], bool],
+) -> str | None:
+    """Why ``me`` may not apply ``obj`` over ``live``; None when it may.
+
+    ``recorded``: the application's own status says it applied this object on
+    that cluster (it ran there before objects carried owners, or was imported
+    from Krake), so the object is its own. ``exists`` tells whether an owning
+    application still exists in Shoal: an object left by a deleted
+    application of the same namespace and name (recreated) is taken back.
+    """
+    if live is None:
+        return None
+    owner = owner_of(live)
+    if owner is not None and owner.uid == me.uid:
+        return None
+    if owner is not None and not exists(owner):
+        if (owner.namespace, owner.name) == (me.namespace, me.name):
+            return None  # left by an earlier application of this name
+        owner = None  # its application is gone: as good as without an owner
+    if overwrite:
+        return None
+    if owner is not None:
+        return f"{describe(obj)} is owned by {owner}"
+    if recorded:
+        return None
+    return (
+        f"{describe(obj)} exists without an owner (spec.conflict_resolution: overwrite adopts it)"
+    )
+
+
+def mine(live: Obj | None, me: Owner, *, recorded: bool) -> bool:
+    """Whether ``me`` may delete ``live``: it owns it, or applied it before objects had owners."""
+    if live is None:
+        return False
+    owner = owner_of(live)
+    if owner is None:
+        return recorded
+    return owner.uid == me.uid

@@ -1,0 +1,148 @@
+"""Objects in member clusters have owners: two applications never fight over one object."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from shoal.client.rest import NotFound, ShoalClient
+from shoal.kube.client import KubeCluster
+from shoal.kube.controller import KubeController
+from shoal.kube.owners import LABEL_NAME, LABEL_NAMESPACE, LABEL_UID, Owner, owner_of
+from shoal.model.base import ReasonCode, ResourceRef
+from shoal.model.kubernetes import Application, ApplicationState, Cluster
+from tests.kube.conftest import NS, deployment
+from tests.util import wait_for
+
+pytestmark = pytest.mark.integration
+
+DE = ResourceRef(api="kubernetes", kind="Cluster", namespace=NS, name="de")
+
+
+@pytest.fixture
+async def controller(client: ShoalClient, clusters: list[Cluster]) -> AsyncIterator[KubeController]:
+    ctl = KubeController(client, poll_interval=0.2, resync=60.0, timeout=2.0)
+    await ctl.start()
+    try:
+        yield ctl
+    finally:
+        await ctl.stop()
+
+
+def shared(name: str, overwrite: bool = False) -> Application:
+    """Application ``name`` whose manifest holds the Deployment ``shared``."""
+    spec: dict[str, Any] = {"manifest": [deployment("shared", replicas=1)]}
+    if overwrite:
+        spec["conflict_resolution"] = "overwrite"
+    return Application.model_validate({"metadata": {"name": name, "namespace": NS}, "spec": spec})
+
+
+async def deploy(client: ShoalClient, app: Application) -> Application:
+    created = await client.create(app)
+    await client.bind(created, DE)
+    return created
+
+
+async def running(client: ShoalClient, name: str) -> bool:
+    app = await client.get(Application, name, NS)
+    return app.status.state is ApplicationState.RUNNING
+
+
+async def refused(client: ShoalClient, name: str) -> Application | None:
+    app = await client.get(Application, name, NS)
+    reason = app.status.reason
+    return app if reason is not None and reason.code is ReasonCode.CONFLICT else None
+
+
+async def gone(client: ShoalClient, name: str) -> bool:
+    try:
+        await client.get(Application, name, NS)
+    except NotFound:
+        return True
+    return False
+
+
+def owner(app: Application) -> Owner:
+    assert app.metadata.uid is not None
+    return Owner(NS, app.metadata.name, app.metadata.uid)
+
+
+async def test_second_application_is_refused_and_overwrite_takes_over(
+    client: ShoalClient, kube: dict[str, KubeCluster], controller: KubeController
+) -> None:
+    de = kube["de"]
+    first = await deploy(client, shared("first"))
+    await wait_for(lambda: running(client, "first"), timeout=15, message="first RUNNING")
+    live = await de.read(deployment("shared"), NS)
+    assert live is not None
+    labels = live["metadata"]["labels"]
+    assert (labels[LABEL_NAMESPACE], labels[LABEL_NAME], labels[LABEL_UID]) == (
+        NS,
+        "first",
+        first.metadata.uid,
+    )
+    assert owner_of(live) == owner(first)
+    uid = live["metadata"]["uid"]
+
+    # the same Deployment for a second application: refused, the owner named
+    await deploy(client, shared("second"))
+    second = await wait_for(lambda: refused(client, "second"), timeout=10, message="CONFLICT")
+    assert second.status.reason is not None
+    assert "application default/first" in second.status.reason.message
+    assert second.status.state is not ApplicationState.RUNNING
+    assert second.status.running_on is None
+
+    # deleting the refused one leaves the owner's Deployment alone
+    await client.delete(Application, "second", NS)
+    await wait_for(lambda: gone(client, "second"), timeout=10, message="second deleted")
+    live = await de.read(deployment("shared"), NS)
+    assert live is not None and live["metadata"]["uid"] == uid
+    assert owner_of(live) == owner(first)
+    assert await running(client, "first")
+
+    # overwrite takes the object over; the former owner is refused from then on
+    third = await deploy(client, shared("third", overwrite=True))
+    await wait_for(lambda: running(client, "third"), timeout=15, message="third RUNNING")
+    live = await de.read(deployment("shared"), NS)
+    assert live is not None and live["metadata"]["uid"] == uid  # taken over, not recreated
+    assert owner_of(live) == owner(third)
+    loser = await wait_for(lambda: refused(client, "first"), timeout=10, message="first refused")
+    assert loser.status.reason is not None
+    assert "application default/third" in loser.status.reason.message
+
+    # deleting the former owner leaves the new owner's Deployment untouched
+    await client.delete(Application, "first", NS)
+    await wait_for(lambda: gone(client, "first"), timeout=10, message="first deleted")
+    live = await de.read(deployment("shared"), NS)
+    assert live is not None and live["metadata"]["uid"] == uid
+    assert owner_of(live) == owner(third)
+
+    # deleting the owner removes it
+    await client.delete(Application, "third", NS)
+    await wait_for(lambda: gone(client, "third"), timeout=10, message="third deleted")
+    assert await de.read(deployment("shared"), NS) is None
+
+
+async def test_an_object_without_owner_is_adopted_only_with_overwrite(
+    client: ShoalClient, kube: dict[str, KubeCluster], controller: KubeController
+) -> None:
+    de = kube["de"]
+    await de.ensure_namespace(NS)
+    made = await de.apply(deployment("shared", replicas=1), NS)  # by hand, no owner
+    await deploy(client, shared("careful"))
+    app = await wait_for(lambda: refused(client, "careful"), timeout=10, message="CONFLICT")
+    assert app.status.reason is not None
+    assert "without an owner" in app.status.reason.message
+    live = await de.read(deployment("shared"), NS)
+    assert live is not None and owner_of(live) is None
+    await client.delete(Application, "careful", NS)
+    await wait_for(lambda: gone(client, "careful"), timeout=10, message="careful deleted")
+    assert await de.read(deployment("shared"), NS) is not None  # not its own: left alone
+
+    adopter = await deploy(client, shared("adopter", overwrite=True))
+    await wait_for(lambda: running(client, "adopter"), timeout=15, message="adopted")
+    live = await de.read(deployment("shared"), NS)
+    assert live is not None and live["metadata"]["uid"] == made["metadata"]["uid"]
+    assert owner_of(live) == owner(adopter)
