@@ -115,6 +115,11 @@ class ApplicationSpec(Model):
         description="Seconds before the first placement retry (then doubling); unset: the "
         "scheduler's backoff.initial.",
     )
+    conflict_resolution: Literal["abort", "overwrite"] = Field(
+        default="abort",
+        description="An object of the manifest that another application (or none) owns in"
+        " the member cluster: abort (reason CONFLICT) or overwrite (take it over).",
+    )
 
 
 class ApplicationState(StrEnumByName):

@@ -30,7 +30,12 @@ class Plugins(BaseModel):
     model_config = ConfigDict(extra="forbid")
     candidates: list[str] = Field(default_factory=lambda: ["namespace", "schedulable-state"])
     filters: list[str] = Field(
-        default_factory=lambda: ["label-constraints", "custom-resources", "metric-constraints"]
+        default_factory=lambda: [
+            "cordon",
+            "label-constraints",
+            "custom-resources",
+            "metric-constraints",
+        ]
     )
     prefer: list[str] = Field(default_factory=lambda: ["prefer-metrics"])
     scores: list[str] = Field(default_factory=lambda: ["metrics", "stickiness"])
