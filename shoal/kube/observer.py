@@ -36,6 +36,8 @@ PRESSURE = ("MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable
 CONDITION_KEYS = ("message", "reason", "status", "type")
 NODES = "/api/v1/nodes"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+# The fields the observer writes (a field-level patch: docs/status-ownership.md).
+OWN_FIELDS = ("state", "reason", "nodes", "node_summary", "custom_resources")
 OWN_REASONS = (ReasonCode.CLUSTER_NOT_REACHABLE, ReasonCode.KUBERNETES_ERROR)
 
 
@@ -287,13 +289,14 @@ class ClusterObserver(Controller):
                 return
             if status.state is ClusterState.CONNECTING:
                 watched.wake.set()  # one write in CONNECTING, then the real state
-            cluster = cluster.model_copy()
-            cluster.status = status
+            fields = {name: getattr(status, name) for name in OWN_FIELDS}
             try:
-                self._written[key] = await self.client.update_status(cluster)
+                self._written[key] = await self.client.patch_status(
+                    Cluster, key[1], key[0], fields, cluster.metadata.resource_version
+                )
                 self.writes += 1
                 return
-            except Conflict:
+            except Conflict:  # the state may have changed (FAILING_METRICS): derive again
                 cluster = await self.client.get(Cluster, key[1], key[0])
 
     def derive(self, cluster: Cluster, watched: Watched) -> ClusterStatus | None:
