@@ -104,9 +104,11 @@ def component_of(pid: int) -> str | None:
     except OSError:
         return None
     words = [a.decode() for a in argv if a]
-    if "shoal.cli.main" not in words:
+    if "-m" not in words[:-1] or not words[words.index("-m") + 1].startswith("shoal."):
         return None
-    rest = words[words.index("shoal.cli.main") + 1 :]
+    module, rest = words[words.index("-m") + 1], words[words.index("-m") + 2 :]
+    if module != "shoal.cli.main":
+        return "agents" if module == "shoal.cli.up_processes" else module
     return rest[0] if rest else "shoal"
 
 

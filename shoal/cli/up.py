@@ -47,11 +47,21 @@ def up(
     scheduler_config: Annotated[
         Path | None, typer.Option("--scheduler-config", help="Scheduler YAML configuration")
     ] = None,
+    single_process: Annotated[
+        bool,
+        typer.Option(
+            "--single-process",
+            help="Every component on one event loop in this process (for debugging)",
+        ),
+    ] = False,
 ) -> None:
     """Start Shoal with embedded defaults: API, every controller, a sim fleet, sample metrics.
 
     Secure by default: its own CA, tokens and secrets key in --data-dir/security,
     RBAC, no anonymous access; each controller has its own identity.
+
+    Each component runs in a process of its own (API, simulator, scheduler, each
+    controller, the cluster agents), restarted if it dies; logs in --data-dir/logs.
 
     On an existing data directory it starts again where it stopped: the
     stored clusters (labels, metrics) and placements are kept, and the
@@ -61,9 +71,18 @@ def up(
     from shoal.api.auth.roles import component_user
     from shoal.client.credentials import Credentials
 
-    _logging(log_level, one_line=log_level.lower() != "debug")
     data_dir.mkdir(parents=True, exist_ok=True)
     store_url = resolve_store(store, data_dir / "shoal.db")
+    if not single_process:
+        from shoal.cli.up_processes import run_processes
+
+        run_processes(
+            data_dir=data_dir, store_url=store_url, port=port, tls=tls, clusters=clusters,
+            nodes=nodes, demo=demo, exit_after_demo=exit_after_demo, log_level=log_level,
+            scheduler_config=scheduler_config, sim_port=_previous_port(data_dir),
+        )  # fmt: skip
+        return
+    _logging(log_level, one_line=log_level.lower() != "debug")
     setup = bootstrap.ensure(data_dir, tls=tls)
 
     async def main() -> None:
@@ -97,20 +116,7 @@ def up(
                 await _demo(client, [f"sim-{i + 1}" for i in range(clusters)], restarted)
             if exit_after_demo:
                 return
-            config = setup.write_client_config(server.url)
-            console.print(
-                f"\nCredentials: {config} (admin token, CA); the CLI reads it from this "
-                f"directory, or anywhere with [bold]SHOAL_CONFIG={config}[/]"
-            )
-            console.print(
-                f"Dashboard: [bold]{server.url}/ui/[/] (paste the admin token from {config})"
-            )
-            shoal = _shoal_command()
-            console.print(
-                f"Try: [bold]SHOAL_API={server.url} {shoal} get applications[/]   (Ctrl-C stops)"
-            )
-            if shoal != "shoal":
-                console.print("     or put shoal on the PATH: [bold]source .venv/bin/activate[/]")
+            banner(setup, server.url, data_dir)
             await asyncio.gather(*tasks)
         finally:
             for task in tasks:
@@ -127,6 +133,20 @@ def up(
             await server.stop()
 
     _run_until_signal(main, quiet=True)
+
+
+def banner(setup: Any, url: str, data_dir: Path) -> None:
+    """Where the credentials are, the dashboard, and a first command to try."""
+    config = setup.write_client_config(url)
+    console.print(
+        f"\nCredentials: {config} (admin token, CA); the CLI reads it from this "
+        f"directory, or anywhere with [bold]SHOAL_CONFIG={config}[/]"
+    )
+    console.print(f"Dashboard: [bold]{url}/ui/[/] (paste the admin token from {config})")
+    shoal = _shoal_command()
+    console.print(f"Try: [bold]SHOAL_API={url} {shoal} get applications[/]   (Ctrl-C stops)")
+    if shoal != "shoal":
+        console.print("     or put shoal on the PATH: [bold]source .venv/bin/activate[/]")
 
 
 def _shoal_command() -> str:
@@ -147,40 +167,53 @@ def _shoal_command() -> str:
 
 
 def _previous_port(data_dir: Path) -> int:
-    """The simulator's port of the last run, so that stored kubeconfigs stay valid; else any."""
+    """The simulator's port of the last run, so that stored kubeconfigs stay valid; else a free
+    one (kept for the whole run: a restarted simulator comes back on it)."""
+    import socket
+
     from shoal.sim.cli import read_admin_url
 
     url = read_admin_url(data_dir)
-    if url is None:
-        return 0
-    port = int(url.rsplit(":", 1)[1])
-    import socket
-
     with socket.socket() as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the sim binds
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError:
-            return 0
-    return port
+        if url is not None:
+            with contextlib.suppress(OSError):
+                probe.bind(("127.0.0.1", int(url.rsplit(":", 1)[1])))
+                return int(probe.getsockname()[1])
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 async def _start_fleet(client: Any, data_dir: Path, count: int, nodes: int) -> tuple[Any, bool]:
-    """Start ``count`` simulated clusters and register those not registered yet.
+    """Start the simulator in this process, then ``_fleet`` (``--single-process``)."""
+    from shoal.cli.up_processes import _saved_token
+    from shoal.sim.cli import write_admin_url
+    from shoal.sim.server import start_sim
 
-    Returns the sim server and whether the clusters were registered before
-    (a restart): their stored labels and metrics are kept, and shown.
+    sim = await start_sim(host="127.0.0.1", port=_previous_port(data_dir), clusters=[])
+    write_admin_url(data_dir, sim.url)
+    kube_dir = data_dir / "kubeconfigs"
+
+    async def add(name: str, count: int, labels: dict[str, str]) -> dict[str, Any]:
+        token = _saved_token(kube_dir, name)
+        sim.fleet.add_cluster(name, nodes=count, node_labels=labels, token=token)
+        return dict(sim.fleet.kubeconfig(name))
+
+    return sim, await _fleet(client, data_dir, count, nodes, add, sim.url)
+
+
+async def _fleet(client: Any, data_dir: Path, count: int, nodes: int, add: Any, admin: str) -> bool:
+    """Add ``count`` simulated clusters with ``add`` and register those not registered yet.
+
+    Returns whether the clusters were registered before (a restart): their
+    stored labels and metrics are kept, and shown.
     """
     import yaml
 
     from shoal.client.rest import NotFound
     from shoal.model.base import Metadata
     from shoal.model.kubernetes import Cluster, ClusterSpec, MetricRef
-    from shoal.sim.cli import write_admin_url
-    from shoal.sim.server import start_sim
 
-    sim = await start_sim(host="127.0.0.1", port=_previous_port(data_dir), clusters=[])
-    write_admin_url(data_dir, sim.url)
     locations = ["DE", "FR", "FI", "NL", "IT"]
     table = Table("cluster", "labels", "metrics", "kubeconfig", title="Simulated clusters")
     kube_dir = data_dir / "kubeconfigs"
@@ -189,8 +222,7 @@ async def _start_fleet(client: Any, data_dir: Path, count: int, nodes: int) -> t
     for i in range(count):
         name = f"sim-{i + 1}"
         location = locations[i % len(locations)]
-        sim.fleet.add_cluster(name, nodes=nodes, node_labels={"location": location})
-        kubeconfig = sim.fleet.kubeconfig(name)
+        kubeconfig = await add(name, nodes, {"location": location})
         (kube_dir / f"{name}.yaml").write_text(yaml.safe_dump(kubeconfig))
         metrics = [
             MetricRef(name="green_energy", weight=1.0),
@@ -216,8 +248,8 @@ async def _start_fleet(client: Any, data_dir: Path, count: int, nodes: int) -> t
             str(kube_dir / f"{name}.yaml"),
         )
     console.print(table)
-    console.print(f"[bold green]Simulator[/] admin API on {sim.url} (in {data_dir / 'sim.url'})")
-    return sim, restarted
+    console.print(f"[bold green]Simulator[/] admin API on {admin} (in {data_dir / 'sim.url'})")
+    return restarted
 
 
 async def _wait_online(client: Any, names: list[str], restarted: bool, timeout: float) -> None:

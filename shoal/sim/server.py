@@ -26,7 +26,7 @@ Admin API (JSON):
 
 - ``GET  /admin/clusters`` → ``{"clusters": [{name, nodes, ready_nodes, pods, faults}, …]}``
 - ``POST /admin/clusters`` ``{"name", "nodes", "labels", "cpu", "memory", "max_pods",
-  "region"}`` → 201 ``{"cluster": {...}, "kubeconfig": {...}}``
+  "region", "token"}`` → 201 ``{"cluster": {...}, "kubeconfig": {...}}``
 - ``GET  /admin/clusters/{name}`` / ``DELETE /admin/clusters/{name}``
 - ``GET  /admin/clusters/{name}/kubeconfig``
 - ``POST /admin/clusters/{name}/faults`` ``{"unreachable": true}`` or
@@ -64,7 +64,7 @@ Obj = dict[str, Any]
 # cluster options the admin API takes, and how each is read from the JSON body
 _ADMIN_OPTIONS: dict[str, Any] = {
     "cpu": str, "memory": str, "max_pods": int, "region": str,
-    "pod_start_delay": float, "job_duration": float,
+    "pod_start_delay": float, "job_duration": float, "token": str,
 }
 
 

@@ -1,0 +1,218 @@
+"""``shoal up`` on every core: the API, the simulator, the scheduler, each controller and the
+cluster agents as processes of their own, supervised (``shoal.cli.supervise``).
+
+The children are the same commands an operator runs (``shoal api``, ``shoal sim``,
+``shoal scheduler``, ``shoal kube-controller``...), each with its own token
+from the data directory's security set-up. Their logs are in
+``<data_dir>/logs/<component>.log``. The simulator keeps its port and its
+clusters' tokens across restarts (they are read back from the kubeconfigs),
+so the stored clusters reach it again after it is restarted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import httpx
+import typer
+import yaml
+
+from shoal.cli.run import CONTROLLERS, _logging, _run_until_signal, console
+from shoal.cli.supervise import Child, Supervisor
+
+Obj = dict[str, Any]
+AddCluster = Callable[[str, int, dict[str, str]], Awaitable[Obj]]
+
+
+def _plain_api_config(directory: Path) -> Path:
+    """``api.yaml`` without its ``tls`` section: ``shoal up --no-tls`` serves HTTP on loopback."""
+    config = yaml.safe_load((directory / "api.yaml").read_text()) or {}
+    config.pop("tls", None)
+    path = directory / "api-http.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
+def _saved_token(kube_dir: Path, name: str) -> str | None:
+    """The token of ``name``'s kubeconfig from an earlier run, so it stays valid."""
+    try:
+        config = yaml.safe_load((kube_dir / f"{name}.yaml").read_text())
+        return str(config["users"][0]["user"]["token"])
+    except (OSError, KeyError, IndexError, TypeError, yaml.YAMLError):
+        return None
+
+
+def sim_adder(admin: str, kube_dir: Path) -> AddCluster:
+    """Add a cluster to the simulator through its admin API (the earlier token if any)."""
+
+    async def add(name: str, nodes: int, labels: dict[str, str]) -> Obj:
+        body: Obj = {"name": name, "nodes": nodes, "labels": labels}
+        token = _saved_token(kube_dir, name)
+        if token is not None:
+            body["token"] = token
+        async with httpx.AsyncClient(timeout=30) as http:
+            resp = await http.post(f"{admin}/admin/clusters", json=body)
+            if resp.status_code == 409:
+                resp = await http.get(f"{admin}/admin/clusters/{name}/kubeconfig")
+                resp.raise_for_status()
+                return dict(resp.json())
+            resp.raise_for_status()
+            return dict(resp.json()["kubeconfig"])
+
+    return add
+
+
+async def _until_answers(url: str, verify: Any, what: str, proc: Child) -> None:
+    """Until ``url`` answers (any status); RuntimeError if the child exits first."""
+    async with httpx.AsyncClient(verify=verify, timeout=2) as http:
+        for _ in range(600):
+            if proc.proc is not None and proc.proc.poll() is not None:
+                raise RuntimeError(f"{what} exited with code {proc.proc.returncode}")
+            with contextlib.suppress(httpx.TransportError):
+                if (await http.get(url)).status_code < 500:
+                    return
+            await asyncio.sleep(0.1)
+    raise RuntimeError(f"{what} did not answer on {url}")
+
+
+def run_processes(
+    *,
+    data_dir: Path,
+    store_url: str,
+    port: int,
+    tls: bool,
+    clusters: int,
+    nodes: int,
+    demo: bool,
+    exit_after_demo: bool,
+    log_level: str,
+    scheduler_config: Path | None,
+    sim_port: int,
+) -> None:
+    """Start every component as a child, set up the fleet and the demo, supervise until a signal."""
+    from shoal.api.auth import bootstrap
+    from shoal.cli.up import _demo, _fleet, _sample_metrics, banner
+    from shoal.client.credentials import Credentials
+    from shoal.client.rest import ShoalClient
+    from shoal.sim.cli import write_admin_url
+
+    _logging(log_level, one_line=log_level.lower() != "debug")
+    setup = bootstrap.ensure(data_dir, tls=tls)
+    api_config = setup.directory / "api.yaml" if tls else _plain_api_config(setup.directory)
+    scheme = "https" if tls else "http"
+    url = f"{scheme}://127.0.0.1:{port}"
+    logs = data_dir / "logs"
+    kube_dir = data_dir / "kubeconfigs"
+    kube_dir.mkdir(parents=True, exist_ok=True)
+    base_env = {"SHOAL_CONFIG": os.devnull, "SHOAL_CA": str(setup.ca) if tls else ""}
+    supervisor = Supervisor(logs, lambda line: console.print(f"[bold yellow]supervisor[/]: {line}"))
+
+    def identity(component: str) -> dict[str, str]:
+        return {**base_env, "SHOAL_TOKEN": setup.token_of(component)}
+
+    async def main() -> None:
+        watcher = asyncio.create_task(supervisor.run())
+        trust = Credentials(ca=str(setup.ca)).ssl_context() if tls else None
+        try:
+            api = Child("api", ["api", "--store", store_url, "--port", str(port),
+                                "--config", str(api_config), "--log-level", log_level])  # fmt: skip
+            await supervisor.start(api)
+            await _until_answers(url + "/readyz", trust or True, "the API", api)
+            console.print(f"[bold green]Shoal API[/] on {url}  (store {store_url})")
+            admin = f"http://127.0.0.1:{sim_port}"
+            write_admin_url(data_dir, admin)
+            fleet: dict[str, tuple[int, dict[str, str]]] = {}
+            add = sim_adder(admin, kube_dir)
+
+            async def add_clusters() -> None:
+                await _until_answers(admin + "/admin/clusters", True, "the simulator", sim)
+                for name, (count, labels) in fleet.items():
+                    await add(name, count, labels)
+
+            sim = Child("sim", ["sim", "--clusters", "0", "--port", str(sim_port),
+                                "--out", str(kube_dir)], env=base_env,
+                        after_start=add_clusters)  # fmt: skip
+            await supervisor.start(sim)
+            async with ShoalClient(
+                url, token=setup.tokens[bootstrap.ADMIN], ssl_context=trust
+            ) as c:
+                await _sample_metrics(c)
+
+                async def remember(name: str, count: int, labels: dict[str, str]) -> Obj:
+                    fleet[name] = (count, labels)
+                    return await add(name, count, labels)
+
+                restarted = await _fleet(c, data_dir, clusters, nodes, remember, admin)
+                await _start_controllers(supervisor, url, identity, scheduler_config, log_level)
+                agents = ["--api", url, "--kubeconfigs", str(kube_dir),
+                          "--clusters", ",".join(fleet), "--log-level", log_level]  # fmt: skip
+                await supervisor.start(Child("agents", agents, identity("agent"), module=__name__))
+                pids = ", ".join(f"{name} {pid}" for name, pid in supervisor.pids().items())
+                console.print(f"[bold green]Processes[/]: {pids}; logs in {logs}/")
+                if demo:
+                    await _demo(c, list(fleet), restarted)
+            if exit_after_demo:
+                return
+            banner(setup, url, data_dir)
+            await watcher
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+            supervisor.stop()
+
+    _run_until_signal(main, quiet=True)
+
+
+async def _start_controllers(
+    supervisor: Supervisor,
+    url: str,
+    identity: Callable[[str], dict[str, str]],
+    scheduler_config: Path | None,
+    log_level: str,
+) -> None:
+    common = ["--api", url, "--log-level", log_level]
+    extra = ["--config", str(scheduler_config)] if scheduler_config is not None else []
+    await supervisor.start(
+        Child("scheduler", ["scheduler", *common, *extra], identity("scheduler"))
+    )
+    for name, _, _ in CONTROLLERS:
+        await supervisor.start(Child(name, [name, *common], identity(name)))
+    names = ", ".join(["scheduler"] + [name for name, _, _ in CONTROLLERS])
+    console.print(f"[bold green]Controllers[/]: {names} (Scheduler and the rest, one process each)")
+
+
+def up_agents(
+    api_url: Annotated[str, typer.Option("--api", help="Shoal API URL")],
+    kubeconfigs: Annotated[Path, typer.Option("--kubeconfigs", help="Directory of NAME.yaml")],
+    clusters: Annotated[str, typer.Option("--clusters", help="Comma-separated cluster names")],
+    log_level: Annotated[str, typer.Option("--log-level")] = "warning",
+) -> None:
+    """The cluster agents of ``shoal up``'s simulated clusters, in one process."""
+    from shoal.agent.local import start_all
+    from shoal.cli.config import credentials
+    from shoal.client.rest import ShoalClient
+
+    _logging(log_level)
+
+    async def main() -> None:
+        found = credentials()
+        names = [n for n in clusters.split(",") if n]
+        configs = {n: yaml.safe_load((kubeconfigs / f"{n}.yaml").read_text()) for n in names}
+        async with ShoalClient(api_url, token=found.token, ssl_context=found.ssl_context()) as c:
+            agents = await start_all(c, configs)
+            try:
+                await asyncio.Event().wait()
+            finally:
+                await agents.close()
+
+    _run_until_signal(main)
+
+
+if __name__ == "__main__":  # the agents' child: python -m shoal.cli.up_processes --api ...
+    typer.run(up_agents)
