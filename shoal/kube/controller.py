@@ -23,7 +23,9 @@ from typing import Any
 from shoal.client.informer import Informer, cache_key
 from shoal.client.rest import ApiError, Conflict, NotFound, ShoalClient, Unreachable
 from shoal.controllers.base import Controller
+from shoal.controllers.prometheus import timed_apply
 from shoal.controllers.queue import WorkQueue
+from shoal.events import Recorder, reasons
 from shoal.kube.client import KubeApiError, KubeClients, KubeCluster, KubeUnreachable
 from shoal.kube.member import KubeFailure, Members, unreachable
 from shoal.kube.objects import (
@@ -90,6 +92,7 @@ class KubeController(Controller):
         self.drift_repairs = 0
         self.queue: WorkQueue[AppKey] = WorkQueue()
         self.failures: dict[AppKey, int] = {}
+        self.events = Recorder(client, "kube-controller")
         # (cluster key, manifest) applied per application, to apply only on change
         self.applied: dict[AppKey, tuple[AppKey, list[Obj]]] = {}
         # metadata.modified of our own finalizer writes (they do not need the scheduler)
@@ -120,6 +123,7 @@ class KubeController(Controller):
             await self.watches.stop()
         await self.kube.close()
         await self.watch_kube.close()
+        await self.events.close()
 
     # events --------------------------------------------------------------------------
 
@@ -211,7 +215,7 @@ class KubeController(Controller):
         try:
             if app.metadata.deleted is not None:
                 await self._delete(app)
-            elif app.status.state is not ApplicationState.FAILED:  # until retried
+            elif app.status.deploy_state is not ApplicationState.FAILED:  # until retried
                 if app.status.pending_cleanups:
                     app = await self._cleanup(app)
                 if self._acts_on(app):
@@ -310,10 +314,10 @@ class KubeController(Controller):
                     if status.running_on == target
                     else set()
                 )
-                done = await self.members.apply(
+                done = await timed_apply(target.name, self.members.apply(
                     kube, where, manifest, namespace, me,
                     recorded=recorded, overwrite=app.spec.conflict_resolution == "overwrite",
-                )  # fmt: skip
+                ))  # fmt: skip
                 self.baseline[key] = done.baseline
                 for taken in done.taken:
                     log.warning(
@@ -331,14 +335,10 @@ class KubeController(Controller):
 
         ready, health = combined_health(lives)
         if not ready:
-            changed = status.container_health != health or status.reason is not None
-            if phase is not ApplicationState.RUNNING and status.state is not phase:
-                status.state = phase
-                changed = True
-            status.container_health = health
-            status.reason = None
-            if changed:
-                await self.client.update_status(app)
+            progress: dict[str, Any] = {"container_health": health, "deploy_reason": None}
+            if phase is not ApplicationState.RUNNING:
+                progress["deploy_state"] = phase
+            await self._write(app, progress)
             self.queue.add_after(key, self._recheck(key, target))
             return
 
@@ -347,18 +347,19 @@ class KubeController(Controller):
             left = await self._remove_from_old(app, status.running_on)
             if left is not None:
                 cleanups = merge_cleanup(cleanups, left)
-        wanted: dict[str, Any] = {
-            "state": ApplicationState.RUNNING,
-            "running_on": target,
-            "last_applied_manifest": manifest,
-            "container_health": health,
-            "reason": None,
-            "pending_cleanups": cleanups,
-        }
-        if any(getattr(status, name) != value for name, value in wanted.items()):
-            for name, value in {**wanted, "retries": None}.items():
-                setattr(status, name, value)
-            await self.client.update_status(app)
+        reasons.deployed(self.events, app, target.name, health)
+        await self._write(
+            app,
+            {
+                "deploy_state": ApplicationState.RUNNING,
+                "running_on": target,
+                "last_applied_manifest": manifest,
+                "container_health": health,
+                "deploy_reason": None,
+                "pending_cleanups": cleanups,
+                "retries": None,
+            },
+        )
         self.failures.pop(key, None)
         self.queue.add_after(key, self.resync)
 
@@ -436,10 +437,7 @@ class KubeController(Controller):
             log.info(
                 "application %s/%s: old copy on %s removed", namespace, app.metadata.name, ref.name
             )
-        if keep == app.status.pending_cleanups:
-            return app
-        app.status.pending_cleanups = keep
-        return await self.client.update_status(app)
+        return await self._write(app, {"pending_cleanups": keep})
 
     async def _remove_orphans(self, cluster: Cluster) -> None:
         """Copies of deleted applications left on a cluster that did not answer then."""
@@ -467,9 +465,7 @@ class KubeController(Controller):
             return
         namespace = app.metadata.namespace or "default"
         me = self.owner(app)
-        if app.status.state is not ApplicationState.DELETING:
-            app.status.state = ApplicationState.DELETING
-            app = await self.client.update_status(app)
+        app = await self._write(app, {"deploy_state": ApplicationState.DELETING})
         status = app.status
         objects = list(reversed(status.last_applied_manifest or app.spec.manifest))
         seen = {ident(obj) for obj in objects}
@@ -513,6 +509,26 @@ class KubeController(Controller):
         except NotFound:
             pass
         self.members.forget(me)
+        reasons.deleted(self.events, app, len(refs))
+
+    async def _write(self, app: Application, fields: dict[str, Any]) -> Application:
+        """Patch those of the controller's own status fields that differ (docs/status-ownership.md).
+
+        The application's ``resource_version`` is the precondition: a decision
+        taken on a stale copy (the informer lags behind a write) is refused
+        (409) and taken again on the fresh one.
+        """
+        status = app.status
+        changed = {name: value for name, value in fields.items() if getattr(status, name) != value}
+        if not changed:
+            return app
+        return await self.client.patch_status(
+            Application,
+            app.metadata.name,
+            app.metadata.namespace,
+            changed,
+            resource_version=app.metadata.resource_version,
+        )
 
     async def _failed(self, app: Application, failure: KubeFailure) -> None:
         """Record the reason and retry with the application's backoff settings."""
@@ -530,11 +546,15 @@ class KubeController(Controller):
         )
         limit = spec.backoff_limit
         give_up = limit >= 0 and attempts > limit and app.metadata.deleted is None
-        app.status.reason = Reason(code=failure.code, message=str(failure)[:1000])
+        reasons.deploy_failed(self.events, app, failure.code.name, str(failure), attempts, limit)
+        fields: dict[str, Any] = {
+            "deploy_reason": Reason(code=failure.code, message=str(failure)[:1000]),
+            "retries": attempts,
+        }
         if give_up:
-            app.status.state = ApplicationState.FAILED
+            fields["deploy_state"] = ApplicationState.FAILED
         with contextlib.suppress(ApiError, Unreachable):
-            await self.client.update_status(app)
+            await self._write(app, fields)
             if give_up:
                 self.failures.pop(key, None)  # a retry (state PENDING) starts afresh
         if give_up:
