@@ -238,8 +238,9 @@ KIND_GROUPS: dict[type[Kind], typer.Typer] = {entry.kind: kind_group(entry) for 
 
 def install(root: typer.Typer) -> None:
     """Add ``shoal kube|core|infra …`` (``shoal kube app explain|dryrun`` come with them)."""
-    # kind-specific commands: explain and dryrun of shoal kube app, explain of shoal fleet pod
-    from shoal.cli import fleet, kube  # noqa: F401
+    # kind-specific commands: explain, dryrun and describe of shoal kube app, describe,
+    # cordon, uncordon and drain of shoal kube cluster, explain of shoal fleet pod
+    from shoal.cli import describe, fleet, kube, maintenance  # noqa: F401
 
     for group_name, help in GROUPS.items():
         group = new_group(help)

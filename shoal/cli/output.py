@@ -34,7 +34,7 @@ class Output(StrEnum):
         return self in (Output.table, Output.wide)
 
 
-OUTPUT_HELP = "Output format: table, wide (full times), json or yaml."
+OUTPUT_HELP = "Output format: table, wide (more columns, full times), json or yaml."
 SELECTOR_HELP = "Label selector: k=v,k!=v,k in (a,b)."
 
 
@@ -142,6 +142,20 @@ def _object(obj: dict[str, Any], involved: Any) -> str | None:
     return f"{ns}/{name}" if ns and ns != dig(obj, "metadata.namespace") else name
 
 
+def _score(obj: dict[str, Any], score: Any) -> str | None:
+    return None if not isinstance(score, int | float) else f"{score:.4f}"
+
+
+def _cordoned(obj: dict[str, Any], state: Any) -> Any:
+    """A cluster's state, as kubectl shows a cordoned node's (``Ready,SchedulingDisabled``)."""
+    return f"{state},SchedulingDisabled" if dig(obj, "spec.unschedulable") else state
+
+
+def _nodes(obj: dict[str, Any], summary: Any) -> str | None:
+    total = next((n for n in summary or [] if isinstance(n, dict) and n.get("summary")), None)
+    return None if total is None else f"{total.get('ready')}/{total.get('count')}"
+
+
 FORMATS: dict[str, Callable[[dict[str, Any], Any], Any]] = {
     "": lambda obj, value: value,
     "age": _age,
@@ -152,6 +166,9 @@ FORMATS: dict[str, Callable[[dict[str, Any], Any], Any]] = {
     "fetch": _fetch,
     "ms": _ms,
     "failures": _failures,
+    "score": _score,
+    "cordoned": _cordoned,
+    "nodes": _nodes,
     "object": _object,
 }
 
@@ -171,16 +188,25 @@ def dump(obj: Kind) -> dict[str, Any]:
     return obj.model_dump(mode="json")
 
 
+def _line(cells: list[str], widths: list[int]) -> str:
+    return "   ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+
+
 def _print_table(headers: list[str] | None, rows: list[list[str]], widths: list[int]) -> None:
     """Rows in columns three spaces apart, no trailing spaces; the header bold on a terminal."""
     lines = []
     if headers is not None:
-        header = "   ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()
+        header = _line(headers, widths)
         lines.append(click.style(header, bold=True) if sys.stdout.isatty() else header)
-    for row in rows:
-        lines.append("   ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    lines.extend(_line(row, widths) for row in rows)
     sys.stdout.write("".join(line + "\n" for line in lines))
     sys.stdout.flush()
+
+
+def table_lines(headers: list[str], rows: list[list[str]], indent: int = 0) -> list[str]:
+    """The lines of a table as ``_print_table`` lays it out, indented (for describe pages)."""
+    widths = _widths(headers, rows)
+    return [" " * indent + _line(cells, widths) for cells in [headers, *rows]]
 
 
 def _widths(headers: list[str], rows: list[list[str]]) -> list[int]:
@@ -209,7 +235,7 @@ def print_items(entry: Entry, items: list[dict[str, Any]], output: Output) -> No
     if not output.tabular:
         print_documents(items, output)
         return
-    columns = entry.table()
+    columns = entry.table(output is Output.wide)
     headers = [c.header for c in columns]
     rows = [[cell(c, item, output is Output.wide) for c in columns] for item in items]
     _print_table(headers, rows, _widths(headers, rows))
@@ -242,7 +268,7 @@ class WatchPrinter:
 
     def __init__(self, entry: Entry, output: Output) -> None:
         self.output = output
-        self.columns = entry.table()
+        self.columns = entry.table(output is Output.wide)
         self.headers = ["EVENT", *(c.header for c in self.columns)]
         self.widths: list[int] = []
         self.count = 0

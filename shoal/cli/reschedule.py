@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -196,38 +197,53 @@ async def _follow(client: ShoalClient, task: RescheduleTask, timeout: float) -> 
     )
     bar = progress.add_task(name, total=None, failed=0)
 
-    def show(current: RescheduleTask) -> bool:
+    def show(current: RescheduleTask) -> None:
         status = current.status
         if status.phase is not TaskPhase.Pending:
             done = status.successful + status.failed
             progress.update(bar, total=status.total, completed=done, failed=status.failed)
-        return status.phase is TaskPhase.Finished
+
+    with progress:
+        return await watch_task(client, task, timeout, show)
+
+
+async def watch_task(
+    client: ShoalClient,
+    task: RescheduleTask,
+    timeout: float,
+    show: Callable[[RescheduleTask], None] = lambda task: None,
+) -> RescheduleTask:
+    """Follow the task's watch events (``show`` sees each state) until it finished."""
+    name = task.metadata.name
+
+    def finished(current: RescheduleTask) -> bool:
+        show(current)
+        return current.status.phase is TaskPhase.Finished
 
     revision = task.metadata.resource_version or 0
     try:
-        with progress:
-            async with asyncio.timeout(timeout):
-                while not show(task):
+        async with asyncio.timeout(timeout):
+            while not finished(task):
+                try:
+                    deleted = False
+                    async for event in client.watch(
+                        RescheduleTask, resource_version=revision, heartbeat=5.0
+                    ):
+                        revision = max(revision, event.revision)
+                        if event.object.metadata.name != name:
+                            continue
+                        task = event.object
+                        deleted = event.type == "DELETED"
+                        if deleted or finished(task):
+                            break
+                    if deleted and not finished(task):
+                        raise CliError(f"RescheduleTask {name} was deleted before it finished")
+                except Gone:
                     try:
-                        deleted = False
-                        async for event in client.watch(
-                            RescheduleTask, resource_version=revision, heartbeat=5.0
-                        ):
-                            revision = max(revision, event.revision)
-                            if event.object.metadata.name != name:
-                                continue
-                            task = event.object
-                            deleted = event.type == "DELETED"
-                            if deleted or show(task):
-                                break
-                        if deleted and not show(task):
-                            raise CliError(f"RescheduleTask {name} was deleted before it finished")
-                    except Gone:
-                        try:
-                            task = await client.get(RescheduleTask, name)
-                        except NotFound:
-                            raise CliError(f"RescheduleTask {name} was deleted") from None
-                        revision = task.metadata.resource_version or 0
+                        task = await client.get(RescheduleTask, name)
+                    except NotFound:
+                        raise CliError(f"RescheduleTask {name} was deleted") from None
+                    revision = task.metadata.resource_version or 0
     except TimeoutError:
         raise CliError(f"RescheduleTask {name} did not finish within {timeout:g} s") from None
     return task

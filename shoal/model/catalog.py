@@ -17,17 +17,22 @@ from dataclasses import dataclass
 class Column:
     """One table column: a header, a dotted path into the object, an optional formatter name.
 
+    A ``wide`` column is printed only with ``-o wide``, as kubectl's extra columns are.
+
     Formatters: ``age`` (of a timestamp; the full time with ``-o wide``), ``ref``
     (a ResourceRef as ``name`` or ``namespace/name``), ``weights`` (MetricRefs as
     ``name:weight``), ``section_url`` (``url`` of the section that ``type``
     names), ``rules``, ``fetch`` (a provider's last fetch), ``ms`` (seconds as
-    milliseconds), ``failures`` (failed targets counted by reason), ``object`` (an
+    milliseconds), ``failures`` (failed targets counted by reason), ``score`` (four
+    decimals), ``cordoned`` (a cluster's state, ``,SchedulingDisabled`` when
+    cordoned), ``nodes`` (ready/all of the observer's node totals), ``object`` (an
     event's involved object as ``kind/name``).
     """
 
     header: str
     path: str
     format: str = ""
+    wide: bool = False  # only with ``-o wide``
 
 
 @dataclass(frozen=True)
@@ -54,11 +59,12 @@ class Entry:
     def item_path(self, name: str, namespace: str | None = None) -> str:
         return f"{self.collection_path(namespace if self.namespaced else None)}/{name}"
 
-    def table(self) -> tuple[Column, ...]:
-        """The columns; a kind without its own has name (and namespace) and age."""
-        if self.columns:
-            return self.columns
-        return (NAMESPACE, NAME, AGE) if self.namespaced else (NAME, AGE)
+    def table(self, wide: bool = False) -> tuple[Column, ...]:
+        """The columns (``wide`` ones too with ``wide``); a kind without its own has name
+        (and namespace) and age."""
+        if not self.columns:
+            return (NAMESPACE, NAME, AGE) if self.namespaced else (NAME, AGE)
+        return tuple(c for c in self.columns if wide or not c.wide)
 
 
 NAME = Column("NAME", "metadata.name")
@@ -131,6 +137,10 @@ CATALOG: tuple[Entry, ...] = (
             Column("RUNNING_ON", "status.running_on", "ref"),
             Column("REASON", "status.reason.code"),
             AGE,
+            Column("SCORE", "status.scheduling.score", "score", wide=True),
+            Column("ATTEMPTS", "status.scheduler_attempts", wide=True),
+            Column("PLACED", "status.scheduled", "age", wide=True),
+            Column("LABELS", "metadata.labels", wide=True),
         ),
     ),
     Entry(
@@ -139,7 +149,16 @@ CATALOG: tuple[Entry, ...] = (
         "clusters",
         True,
         ("cluster",),
-        (NAME, STATE, LABELS, Column("METRICS", "spec.metrics", "weights"), SCHEDULED_TO, AGE),
+        (
+            NAME,
+            Column("STATE", "status.state", "cordoned"),
+            LABELS,
+            Column("METRICS", "spec.metrics", "weights"),
+            SCHEDULED_TO,
+            AGE,
+            Column("NODES", "status.node_summary", "nodes", wide=True),
+            Column("CUSTOM_RESOURCES", "spec.custom_resources", wide=True),
+        ),
     ),
     Entry("infrastructure", "GlobalCloud", "globalclouds", False, ("gc",), _CLOUD),
     Entry("infrastructure", "Cloud", "clouds", True, ("cloud",), _CLOUD),

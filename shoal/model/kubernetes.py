@@ -274,6 +274,10 @@ class ClusterSpec(Model):
     backoff: int = Field(default=1, ge=0)
     backoff_delay: int = Field(default=1, ge=0)
     backoff_limit: int = Field(default=-1, ge=-1)
+    unschedulable: bool = Field(
+        default=False,
+        description="Cordoned: no new applications are placed here (shoal kube cluster cordon).",
+    )
 
     @field_validator("metrics")
     @classmethod

@@ -1,5 +1,6 @@
 """Scheduler plugins; importing this package registers the built-in ones."""
 
 from shoal.scheduler.plugins import builtin as builtin
+from shoal.scheduler.plugins import cordon as cordon
 
-__all__ = ["builtin"]
+__all__ = ["builtin", "cordon"]

@@ -1,0 +1,312 @@
+"""``shoal kube app|cluster describe NAME``: one page that answers "why is it there, what happened".
+
+Laid out as ``kubectl describe`` lays out its pages: ``Key:  value`` lines,
+indented sections, small tables, and the object's recent events last. An
+application's page has its spec in short, its status, and the ranking of the
+scheduler's last decision (``status.scheduling``); a cluster's page has its
+metrics, whether it is cordoned, its nodes and the applications placed there.
+Everything is read from the API as JSON dicts (one request per section).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+import typer
+
+from shoal.cli.commands import KIND_GROUPS
+from shoal.cli.config import run
+from shoal.cli.names import DEFAULT_NAMESPACE
+from shoal.cli.output import FORMATS, dig, show, table_lines
+from shoal.client.rest import NotFound, ShoalClient
+from shoal.model.base import Kind
+from shoal.model.kubernetes import Application, Cluster
+
+EVENTS = 20  # the most recent events shown
+NamespaceOption = typer.Option(DEFAULT_NAMESPACE, "-n", "--namespace", help="Namespace.")
+
+Page = list[str]
+
+
+def _age(obj: dict[str, Any], value: Any) -> str:
+    return show(FORMATS["age"](obj, value))
+
+
+def _when(obj: dict[str, Any], value: Any) -> str:
+    """A time in full with its age: ``2026-11-23T13:00:00Z (5m ago)``."""
+    return f"{value} ({_age(obj, value)} ago)" if value else "-"
+
+
+def _fields(page: Page, pairs: Iterable[tuple[str, Any]], indent: int = 0) -> None:
+    """``Key:  value`` lines with the values in one column."""
+    pairs = list(pairs)
+    width = max(len(k) for k, _ in pairs) + 2
+    for key, value in pairs:
+        page.append(" " * indent + f"{key}:".ljust(width) + show(value))
+
+
+def _table(page: Page, title: str, headers: list[str], rows: list[list[str]], empty: str) -> None:
+    page.append(f"{title}:")
+    if not rows:
+        page.append(f"  {empty}")
+        return
+    page.extend(table_lines(headers, rows, indent=2))
+
+
+def _labels(obj: dict[str, Any]) -> str:
+    labels = dig(obj, "metadata.labels") or {}
+    return ", ".join(f"{k}={v}" for k, v in labels.items()) or "<none>"
+
+
+def _metadata(obj: dict[str, Any]) -> list[tuple[str, Any]]:
+    return [
+        ("Name", dig(obj, "metadata.name")),
+        ("Namespace", dig(obj, "metadata.namespace")),
+        ("Labels", _labels(obj)),
+        ("Created", _when(obj, dig(obj, "metadata.created"))),
+    ]
+
+
+def _reason(reason: Any) -> str:
+    if not isinstance(reason, dict):
+        return "-"
+    return f"{reason.get('code')}: {reason.get('message') or ''}".rstrip(": ")
+
+
+def _terms(entry: dict[str, Any]) -> str:
+    """One ranked cluster's score terms: value, normalised × weight; stickiness; failing."""
+    parts = [
+        f"{m['name']}={show(m.get('value'))} ({m.get('normalised', 0):.3f}×{show(m.get('weight'))})"
+        for m in entry.get("metrics") or []
+    ]
+    sticky = entry.get("stickiness")
+    if sticky:
+        parts.append(f"stickiness 1.0×{show(sticky.get('weight'))}")
+    failing = entry.get("failing_metrics") or {}
+    parts += [f"{k} failing ({v})" for k, v in failing.items()]
+    return ", ".join(parts) or "-"
+
+
+def decision_section(page: Page, obj: dict[str, Any]) -> None:
+    """The last decision: summary, the ranking with its score terms, the rejections."""
+    scheduling = dig(obj, "status.scheduling")
+    if not isinstance(scheduling, dict):
+        page.append("Last decision:  <none yet>")
+        return
+    page.append("Last decision:")
+    chosen = scheduling.get("chosen")
+    score = scheduling.get("score")
+    _fields(
+        page,
+        [
+            ("Summary", scheduling.get("summary")),
+            ("Chosen", f"{chosen} (score {score:.4f})" if chosen and score is not None else chosen),
+            ("Forced", scheduling.get("forced", False)),
+        ],
+        indent=2,
+    )
+    rows = [
+        [str(i + 1), e.get("cluster", "?"), f"{e.get('score', 0):.4f}", _terms(e)]
+        for i, e in enumerate(scheduling.get("ranking") or [])
+    ]
+    if rows:
+        page.extend(table_lines(["RANK", "CLUSTER", "SCORE", "TERMS"], rows, indent=2))
+    rejected = [
+        [r.get("reason", "?"), str(r.get("count", 0)), ", ".join(r.get("clusters") or [])]
+        for r in scheduling.get("rejected") or []
+    ]
+    if rejected:
+        page.extend(table_lines(["REJECTED BY", "COUNT", "CLUSTERS"], rejected, indent=2))
+
+
+async def events_of(client: ShoalClient, obj: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The object's most recent events, newest last; None when the API keeps no events."""
+    namespace = dig(obj, "metadata.namespace") or DEFAULT_NAMESPACE
+    try:
+        listed = await client.request("GET", f"/core/namespaces/{namespace}/events")
+    except NotFound:
+        return None
+    about = (obj.get("kind"), dig(obj, "metadata.name"))
+    mine = [
+        e
+        for e in listed.get("items") or []
+        if (dig(e, "involved_object.kind"), dig(e, "involved_object.name")) == about
+        and dig(e, "involved_object.namespace") in (None, namespace)
+    ]
+    mine.sort(key=lambda e: str(e.get("last_timestamp") or ""))
+    return mine[-EVENTS:]
+
+
+def events_section(page: Page, events: list[dict[str, Any]] | None) -> None:
+    rows = [
+        [
+            _age(e, e.get("last_timestamp")),
+            show(e.get("type")),
+            show(e.get("reason")),
+            show(e.get("reporting_component")),
+            show(e.get("count")),
+            show(e.get("message")),
+        ]
+        for e in events or []
+    ]
+    headers = ["LAST SEEN", "TYPE", "REASON", "FROM", "COUNT", "MESSAGE"]
+    _table(page, "Events", headers, rows, "<none>" if events is not None else "<not kept>")
+
+
+def app_page(app: dict[str, Any], events: list[dict[str, Any]] | None) -> Page:
+    page: Page = []
+    spec, status = app.get("spec") or {}, app.get("status") or {}
+    constraints = spec.get("constraints") or {}
+    cluster = constraints.get("cluster") or {}
+    health = status.get("container_health") or {}
+    manifest = ", ".join(
+        f"{m.get('kind')}/{dig(m, 'metadata.name')}" for m in spec.get("manifest") or []
+    )
+    _fields(
+        page,
+        [
+            *_metadata(app),
+            ("Manifest", manifest or "<none>"),
+            ("State", status.get("state")),
+            ("Reason", _reason(status.get("reason"))),
+            ("Scheduled to", FORMATS["ref"](app, status.get("scheduled_to"))),
+            ("Scheduled", _when(app, status.get("scheduled"))),
+            ("Running on", FORMATS["ref"](app, status.get("running_on"))),
+            ("Failed attempts", status.get("scheduler_attempts", 0)),
+            ("Next retry", _when(app, status.get("next_retry"))),
+            ("Pods", f"{health.get('running_pods', 0)}/{health.get('desired_pods', 0)} running"),
+        ],
+    )
+    page.append("Constraints:")
+    _fields(
+        page,
+        [
+            ("Migration", "allowed" if constraints.get("migration", True) else "pinned"),
+            ("Labels", "; ".join(cluster.get("labels") or []) or "-"),
+            ("Metrics", "; ".join(cluster.get("metrics") or []) or "-"),
+            ("Custom resources", ", ".join(cluster.get("custom_resources") or []) or "-"),
+        ],
+        indent=2,
+    )
+    decision_section(page, app)
+    events_section(page, events)
+    return page
+
+
+def _nodes(cluster: dict[str, Any]) -> tuple[dict[str, Any] | None, list[list[str]]]:
+    """The observer's node totals and one row per node it lists."""
+    listed = dig(cluster, "status.node_summary") or []
+    total = next((n for n in listed if n.get("summary")), None)
+    rows = [
+        [
+            show(n.get("name")),
+            "Ready" if n.get("ready") else "NotReady " + ",".join(n.get("pressure") or []),
+            show(dig(n, "allocatable.cpu")),
+            show(dig(n, "allocatable.memory")),
+            show(dig(n, "allocatable.pods")),
+        ]
+        for n in listed
+        if not n.get("summary")
+    ]
+    return total, rows
+
+
+def cluster_page(
+    cluster: dict[str, Any], apps: list[dict[str, Any]], events: list[dict[str, Any]] | None
+) -> Page:
+    page: Page = []
+    spec, status = cluster.get("spec") or {}, cluster.get("status") or {}
+    total, nodes = _nodes(cluster)
+    failing = status.get("metrics_reasons") or {}
+    crds = status.get("custom_resources") or []
+    _fields(
+        page,
+        [
+            *_metadata(cluster),
+            ("State", status.get("state")),
+            ("Reason", _reason(status.get("reason"))),
+            ("Unschedulable", "yes (cordoned)" if spec.get("unschedulable") else "no"),
+            ("Custom resources", sorted({*spec.get("custom_resources", []), *crds})),
+            (
+                "Nodes",
+                f"{total.get('ready')}/{total.get('count')} ready" if total else "not observed yet",
+            ),
+            ("Allocatable", (total or {}).get("allocatable")),
+        ],
+    )
+    metrics = [
+        [
+            m.get("name", "?"),
+            show(m.get("weight")),
+            "namespaced" if m.get("namespaced") else "global",
+            _reason(failing[m["name"]]) if m.get("name") in failing else "ok",
+        ]
+        for m in spec.get("metrics") or []
+    ]
+    _table(page, "Metrics", ["METRIC", "WEIGHT", "SCOPE", "STATUS"], metrics, "<none>")
+    _table(
+        page,
+        "Nodes",
+        ["NODE", "STATUS", "CPU", "MEMORY", "PODS"],
+        nodes,
+        "<not observed yet>",
+    )
+    rows = [
+        [
+            show(dig(a, "metadata.name")),
+            show(dig(a, "status.state")),
+            show(FORMATS["ref"](a, dig(a, "status.running_on"))),
+            _age(a, dig(a, "status.scheduled")),
+        ]
+        for a in apps
+    ]
+    _table(page, "Applications", ["NAME", "STATE", "RUNNING_ON", "PLACED"], rows, "<none>")
+    events_section(page, events)
+    return page
+
+
+def _placed_on(app: dict[str, Any], namespace: str, name: str) -> bool:
+    ref = dig(app, "status.scheduled_to") or {}
+    return ref.get("name") == name and (ref.get("namespace") or namespace) == namespace
+
+
+async def describe_app(client: ShoalClient, name: str, namespace: str) -> Page:
+    path = f"/kubernetes/namespaces/{namespace}/applications/{name}"
+    app: dict[str, Any] = await client.request("GET", path)
+    return app_page(app, await events_of(client, app))
+
+
+async def describe_cluster(client: ShoalClient, name: str, namespace: str) -> Page:
+    base = f"/kubernetes/namespaces/{namespace}"
+    cluster: dict[str, Any] = await client.request("GET", f"{base}/clusters/{name}")
+    listed = await client.request("GET", f"{base}/applications")
+    apps = [a for a in listed.get("items") or [] if _placed_on(a, namespace, name)]
+    return cluster_page(cluster, apps, await events_of(client, cluster))
+
+
+def _command(kind: type[Kind], what: str, page: Callable[..., Awaitable[Page]], help: str) -> None:
+    """``shoal kube app|cluster describe NAME [-n NS]``."""
+
+    def describe(
+        ctx: typer.Context,
+        name: str = typer.Argument(..., help=f"{what.capitalize()} name."),
+        namespace: str = NamespaceOption,
+    ) -> None:
+        typer.echo("\n".join(run(ctx, lambda client: page(client, name, namespace))))
+
+    KIND_GROUPS[kind].command("describe", help=help)(describe)
+
+
+_command(
+    Application,
+    "application",
+    describe_app,
+    "Spec, status, the last decision's ranking and recent events of an application.",
+)
+_command(
+    Cluster,
+    "cluster",
+    describe_cluster,
+    "Status, metrics, nodes, applications placed there and recent events of a cluster.",
+)

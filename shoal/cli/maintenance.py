@@ -1,0 +1,195 @@
+"""``shoal kube cluster cordon|uncordon|drain``: cluster maintenance, as kubectl does it for nodes.
+
+    shoal kube cluster cordon sim-1       # no new applications go there
+    shoal kube cluster uncordon sim-1     # it takes applications again
+    shoal kube cluster drain sim-1        # cordon, then move its applications off
+
+Cordoning sets ``spec.unschedulable`` (a compare-and-swap write, redone on a
+409); the scheduler's ``cordon`` filter then rejects the cluster for every new
+placement, with the reason "cordoned". Applications already there stay until
+something forces a pass: ``drain`` creates a RescheduleTask for every
+application on the cluster and follows it until the cluster is empty (nothing
+scheduled or running there), except the targets the task could not move,
+which it reports (pinned applications, no other cluster fits).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from shoal.cli.commands import KIND_GROUPS
+from shoal.cli.config import run
+from shoal.cli.errors import CliError
+from shoal.cli.names import DEFAULT_NAMESPACE
+from shoal.cli.output import Output
+from shoal.cli.reschedule import _report, watch_task
+from shoal.client.rest import Conflict, Gone, ShoalClient
+from shoal.model.base import Metadata
+from shoal.model.kubernetes import Application, Cluster
+from shoal.model.scheduling import RescheduleTask, RescheduleTaskSpec
+
+clusters = KIND_GROUPS[Cluster]
+NamespaceOption = typer.Option(DEFAULT_NAMESPACE, "-n", "--namespace", help="Namespace.")
+NameArgument = typer.Argument(..., help="Cluster name.")
+
+
+async def set_unschedulable(
+    client: ShoalClient, name: str, namespace: str, value: bool
+) -> tuple[Cluster, bool]:
+    """Set ``spec.unschedulable``; the cluster, and whether it changed (a 409 reads again)."""
+    while True:
+        cluster = await client.get(Cluster, name, namespace)
+        if cluster.spec.unschedulable == value:
+            return cluster, False
+        cluster.spec.unschedulable = value
+        try:
+            return await client.update(cluster), True
+        except Conflict:
+            continue
+
+
+def _on(app: Application, namespace: str, name: str) -> bool:
+    """Whether the application is scheduled or still running on the cluster."""
+    for ref in (app.status.scheduled_to, app.status.running_on):
+        if ref is not None and ref.name == name and (ref.namespace or namespace) == namespace:
+            return True
+    return False
+
+
+@dataclass
+class Drain:
+    """What a drain did: its task, and the applications still on the cluster."""
+
+    task: RescheduleTask
+    total: int
+    left: set[str] = field(default_factory=set)
+
+
+async def drain(
+    client: ShoalClient,
+    name: str,
+    namespace: str,
+    timeout: float,
+    progress: Callable[[int, int], None] = lambda left, total: None,
+) -> Drain:
+    """Cordon, create a RescheduleTask for the cluster, and wait until it is empty.
+
+    ``progress(left, total)`` is told how many applications are still on the
+    cluster. It returns once the task finished and only the applications it
+    could not move are left.
+    """
+    await set_unschedulable(client, name, namespace, True)
+    listed = await client.list(Application, namespace)
+    on = {a.metadata.name for a in listed.items if _on(a, namespace, name)}
+    total = len(on)
+    progress(total, total)
+    stamp = datetime.now(UTC).strftime("%Y%m%d%H%M%S")
+    task = RescheduleTask(
+        metadata=Metadata(name=f"drain-{name}-{stamp}"[:63].rstrip("-")),
+        spec=RescheduleTaskSpec(target_clusters=[f"{namespace}/{name}"]),
+    )
+    task = await client.create(task)
+    changed = asyncio.Event()
+
+    async def follow_apps(revision: int) -> None:
+        """Keep ``on`` up to date from the namespace's application events."""
+        while True:
+            try:
+                async for event in client.watch(Application, namespace, resource_version=revision):
+                    revision = max(revision, event.revision)
+                    app = event.object
+                    if event.type != "DELETED" and _on(app, namespace, name):
+                        on.add(app.metadata.name)
+                    else:
+                        on.discard(app.metadata.name)
+                    progress(len(on), max(total, len(on)))
+                    changed.set()
+            except Gone:
+                again = await client.list(Application, namespace)
+                on.clear()
+                on.update(a.metadata.name for a in again.items if _on(a, namespace, name))
+                revision = again.revision
+                changed.set()
+
+    watcher = asyncio.create_task(follow_apps(listed.revision))
+    finished = asyncio.create_task(watch_task(client, task, timeout))
+    try:
+        async with asyncio.timeout(timeout):
+            while True:
+                if finished.done():
+                    task = finished.result()
+                    failed = {t.name for t in task.status.targets if t.result == "Failed"}
+                    if on <= failed:
+                        return Drain(task, total, set(on))
+                changed.clear()
+                waiting = asyncio.create_task(changed.wait())
+                pending = {waiting} if finished.done() else {waiting, finished}
+                await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                waiting.cancel()
+    except TimeoutError:
+        left = ", ".join(sorted(on))
+        raise CliError(f"cluster {name} not empty after {timeout:g} s: {left}") from None
+    finally:
+        for job in (watcher, finished):
+            if not job.done():
+                job.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await job
+
+
+def _set(ctx: typer.Context, name: str, namespace: str, value: bool) -> None:
+    _, changed = run(ctx, lambda client: set_unschedulable(client, name, namespace, value))
+    word = "cordoned" if value else "uncordoned"
+    typer.echo(f"cluster {namespace}/{name} {word if changed else 'already ' + word}")
+
+
+@clusters.command("cordon")
+def cordon(ctx: typer.Context, name: str = NameArgument, namespace: str = NamespaceOption) -> None:
+    """Take no new applications on the cluster (those there stay); see drain."""
+    _set(ctx, name, namespace, True)
+
+
+@clusters.command("uncordon")
+def uncordon(
+    ctx: typer.Context, name: str = NameArgument, namespace: str = NamespaceOption
+) -> None:
+    """Let the cluster take applications again."""
+    _set(ctx, name, namespace, False)
+
+
+@clusters.command("drain")
+def drain_command(
+    ctx: typer.Context,
+    name: str = NameArgument,
+    namespace: str = NamespaceOption,
+    timeout: float = typer.Option(600.0, "--timeout", help="Seconds to wait for it to empty."),
+) -> None:
+    """Cordon the cluster and move its applications off (a RescheduleTask), until it is empty."""
+    bar = Progress(
+        TextColumn(f"[bold]draining {name}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("moved"),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+    )
+    job = bar.add_task(name, total=None)
+
+    def show(left: int, total: int) -> None:
+        bar.update(job, total=total, completed=total - left)
+
+    with bar:
+        done = run(ctx, lambda client: drain(client, name, namespace, timeout, show))
+    _report(done.task, Output.table)
+    if done.left:
+        typer.echo(f"cluster {namespace}/{name} drained except: {', '.join(sorted(done.left))}")
+        raise typer.Exit(1)
+    typer.echo(f"cluster {namespace}/{name} drained: {done.total} applications moved")

@@ -1,0 +1,142 @@
+"""``describe``, ``-o wide`` and ``cordon|uncordon|drain`` against a running Shoal whose
+clusters are ``shoal sim`` clusters (scheduler, kube controller, observer, task controller)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from click.testing import Result
+
+from shoal.model.kubernetes import Application, Cluster
+from shoal.testing.wait import wait_for
+from tests.cli.conftest import invoke, ok
+from tests.ui.fleet import APPS, Shoal, app_with_labels, running_shoal
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+@pytest.fixture
+async def fleet(tmp_path: Path) -> AsyncIterator[Shoal]:
+    async with running_shoal(tmp_path) as shoal:
+        await wait_for(lambda: _settled(shoal), timeout=30, message="applications running")
+        yield shoal
+
+
+async def _where(shoal: Shoal) -> dict[str, str | None]:
+    """Where each application is scheduled, once it also runs there (None: nowhere)."""
+    apps = (await shoal.client.list(Application, "default")).items
+    out: dict[str, str | None] = {}
+    for app in apps:
+        s = app.status
+        on = s.scheduled_to.name if s.scheduled_to else None
+        out[app.metadata.name] = on if s.running_on == s.scheduled_to else "moving"
+    return out
+
+
+async def _settled(shoal: Shoal) -> bool:
+    where = await _where(shoal)
+    return all(where.get(n) not in (None, "moving") for n in APPS if n != "nowhere")
+
+
+def _field(page: str, key: str) -> str | None:
+    """The value of a ``Key:  value`` line of a describe page."""
+    found = re.search(rf"^{key}:\s+(.*)$", page, re.M)
+    return found.group(1) if found else None
+
+
+async def shoal_cli(shoal: Shoal, *args: str) -> Result:
+    result: Result = await invoke("--api", shoal.url, *args)
+    return result
+
+
+async def _describe_and_wide_lists(fleet: Shoal) -> None:
+    where = await _where(fleet)
+    web = where["web"]
+    assert web in ("sim-1", "sim-2")
+
+    page = ok(await shoal_cli(fleet, "kube", "app", "describe", "web")).output
+    assert "Name:" in page and "web" in page
+    assert _field(page, "Scheduled to") == web
+    assert "location in (DE, FR)" in page  # the constraint
+    assert "Last decision:" in page and "RANK" in page and "TERMS" in page
+    assert "REJECTED BY" in page and "label location in (DE, FR)" in page  # sim-3 (FI)
+    assert "Events:" in page
+
+    cluster = ok(await shoal_cli(fleet, "kube", "cluster", "describe", "sim-1")).output
+    assert _field(cluster, "Unschedulable") == "no"
+    assert "3/3 ready" in cluster and "n-" in cluster  # nodes from the observer
+    here = [n for n, c in where.items() if c == "sim-1"]
+    assert here and all(f"\n  {n} " in cluster for n in here)
+    missing = await shoal_cli(fleet, "kube", "cluster", "describe", "no-such")
+    assert missing.exit_code != 0 and "no-such" in missing.output
+
+    plain = ok(await shoal_cli(fleet, "kube", "app", "list")).output.splitlines()[0].split()
+    wide = ok(await shoal_cli(fleet, "get", "apps", "-o", "wide")).output.splitlines()
+    assert "SCORE" not in plain
+    assert wide[0].split()[-4:] == ["SCORE", "ATTEMPTS", "PLACED", "LABELS"]
+    row = next(line for line in wide if line.split()[1] == "web")
+    assert "team=shop,tier=web" in row or "tier=web,team=shop" in row
+    clusters = ok(await shoal_cli(fleet, "kube", "cluster", "list", "-o", "wide")).output
+    assert clusters.splitlines()[0].split()[-2:] == ["NODES", "CUSTOM_RESOURCES"]
+    assert "3/3" in clusters
+
+
+async def _cordon_uncordon_drain(fleet: Shoal) -> None:
+    client = fleet.client
+    assert "cluster default/sim-1 cordoned" in ok(
+        await shoal_cli(fleet, "kube", "cluster", "cordon", "sim-1")
+    ).output
+    again = ok(await shoal_cli(fleet, "kube", "cluster", "cordon", "sim-1")).output
+    assert "already cordoned" in again
+    listed = ok(await shoal_cli(fleet, "kube", "cluster", "list")).output
+    assert "ONLINE,SchedulingDisabled" in next(x for x in listed.splitlines() if "sim-1" in x)
+
+    APPS["de-late"] = (["location is DE"], {"tier": "batch", "team": "late"})
+    try:
+        await client.create(app_with_labels("de-late"))
+    finally:
+        del APPS["de-late"]
+
+    async def waiting() -> str | None:
+        app = await client.get(Application, "de-late", "default")
+        return app.status.reason.message if app.status.reason else None
+
+    assert "cordoned" in await wait_for(waiting, timeout=15, message="de-late waits")
+    page = ok(await shoal_cli(fleet, "kube", "app", "describe", "de-late")).output
+    assert "1 cordoned" in page
+    assert "(cordoned)" in ok(await shoal_cli(fleet, "kube", "cluster", "describe", "sim-1")).output
+
+    ok(await shoal_cli(fleet, "kube", "cluster", "uncordon", "sim-1"))
+    assert not (await client.get(Cluster, "sim-1", "default")).spec.unschedulable
+
+    async def placed() -> bool:
+        return (await _where(fleet)).get("de-late") == "sim-1"
+
+    await wait_for(placed, timeout=20, message="de-late on sim-1 after uncordon")
+
+    # sim-2 (FR): everything there can go elsewhere; the drain waits until it is empty.
+    before = await _where(fleet)
+    on_two = sorted(n for n, c in before.items() if c == "sim-2")
+    drained = ok(await shoal_cli(fleet, "kube", "cluster", "drain", "sim-2", "--timeout", "60"))
+    assert f"cluster default/sim-2 drained: {len(on_two)} applications moved" in drained.output
+    after = await _where(fleet)
+    assert all(after[n] not in ("sim-2", "moving", None) for n in on_two), after
+    assert (await client.get(Cluster, "sim-2", "default")).spec.unschedulable
+
+    # sim-1 (DE) holds applications that may only run in DE: they stay, and say why.
+    result = await shoal_cli(fleet, "kube", "cluster", "drain", "sim-1", "--timeout", "60")
+    assert result.exit_code == 1, result.output
+    assert "NoSuitableCluster" in result.output
+    assert "drained except:" in result.output
+    for name in ("reports", "ledger", "de-late"):
+        assert name in result.output.split("drained except:")[1]
+
+
+async def test_describe_wide_and_maintenance(fleet: Shoal) -> None:
+    """One Shoal for both (its start is most of the time): describe and lists first, since
+    the maintenance commands then move applications around."""
+    await _describe_and_wide_lists(fleet)
+    await _cordon_uncordon_drain(fleet)

@@ -1,0 +1,119 @@
+"""A real Shoal with ``shoal sim`` clusters, as ``shoal up`` runs it, for end-to-end tests.
+
+The API, the scheduler and every controller of ``shoal.cli.run.CONTROLLERS``
+run in the test process with ``shoal up``'s sample metrics and ``shoal sim``
+fleet (three clusters: DE, FR, FI), plus a few applications. The dashboard
+tests and the CLI tests of describe and cluster maintenance share it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from shoal.api.server import ApiServer, start_api
+from shoal.cli import run
+from shoal.client.rest import ShoalClient
+from shoal.model.kubernetes import Application
+from shoal.scheduler.config import SchedulerConfig
+from shoal.scheduler.scheduler import Scheduler
+from shoal.sim.server import SimServer
+from shoal.store.sqlite import SqliteStore
+from tests.kube.conftest import application
+
+# Metrics are re-read often so that a changed value moves applications within a second.
+CONFIG = SchedulerConfig.model_validate(
+    {
+        "metrics_refresh": 0.5,
+        "reschedule_after": 600,
+        "retries": 3,
+        "backoff": {"initial": 0.2, "cap": 1},
+    }
+)
+# name → (label constraints, labels): spread over the three clusters of the sample fleet.
+APPS: dict[str, tuple[list[str], dict[str, str]]] = {
+    "web": (["location in (DE, FR)"], {"tier": "web", "team": "shop"}),
+    "checkout": (["location in (DE, FR)"], {"tier": "web", "team": "shop"}),
+    "search": ([], {"tier": "api", "team": "shop"}),
+    "reports": (["location is DE"], {"tier": "batch", "team": "finance"}),
+    "ledger": (["location is DE"], {"tier": "api", "team": "finance"}),
+    "edge-cache": (["location is FI"], {"tier": "web", "team": "edge"}),
+    "nowhere": (["location is US"], {"tier": "batch", "team": "edge"}),
+}
+
+
+def up_helpers() -> Any:
+    """The module of ``shoal up``'s ``_start_fleet`` and ``_sample_metrics``.
+
+    They are moving from ``shoal.cli.run`` to ``shoal.cli.up``; either serves.
+    """
+    for name in ("shoal.cli.up", "shoal.cli.run"):
+        with contextlib.suppress(ImportError):
+            module = importlib.import_module(name)
+            if hasattr(module, "_start_fleet"):
+                return module
+    raise ImportError("shoal up's fleet helpers")
+
+
+@dataclass
+class Shoal:
+    api: ApiServer
+    client: ShoalClient
+    sim: SimServer
+    running: list[Any] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return self.api.url
+
+    async def set_metric(self, name: str, value: float) -> None:
+        """Change one value of ``shoal up``'s static provider ``sample``."""
+        from shoal.model.core import GlobalMetricsProvider
+
+        provider = await self.client.get(GlobalMetricsProvider, "sample")
+        assert provider.spec.static is not None
+        provider.spec.static.metrics[name] = value
+        await self.client.update(provider)
+
+    async def app(self, name: str) -> Application:
+        return await self.client.get(Application, name, "default")
+
+
+def app_with_labels(name: str) -> Application:
+    constraints, labels = APPS[name]
+    app = application(name, constraints, replicas=1)
+    app.metadata.labels = labels
+    return app
+
+
+@contextlib.asynccontextmanager
+async def running_shoal(tmp_path: Path) -> AsyncIterator[Shoal]:
+    """Shoal with its sim fleet and the applications of ``APPS``, stopped on exit."""
+    api = await start_api(SqliteStore(":memory:"))
+    api.own_store = True
+    client = ShoalClient(api.url)
+    running: list[Any] = [Scheduler(client, CONFIG)]
+    running += [build(client) for _, _, build in run.CONTROLLERS]
+    sim = None
+    try:
+        for controller in running:
+            await controller.start()
+        up = up_helpers()
+        await up._sample_metrics(client)
+        started = await up._start_fleet(client, tmp_path, 3, 3)
+        sim = started[0] if isinstance(started, tuple) else started  # (sim, restarted)
+        for name in APPS:
+            await client.create(app_with_labels(name))
+        yield Shoal(api, client, sim, running)
+    finally:
+        for controller in reversed(running):
+            with contextlib.suppress(Exception):
+                await controller.stop()
+        if sim is not None:
+            await sim.stop()
+        await client.close()
+        await api.stop()
