@@ -15,6 +15,7 @@ from shoal.agent.cache import NodeCache
 from shoal.agent.commit import Committed, Committer
 from shoal.agent.config import AgentConfig
 from shoal.agent.framework import Pipeline, Sample
+from shoal.agent.members import Members
 from shoal.agent.pod import Pod, PodRequest
 from shoal.agent.stats import Timings
 from shoal.agent.sync import ClusterSync
@@ -37,6 +38,7 @@ class Agent:
         self.sync = ClusterSync(kube, self.cache)
         self.pipeline = Pipeline(config)
         self.committer = Committer(kube, self.cache, self.pipeline)
+        self.members = Members(kube, self.cache, self.committer.locks, config)
         self.timings = Timings()
 
     @classmethod

@@ -22,7 +22,7 @@ from shoal.agent.agent import Agent
 from shoal.agent.commit import CommitRefused
 from shoal.agent.framework import InvalidPod
 from shoal.agent.locks import NodeBusy
-from shoal.agent.pod import BatchBody, CommitBody, PodRequest, SampleBody
+from shoal.agent.pod import BatchBody, CommitBody, PodRequest, SampleBody, UidsBody
 from shoal.api.errors import ProblemError, from_validation_error, invalid, problem
 from shoal.kube.client import KubeApiError, KubeUnreachable
 
@@ -70,6 +70,10 @@ def _strategy(agent: Agent, request: Request) -> str:
 
 
 def create_app(agent: Agent) -> Starlette:
+    def synced() -> None:
+        if not agent.sync.synced:
+            raise ProblemError(503, "the node cache is not watching the cluster; retry")
+
     async def healthz(request: Request) -> Response:
         body = agent.health()
         return _json(body, 200 if body["synced"] else 503)
@@ -97,13 +101,30 @@ def create_app(agent: Agent) -> Starlette:
                    for name in ("name", "uid") if not getattr(body.pod.metadata, name)]
         if missing:
             raise Invalid(invalid(missing))
-        if not agent.sync.synced:
-            raise ProblemError(503, "the node cache is not watching the cluster; retry")
+        synced()
         done = await agent.commit(pod, body.nodeName)
         return _json(done.body(), 201 if done.created else 200)
 
+    async def lookup(request: Request) -> Response:
+        body = await _body(request, UidsBody)
+        synced()  # a stale cache could miss a pod made before a restart
+        return _json({"pods": agent.members.lookup(body.uids)})
+
+    async def listing(request: Request) -> Response:
+        synced()
+        return _json({"pods": agent.members.listing()})
+
+    async def delete(request: Request) -> Response:
+        body = await _body(request, UidsBody)
+        synced()
+        deleted, absent = await agent.members.delete(body.uids)
+        return _json({"deleted": deleted, "absent": absent})
+
     return Starlette(
         routes=[
+            Route("/agent/pods", listing, methods=["GET"]),
+            Route("/agent/pods/lookup", lookup, methods=["POST"]),
+            Route("/agent/pods/delete", delete, methods=["POST"]),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/samples/{strategy}", sample, methods=["POST"]),
             Route("/samples/{strategy}/batch", batch, methods=["POST"]),

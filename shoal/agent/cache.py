@@ -188,6 +188,31 @@ class NodeCache:
         if placed is not None:
             add(self.requested.setdefault(placed.node, {}), placed.requests, -1)
 
+    def find(self, uids: list[str]) -> dict[str, tuple[str, Placed, bool]]:
+        """For each of ``uids`` with a pod made or being made here: its key, its placement and
+        whether its commit is still in flight."""
+        found: dict[str, tuple[str, Placed, bool]] = {}
+        wanted = set(uids)
+        for uid in wanted:
+            key = self.uids.get(uid)
+            placed = self.pods.get(key) if key else None
+            if key is not None and placed is not None:
+                found[uid] = (key, placed, False)
+        if len(found) < len(wanted):
+            for key, placed in self.reservations.items():
+                if placed.uid in wanted and placed.uid not in found:
+                    found[placed.uid] = (key, placed, True)
+        return found
+
+    def made(self) -> dict[str, tuple[str, Placed, bool]]:
+        """Every pod made here for a uid (the pods the fleet scheduler placed), as ``find``."""
+        found = {uid: (key, self.pods[key], False) for uid, key in self.uids.items()
+                 if key in self.pods}
+        for key, placed in self.reservations.items():
+            if placed.uid:
+                found.setdefault(placed.uid, (key, placed, True))
+        return found
+
     def committed(self, uid: str) -> Placed | None:
         """The pod already made for ``uid`` (the member cluster's name check covers commits
         in flight)."""

@@ -57,6 +57,11 @@ class CommitBody(BaseModel):
     nodeName: str = Field(min_length=1)
 
 
+class UidsBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    uids: list[str] = Field(min_length=1, max_length=10_000)
+
+
 @dataclass(slots=True)
 class PodRequest:
     """A pod to place, with what the plugins read precomputed."""

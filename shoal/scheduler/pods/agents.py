@@ -25,6 +25,7 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 PROBE_EVERY = 0.5  # seconds between two probes of a marked agent
 MISSES = 2  # deadlines missed in a row that mark an agent (a refused connection marks at once)
+JSON = {"Content-Type": "application/json"}
 SAMPLES_IN_FLIGHT = 2  # sampling requests per agent at once: the rest wait here, not there
 
 
@@ -101,12 +102,15 @@ class Agents:
 
     # calls -----------------------------------------------------------------------
 
-    async def post(self, agent: AgentRef, path: str, body: Obj, timeout: float) -> tuple[int, Any]:
-        """POST JSON; an answer of any status, or ``AgentError`` (the agent gets marked)."""
+    async def post(self, agent: AgentRef, path: str, body: Obj | None, timeout: float,
+                   method: str = "POST") -> tuple[int, Any]:
+        """POST JSON (or GET without a body); an answer of any status, or ``AgentError`` (the
+        agent gets marked)."""
+        data = None if body is None else orjson.dumps(body)
         try:
             async with asyncio.timeout(timeout):
-                async with self.session.post(agent.url + path, data=orjson.dumps(body),
-                                             headers={"Content-Type": "application/json"}) as resp:
+                async with self.session.request(method, agent.url + path, data=data,
+                                                headers=JSON) as resp:
                     answer = orjson.loads(await resp.read())
                     agent.misses = 0
                     return resp.status, answer

@@ -31,6 +31,7 @@ from shoal.scheduler.framework import _make
 from shoal.scheduler.pods.agents import Agents
 from shoal.scheduler.pods.commit import MultiBind, Outcome, describe
 from shoal.scheduler.pods.decision import Decider
+from shoal.scheduler.pods.members import MemberPods
 from shoal.scheduler.pods.plugins import SortPlugin
 from shoal.scheduler.pods.queue import PodQueue
 from shoal.scheduler.pods.sampling import Sampler
@@ -52,10 +53,11 @@ class FleetPipeline(Controller):
         self.sampler = Sampler(self.agents, self.config)
         self.decider = Decider(self.config)
         self.binder = MultiBind(self.agents, self.config)
+        self.members = MemberPods(client, self.agents, self.config)
         self.writes = asyncio.Semaphore(self.config.status_writers)
         self.commits = asyncio.Semaphore(self.config.commits)
         self._pending: set[asyncio.Task[None]] = set()
-        self.placed: set[str] = set()  # uids bound whose Scheduled status is not seen yet
+        self.placed: dict[str, str] = {}  # uid → cluster, bound; Scheduled status not seen yet
         self.counts: dict[str, int] = defaultdict(int)
         self.pods: Informer[Pod] = Informer(client, Pod, on_add=self._pod_seen,
                                             on_update=lambda old, new: self._pod_seen(new),
@@ -66,15 +68,18 @@ class FleetPipeline(Controller):
             on_delete=self.agents.cluster_deleted)
 
     def mine(self, pod: Pod) -> bool:
-        if self.config.shards == 1:
-            return True
-        uid = (pod.metadata.uid or pod.metadata.name).encode()
-        return zlib.crc32(uid) % self.config.shards == self.config.shard
+        return self.mine_uid(pod.metadata.uid or pod.metadata.name)
+
+    def mine_uid(self, uid: str) -> bool:
+        return self.config.shards == 1 or (
+            zlib.crc32(uid.encode()) % self.config.shards == self.config.shard)
 
     async def start(self) -> None:
         await self.start_informers(self.clusters)
         await self.start_informers(self.pods)
         self.spawn(self.agents.probe())
+        self.spawn(self.members.sweep(lambda: {p.metadata.uid or "" for p in self.pods.items()},
+                                      self.mine_uid))
         for _ in range(self.config.samplers):
             self.spawn(self._sampler())
 
@@ -91,14 +96,22 @@ class FleetPipeline(Controller):
         uid = pod.metadata.uid or ""
         if uid in self.placed:  # bound here: never again, whatever a stale copy says
             if pod.status.phase is not PodPhase.Pending:
-                self.placed.discard(uid)
+                self.placed.pop(uid, None)
             return
         if pod.status.phase is PodPhase.Pending and pod.metadata.deleted is None and self.mine(pod):
-            self.queue.add(PodWork.of(pod))
+            work = PodWork.of(pod)
+            # there before this scheduler listed: an earlier one may have committed it
+            work.verify = not self.pods.synced.is_set()
+            self.queue.add(work)
 
     def _pod_deleted(self, pod: Pod) -> None:
-        self.placed.discard(pod.metadata.uid or "")
+        """Its member pod goes too: through its cluster's agent, or every agent's when the
+        cluster is not known (a commit may have been made before a restart)."""
+        uid = pod.metadata.uid or ""
+        cluster = self.placed.pop(uid, None) or pod.status.cluster
         self.queue.remove((pod.metadata.namespace or "default", pod.metadata.name))
+        if uid and self.mine(pod) and self.agents.by_cluster:
+            self._background(self.members.delete(uid, cluster))
 
     # the pipeline ----------------------------------------------------------------
 
@@ -133,6 +146,10 @@ class FleetPipeline(Controller):
                 self._wait_for_agents(work, waiting)
                 self.queue.done(work.key)
             return
+        unknown = [w for w in batch if w.verify]
+        if unknown:
+            silent = await self.members.adopt(unknown)
+            batch = [w for w in batch if not self._unconfirmed(w, silent)]
         groups: dict[tuple[str, ...], list[PodWork]] = defaultdict(list)
         for work in batch:
             if work.pinned is None:
@@ -143,6 +160,16 @@ class FleetPipeline(Controller):
         for work in batch:
             await self.commits.acquire()
             self._background(self._attempt(work))
+
+    def _unconfirmed(self, work: PodWork, silent: list[str]) -> bool:
+        """Still not known whether a cluster has it: not sampled now (not an attempt)."""
+        if not work.verify:
+            return False
+        work.rounds += 1
+        self._retry(work, f"waiting: the agents of {', '.join(silent)} did not say whether "
+                          "they already have the pod")
+        self.queue.done(work.key)
+        return True
 
     async def _attempt(self, work: PodWork) -> None:
         try:
@@ -163,7 +190,12 @@ class FleetPipeline(Controller):
 
     def _finish(self, work: PodWork, outcome: Outcome) -> None:
         if outcome.bound is not None:
-            self.placed.add(work.pod.metadata.uid or "")
+            uid = work.pod.metadata.uid or ""
+            now = self.pods.get(work.pod.metadata.name, work.pod.metadata.namespace)
+            if now is None or now.metadata.uid != uid:  # deleted while it was being committed
+                self._background(self.members.delete(uid, outcome.bound.cluster))
+                return
+            self.placed[uid] = outcome.bound.cluster
             self.counts["scheduled"] += 1
             self.spawn_write(work, PodPhase.Scheduled, f"bound to {outcome.bound.cluster}/"
                              f"{outcome.bound.node} at attempt {work.attempts}")

@@ -34,6 +34,7 @@ class PodWork:
     candidates: list[Candidate] = field(default_factory=list)
     pinned: Candidate | None = None  # a commit whose outcome is unknown: only it is retried
     bound: Candidate | None = None
+    verify: bool = False  # known before this scheduler started: an agent may already have it
 
     @classmethod
     def of(cls, pod: Pod) -> PodWork:

@@ -1,0 +1,117 @@
+"""The member pods the agents made for fleet pods: adopted after a restart, deleted with their pod.
+
+A scheduler killed between an agent's commit and the pod's status write
+leaves a member pod whose fleet pod still reads ``Pending``. So every pod a
+scheduler finds already there when it starts is looked up at every agent (by
+uid, one request per agent for a whole batch) before it is sampled: a pod
+some cluster has is pinned to its node, and the commit there answers "already
+there" (it is idempotent by uid). While an agent cannot answer, such a pod
+waits rather than risk a second placement.
+
+A deleted fleet pod's member pod is deleted through its cluster's agent (every
+agent when the cluster is not known); a sweep at start and every
+``SWEEP_EVERY`` seconds deletes the member pods of fleet pods deleted while no
+scheduler was watching.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from shoal.client.rest import NotFound, ShoalClient
+from shoal.model.pods import Pod
+from shoal.scheduler.config import FleetConfig
+from shoal.scheduler.pods.agents import AgentError, AgentRef, Agents
+from shoal.scheduler.pods.work import Candidate, PodWork
+
+log = logging.getLogger(__name__)
+Obj = dict[str, Any]
+LOOKUP = "/agent/pods/lookup"
+DELETE = "/agent/pods/delete"
+LIST = "/agent/pods"
+SWEEP_EVERY = 60.0
+DELETE_TRIES = 8
+
+
+class MemberPods:
+    def __init__(self, client: ShoalClient, agents: Agents, config: FleetConfig) -> None:
+        self.client = client
+        self.agents = agents
+        self.config = config
+
+    async def _ask(self, agent: AgentRef, path: str, body: Obj | None) -> Obj | None:
+        """The agent's answer, or None when it gave none (or not a 200)."""
+        if agent.marked is not None:
+            return None
+        try:
+            status, answer = await self.agents.post(agent, path, body, self.config.commit_timeout,
+                                                    "POST" if body is not None else "GET")
+        except AgentError:
+            return None
+        return answer if status == 200 and isinstance(answer, dict) else None
+
+    async def adopt(self, batch: list[PodWork]) -> list[str]:
+        """Pin each pod of ``batch`` some agent already has to its node; the clusters that did
+        not answer (their pods, unless found elsewhere, still need to be looked up)."""
+        uids = [w.pod.metadata.uid or "" for w in batch]
+        agents = list(self.agents.by_cluster.values())
+        answers = await asyncio.gather(*(self._ask(a, LOOKUP, {"uids": uids}) for a in agents))
+        by_uid = {w.pod.metadata.uid: w for w in batch}
+        silent: list[str] = []
+        for agent, answer in zip(agents, answers, strict=True):
+            if answer is None:
+                silent.append(agent.cluster)
+                continue
+            for uid, where in (answer.get("pods") or {}).items():
+                work = by_uid.get(uid)
+                if work is not None:
+                    work.pinned = Candidate(agent.cluster, where["node"], 0.0, {}, {})
+                    work.verify = False
+        for work in batch:
+            if not silent:
+                work.verify = False
+        return sorted(silent)
+
+    async def delete(self, uid: str, cluster: str | None) -> None:
+        """Delete ``uid``'s member pod, retrying with a back-off while its agent cannot answer."""
+        delay = 0.2
+        for _ in range(DELETE_TRIES):
+            agents = [a for a in self.agents.by_cluster.values()
+                      if cluster is None or a.cluster == cluster]
+            answers = await asyncio.gather(*(self._ask(a, DELETE, {"uids": [uid]})
+                                             for a in agents))
+            if agents and all(a is not None for a in answers):
+                return
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 5.0)
+        log.warning("member pod of fleet pod uid %s not deleted: its agent does not answer", uid)
+
+    async def sweep(self, known: Callable[[], set[str]], mine: Callable[[str], bool]) -> None:
+        """Delete member pods whose fleet pod is gone, at start and every ``SWEEP_EVERY`` s."""
+        while True:
+            try:
+                await self._sweep_once(known, mine)
+            except Exception:  # a background loop's top level: try again at the next sweep
+                log.exception("sweep of member pods failed")
+            await asyncio.sleep(SWEEP_EVERY)
+
+    async def _sweep_once(self, known: Callable[[], set[str]], mine: Callable[[str], bool]) -> None:
+        for agent in list(self.agents.by_cluster.values()):
+            answer = await self._ask(agent, LIST, None)
+            pods: Obj = (answer or {}).get("pods") or {}
+            uids = known()
+            for uid, where in pods.items():
+                if uid in uids or not mine(uid) or where.get("inFlight"):
+                    continue
+                try:  # the informer may lag: the API says whether the pod is really gone
+                    pod = await self.client.get(Pod, where["name"], where["namespace"])
+                    if pod.metadata.uid == uid:
+                        continue
+                except NotFound:
+                    pass
+                log.info("member pod %s/%s in %s has no fleet pod; deleting it",
+                         where["namespace"], where["name"], agent.cluster)
+                await self.delete(uid, agent.cluster)
