@@ -63,6 +63,12 @@ def _run(verb: str, entry: Entry | None) -> Any:
         if verb == "delete":
             assert name is not None
             delete_object(ctx, target, name, values["namespace"], out)
+        elif target.kind == "Event" and name is None:
+            from shoal.cli.events import list_events  # sorted, and --for KIND/NAME
+
+            list_events(ctx, target, output=out, **values)
+        elif values.pop("involved", None):
+            raise click.UsageError("--for lists events: shoal get events --for KIND/NAME")
         elif name is None:
             list_objects(ctx, target, output=out, **values)
         else:
@@ -82,6 +88,9 @@ def read_command(verb: str, entry: Entry | None, help: str) -> click.Command:
     params.append(namespace_option(hidden))
     if verb == "list" or (verb == "get" and entry is None):
         params.extend(_list_options(hidden))
+    if entry is None and verb != "delete":
+        help = "Events only: those of one object, KIND/NAME (app/web, cluster/c1)."
+        params.append(click.Option(["--for", "involved"], metavar="KIND/NAME", help=help))
     params.append(output_option())
     return click.Command(verb, callback=_run(verb, entry), params=params, help=help)
 

@@ -16,8 +16,10 @@ from shoal.client.informer import Informer
 from shoal.client.rest import ApiError, Conflict, NotFound, ShoalClient, Unreachable
 from shoal.controllers.base import Controller
 from shoal.controllers.queue import WorkQueue
+from shoal.events.expiry import run_expiry
 from shoal.model import registry
 from shoal.model.base import Kind, ResourceRef
+from shoal.model.events import Event
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +40,8 @@ def _owner(ref: ResourceRef) -> Ref:
 class GarbageCollector(Controller):
     def __init__(self, client: ShoalClient, kinds: tuple[type[Kind], ...] | None = None) -> None:
         self.client = client
-        self.kinds = kinds or registry.KINDS
+        # Events have no dependents and come in bursts: their expiry sweep handles them.
+        self.kinds = kinds or tuple(k for k in registry.KINDS if k is not Event)
         self.queue: WorkQueue[Ref] = WorkQueue()
         self.objects: dict[Ref, Kind] = {}
         self.dependents: dict[Ref, set[Ref]] = defaultdict(set)
@@ -50,6 +53,7 @@ class GarbageCollector(Controller):
 
     async def start(self) -> None:
         await self.start_informers(*self.informers)
+        self.spawn(run_expiry(self.client))  # events an hour after their last occurrence
         for _ in range(4):
             self.spawn(self.work(self.queue, self.sync, self._retry))
 

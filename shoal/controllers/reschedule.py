@@ -25,19 +25,22 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from shoal.client.informer import Informer
-from shoal.client.rest import ApiError, Conflict, NotFound, ShoalClient
+from shoal.client.rest import ApiError, Conflict, NotFound, ShoalClient, item_path
 from shoal.controllers.base import Controller
 from shoal.controllers.queue import WorkQueue
+from shoal.events import Recorder, reasons
 from shoal.model.base import utcnow
 from shoal.model.constraints import LabelSelector
 from shoal.model.kubernetes import Application, ApplicationState
 from shoal.model.scheduling import (
     DEFAULT_NAMESPACE,
     RescheduleTask,
+    RescheduleTaskStatus,
     TargetReason,
     TargetResult,
     TargetStatus,
@@ -48,6 +51,9 @@ from shoal.scheduler.application import INACTIVE_STATES, AppKey
 log = logging.getLogger(__name__)
 
 _STAMP_BATCH = 1000
+_COUNTS_EVERY = 0.5  # seconds between progress writes (counts only: a few bytes)
+_TARGETS_EVERY = 10.0  # seconds between progress writes that carry every target
+_COUNTS = ("total", "successful", "failed", "pending")
 
 
 def _parse(text: Any) -> datetime | None:
@@ -75,6 +81,24 @@ class Verdict:
 
     WAIT = "wait"
     STAMP = "stamp"
+
+
+@dataclass(eq=False)
+class Progress:
+    """What the controller knows of one running task beyond its stored status.
+
+    Only targets whose application changed (``dirty``) are judged again, and
+    results live here until a write carries them: judging and copying every
+    target on each event, and writing every target each second, cost more than
+    the placements of a 10,000-target task.
+    """
+
+    uid: str
+    found: dict[AppKey, TargetStatus] = field(default_factory=dict)  # judged copies
+    dirty: set[AppKey] = field(default_factory=set)  # targets whose application changed
+    next_full: float = 0.0  # monotonic time of the next pass over every pending target
+    counted: float = 0.0  # monotonic time of the last progress write
+    stored: float = field(default_factory=time.monotonic)  # ... of the last with every target
 
 
 class RescheduleTaskController(Controller):
@@ -106,7 +130,8 @@ class RescheduleTaskController(Controller):
         # task uid → targets whose stamp was sent and not yet seen in the cache
         self.sent: dict[str, set[AppKey]] = defaultdict(set)
         self.stamps = 0  # stamps sent (tests, metrics)
-        self._written: dict[str, float] = {}  # task → monotonic time of its last status write
+        self.progress: dict[str, Progress] = {}  # task name → its running state
+        self.events = Recorder(client, "reschedule-controller")
 
     # lifecycle -------------------------------------------------------------------
 
@@ -119,17 +144,21 @@ class RescheduleTaskController(Controller):
     async def stop(self) -> None:
         self.queue.close()
         await super().stop()
+        await self.events.close()
 
     # events ----------------------------------------------------------------------
 
     def _app_event(self, app: Application, old: Application | None = None) -> None:
         key = (app.metadata.namespace or "", app.metadata.name)
         for name in self.watchers.get(key, ()):
+            progress = self.progress.get(name)
+            if progress is not None:
+                progress.dirty.add(key)
             self.queue.add_after(name, self.debounce)
 
     def _task_deleted(self, task: RescheduleTask) -> None:
         self._unwatch(task.metadata.name)
-        self._written.pop(task.metadata.name, None)
+        self.progress.pop(task.metadata.name, None)
         self.sent.pop(task.metadata.uid or "", None)
 
     def _unwatch(self, name: str, keep: Iterable[AppKey] = ()) -> None:
@@ -157,6 +186,7 @@ class RescheduleTaskController(Controller):
         if status.phase is TaskPhase.Finished:
             self._unwatch(name)
             self.sent.pop(task.metadata.uid or "", None)
+            self.progress.pop(name, None)
             await self._expire(task)
             return
         if not status.targets or status.trigger_time is None:
@@ -174,7 +204,7 @@ class RescheduleTaskController(Controller):
         if not update.status.targets:
             update.status.phase = TaskPhase.Finished
             update.status.finish_time = utcnow()
-        await self.client.update_status(update)
+        await self._write(task, update.status, None)
 
     def select(self, task: RescheduleTask) -> list[TargetStatus]:
         spec = task.spec
@@ -207,47 +237,113 @@ class RescheduleTaskController(Controller):
         name = task.metadata.name
         trigger = task.status.trigger_time
         assert trigger is not None
-        update = _working_copy(task)
-        sent = self.sent[task.metadata.uid or ""]
-        changed = False
+        uid = task.metadata.uid or ""
+        progress = self.progress.get(name)
+        if progress is None or progress.uid != uid:
+            progress = self.progress[name] = Progress(uid)
+        full = time.monotonic() >= progress.next_full
+        dirty, progress.dirty = progress.dirty, set()
+        sent = self.sent[uid]
         stamp: list[TargetStatus] = []
         pending: list[AppKey] = []
-        for target in update.status.targets:
+        settled: list[AppKey] = []
+        targets: list[TargetStatus] = []
+        for target in task.status.targets:
             if target.result is not None:
+                targets.append(target)
                 continue
             key = (target.namespace, target.name)
-            verdict = self.judge(target, trigger)
+            known = progress.found.get(key)
+            if known is not None and known.result is not None:
+                targets.append(known)
+                continue
+            if not (full or key in dirty):
+                targets.append(known or target)
+                continue
+            judged = progress.found[key] = target.model_copy()
+            targets.append(judged)
+            verdict = self.judge(judged, trigger)
             if verdict == Verdict.STAMP:
                 if key not in sent:
-                    stamp.append(target)
+                    stamp.append(judged)
                 pending.append(key)
             elif verdict == Verdict.WAIT:
                 sent.discard(key)
                 pending.append(key)
             else:
                 sent.discard(key)
-                changed = True
-        for key in pending:
-            self.watchers[key].add(name)
-        self._unwatch(name, keep=pending)
+                settled.append(key)
+        if full:
+            for key in pending:
+                self.watchers[key].add(name)
+            self._unwatch(name, keep=pending)
+            progress.next_full = time.monotonic() + self.resync
+        else:
+            for key in settled:
+                self._unwatch_one(key, name)
         if stamp:
-            changed |= await self._stamp(stamp, trigger, sent, _acting_for(task))
-        if changed:
-            _count(update)
-            if update.status.pending == 0:
-                update.status.phase = TaskPhase.Finished
-                update.status.finish_time = utcnow()
-            else:
-                # Progress of a large task is written at most every ~total/10000 s: each
-                # write carries every target (results are recomputed from the cache).
-                wait = self._written.get(name, 0.0) + len(update.status.targets) / 10_000
-                if wait > time.monotonic():
-                    self.queue.add_after(name, wait - time.monotonic())
-                    return
-            self._written[name] = time.monotonic()
-            await self.client.update_status(update)
-        elif pending:
-            self.queue.add_after(name, self.resync)  # cheap re-check of the cache
+            try:
+                await self._stamp(stamp, trigger, sent, _acting_for(task))
+            except Exception:
+                progress.next_full = 0.0  # judge (and stamp) every pending target again
+                raise
+            reasons.reschedule_requested(self.events, task, stamp, sent, self.apps.get)
+        await self._report(task, progress, targets)
+
+    async def _report(
+        self, task: RescheduleTask, progress: Progress, targets: list[TargetStatus]
+    ) -> None:
+        """Write progress when the counts moved: counts often, every target now and then.
+
+        Results not yet written are kept in ``progress`` (and can be judged again
+        from the cache after a restart), so a progress write needs only counts.
+        """
+        name = task.metadata.name
+        status = task.status.model_copy()
+        status.targets = targets
+        _count_status(status)
+        counts = {key: getattr(status, key) for key in _COUNTS}
+        if counts == {key: getattr(task.status, key) for key in _COUNTS}:
+            if status.pending:
+                self.queue.add_after(name, self.resync)  # cheap re-check of the cache
+            return
+        now = time.monotonic()
+        if status.pending == 0:
+            status.phase = TaskPhase.Finished
+            status.finish_time = utcnow()
+            await self._write(task, status, None)
+        elif now - progress.stored >= _TARGETS_EVERY:
+            await self._write(task, status, None)
+            progress.stored = now
+        elif now - progress.counted >= _COUNTS_EVERY:
+            await self._write(task, status, set(_COUNTS))
+        else:
+            self.queue.add_after(name, progress.counted + _COUNTS_EVERY - now)
+            return
+        progress.counted = now
+
+    async def _write(
+        self, task: RescheduleTask, status: RescheduleTaskStatus, fields: set[str] | None
+    ) -> None:
+        """Patch the task's status (``fields`` only, or all) under compare-and-swap.
+
+        The answer, a task with every target, is not decoded: the informer brings it.
+        """
+        await self.client.request(
+            "PATCH",
+            item_path(RescheduleTask, task.metadata.name) + "/status",
+            body={
+                "metadata": {"resource_version": task.metadata.resource_version},
+                "status": status.model_dump(mode="json", include=fields),
+            },
+        )
+
+    def _unwatch_one(self, key: AppKey, name: str) -> None:
+        names = self.watchers.get(key)
+        if names is not None:
+            names.discard(name)
+            if not names:
+                del self.watchers[key]
 
     def judge(self, target: TargetStatus, trigger: datetime) -> str | None:
         """Set the target's result when it has one; else what it waits for."""
@@ -375,22 +471,11 @@ def _app_key(app: Application) -> AppKey:
 
 
 def _count(task: RescheduleTask) -> None:
-    status = task.status
+    _count_status(task.status)
+
+
+def _count_status(status: RescheduleTaskStatus) -> None:
     status.total = len(status.targets)
     status.successful = sum(t.result is TargetResult.Successful for t in status.targets)
     status.failed = sum(t.result is TargetResult.Failed for t in status.targets)
     status.pending = status.total - status.successful - status.failed
-
-
-def _working_copy(task: RescheduleTask) -> RescheduleTask:
-    """A copy to judge targets on without touching the informer's cached object.
-
-    Targets are flat records: those with a result are final and shared, the
-    pending ones are copied shallowly. A deep copy of a 10,000-target task was
-    over half of the controller's time.
-    """
-    status = task.status.model_copy()
-    status.targets = [t if t.result is not None else t.model_copy() for t in status.targets]
-    copy = task.model_copy()
-    copy.status = status
-    return copy

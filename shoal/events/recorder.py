@@ -51,6 +51,15 @@ def event_name(obj: Kind, reason: str, key: str, component: str) -> str:
     return f"{meta.name[:46].rstrip('-_')}-{digest}"
 
 
+KIND_LABEL = "involved.shoal/kind"
+NAME_LABEL = "involved.shoal/name"
+
+
+def labels_of(obj: Kind) -> dict[str, str]:
+    """Labels naming the involved object: a label selector finds an object's events."""
+    return {KIND_LABEL: obj.kind, NAME_LABEL: obj.metadata.name}
+
+
 def involved(obj: Kind) -> dict[str, Any]:
     meta = obj.metadata
     return {
@@ -128,7 +137,7 @@ class Recorder:
             body = {
                 "api": "core",
                 "kind": "Event",
-                "metadata": {"name": name, "namespace": namespace},
+                "metadata": {"name": name, "namespace": namespace, "labels": labels_of(obj)},
                 "involved_object": involved(obj),
                 "reason": reason,
                 "message": message[:4096],

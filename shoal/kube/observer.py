@@ -22,6 +22,7 @@ from typing import Any
 from shoal.client.informer import Informer, cache_key
 from shoal.client.rest import ApiError, Conflict, ShoalClient, Unreachable
 from shoal.controllers.base import Controller
+from shoal.events import Recorder, reasons
 from shoal.kube.client import ClusterKey, KubeApiError, KubeClients, KubeCluster, KubeUnreachable
 from shoal.kube.reflector import Reflector
 from shoal.model.base import Reason, ReasonCode
@@ -168,6 +169,7 @@ class ClusterObserver(Controller):
             client, Cluster, on_change=self._changed, on_delete=self._removed
         )
         self._watched: dict[ClusterKey, Watched] = {}
+        self.events = Recorder(client, "cluster-observer")
         super().__init__()
         self._written: dict[ClusterKey, Cluster] = {}
         self.passes = 0  # status derivations (tests, metrics)
@@ -187,6 +189,7 @@ class ClusterObserver(Controller):
                 await task
         await super().stop()
         await self.kube.close()
+        await self.events.close()
 
     def watched(self, namespace: str | None, name: str) -> Watched | None:
         return self._watched.get((namespace, name))
@@ -194,6 +197,7 @@ class ClusterObserver(Controller):
     # cluster events ------------------------------------------------------------------
 
     def _changed(self, cluster: Cluster, old: Cluster | None = None) -> None:
+        reasons.cluster_state(self.events, cluster, old)  # whoever changed it
         key = cache_key(cluster)
         observable = cluster.spec.kubeconfig is not None and cluster.metadata.deleted is None
         if not observable:

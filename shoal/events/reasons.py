@@ -1,0 +1,186 @@
+"""What each component says, and with which numbers: one function per kind of event.
+
+Components call these from their hot paths with what they already hold (the
+decision, the outcome, the failure); each builds a message that answers "why"
+with figures (scores, clusters available, retry k of n, pods ready) and emits
+it through the component's Recorder, which never waits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Container, Iterable
+from typing import Any, Protocol
+
+from shoal.events.recorder import Recorder
+from shoal.model.base import Kind, Reason, ResourceRef
+from shoal.model.events import EventType
+from shoal.model.kubernetes import Application, ApplicationState, Cluster, ContainerHealth
+
+
+class _Decision(Protocol):
+    """What the scheduler's Decision offers (kept structural: no scheduler import here)."""
+
+    total: int
+    available: int
+    score: float | None
+    ranking: list[dict[str, Any]]
+
+    @property
+    def summary(self) -> str: ...
+
+
+def _score_of(decision: _Decision, cluster: str) -> dict[str, Any] | None:
+    return next((e for e in decision.ranking if e.get("cluster") == cluster), None)
+
+
+def _score(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+# scheduler ------------------------------------------------------------------------------
+
+
+def placed(
+    events: Recorder,
+    app: Application,
+    decision: _Decision,
+    chosen: str,
+    *,
+    current: ResourceRef | None,
+    current_state: str | None,
+    forced: bool,
+) -> bool:
+    """``Scheduled`` to a cluster, or ``Migrated`` from the current one; True on a migration.
+
+    ``current_state`` is the current cluster's state as the scheduler sees it
+    (None when it is gone).
+    """
+    fit = f"{decision.available}/{decision.total} clusters available"
+    head = f"score {_score(decision.score)}, {fit}"
+    if current is None or current.name == chosen:
+        events.emit(app, "Scheduled", f"Scheduled to {chosen} ({head})", key=f"to {chosen}")
+        return False
+    entry = _score_of(decision, current.name)
+    if entry is not None:
+        sticky = entry.get("stickiness")
+        term = f", stickiness {sticky['weight']:g}" if sticky else ""
+        before = f"score {_score(entry.get('score'))}{term}"
+    elif current_state is None:
+        before = "cluster gone"
+    elif current_state != "ONLINE":
+        before = f"cluster {current_state}"
+    else:
+        before = "no longer fits"
+    why = ", on request" if forced else ""
+    message = f"Migrated from {current.name} ({before}) to {chosen} ({head}){why}"
+    events.emit(app, "Migrated", message, key=f"{current.name} to {chosen}")
+    return True
+
+
+def unschedulable(
+    events: Recorder, app: Application, attempt: int, limit: int, delay: float, summary: str
+) -> None:
+    """No cluster fits yet: which retry this is (of ``limit``; -1: no limit), when, and why."""
+    of = f"/{limit}" if limit >= 0 else ""
+    message = f"No cluster fits, retry {attempt}{of} in {delay:g} s: {summary}"
+    events.emit(app, "Unschedulable", message, type="Warning", key="retry")
+
+
+def failed(events: Recorder, app: Application, attempts: int, summary: str) -> None:
+    message = f"No cluster available after {attempts} attempts: {summary}"
+    events.emit(app, "Failed", message, type="Warning")
+
+
+def provider_health(events: Recorder, provider: Kind, before: Reason | None, now: Any) -> None:
+    """A metrics provider started failing (``ProviderFailed``) or answers again."""
+    reason: Reason | None = now.reason
+    if reason is not None and (before is None or before.code != reason.code):
+        message = f"{reason.code.name}: {reason.message} ({now.errors} failed fetches)"
+        events.emit(provider, "ProviderFailed", message, type="Warning", key=reason.code.name)
+    elif reason is None and before is not None:
+        latency = now.fetch_latency_seconds
+        took = f" in {latency * 1000:.0f} ms" if latency is not None else ""
+        events.emit(provider, "ProviderRecovered", f"Metrics fetched again{took}")
+
+
+# kube controller ------------------------------------------------------------------------
+
+
+def deployed(events: Recorder, app: Application, cluster: str, health: ContainerHealth) -> None:
+    """Emitted when an application becomes RUNNING where it is bound (not on every resync)."""
+    status = app.status
+    state = getattr(status, "deploy_state", None) or status.state
+    if state is ApplicationState.RUNNING and (
+        status.running_on is not None and status.running_on.name == cluster
+    ):
+        return
+    pods = f"{health.running_pods}/{health.desired_pods} pods ready"
+    objects = len(app.spec.manifest)
+    message = f"Deployed on {cluster}: {pods}, {objects} objects applied"
+    events.emit(app, "Deployed", message, key=cluster)
+
+
+def deploy_failed(
+    events: Recorder, app: Application, code: str, message: str, attempt: int, limit: int
+) -> None:
+    of = f"/{limit + 1}" if limit >= 0 else ""
+    text = f"{code} (attempt {attempt}{of}): {message}"
+    events.emit(app, "DeployFailed", text[:1000], type="Warning", key=code)
+
+
+def deleted(events: Recorder, app: Application, clusters: int) -> None:
+    events.emit(app, "Deleted", f"Removed from {clusters} cluster(s)")
+
+
+# cluster observer -----------------------------------------------------------------------
+
+
+def cluster_state(events: Recorder, cluster: Cluster, old: Cluster | None) -> None:
+    """A cluster's state changed (whoever wrote it): ``Online``, ``Offline``, ``NotReady``…"""
+    if old is None or old.status.state == cluster.status.state:
+        return
+    state = cluster.status.state.value
+    reason = "".join(part.capitalize() for part in state.split("_"))
+    message = f"{old.status.state.value} → {state}"
+    summary = next((n for n in cluster.status.node_summary if n.get("summary")), None)
+    if summary is not None:
+        message += f", {summary.get('ready')}/{summary.get('count')} nodes ready"
+    if cluster.status.reason is not None and cluster.status.reason.message:
+        message += f": {cluster.status.reason.message}"
+    elif cluster.status.metrics_reasons:
+        message += f": failing metrics {', '.join(sorted(cluster.status.metrics_reasons))}"
+    kind: EventType = "Normal" if state == "ONLINE" else "Warning"
+    events.emit(cluster, reason, message[:1000], type=kind, key=state)
+
+
+# reschedule task controller -------------------------------------------------------------
+
+
+class _Target(Protocol):
+    namespace: str
+    name: str
+
+
+def reschedule_requested(
+    events: Recorder,
+    task: Kind,
+    targets: Iterable[_Target],
+    sent: Container[tuple[str, str]],
+    lookup: Callable[[str, str], Application | None],
+) -> None:
+    """Each application a task stamped learns which task asked; the task, how many it asked."""
+    requester = getattr(getattr(task, "spec", None), "requested_by", None)
+    by = f" (for {requester.user})" if requester is not None else ""
+    name = task.metadata.name
+    count = total = 0
+    for target in targets:
+        total += 1
+        app = lookup(target.name, target.namespace)
+        if app is None or (target.namespace, target.name) not in sent:
+            continue
+        count += 1
+        where = app.status.scheduled_to.name if app.status.scheduled_to else "nowhere"
+        message = f"Reschedule requested by RescheduleTask {name}{by}, now on {where}"
+        events.emit(app, "RescheduleRequested", message, key=name)
+    if count:
+        events.emit(task, "RescheduleRequested", f"Requested for {count} of {total} targets")

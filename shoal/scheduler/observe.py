@@ -1,0 +1,81 @@
+"""What a scheduling pass reports: its events and its Prometheus metrics.
+
+The placement code calls one function per outcome with what it holds; the
+numbers (scores, clusters available, retry k of n, how long since the spec
+changed) are gathered here, so the hot path carries one line per report.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from shoal.controllers import prometheus as stats
+from shoal.events import reasons
+from shoal.model.base import utcnow
+from shoal.model.kubernetes import Application
+from shoal.scheduler.framework import Decision
+
+if TYPE_CHECKING:
+    from shoal.scheduler.application import ApplicationHandler
+    from shoal.scheduler.scheduler import Scheduler
+
+
+def bound(handler: ApplicationHandler, app: Application, decision: Decision, forced: bool) -> None:
+    """``app`` (as it was before the pass) was just bound to ``decision.chosen``."""
+    assert decision.chosen is not None
+    current = app.status.scheduled_to
+    backend = handler.fleet.get(current.namespace, "Cluster", current.name) if current else None
+    state = None if backend is None else ("ONLINE" if backend.schedulable else backend.state)
+    moved = reasons.placed(
+        handler.events,
+        app,
+        decision,
+        decision.chosen.name,
+        current=current,
+        current_state=state,
+        forced=forced,
+    )
+    if moved:
+        cause = "forced" if forced else ("score" if state == "ONLINE" else "cluster")
+        stats.MIGRATIONS.labels(cause).inc()
+    if handler.spec_updated(app) and app.metadata.modified is not None:
+        stats.E2E_SECONDS.observe((utcnow() - app.metadata.modified).total_seconds())
+
+
+def unschedulable(
+    handler: ApplicationHandler,
+    app: Application,
+    attempt: int,
+    limit: int,
+    delay: float,
+    summary: str,
+) -> None:
+    """Attempt ``attempt`` of ``limit`` (-1: no limit) found no cluster; next in ``delay`` s."""
+    reasons.unschedulable(handler.events, app, attempt, limit, delay, summary)
+
+
+def failed(handler: ApplicationHandler, app: Application, attempts: int, summary: str) -> None:
+    reasons.failed(handler.events, app, attempts, summary)
+
+
+def watch_state(scheduler: Scheduler) -> None:
+    """Queue sizes and applications per cluster and state, read at each scrape."""
+
+    def queues() -> dict[str, int]:
+        deadline = scheduler.queue.deadline
+        backoff = sum(1 for key in list(scheduler.waiting) if deadline(key) is not None)
+        return {
+            "ready": len(scheduler.queue),
+            "backoff": backoff,
+            "unschedulable": len(scheduler.waiting) - backoff,
+        }
+
+    def placements() -> list[tuple[str, str, str]]:
+        rows = []
+        for app in scheduler.app_informer.items():
+            target: Any = app.status.scheduled_to
+            cluster = target.name if target is not None else ""
+            rows.append((app.metadata.namespace or "", cluster, app.status.state.value))
+        return rows
+
+    stats.STATE.watch(scheduler, queues, placements)
