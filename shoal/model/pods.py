@@ -139,3 +139,18 @@ class Pod(Kind):
     plural = "pods"
     namespaced = True
     subresources = ("status",)
+
+
+class PodStatusItem(Model):
+    """One pod's new status in a batch; ``uid`` guards against a pod re-created meanwhile."""
+
+    namespace: str = Field(min_length=1, max_length=63)
+    name: str = Field(min_length=1, max_length=253)
+    uid: str = Field(min_length=1)
+    status: PodStatus
+
+
+class PodStatusBatch(Model):
+    """Body of ``POST /scheduling/podstatuses``: many pods' status writes, one round trip."""
+
+    items: list[PodStatusItem] = Field(max_length=1000)

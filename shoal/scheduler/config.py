@@ -59,7 +59,7 @@ class FleetConfig(BaseModel):
     batch: int = Field(default=64, ge=1, le=1000, description="Pods per sampling request")
     commit_timeout: float = Field(default=5.0, gt=0, description="Seconds a commit may take")
     commits: int = Field(default=512, ge=1, description="Commits in flight")
-    status_writers: int = Field(default=64, ge=1, description="Status writes in flight")
+    status_writers: int = Field(default=4, ge=1, description="Status batches in flight")
     strategy: str = Field(default="random", description="Agents' sampling strategy")
     shard: int = Field(default=0, ge=0, description="This scheduler's share of the pods")
     shards: int = Field(default=1, ge=1, description="Schedulers sharing the pods")

@@ -131,12 +131,12 @@ class Guard:
         await _answer(scope, receive, send, 403, detail)
 
     async def _batch(
-        self, scope: Scope, receive: Receive, send: Send, user: User, batch: tuple[str, str]
+        self, scope: Scope, receive: Receive, send: Send, user: User, batch: tuple[str, str, str]
     ) -> None:
         """A batch of subresource updates, authorised item by item (403 results for the rest)."""
-        field, resource = batch
-        grant = self.authz.grant(user, "kubernetes", resource, "update")
-        what = Target("kubernetes", resource, "update", None, None, False)
+        field, api, resource = batch
+        grant = self.authz.grant(user, api, resource, "update")
+        what = Target(api, resource, "update", None, None, False)
         scope["shoal.target"] = what
         if grant.everywhere:
             await self.app(scope, receive, send)
@@ -144,7 +144,7 @@ class Guard:
         body = await bodies.read_body(receive)
 
         def forbidden(namespace: str) -> str:
-            return f"user {user.name!r} may not update kubernetes/{resource} in {namespace!r}"
+            return f"user {user.name!r} may not update {api}/{resource} in {namespace!r}"
 
         split = bodies.split_batch(body, field, grant, forbidden)
         if split is None:

@@ -16,10 +16,11 @@ PUBLIC = frozenset({"/healthz", "/readyz", "/ui"})
 PUBLIC_PREFIX = "/ui/"  # the dashboard's static files; each API call it makes needs a token
 ANY_USER = frozenset({"/metrics", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
 
-# Batch routes: each item is the subresource update of one application in its namespace.
+# Batch routes: each item is the subresource update of one object in its namespace.
 BATCHES = {
-    "/scheduling/bindings": ("bindings", "applications/binding"),
-    "/scheduling/reschedules": ("items", "applications/reschedule"),
+    "/scheduling/bindings": ("bindings", "kubernetes", "applications/binding"),
+    "/scheduling/reschedules": ("items", "kubernetes", "applications/reschedule"),
+    "/scheduling/podstatuses": ("items", "scheduling", "pods/status"),
 }
 
 _METHOD_VERBS = {"POST": "create", "PUT": "update", "PATCH": "update", "DELETE": "delete"}

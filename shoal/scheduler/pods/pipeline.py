@@ -22,10 +22,10 @@ from collections.abc import Coroutine
 from typing import Any
 
 from shoal.client.informer import Informer
-from shoal.client.rest import ApiError, Conflict, NotFound, ShoalClient
+from shoal.client.rest import ShoalClient
 from shoal.controllers.base import Controller
 from shoal.model.kubernetes import Cluster
-from shoal.model.pods import Pod, PodPhase, PodTimings
+from shoal.model.pods import Pod, PodPhase
 from shoal.scheduler.config import FleetConfig
 from shoal.scheduler.framework import _make
 from shoal.scheduler.pods.agents import Agents
@@ -35,6 +35,7 @@ from shoal.scheduler.pods.members import MemberPods
 from shoal.scheduler.pods.plugins import SortPlugin
 from shoal.scheduler.pods.queue import PodQueue
 from shoal.scheduler.pods.sampling import Sampler
+from shoal.scheduler.pods.status import StatusWriter
 from shoal.scheduler.pods.work import PodWork
 
 log = logging.getLogger(__name__)
@@ -54,7 +55,7 @@ class FleetPipeline(Controller):
         self.decider = Decider(self.config)
         self.binder = MultiBind(self.agents, self.config)
         self.members = MemberPods(client, self.agents, self.config)
-        self.writes = asyncio.Semaphore(self.config.status_writers)
+        self.status = StatusWriter(client, self.config.status_writers)
         self.commits = asyncio.Semaphore(self.config.commits)
         self._pending: set[asyncio.Task[None]] = set()
         self.placed: dict[str, str] = {}  # uid → cluster, bound; Scheduled status not seen yet
@@ -78,6 +79,7 @@ class FleetPipeline(Controller):
         await self.start_informers(self.clusters)
         await self.start_informers(self.pods)
         self.spawn(self.agents.probe())
+        self.spawn(self.status.run())
         self.spawn(self.members.sweep(lambda: {p.metadata.uid or "" for p in self.pods.items()},
                                       self.mine_uid))
         for _ in range(self.config.samplers):
@@ -228,35 +230,15 @@ class FleetPipeline(Controller):
     # status ----------------------------------------------------------------------
 
     def spawn_write(self, work: PodWork, phase: PodPhase, reason: str) -> None:
-        self._background(self._write(work, phase, reason))
-
-    async def _write(self, work: PodWork, phase: PodPhase, reason: str) -> None:
-        """Write the outcome; a stale copy is read again (the status is the scheduler's alone)."""
-        pod = work.pod.model_copy(deep=True)
-        status = pod.status
-        status.phase = phase
-        status.attempts = work.attempts
-        status.reason = reason
-        status.explanation = {k: v for k, v in work.explanation.items() if k != "retry"}
-        status.timings = PodTimings(**work.timings)
+        """Hand the outcome to the status writer (batched; the status is the scheduler's alone)."""
+        status: dict[str, Any] = {
+            "phase": phase.value, "attempts": work.attempts, "reason": reason,
+            "explanation": {k: v for k, v in work.explanation.items() if k != "retry"},
+            "timings": work.timings}
         if phase is PodPhase.Scheduled and work.bound is not None:
-            status.cluster, status.node = work.bound.cluster, work.bound.node
-        delay = 0.2
-        async with self.writes:
-            while True:
-                try:
-                    await self.client.update_status(pod)
-                    return
-                except Conflict:
-                    fresh = await self.client.get(Pod, pod.metadata.name, pod.metadata.namespace)
-                    fresh.status = status
-                    pod = fresh
-                except NotFound:
-                    return  # deleted meanwhile: nobody waits for its status
-                except (ApiError, OSError) as error:  # the API is away: keep the outcome
-                    log.warning("status of pod %s/%s: %s; retrying", *work.key, error)
-                    await asyncio.sleep(delay)
-                    delay = min(delay * 2, 5.0)
+            status["cluster"], status["node"] = work.bound.cluster, work.bound.node
+        meta = work.pod.metadata
+        self.status.put(meta.namespace or "default", meta.name, meta.uid or "", status)
 
     def stats(self) -> dict[str, Any]:
         return {**self.counts, "queued": len(self.queue), "commits": self.binder.commits,

@@ -35,6 +35,7 @@ class PodWork:
     pinned: Candidate | None = None  # a commit whose outcome is unknown: only it is retried
     bound: Candidate | None = None
     verify: bool = False  # known before this scheduler started: an agent may already have it
+    _body: tuple[Pod, Obj, Obj] | None = field(default=None, repr=False)
 
     @classmethod
     def of(cls, pod: Pod) -> PodWork:
@@ -46,20 +47,27 @@ class PodWork:
         return (self.pod.metadata.namespace or "default", self.pod.metadata.name)
 
     def body(self) -> Obj:
-        """The pod as the agents read it (and the member cluster gets it)."""
-        meta = self.pod.metadata
-        return {"metadata": {"name": meta.name, "namespace": meta.namespace or "default",
-                             "uid": meta.uid or "", "labels": dict(meta.labels)},
-                "spec": self.pod.spec.kubernetes()}
+        """The pod as the agents read it (and the member cluster gets it); made once per object
+        (each round sends it again)."""
+        if self._body is None or self._body[0] is not self.pod:
+            meta = self.pod.metadata
+            made = {"metadata": {"name": meta.name, "namespace": meta.namespace or "default",
+                                 "uid": meta.uid or "", "labels": dict(meta.labels)},
+                    "spec": self.pod.spec.kubernetes()}
+            self._body = (self.pod, made, self._with_geo(made))
+        return self._body[1]
 
     def sample_body(self) -> Obj:
         """As ``body``, with the geo target in the labels the agent's geo plugin reads."""
-        body = self.body()
+        self.body()
+        assert self._body is not None
+        return self._body[2]
+
+    def _with_geo(self, body: Obj) -> Obj:
         geo = self.pod.spec.placement.geo
-        if geo is not None:
-            body["metadata"]["labels"] = {
-                **body["metadata"]["labels"],
-                "shoal.dev/target-lat-long": f"{geo.latitude}_{geo.longitude}",
-                "shoal.dev/max-distance-km": f"{geo.max_distance_km:g}",
-            }
-        return body
+        if geo is None:
+            return body
+        labels = {**body["metadata"]["labels"],
+                  "shoal.dev/target-lat-long": f"{geo.latitude}_{geo.longitude}",
+                  "shoal.dev/max-distance-km": f"{geo.max_distance_km:g}"}
+        return {**body, "metadata": {**body["metadata"], "labels": labels}}

@@ -1,0 +1,50 @@
+"""Fleet pods' status writes in batches: ``POST /scheduling/podstatuses``.
+
+The fleet scheduler writes a status for every pod it places; one request and
+one store commit for a batch of them costs the API a fraction of a request
+per pod. Each item replaces the pod's status under compare-and-swap, and only
+on the pod of that uid (a pod deleted and made again under its name answers
+404, as a deleted one does).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from fastapi import APIRouter
+
+from shoal.api.batch import add_batch_route, each_item
+from shoal.api.errors import ProblemError
+from shoal.api.resources import Resources
+from shoal.model.pods import Pod, PodStatusBatch, PodStatusItem
+
+
+def build_router(resources: Resources) -> APIRouter:
+    router = APIRouter()
+
+    async def write_many(body: PodStatusBatch) -> list[dict[str, Any]]:
+        async def one(item: PodStatusItem) -> bytes:
+            status = orjson.loads(item.status.model_dump_json())
+
+            def change(data: dict[str, Any]) -> bool:
+                if data["metadata"].get("uid") != item.uid:
+                    raise ProblemError(404, f"Pod {item.name!r} of uid {item.uid} not found")
+                data["status"] = status
+                return True
+
+            return await resources.swap_json(Pod, item.name, item.namespace, None, change)
+
+        return await each_item(resources.store, body.items, one)
+
+    add_batch_route(
+        router,
+        "/scheduling/podstatuses",
+        PodStatusBatch,
+        write_many,
+        name="update_pods_status_many",
+        summary="Write the status of many fleet pods in one request",
+        item="the pod's `status` and `uid`",
+        problems="404 when the pod of that uid is gone",
+    )
+    return router
