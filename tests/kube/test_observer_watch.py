@@ -7,6 +7,7 @@ Cluster's status in time came from a watch event.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from functools import partial
 from typing import Any
 
 import httpx
@@ -35,7 +36,7 @@ async def observer(client: ShoalClient, clusters: list[Cluster]) -> AsyncIterato
     await obs.start()
     try:
         for name in ("de", "fr"):
-            await wait_for(lambda n=name: _listed(client, obs, n), timeout=5, message="listed")
+            await wait_for(partial(_listed, client, obs, name), timeout=5, message="listed")
         yield obs
     finally:
         await obs.stop()
@@ -63,10 +64,13 @@ async def _fault(sim: SimServer, cluster: str, body: dict[str, Any] | None = Non
 
 def _ready(cluster: Cluster) -> dict[str, str]:
     """Each node's Ready condition, from ``status.nodes`` (Krake's ClusterNode shape)."""
-    return {
-        node.metadata.name: next(c.status for c in node.status.conditions if c.type == "Ready")
-        for node in cluster.status.nodes
-    }
+    ready: dict[str, str] = {}
+    for node in cluster.status.nodes:
+        assert node.status is not None
+        ready[node.metadata.name] = next(
+            c.status for c in node.status.conditions if c.type == "Ready"
+        )
+    return ready
 
 
 async def test_node_faults_reach_the_status_from_the_watch(
