@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from shoal.model.kubernetes import Application, Cluster
 from shoal.model.scheduling import RescheduleTask
 from shoal.scheduler.scheduler import Scheduler
 from shoal.testing.wait import wait_for
@@ -57,7 +58,8 @@ async def test_every_page_renders_real_data(shoal: Shoal, browser: Browser) -> N
     await browser.open("clusters/default/sim-2")
     await page.locator("td", has_text="n-2").wait_for()
     await page.locator("a", has_text="web").wait_for()
-    assert await page.locator("button", has_text="Drain").is_disabled()
+    assert await page.locator("#cordon", has_text="Cordon").is_enabled()
+    await page.locator("#events li", has_text="CONNECTING → ONLINE").wait_for()  # an Event
     await browser.screenshot("cluster")
 
     await browser.open("applications")
@@ -194,4 +196,50 @@ async def test_metric_values_follow_the_provider(shoal: Shoal, browser: Browser)
     points = await row.locator("polyline").get_attribute("points")
     assert points is not None and len(points.split()) >= 5
     await browser.screenshot("metrics-history")
+    assert browser.errors == []
+
+
+async def _on_sim_2(shoal: Shoal) -> list[str]:
+    apps = (await shoal.client.list(Application, "default")).items
+    return [
+        a.metadata.name
+        for a, s in ((a, a.status) for a in apps)
+        if any(r is not None and r.name == "sim-2" for r in (s.scheduled_to, s.running_on))
+    ]
+
+
+async def test_cordon_and_drain_buttons(shoal: Shoal, browser: Browser) -> None:
+    """Cordon and uncordon flip spec.unschedulable; drain (confirmed by a second click) moves
+    every application off; the events and the migration history show it."""
+    await wait_for(lambda: _all_placed(shoal), timeout=30, message="applications placed")
+    assert "web" in await _on_sim_2(shoal)
+    page = browser.page
+    await browser.open("clusters/default/sim-2")
+    head = page.locator(".page-head")
+    await page.click("#cordon")
+    await head.locator(".badge", has_text="CORDONED").wait_for()
+    await page.locator("#cordon", has_text="Uncordon").wait_for()
+    assert (await shoal.client.get(Cluster, "sim-2", "default")).spec.unschedulable
+    await page.click("#cordon")
+    await page.locator("#cordon", has_text="Cordon").wait_for()
+    await head.locator(".badge", has_text="CORDONED").wait_for(state="detached")
+    assert not (await shoal.client.get(Cluster, "sim-2", "default")).spec.unschedulable
+
+    await page.click("#drain")
+    await page.locator("#drain", has_text="Confirm drain").wait_for()
+    assert not (await shoal.client.get(Cluster, "sim-2", "default")).spec.unschedulable
+    await page.click("#drain")
+    await page.locator(".toast", has_text="Draining: reschedule task drain-sim-2-").wait_for()
+    await head.locator("#left", has_text="empty").wait_for(timeout=30_000)
+    assert await _on_sim_2(shoal) == []
+    await browser.screenshot("cluster-drained")
+
+    await browser.open("applications/default/web")
+    await page.locator("#migrations li", has_text="sim-2 → sim-1").wait_for()
+    await page.locator("#events li", has_text="RescheduleRequested").wait_for()
+    await page.locator("#events li", has_text="Migrated from sim-2").wait_for()
+    await browser.open("overview")
+    await page.locator(".tile", has_text="cordoned").wait_for()
+    await page.locator(".feed li", has_text="Migrated").first.wait_for()
+    await browser.screenshot("overview-drained")
     assert browser.errors == []

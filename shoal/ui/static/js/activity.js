@@ -1,8 +1,9 @@
-// What happened: the API's Event objects when the server has them (/core/events), else the
-// changes this tab saw on the application and cluster watch streams (placements, migrations,
-// state changes), kept in memory while the dashboard is open.
+// What happened: the API's Event objects when the server has them (/core/events: the fleet's
+// newest on the overview, one object's by label selector on its page), else the changes this
+// tab saw on the application and cluster watch streams (placements, migrations, state
+// changes), kept in memory while the dashboard is open.
 
-import { fleet, peek } from "./live.js";
+import { EVENT_TAIL, fleet, live, peek } from "./live.js";
 import { has, ready } from "./routes.js";
 
 const LIMIT = 2000;
@@ -62,26 +63,42 @@ export function startActivity() {
   for (const path of ["/kubernetes/applications", "/kubernetes/clusters"]) peek(path).onRender(() => { version++; });
   watchApplications(peek("/kubernetes/applications"));
   watchClusters(peek("/kubernetes/clusters"));
-  ready.then(() => { if (has(EVENTS)) peek(EVENTS).onRender(() => listeners.forEach((fn) => fn(null))); });
+  ready.then(() => { if (has(EVENTS)) peek(EVENTS, EVENT_TAIL).onRender(() => listeners.forEach((fn) => fn(null))); });
 }
 
 const EVENTS = "/core/events";
+// The labels the API's event recorder puts on each event, so that a selector finds them.
+const KIND_LABEL = "involved.shoal/kind", NAME_LABEL = "involved.shoal/name";
+const MIGRATED = /^Migrated from (\S+) .*? to (\S+) \(/;
 
-function fromEvent(event) {
+export function fromEvent(event) {
+  const moved = event.reason === "Migrated" ? MIGRATED.exec(event.message || "") : null;
   return {
     time: event.last_timestamp || event.first_timestamp || event.metadata.created,
+    first: event.first_timestamp,
     type: event.type || "Normal", reason: event.reason, message: event.message,
-    involved: event.involved || {}, count: event.count, component: event.component,
+    involved: event.involved_object || {}, count: event.count, component: event.reporting_component,
+    from: moved ? moved[1] : undefined, to: moved ? moved[2] : undefined,
   };
 }
 
-/** The server's events if it has the Event kind; `null` while unknown. */
-export function serverEvents() {
+/** The live list of one object's events (a label selector), followed while the page shows it. */
+function eventsOf({ kind, namespace, name }) {
+  const path = `/core/namespaces/${encodeURIComponent(namespace || "default")}/events`;
+  return live(path, `${KIND_LABEL}=${kind},${NAME_LABEL}=${name}`);
+}
+
+/** The server's events (the fleet's newest, or one object's) if it has the Event kind;
+ * `null` while unknown. */
+export function serverEvents(involved = {}) {
   if (!has(EVENTS)) return null;
-  const list = fleet.events;
+  const list = involved.name ? eventsOf(involved) : fleet.events;
   if (list.missing || !list.loaded) return null;
   return list.values().map(fromEvent);
 }
+
+/** Whether the fleet's events were too many to list: only those since the page opened show. */
+export const eventsPartial = () => has(EVENTS) && fleet.events.partial;
 
 let known = { version: -1, entries: [] };
 let version = 0;  // bumped whenever the application or cluster list changes
@@ -112,23 +129,25 @@ function merged() {
 
 /** Newest first: server events (if any), else observed changes and what the lists tell. */
 export function activity({ kind, namespace, name } = {}, limit = 200, source = null) {
-  const all = source || serverEvents() || merged();
+  const all = source || serverEvents({ kind, namespace, name }) || merged();
   const wanted = all.filter((e) => (!kind || e.involved.kind === kind)
     && (!name || (e.involved.name === name && (e.involved.namespace || "") === (namespace || ""))));
   wanted.sort((a, b) => (a.time < b.time ? 1 : a.time > b.time ? -1 : 0));
   return wanted.slice(0, limit);
 }
 
-export function onActivity(fn) {
+/** `fn()` whenever what `activity(involved)` tells may have changed. */
+export function onActivity(fn, involved = {}) {
   listeners.add(fn);
   const offs = ["/kubernetes/applications", "/kubernetes/clusters"].map((path) => peek(path).onRender(fn));
+  ready.then(() => { if (has(EVENTS) && involved.name && listeners.has(fn)) offs.push(eventsOf(involved).onRender(fn)); fn(); });
   fn();
   return () => { listeners.delete(fn); offs.forEach((off) => off()); };
 }
 
-/** Moves from one cluster to another: events named like a migration plus observed ones. */
+/** Moves from one cluster to another: the server's Migrated events, else the observed ones. */
 export function migrations(involved) {
   const moved = (e) => /migrat/i.test(e.reason || "") && e.reason !== "MIGRATING";  // not the state
-  const told = activity(involved, 500).filter(moved);
-  return told.length ? told : activity(involved, 500, observed).filter(moved);
+  if (serverEvents(involved)) return activity(involved, 500).filter(moved);
+  return activity(involved, 500, observed).filter(moved);
 }

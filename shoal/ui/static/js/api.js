@@ -51,13 +51,13 @@ export function query(path, params) {
   return text ? `${path}?${text}` : path;
 }
 
-/** Pages of a list (`limit`/`continue`): yields {items, revision} until the last page. */
+/** Pages of a list (`limit`/`continue`): yields {items, revision, more} until the last page. */
 export async function* listPages(path, { selector, limit = 500, signal } = {}) {
   let cont;
   do {
     const page = await request("GET", query(path, { label_selector: selector, limit, continue: cont }), undefined, { signal });
-    yield { items: page.items, revision: page.metadata.resource_version };
     cont = page.metadata.continue;
+    yield { items: page.items, revision: page.metadata.resource_version, more: Boolean(cont) };
   } while (cont);
 }
 

@@ -28,7 +28,7 @@ const TONES = {
   ok: ["RUNNING", "ONLINE", "COMPLETED", "Finished", "Successful", "READY_FOR_ACTION", "Ready"],
   info: ["PENDING", "CREATING", "RECONCILING", "CONNECTING", "Pending", "Running", "WAITING_FOR_CLEANING"],
   move: ["MIGRATING"],
-  warn: ["DEGRADED", "UNHEALTHY", "NOTREADY", "FAILING_METRICS"],
+  warn: ["DEGRADED", "UNHEALTHY", "NOTREADY", "FAILING_METRICS", "CORDONED"],
   bad: ["FAILED", "OFFLINE", "Failed"],
   idle: ["DELETING", "DELETED"],
 };

@@ -10,10 +10,17 @@ export const connection = { open: 0, failed: 0, listeners: new Set() };
 function tell() { connection.listeners.forEach((fn) => fn(connection)); }
 
 export class LiveList {
-  constructor(path, { selector = "", pageSize = 500 } = {}) {
+  /**
+   * `tail`: a log rather than a collection (events): one page is listed, kept only when it
+   * holds everything (else `partial`, and only what arrives is shown), and at most `tail`
+   * items are kept, the oldest dropped first.
+   */
+  constructor(path, { selector = "", pageSize = 500, tail = 0 } = {}) {
     this.path = path;
     this.selector = selector;
     this.pageSize = pageSize;
+    this.tail = tail;
+    this.partial = false;
     this.items = new Map();
     this.loaded = false;
     this.missing = false;  // the route does not exist on this server
@@ -71,6 +78,7 @@ export class LiveList {
         for await (const page of listPages(this.path, { selector: this.selector, limit: this.pageSize, signal })) {
           // Watch from the first page's revision: later pages are newer, events replay the rest.
           revision ??= page.revision;
+          if (this.tail && page.more) { this.partial = true; break; }  // too many to list
           for (const obj of page.items) fresh.set(keyOf(obj), obj);
           if (progressive) { this.items = fresh; this.schedule(); }
         }
@@ -103,6 +111,7 @@ export class LiveList {
     if (old && old.metadata.resource_version >= obj.metadata.resource_version && type !== "DELETED") return;
     if (type === "DELETED") this.items.delete(key);
     else this.items.set(key, obj);
+    if (this.tail && this.items.size > this.tail) this.items.delete(this.items.keys().next().value);
     this.changeListeners.forEach((fn) => fn(type, obj, old));
     this.schedule();
   }
@@ -119,13 +128,16 @@ export function openScope() {
 }
 
 /** The live list of `path` (shared), followed for as long as the page on screen is. */
-export function live(path, selector = "") {
+export function live(path, selector = "", options = {}) {
   const key = `${path}?${selector}`;
-  if (!shared.has(key)) shared.set(key, new LiveList(path, { selector }));
+  if (!shared.has(key)) shared.set(key, new LiveList(path, { selector, ...options }));
   const list = shared.get(key);
   if (scope && !scope.has(list)) { scope.add(list); list.acquire(); }
   return list;
 }
+
+/** The fleet's events are a log: its newest ones are kept, not all of them. */
+export const EVENT_TAIL = { tail: 2000 };
 
 /** The collections the pages show; reading one makes the current page follow it. */
 export const fleet = {
@@ -136,12 +148,12 @@ export const fleet = {
   get globalProviders() { return live("/core/globalmetricsproviders"); },
   get providers() { return live("/core/metricsproviders"); },
   get tasks() { return live("/scheduling/rescheduletasks"); },
-  get events() { return live("/core/events"); },
+  get events() { return live("/core/events", "", EVENT_TAIL); },  // the fleet's, newest
 };
 
 /** The shared list of `path` without following it (to listen to it, whoever follows it). */
-export function peek(path) {
-  if (!shared.has(`${path}?`)) shared.set(`${path}?`, new LiveList(path));
+export function peek(path, options = {}) {
+  if (!shared.has(`${path}?`)) shared.set(`${path}?`, new LiveList(path, options));
   return shared.get(`${path}?`);
 }
 

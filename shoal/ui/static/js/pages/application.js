@@ -70,7 +70,7 @@ export function render(root, namespace, name) {
       h("dt", {}, "Pods"), h("dd", {}, `${health.running_pods || 0}/${health.desired_pods || 0} running`),
       h("dt", {}, "Placed"), h("dd", {}, s.scheduled ? `${clock(s.scheduled)} (${ago(s.scheduled)} ago)` : "—"),
       h("dt", {}, "Last pass"), h("dd", {}, s.last_scheduled ? `${ago(s.last_scheduled)} ago` : "—"),
-      h("dt", {}, "Retries left"), h("dd", {}, s.scheduler_retries ?? "—"),
+      h("dt", {}, "Failed attempts"), h("dd", {}, s.scheduler_attempts ?? 0, s.next_retry ? h("span", { class: "muted" }, ` · next try ${clock(s.next_retry)}`) : ""),
       h("dt", {}, "Labels"), h("dd", {}, Object.entries(app.metadata.labels || {}).map(([k, v]) => `${k}=${v}`).join(", ") || "—")));
     drawActivity();
   };
@@ -78,12 +78,14 @@ export function render(root, namespace, name) {
     const about = { kind: "Application", namespace, name };
     const moved = migrations(about);
     fill(moves, moved.length
-      ? h("ul", { class: "timeline" }, moved.map((m) => h("li", { class: "move" },
-          h("div", {}, m.from && m.to ? [h("b", {}, m.from), " → ", h("b", {}, m.to)] : m.message),
+      ? h("ul", { class: "timeline" }, moved.map((m) => h("li", { class: "move", title: m.message },
+          h("div", {}, m.from && m.to ? [h("b", {}, m.from), " → ", h("b", {}, m.to)] : m.message,
+            m.count > 1 ? h("span", { class: "muted small" }, ` ×${m.count}`) : null),
+          m.from && m.component ? h("div", { class: "small" }, m.message.replace(/^Migrated /, "")) : null,
           h("div", { class: "muted small" }, `${clock(m.time)} · ${ago(m.time)} ago`))))
       : h("div", { class: "empty" }, app && app.status.scheduled_to ? `On ${app.status.scheduled_to.name} since ${ago(app.status.scheduled)} ago; no migration seen since this page was opened.` : "Not placed yet."));
     fill(events, timeline(activity(about, 100), "Nothing happened to this application since this page was opened."));
   };
-  const offs = [follow([fleet.applications], draw), onActivity(drawActivity)];
+  const offs = [follow([fleet.applications], draw), onActivity(drawActivity, { kind: "Application", namespace, name })];
   return () => offs.forEach((off) => off());
 }

@@ -57,7 +57,8 @@ export function render(root) {
     if (!clusters.length) { fill(body, h("tr", {}, h("td", { colspan: 6, class: "empty" }, fleet.clusters.loaded ? "No clusters registered." : "Loading…"))); return; }
     fill(body, clusters.map((c) => h("tr", { dataset: { cluster: c.metadata.name } },
       h("td", {}, link(c.metadata.name, "clusters", c.metadata.namespace, c.metadata.name), h("div", { class: "muted small" }, c.metadata.namespace)),
-      h("td", {}, badge(c.status.state, c.status.reason ? c.status.reason.message : undefined)),
+      h("td", {}, badge(c.status.state, c.status.reason ? c.status.reason.message : undefined),
+        c.spec.unschedulable ? [" ", badge("CORDONED", "no new applications are placed here")] : null),
       h("td", {}, chips(c.metadata.labels)),
       h("td", {}, metricCells(c)),
       h("td", { class: "num" }, placed[`${c.metadata.namespace}/${c.metadata.name}`] || 0),

@@ -1,7 +1,7 @@
 // Overview: the fleet at a glance: clusters and applications by state, where applications
 // run (one tile per cluster, sized by its applications), and what just happened.
 
-import { activity, onActivity, serverEvents } from "../activity.js";
+import { activity, eventsPartial, onActivity, serverEvents } from "../activity.js";
 import { colour, countBy, fill, h, pageHead, stateStack, tone } from "../dom.js";
 import { fleet, follow } from "../live.js";
 import { treemap } from "../charts.js";
@@ -46,8 +46,8 @@ export function render(root) {
       const here = perCluster[key] || [];
       const n = here.length;
       return {
-        label: c.metadata.name, sub: `${n} app${n === 1 ? "" : "s"} · ${c.status.state}`, value: Math.max(n, floor),
-        tone: tone(c.status.state), href: `#/clusters/${encodeURIComponent(c.metadata.namespace)}/${encodeURIComponent(c.metadata.name)}`,
+        label: c.metadata.name, sub: `${n} app${n === 1 ? "" : "s"} · ${c.status.state}${c.spec.unschedulable ? " · cordoned" : ""}`, value: Math.max(n, floor),
+        tone: c.spec.unschedulable && tone(c.status.state) === "ok" ? "warn" : tone(c.status.state), href: `#/clusters/${encodeURIComponent(c.metadata.namespace)}/${encodeURIComponent(c.metadata.name)}`,
         title: `${key}: ${n} applications, ${c.status.state}`,
         states: countBy(here, (a) => a.status.state),
         body: () => n > DOTS ? stateStack(countBy(here, (a) => a.status.state))
@@ -62,7 +62,9 @@ export function render(root) {
   };
   const drawEvents = () => {
     title.textContent = serverEvents() ? "Live events" : "Live changes";
-    fill(events, feed(activity({}, 60), "Changes appear here as they happen."));
+    fill(events, feed(activity({}, 60), "Changes appear here as they happen."),
+      eventsPartial() ? h("div", { class: "muted small", style: { marginTop: "8px" } },
+        "Too many stored events to list: these arrived since this page opened. Each application and cluster page lists its own.") : null);
   };
   const offs = [follow([fleet.clusters, fleet.applications], draw), onActivity(drawEvents)];
   return () => offs.forEach((off) => off());
