@@ -20,6 +20,7 @@ from shoal.cli.config import run
 from shoal.cli.names import DEFAULT_NAMESPACE
 from shoal.cli.output import FORMATS, dig, show, table_lines
 from shoal.client.rest import NotFound, ShoalClient
+from shoal.events.recorder import KIND_LABEL, NAME_LABEL
 from shoal.model.base import Kind
 from shoal.model.kubernetes import Application, Cluster
 
@@ -121,10 +122,16 @@ def decision_section(page: Page, obj: dict[str, Any]) -> None:
 
 
 async def events_of(client: ShoalClient, obj: dict[str, Any]) -> list[dict[str, Any]] | None:
-    """The object's most recent events, newest last; None when the API keeps no events."""
+    """The object's most recent events, newest last; None when the API keeps no events.
+
+    The recorder labels each event with its object's kind and name, so a label selector
+    asks for this object's only; the kind and namespace are checked again here.
+    """
     namespace = dig(obj, "metadata.namespace") or DEFAULT_NAMESPACE
+    selector = f"{KIND_LABEL}={obj.get('kind')},{NAME_LABEL}={dig(obj, 'metadata.name')}"
+    path = f"/core/namespaces/{namespace}/events"
     try:
-        listed = await client.request("GET", f"/core/namespaces/{namespace}/events")
+        listed = await client.request("GET", path, params={"label_selector": selector})
     except NotFound:
         return None
     about = (obj.get("kind"), dig(obj, "metadata.name"))
