@@ -8,6 +8,7 @@ error model, RFC 7807 problem documents from ``shoal.api.errors``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any, TypeVar
 
@@ -22,12 +23,20 @@ from shoal.agent.agent import Agent
 from shoal.agent.commit import CommitRefused
 from shoal.agent.framework import InvalidPod
 from shoal.agent.locks import NodeBusy
-from shoal.agent.pod import BatchBody, CommitBody, PodRequest, SampleBody, UidsBody
+from shoal.agent.pod import (
+    BatchBody,
+    CommitBatchBody,
+    CommitBody,
+    PodRequest,
+    SampleBody,
+    UidsBody,
+)
 from shoal.api.errors import ProblemError, from_validation_error, invalid, problem
 from shoal.kube.client import KubeApiError, KubeUnreachable
 
 log = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)
+Obj = dict[str, Any]
 
 
 def _json(body: Any, status: int = 200) -> Response:
@@ -94,16 +103,32 @@ def create_app(agent: Agent) -> Starlette:
                  for pod, item in zip(pods, body.items, strict=True)]
         return _json({"items": items})
 
-    async def decision(request: Request) -> Response:
-        body = await _body(request, CommitBody)
-        pod = _pod(agent, body)
-        missing = [{"field": f"pod.metadata.{name}", "reason": "required for a commit"}
+    async def commit(body: CommitBody, prefix: str = "") -> Response:
+        pod = _pod(agent, body, prefix)
+        missing = [{"field": f"{prefix}pod.metadata.{name}", "reason": "required for a commit"}
                    for name in ("name", "uid") if not getattr(body.pod.metadata, name)]
         if missing:
             raise Invalid(invalid(missing))
         synced()
         done = await agent.commit(pod, body.nodeName)
         return _json(done.body(), 201 if done.created else 200)
+
+    async def decision(request: Request) -> Response:
+        return await commit(await _body(request, CommitBody))
+
+    async def decisions(request: Request) -> Response:
+        """Many commits in one round trip, made concurrently; each answers as it would alone."""
+        body = await _body(request, CommitBatchBody)
+
+        async def one(i: int, item: CommitBody) -> Obj:
+            try:
+                response = await commit(item, f"items.{i}.")
+            except Exception as error:  # answered as the route would answer it
+                response = await _answer(request, error)
+            return {"status": response.status_code, "body": orjson.loads(response.body)}
+
+        return _json({"items": await asyncio.gather(*(one(i, item)
+                                                     for i, item in enumerate(body.items)))})
 
     async def lookup(request: Request) -> Response:
         body = await _body(request, UidsBody)
@@ -129,6 +154,7 @@ def create_app(agent: Agent) -> Starlette:
             Route("/samples/{strategy}", sample, methods=["POST"]),
             Route("/samples/{strategy}/batch", batch, methods=["POST"]),
             Route("/agent/scheduling-decision", decision, methods=["POST"]),
+            Route("/agent/scheduling-decisions", decisions, methods=["POST"]),
         ],
         exception_handlers=_HANDLERS,
     )
@@ -168,6 +194,15 @@ async def _internal(request: Request, exc: Exception) -> Response:
 async def _http(request: Request, exc: Exception) -> Response:
     status = int(getattr(exc, "status_code", 500))
     return problem(status, str(getattr(exc, "detail", "error")))
+
+
+async def _answer(request: Request, error: Exception) -> Response:
+    """The response the route's exception handlers give ``error``."""
+    for kind, handler in _HANDLERS.items():
+        if isinstance(kind, type) and isinstance(error, kind):
+            response: Response = await handler(request, error)
+            return response
+    raise error
 
 
 _HANDLERS: dict[Any, Any] = {

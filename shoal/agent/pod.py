@@ -57,6 +57,11 @@ class CommitBody(BaseModel):
     nodeName: str = Field(min_length=1)
 
 
+class CommitBatchBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    items: list[CommitBody] = Field(min_length=1, max_length=1000)
+
+
 class UidsBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     uids: list[str] = Field(min_length=1, max_length=10_000)

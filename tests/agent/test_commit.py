@@ -174,3 +174,28 @@ async def test_sample_errors_are_problems(http: httpx.AsyncClient) -> None:
     assert unknown.status_code == 404 and "round-robin" in unknown.json()["detail"]
     malformed = await http.post("/samples/random", content=b"{nope")
     assert malformed.status_code == 400
+
+
+async def test_batch_of_commits_answers_each_as_alone(http: httpx.AsyncClient,
+                                                      sim: SimServer) -> None:
+    first, again, big = pod(cpu="1500m"), pod(), pod(cpu="1")
+    items = [{"pod": first, "nodeName": "n-2"}, {"pod": big, "nodeName": "n-2"},
+             {"pod": again, "nodeName": "n-3"}, {"pod": pod(), "nodeName": "n-9"}]
+    response = await http.post("/agent/scheduling-decisions", json={"items": items})
+    assert response.status_code == 200, response.text
+    answers = response.json()["items"]
+    codes = [a["status"] for a in answers]
+    # the two on n-2 race for its lock: one is made, the other conflicts (2 cpu in all)
+    assert sorted(codes[:2]) == [201, 409] and codes[2:] == [201, 404]
+    assert answers[codes.index(409)]["body"]["title"] == "SCHEDULING_CONFLICT"
+    repeat = await http.post("/agent/scheduling-decisions",
+                             json={"items": [{"pod": again, "nodeName": "n-3"}]})
+    assert repeat.json()["items"][0]["status"] == 200  # idempotent by uid
+    made = [m["metadata"]["name"] for m in await member_pods(sim)]
+    assert sorted(made) == sorted(p["metadata"]["name"] for p, c in
+                                  zip((first, big, again), codes[:3], strict=True) if c == 201)
+    no_uid = {"metadata": {"name": "x"}, "spec": first["spec"]}
+    bad = await http.post("/agent/scheduling-decisions",
+                          json={"items": [{"pod": no_uid, "nodeName": "n-0"}]})
+    [problem] = [a for a in bad.json()["items"] if a["status"] == 422]
+    assert problem["body"]["errors"][0]["field"] == "items.0.pod.metadata.uid"

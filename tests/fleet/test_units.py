@@ -64,12 +64,12 @@ class Unanswered(Agents):
         super().__init__(0.1)
         self.calls: list[str] = []
 
-    async def post(self, agent: AgentRef, path: str, body: Any, timeout: float
-                   ) -> tuple[int, Any]:
-        self.calls.append(body["nodeName"])
+    async def post(self, agent: AgentRef, path: str, body: Any, timeout: float,
+                   method: str = "POST") -> tuple[int, Any]:
+        self.calls.extend(item["nodeName"] for item in body["items"])
         if len(self.calls) == 1:
             raise AgentError("no answer within 100 ms", True)
-        return 201, {}
+        return 200, {"items": [{"status": 201, "body": {}} for _ in body["items"]]}
 
 
 async def test_an_unanswered_commit_is_retried_where_it_went_never_elsewhere() -> None:

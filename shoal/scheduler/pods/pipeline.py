@@ -159,9 +159,9 @@ class FleetPipeline(Controller):
         await asyncio.gather(*(self.sampler.sample(g, c) for c, g in groups.items()))
         fresh = [w for g in groups.values() for w in g]
         self.decider.decide([w for w in fresh if self.sampler.enough(w)])
-        for work in batch:
+        for _ in batch:
             await self.commits.acquire()
-            self._background(self._attempt(work))
+        self._background(self._attempt(batch))
 
     def _unconfirmed(self, work: PodWork, silent: list[str]) -> bool:
         """Still not known whether a cluster has it: not sampled now (not an attempt)."""
@@ -173,22 +173,33 @@ class FleetPipeline(Controller):
         self.queue.done(work.key)
         return True
 
-    async def _attempt(self, work: PodWork) -> None:
+    async def _attempt(self, batch: list[PodWork]) -> None:
+        """Commit a decided batch (one request per agent and step), then each pod's outcome."""
+        finished: set[int] = set()
         try:
-            work.rounds += 1
-            if work.pinned is None and not self.sampler.enough(work):
-                work.candidates = []  # not an attempt: too few agents answered in time
-                outcome = Outcome(None, 0, False)
-            else:
-                work.attempts += 1
-                outcome = await self.binder.commit(work)
-            self._finish(work, outcome)
-        except Exception:  # this pod's top level: it goes back with a back-off
-            log.exception("commit of pod %s/%s failed; re-queued", *work.key)
-            self._retry(work, "internal error in the scheduler; see its log")
+            committing: list[PodWork] = []
+            for work in batch:
+                work.rounds += 1
+                if work.pinned is None and not self.sampler.enough(work):
+                    work.candidates = []  # not an attempt: too few agents answered in time
+                    self._finish(work, Outcome(None, 0, False))
+                    finished.add(id(work))
+                else:
+                    work.attempts += 1
+                    committing.append(work)
+            outcomes = await self.binder.commit_many(committing)
+            for work, outcome in zip(committing, outcomes, strict=True):
+                self._finish(work, outcome)
+                finished.add(id(work))
+        except Exception:  # this batch's top level: its pods go back with a back-off
+            log.exception("commit of %d pods failed; re-queued", len(batch))
+            for work in batch:
+                if id(work) not in finished:
+                    self._retry(work, "internal error in the scheduler; see its log")
         finally:
-            self.commits.release()
-            self.queue.done(work.key)
+            for work in batch:
+                self.commits.release()
+                self.queue.done(work.key)
 
     def _finish(self, work: PodWork, outcome: Outcome) -> None:
         if outcome.bound is not None:
