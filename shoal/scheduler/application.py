@@ -26,9 +26,11 @@ from datetime import datetime
 from typing import Any
 
 from shoal.client.rest import Conflict, NotFound, ShoalClient
+from shoal.events import Recorder
 from shoal.model.base import Reason, ReasonCode, ResourceRef, utcnow
 from shoal.model.constraints import LabelConstraint, MetricConstraint
 from shoal.model.kubernetes import Application, ApplicationState, Cluster, ClusterState
+from shoal.scheduler import observe
 from shoal.scheduler.binder import Binder
 from shoal.scheduler.config import SchedulerConfig
 from shoal.scheduler.fleet import Backend, Fleet
@@ -132,6 +134,7 @@ class Handler:
 class ApplicationHandler(Handler):
     def __post_init__(self) -> None:
         self.binder = Binder(self.client)
+        self.events = Recorder(self.client, "scheduler", enabled=self.config.events)
         self._cache: dict[tuple[Any, ...], Decision] = {}
         self._cache_version = -1
         self.bound = 0
@@ -265,6 +268,7 @@ class ApplicationHandler(Handler):
                 await self._bind(
                     app, target, triggered=spec_updated, explanation=explanation, revision=revision
                 )
+                observe.bound(self, app, decision, forced)
                 return Outcome("bound")
             return Outcome("kept")
 
@@ -281,6 +285,7 @@ class ApplicationHandler(Handler):
                 return Outcome("deferred", retry_in=self.config.min_migration_interval - since)
 
         await self._bind(app, target, triggered=True, explanation=explanation, revision=revision)
+        observe.bound(self, app, decision, forced)
         return Outcome("bound")
 
     async def _bind(
@@ -363,9 +368,12 @@ class ApplicationHandler(Handler):
             )
             status.state = state_for(ReasonCode.NO_SUITABLE_RESOURCE)
             await self.client.update_status(app)
+            observe.failed(self, app, attempt, decision.summary)
             return Outcome("failed")
         status.scheduler_retries = left
         status.reason = Reason(code=ReasonCode.RESOURCE_NOT_FOUND, message=decision.summary)
         status.state = state_for(ReasonCode.RESOURCE_NOT_FOUND)
         await self.client.update_status(app)
-        return Outcome("waiting", retry_in=self.config.backoff.delay(attempt))
+        delay, limit = self.config.backoff.delay(attempt), self.config.retries
+        observe.unschedulable(self, app, attempt, limit, delay, decision.summary)
+        return Outcome("waiting", retry_in=delay)

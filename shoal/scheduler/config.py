@@ -90,6 +90,7 @@ class SchedulerConfig(BaseModel):
     explain_ranking: int = Field(
         default=5, ge=1, description="Best clusters kept with their score terms in status"
     )
+    events: bool = Field(default=True, description="Record events (docs/observability.md)")
     plugins: Plugins = Field(default_factory=Plugins)
     fleet: FleetConfig = Field(default_factory=FleetConfig)
 

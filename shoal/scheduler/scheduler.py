@@ -17,7 +17,9 @@ from typing import Any
 
 from shoal.client.informer import Informer
 from shoal.client.rest import ApiError, Conflict, NotFound, ShoalClient
+from shoal.controllers import prometheus as stats
 from shoal.controllers.base import Controller
+from shoal.events import reasons
 from shoal.model.base import Kind, Reason, ResourceRef
 from shoal.model.core import (
     GlobalMetric,
@@ -42,6 +44,7 @@ from shoal.scheduler.config import SchedulerConfig
 from shoal.scheduler.fleet import Fleet
 from shoal.scheduler.framework import Framework
 from shoal.scheduler.metrics.cache import MetricCache
+from shoal.scheduler.observe import watch_state
 from shoal.scheduler.pods.pipeline import FleetPipeline
 
 log = logging.getLogger(__name__)
@@ -111,6 +114,7 @@ class Scheduler(Controller):
         self.informers[:0] = definitions
         self._status_written: dict[tuple[str, str | None, str], float] = {}
         self.fleet_pods: FleetPipeline | None = None
+        watch_state(self)  # queue sizes, applications per cluster and state on /metrics
         if self.config.fleet.enabled:
             self.fleet_pods = FleetPipeline(client, self.config.fleet)
 
@@ -163,6 +167,7 @@ class Scheduler(Controller):
         self.cluster_queue.close()
         await super().stop()
         await self.apps_handler.binder.close()
+        await self.apps_handler.events.close()
         await self.metrics.close()
 
     # application events ----------------------------------------------------------------
@@ -202,6 +207,7 @@ class Scheduler(Controller):
 
     def _app_failed(self, key: AppKey, error: Exception) -> None:
         log.exception("scheduling %s/%s failed; retrying", *key)
+        stats.ATTEMPTS.labels("error").inc()
         self.queue.add_after(key, self.config.backoff.initial)
 
     async def _process(self, key: AppKey) -> None:
@@ -210,7 +216,9 @@ class Scheduler(Controller):
             self.waiting.discard(key)
             return
         self.passes += 1
+        started = time.perf_counter()
         outcome: Outcome = await self.apps_handler.schedule(app)
+        stats.attempt(outcome.kind, time.perf_counter() - started)
         if outcome.kind == "waiting" or outcome.kind == "failed":
             self.waiting.add(key)
         else:
@@ -396,6 +404,7 @@ class Scheduler(Controller):
                     log.debug("status of provider %s: %s", name, error)
                     continue
                 self._status_written[key] = now
+                reasons.provider_health(self.apps_handler.events, obj, current.reason, status)
                 written += 1
         for key in set(self._status_written) - seen:
             del self._status_written[key]
