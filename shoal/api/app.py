@@ -13,7 +13,7 @@ from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
 from shoal import ui
-from shoal.api import errors, events, fastpath, fleet, reschedule, scheduling
+from shoal.api import admission, errors, events, fastpath, fleet, reschedule, scheduling
 from shoal.api.auth import Protection
 from shoal.api.auth.guard import Guard
 from shoal.api.errors import problem
@@ -87,6 +87,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        admission.log_schema_status()
         yield
 
     app = FastAPI(
@@ -128,6 +129,7 @@ def create_app(
 
     if security is not None:
         app.add_middleware(Guard, **security.guard_options())
+    app.add_middleware(admission.Warnings)
     app.add_middleware(Measure)
     limit = security.security.limits.max_body if security is not None else MAX_BODY
     app.add_middleware(BodyLimit, limit=limit)

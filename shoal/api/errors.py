@@ -77,10 +77,16 @@ def problem(
 
 
 def _field(loc: tuple[Any, ...] | list[Any]) -> str:
-    parts = [str(p) for p in loc if p not in ("body",)]
-    # Drop pydantic's internal markers such as function-after[...] from the path.
-    parts = [p for p in parts if not p.startswith(("function-", "union[", "json-or-python"))]
-    return ".".join(parts) or "body"
+    """``spec.manifest[0].spec``: list indexes in brackets, pydantic's markers dropped."""
+    path = ""
+    for part in loc:
+        if part == "body" or str(part).startswith(("function-", "union[", "json-or-python")):
+            continue
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path = f"{path}.{part}" if path else str(part)
+    return path or "body"
 
 
 def validation_errors(errors: list[Any]) -> list[dict[str, Any]]:

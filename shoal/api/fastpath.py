@@ -20,6 +20,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from shoal.api.admission import dry_run, query_is_dry
 from shoal.api.batch import results_response
 from shoal.api.errors import from_validation_error, problem
 from shoal.api.resources import Resources
@@ -59,7 +60,8 @@ def routes(resources: Resources) -> list[Route]:
         app = await _body(request, Application)
         if isinstance(app, Response):
             return app
-        content = await resources.create(Application, app, namespace)
+        with dry_run(query_is_dry(request.query_params)):
+            content = await resources.create(Application, app, namespace)
         return Response(content, media_type="application/json")
 
     async def bind_applications(request: Request) -> Response:

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 import orjson
 
 from shoal.api import status as status_patch
+from shoal.api.admission import admit, dry
 from shoal.api.batch import each_item
 from shoal.api.codec import decode, encode, rfc3339, with_revision
 from shoal.api.errors import ProblemError
@@ -31,7 +32,7 @@ from shoal.model.kubernetes import (
     Cluster,
     ClusterBinding,
 )
-from shoal.store.base import Conflict, NotFound, Record, Store
+from shoal.store.base import AlreadyExists, Conflict, NotFound, Record, Store
 
 K = TypeVar("K", bound=Kind)
 
@@ -106,6 +107,7 @@ class Resources:
 
     async def create(self, kind: type[K], body: K, namespace: str | None) -> bytes:
         if kind.namespaced:
+        admit(body)
             if body.metadata.namespace not in (None, namespace):
                 raise ProblemError(
                     422,
@@ -126,11 +128,15 @@ class Resources:
             object.__setattr__(body, "status", body.initial_status())
         value = encode(body)
         revision = await self.store.create(body.store_key(), value)
+        if dry():
+            await self._refuse_existing(kind, body)
+            return value
         return with_revision(value, revision)
 
     async def update(self, kind: type[K], body: K, name: str, namespace: str | None) -> bytes:
         _check_identity(body, name, namespace)
 
+        admit(body)
         def change(current: K) -> bool:
             changed = False
             for field in _spec_fields(kind):
@@ -150,6 +156,14 @@ class Resources:
         return await self._modify(kind, name, namespace, body.metadata.resource_version, change)
 
     async def update_status(
+    async def _refuse_existing(self, kind: type[Kind], body: Kind) -> None:
+        """A dry-run create answers 409 where the create would."""
+        try:
+            await self.store.get(body.store_key())
+        except NotFound:
+            return
+        raise AlreadyExists(body.store_key())
+
         self, kind: type[K], body: K, name: str, namespace: str | None
     ) -> bytes:
         _check_identity(body, name, namespace)
@@ -341,6 +355,8 @@ class Resources:
                 raise ProblemError(404, f"{kind.kind_name()} {name!r} not found") from None
             return with_revision(value, revision)
         raise ProblemError(409, f"{kind.kind_name()} {name!r} is changing too fast; try again")
+            if dry():
+                return with_revision(value, record.revision)
 
 
 def _check_ref(field: str, valid: bool, what: str) -> None:

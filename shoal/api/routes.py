@@ -18,6 +18,7 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel
 from starlette.responses import Response, StreamingResponse
 
+from shoal.api.admission import with_dry_run
 from shoal.api.codec import list_body, with_revision
 from shoal.api.errors import ProblemError
 from shoal.api.metrics import WATCHES
@@ -169,6 +170,8 @@ def build_router(resources: Resources, kinds: tuple[type[Kind], ...]) -> APIRout
             method, path, name, summary = _VERBS[verb]
             router.add_api_route(
                 path.format(**paths),
+            if method != "GET":
+                endpoint, params = with_dry_run(endpoint, params)
                 _sign(endpoint, params),
                 methods=[method],
                 name=name.format(plural=plural),

@@ -114,7 +114,10 @@ def parse_numbers(values: Sequence[str], what: str) -> list[float]:
 
 
 def parse_rule(text: str) -> dict[str, Any]:
-    """``api:resources:namespaces:verbs``, lists comma-separated, empty or ``*`` = any."""
+    """``api:resources:namespaces:verbs``, lists comma-separated, empty or ``*`` = any.
+
+    Any group, resource or verb is sent as ``*``; any namespace as no namespace.
+    """
     parts = text.split(":")
     if len(parts) != 4:
         raise CliError(
@@ -125,11 +128,14 @@ def parse_rule(text: str) -> dict[str, Any]:
     def items(part: str) -> list[str]:
         return [p for p in part.split(",") if p and p != "*"]
 
+    def or_any(part: str) -> list[str]:
+        return items(part) or ["*"]
+
     return {
-        "api": parts[0] if parts[0] != "*" else "",
-        "resources": items(parts[1]),
+        "api": parts[0] or "*",
+        "resources": or_any(parts[1]),
         "namespaces": items(parts[2]),
-        "verbs": items(parts[3]),
+        "verbs": or_any(parts[3]),
     }
 
 

@@ -148,10 +148,12 @@ class MetricsProvider(_MetricsProviderKind):
 
 
 # Krake's verbs; Shoal adds ``watch``, ``secrets`` (read secret fields in clear) and
-# ``impersonate`` (on ``users``: act for another user); "" is any.
+# ``impersonate`` (on ``users``: act for another user); "*" is any ("" too, as Krake had it:
+# roles stored so still load, new ones are asked for "*", see shoal.model.validation.roles).
 Verb = Literal[
-    "create", "list", "list_all", "get", "update", "delete", "watch", "secrets", "impersonate", ""
-]
+    "create", "list", "list_all", "get", "update", "delete", "watch", "secrets", "impersonate",
+    "*", "",
+]  # fmt: skip
 
 
 class RoleRule(Model):

@@ -77,22 +77,10 @@ class Constraints(Model):
     cluster: ClusterConstraints = Field(default_factory=ClusterConstraints)
 
 
-def _check_manifest(items: list[dict[str, Any]], info: ValidationInfo) -> list[dict[str, Any]]:
-    if trusted(info):
-        return items
-    for index, item in enumerate(items):
-        for field in ("apiVersion", "kind"):
-            if not isinstance(item.get(field), str) or not item[field]:
-                raise ValueError(f"manifest item {index} has no {field}")
-        meta = item.get("metadata")
-        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
-            raise ValueError(f"manifest item {index} has no metadata.name")
-    return items
-
-
 class ApplicationSpec(Model):
-    manifest: Annotated[list[dict[str, Any]], AfterValidator(_check_manifest)] = Field(
-        default_factory=list
+    manifest: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Kubernetes objects; checked on create and update (shoal.model.validation).",
     )
     tosca: Annotated[dict[str, Any] | str, null_as(dict)] = Field(default_factory=dict)
     csar: str | None = None
@@ -234,22 +222,6 @@ def _no_kubeconfig(config: Any) -> Any:
     return None if config == {} else config
 
 
-def _check_kubeconfig(config: dict[str, Any] | None, info: ValidationInfo) -> dict[str, Any] | None:
-    if config is None or trusted(info):
-        return config
-    for section in ("contexts", "users", "clusters"):
-        entries = config.get(section)
-        if not isinstance(entries, list) or len(entries) != 1:
-            count = len(entries) if isinstance(entries, list) else 0
-            raise ValueError(f"kubeconfig must have exactly one entry in {section}, found {count}")
-        if not isinstance(entries[0], dict) or not entries[0].get("name"):
-            raise ValueError(f"kubeconfig {section}[0] has no name")
-    cluster = config["clusters"][0].get("cluster")
-    if not isinstance(cluster, dict) or not cluster.get("server"):
-        raise ValueError("kubeconfig clusters[0].cluster.server is missing")
-    return config
-
-
 class CloudConstraints(Model):
     labels: ConstraintList[LabelConstraintText] = Field(default_factory=list)
     metrics: ConstraintList[MetricConstraintText] = Field(default_factory=list)
@@ -263,9 +235,12 @@ class ClusterSpec(Model):
     kubeconfig: Annotated[
         dict[str, Any] | None,
         BeforeValidator(_no_kubeconfig),
-        AfterValidator(_check_kubeconfig),
         PlainSerializer(lambda config: config or {}, when_used="json"),
-    ] = Field(default=None, description="None in Python, {} on the wire (as Krake sends it).")
+    ] = Field(
+        default=None,
+        description="Required on create and update unless spec.tosca is set (checked by "
+        "shoal.model.validation); None in Python, {} on the wire (as Krake sends it).",
+    )
     tosca: Annotated[dict[str, Any] | str, null_as(dict)] = Field(default_factory=dict)
     custom_resources: list[CustomResourceName] = Field(default_factory=list)
     metrics: list[MetricRef] = Field(default_factory=list)

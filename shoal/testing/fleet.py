@@ -32,15 +32,27 @@ from shoal.model.kubernetes import (
 )
 
 NS = "default"
+
+
+def kubeconfig(name: str = "c", server: str = "https://127.0.0.1:6443") -> dict[str, Any]:
+    """A kubeconfig the API accepts: one cluster at ``server``, one token user, one context."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": name, "cluster": {"server": server}}],
+        "users": [{"name": f"{name}-user", "user": {"token": "t"}}],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": f"{name}-user"}}],
+        "current-context": name,
+    }
+
+
 # Enough for the scheduler (which never connects); the kube tests use the sim's own.
-KUBECONFIG: dict[str, Any] = {
-    "apiVersion": "v1",
-    "kind": "Config",
-    "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:6443"}}],
-    "users": [{"name": "u", "user": {"token": "t"}}],
-    "contexts": [{"name": "ctx", "context": {"cluster": "c", "user": "u"}}],
-    "current-context": "ctx",
+KUBECONFIG: dict[str, Any] = kubeconfig()
+TOSCA: dict[str, Any] = {
+    "tosca_definitions_version": "tosca_simple_yaml_1_0",
+    "topology_template": {"node_templates": {}},
 }
+"""The template of a cluster to be created on a cloud (a cluster needs it or a kubeconfig)."""
 
 
 def provider(name: str, metrics: dict[str, float]) -> GlobalMetricsProvider:
@@ -91,11 +103,15 @@ def cluster(
     crds: list[str] | None = None,
     kubeconfig: bool = True,
 ) -> Cluster:
-    """A cluster in ``NS`` with ``metrics`` (metric name → weight)."""
+    """A cluster in ``NS`` with ``metrics`` (metric name → weight).
+
+    Without ``kubeconfig`` it is a cluster still to be created on a cloud (a TOSCA template).
+    """
     return Cluster(
         metadata=Metadata(name=name, namespace=NS, labels=labels or {}),
         spec=ClusterSpec(
             kubeconfig=KUBECONFIG if kubeconfig else None,
+            tosca={} if kubeconfig else TOSCA,
             metrics=[MetricRef(name=m, weight=w) for m, w in (metrics or {}).items()],
             custom_resources=crds or [],
         ),

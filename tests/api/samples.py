@@ -109,7 +109,9 @@ def _application() -> Body:
                     "apiVersion": "apps/v1",
                     "kind": "Deployment",
                     "metadata": {"name": "web"},
-                    "spec": {"replicas": 1},
+                    "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                             "template": {"metadata": {"labels": {"app": "web"}}, "spec": {
+                                 "containers": [{"name": "web", "image": "nginx:1.27"}]}}},
                 }
             ],
             "constraints": {

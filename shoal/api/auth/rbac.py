@@ -64,9 +64,9 @@ class _Rule:
 
     def covers(self, api: str, resource: str, verbs: tuple[str, ...]) -> bool:
         return (
-            (self.api in ("", api))
-            and ("" in self.resources or resource in self.resources)
-            and ("" in self.verbs or any(v in self.verbs for v in verbs))
+            (self.api in ("", "*", api))  # "*" is any; "" too, in roles stored before "*"
+            and (not self.resources.isdisjoint(("", "*", resource)))
+            and (not self.verbs.isdisjoint(("", "*", *verbs)))
         )
 
 
@@ -144,12 +144,13 @@ class Rbac(Authorizer):
                 for rule in self._roles.get(role, ()):
                     if not rule.covers(api, resource, verbs):
                         continue
-                    if not rule.namespaces or "" in rule.namespaces:
+                    every = not rule.namespaces.isdisjoint(("", "*"))
+                    if not rule.namespaces or every:
                         cluster = True
-                    if "" in rule.namespaces:
+                    if every:
                         everywhere = True
                     namespaces |= rule.namespaces
-        return Grant(everywhere, frozenset(namespaces - {""}), cluster)
+        return Grant(everywhere, frozenset(namespaces - {"", "*"}), cluster)
 
     # fed by a watch -------------------------------------------------------------
 

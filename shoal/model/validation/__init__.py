@@ -1,0 +1,17 @@
+"""What the API refuses on create and update, beyond the shape the models give.
+
+The models say what a body looks like; these rules say whether it makes sense:
+a kubeconfig that resolves, a manifest Kubernetes would take, labels and names
+Kubernetes allows, roles that grant something. They run on API input only
+(create, update, dry runs, ``shoal check``), never when stored objects are
+read back, so objects stored before a rule existed still load, list and delete.
+Each finding names the field with a path such as
+``spec.kubeconfig.contexts[0].context.user``.
+"""
+
+from __future__ import annotations
+
+from shoal.model.validation.findings import Finding, join
+from shoal.model.validation.kinds import check
+
+__all__ = ["Finding", "check", "join"]

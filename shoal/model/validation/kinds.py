@@ -1,0 +1,83 @@
+"""Which rules each kind's body answers to."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from shoal.model.base import Kind
+from shoal.model.validation.findings import Finding, join
+from shoal.model.validation.kubeconfig import check_kubeconfig
+from shoal.model.validation.manifest import check_manifest
+from shoal.model.validation.names import identifier
+from shoal.model.validation.roles import check_binding, check_rules
+
+Rule = Callable[[Any], Iterator[Finding]]
+
+
+def check(obj: Kind) -> list[Finding]:
+    """Every finding on ``obj`` as a create or update would send it; warnings included."""
+    findings = list(_common(obj))
+    rule = _RULES.get((obj.api, obj.kind))
+    if rule is not None:
+        findings.extend(rule(obj))
+    return findings
+
+
+def _common(obj: Kind) -> Iterator[Finding]:
+    for index, owner in enumerate(obj.metadata.owners):
+        yield from identifier(owner.name, join("metadata.owners", index, "name"))
+
+
+def _cluster(obj: Any) -> Iterator[Finding]:
+    spec = obj.spec
+    if spec.kubeconfig is None:
+        if not spec.tosca:
+            yield Finding(
+                "spec.kubeconfig",
+                "is required (or spec.tosca, for a cluster the infrastructure creates)",
+            )
+    else:
+        yield from check_kubeconfig(spec.kubeconfig, "spec.kubeconfig")
+    for index, metric in enumerate(spec.metrics):
+        yield from identifier(metric.name, join("spec.metrics", index, "name"), "a metric name")
+
+
+def _application(obj: Any) -> Iterator[Finding]:
+    yield from check_manifest(obj.spec.manifest, "spec.manifest")
+
+
+def _metric(obj: Any) -> Iterator[Finding]:
+    provider = obj.spec.provider
+    yield from identifier(provider.name, "spec.provider.name", "a provider name")
+    yield from identifier(provider.metric, "spec.provider.metric", "a metric name")
+
+
+def _provider(obj: Any) -> Iterator[Finding]:
+    static = obj.spec.static
+    for name in static.metrics if static is not None else ():
+        yield from identifier(name, join("spec.static.metrics", name), "a metric name")
+
+
+def _cloud(obj: Any) -> Iterator[Finding]:
+    openstack = obj.spec.openstack
+    if openstack.infrastructure_provider is not None:
+        name = openstack.infrastructure_provider.name
+        yield from identifier(name, "spec.openstack.infrastructure_provider.name")
+    for index, metric in enumerate(openstack.metrics):
+        where = join("spec.openstack.metrics", index, "name")
+        yield from identifier(metric.name, where, "a metric name")
+
+
+_RULES: dict[tuple[str, str], Rule] = {
+    ("kubernetes", "Cluster"): _cluster,
+    ("kubernetes", "Application"): _application,
+    ("core", "GlobalMetric"): _metric,
+    ("core", "Metric"): _metric,
+    ("core", "GlobalMetricsProvider"): _provider,
+    ("core", "MetricsProvider"): _provider,
+    ("core", "Role"): lambda obj: check_rules(obj.rules, "rules"),
+    ("core", "RoleBinding"): lambda obj: check_binding(obj.users, obj.roles),
+    ("infrastructure", "Cloud"): _cloud,
+    ("infrastructure", "GlobalCloud"): _cloud,
+}

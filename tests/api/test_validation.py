@@ -1,0 +1,88 @@
+"""Bad input refused at the door: a 422 problem document naming the field, nothing stored."""
+
+from __future__ import annotations
+
+import httpx
+
+from tests.api.samples import BY_KIND, CLUSTER
+from tests.api.validation_cases import CASES, Case
+
+
+async def _refused(http: httpx.AsyncClient, case: Case) -> str | None:
+    """Why the API's answer to ``case`` is not the expected refusal, or None."""
+    sample = BY_KIND[case.kind]
+    response = await http.post(sample.collection(), json=case.body())
+    if response.status_code != 422:
+        return f"{response.status_code} {response.text[:300]}"
+    problem = response.json()
+    if response.headers["content-type"] != "application/problem+json":
+        return f"content type {response.headers['content-type']}"
+    fields = [e["field"] for e in problem.get("errors", [])]
+    field = case.expected()
+    if problem["title"] != "INVALID_RESOURCE" or not any(
+        f == field or f.startswith((field + ".", field + "[")) for f in fields
+    ):
+        return f"{problem['title']}: fields {fields}"
+    if fields[0] not in problem["detail"]:
+        return f"detail {problem['detail']!r} does not name {fields[0]}"
+    if (await http.get(sample.collection())).json()["items"]:
+        return "stored anyway"
+    return None
+
+
+async def test_every_wrong_body_is_refused_with_its_field(http: httpx.AsyncClient) -> None:
+    """One server for the whole table (the cases are independent: nothing gets stored)."""
+    assert len(CASES) >= 40
+    assert {c.kind for c in CASES} >= {"Cluster", "Application", "Role", "RoleBinding",
+                                       "GlobalMetric", "Metric", "GlobalMetricsProvider"}
+    wrong = {case.id: why for case in CASES if (why := await _refused(http, case)) is not None}
+    assert wrong == {}
+
+
+async def test_update_is_held_to_the_same_rules(http: httpx.AsyncClient) -> None:
+    body = CLUSTER.body("c1", "default")
+    assert (await http.post(CLUSTER.collection(), json=body)).status_code == 200
+    body["spec"]["kubeconfig"]["contexts"][0]["context"]["user"] = "ghost"
+    response = await http.put(CLUSTER.item("c1"), json=body)
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["field"] == "spec.kubeconfig.contexts[0].context.user"
+
+
+async def test_several_contexts_are_a_warning_not_a_refusal(http: httpx.AsyncClient) -> None:
+    body = CLUSTER.body("multi", "default")
+    config = body["spec"]["kubeconfig"]
+    config["contexts"].append({"name": "other", "context": {"cluster": "c", "user": "u"}})
+    response = await http.post(CLUSTER.collection(), json=body)
+    assert response.status_code == 200, response.text
+    assert "spec.kubeconfig.contexts" in response.headers["warning"]
+    assert response.json()["spec"]["kubeconfig"]["contexts"][1]["name"] == "other"
+
+
+async def test_a_cluster_to_be_created_needs_tosca_instead(http: httpx.AsyncClient) -> None:
+    body = CLUSTER.body("to-build", "default")
+    body["spec"] = {"kubeconfig": {}, "tosca": {"tosca_definitions_version": "v1"}}
+    response = await http.post(CLUSTER.collection(), json=body)
+    assert response.status_code == 200, response.text
+    assert response.json()["status"]["state"] == "PENDING"
+
+
+async def test_exec_and_auth_provider_credentials_are_kept(http: httpx.AsyncClient) -> None:
+    body = CLUSTER.body("exec", "default")
+    user = {"exec": {"command": "aws", "args": ["eks", "get-token"], "apiVersion": "v1"}}
+    body["spec"]["kubeconfig"]["users"][0]["user"] = user
+    response = await http.post(CLUSTER.collection(), json=body)
+    assert response.status_code == 200, response.text
+    assert response.json()["spec"]["kubeconfig"]["users"][0]["user"] == user
+
+
+async def test_custom_resources_pass_the_schema_step(http: httpx.AsyncClient) -> None:
+    sample = BY_KIND["Application"]
+    body = sample.body("crd", "default")
+    body["spec"]["manifest"] = [
+        {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"},
+         "spec": {"anything": ["goes", 1]}},
+        {"apiVersion": "apps.example.com/v1", "kind": "Deployment", "metadata": {"name": "d"},
+         "spec": {"replicas": "many"}},
+    ]  # fmt: skip
+    response = await http.post(sample.collection(), json=body)
+    assert response.status_code == 200, response.text
