@@ -334,6 +334,7 @@ async def check_old_copies(sim: Sim, watched: Watched, violations: list[str]) ->
     """List the old clusters after moves were reported done: the old copy must be gone."""
     while True:
         batch = [await watched.confirmed.get()]
+        await asyncio.sleep(0.1)  # more per list: one list costs the sim what 100 do
         while not watched.confirmed.empty():
             batch.append(watched.confirmed.get_nowait())
         by_cluster: dict[str, list[str]] = {}

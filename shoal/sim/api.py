@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import copy
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
@@ -24,7 +23,7 @@ from shoal.sim.openapi import openapi_v2, openapi_v3_gv, openapi_v3_root
 from shoal.sim.patch import parse_patch_type
 from shoal.sim.resources import ResourceType
 from shoal.sim.selectors import SelectorError, parse_field_selector, parse_label_selector
-from shoal.sim.store import ApiError, Watcher
+from shoal.sim.store import ApiError, Watcher, clone
 from shoal.sim.tables import table
 
 Obj = dict[str, Any]
@@ -95,7 +94,7 @@ class Request:
                            f"(got {ctype})")
         try:
             if "yaml" in ctype:
-                return yaml.safe_load(raw)
+                return load_yaml(raw)
             return orjson.loads(raw)
         except (orjson.JSONDecodeError, yaml.YAMLError) as exc:
             raise ApiError(400, "BadRequest", f"invalid request body: {exc}") from exc
@@ -106,6 +105,18 @@ class Request:
     def wants_table(self) -> bool:
         accept = self.headers.get("accept", "")
         return "as=Table" in accept
+
+
+def load_yaml(raw: bytes) -> Any:
+    """A YAML body; JSON (what client libraries send for server-side apply) read as JSON.
+
+    JSON is YAML, and PyYAML's pure-Python parser cost 16 % of the simulator's time
+    under a burst of applies; orjson reads the same body about a hundred times faster.
+    """
+    if raw.lstrip()[:1] in (b"{", b"["):
+        with contextlib.suppress(orjson.JSONDecodeError):
+            return orjson.loads(raw)
+    return yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 async def respond(send: Send, status: int, body: Any, content_type: str = "application/json",
@@ -306,7 +317,7 @@ class ClusterApi:
             ptype = parse_patch_type(req.headers.get("content-type", ""))
             raw = await req.body()
             try:
-                body = yaml.safe_load(raw) if ptype == "apply" else orjson.loads(raw or b"{}")
+                body = load_yaml(raw) if ptype == "apply" else orjson.loads(raw or b"{}")
             except (orjson.JSONDecodeError, yaml.YAMLError) as exc:
                 raise ApiError(400, "BadRequest", f"invalid patch: {exc}") from exc
             existed = self.cluster.store.get(rt.key, ns if rt.namespaced else "", name)
@@ -446,7 +457,7 @@ class ClusterApi:
         replicas = (new_scale.get("spec") or {}).get("replicas")
         if not isinstance(replicas, int) or replicas < 0:
             raise ApiError(422, "Invalid", "spec.replicas: must be a non-negative integer")
-        new = copy.deepcopy(obj)
+        new = clone(obj)
         new["spec"]["replicas"] = replicas
         rv = (new_scale.get("metadata") or {}).get("resourceVersion")
         new["metadata"]["resourceVersion"] = rv or obj["metadata"]["resourceVersion"]
@@ -527,8 +538,9 @@ class ClusterApi:
                 if left <= 0:
                     break
                 try:
-                    item = await asyncio.wait_for(watcher.queue.get(),
-                                                  min(left, BOOKMARK_INTERVAL))
+                    # no timer and no task when an event is already waiting
+                    item = watcher.queue.get_nowait() if not watcher.queue.empty() else (
+                        await asyncio.wait_for(watcher.queue.get(), min(left, BOOKMARK_INTERVAL)))
                 except TimeoutError:
                     if bookmarks and time.monotonic() < deadline:
                         await send({"type": "http.response.body", "body": bookmark(),

@@ -7,7 +7,6 @@ deleted namespaces. Controllers use the same verbs as clients.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from shoal.sim.admission import (
@@ -21,7 +20,7 @@ from shoal.sim.apply import FieldManagers, applied_configuration, managed_fields
 from shoal.sim.objects import CRDS, JOBS, NAMESPACES
 from shoal.sim.patch import PatchError, patch_object
 from shoal.sim.resources import ResourceType
-from shoal.sim.store import ApiError, Store, not_found
+from shoal.sim.store import ApiError, Store, clone, not_found
 
 Obj = dict[str, Any]
 
@@ -60,7 +59,7 @@ class ApiServer:
         self, rt: ResourceType, obj: Obj, namespace: str | None = None, dry_run: bool = False
     ) -> Obj:
         validate(rt, obj)
-        obj = copy.deepcopy(obj)
+        obj = clone(obj)
         self._check_namespace(rt, obj, namespace)
         meta = obj["metadata"]
         for k in _SERVER_OWNED:
@@ -69,7 +68,7 @@ class ApiServer:
         if rt.key == JOBS:
             select_job_pods_by_uid(obj)
         if dry_run:
-            preview = copy.deepcopy(obj)
+            preview = clone(obj)
             preview["apiVersion"] = rt.api_version
             preview["kind"] = rt.kind
             if not meta.get("name"):
@@ -97,7 +96,7 @@ class ApiServer:
         validate(rt, obj)
         ns = namespace if rt.namespaced else ""
         old = self.get(rt, ns, name)
-        obj = copy.deepcopy(obj)
+        obj = clone(obj)
         meta = pin_name(rt, obj, ns, name)
         rv = meta.get("resourceVersion")
         if precondition and rv and rv != old["metadata"]["resourceVersion"]:
@@ -109,7 +108,7 @@ class ApiServer:
                 {"name": name, "group": rt.group, "kind": rt.plural},
             )
         if subresource == "status":
-            new = copy.deepcopy(old)
+            new = clone(old)
             new["status"] = obj.get("status", {})
             obj = new
         elif subresource is not None:
@@ -117,7 +116,7 @@ class ApiServer:
         else:
             if "status" in rt.subresources:
                 if "status" in old:
-                    obj["status"] = copy.deepcopy(old["status"])
+                    obj["status"] = clone(old["status"])
                 else:
                     obj.pop("status", None)
             for k in ("deletionTimestamp", "managedFields"):
@@ -174,7 +173,7 @@ class ApiServer:
         if old is None:
             if subresource:
                 raise not_found(rt, name)
-            obj = copy.deepcopy(applied)
+            obj = clone(applied)
             obj["metadata"]["managedFields"] = [managed_fields_entry(manager, rt, subresource)]
             stored = self.create(rt, obj, ns or None, dry_run)
         else:

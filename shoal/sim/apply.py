@@ -8,14 +8,13 @@ unless forced, and forcing takes the field away from the other manager.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator
 from typing import Any
 
 from shoal.sim.admission import pin_name
 from shoal.sim.patch import leaf_paths, remove_path, strategic_merge
 from shoal.sim.resources import ResourceType
-from shoal.sim.store import ApiError, now
+from shoal.sim.store import ApiError, clone, now
 
 Obj = dict[str, Any]
 Path = tuple[Any, ...]
@@ -44,7 +43,7 @@ def applied_configuration(rt: ResourceType, ns: str, name: str, body: Any,
                        "value: is required for apply patch")
     if not isinstance(body, dict):
         raise ApiError(400, "BadRequest", "an apply patch must be an object")
-    applied = copy.deepcopy(body)
+    applied = clone(body)
     pin_name(rt, applied, ns, name)
     return applied
 
@@ -69,7 +68,7 @@ class FieldManagers:
         paths.pop(("metadata", "namespace"), None)
         if not force:
             self._check_conflicts(uid, manager, paths, leaf_paths(old))
-        merged = copy.deepcopy(old)
+        merged = clone(old)
         previous = self.applied.get(uid, {}).get(manager)
         if previous is not None:
             gone = set(leaf_paths(previous)) - set(paths)
@@ -79,11 +78,11 @@ class FieldManagers:
                 remove_path(merged, p)
         if force:
             for other, cfg in self._others(uid, manager):
-                kept = copy.deepcopy(cfg)
+                kept = clone(cfg)
                 for p in paths:
                     remove_path(kept, p)
                 self.applied[uid][other] = kept
-        body = copy.deepcopy(applied)
+        body = clone(applied)
         rv = body["metadata"].pop("resourceVersion", None)
         merged = strategic_merge(merged, body)
         managers = [m for m in merged["metadata"].get("managedFields") or ()

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from typing import Any
 
 from shoal.sim.apiserver import ApiServer
 from shoal.sim.nodes import NodeSet
 from shoal.sim.objects import PODS, owner_ref
+from shoal.sim.store import clone
 
 Obj = dict[str, Any]
 
@@ -45,7 +45,7 @@ class Controllers:
     def new_pod(self, owner: Obj, template: Obj, name: str | None = None,
                 extra_labels: dict[str, str] | None = None, node: str | None = None) -> Obj:
         """Create a pod from ``owner``'s template (named, or generated from the owner's name)."""
-        meta = copy.deepcopy(template.get("metadata") or {})
+        meta = clone(template.get("metadata") or {})
         pod_meta: Obj = {
             "namespace": owner["metadata"]["namespace"],
             "labels": dict(meta.get("labels") or {}, **(extra_labels or {})),
@@ -57,7 +57,7 @@ class Controllers:
             pod_meta["name"] = name
         else:
             pod_meta["generateName"] = owner["metadata"]["name"] + "-"
-        spec = copy.deepcopy(template.get("spec") or {})
+        spec = clone(template.get("spec") or {})
         if node:
             spec["nodeName"] = node
         return self.create(PODS, {"apiVersion": "v1", "kind": "Pod",

@@ -7,11 +7,11 @@ current ReplicaSet.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from shoal.sim.controllers.base import Controllers
 from shoal.sim.objects import DEPLOYMENTS, REPLICASETS, condition, owner_ref, template_hash
+from shoal.sim.store import clone
 
 Obj = dict[str, Any]
 
@@ -24,10 +24,10 @@ def _replicaset(c: Controllers, d: Obj, desired: int, h: str) -> Obj:
     current = next((rs for rs in c.owned(d, REPLICASETS)
                     if rs["metadata"].get("labels", {}).get("pod-template-hash") == h), None)
     if current is None:
-        template = copy.deepcopy(spec["template"])
+        template = clone(spec["template"])
         tmeta = template.setdefault("metadata", {})
         tmeta["labels"] = dict(tmeta.get("labels") or {}, **{"pod-template-hash": h})
-        selector = copy.deepcopy(spec["selector"])
+        selector = clone(spec["selector"])
         selector.setdefault("matchLabels", {})["pod-template-hash"] = h
         return c.create(REPLICASETS, {
             "metadata": {
