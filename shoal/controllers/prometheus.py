@@ -41,7 +41,7 @@ ATTEMPT_SECONDS = Histogram(
 )
 E2E_SECONDS = Histogram(
     "shoal_scheduler_e2e_scheduling_duration_seconds",
-    "From an application's creation or spec change to its binding, retries included",
+    "From an application's creation (or last spec change) to its placement, retries included",
     buckets=(0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600),
 )
 MIGRATIONS = Counter(

@@ -114,6 +114,8 @@ def deployed(events: Recorder, app: Application, cluster: str, health: Container
         status.running_on is not None and status.running_on.name == cluster
     ):
         return
+    if not events.changed(app, "deployed", cluster):
+        return  # the same transition seen again from a stale copy
     pods = f"{health.running_pods}/{health.desired_pods} pods ready"
     objects = len(app.spec.manifest)
     message = f"Deployed on {cluster}: {pods}, {objects} objects applied"
@@ -123,6 +125,7 @@ def deployed(events: Recorder, app: Application, cluster: str, health: Container
 def deploy_failed(
     events: Recorder, app: Application, code: str, message: str, attempt: int, limit: int
 ) -> None:
+    events.changed(app, "deployed", "")  # a later success is news again
     of = f"/{limit + 1}" if limit >= 0 else ""
     text = f"{code} (attempt {attempt}{of}): {message}"
     events.emit(app, "DeployFailed", text[:1000], type="Warning", key=code)

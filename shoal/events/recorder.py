@@ -18,6 +18,7 @@ import contextlib
 import hashlib
 import logging
 import time
+from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -97,6 +98,7 @@ class Recorder:
         self._pending: dict[tuple[str, str], _Pending] = {}
         self._full = asyncio.Event()
         self._sending = asyncio.Lock()  # one request in flight
+        self._last: OrderedDict[tuple[str, str], str] = OrderedDict()
         self._task: asyncio.Task[None] | None = None
         self._emitted = metrics.EMITTED.labels(component)
         self._dropped = metrics.DROPPED.labels(component)
@@ -148,6 +150,21 @@ class Recorder:
             if len(self._pending) >= MAX_BATCH:
                 self._full.set()
         self._ensure_task()
+
+    def changed(self, obj: Kind, topic: str, value: str) -> bool:
+        """Whether ``value`` differs from the last one seen for ``obj`` and ``topic``.
+
+        A controller working from a cache may act twice on the same change (its
+        own write not seen yet); this tells a new transition from a repeat.
+        """
+        key = (obj.metadata.uid or obj.metadata.name, topic)
+        if self._last.get(key) == value:
+            return False
+        self._last[key] = value
+        self._last.move_to_end(key)
+        if len(self._last) > self.max_pending:
+            self._last.popitem(last=False)
+        return True
 
     # flushing ----------------------------------------------------------------------
 

@@ -24,6 +24,8 @@ def bound(handler: ApplicationHandler, app: Application, decision: Decision, for
     """``app`` (as it was before the pass) was just bound to ``decision.chosen``."""
     assert decision.chosen is not None
     current = app.status.scheduled_to
+    if current is not None and current.name == decision.chosen.name and not forced:
+        return  # bound again where it is (its spec changed, a reason cleared): nothing to tell
     backend = handler.fleet.get(current.namespace, "Cluster", current.name) if current else None
     state = None if backend is None else ("ONLINE" if backend.schedulable else backend.state)
     moved = reasons.placed(
@@ -38,7 +40,7 @@ def bound(handler: ApplicationHandler, app: Application, decision: Decision, for
     if moved:
         cause = "forced" if forced else ("score" if state == "ONLINE" else "cluster")
         stats.MIGRATIONS.labels(cause).inc()
-    if handler.spec_updated(app) and app.metadata.modified is not None:
+    if current is None and app.metadata.modified is not None:
         stats.E2E_SECONDS.observe((utcnow() - app.metadata.modified).total_seconds())
 
 

@@ -57,7 +57,7 @@ async def test_get_events_for_one_object(shoal: Shoal, client: ShoalClient) -> N
     result = await shoal("get", "clusters", "--for", "app/web")
     assert result.exit_code != 0 and "--for" in result.output
 
-    watch = asyncio.create_task(
+    watch = asyncio.ensure_future(
         shoal("get", "events", "--for", "app/web", "-w", "--watch-timeout", "3")
     )
     await asyncio.sleep(1.0)
