@@ -62,13 +62,14 @@ class KubeController(Controller):
         self,
         client: ShoalClient,
         *,
-        workers: int = 16,
+        workers: int = 64,
         poll_interval: float = 0.5,
         resync: float = 30.0,
         timeout: float = 5.0,
         watch: bool = True,
         fallback: float = 5.0,
         cleanup_retry: float = 10.0,
+        progress_delay: float = 1.0,
     ) -> None:
         self.client = client
         self.workers = workers
@@ -76,9 +77,10 @@ class KubeController(Controller):
         self.resync = resync
         self.fallback = fallback
         self.cleanup_retry = cleanup_retry
+        self.progress_delay = progress_delay
+        # one client (and pool of 100 connections) per cluster; the watches take one each
+        # per kind and namespace applied there, so they cannot starve the other requests
         self.kube = KubeClients(timeout=timeout)
-        # watches get their own connection pools: long requests must not starve the others
-        self.watch_kube = KubeClients(timeout=timeout)
         self.watches: ClusterWatches | None = (
             ClusterWatches(self._watch_client, self.queue_add) if watch else None
         )
@@ -95,6 +97,7 @@ class KubeController(Controller):
         self.events = Recorder(client, "kube-controller")
         # (cluster key, manifest) applied per application, to apply only on change
         self.applied: dict[AppKey, tuple[AppKey, list[Obj]]] = {}
+        self.applied_at: dict[AppKey, float] = {}  # loop time of the last apply
         # metadata.modified of our own finalizer writes (they do not need the scheduler)
         self.own_modified: dict[AppKey, datetime | None] = {}
         self.app_informer: Informer[Application] = Informer(
@@ -122,7 +125,6 @@ class KubeController(Controller):
         if self.watches is not None:
             await self.watches.stop()
         await self.kube.close()
-        await self.watch_kube.close()
         await self.events.close()
 
     # events --------------------------------------------------------------------------
@@ -132,8 +134,19 @@ class KubeController(Controller):
 
     def _app_event(self, app: Application, old: Application | None = None) -> None:
         self.queue.add(cache_key(app))
-        if self.watches is not None:
+        if self.watches is not None and (old is None or self._placed(old) != self._placed(app)):
             self.watches.set_app(cache_key(app), self._watch_entries(app))
+
+    @staticmethod
+    def _placed(app: Application) -> tuple[Any, ...]:
+        """What the watched objects of ``app`` depend on (most events change none of it)."""
+        status = app.status
+        return (
+            status.scheduled_to,
+            status.running_on,
+            app.spec.manifest,
+            status.last_applied_manifest,
+        )
 
     @staticmethod
     def _watch_entries(app: Application) -> set[Entry]:
@@ -156,7 +169,7 @@ class KubeController(Controller):
         if cluster is None or cluster.spec.kubeconfig is None:
             return None
         try:
-            return await self.watch_kube.get(cluster)
+            return await self.kube.get(cluster)
         except KubeApiError:
             return None
 
@@ -164,6 +177,7 @@ class KubeController(Controller):
         key = cache_key(app)
         self.failures.pop(key, None)
         self.applied.pop(key, None)
+        self.applied_at.pop(key, None)
         self.baseline.pop(key, None)
         self.own_modified.pop(key, None)
         self.members.forget(self.owner(app))
@@ -172,7 +186,12 @@ class KubeController(Controller):
 
     def _cluster_event(self, cluster: Cluster, old: Cluster | None = None) -> None:
         # Applications waiting on this cluster (e.g. it came back) get another look,
-        # and so do copies left behind there.
+        # and so do copies left behind there; not on every status write (metrics, nodes).
+        if old is not None and (old.spec.kubeconfig, old.status.state) == (
+            cluster.spec.kubeconfig,
+            cluster.status.state,
+        ):
+            return
         key = cache_key(cluster)
         for tried in [t for t in self._cleanup_tried if t[1] == key]:
             del self._cleanup_tried[tried]
@@ -329,12 +348,20 @@ class KubeController(Controller):
                     stale = [o for o in status.last_applied_manifest if ident(o) not in keep]
                     await self.members.delete(kube, where, stale, namespace, me, recorded=True)
                 self.applied[key] = (where, manifest)
+                self.applied_at[key] = asyncio.get_running_loop().time()
                 lives = done.lives
         except (KubeUnreachable, KubeApiError) as error:
             raise unreachable(error, code if apply else ReasonCode.KUBERNETES_ERROR) from error
 
         ready, health = combined_health(lives)
         if not ready:
+            # Most new workloads are ready within a second: CREATING is not worth a
+            # status write (and an event to every watcher) of its own before then.
+            waited = asyncio.get_running_loop().time() - self.applied_at.get(key, 0.0)
+            creating = phase is ApplicationState.CREATING and status.deploy_state is not phase
+            if creating and waited < self.progress_delay:
+                self.queue.add_after(key, self.progress_delay - waited)
+                return
             progress: dict[str, Any] = {"container_health": health, "deploy_reason": None}
             if phase is not ApplicationState.RUNNING:
                 progress["deploy_state"] = phase
@@ -347,7 +374,8 @@ class KubeController(Controller):
             left = await self._remove_from_old(app, status.running_on)
             if left is not None:
                 cleanups = merge_cleanup(cleanups, left)
-        reasons.deployed(self.events, app, target.name, health)
+        if status.deploy_state is not ApplicationState.RUNNING or status.running_on != target:
+            reasons.deployed(self.events, app, target.name, health)
         await self._write(
             app,
             {
