@@ -5,6 +5,13 @@ generator (aiohttp) in this one, so they do not share a core.
 
     .venv/bin/python bench/api.py [--store sqlite|etcd|etcd://host:port] [--objects 10000]
                                   [--rbac]
+    .venv/bin/python bench/api.py --compare-schemas [--objects 3000] [--rounds 4]
+
+``--compare-schemas`` measures only creates of a one-Deployment application,
+with manifest schema validation on and off ($SHOAL_MANIFEST_SCHEMAS=off), on a
+fresh server each, alternating the order round by round (the machine is
+shared and noisy), and prints both side by side with the API's CPU time per
+create, the steadier figure.
 
 ``--rbac`` turns security on as ``shoal up`` does (static bearer token, RBAC
 with a role that grants every right in the bench namespace only, secrets
@@ -90,8 +97,10 @@ def application(name: str) -> dict[str, Any]:
                     "metadata": {"name": name},
                     "spec": {
                         "replicas": 1,
+                        "selector": {"matchLabels": {"app": name}},
                         "template": {
-                            "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}
+                            "metadata": {"labels": {"app": name}},
+                            "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]},
                         },
                     },
                 }
@@ -347,6 +356,83 @@ async def guard_cost(tokens: Path, key: Path, passes: int = 20_000) -> float:
     return cost
 
 
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def creates_only(port: int, process: subprocess.Popen[bytes], objects: int,
+                       parallel: int) -> tuple[float, float]:
+    """Creates/s and the server's CPU ms per create, for ``objects`` applications."""
+    connector = aiohttp.TCPConnector(limit=parallel + 2)
+    headers = {"content-type": "application/json"}
+    async with aiohttp.ClientSession(
+        f"http://127.0.0.1:{port}", connector=connector, headers=headers
+    ) as http:
+        await wait_ready(http, process)
+        bodies = [orjson.dumps(application(f"app-{i:06d}")) for i in range(objects)]
+
+        async def create(i: int) -> None:
+            async with http.post(APPS, data=bodies[i]) as response:
+                if response.status >= 300:
+                    raise RuntimeError(f"create: {response.status} {await response.text()}")
+
+        await run_many(min(200, objects), parallel, lambda i: create(objects - 1 - i))  # warm
+        cpu = cpu_seconds(process.pid)
+        elapsed, _ = await run_many(objects - min(200, objects), parallel, create)
+        done = objects - min(200, objects)
+        return done / elapsed, (cpu_seconds(process.pid) - cpu) / done * 1e3
+
+
+def compare_schemas(objects: int, parallel: int, rounds: int) -> None:
+    """Creates with manifest schemas on and off, fresh servers, alternating order."""
+    results: dict[str, list[tuple[float, float]]] = {"on": [], "off": []}
+    for round_ in range(rounds):
+        for mode in ("on", "off") if round_ % 2 == 0 else ("off", "on"):
+            env = {**os.environ, "SHOAL_MANIFEST_SCHEMAS": mode}
+            with tempfile.TemporaryDirectory() as tmp:
+                port = free_port()
+                process = subprocess.Popen(
+                    [sys.executable, "-c", SERVER, f"sqlite://{tmp}/shoal.db", str(port)],
+                    cwd=Path(__file__).resolve().parent.parent, env=env,
+                )
+                try:
+                    results[mode].append(asyncio.run(creates_only(port, process, objects,
+                                                                  parallel)))
+                finally:
+                    process.terminate()
+                    process.wait(10)
+            rate, cpu = results[mode][-1]
+            print(f"round {round_ + 1} schemas {mode:>3}: {rate:,.0f} creates/s, "
+                  f"{cpu:.2f} ms CPU per create", flush=True)
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"\nCreates of a one-Deployment application, {rounds} rounds of {objects}, "
+          f"{parallel} in flight, load average {load}\n")
+    print(f"{'':<28}{'schemas on':>14}{'schemas off':>14}{'on / off':>10}")
+    for label, index, fmt in (("creates/s (median)", 0, ",.0f"),
+                              ("API CPU ms per create", 1, ".2f")):
+        on = statistics.median(r[index] for r in results["on"])
+        off = statistics.median(r[index] for r in results["off"])
+        print(f"{label:<28}{on:>14{fmt}}{off:>14{fmt}}{on / off:>10.2f}")
+    on, off = check_cost("on"), check_cost("off")
+    label = "admission check µs CPU"
+    print(f"{label:<28}{on:>14.1f}{off:>14.1f}{on / off:>10.2f}   (in process, per create)")
+
+
+def check_cost(mode: str, passes: int = 20_000) -> float:
+    """CPU µs of the create rules (shoal.model.validation) on the bench's application."""
+    from shoal.model import validation
+    from shoal.model.kubernetes import Application
+
+    os.environ["SHOAL_MANIFEST_SCHEMAS"] = mode
+    app = Application.model_validate(application("app-000001"))
+    validation.check(app)  # compiles the validator once
+    start = time.process_time()
+    for _ in range(passes):
+        validation.check(app)
+    return (time.process_time() - start) / passes * 1e6
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -360,7 +446,16 @@ def main() -> None:
     parser.add_argument(
         "--rbac", action="store_true", help="Bearer token, RBAC and secrets key, as shoal up"
     )
+    parser.add_argument(
+        "--compare-schemas",
+        action="store_true",
+        help="Only creates, with manifest schema validation on and off, side by side",
+    )
+    parser.add_argument("--rounds", type=int, default=4, help="Rounds of --compare-schemas")
     args = parser.parse_args()
+    if args.compare_schemas:
+        compare_schemas(args.objects, args.parallel, args.rounds)
+        return
     with contextlib.ExitStack() as stack:
         tmp = stack.enter_context(tempfile.TemporaryDirectory())
         if args.store == "sqlite":

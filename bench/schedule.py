@@ -33,7 +33,7 @@ import orjson  # noqa: E402
 from shoal.client.rest import Conflict, ShoalClient, Unreachable  # noqa: E402
 from shoal.model.base import Metadata  # noqa: E402
 from shoal.model.kubernetes import Application, ApplicationSpec  # noqa: E402
-from shoal.testing.fleet import cluster, metric, provider, register  # noqa: E402
+from shoal.testing.fleet import cluster, manifest, metric, provider, register  # noqa: E402
 from shoal.testing.launch import ApiProcess, controller, stop  # noqa: E402
 
 NS = "default"
@@ -41,7 +41,8 @@ NS = "default"
 
 async def synced(client: ShoalClient) -> None:
     """Until the scheduler is synced: one probe application gets bound."""
-    probe = Application(metadata=Metadata(name="probe", namespace=NS), spec=ApplicationSpec())
+    spec = ApplicationSpec(manifest=manifest("probe"))
+    probe = Application(metadata=Metadata(name="probe", namespace=NS), spec=spec)
     await client.create(probe)
     while (await client.get(Application, "probe", NS)).status.scheduled_to is None:
         await asyncio.sleep(0.05)
@@ -133,7 +134,7 @@ async def run_one(n: int, m: int, concurrency: int, workers: int, seed: int) -> 
                         "api": "kubernetes",
                         "kind": "Application",
                         "metadata": {"name": name, "namespace": NS},
-                        "spec": {},
+                        "spec": {"manifest": manifest(name)},
                     }
                     path = f"/kubernetes/namespaces/{NS}/applications"
                     for _ in range(5):  # an overloaded API may time a create out: try again

@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
+from shoal.model.validation import field_path
 from shoal.store.base import AlreadyExists, Compacted, Conflict, NotFound, Unavailable
 
 log = logging.getLogger(__name__)
@@ -76,26 +77,13 @@ def problem(
     return Response(orjson.dumps(body), status_code=status, media_type=PROBLEM_JSON)
 
 
-def _field(loc: tuple[Any, ...] | list[Any]) -> str:
-    """``spec.manifest[0].spec``: list indexes in brackets, pydantic's markers dropped."""
-    path = ""
-    for part in loc:
-        if part == "body" or str(part).startswith(("function-", "union[", "json-or-python")):
-            continue
-        if isinstance(part, int):
-            path += f"[{part}]"
-        else:
-            path = f"{path}.{part}" if path else str(part)
-    return path or "body"
-
-
 def validation_errors(errors: list[Any]) -> list[dict[str, Any]]:
     out = []
     for error in errors:
         msg = str(error.get("msg", "invalid"))
         if msg.startswith("Value error, "):
             msg = msg[len("Value error, ") :]
-        out.append({"field": _field(error.get("loc", ())), "reason": msg})
+        out.append({"field": field_path(error.get("loc", ())), "reason": msg})
     return out
 
 

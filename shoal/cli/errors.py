@@ -60,21 +60,39 @@ def yaml_error(path: object, error: Exception) -> CliError:
 # what the API answered, in the user's words -----------------------------------------
 
 
-def _field(loc: Sequence[Any]) -> str:
-    parts = [str(p) for p in loc]
-    parts = [p for p in parts if not p.startswith(("function-", "union[", "json-or-python"))]
-    return ".".join(parts) or "body"
+def validation_errors(error: Any) -> list[dict[str, str]]:
+    """The ``{field, reason}`` of each failing field of a pydantic ValidationError."""
+    from shoal.model.validation import field_path
+
+    return [
+        {
+            "field": field_path(item.get("loc", ())),
+            "reason": str(item.get("msg", "invalid")).removeprefix("Value error, "),
+        }
+        for item in error.errors(include_url=False, include_input=False)
+    ]
 
 
-def describe_validation(error: Any, what: str = "") -> str:
+def field_lines(
+    title: str, what: str, errors: Sequence[dict[str, Any]], where: Any = None
+) -> str:
+    """``TITLE: what`` then one line per field: ``  [file:line: ]field: reason``.
+
+    ``where(field)`` gives the place of a field in the user's file (``m.yaml:12``), or None.
+    """
+    lines = [f"{title}: {what}" if what else f"{title}:"]
+    for error in errors[:20]:
+        field = str(error.get("field", "body"))
+        place = where(field) if where is not None else None
+        lines.append(f"  {place + ': ' if place else ''}{field}: {error.get('reason', '')}")
+    if len(errors) > 20:
+        lines.append(f"  … and {len(errors) - 20} more")
+    return "\n".join(lines)
+
+
+def describe_validation(error: Any, what: str = "", where: Any = None) -> str:
     """Name each failing field of a pydantic ValidationError the way the API does."""
-    reasons = []
-    for item in error.errors(include_url=False, include_input=False):
-        msg = str(item.get("msg", "invalid"))
-        msg = msg.removeprefix("Value error, ")
-        reasons.append(f"{_field(item.get('loc', ()))}: {msg}")
-    prefix = f"INVALID_RESOURCE: {what}: " if what else "INVALID_RESOURCE: "
-    return prefix + "; ".join(reasons[:10])
+    return field_lines("INVALID_RESOURCE", what, validation_errors(error), where)
 
 
 def is_shoal_problem(document: Any) -> bool:
@@ -82,10 +100,13 @@ def is_shoal_problem(document: Any) -> bool:
     return isinstance(document, dict) and str(document.get("type", "")).startswith(PROBLEM_TYPE)
 
 
-def problem_message(status: int, problem: dict[str, Any]) -> str:
-    """One line from an RFC 7807 problem document: ``TITLE: detail``."""
-    title = problem.get("title") or status
-    return f"{title}: {problem.get('detail', '')}"
+def problem_message(status: int, problem: dict[str, Any], what: str = "", where: Any = None) -> str:
+    """An RFC 7807 problem document in words: ``TITLE: detail``, or a line per wrong field."""
+    title = str(problem.get("title") or status)
+    errors = problem.get("errors")
+    if isinstance(errors, list) and errors and all(isinstance(e, dict) for e in errors):
+        return field_lines(title, what, errors, where)
+    return f"{title}: {what + ': ' if what else ''}{problem.get('detail', '')}"
 
 
 def not_shoal(url: str, status: int | str, path: str = "/healthz") -> CliError:

@@ -104,10 +104,14 @@ def read_commands(entry: Entry, what: str) -> list[click.Command]:
     ]
 
 
-def _apply(file: str, namespace: str, output: str) -> None:
-    from shoal.cli.verbs import apply_documents
+def _files(create: bool) -> Any:
+    def callback(file: str, namespace: str, output: str, dry_run: str) -> None:
+        from shoal.cli.documents import send_documents
 
-    apply_documents(click.get_current_context(), file, namespace, Output(output))
+        ctx = click.get_current_context()
+        send_documents(ctx, file, namespace, Output(output), create=create, dry_run=dry_run)
+
+    return callback
 
 
 def install(root: click.Group) -> None:
@@ -115,14 +119,19 @@ def install(root: click.Group) -> None:
     root.add_command(read_command("get", None, "Show one object, or list the objects of a kind."))
     root.add_command(read_command("list", None, "List the objects of a kind."))
     root.add_command(read_command("delete", None, "Delete one object of any kind."))
+    from shoal.cli.documents import dry_run_option
+
     file = click.Option(["-f", "--file"], required=True, help="YAML file of objects (- is stdin).")
     params: list[click.Parameter] = [
         file,
         namespace_option(help="Namespace of objects that name none."),
         output_option(),
+        dry_run_option(),
     ]
     help = "Create or update every object of a (multi-document) YAML file."
-    root.add_command(click.Command("apply", callback=_apply, params=params, help=help))
+    root.add_command(click.Command("apply", callback=_files(False), params=params, help=help))
+    help = "Create every object of a (multi-document) YAML file."
+    root.add_command(click.Command("create", callback=_files(True), params=params, help=help))
 
 
 def _completion(shell: str) -> None:

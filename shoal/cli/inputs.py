@@ -7,12 +7,16 @@ table (``shoal.cli.kinds``) names the reader of every flag.
 from __future__ import annotations
 
 import math
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from shoal.cli.errors import CliError, yaml_error
+
+_TEXTS: dict[str, str] = {}
+"""The text of each file read (stdin too), to find the line of a field the API refused."""
 
 
 def read_yaml_documents(path: str) -> list[Any]:
@@ -21,12 +25,63 @@ def read_yaml_documents(path: str) -> list[Any]:
         text = sys.stdin.read() if path == "-" else Path(path).read_text()
     except OSError as error:
         raise CliError(f"cannot read {path}: {error.strerror or error}") from None
+    _TEXTS[path] = text
     import yaml
 
     try:
         return [doc for doc in yaml.safe_load_all(text) if doc is not None]
     except yaml.YAMLError as error:
         raise yaml_error(path, error) from None
+
+
+def line_of(path: str, document: int, field: str) -> int | None:
+    """The line of ``field`` (``spec.manifest[0].kind``) in a document of a file read before.
+
+    The deepest part of the path the document has: a field that is missing is
+    reported at its parent's line. None when the file was not read as YAML.
+    """
+    text = _TEXTS.get(path)
+    if text is None:
+        return None
+    import yaml
+
+    try:
+        nodes = [n for n in yaml.compose_all(text) if n is not None and n.tag != _NULL]
+    except yaml.YAMLError:
+        return None
+    if not 0 <= document < len(nodes):
+        return None
+    node, line = nodes[document], nodes[document].start_mark.line
+    for part in re.findall(r"\[\d+\]|[^.\[\]]+", field):
+        if isinstance(node, yaml.SequenceNode) and part.startswith("["):
+            index = int(part[1:-1])
+            if index >= len(node.value):
+                break
+            node = node.value[index]
+            line = node.start_mark.line
+        elif isinstance(node, yaml.MappingNode):
+            found = [(k, v) for k, v in node.value if getattr(k, "value", None) == part]
+            if not found:
+                break
+            key, node = found[0]
+            line = key.start_mark.line
+        else:
+            break
+    return line + 1
+
+
+_NULL = "tag:yaml.org,2002:null"
+
+
+def place_in_file(path: str, document: int) -> Any:
+    """``where(field)`` → ``"m.yaml:12"`` (or the file alone) for the CLI's error lines."""
+    name = "<stdin>" if path == "-" else path
+
+    def where(field: str) -> str:
+        line = line_of(path, document, field)
+        return f"{name}:{line}" if line is not None else name
+
+    return where
 
 
 def read_mappings(path: str) -> list[dict[str, Any]]:

@@ -87,6 +87,11 @@ EXTENSIONS: list[Extension] = [
         },
     ),
     Extension(
+        "shoal.cli.check",
+        None,
+        {"check": "List stored objects that the API's rules would now refuse, and why."},
+    ),
+    Extension(
         "shoal.cli.import_krake",
         None,
         {"import": "Copy a Krake installation into Shoal (--from-krake URL)."},

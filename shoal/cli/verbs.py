@@ -1,4 +1,4 @@
-"""The bodies of the verbs every kind has: list (and watch), get, create, update, delete, apply.
+"""The bodies of the verbs every kind has: list (and watch), get, create, update, delete.
 
 Reading and deleting work on the API's JSON with the light client
 (``shoal.cli.http``): no model is imported, so they start fast. Creating and
@@ -17,13 +17,12 @@ import click
 from shoal.cli.config import Ctx, http, run
 from shoal.cli.errors import CliError, describe_validation, did_you_mean
 from shoal.cli.http import Problem
-from shoal.cli.inputs import apply_labels, read_mappings
+from shoal.cli.inputs import apply_labels
 from shoal.cli.names import DEFAULT_NAMESPACE, namespace_of
 from shoal.cli.output import (
     Output,
     WatchPrinter,
     dump,
-    print_documents,
     print_items,
     print_list,
     print_objects,
@@ -121,11 +120,18 @@ def watch_objects(
         return
 
 
-def _named(ctx: Ctx, entry: Entry, method: str, name: str, ns: str | None) -> Any:
+def _named(
+    ctx: Ctx,
+    entry: Entry,
+    method: str,
+    name: str,
+    ns: str | None,
+    params: dict[str, Any] | None = None,
+) -> Any:
     """GET or DELETE one object; a miss names the closest existing names."""
     client = http(ctx)
     try:
-        return client.request(method, entry.item_path(name, ns))
+        return client.request(method, entry.item_path(name, ns), params)
     except Problem as error:
         if error.status != 404:
             raise
@@ -144,10 +150,10 @@ def get_object(
 
 
 def delete_object(
-    ctx: Ctx, entry: Entry, name: str, namespace: str | None, output: Output
+    ctx: Ctx, entry: Entry, name: str, namespace: str | None, output: Output, force: bool = False
 ) -> None:
     ns = namespace_of(entry, namespace)
-    obj = _named(ctx, entry, "DELETE", name, ns)
+    obj = _named(ctx, entry, "DELETE", name, ns, {"force": "true"} if force else None)
     if output.tabular:
         place = f"{ns}/" if ns else ""
         click.echo(f"{entry.kind} {place}{name} deleted")
@@ -195,53 +201,3 @@ def update_object(
         return await client.update(build(kind, data))
 
     print_objects(kind, [run(ctx, work)], output)
-
-
-def _document(path: str, doc: dict[str, Any], namespace: str | None) -> Kind:
-    from shoal.model import registry
-
-    api, kind_name = doc.get("api"), doc.get("kind")
-    if not isinstance(api, str) or not isinstance(kind_name, str):
-        raise CliError(f"{path}: every document needs 'api' and 'kind'")
-    try:
-        kind = registry.kind_for(api, kind_name)
-    except KeyError:
-        raise CliError(f"{path}: unknown kind {api}/{kind_name}") from None
-    metadata = doc.setdefault("metadata", {})
-    if not isinstance(metadata, dict):
-        raise CliError(f"{path}: metadata of {kind_name} must be a mapping")
-    if kind.namespaced:
-        metadata.setdefault("namespace", namespace or DEFAULT_NAMESPACE)
-    else:
-        metadata.pop("namespace", None)
-    return build(kind, doc)
-
-
-def apply_documents(ctx: Ctx, path: str, namespace: str | None, output: Output) -> None:
-    """Create or update every object of a (multi-document) YAML file."""
-    from shoal.client.rest import ApiError
-
-    objects = [_document(path, doc, namespace) for doc in read_mappings(path)]
-
-    async def work(client: ShoalClient) -> list[tuple[Kind, str]]:
-        done: list[tuple[Kind, str]] = []
-        for obj in objects:
-            kind = type(obj)
-            try:
-                current = await client.get(kind, obj.metadata.name, obj.metadata.namespace)
-            except ApiError as error:
-                if error.status != 404:
-                    raise
-                done.append((await client.create(obj), "created"))
-                continue
-            obj.metadata.resource_version = current.metadata.resource_version
-            done.append((await client.update(obj), "configured"))
-        return done
-
-    results = run(ctx, work)
-    if not output.tabular:
-        print_documents([dump(obj) for obj, _ in results], output)
-        return
-    for obj, verb in results:
-        ns = f"{obj.metadata.namespace}/" if obj.metadata.namespace else ""
-        click.echo(f"{obj.kind} {ns}{obj.metadata.name} {verb}")

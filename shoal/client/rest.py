@@ -197,9 +197,10 @@ class ShoalClient:
 
     # typed calls ---------------------------------------------------------------
 
-    async def create(self, obj: K) -> K:
+    async def create(self, obj: K, *, dry_run: bool = False) -> K:
+        """Create ``obj``; with ``dry_run`` the API checks it and stores nothing."""
         path = collection_path(type(obj), obj.metadata.namespace)
-        data = await self.request("POST", path, body=_dump(obj))
+        data = await self.request("POST", path, body=_dump(obj), params=_dry(dry_run))
         return type(obj).model_validate(data, context=TRUSTED)
 
     async def get(self, kind: type[K], name: str, namespace: str | None = None) -> K:
@@ -233,11 +234,12 @@ class ShoalClient:
                 return ListResult(items, revision)
             params["continue"] = token
 
-    async def update(self, obj: K) -> K:
+    async def update(self, obj: K, *, dry_run: bool = False) -> K:
         kind = type(obj)
         path = item_path(kind, obj.metadata.name, obj.metadata.namespace)
         return kind.model_validate(
-            await self.request("PUT", path, body=_dump(obj)), context=TRUSTED
+            await self.request("PUT", path, body=_dump(obj), params=_dry(dry_run)),
+            context=TRUSTED,
         )
 
     async def update_status(self, obj: K) -> K:
@@ -363,6 +365,10 @@ class _WatchLine(BaseModel, Generic[K]):
 def _watch_line(kind: type[K]) -> type[_WatchLine[K]]:
     """The model of one watch line of ``kind``: parsed and validated in one pass, in Rust."""
     return _WatchLine[kind]  # type: ignore[valid-type]
+
+
+def _dry(dry_run: bool) -> dict[str, Any] | None:
+    return {"dry_run": "true"} if dry_run else None
 
 
 def _params(params: dict[str, Any] | None) -> dict[str, str] | None:

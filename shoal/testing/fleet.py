@@ -118,6 +118,11 @@ def cluster(
     )
 
 
+def manifest(name: str) -> list[dict[str, Any]]:
+    """The smallest manifest the API accepts: one ConfigMap named after the application."""
+    return [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {}}]
+
+
 def app(
     name: str,
     labels: list[str] | None = None,
@@ -125,10 +130,11 @@ def app(
     crds: list[str] | None = None,
     migration: bool = True,
 ) -> Application:
-    """An application in ``NS`` with no manifest and the given cluster constraints."""
+    """An application in ``NS`` (one ConfigMap) with the given cluster constraints."""
     return Application(
         metadata=Metadata(name=name, namespace=NS),
         spec=ApplicationSpec(
+            manifest=manifest(name),
             constraints=Constraints(
                 migration=migration,
                 cluster=ClusterConstraints(

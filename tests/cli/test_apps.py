@@ -18,6 +18,10 @@ metadata:
   name: web
 spec:
   replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: "nginx:1.27"}]}
 ---
 apiVersion: v1
 kind: Service
@@ -160,7 +164,7 @@ async def test_invalid_label_constraint_names_the_field(shoal: Shoal, tmp_path: 
         "kube", "app", "create", "bad", "-f", manifest(tmp_path), "-L", "location iz DE"
     )
     assert result.exit_code == 1
-    assert "spec.constraints.cluster.labels.0" in result.stderr
+    assert "spec.constraints.cluster.labels[0]" in result.stderr
     assert "iz" in result.stderr
     assert "Traceback" not in result.output
 
@@ -169,7 +173,7 @@ async def test_invalid_metric_constraint_on_update(shoal: Shoal, tmp_path: Path)
     ok(await shoal("kube", "app", "create", "web", "-f", manifest(tmp_path)))
     result = await shoal("kube", "app", "update", "web", "-M", "load <<< 3")
     assert result.exit_code == 1
-    assert "spec.constraints.cluster.metrics.0" in result.stderr
+    assert "spec.constraints.cluster.metrics[0]" in result.stderr
 
 
 async def test_bad_manifest(shoal: Shoal, tmp_path: Path) -> None:

@@ -121,7 +121,7 @@ async def test_register_bad_metric_weight(shoal: Shoal, tmp_path: Path) -> None:
     assert result.exit_code != 0
     negative = await shoal("kube", "cluster", "register", "-k", path, "--metric", "load", "-1")
     assert negative.exit_code == 1
-    assert "spec.metrics.0.weight" in negative.stderr
+    assert "spec.metrics[0].weight" in negative.stderr
 
 
 async def test_create_for_cloud_and_update(shoal: Shoal, client: ShoalClient) -> None:
@@ -150,7 +150,7 @@ async def test_create_for_cloud_and_update(shoal: Shoal, client: ShoalClient) ->
 
     bad = await shoal("kube", "cluster", "update", "new", "-L", "location is")
     assert bad.exit_code == 1
-    assert "spec.constraints.cloud.labels.0" in bad.stderr
+    assert "spec.constraints.cloud.labels[0]" in bad.stderr
 
     names = ok(await shoal("kube", "cluster", "list", "-o", "json")).stdout
     assert [c["metadata"]["name"] for c in json.loads(names)["items"]] == ["new"]

@@ -221,7 +221,7 @@ async def test_roles_and_bindings(shoal: Shoal) -> None:
             "namespaces": [],
             "verbs": ["get", "list"],
         },
-        {"api": "core", "resources": [], "namespaces": [], "verbs": ["get"]},
+        {"api": "core", "resources": ["*"], "namespaces": [], "verbs": ["get"]},
     ]
     table = ok(await shoal("core", "role", "list")).stdout
     assert "kubernetes:applications,clusters:*:get,list" in table
@@ -229,7 +229,7 @@ async def test_roles_and_bindings(shoal: Shoal) -> None:
     bad = await shoal("core", "role", "create", "x", "--rule", "core:metrics")
     assert bad.exit_code == 1 and "api:resources:namespaces:verbs" in bad.stderr
     bad_verb = await shoal("core", "role", "create", "x", "--rule", "core:metrics::fly")
-    assert bad_verb.exit_code == 1 and "rules.0.verbs.0" in bad_verb.stderr
+    assert bad_verb.exit_code == 1 and "rules[0].verbs[0]" in bad_verb.stderr
 
     ok(await cli(shoal, "core rolebinding create b --user alice --user bob --role reader"))
     binding = yaml.safe_load(

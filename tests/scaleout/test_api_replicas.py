@@ -12,13 +12,15 @@ import pytest
 from shoal.client.rest import Conflict, ShoalClient
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Application, ApplicationSpec
+from shoal.testing.fleet import manifest
 from shoal.testing.launch import ApiProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(90)]
 
 
 def application(name: str, namespace: str) -> Application:
-    return Application(metadata=Metadata(name=name, namespace=namespace), spec=ApplicationSpec())
+    spec = ApplicationSpec(manifest=manifest(name))
+    return Application(metadata=Metadata(name=name, namespace=namespace), spec=spec)
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ import pytest
 from shoal.client.rest import ApiError, ShoalClient, Unreachable
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Application, ApplicationSpec
+from shoal.testing.fleet import manifest
 from shoal.testing.launch import ApiProcess
 from tests.fixtures.etcd import EtcdCluster, EtcdServer
 from tests.util import wait_for
@@ -43,7 +44,8 @@ def leader_of(cluster: EtcdCluster) -> EtcdServer:
 
 
 def application(name: str, namespace: str) -> Application:
-    return Application(metadata=Metadata(name=name, namespace=namespace), spec=ApplicationSpec())
+    spec = ApplicationSpec(manifest=manifest(name))
+    return Application(metadata=Metadata(name=name, namespace=namespace), spec=spec)
 
 
 async def test_leader_killed_during_creates(etcd_cluster: EtcdCluster, tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ import yaml
 from shoal.api.auth.config import from_mapping, load
 from shoal.api.auth.tls import issue, make_ca, write_pair
 from shoal.api.server import ApiServer, start_api
+from shoal.testing.fleet import manifest
 from tests.security.conftest import token_file
 from tests.security.idp import Issuer, KeystoneServer, keystone, oidc_issuer
 
@@ -79,7 +80,7 @@ async def _create(client: httpx.AsyncClient, name: str) -> int:
         "api": "kubernetes",
         "kind": "Application",
         "metadata": {"name": name},
-        "spec": {"manifest": []},
+        "spec": {"manifest": manifest(name)},
     }
     return (await client.post(APPS, json=body)).status_code
 

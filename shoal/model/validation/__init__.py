@@ -6,12 +6,24 @@ Kubernetes allows, roles that grant something. They run on API input only
 (create, update, dry runs, ``shoal check``), never when stored objects are
 read back, so objects stored before a rule existed still load, list and delete.
 Each finding names the field with a path such as
-``spec.kubeconfig.contexts[0].context.user``.
+``spec.kubeconfig.contexts[0].context.user``. Importing this package alone
+loads no model (the CLI spells field paths with ``field_path`` and starts fast).
 """
 
 from __future__ import annotations
 
-from shoal.model.validation.findings import Finding, join
-from shoal.model.validation.kinds import check
+from typing import TYPE_CHECKING
 
-__all__ = ["Finding", "check", "join"]
+from shoal.model.validation.findings import Finding, field_path, join
+
+if TYPE_CHECKING:
+    from shoal.model.base import Kind
+
+__all__ = ["Finding", "check", "field_path", "join"]
+
+
+def check(obj: Kind) -> list[Finding]:
+    """Every finding on ``obj`` (errors and warnings); see ``kinds.check``."""
+    from shoal.model.validation.kinds import check as check_kind
+
+    return check_kind(obj)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +28,19 @@ def join(base: str, *parts: str | int) -> str:
         else:
             path = part
     return path
+
+
+def field_path(loc: Iterable[Any]) -> str:
+    """A pydantic error location as a field path (``spec.manifest[0].kind``).
+
+    ``body`` (FastAPI's) and pydantic's markers such as ``function-after[...]`` are dropped.
+    """
+    path = ""
+    for part in loc:
+        if part == "body" or str(part).startswith(("function-", "union[", "json-or-python")):
+            continue
+        path = join(path, part) if isinstance(part, int) or path else str(part)
+    return path or "body"
 
 
 def type_name(value: object) -> str:

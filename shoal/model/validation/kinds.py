@@ -44,7 +44,9 @@ def _cluster(obj: Any) -> Iterator[Finding]:
 
 
 def _application(obj: Any) -> Iterator[Finding]:
-    yield from check_manifest(obj.spec.manifest, "spec.manifest")
+    spec = obj.spec
+    if spec.manifest or not (spec.tosca or spec.csar):  # Krake: one of the three
+        yield from check_manifest(spec.manifest, "spec.manifest")
 
 
 def _metric(obj: Any) -> Iterator[Finding]:

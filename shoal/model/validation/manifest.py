@@ -22,7 +22,7 @@ _LABEL_NAMED_STRICT = frozenset({"Namespace", "Service"})
 
 def check_manifest(items: Any, path: str) -> Iterator[Finding]:
     if not isinstance(items, list) or not items:
-        yield Finding(path, "must list at least one Kubernetes object")
+        yield Finding(path, "must list at least one Kubernetes object (or give spec.tosca)")
         return
     seen: dict[tuple[str, str, str, str], int] = {}
     for index, item in enumerate(items):
