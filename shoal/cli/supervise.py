@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import functools
 import os
 import signal
 import subprocess
@@ -48,6 +49,10 @@ class Child:
     restarts: int = 0
     backoff: float = 0.5
     started: float = 0.0
+
+
+def _forget(restarts: dict[Child, asyncio.Task[None]], child: Child, _: object) -> None:
+    restarts.pop(child, None)
 
 
 class Supervisor:
@@ -89,14 +94,24 @@ class Supervisor:
         return {c.name: c.proc.pid for c in self.children if c.proc is not None}
 
     async def run(self) -> None:
-        """Watch the children until cancelled: restart each that exits, with back-off."""
-        while True:
-            for child in self.children:
-                proc = child.proc
-                if proc is None or proc.poll() is None:
-                    continue
-                await self._restart(child, proc.returncode)
-            await asyncio.sleep(0.2)
+        """Watch the children until cancelled: restart each that exits, with back-off.
+
+        Each restart waits out its own back-off, so one crashing child never delays another's.
+        """
+        restarts: dict[Child, asyncio.Task[None]] = {}
+        try:
+            while True:
+                for child in self.children:
+                    proc = child.proc
+                    if proc is None or proc.poll() is None or child in restarts:
+                        continue
+                    task = asyncio.create_task(self._restart(child, proc.returncode))
+                    restarts[child] = task
+                    task.add_done_callback(functools.partial(_forget, restarts, child))
+                await asyncio.sleep(0.2)
+        finally:
+            for task in list(restarts.values()):
+                task.cancel()
 
     async def _restart(self, child: Child, code: int) -> None:
         if time.monotonic() - child.started > STABLE:
