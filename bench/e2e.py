@@ -15,7 +15,9 @@ prefers the other cluster of its pair. Timed until the last one RUNS on its
 new cluster with the old copy gone. Whenever an application reports its move
 done (``running_on`` the new cluster, no pending clean-up), the old cluster's
 Deployments are listed *after* that report: finding the old copy there means
-two copies ran on different clusters after the removal was confirmed.
+two copies ran on different clusters after the removal was confirmed (the sim
+deletes a Deployment's ReplicaSet and pods with it, so the Deployment stands
+for its pods).
 
 Modes: ``processes`` (``shoal api``, ``scheduler``, ``kube-controller``,
 ``cluster-observer``, ``garbage-collector`` and ``shoal sim`` as processes of
@@ -531,6 +533,8 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
 async def main(args: argparse.Namespace) -> None:
     results = []
     for mode in args.mode.split(","):
+        load = " ".join(f"{x:.1f}" for x in os.getloadavg())
+        print(f"{mode}: starting, load average {load}", flush=True)
         with tempfile.TemporaryDirectory() as tmp:
             run = run_processes if mode == "processes" else run_up
             result = await run(args, Path(tmp))
