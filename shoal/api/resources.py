@@ -24,6 +24,7 @@ from shoal.model import application_status
 from shoal.model.base import Kind, utcnow
 from shoal.model.constraints import ConstraintError, LabelSelector
 from shoal.model.kubernetes import (
+    EVICTION_FINALIZER,
     Application,
     ApplicationBinding,
     ApplicationStatus,
@@ -106,8 +107,8 @@ class Resources:
     # writes ------------------------------------------------------------------
 
     async def create(self, kind: type[K], body: K, namespace: str | None) -> bytes:
-        if kind.namespaced:
         admit(body)
+        if kind.namespaced:
             if body.metadata.namespace not in (None, namespace):
                 raise ProblemError(
                     422,
@@ -127,16 +128,16 @@ class Resources:
         if "status" in kind.model_fields:
             object.__setattr__(body, "status", body.initial_status())
         value = encode(body)
-        revision = await self.store.create(body.store_key(), value)
         if dry():
             await self._refuse_existing(kind, body)
             return value
+        revision = await self.store.create(body.store_key(), value)
         return with_revision(value, revision)
 
     async def update(self, kind: type[K], body: K, name: str, namespace: str | None) -> bytes:
         _check_identity(body, name, namespace)
-
         admit(body)
+
         def change(current: K) -> bool:
             changed = False
             for field in _spec_fields(kind):
@@ -155,7 +156,6 @@ class Resources:
 
         return await self._modify(kind, name, namespace, body.metadata.resource_version, change)
 
-    async def update_status(
     async def _refuse_existing(self, kind: type[Kind], body: Kind) -> None:
         """A dry-run create answers 409 where the create would."""
         try:
@@ -164,6 +164,7 @@ class Resources:
             return
         raise AlreadyExists(body.store_key())
 
+    async def update_status(
         self, kind: type[K], body: K, name: str, namespace: str | None
     ) -> bytes:
         _check_identity(body, name, namespace)
@@ -260,11 +261,23 @@ class Resources:
             Cluster, name, namespace, binding.resource_version, change, allow_deleted=False
         )
 
-    async def delete(self, kind: type[K], name: str, namespace: str | None) -> bytes:
+    async def delete(
+        self, kind: type[K], name: str, namespace: str | None, force: bool = False
+    ) -> bytes:
+        """Mark deleted; removed when no finalizer is left.
+
+        ``force`` (clusters): without the eviction finalizer, so the cluster goes at
+        once instead of after its applications have left (docs/scheduler.md).
+        """
+
         def change(current: K) -> bool:
-            if current.metadata.deleted is not None:
+            finalizers = current.metadata.finalizers
+            if force and EVICTION_FINALIZER in finalizers:
+                current.metadata.finalizers = [f for f in finalizers if f != EVICTION_FINALIZER]
+            elif current.metadata.deleted is not None:
                 return False
-            current.metadata.deleted = utcnow()
+            if current.metadata.deleted is None:
+                current.metadata.deleted = utcnow()
             return True
 
         return await self._modify(kind, name, namespace, None, change)
@@ -342,6 +355,8 @@ class Resources:
             if new is None:
                 return with_revision(record.value, record.revision)
             value, remove = new
+            if dry():
+                return with_revision(value, record.revision)
             try:
                 if remove:
                     revision = await self.store.delete(key, record.revision)
@@ -355,8 +370,6 @@ class Resources:
                 raise ProblemError(404, f"{kind.kind_name()} {name!r} not found") from None
             return with_revision(value, revision)
         raise ProblemError(409, f"{kind.kind_name()} {name!r} is changing too fast; try again")
-            if dry():
-                return with_revision(value, record.revision)
 
 
 def _check_ref(field: str, valid: bool, what: str) -> None:

@@ -23,11 +23,13 @@ from shoal.api.codec import list_body, with_revision
 from shoal.api.errors import ProblemError
 from shoal.api.metrics import WATCHES
 from shoal.api.resources import Resources, _parse_selector
+from shoal.model import application_status
 from shoal.model.base import Kind, utcnow
 from shoal.model.kubernetes import (
     Application,
     ApplicationBinding,
     ApplicationState,
+    Cluster,
     ClusterBinding,
     CompleteToken,
     ShutdownToken,
@@ -146,7 +148,7 @@ _VERBS: dict[str, tuple[str, str, str, str]] = {
         "PUT",
         "{item}/retry",
         "update_{plural}_retry",
-        "Retry a FAILED application (scheduling or deletion)",
+        "Retry a FAILED or waiting application at once (scheduling, deployment or deletion)",
     ),
 }
 
@@ -168,10 +170,10 @@ def build_router(resources: Resources, kinds: tuple[type[Kind], ...]) -> APIRout
         }
         for verb, (endpoint, params, model) in _kind_handlers(resources, kind).items():
             method, path, name, summary = _VERBS[verb]
-            router.add_api_route(
-                path.format(**paths),
             if method != "GET":
                 endpoint, params = with_dry_run(endpoint, params)
+            router.add_api_route(
+                path.format(**paths),
                 _sign(endpoint, params),
                 methods=[method],
                 name=name.format(plural=plural),
@@ -235,7 +237,7 @@ def _kind_handlers(res: Resources, kind: type[Kind]) -> _Handlers:
         return _json(await res.update(kind, kw["body"], kw["name"], ns(kw)))
 
     async def delete(**kw: Any) -> Response:
-        return _json(await res.delete(kind, kw["name"], ns(kw)))
+        return _json(await res.delete(kind, kw["name"], ns(kw), kw.get("force", False)))
 
     async def status(**kw: Any) -> Response:
         return _json(await res.update_status(kind, kw["body"], kw["name"], ns(kw)))
@@ -257,6 +259,9 @@ def _kind_handlers(res: Resources, kind: type[Kind]) -> _Handlers:
     handlers["read"] = (read, at_item, kind)
     handlers["update"] = (update, with_body, kind)
     handlers["delete"] = (delete, at_item, kind)
+    if kind is Cluster:
+        force = Query(False, description="Delete at once, without moving its applications first")
+        handlers["delete"] = (delete, [*at_item, _p("force", bool, force)], kind)
     if "status" in kind.subresources:
         handlers["status"] = (status, with_body, kind)
         patch_body = _p("body", dict[str, Any], Body(examples=[_PATCH_EXAMPLE]))
@@ -304,22 +309,30 @@ def _application_handlers(res: Resources, at_item: list[inspect.Parameter]) -> _
 
 
 def _retry(current: Application) -> bool:
+    """A FAILED or waiting application is tried again at once, its failure counts reset."""
     status = current.status
-    if status.state is not ApplicationState.FAILED:
+    application_status.fold_explicit(status)  # a state stored by a Krake client
+    waiting = status.state is ApplicationState.PENDING and status.schedule_reason is not None
+    if status.state is not ApplicationState.FAILED and not waiting:
         raise ProblemError(
             400,
-            f"status.state: only a FAILED application can be retried, "
+            f"status.state: only a FAILED or waiting application can be retried, "
             f"this one is {status.state.value}",
             title="INVALID_STATE",
         )
     if current.metadata.deleted is not None:
-        status.state = ApplicationState.DELETING
+        status.deploy_state = ApplicationState.DELETING
     else:
-        status.state = ApplicationState.PENDING
+        status.schedule_reason = None
         status.scheduler_retries = None
-    status.reason = None
+        status.scheduler_attempts = 0
+        status.next_retry = None
+        if status.deploy_state is ApplicationState.FAILED:
+            status.deploy_state = None
+    status.deploy_reason = None
     status.retries = None
-    current.metadata.modified = utcnow()
+    application_status.apply(status)
+    current.metadata.modified = utcnow()  # the scheduler passes it again at once
     return True
 
 

@@ -216,7 +216,13 @@ def add_read_commands(group: typer.Typer, kind: type[Kind], what: str) -> None:
 
     group.command("list", help=f"List {what}.")(command([CTX, *list_options(hidden)], list_))
     group.command("get", help=f"Show one of the {what}.")(command(one, get))
+    if kind.kind_name() == "Cluster":  # its applications move first; --force skips that
+        force = param("force", bool, typer.Option(False, "--force", help=_FORCE))
+        one = [*one[:-1], force, one[-1]]
     group.command("delete", help=f"Delete one of the {what}.")(command(one, delete))
+
+
+_FORCE = "Delete at once, without moving its applications to other clusters first."
 
 
 def kind_group(entry: KindCommands) -> typer.Typer:

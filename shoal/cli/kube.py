@@ -1,4 +1,4 @@
-"""``shoal kube app explain|dryrun``: what only applications have, on the generated group."""
+"""``shoal kube app explain|dryrun|retry``: what only applications have, on the generated group."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from shoal.cli.names import DEFAULT_NAMESPACE
 from shoal.cli.output import Output, print_data
 from shoal.cli.params import CTX, command, namespace, output, output_option, param
 from shoal.cli.verbs import new_object
-from shoal.model.kubernetes import Application
+from shoal.model.application_status import staleness
+from shoal.model.kubernetes import Application, Cluster
 
 applications = KIND_GROUPS[Application]
 NamespaceOption = typer.Option(DEFAULT_NAMESPACE, "-n", "--namespace", help="Namespace.")
@@ -33,6 +34,10 @@ def _show_explanation(explanation: dict[str, Any], output: Output, title: str) -
 
     console = Console()
     console.print(f"[bold]{title}[/]: {explanation.get('summary', 'no attempt yet')}")
+    if explanation.get("time"):
+        console.print(f"decided at {explanation['time']}")
+    for change in explanation.get("stale") or []:
+        console.print(f"[bold yellow]stale[/]: {change}")
     if explanation.get("chosen"):
         console.print(
             f"chosen: [bold cyan]{explanation['chosen']}[/] (score {explanation['score']:.4f})"
@@ -74,13 +79,17 @@ def app_explain(
     namespace: str = NamespaceOption,
     output: Output = output_option(),
 ) -> None:
-    """Why the application is where it is: the scheduler's last decision."""
+    """Why the application is where it is: the scheduler's last decision, when it was made,
+    and "stale" with what changed when a cluster it looked at has changed since."""
 
     async def work(client: Any) -> dict[str, Any]:
         found = await client.get(Application, name, namespace)
         explanation: dict[str, Any] = dict(found.status.scheduling or {})
         if found.status.reason is not None:
             explanation.setdefault("reason", found.status.reason.model_dump(mode="json"))
+        if explanation.get("clusters"):
+            clusters = (await client.list(Cluster, namespace)).items
+            explanation["stale"] = staleness(explanation, clusters)
         return explanation
 
     _show_explanation(run(ctx, work), output, f"{namespace}/{name}")
@@ -142,5 +151,36 @@ applications.command(
             output(),
         ],
         _dryrun,
+    )
+)
+
+
+def _retry(ctx: typer.Context, name: str, namespace: str, output: Output) -> None:
+    """Try a FAILED or waiting (PENDING, nothing fits yet) application again at once.
+
+    Its failure counts start again; a waiting one is tried now, not at its next retry.
+    """
+
+    async def work(client: Any) -> dict[str, Any]:
+        path = f"/kubernetes/namespaces/{namespace}/applications/{name}/retry"
+        result: dict[str, Any] = await client.request("PUT", path)
+        return result
+
+    app = run(ctx, work)
+    if output is not Output.table:
+        print_data(app, output)
+        return
+    typer.echo(f"Application {namespace}/{name}: retrying ({app['status']['state']})")
+
+
+applications.command("retry", help=_retry.__doc__)(
+    command(
+        [
+            CTX,
+            param("name", str, typer.Argument(..., help="Application name.")),
+            namespace(),
+            output(),
+        ],
+        _retry,
     )
 )

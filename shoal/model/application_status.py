@@ -9,11 +9,12 @@ never undo each other's word and the reason cannot flip between them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import hashlib
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from shoal.model.base import Reason, ReasonCode
-from shoal.model.kubernetes import ApplicationState, ApplicationStatus
+from shoal.model.kubernetes import ApplicationState, ApplicationStatus, Cluster
 
 #: Reasons that only the scheduler gives (the application is not placed).
 SCHEDULER_CODES = frozenset(
@@ -136,3 +137,61 @@ def foreign_fields(writer: str, fields: Mapping[str, Any]) -> list[str]:
     """Fields of a patch that belong to another writer (or are derived)."""
     own = OWNERS.get(writer, frozenset())
     return sorted(name for name in fields if name not in own)
+
+
+#: What of a cluster a decision depends on, in the order of ``inputs_of``'s parts.
+_INPUTS = ("labels", "state", "custom resources", "metrics", "cordon or deletion")
+
+
+def _digest(value: Any) -> str:
+    return hashlib.blake2b(repr(value).encode(), digest_size=3).hexdigest()
+
+
+def inputs_of(cluster: Cluster) -> str:
+    """A cluster's decision inputs, compact (``revision|labels|state|crds|metrics|flags``).
+
+    Stored per cluster in an explanation, so that a later look can tell whether,
+    and what, changed since — not just that the cluster was written (the observer
+    and the finalizers write clusters without changing any input).
+    """
+    meta, spec = cluster.metadata, cluster.spec
+    resources = sorted({*spec.custom_resources, *cluster.status.custom_resources})
+    metrics = sorted((m.name, m.weight, m.namespaced) for m in spec.metrics)
+    flags = f"{int(bool(getattr(spec, 'unschedulable', False)))}{int(meta.deleted is not None)}"
+    return "|".join(
+        (
+            str(meta.resource_version or 0),
+            _digest(sorted(meta.labels.items())),
+            cluster.status.state.value,
+            _digest(resources),
+            _digest(metrics),
+            flags,
+        )
+    )
+
+
+def staleness(scheduling: Mapping[str, Any] | None, clusters: Iterable[Cluster]) -> list[str]:
+    """What changed since a scheduling decision, among the clusters it looked at.
+
+    Empty when the decision is current. ``clusters`` are those of the
+    application's namespace now; the decision recorded their inputs.
+    """
+    recorded: Mapping[str, str] = (scheduling or {}).get("clusters") or {}
+    if not recorded:
+        return []
+    now = {c.metadata.name: c for c in clusters}
+    changes: list[str] = []
+    for name, before in sorted(recorded.items()):
+        cluster = now.get(name)
+        if cluster is None:
+            changes.append(f"cluster {name} was deleted")
+            continue
+        old, new = str(before).split("|"), inputs_of(cluster).split("|")
+        what = [_INPUTS[i] for i in range(len(_INPUTS)) if old[i + 1 : i + 2] != new[i + 1 : i + 2]]
+        if what:
+            changes.append(
+                f"cluster {name} changed: {', '.join(what)} (revision {old[0]} → {new[0]})"
+            )
+    if (scheduling or {}).get("clusters_total") == len(recorded):
+        changes += [f"cluster {name} was added" for name in sorted(set(now) - set(recorded))]
+    return changes

@@ -337,6 +337,10 @@ class ClusterStatus(Model):
     )
 
 
+EVICTION_FINALIZER = "shoal.scheduler/eviction"
+"""On a cluster with applications: deleting it moves them first (docs/scheduler.md)."""
+
+
 class Cluster(_KubernetesKind):
     kind: Literal["Cluster"] = "Cluster"
     spec: ClusterSpec = Field(default_factory=ClusterSpec)

@@ -22,18 +22,20 @@ from __future__ import annotations
 import dataclasses
 import logging
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from shoal.client.rest import Conflict, NotFound, ShoalClient
 from shoal.events import Recorder
+from shoal.model.application_status import inputs_of
+from shoal.model.application_status import state_for as state_for
 from shoal.model.base import Reason, ReasonCode, ResourceRef, utcnow
 from shoal.model.constraints import LabelConstraint, MetricConstraint
 from shoal.model.kubernetes import Application, ApplicationState, Cluster, ClusterState
 from shoal.scheduler import observe
 from shoal.scheduler.binder import Binder
 from shoal.scheduler.config import SchedulerConfig
-from shoal.scheduler.fleet import Backend, Fleet
+from shoal.scheduler.fleet import Backend, Fleet, Group
 from shoal.scheduler.framework import Decision, Framework, Request
 
 log = logging.getLogger(__name__)
@@ -49,15 +51,6 @@ INACTIVE_STATES = (
     ApplicationState.READY_FOR_ACTION,
     ApplicationState.WAITING_FOR_CLEANING,
 )
-
-
-def state_for(code: ReasonCode) -> ApplicationState:
-    """The error handler of seed 000: ≥100 deletes, RESOURCE_NOT_FOUND waits, others fail."""
-    if code.value >= 100:
-        return ApplicationState.DELETING
-    if code is ReasonCode.RESOURCE_NOT_FOUND:
-        return ApplicationState.PENDING
-    return ApplicationState.FAILED
 
 
 def cluster_backend(obj: Any) -> Backend:
@@ -209,6 +202,7 @@ class ApplicationHandler(Handler):
         cached = self._cache.get(key)
         if cached is None:
             cached = self.framework.decide(request, group)
+            cached.revisions = looked_at(group, cached)
             if cached.total == 0:
                 cached.namespace = app.metadata.namespace
                 cached.elsewhere = self._clusters_elsewhere()
@@ -238,11 +232,12 @@ class ApplicationHandler(Handler):
         forced = self.forced(app)
         revision = app.metadata.resource_version
 
-        if (
-            current is not None
-            and not app.spec.constraints.migration
-            and (current_backend is not None and current_backend.obj.metadata.deleted is None)
-        ):
+        gone = current is not None and not _alive(current_backend)
+        if gone and not app.spec.constraints.migration:
+            # Pinned to a cluster that is going away: it may not move; it waits, unbound.
+            decision = self.decide(app)
+            return await self._no_cluster(app, decision, self._explanation(app, decision, forced))
+        if current is not None and not app.spec.constraints.migration and not gone:
             # Pinned: never moved; a spec update is handed on to the kube controller.
             if spec_updated or forced:
                 await self._bind(app, current, triggered=spec_updated, explanation=None)
@@ -253,7 +248,7 @@ class ApplicationHandler(Handler):
         explanation = self._explanation(app, decision, forced)
 
         if decision.chosen is None:
-            return await self._no_cluster(app, decision, explanation, current_backend)
+            return await self._no_cluster(app, decision, explanation)
 
         chosen = decision.chosen
         target = ResourceRef(
@@ -334,46 +329,106 @@ class ApplicationHandler(Handler):
         return answered != app.status.reschedule_requested.isoformat()
 
     async def _no_cluster(
-        self,
-        app: Application,
-        decision: Decision,
-        explanation: dict[str, Any],
-        current_backend: Backend | None,
+        self, app: Application, decision: Decision, explanation: dict[str, Any]
     ) -> Outcome:
+        """Nothing fits: keep it where it runs, or wait (PENDING) with a growing delay.
+
+        Writes only the scheduler's fields, with the application's revision as the
+        precondition (the decision was made on it). An application whose cluster is
+        deleted is unbound (``scheduled_to`` cleared, ``last_scheduled_to`` kept) with
+        reason CLUSTER_DELETED naming it; the retry limit makes it FAILED
+        ("No cluster available"), never by default.
+        """
         status = app.status
-        placed = (
-            status.scheduled_to is not None
-            and current_backend is not None
-            and current_backend.obj.metadata.deleted is None
-        )
-        if placed and not self.spec_updated(app):
+        current = status.scheduled_to
+        gone = current is not None and not _alive(self._backend(current))
+        if current is not None and not gone and not self.spec_updated(app):
             # Running where it is and nothing better exists: keep it; record why, once.
             previous = (status.scheduling or {}).get("summary")
             if previous != decision.summary or self._unanswered(app):
-                status.scheduling = explanation
-                await self.client.update_status(app)
+                await self._patch(app, {"scheduling": explanation})
             return Outcome("waiting", retry_in=self.config.reschedule_after)
 
-        spec_new = self.spec_changed_since_attempt(app)
-        left = status.scheduler_retries
-        if left is None or spec_new:
-            left = self.config.retries
-        left -= 1
-        attempt = self.config.retries - left
-        status.scheduling = explanation
-        if left <= 0:
-            status.scheduler_retries = 0
-            status.reason = Reason(
-                code=ReasonCode.NO_SUITABLE_RESOURCE, message="No cluster available"
+        attempts = 0 if self.spec_changed_since_attempt(app) else status.scheduler_attempts
+        attempts += 1
+        limit = self.retry_limit(app)
+        fields: dict[str, Any] = {"scheduling": explanation, "scheduler_attempts": attempts}
+        reason = Reason(code=ReasonCode.RESOURCE_NOT_FOUND, message=decision.summary)
+        if gone and current is not None:
+            fields.update(scheduled_to=None, last_scheduled_to=current)
+            reason = Reason(
+                code=ReasonCode.CLUSTER_DELETED,
+                message=f"cluster {current.name} was deleted; {decision.summary}",
             )
-            status.state = state_for(ReasonCode.NO_SUITABLE_RESOURCE)
-            await self.client.update_status(app)
-            observe.failed(self, app, attempt, decision.summary)
+        elif current is None and status.schedule_reason is not None:
+            if status.schedule_reason.code is ReasonCode.CLUSTER_DELETED:
+                reason = status.schedule_reason  # still waiting for another cluster
+        if 0 <= limit <= attempts:
+            fields.update(
+                scheduler_retries=0,
+                next_retry=None,
+                schedule_reason=Reason(
+                    code=ReasonCode.NO_SUITABLE_RESOURCE, message="No cluster available"
+                ),
+            )
+            await self._patch(app, fields)
+            observe.failed(self, app, attempts, decision.summary)
             return Outcome("failed")
-        status.scheduler_retries = left
-        status.reason = Reason(code=ReasonCode.RESOURCE_NOT_FOUND, message=decision.summary)
-        status.state = state_for(ReasonCode.RESOURCE_NOT_FOUND)
-        await self.client.update_status(app)
-        delay, limit = self.config.backoff.delay(attempt), self.config.retries
-        observe.unschedulable(self, app, attempt, limit, delay, decision.summary)
+        delay = self.retry_delay(app, attempts)
+        fields.update(
+            scheduler_retries=limit - attempts if limit >= 0 else None,
+            next_retry=utcnow() + timedelta(seconds=delay),
+            schedule_reason=reason,
+        )
+        await self._patch(app, fields)
+        observe.unschedulable(self, app, attempts, limit, delay, reason.message)
         return Outcome("waiting", retry_in=delay)
+
+    def retry_limit(self, app: Application) -> int:
+        """Failed attempts before FAILED (-1: never): the application's, else the config's."""
+        limit = app.spec.retry_limit
+        return self.config.retries if limit is None else limit
+
+    def retry_delay(self, app: Application, attempts: int) -> float:
+        """Delay after ``attempts`` failed attempts: the backoff from the app's first delay."""
+        backoff = self.config.backoff
+        if app.spec.retry_delay is not None:
+            backoff = backoff.model_copy(update={"initial": app.spec.retry_delay})
+        return backoff.delay(attempts)
+
+    def _backend(self, ref: ResourceRef) -> Backend | None:
+        return self.fleet.get(ref.namespace, "Cluster", ref.name)
+
+    async def _patch(self, app: Application, fields: dict[str, Any]) -> None:
+        """The scheduler's own status fields, at the revision the decision was made on."""
+        await self.client.patch_status(
+            Application,
+            app.metadata.name,
+            app.metadata.namespace,
+            fields,
+            resource_version=app.metadata.resource_version,
+        )
+
+
+#: Up to this many clusters in a namespace, an explanation records every one's revision.
+EXPLAIN_ALL_REVISIONS = 100
+
+
+def looked_at(group: Group, decision: Decision) -> dict[str, str]:
+    """Inputs of the clusters a decision looked at, to tell later whether it is stale.
+
+    Every cluster of a small namespace; in a large one, those the explanation names.
+    """
+    backends = group.backends
+    if len(backends) > EXPLAIN_ALL_REVISIONS:
+        named = {str(r["cluster"]) for r in decision.ranking}
+        named.update(n for r in decision.rejections for n in r.names)
+        if decision.chosen is not None:
+            named.add(decision.chosen.name)
+        backends = [b for b in backends if b.name in named]
+    return {b.name: inputs_of(b.obj) for b in backends if isinstance(b.obj, Cluster)}
+
+
+def _alive(backend: Backend | None) -> bool:
+    """The cluster exists and is not being deleted."""
+    return backend is not None and backend.obj.metadata.deleted is None

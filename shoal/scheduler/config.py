@@ -15,7 +15,12 @@ class Backoff(BaseModel):
     """Delay between two attempts to place an application that fits nowhere."""
 
     model_config = ConfigDict(extra="forbid")
-    initial: float = Field(default=1.0, gt=0, description="Seconds before the first retry")
+    initial: float = Field(
+        default=1.0,
+        gt=0,
+        description="Seconds before the first retry (an application's spec.retry_delay "
+        "overrides it)",
+    )
     factor: float = Field(default=2.0, ge=1, description="Growth of the delay per retry")
     cap: float = Field(default=60.0, gt=0, description="Longest delay")
 
@@ -74,7 +79,12 @@ class SchedulerConfig(BaseModel):
     reschedule_after: float = Field(
         default=60.0, gt=0, description="Seconds between two evaluations of a placed application"
     )
-    retries: int = Field(default=5, ge=1, description="Failed attempts before FAILED")
+    retries: int = Field(
+        default=-1,
+        ge=-1,
+        description="Failed placement attempts before FAILED; -1 (default, as Krake): never. "
+        "An application's spec.retry_limit overrides it",
+    )
     backoff: Backoff = Field(default_factory=Backoff)
     min_migration_interval: float = Field(
         default=0.0, ge=0, description="Seconds an application stays after a migration"

@@ -114,6 +114,7 @@ class Decision:
     ties: list[Backend] = field(default_factory=list)  # every backend with the best score
     namespace: str | None = None  # of an application, when its namespace has no cluster
     elsewhere: dict[str, int] = field(default_factory=dict)  # clusters of other namespaces
+    revisions: dict[str, str] = field(default_factory=dict)  # inputs of the clusters seen
 
     @property
     def summary(self) -> str:
@@ -139,6 +140,8 @@ class Decision:
                 if r.count
             ],
             "ranking": self.ranking,
+            "clusters": self.revisions,
+            "clusters_total": self.total,
         }
 
 

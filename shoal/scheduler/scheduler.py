@@ -29,7 +29,7 @@ from shoal.model.core import (
     MetricsProviderStatus,
 )
 from shoal.model.infrastructure import Cloud, GlobalCloud
-from shoal.model.kubernetes import Application, Cluster, ClusterState
+from shoal.model.kubernetes import EVICTION_FINALIZER, Application, Cluster, ClusterState
 from shoal.scheduler import plugins as _plugins  # noqa: F401  (registers built-in plugins)
 from shoal.scheduler.application import (
     AppKey,
@@ -41,6 +41,7 @@ from shoal.scheduler.application import (
 )
 from shoal.scheduler.cloud import CloudHandler, cloud_backend
 from shoal.scheduler.config import SchedulerConfig
+from shoal.scheduler.eviction import Eviction
 from shoal.scheduler.fleet import Fleet
 from shoal.scheduler.framework import Framework
 from shoal.scheduler.metrics.cache import MetricCache
@@ -84,6 +85,12 @@ class Scheduler(Controller):
         self.on_cluster: dict[tuple[str | None, str], set[AppKey]] = defaultdict(set)
         self.bound_to: dict[AppKey, tuple[str | None, str]] = {}  # on_cluster, reversed
         self.passes = 0
+        self.eviction = Eviction(
+            client,
+            lambda where: self.on_cluster.get(where, set()),
+            lambda key: self.app_informer.get(key[1], key[0]),
+            self.apps_handler.wants_pass,
+        )
         self.app_informer: Informer[Application] = Informer(
             client,
             Application,
@@ -178,11 +185,27 @@ class Scheduler(Controller):
         before = self.bound_to.pop(key, None)
         if before is not None and (apps := self.on_cluster.get(before)) is not None:
             apps.discard(key)
+            if not apps:
+                self._check_eviction(before)  # the last one left: a deleted cluster may go
         target = app.status.scheduled_to
         if add and target is not None:
             where = (target.namespace, target.name)
             self.on_cluster[where].add(key)
             self.bound_to[key] = where
+            self._check_eviction(where)
+
+    def _check_eviction(self, where: tuple[str | None, str]) -> None:
+        """Queue the eviction work of a cluster whose finalizer or deletion needs a look."""
+        cluster = self.cluster_informer.get(where[1], where[0])
+        if cluster is None:
+            if where in self.on_cluster:
+                self.cluster_queue.add(("e:" + (where[0] or ""), where[1]))
+            return
+        meta = cluster.metadata
+        if meta.deleted is not None or (
+            self.on_cluster.get(where) and EVICTION_FINALIZER not in meta.finalizers
+        ):
+            self.cluster_queue.add(_cluster_key("e:", cluster))
 
     def _app_added(self, app: Application) -> None:
         self._index(app)
@@ -244,19 +267,21 @@ class Scheduler(Controller):
             )
         ):
             return
-        if backend is None:
-            return
-        if not backend.schedulable:
-            # Its applications must go elsewhere (unless pinned).
-            for key in self.on_cluster.get((cluster.metadata.namespace, cluster.metadata.name), ()):
-                self.queue.add(key)
-            return
-        self._wake_waiting(lambda app: backend_fits(request_for(app, self.config), backend))
+        where = (cluster.metadata.namespace, cluster.metadata.name)
+        self._check_eviction(where)
+        # Every input of a decision is a trigger: its applications are evaluated again at
+        # once (kept, with nothing written, if it still wins), found through the index.
+        for key in self.on_cluster.get(where, ()):
+            self.queue.add(key)
+        if backend is not None and backend.schedulable:
+            self._wake_waiting(lambda app: backend_fits(request_for(app, self.config), backend))
 
     def _cluster_deleted(self, cluster: Cluster) -> None:
         self.clusters.remove(cluster)
-        for key in self.on_cluster.pop((cluster.metadata.namespace, cluster.metadata.name), set()):
+        where = (cluster.metadata.namespace, cluster.metadata.name)
+        for key in self.on_cluster.get(where, ()):
             self.queue.add(key)
+        self._check_eviction(where)
 
     def _wake_waiting(self, could_help: Callable[[Application], bool]) -> None:
         for key in list(self.waiting):
@@ -298,7 +323,14 @@ class Scheduler(Controller):
     # cluster status (FAILING_METRICS) and cluster → cloud ------------------------------
 
     async def _cluster_event(self, key: AppKey) -> None:
-        if key[0].startswith("c:"):
+        if key[0].startswith("e:"):
+            namespace = key[0][2:] or None
+            cluster = self.cluster_informer.get(key[1], namespace)
+            if not await self.eviction.sync((namespace, key[1]), cluster):
+                self.cluster_queue.add_after(key, 0.05)  # applications still leaving
+            elif cluster is None:
+                self.on_cluster.pop((namespace, key[1]), None)
+        elif key[0].startswith("c:"):
             await self._sync_cluster_metrics(key[0][2:] or None, key[1])
         elif key[0][:2] in ("o:", "g:"):
             await self._sync_cloud_metrics(key[0][:2], key[0][2:] or None, key[1])

@@ -174,6 +174,8 @@ async def _status_subresource(http: httpx.AsyncClient, sample: Sample) -> None:
     if sample.kind == "Application":
         status["state"] = "RUNNING"
         status["reason"] = {"code": "KUBERNETES_ERROR", "message": "boom"}
+        # a Krake client's state is kept as the kube controller's (docs/status-ownership.md)
+        status["deploy_state"], status["deploy_reason"] = "RUNNING", status["reason"]
     elif sample.kind == "Cluster":
         status["state"] = "OFFLINE"
         status["reason"] = {"code": "CLUSTER_NOT_REACHABLE", "message": "down"}

@@ -215,7 +215,7 @@ def test_state_for() -> None:
             "DELETING"
             if code.value >= 100
             else "PENDING"
-            if code is ReasonCode.RESOURCE_NOT_FOUND
+            if code in (ReasonCode.RESOURCE_NOT_FOUND, ReasonCode.CLUSTER_DELETED)
             else "FAILED"
         )
         assert state_for(code).name == expected

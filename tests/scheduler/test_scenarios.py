@@ -252,7 +252,7 @@ async def test_cluster_lost_app_moves(api: ApiServer, client: ShoalClient, how: 
 
 
 async def test_retry_workflow_then_cluster_appears(api: ApiServer, client: ShoalClient) -> None:
-    config = h.fast_config(backoff={"initial": 0.3, "factor": 1.5, "cap": 5})
+    config = h.fast_config(retries=5, backoff={"initial": 0.3, "factor": 1.5, "cap": 5})
     async with h.running(api.url, config):
         await client.create(h.app("web", labels=["location is DE"]))
         seen: list[int] = []

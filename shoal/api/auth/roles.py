@@ -41,6 +41,7 @@ _RULES: dict[str, list[RoleRule]] = {
     "admin": [_rule("", [""], [""])],
     "scheduler": [
         _rule("kubernetes", ["applications", "clusters"], _READ),
+        _rule("kubernetes", ["clusters"], ["update"]),  # its eviction finalizer
         _rule("infrastructure", ["clouds", "globalclouds"], _READ),
         _rule("core", ["metrics", "globalmetrics"], _READ),
         _rule("core", ["metricsproviders", "globalmetricsproviders"], [*_READ, "secrets"]),

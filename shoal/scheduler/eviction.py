@@ -1,0 +1,93 @@
+"""Graceful cluster deletion, as Karmada's eviction: applications leave before the cluster.
+
+A cluster with applications carries the finalizer ``shoal.scheduler/eviction``
+(set by the scheduler when the first application is bound there). Deleting it
+only marks it: it takes no new placements, each of its applications gets a
+scheduling pass at once (moved elsewhere, or PENDING with CLUSTER_DELETED and
+``scheduled_to`` cleared), and when none is left on it the scheduler removes
+the finalizer and the API removes the cluster. ``--force`` removes the
+finalizer with the deletion; the applications get the same passes afterwards.
+Applications the scheduler does not pass (FAILED, being deleted) are unbound
+here directly, so none names a deleted cluster.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from shoal.client.rest import NotFound, ShoalClient
+from shoal.model.base import Reason, ReasonCode
+from shoal.model.kubernetes import EVICTION_FINALIZER, Application, Cluster
+from shoal.scheduler.application import AppKey
+
+log = logging.getLogger(__name__)
+
+ClusterKey = tuple[str | None, str]
+
+
+class Eviction:
+    """The finalizer's life on one cluster, and the applications a deleted cluster holds."""
+
+    def __init__(
+        self,
+        client: ShoalClient,
+        apps_on: Callable[[ClusterKey], set[AppKey]],
+        app: Callable[[AppKey], Application | None],
+        wants_pass: Callable[[Application], bool],
+    ) -> None:
+        self.client = client
+        self.apps_on = apps_on
+        self.app = app
+        self.wants_pass = wants_pass
+        self.evicted = 0
+
+    async def sync(self, where: ClusterKey, cluster: Cluster | None) -> bool:
+        """Keep the finalizer where applications are; evict from a deleted cluster.
+
+        ``cluster`` is None once it is gone (deleted with ``--force``, or without
+        applications). True when done; False while applications are still leaving.
+        """
+        keys = self.apps_on(where)
+        if cluster is not None and cluster.metadata.deleted is None:
+            if keys and EVICTION_FINALIZER not in cluster.metadata.finalizers:
+                await self._set_finalizer(cluster, present=True)
+            return True
+        await self.unbind_stuck(where[1], keys)
+        if any(self.app(key) is not None for key in keys):
+            return False
+        if cluster is not None and EVICTION_FINALIZER in cluster.metadata.finalizers:
+            await self._set_finalizer(cluster, present=False)
+            log.info("cluster %s: no application left on it; removing it", where[1])
+        return True
+
+    async def unbind_stuck(self, cluster: str, keys: set[AppKey]) -> None:
+        """Unbind the applications no scheduling pass will move (FAILED, being deleted)."""
+        for key in list(keys):
+            app = self.app(key)
+            if app is None or self.wants_pass(app):
+                continue
+            target = app.status.scheduled_to
+            if target is None or target.name != cluster:
+                continue
+            fields: dict[str, object] = {"scheduled_to": None, "last_scheduled_to": target}
+            if app.metadata.deleted is None and app.status.schedule_reason is None:
+                fields["schedule_reason"] = Reason(
+                    code=ReasonCode.CLUSTER_DELETED, message=f"cluster {cluster} was deleted"
+                )
+            try:
+                await self.client.patch_status(
+                    Application, app.metadata.name, app.metadata.namespace, fields
+                )
+            except NotFound:
+                continue
+            self.evicted += 1
+
+    async def _set_finalizer(self, cluster: Cluster, *, present: bool) -> None:
+        update = cluster.model_copy(deep=True)
+        rest = [f for f in update.metadata.finalizers if f != EVICTION_FINALIZER]
+        update.metadata.finalizers = [*rest, EVICTION_FINALIZER] if present else rest
+        try:
+            await self.client.update(update)
+        except NotFound:
+            pass
