@@ -21,6 +21,7 @@ export class LiveList {
     this.pageSize = pageSize;
     this.tail = tail;
     this.partial = false;
+    this.noReplay = false;
     this.items = new Map();
     this.loaded = false;
     this.missing = false;  // the route does not exist on this server
@@ -94,14 +95,19 @@ export class LiveList {
         await new Promise((resolve) => setTimeout(resolve, 2000));
         continue;
       }
+      // A log too long to list is followed from a little before now instead: the watch
+      // replays what was written in the last REPLAY revisions (unless the store compacted
+      // them: then from now).
+      const replay = this.partial && !this.noReplay;
       let gone = false;
       await watch(this.path, {
-        revision, selector: this.selector, signal,
+        revision: replay ? Math.max(0, revision - REPLAY) : revision, selector: this.selector, signal,
         onEvent: (type, obj) => this.apply(type, obj),
         onGone: () => { gone = true; },
         onState: (on) => this.setConnected(on && !signal.aborted),
       }).catch((error) => { this.error = error; });
       if (!gone) return;
+      if (replay) this.noReplay = true;
     }
   }
 
@@ -116,6 +122,8 @@ export class LiveList {
     this.schedule();
   }
 }
+
+const REPLAY = 5000;  // store revisions a partial log replays
 
 const shared = new Map();
 let scope = null;  // the lists the page on screen uses, released when it goes

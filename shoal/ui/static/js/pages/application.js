@@ -2,7 +2,7 @@
 // rejections), its events, its migrations, and the actions on it.
 
 import { request } from "../api.js";
-import { activity, migrations, onActivity } from "../activity.js";
+import { activity, migrations, onActivity, serverEvents } from "../activity.js";
 import { ago, badge, card, clock, fill, h, link, pageHead, toast } from "../dom.js";
 import { fleet, follow } from "../live.js";
 import { explanation, timeline } from "./parts.js";
@@ -83,8 +83,8 @@ export function render(root, namespace, name) {
             m.count > 1 ? h("span", { class: "muted small" }, ` ×${m.count}`) : null),
           m.from && m.component ? h("div", { class: "small" }, m.message.replace(/^Migrated /, "")) : null,
           h("div", { class: "muted small" }, `${clock(m.time)} · ${ago(m.time)} ago`))))
-      : h("div", { class: "empty" }, app && app.status.scheduled_to ? `On ${app.status.scheduled_to.name} since ${ago(app.status.scheduled)} ago; no migration seen since this page was opened.` : "Not placed yet."));
-    fill(events, timeline(activity(about, 100), "Nothing happened to this application since this page was opened."));
+      : h("div", { class: "empty" }, app && app.status.scheduled_to ? `On ${app.status.scheduled_to.name} since ${ago(app.status.scheduled)} ago; ${serverEvents(about) ? "no migration in its events (kept an hour)" : "no migration seen since this page was opened"}.` : "Not placed yet."));
+    fill(events, timeline(activity(about, 100), serverEvents(about) ? "No events (they are kept an hour)." : "Nothing happened to this application since this page was opened."));
   };
   const offs = [follow([fleet.applications], draw), onActivity(drawActivity, { kind: "Application", namespace, name })];
   return () => offs.forEach((off) => off());

@@ -1,7 +1,7 @@
 // One cluster: its labels, metrics with values and history, nodes, applications and events.
 
 import { ApiError, request } from "../api.js";
-import { activity, onActivity } from "../activity.js";
+import { activity, onActivity, serverEvents } from "../activity.js";
 import { sparkline } from "../charts.js";
 import { ago, badge, bytes, card, chips, fill, h, link, num, pageHead, toast } from "../dom.js";
 import { fleet, follow } from "../live.js";
@@ -115,7 +115,9 @@ export function render(root, namespace, name) {
       here.slice(0, 200).map((a) => h("tr", {}, h("td", {}, link(a.metadata.name, "applications", a.metadata.namespace, a.metadata.name)), h("td", {}, badge(a.status.state)))))
       : h("div", { class: "empty" }, "No applications run here."));
   };
-  const drawEvents = () => fill(events, timeline(activity({ kind: "Cluster", namespace, name }, 100), "Nothing happened to this cluster since this page was opened."));
-  const offs = [follow([fleet.clusters, fleet.applications], draw), onValues(draw), onActivity(drawEvents, { kind: "Cluster", namespace, name })];
+  const about = { kind: "Cluster", namespace, name };
+  const drawEvents = () => fill(events, timeline(activity(about, 100),
+    serverEvents(about) ? "No events (they are kept an hour)." : "Nothing happened to this cluster since this page was opened."));
+  const offs = [follow([fleet.clusters, fleet.applications], draw), onValues(draw), onActivity(drawEvents, about)];
   return () => offs.forEach((off) => off());
 }

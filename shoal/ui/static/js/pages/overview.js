@@ -64,7 +64,7 @@ export function render(root) {
     title.textContent = serverEvents() ? "Live events" : "Live changes";
     fill(events, feed(activity({}, 60), "Changes appear here as they happen."),
       eventsPartial() ? h("div", { class: "muted small", style: { marginTop: "8px" } },
-        "Too many stored events to list: these arrived since this page opened. Each application and cluster page lists its own.") : null);
+        "Too many stored events to list them all: these are the newest. Each application and cluster page lists its own.") : null);
   };
   const offs = [follow([fleet.clusters, fleet.applications], draw), onActivity(drawEvents)];
   return () => offs.forEach((off) => off());
