@@ -91,15 +91,15 @@ def create_app(agent: Agent) -> Starlette:
         strategy = _strategy(agent, request)
         body = await _body(request, SampleBody)
         pod = _pod(agent, body)
-        found = agent.sample(strategy, pod, body.nodesToSampleBp)
+        found = agent.sample(strategy, pod, body.nodesToSampleBp, body.keep)
         return _json(found.body(agent.config.cluster, body.keep))
 
     async def batch(request: Request) -> Response:
         strategy = _strategy(agent, request)
         body = await _body(request, BatchBody)
         pods = [_pod(agent, item, f"items.{i}.") for i, item in enumerate(body.items)]
-        items = [agent.sample(strategy, pod, item.nodesToSampleBp).body(agent.config.cluster,
-                                                                        item.keep)
+        items = [agent.sample(strategy, pod, item.nodesToSampleBp, item.keep).body(
+                     agent.config.cluster, item.keep)
                  for pod, item in zip(pods, body.items, strict=True)]
         return _json({"items": items})
 

@@ -84,6 +84,8 @@ class NodeCache:
     reservations: dict[str, Placed] = field(default_factory=dict)
     uids: dict[str, str] = field(default_factory=dict)  # shoal pod uid → pod key
     pod_version: int = 0  # resourceVersion the pod watch has reached
+    version: int = 0  # moves on every change of a node or a full list (tables rebuild)
+    dirty: set[str] = field(default_factory=set)  # nodes whose requests changed since a look
 
     # nodes -------------------------------------------------------------------------
 
@@ -102,10 +104,12 @@ class NodeCache:
         )
         if len(self.nodes) != len(self.names):
             self.names = tuple(self.nodes)
+        self.version += 1
 
     def delete_node(self, obj: Obj) -> None:
         if self.nodes.pop(str((obj.get("metadata") or {}).get("name")), None) is not None:
             self.names = tuple(self.nodes)
+            self.version += 1
 
     def replace_nodes(self, items: list[Obj]) -> None:
         self.nodes.clear()
@@ -129,6 +133,7 @@ class NodeCache:
         self._drop_reservation(key)  # the pod itself counts from now on
         self.pods[key] = placed
         add(self.requested.setdefault(placed.node, {}), placed.requests)
+        self.dirty.add(placed.node)
         if placed.uid:
             self.uids[placed.uid] = key
 
@@ -153,11 +158,13 @@ class NodeCache:
         for item in items:
             self.set_pod(item)
         self.pod_version = version or self.pod_version
+        self.version += 1
 
     def _forget(self, key: str) -> None:
         old = self.pods.pop(key, None)
         if old is not None:
             add(self.requested.setdefault(old.node, {}), old.requests, -1)
+            self.dirty.add(old.node)
             if self.uids.get(old.uid) == key:
                 del self.uids[old.uid]
 
@@ -166,6 +173,7 @@ class NodeCache:
     def reserve(self, key: str, node: str, requests: Amounts, uid: str) -> None:
         self.reservations[key] = Placed(node, dict(requests), uid)
         add(self.requested.setdefault(node, {}), requests)
+        self.dirty.add(node)
 
     def release(self, key: str) -> None:
         self._drop_reservation(key)
@@ -187,6 +195,7 @@ class NodeCache:
         placed = self.reservations.pop(key, None)
         if placed is not None:
             add(self.requested.setdefault(placed.node, {}), placed.requests, -1)
+            self.dirty.add(placed.node)
 
     def find(self, uids: list[str]) -> dict[str, tuple[str, Placed, bool]]:
         """For each of ``uids`` with a pod made or being made here: its key, its placement and

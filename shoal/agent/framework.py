@@ -90,22 +90,25 @@ class Sample:
     rejected: dict[str, int] = field(default_factory=dict)
     timed_out: bool = False
     seconds: float = 0.0
+    eligible: int = -1  # when ``nodes`` holds only the best few of them (numpy path)
 
     def body(self, cluster: str, keep: int | None = None) -> Obj:
         """The answer; ``keep``: only the best-scored few of the nodes found (fewer bytes)."""
         nodes = self.nodes
         if keep is not None and len(nodes) > keep:
             nodes = sorted(nodes, key=lambda node: -node["score"])[:keep]
+        eligible = self.eligible if self.eligible >= 0 else len(self.nodes)
         out: Obj = {"cluster": cluster, "nodes": nodes, "wanted": self.wanted,
-                    "examined": self.examined, "eligible": len(self.nodes),
+                    "examined": self.examined, "eligible": eligible,
                     "samplingMs": round(self.seconds * 1000, 3)}
-        if len(self.nodes) < self.wanted:
+        if eligible < self.wanted:
             out["explanation"] = self.explanation()
         return out
 
     def explanation(self) -> Obj:
         reasons = sorted(self.rejected.items(), key=lambda kv: -kv[1])
-        summary = f"{len(self.nodes)}/{self.examined} examined nodes eligible"
+        eligible = self.eligible if self.eligible >= 0 else len(self.nodes)
+        summary = f"{eligible}/{self.examined} examined nodes eligible"
         if reasons:
             summary += ": " + ", ".join(f"{count} {reason}" for reason, count in reasons)
         if self.timed_out:

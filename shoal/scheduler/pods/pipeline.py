@@ -100,7 +100,11 @@ class FleetPipeline(Controller):
             if pod.status.phase is not PodPhase.Pending:
                 self.placed.pop(uid, None)
             return
-        if pod.status.phase is PodPhase.Pending and pod.metadata.deleted is None and self.mine(pod):
+        if pod.status.phase is not PodPhase.Pending or pod.metadata.deleted is not None:
+            return
+        if self.queue.refresh((pod.metadata.namespace or "default", pod.metadata.name), pod):
+            return  # a status of ours, or a change, of a pod already queued: no new work
+        if self.mine(pod):
             work = PodWork.of(pod)
             # there before this scheduler listed: an earlier one may have committed it
             work.verify = not self.pods.synced.is_set()

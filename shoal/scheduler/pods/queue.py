@@ -12,6 +12,7 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
+from shoal.model.pods import Pod
 from shoal.scheduler.pods.work import Key, PodWork
 
 SortKey = Callable[[PodWork], Any]
@@ -39,6 +40,14 @@ class PodQueue:
             return
         self._items[key] = work
         self._push(key)
+
+    def refresh(self, key: Key, pod: Pod) -> bool:
+        """Give a queued or taken pod its newest object; False when ``key`` is not here."""
+        known = self._items.get(key)
+        if known is None:
+            return False
+        known.pod = pod
+        return True
 
     def add_after(self, work: PodWork, delay: float) -> None:
         key = work.key

@@ -1,0 +1,93 @@
+"""The numpy sampler answers as the plugin loop does: same eligible nodes, reasons and scores."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from shoal.agent.cache import NodeCache
+from shoal.agent.config import AgentConfig
+from shoal.agent.framework import Pipeline
+from shoal.agent.pod import Pod, PodRequest
+from shoal.agent.vector import VectorSampler
+from tests.agent.conftest import pod
+
+Obj = dict[str, Any]
+
+
+def node(i: int, rng: random.Random) -> Obj:
+    labels = {} if i % 7 == 0 else {"shoal.dev/lat-long": f"{48 + rng.random():.3f}_16.37"}
+    taints = [{"key": "gpu", "effect": "NoSchedule"}] if i % 10 == 3 else (
+        [{"key": "soft", "effect": "PreferNoSchedule"}] if i % 10 == 4 else [])
+    return {"metadata": {"name": f"n-{i}", "labels": labels},
+            "spec": {"taints": taints, "unschedulable": i % 29 == 5},
+            "status": {"allocatable": {"cpu": str(rng.choice([2, 4, 8])), "memory": "8Gi",
+                                       "pods": "110"},
+                       "conditions": [{"type": "Ready",
+                                       "status": "False" if i % 31 == 6 else "True"}]}}
+
+
+def busy(i: int, on: str, cpu: str) -> Obj:
+    return {"metadata": {"name": f"b-{i}", "namespace": "default", "resourceVersion": str(i)},
+            "spec": {"nodeName": on, "containers": [
+                {"name": "c", "resources": {"requests": {"cpu": cpu, "memory": "1Gi"}}}]}}
+
+
+@pytest.fixture
+def cache() -> NodeCache:
+    rng = random.Random(4)
+    made = NodeCache()
+    made.replace_nodes([node(i, rng) for i in range(300)])
+    made.replace_pods([busy(i, f"n-{rng.randrange(300)}", rng.choice(["500m", "1", "3"]))
+                       for i in range(400)], 400)
+    return made
+
+
+def request(body: Obj) -> PodRequest:
+    return PodRequest.of(Pod.model_validate(body), "default")
+
+
+def both(cache: NodeCache, body: Obj) -> tuple[Obj, Obj]:
+    config = AgentConfig(cluster="c")
+    pipeline = Pipeline(config)
+    pod_request = request(body)
+    loop = pipeline.sample(pipeline.strategies["random"], pod_request, 10_000, cache)
+    vector = VectorSampler(config, cache)
+    assert vector.takes("random", pod_request)
+    nodes, eligible, examined, rejected = vector.sample(pod_request, loop.wanted, None)
+    return ({"scores": {n["name"]: n["score"] for n in loop.nodes}, "eligible": len(loop.nodes),
+             "examined": loop.examined, "rejected": loop.rejected},
+            {"scores": {n["name"]: n["score"] for n in nodes}, "eligible": eligible,
+             "examined": examined, "rejected": rejected})
+
+
+@pytest.mark.parametrize("body", [
+    pod(cpu="1", memory="2Gi"),
+    pod(cpu="3500m"),
+    pod(cpu="250m", labels={"shoal.dev/target-lat-long": "48.5_16.37",
+                            "shoal.dev/max-distance-km": "40"}),
+], ids=["plain", "big", "geo"])
+def test_numpy_and_plugin_loop_agree(cache: NodeCache, body: Obj) -> None:
+    loop, vector = both(cache, body)
+    assert vector == loop
+    assert loop["rejected"]  # the cluster has something to reject
+
+
+def test_table_follows_reservations_and_nodes(cache: NodeCache) -> None:
+    body = pod(cpu="2")
+    both(cache, body)
+    for i in range(0, 300, 3):
+        cache.reserve(f"default/r-{i}", f"n-{i}", {"cpu": 1500, "pods": 1}, f"u-{i}")
+    cache.set_node(node(1, random.Random(9)) | {"spec": {"unschedulable": True}})
+    loop, vector = both(cache, body)
+    assert vector == loop
+
+
+def test_keep_answers_the_best_first(cache: NodeCache) -> None:
+    pod_request = request(pod(cpu="100m"))
+    nodes, eligible, examined, _ = VectorSampler(AgentConfig(cluster="c"), cache).sample(
+        pod_request, 6, 3)
+    assert len(nodes) == 3 and eligible == 6 and 6 <= examined <= 300
+    assert [n["score"] for n in nodes] == sorted((n["score"] for n in nodes), reverse=True)
