@@ -86,3 +86,28 @@ async def test_custom_resources_pass_the_schema_step(http: httpx.AsyncClient) ->
     ]  # fmt: skip
     response = await http.post(sample.collection(), json=body)
     assert response.status_code == 200, response.text
+
+
+async def test_dry_run_on_every_write_stores_nothing(http: httpx.AsyncClient) -> None:
+    app = BY_KIND["Application"]
+    body = app.body("web", "default")
+    answer = await http.post(app.collection(), json=body, params={"dry_run": "true"})
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["metadata"]["name"] == "web"
+    assert answer.json()["metadata"]["resource_version"] is None
+    assert (await http.get(app.item("web"))).status_code == 404
+    bad = app.body("bad", "default")
+    bad["spec"]["manifest"] = []
+    refused = await http.post(app.collection(), json=bad, params={"dryRun": "All"})
+    assert refused.status_code == 422 and refused.json()["errors"][0]["field"] == "spec.manifest"
+
+    created = (await http.post(app.collection(), json=body)).json()
+    again = await http.post(app.collection(), json=body, params={"dry_run": "true"})
+    assert again.status_code == 409
+    changed = {**created, "spec": {**created["spec"], "backoff": 7}}
+    answer = await http.put(app.item("web"), json=changed, params={"dryRun": "All"})
+    assert answer.status_code == 200 and answer.json()["spec"]["backoff"] == 7
+    deleted = await http.delete(app.item("web"), params={"dry_run": "true"})
+    assert deleted.status_code == 200 and deleted.json()["metadata"]["deleted"] is not None
+    stored = (await http.get(app.item("web"))).json()
+    assert stored == created
