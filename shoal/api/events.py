@@ -10,26 +10,78 @@ writers report the same event.
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
+import orjson
 from fastapi import APIRouter, Body
 
 from shoal.api.batch import each_item, results_response
-from shoal.api.codec import rfc3339
+from shoal.api.codec import rfc3339, with_revision
 from shoal.api.resources import Resources
 from shoal.api.routes import StrictJsonRoute
+from shoal.model.base import Metadata, utcnow
 from shoal.model.events import Event, EventBatch
 from shoal.store.base import AlreadyExists
 
 PATH = "/core/events"
 
 
+#: A new event's stored metadata before the server fills it, in the model's field order.
+_METADATA = Metadata(name="x").model_dump(mode="json")
+
+
+def stored(event: Event, namespace: str) -> bytes:
+    """The stored form of a new event, built as a dict (a fifth of ``encode``'s CPU).
+
+    Events arrive by the thousand in a burst of placements: they skip the model
+    round trip of a generic create, with the same server-set metadata.
+    """
+    now = rfc3339(utcnow())
+    meta = event.metadata
+    metadata = dict(_METADATA, name=meta.name, namespace=namespace, uid=str(uuid.uuid4()))
+    metadata.update(labels=meta.labels, created=now, modified=now)
+    if meta.finalizers or meta.owners:
+        metadata.update(
+            finalizers=meta.finalizers, owners=[o.model_dump(mode="json") for o in meta.owners]
+        )
+    involved = event.involved_object
+    data = {
+        "api": "core",
+        "kind": "Event",
+        "metadata": metadata,
+        "involved_object": {
+            "api": involved.api,
+            "kind": involved.kind,
+            "namespace": involved.namespace,
+            "name": involved.name,
+            "uid": involved.uid,
+        },
+        "reason": event.reason,
+        "message": event.message,
+        "reporting_component": event.reporting_component,
+        "type": event.type,
+        "count": event.count,
+        "first_timestamp": _spell(event.first_timestamp),
+        "last_timestamp": _spell(event.last_timestamp),
+        "expires": _spell(event.expires),
+    }
+    return orjson.dumps(data)
+
+
+def _spell(moment: datetime | None) -> str | None:
+    return None if moment is None else rfc3339(moment)
+
+
 async def record(resources: Resources, event: Event) -> bytes:
     """Create ``event``, or add its count to the stored one of the same name."""
     namespace = event.metadata.namespace or "default"
+    value = stored(event, namespace)
     try:
-        return await resources.create(Event, event, namespace)
+        revision = await resources.store.create(Event.key(event.metadata.name, namespace), value)
+        return with_revision(value, revision)
     except AlreadyExists:
         pass
     last = rfc3339(event.last_timestamp) if event.last_timestamp else None

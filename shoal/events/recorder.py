@@ -101,6 +101,7 @@ class Recorder:
         self._last: OrderedDict[tuple[str, str], str] = OrderedDict()
         self._task: asyncio.Task[None] | None = None
         self._emitted = metrics.EMITTED.labels(component)
+        self._emits = 0
         self._dropped = metrics.DROPPED.labels(component)
 
     # the one call components make ---------------------------------------------------
@@ -122,7 +123,7 @@ class Recorder:
         """
         if not self.enabled:
             return
-        self._emitted.inc()
+        self._emits += 1  # added to the counter at each flush (an inc costs a lock)
         name = event_name(obj, reason, message if key is None else key, self.component)
         namespace = obj.metadata.namespace or "default"
         now = utcnow()
@@ -147,9 +148,10 @@ class Recorder:
                 "type": type,
             }
             self._pending[(namespace, name)] = _Pending(body, 1, now, now)
-            if len(self._pending) >= MAX_BATCH:
+            if len(self._pending) == MAX_BATCH:
                 self._full.set()
-        self._ensure_task()
+            if self._task is None or self._task.done():
+                self._ensure_task()
 
     def changed(self, obj: Kind, topic: str, value: str) -> bool:
         """Whether ``value`` differs from the last one seen for ``obj`` and ``topic``.
@@ -169,8 +171,6 @@ class Recorder:
     # flushing ----------------------------------------------------------------------
 
     def _ensure_task(self) -> None:
-        if self._task is not None and not self._task.done():
-            return
         try:
             self._task = asyncio.get_running_loop().create_task(self._run())
         except RuntimeError:  # no loop yet: the next emit inside one starts it
@@ -198,6 +198,8 @@ class Recorder:
             return await self._send_all()
 
     async def _send_all(self) -> int:
+        self._emitted.inc(self._emits)
+        self._emits = 0
         written = 0
         while self._pending and self.client is not None:
             batch = self._take()

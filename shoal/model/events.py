@@ -10,7 +10,7 @@ occurrence by default (``expires``, swept by ``shoal.events.expiry``).
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 from pydantic import Field, model_validator
@@ -56,6 +56,10 @@ class Event(Kind):
     @model_validator(mode="after")
     def _timestamps(self) -> Event:
         """Fill what a writer left out: now, and an hour after the last occurrence."""
+        for name in ("first_timestamp", "last_timestamp", "expires"):
+            moment = getattr(self, name)
+            if moment is not None and moment.tzinfo is None:  # naive means UTC
+                setattr(self, name, moment.replace(tzinfo=UTC))
         if self.last_timestamp is None:
             self.last_timestamp = self.first_timestamp or utcnow()
         if self.first_timestamp is None:
