@@ -7,7 +7,12 @@ them all in one call per refresh. M applications are created at once; a watch
 on applications records when each binding event arrives. Latency is the
 server's ``metadata.created`` to the arrival of the binding event.
 
-    .venv/bin/python bench/schedule.py [--clusters 10,100,1000] [--apps 5000]
+With ``--events both`` (the default) each fleet size runs twice, with the
+scheduler's events off and on, side by side: placement rate, latency, the CPU
+seconds of the API and scheduler processes, and the events written (one
+``Scheduled`` per application, batched through ``POST /core/events``).
+
+    .venv/bin/python bench/schedule.py [--clusters 10,100,1000] [--apps 5000] [--events both]
 """
 
 from __future__ import annotations
@@ -74,7 +79,25 @@ async def fleet(client: ShoalClient, n: int, rng: random.Random) -> None:
     await bounded(n, 32, create_cluster)
 
 
-async def run_one(n: int, m: int, concurrency: int, workers: int, seed: int) -> dict[str, float]:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def count_events(client: ShoalClient) -> int:
+    total, params = 0, {"limit": 1000}
+    while True:
+        data = await client.request("GET", "/core/events", params=params)
+        total += sum(int(item["count"]) for item in data["items"])
+        if not data["metadata"].get("continue"):
+            return total
+        params["continue"] = data["metadata"]["continue"]
+
+
+async def run_one(
+    n: int, m: int, concurrency: int, workers: int, seed: int, events: bool = True
+) -> dict[str, float]:
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory() as tmp:
         api = ApiProcess(f"sqlite://{Path(tmp) / 'shoal.db'}", cpu=0)
@@ -85,9 +108,13 @@ async def run_one(n: int, m: int, concurrency: int, workers: int, seed: int) -> 
             async with ShoalClient(url, max_connections=concurrency + 8) as client:
                 await fleet(client, n, rng)
                 config = Path(tmp) / "scheduler.json"
-                config.write_text(f'{{"workers": {workers}, "reschedule_after": 600}}')
+                flag = "true" if events else "false"
+                config.write_text(
+                    f'{{"workers": {workers}, "reschedule_after": 600, "events": {flag}}}'
+                )
                 sched = controller("scheduler", url, "--config", str(config), cpu=1)
                 await synced(client)
+                cpu0 = cpu_seconds(api.proc.pid), cpu_seconds(sched.pid)
 
                 start_rev = (await client.list(Application, NS)).revision
                 bound_at: dict[str, float] = {}
@@ -169,6 +196,9 @@ async def run_one(n: int, m: int, concurrency: int, workers: int, seed: int) -> 
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await watcher
                 t1 = max(bound_at.values())
+                cpu1 = cpu_seconds(api.proc.pid), cpu_seconds(sched.pid)
+                await asyncio.sleep(2.5)  # the recorder's last flush (every second)
+                written = await count_events(client)
                 lat = sorted(bound_at[k] - created[k] for k in bound_at if k in created)
                 return {
                     "N": n,
@@ -178,6 +208,10 @@ async def run_one(n: int, m: int, concurrency: int, workers: int, seed: int) -> 
                     "rate": len(bound_at) / (t1 - t0),
                     "p50": lat[len(lat) // 2],
                     "p99": lat[min(len(lat) - 1, int(len(lat) * 0.99))],
+                    "api_cpu": cpu1[0] - cpu0[0],
+                    "sched_cpu": cpu1[1] - cpu0[1],
+                    "events": written,
+                    "on": float(events),
                 }
         finally:
             if sched is not None:
@@ -192,17 +226,34 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=64, help="creates in flight")
     parser.add_argument("--workers", type=int, default=256, help="scheduler workers")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--events", choices=("both", "on", "off"), default="both", help="scheduler's events"
+    )
     args = parser.parse_args()
+    modes = {"both": (False, True), "on": (True,), "off": (False,)}[args.events]
     rows = []
     for n in (int(x) for x in args.clusters.split(",")):
-        rows.append(asyncio.run(run_one(n, args.apps, args.concurrency, args.workers, args.seed)))
+        for events in modes:
+            run = run_one(n, args.apps, args.concurrency, args.workers, args.seed, events)
+            rows.append(asyncio.run(run))
     print(f"\n{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, SQLite store")
-    head = f"{'clusters':>8} {'apps':>6} {'all bound (s)':>13} {'created (s)':>11} "
-    print(head + f"{'apps/s':>8} {'p50 (s)':>8} {'p99 (s)':>8}")
+    head = f"{'clusters':>8} {'events':>6} {'apps':>6} {'all bound (s)':>13} {'created (s)':>11} "
+    print(
+        head + f"{'apps/s':>8} {'p50 (s)':>8} {'p99 (s)':>8} {'API cpu':>8} {'sched cpu':>9} "
+        f"{'written':>8}"
+    )
     for r in rows:
         print(
-            f"{r['N']:8.0f} {r['M']:6.0f} {r['seconds']:13.2f} {r['create_s']:11.2f} "
-            f"{r['rate']:8.0f} {r['p50']:8.3f} {r['p99']:8.3f}"
+            f"{r['N']:8.0f} {'on' if r['on'] else 'off':>6} {r['M']:6.0f} {r['seconds']:13.2f} "
+            f"{r['create_s']:11.2f} {r['rate']:8.0f} {r['p50']:8.3f} {r['p99']:8.3f} "
+            f"{r['api_cpu']:8.2f} {r['sched_cpu']:9.2f} {r['events']:8.0f}"
+        )
+    for off, on in zip(rows[::2], rows[1::2], strict=False) if len(modes) == 2 else ():
+        cpu_off = off["api_cpu"] + off["sched_cpu"]
+        cpu_on = on["api_cpu"] + on["sched_cpu"]
+        print(
+            f"N={off['N']:.0f}: events cost {100 * (1 - on['rate'] / off['rate']):+.1f} % of "
+            f"placement throughput, {100 * (cpu_on / cpu_off - 1):+.1f} % CPU (API + scheduler)"
         )
 
 
