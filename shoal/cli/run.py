@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import signal
@@ -102,6 +103,11 @@ def _run_until_signal(main: Callable[[], Awaitable[None]], quiet: bool = False) 
         with contextlib.suppress(asyncio.CancelledError):
             await task
 
+    # Informer caches and stores hold hundreds of thousands of small objects: collect the
+    # young generation less often, so that full collections do not keep walking them all
+    # (two thirds of a task controller's time went to the collector at 10,000 applications).
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 100)
     uvloop.run(runner())
 
 

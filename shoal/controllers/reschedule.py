@@ -51,7 +51,7 @@ from shoal.scheduler.application import INACTIVE_STATES, AppKey
 log = logging.getLogger(__name__)
 
 _STAMP_BATCH = 1000
-_COUNTS_EVERY = 0.5  # seconds between progress writes (counts only: a few bytes)
+_COUNTS_EVERY = 0.5  # seconds between progress writes (counts only), per 2,500 targets
 _TARGETS_EVERY = 10.0  # seconds between progress writes that carry every target
 _COUNTS = ("total", "successful", "failed", "pending")
 
@@ -85,20 +85,53 @@ class Verdict:
 
 @dataclass(eq=False)
 class Progress:
-    """What the controller knows of one running task beyond its stored status.
+    """One running task as the controller sees it: stored targets with results found since.
 
-    Only targets whose application changed (``dirty``) are judged again, and
-    results live here until a write carries them: judging and copying every
-    target on each event, and writing every target each second, cost more than
-    the placements of a 10,000-target task.
+    Each pass judges only the targets whose application changed (``dirty``) and
+    keeps the counts as it goes; results live here until a write carries them.
+    Passes over every target on each event, and every target written each
+    second, cost more than the placements of a 10,000-target task.
     """
 
     uid: str
-    found: dict[AppKey, TargetStatus] = field(default_factory=dict)  # judged copies
+    targets: list[TargetStatus]
+    index: dict[AppKey, int]  # target → its position in ``targets``
+    pending: set[AppKey]
+    successful: int
+    failed: int
     dirty: set[AppKey] = field(default_factory=set)  # targets whose application changed
     next_full: float = 0.0  # monotonic time of the next pass over every pending target
     counted: float = 0.0  # monotonic time of the last progress write
     stored: float = field(default_factory=time.monotonic)  # ... of the last with every target
+    written: int = 0  # resource_version of the last write (the informer may be behind)
+
+    @classmethod
+    def of(cls, task: RescheduleTask) -> Progress:
+        targets = list(task.status.targets)
+        index = {(t.namespace, t.name): i for i, t in enumerate(targets)}
+        return cls(
+            task.metadata.uid or "",
+            targets,
+            index,
+            {key for key, i in index.items() if targets[i].result is None},
+            sum(t.result is TargetResult.Successful for t in targets),
+            sum(t.result is TargetResult.Failed for t in targets),
+        )
+
+    def settle(self, key: AppKey, target: TargetStatus) -> None:
+        self.pending.discard(key)
+        if target.result is TargetResult.Successful:
+            self.successful += 1
+        else:
+            self.failed += 1
+
+    def counts(self) -> dict[str, int]:
+        return {
+            "total": len(self.targets),
+            "successful": self.successful,
+            "failed": self.failed,
+            "pending": len(self.pending),
+        }
 
 
 class RescheduleTaskController(Controller):
@@ -204,7 +237,7 @@ class RescheduleTaskController(Controller):
         if not update.status.targets:
             update.status.phase = TaskPhase.Finished
             update.status.finish_time = utcnow()
-        await self._write(task, update.status, None)
+        await self._write(task, None, update.status, None)
 
     def select(self, task: RescheduleTask) -> list[TargetStatus]:
         spec = task.spec
@@ -240,96 +273,94 @@ class RescheduleTaskController(Controller):
         uid = task.metadata.uid or ""
         progress = self.progress.get(name)
         if progress is None or progress.uid != uid:
-            progress = self.progress[name] = Progress(uid)
+            progress = self.progress[name] = Progress.of(task)
         full = time.monotonic() >= progress.next_full
-        dirty, progress.dirty = progress.dirty, set()
+        if full:
+            keys = [key for key in progress.index if key in progress.pending]
+        else:
+            keys = [key for key in progress.dirty if key in progress.pending]
+        progress.dirty = set()
         sent = self.sent[uid]
-        stamp: list[TargetStatus] = []
-        pending: list[AppKey] = []
-        settled: list[AppKey] = []
-        targets: list[TargetStatus] = []
-        for target in task.status.targets:
-            if target.result is not None:
-                targets.append(target)
-                continue
-            key = (target.namespace, target.name)
-            known = progress.found.get(key)
-            if known is not None and known.result is not None:
-                targets.append(known)
-                continue
-            if not (full or key in dirty):
-                targets.append(known or target)
-                continue
-            judged = progress.found[key] = target.model_copy()
-            targets.append(judged)
+        stamp: list[tuple[AppKey, TargetStatus]] = []
+        for key in keys:
+            position = progress.index[key]
+            judged = progress.targets[position] = progress.targets[position].model_copy()
             verdict = self.judge(judged, trigger)
             if verdict == Verdict.STAMP:
                 if key not in sent:
-                    stamp.append(judged)
-                pending.append(key)
+                    stamp.append((key, judged))
             elif verdict == Verdict.WAIT:
                 sent.discard(key)
-                pending.append(key)
             else:
                 sent.discard(key)
-                settled.append(key)
-        if full:
-            for key in pending:
-                self.watchers[key].add(name)
-            self._unwatch(name, keep=pending)
-            progress.next_full = time.monotonic() + self.resync
-        else:
-            for key in settled:
+                progress.settle(key, judged)
                 self._unwatch_one(key, name)
+        if full:
+            for key in progress.pending:
+                self.watchers[key].add(name)
+            self._unwatch(name, keep=progress.pending)
+            progress.next_full = time.monotonic() + self.resync
         if stamp:
+            targets = [target for _, target in stamp]
             try:
-                await self._stamp(stamp, trigger, sent, _acting_for(task))
+                await self._stamp(targets, trigger, sent, _acting_for(task))
             except Exception:
                 progress.next_full = 0.0  # judge (and stamp) every pending target again
                 raise
-            reasons.reschedule_requested(self.events, task, stamp, sent, self.apps.get)
-        await self._report(task, progress, targets)
+            finally:
+                for key, target in stamp:
+                    if target.result is not None:  # refused: reported
+                        progress.settle(key, target)
+                        self._unwatch_one(key, name)
+            reasons.reschedule_requested(self.events, task, targets, sent, self.apps.get)
+        await self._report(task, progress)
 
-    async def _report(
-        self, task: RescheduleTask, progress: Progress, targets: list[TargetStatus]
-    ) -> None:
+    async def _report(self, task: RescheduleTask, progress: Progress) -> None:
         """Write progress when the counts moved: counts often, every target now and then.
 
         Results not yet written are kept in ``progress`` (and can be judged again
         from the cache after a restart), so a progress write needs only counts.
         """
         name = task.metadata.name
-        status = task.status.model_copy()
-        status.targets = targets
-        _count_status(status)
-        counts = {key: getattr(status, key) for key in _COUNTS}
+        if (task.metadata.resource_version or 0) < progress.written:
+            return  # the informer has not seen our last write yet: its event comes back here
+        counts = progress.counts()
         if counts == {key: getattr(task.status, key) for key in _COUNTS}:
-            if status.pending:
+            if progress.pending:
                 self.queue.add_after(name, self.resync)  # cheap re-check of the cache
             return
+        status = task.status.model_copy(update=counts)
+        status.targets = progress.targets
         now = time.monotonic()
-        if status.pending == 0:
+        # even a counts-only write costs the API a check of the whole status, and
+        # every reader of the task a decode of every target
+        every = _COUNTS_EVERY * max(1.0, len(progress.targets) / 2500)
+        if not progress.pending:
             status.phase = TaskPhase.Finished
             status.finish_time = utcnow()
-            await self._write(task, status, None)
+            await self._write(task, progress, status, None)
         elif now - progress.stored >= _TARGETS_EVERY:
-            await self._write(task, status, None)
+            await self._write(task, progress, status, None)
             progress.stored = now
-        elif now - progress.counted >= _COUNTS_EVERY:
-            await self._write(task, status, set(_COUNTS))
+        elif now - progress.counted >= every:
+            await self._write(task, progress, status, set(_COUNTS))
         else:
-            self.queue.add_after(name, progress.counted + _COUNTS_EVERY - now)
+            self.queue.add_after(name, progress.counted + every - now)
             return
         progress.counted = now
 
     async def _write(
-        self, task: RescheduleTask, status: RescheduleTaskStatus, fields: set[str] | None
+        self,
+        task: RescheduleTask,
+        progress: Progress | None,
+        status: RescheduleTaskStatus,
+        fields: set[str] | None,
     ) -> None:
         """Patch the task's status (``fields`` only, or all) under compare-and-swap.
 
-        The answer, a task with every target, is not decoded: the informer brings it.
+        The answer, a task with every target, is not validated: the informer brings it.
         """
-        await self.client.request(
+        answer = await self.client.request(
             "PATCH",
             item_path(RescheduleTask, task.metadata.name) + "/status",
             body={
@@ -337,6 +368,8 @@ class RescheduleTaskController(Controller):
                 "status": status.model_dump(mode="json", include=fields),
             },
         )
+        if progress is not None:
+            progress.written = int(answer["metadata"]["resource_version"])
 
     def _unwatch_one(self, key: AppKey, name: str) -> None:
         names = self.watchers.get(key)
@@ -471,10 +504,7 @@ def _app_key(app: Application) -> AppKey:
 
 
 def _count(task: RescheduleTask) -> None:
-    _count_status(task.status)
-
-
-def _count_status(status: RescheduleTaskStatus) -> None:
+    status = task.status
     status.total = len(status.targets)
     status.successful = sum(t.result is TargetResult.Successful for t in status.targets)
     status.failed = sum(t.result is TargetResult.Failed for t in status.targets)

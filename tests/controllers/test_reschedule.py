@@ -261,4 +261,5 @@ async def _is(client: ShoalClient, name: str, cluster: str) -> bool:
 
 async def _explained(client: ShoalClient, name: str) -> bool:
     app = await client.get(Application, name, "default")
-    return (app.status.scheduling or {}).get("chosen", "x") is None
+    explanation = app.status.scheduling or {}  # a patched null "chosen" is no key at all
+    return bool(explanation) and explanation.get("chosen") is None
