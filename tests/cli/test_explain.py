@@ -13,7 +13,7 @@ from shoal.model import core
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Application, Cluster, ClusterSpec, MetricRef
 from shoal.scheduler.scheduler import Scheduler
-from shoal.testing.fleet import register
+from shoal.testing.fleet import KUBECONFIG, register
 from tests.cli.conftest import Shoal
 from tests.util import wait_for
 
@@ -53,7 +53,7 @@ async def fleet(client: ShoalClient) -> AsyncIterator[None]:
             client,
             Cluster(
                 metadata=Metadata(name=name, namespace="default", labels={"location": location}),
-                spec=ClusterSpec(metrics=refs),
+                spec=ClusterSpec(metrics=refs, kubeconfig=KUBECONFIG),
             ),
         )
     yield

@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from shoal.api.server import ApiServer
@@ -21,6 +22,7 @@ from shoal.model.base import Metadata
 from shoal.model.core import GlobalMetricsProvider
 from shoal.model.kubernetes import Application
 from shoal.model.scheduling import RescheduleTask
+from shoal.testing.fleet import kubeconfig
 from tests.cli.conftest import Shoal, cli, cli_ok, invoke, ok
 
 MANIFEST = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {a: b}\n"
@@ -144,8 +146,12 @@ async def test_one_line_unless_debug(not_shoal: str, monkeypatch: pytest.MonkeyP
 # small verbs -----------------------------------------------------------------------
 
 
-async def test_dryrun_of_an_existing_application(shoal: Shoal, manifest: str) -> None:
-    await cli_ok(shoal, "kube cluster create de-1 -l location=DE")
+async def test_dryrun_of_an_existing_application(
+    shoal: Shoal, manifest: str, tmp_path: Path
+) -> None:
+    config = tmp_path / "kubeconfig.yaml"
+    config.write_text(yaml.safe_dump(kubeconfig("de-1")))
+    await cli_ok(shoal, f"kube cluster register de-1 -l location=DE --kubeconfig {config}")
     await cli_ok(shoal, f"kube app create web -f {manifest} -L 'location is FR'")
     result = ok(await cli(shoal, "kube app dryrun web -o json"))
     assert json.loads(result.output)["summary"].startswith("0/1 clusters available")
@@ -196,7 +202,10 @@ async def test_no_clusters_in_the_namespace(
 
     for name in ("a", "b", "c"):
         await client.create(
-            Cluster(metadata=Metadata(name=name, namespace="default"), spec=ClusterSpec())
+            Cluster(
+                metadata=Metadata(name=name, namespace="default"),
+                spec=ClusterSpec(kubeconfig=kubeconfig(name)),
+            )
         )
     scheduler = Scheduler(ShoalClient(client.url))
     await scheduler.start()

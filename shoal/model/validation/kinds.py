@@ -31,11 +31,13 @@ def _common(obj: Kind) -> Iterator[Finding]:
 
 def _cluster(obj: Any) -> Iterator[Finding]:
     spec = obj.spec
+    cloud = spec.constraints.cloud
     if spec.kubeconfig is None:
-        if not spec.tosca:
+        if not (spec.tosca or cloud.labels or cloud.metrics):  # else: to be built on a cloud
             yield Finding(
                 "spec.kubeconfig",
-                "is required (or spec.tosca, for a cluster the infrastructure creates)",
+                "is required (or, for a cluster to be created on a cloud, spec.tosca or "
+                "cloud constraints)",
             )
     else:
         yield from check_kubeconfig(spec.kubeconfig, "spec.kubeconfig")
