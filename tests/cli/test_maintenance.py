@@ -125,6 +125,10 @@ async def _cordon_uncordon_drain(fleet: Shoal) -> None:
     after = await _where(fleet)
     assert all(after[n] not in ("sim-2", "moving", None) for n in on_two), after
     assert (await client.get(Cluster, "sim-2", "default")).spec.unschedulable
+    again = ok(await shoal_cli(fleet, "kube", "cluster", "drain", "sim-2", "--timeout", "30"))
+    assert "cluster default/sim-2 drained: 0 applications moved" in again.output
+    unknown = await shoal_cli(fleet, "kube", "cluster", "drain", "no-such")
+    assert unknown.exit_code != 0 and "no-such" in unknown.output
 
     # sim-1 (DE) holds applications that may only run in DE: they stay, and say why.
     result = await shoal_cli(fleet, "kube", "cluster", "drain", "sim-1", "--timeout", "60")

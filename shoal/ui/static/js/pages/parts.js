@@ -3,9 +3,15 @@
 import { ago, badge, clock, h, link, num } from "../dom.js";
 import { scoreBars } from "../charts.js";
 
-const about = (e) => e.involved && e.involved.name
-  ? link(e.involved.name, e.involved.kind === "Cluster" ? "clusters" : "applications", e.involved.namespace || "", e.involved.name)
-  : null;
+// Where an event's object has a page: its own, or (reschedule tasks) the list; else its name.
+function about(e) {
+  const { kind, namespace, name } = e.involved || {};
+  if (!name) return null;
+  if (kind === "Application") return link(name, "applications", namespace || "", name);
+  if (kind === "Cluster") return link(name, "clusters", namespace || "", name);
+  if (kind === "RescheduleTask") return link(name, "tasks");
+  return h("span", { title: kind }, name);
+}
 
 /** A compact newest-first list of events: time, object, reason, message. */
 export function feed(entries, empty) {
