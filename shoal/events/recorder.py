@@ -102,6 +102,7 @@ class Recorder:
         self._task: asyncio.Task[None] | None = None
         self._emitted = metrics.EMITTED.labels(component)
         self._emits = 0
+        self._warned = -60.0
         self._dropped = metrics.DROPPED.labels(component)
 
     # the one call components make ---------------------------------------------------
@@ -211,9 +212,17 @@ class Recorder:
                 self._put_back(batch)  # close() writes them
                 raise
             except (Unreachable, ApiError) as error:
-                self._put_back(batch)
                 metrics.FLUSH_ERRORS.labels(self.component).inc()
-                log.warning("events: %d not written yet (%s)", len(batch), error)
+                status = error.status if isinstance(error, ApiError) else 0
+                refused = 400 <= status < 500 and status != 429  # not allowed, not valid
+                if refused:
+                    self._dropped.inc(sum(p.count for p in batch))
+                else:
+                    self._put_back(batch)
+                if time.monotonic() - self._warned > 60:  # one line a minute, not a flood
+                    self._warned = time.monotonic()
+                    what = "dropped" if refused else "not written yet"
+                    log.warning("events: %d %s (%s)", len(batch), what, error)
                 return written
             finally:
                 metrics.FLUSH_SECONDS.labels(self.component).observe(time.perf_counter() - start)

@@ -94,3 +94,20 @@ async def test_disabled_or_without_client_records_nothing(client: ShoalClient) -
         recorder.emit(app, "Scheduled", "nothing")
         assert await recorder.flush() == 0
     assert (await client.list(Event, "default")).items == []
+
+
+async def test_refused_batches_are_dropped_and_unreachable_ones_kept(client: ShoalClient) -> None:
+    app = await _app(client)
+    recorder = Recorder(client, "scheduler", interval=60)
+    recorder.emit(app, "not camel case", "refused: 422 for the batch")
+    assert await recorder.flush() == 0
+    assert await recorder.flush() == 0  # dropped, not sent again
+    assert (await client.list(Event, "default")).items == []
+    async with ShoalClient("http://127.0.0.1:9", timeout=1) as nowhere:
+        away = Recorder(nowhere, "scheduler", interval=60)
+        away.emit(app, "Scheduled", "kept for later")
+        assert await away.flush() == 0
+    away.client = client  # the API is back
+    assert await away.flush() == 1
+    await recorder.close()
+    await away.close()
