@@ -9,8 +9,11 @@ from typing import Any
 import pytest
 
 from shoal.model.kubernetes import Application, Cluster
+from shoal.model.pods import Pod
 from shoal.model.scheduling import RescheduleTask
 from shoal.scheduler.scheduler import Scheduler
+from shoal.testing.pods import FleetAgents
+from shoal.testing.pods import pod as fleet_pod
 from shoal.testing.wait import wait_for
 from tests.ui.conftest import APPS, Browser, Shoal, app_with_labels
 
@@ -243,3 +246,34 @@ async def test_cordon_and_drain_buttons(shoal: Shoal, browser: Browser) -> None:
     await page.locator(".feed li", has_text="Migrated").first.wait_for()
     await browser.screenshot("overview-drained")
     assert browser.errors == []
+
+
+async def test_fleet_pods_page(shoal: Shoal, browser: Browser) -> None:
+    """Pods placed by the agents of the sim clusters show on the clusters' nodes, live."""
+    agents = FleetAgents(shoal.client)
+    try:
+        for name in shoal.sim.fleet.clusters:
+            await agents.start_on(shoal.sim, name)
+        page = browser.page
+        await browser.open("pods")
+        await page.locator("#pods-waiting", has_text="Every fleet pod is placed").wait_for()
+        for i in range(6):
+            await shoal.client.create(fleet_pod(f"p-{i}", cpu="500m", memory="256Mi"))
+        await page.wait_for_function("document.getElementById('stat-pods')?.textContent === '6'")
+
+        async def placed() -> bool:
+            pods = (await shoal.client.list(Pod, "default")).items
+            return all(p.status.phase == "Scheduled" for p in pods)
+
+        await wait_for(placed, timeout=30, message="fleet pods placed")
+        cards = page.locator("#pod-clusters section[data-cluster]")
+        await page.wait_for_function(
+            "() => [...document.querySelectorAll('#pod-clusters .pods')]"
+            ".reduce((n, dd) => n + parseInt(dd.textContent), 0) === 6"
+        )
+        assert await cards.count() == 3
+        assert "n-" in await cards.first.inner_text()  # nodes with their requests
+        await browser.screenshot("pods")
+        assert browser.errors == []
+    finally:
+        await agents.close()

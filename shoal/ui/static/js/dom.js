@@ -25,7 +25,7 @@ function append(el, children) {
 export function fill(el, ...children) { el.replaceChildren(); append(el, children); return el; }
 
 const TONES = {
-  ok: ["RUNNING", "ONLINE", "COMPLETED", "Finished", "Successful", "READY_FOR_ACTION", "Ready"],
+  ok: ["RUNNING", "ONLINE", "COMPLETED", "Finished", "Successful", "READY_FOR_ACTION", "Ready", "Scheduled"],
   info: ["PENDING", "CREATING", "RECONCILING", "CONNECTING", "Pending", "Running", "WAITING_FOR_CLEANING"],
   move: ["MIGRATING"],
   warn: ["DEGRADED", "UNHEALTHY", "NOTREADY", "FAILING_METRICS", "CORDONED"],

@@ -156,6 +156,7 @@ export const fleet = {
   get globalProviders() { return live("/core/globalmetricsproviders"); },
   get providers() { return live("/core/metricsproviders"); },
   get tasks() { return live("/scheduling/rescheduletasks"); },
+  get pods() { return live("/scheduling/pods"); },
   get events() { return live("/core/events", "", EVENT_TAIL); },  // the fleet's, newest
 };
 

@@ -11,12 +11,13 @@ import * as applications from "./pages/applications.js";
 import * as application from "./pages/application.js";
 import * as metrics from "./pages/metrics.js";
 import * as tasks from "./pages/tasks.js";
+import * as pods from "./pages/pods.js";
 
 // "#/clusters/ns/name" → the cluster page with params [ns, name].
 const ROUTES = [
   ["overview", 0, overview], ["clusters", 0, clusters], ["clusters", 2, cluster],
   ["applications", 0, applications], ["applications", 2, application],
-  ["metrics", 0, metrics], ["tasks", 0, tasks],
+  ["metrics", 0, metrics], ["tasks", 0, tasks], ["pods", 0, pods],
 ];
 
 const main = document.getElementById("main");
