@@ -174,3 +174,29 @@ async def test_a_crd_appearing_unblocks_the_application_waiting_for_it(
         assert (await client.get(Cluster, "de", NS)).status.custom_resources == []
     finally:
         await scheduler.stop()
+
+
+async def test_a_cluster_whose_nodes_all_go_notready_loses_its_application(
+    client: ShoalClient, sim: SimServer, observer: ClusterObserver
+) -> None:
+    scheduler = Scheduler(client, fast_config(reschedule_after=60.0))
+    await scheduler.start()
+    try:
+        await client.create(application("movable", labels=["location in (DE, FR)"]))
+
+        async def placed() -> str | None:
+            current = await client.get(Application, "movable", NS)
+            return current.status.scheduled_to.name if current.status.scheduled_to else None
+
+        first = await wait_for(placed, timeout=5, message="placed")
+        other = "fr" if first == "de" else "de"
+        for node in ("n-0", "n-1"):
+            await _fault(sim, first, {"node": node, "not_ready": True})
+
+        async def moved() -> bool:
+            return await placed() == other
+
+        await wait_for(moved, timeout=3, interval=0.05, message=f"movable moved to {other}")
+        assert await _state_is(client, first, ClusterState.NOTREADY)
+    finally:
+        await scheduler.stop()
