@@ -180,7 +180,6 @@ class KubeController(Controller):
         self.applied_at.pop(key, None)
         self.baseline.pop(key, None)
         self.own_modified.pop(key, None)
-        self.members.forget(self.owner(app))
         if self.watches is not None:
             self.watches.set_app(key, ())
 
@@ -536,7 +535,6 @@ class KubeController(Controller):
             await self.client.update(app)
         except NotFound:
             pass
-        self.members.forget(me)
         reasons.deleted(self.events, app, len(refs))
 
     async def _write(self, app: Application, fields: dict[str, Any]) -> Application:

@@ -6,8 +6,8 @@ owner labels on every object and refuse one that another application owns
 (``shoal.kube.owners``); deletes remove only what the application owns, with
 the live object's uid as precondition, so one recreated meanwhile by somebody
 else survives. Objects claimed in this process but not yet seen by the watch
-count as owned, so two workers never apply the same object for two
-applications at once.
+(claimed from the owner check until the apply answers) count as owned, so
+two workers never apply the same object for two applications at once.
 """
 
 from __future__ import annotations
@@ -94,14 +94,60 @@ class Members:
         recorded: set[tuple[str, str, str | None, str]],
         overwrite: bool,
     ) -> Applied:
-        """Apply ``manifest`` as ``me``'s, or raise ``KubeFailure(CONFLICT)`` naming the owner."""
+        """Apply ``manifest`` as ``me``'s, or raise ``KubeFailure(CONFLICT)`` naming the owner.
+
+        Each object is claimed from its check until its apply has answered (the
+        answer, with our labels, is then what the watch cache holds), so two
+        workers never both find it free.
+        """
         marked = [owned(obj, me) for obj in manifest]
+        claimed: list[Claim] = []
+        try:
+            taken = await self._check(kube, cluster, marked, namespace, me, claimed,
+                                      recorded=recorded, overwrite=overwrite)  # fmt: skip
+            namespaces = {namespace} | {
+                str(o["metadata"]["namespace"]) for o in marked if o["metadata"].get("namespace")
+            }
+            for ns in sorted(namespaces):
+                await kube.ensure_namespace(ns)
+            lives: list[Obj | None] = []
+            baseline: dict[tuple[str, str, str | None, str], Any] = {}
+            for obj in marked:
+                try:
+                    result = await kube.apply(obj, namespace)
+                except KubeApiError as error:
+                    if error.status == 404:
+                        kube.namespaces.clear()  # a namespace may have gone: ask again
+                    raise
+                baseline[ident(obj)] = project(obj, result)
+                lives.append(result)
+                if self.watches is not None:
+                    self.watches.observe(cluster, obj_key(obj, namespace), result)
+            return Applied(lives, baseline, taken)
+        finally:
+            for key in claimed:
+                if self.claims.get(key) == me:
+                    del self.claims[key]
+
+    async def _check(
+        self,
+        kube: KubeCluster,
+        cluster: ClusterKey,
+        marked: list[Obj],
+        namespace: str,
+        me: Owner,
+        claimed: list[Claim],
+        *,
+        recorded: set[tuple[str, str, str | None, str]],
+        overwrite: bool,
+    ) -> list[str]:
+        """Refuse or claim each object; the objects taken over from another owner."""
         taken: list[str] = []
         for obj in marked:
             live = await self.read(kube, cluster, obj, namespace)
-            claimed = self._claimed(cluster, obj, namespace, me)
-            if claimed is not None and (live is None or owner_of(live) is None):
-                live = owned(obj, claimed)  # being applied for another application
+            other = self._claimed(cluster, obj, namespace, me)
+            if other is not None and (live is None or owner_of(live) is None):
+                live = owned(obj, other)  # being applied for another application
             why = refusal(
                 obj,
                 live,
@@ -115,26 +161,10 @@ class Members:
             previous = owner_of(live)
             if previous is not None and previous.uid != me.uid and self.exists(previous):
                 taken.append(f"{describe(obj)} from {previous}")
-            self.claims[(cluster, obj_key(obj, namespace))] = me
-        namespaces = {namespace} | {
-            str(obj["metadata"]["namespace"]) for obj in marked if obj["metadata"].get("namespace")
-        }
-        for ns in sorted(namespaces):
-            await kube.ensure_namespace(ns)
-        lives: list[Obj | None] = []
-        baseline: dict[tuple[str, str, str | None, str], Any] = {}
-        for obj in marked:
-            try:
-                result = await kube.apply(obj, namespace)
-            except KubeApiError as error:
-                if error.status == 404:
-                    kube.namespaces.clear()  # a namespace may have gone: ask again next time
-                raise
-            baseline[ident(obj)] = project(obj, result)
-            lives.append(result)
-            if self.watches is not None:
-                self.watches.observe(cluster, obj_key(obj, namespace), result)
-        return Applied(lives, baseline, taken)
+            key = (cluster, obj_key(obj, namespace))
+            self.claims[key] = me
+            claimed.append(key)
+        return taken
 
     async def delete(
         self,
@@ -157,7 +187,6 @@ class Members:
         """
         removed = 0
         for obj in objects:
-            key = (cluster, obj_key(obj, namespace))
             live = await self.read(kube, cluster, obj, namespace)
             if not mine(live, me, recorded=recorded):
                 if live is not None and owner_of(live) is not None:
@@ -165,20 +194,11 @@ class Members:
                         "%s on %s belongs to %s: %s leaves it",
                         describe(obj), cluster[1], owner_of(live), me,
                     )  # fmt: skip
-                if self.claims.get(key) == me:
-                    del self.claims[key]
                 continue
             assert live is not None
             uid = (live.get("metadata") or {}).get("uid")
             removed += await kube.delete(obj, namespace, uid=uid if isinstance(uid, str) else None)
-            if self.claims.get(key) == me:
-                del self.claims[key]
         return removed
-
-    def forget(self, me: Owner) -> None:
-        """``me`` is deleted: its claims go."""
-        for key in [k for k, owner in self.claims.items() if owner.uid == me.uid]:
-            del self.claims[key]
 
 
 def unreachable(error: KubeUnreachable | KubeApiError, code: ReasonCode) -> KubeFailure:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -146,3 +147,22 @@ async def test_an_object_without_owner_is_adopted_only_with_overwrite(
     live = await de.read(deployment("shared"), NS)
     assert live is not None and live["metadata"]["uid"] == made["metadata"]["uid"]
     assert owner_of(live) == owner(adopter)
+
+
+async def test_two_applications_at_once_one_wins(
+    client: ShoalClient, kube: dict[str, KubeCluster], controller: KubeController
+) -> None:
+    created = await asyncio.gather(*(client.create(shared(n)) for n in ("left", "right")))
+    await asyncio.gather(*(client.bind(app, DE) for app in created))
+
+    async def decided() -> tuple[Application, Application] | None:
+        apps = [await client.get(Application, n, NS) for n in ("left", "right")]
+        won = [a for a in apps if a.status.state is ApplicationState.RUNNING]
+        lost = [a for a in apps if await refused(client, a.metadata.name)]
+        return (won[0], lost[0]) if len(won) == 1 and len(lost) == 1 else None
+
+    winner, loser = await wait_for(decided, timeout=15, message="one RUNNING, one refused")
+    live = await kube["de"].read(deployment("shared"), NS)
+    assert owner_of(live) == owner(winner)
+    assert loser.status.reason is not None
+    assert f"application default/{winner.metadata.name}" in loser.status.reason.message
