@@ -84,10 +84,10 @@ def create_app(
     if security is not None:
         store = security.store  # secret fields sealed on the way to the store
     resources = Resources(store)
+    admission.log_schema_status()  # once per server: are manifests held to Kubernetes' schemas
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        admission.log_schema_status()
         yield
 
     app = FastAPI(

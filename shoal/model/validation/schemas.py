@@ -12,12 +12,13 @@ schema for (custom resources) pass.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
 from collections.abc import Callable, Iterator
 from functools import cache
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from shoal.model.validation.findings import Finding, join
@@ -34,13 +35,13 @@ _GROUP = re.compile(r"^([^./]*)(?:\.[^/]*)?/")
 Validate = Callable[[dict[str, Any]], Iterator[Any]]
 
 
-def _package() -> Any:
-    try:
-        import jsonschema_rs  # noqa: F401
-        import kubernetes_validate  # noqa: F401
-    except ImportError:
+def _package() -> Path | None:
+    """The schemas' folder, found without importing the packages (they load on first use)."""
+    found = importlib.util.find_spec("kubernetes_validate")
+    if found is None or importlib.util.find_spec("jsonschema_rs") is None:
         return None
-    return resources.files("kubernetes_validate").joinpath("kubernetes-json-schema")
+    folder = Path(next(iter(found.submodule_search_locations or ())), "kubernetes-json-schema")
+    return folder if folder.is_dir() else None
 
 
 @cache
@@ -143,8 +144,9 @@ def _definitions(current: str) -> Any:
     return jsonschema_rs.Registry([(_DEFINITIONS_ID, json.loads(text))])
 
 
-def _schema_dir(current: str) -> Any:
+def _schema_dir(current: str) -> Path:
     root = _package()
+    assert root is not None  # a version is in force only when the package is there
     pattern = re.compile(rf"^v{re.escape(current)}\.\d+-local-strict$")
     matches = [e for e in root.iterdir() if pattern.match(e.name)]
     return sorted(matches, key=lambda e: e.name)[-1]
