@@ -1,0 +1,40 @@
+"""Generated bodies that ``/openapi.json`` forbids, on every create and update: each refused.
+
+Negative generation mode: schemathesis breaks the schema of a body or a
+parameter on purpose; the API must answer 4xx (never 2xx, never 5xx), with
+dry runs on so that the writes it accepts would not pile up.
+"""
+
+from __future__ import annotations
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+from schemathesis import GenerationMode
+from schemathesis.checks import negative_data_rejection, not_a_server_error
+
+from shoal.api.app import create_app
+from shoal.client.rest import collection_path, item_path
+from shoal.model.registry import KINDS
+from shoal.store.sqlite import SqliteStore
+
+schema = schemathesis.openapi.from_asgi("/openapi.json", create_app(SqliteStore(":memory:")))
+schema.config.generation.update(modes=[GenerationMode.NEGATIVE])
+# The create and update of every kind (the writes the admission rules guard).
+_PATHS = sorted(
+    {collection_path(k, "{namespace}" if k.namespaced else None) for k in KINDS}
+    | {item_path(k, "{name}", "{namespace}" if k.namespaced else None) for k in KINDS}
+)
+writes = schema.include(method=["POST", "PUT"], path=_PATHS)
+
+
+@pytest.mark.slow
+@writes.parametrize()
+@settings(
+    max_examples=3,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    derandomize=True,
+)
+def test_bodies_the_schema_forbids_are_refused(case: schemathesis.Case) -> None:
+    case.call_and_validate(checks=[not_a_server_error, negative_data_rejection])
