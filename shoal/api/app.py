@@ -102,6 +102,7 @@ def create_app(
     # Routes are matched in order: the scheduler's hot paths (bindings, applications,
     # clusters) come first, which is ~15% of a create's CPU on a 100-route app.
     app.router.routes.extend(fastpath.routes(resources))
+    app.router.routes.append(events.fast_route(resources))  # event batches, as lean
     app.include_router(scheduling.build_router(resources))
     hot: tuple[type[Kind], ...] = (Application, Cluster)
     kinds = (*hot, *(k for k in registry.KINDS if k not in hot))
