@@ -342,6 +342,8 @@ class KubeController(Controller):
                         "application %s/%s takes over %s (conflict_resolution: overwrite)",
                         namespace, app.metadata.name, taken,
                     )  # fmt: skip
+                    message = f"Took over {taken} on {target.name} (conflict_resolution: overwrite)"
+                    self.events.emit(app, "TookOver", message, type="Warning")
                 if status.running_on == target:  # prune what the manifest no longer has
                     keep = {ident(obj) for obj in manifest}
                     stale = [o for o in status.last_applied_manifest if ident(o) not in keep]

@@ -13,6 +13,7 @@ from shoal.kube.client import KubeCluster
 from shoal.kube.controller import KubeController
 from shoal.kube.owners import LABEL_NAME, LABEL_NAMESPACE, LABEL_UID, Owner, owner_of
 from shoal.model.base import ReasonCode, ResourceRef
+from shoal.model.events import Event
 from shoal.model.kubernetes import Application, ApplicationState, Cluster
 from tests.kube.conftest import NS, deployment
 from tests.util import wait_for
@@ -109,6 +110,13 @@ async def test_second_application_is_refused_and_overwrite_takes_over(
     live = await de.read(deployment("shared"), NS)
     assert live is not None and live["metadata"]["uid"] == uid  # taken over, not recreated
     assert owner_of(live) == owner(third)
+
+    async def took_over() -> list[Event]:
+        events = (await client.list(Event, NS)).items
+        return [e for e in events if e.reason == "TookOver" and e.involved_object.name == "third"]
+
+    (event,) = await wait_for(took_over, timeout=10, message="TookOver event")
+    assert "Deployment shared from application default/first" in event.message
     loser = await wait_for(lambda: refused(client, "first"), timeout=10, message="first refused")
     assert loser.status.reason is not None
     assert "application default/third" in loser.status.reason.message
