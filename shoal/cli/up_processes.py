@@ -121,9 +121,6 @@ def run_processes(
         try:
             api = Child("api", ["api", "--store", store_url, "--port", str(port),
                                 "--config", str(api_config), "--log-level", log_level])  # fmt: skip
-            await supervisor.start(api)
-            await _until_answers(url + "/readyz", trust or True, "the API", api)
-            console.print(f"[bold green]Shoal API[/] on {url}  (store {store_url})")
             admin = f"http://127.0.0.1:{sim_port}"
             write_admin_url(data_dir, admin)
             fleet: dict[str, tuple[int, dict[str, str]]] = {}
@@ -137,7 +134,15 @@ def run_processes(
             sim = Child("sim", ["sim", "--clusters", "0", "--port", str(sim_port),
                                 "--out", str(kube_dir)], env=base_env,
                         after_start=add_clusters)  # fmt: skip
-            await supervisor.start(sim)
+            # The API and the simulator start side by side; the controllers as soon as
+            # the API answers, while the clusters are being registered.
+            await supervisor.start(api)
+            await asyncio.gather(
+                supervisor.start(sim),
+                _until_answers(url + "/readyz", trust or True, "the API", api),
+            )
+            console.print(f"[bold green]Shoal API[/] on {url}  (store {store_url})")
+            await _start_controllers(supervisor, url, identity, scheduler_config, log_level)
             async with ShoalClient(
                 url, token=setup.tokens[bootstrap.ADMIN], ssl_context=trust
             ) as c:
@@ -148,7 +153,6 @@ def run_processes(
                     return await add(name, count, labels)
 
                 restarted = await _fleet(c, data_dir, clusters, nodes, remember, admin)
-                await _start_controllers(supervisor, url, identity, scheduler_config, log_level)
                 agents = ["--api", url, "--kubeconfigs", str(kube_dir),
                           "--clusters", ",".join(fleet), "--log-level", log_level]  # fmt: skip
                 await supervisor.start(Child("agents", agents, identity("agent"), module=__name__))
