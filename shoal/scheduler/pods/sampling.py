@@ -4,7 +4,8 @@ A batch of pods goes to the same agents in one request per agent (the agents'
 batch route), so a pod costs a fraction of a round trip; pods of one batch
 share a constraint set, and every batch draws its own random clusters. An
 agent late past the deadline costs the deadline once: it is marked and
-skipped until it answers its health probe again.
+skipped until it answers its health probe again. The deadline stretches
+while the agents that answer all answer slowly (see ``Sampler.deadline``).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from shoal.scheduler.pods.agents import AgentError, AgentRef, Agents
 from shoal.scheduler.pods.work import Candidate, PodWork
 
 Obj = dict[str, Any]
+SLACK = 2.5
+STRETCH = 10.0
 
 
 def clusters_to_ask(eligible: int, config: FleetConfig) -> int:
@@ -33,6 +36,7 @@ class Sampler:
         self.agents = agents
         self.config = config
         self.random = random.Random()
+        self.typical = 0.0  # moving average of the time answers take (agents that answer)
 
     async def sample(self, batch: list[PodWork], constraints: tuple[str, ...]) -> None:
         """Fill each pod's ``candidates`` (unranked) and ``explanation['sampling']``."""
@@ -96,7 +100,7 @@ class Sampler:
 
     async def _ask(self, agent: AgentRef, body: Obj) -> tuple[str, list[Obj] | None]:
         path = f"/samples/{self.config.strategy}/batch"
-        deadline = self.config.deadline
+        deadline = self.deadline()
         started = time.perf_counter()
         try:  # at most half the deadline waiting for our own earlier requests to this agent
             async with asyncio.timeout(deadline / 2):
@@ -113,5 +117,14 @@ class Sampler:
         if status != 200:
             detail = answer.get("detail", "") if isinstance(answer, dict) else ""
             return f"{status} {detail}".strip(), None
+        self.typical += 0.1 * (time.perf_counter() - started - self.typical)
         items: list[Obj] = answer["items"]
         return "ok", items
+
+    def deadline(self) -> float:
+        """The configured deadline, or more while every agent answers slowly (an overloaded
+        fleet, not one late agent): ``SLACK`` times the typical answer time, at most
+        ``STRETCH`` times the configured deadline. Answers that come anyway are not thrown
+        away to be asked for again, which would only load the fleet more."""
+        configured = self.config.deadline
+        return min(max(configured, SLACK * self.typical), STRETCH * configured)
