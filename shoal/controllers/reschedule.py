@@ -51,8 +51,14 @@ from shoal.scheduler.application import INACTIVE_STATES, AppKey
 log = logging.getLogger(__name__)
 
 _STAMP_BATCH = 1000
-_COUNTS_EVERY = 0.5  # seconds between progress writes (counts only), per 2,500 targets
-_TARGETS_EVERY = 10.0  # seconds between progress writes that carry every target
+# Progress writes: counts only, at least 0.5 s apart, when a quarter of the targets got
+# results since the last one or 10 s went by; every target at most every 30 s. Even a
+# counts-only write costs the API a check of the whole status, and every reader of the
+# task (this controller's informer too) a decode of every target: a bounded number of
+# them, not one per second of a slow task.
+_COUNTS_EVERY = 0.5
+_QUIET = 10.0
+_TARGETS_EVERY = 30.0
 _COUNTS = ("total", "successful", "failed", "pending")
 
 
@@ -316,7 +322,7 @@ class RescheduleTaskController(Controller):
         await self._report(task, progress)
 
     async def _report(self, task: RescheduleTask, progress: Progress) -> None:
-        """Write progress when the counts moved: counts often, every target now and then.
+        """Write progress when the counts moved, as the rules at the top of the module say.
 
         Results not yet written are kept in ``progress`` (and can be judged again
         from the cache after a restart), so a progress write needs only counts.
@@ -332,9 +338,9 @@ class RescheduleTaskController(Controller):
         status = task.status.model_copy(update=counts)
         status.targets = progress.targets
         now = time.monotonic()
-        # even a counts-only write costs the API a check of the whole status, and
-        # every reader of the task a decode of every target
-        every = _COUNTS_EVERY * max(1.0, len(progress.targets) / 2500)
+        unwritten = task.status.pending - counts["pending"]
+        step = max(1, counts["total"] // 4)
+        every = _COUNTS_EVERY if unwritten >= step else _QUIET
         if not progress.pending:
             status.phase = TaskPhase.Finished
             status.finish_time = utcnow()
