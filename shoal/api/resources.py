@@ -266,9 +266,11 @@ class Resources:
     ) -> bytes:
         """Mark deleted; removed when no finalizer is left.
 
-        ``force`` (clusters): without the eviction finalizer, so the cluster goes at
-        once instead of after its applications have left (docs/scheduler.md).
+        A cluster with applications bound to it gets the eviction finalizer: the
+        scheduler moves them first, then lets it go (docs/scheduler.md). ``force``:
+        without it, so the cluster goes at once.
         """
+        evict = kind is Cluster and not force and await self._holds_applications(name, namespace)
 
         def change(current: K) -> bool:
             finalizers = current.metadata.finalizers
@@ -276,11 +278,30 @@ class Resources:
                 current.metadata.finalizers = [f for f in finalizers if f != EVICTION_FINALIZER]
             elif current.metadata.deleted is not None:
                 return False
+            elif evict and EVICTION_FINALIZER not in finalizers:
+                current.metadata.finalizers = [*finalizers, EVICTION_FINALIZER]
             if current.metadata.deleted is None:
                 current.metadata.deleted = utcnow()
             return True
 
         return await self._modify(kind, name, namespace, None, change)
+
+    async def _holds_applications(self, cluster: str, namespace: str | None) -> bool:
+        """Whether an application of the namespace is scheduled to this cluster.
+
+        A pass over the namespace's applications, made only when a cluster is
+        deleted; the bytes are searched before any is parsed.
+        """
+        records, _ = await self.store.list(Application.key_prefix(namespace))
+        name = orjson.dumps(cluster)
+        for record in records:
+            if b'"scheduled_to":{' not in record.value or name not in record.value:
+                continue
+            target = (orjson.loads(record.value)["status"] or {}).get("scheduled_to") or {}
+            if target.get("kind") == "Cluster" and target.get("name") == cluster:
+                if target.get("namespace") in (namespace, None):
+                    return True
+        return False
 
     async def set_application_state(
         self,

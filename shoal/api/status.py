@@ -114,16 +114,27 @@ def edit_application_json(data: dict[str, Any], edit: Callable[[dict[str, Any]],
 
     A stored ``state``/``reason`` that its fields do not give (written by a Krake
     client, or before the fields existed) is first folded into the writers' fields.
+    Only the fields of the derivation are read as a model: a binding stays cheap.
     """
-    status = ApplicationStatus.model_validate(data["status"], context=TRUSTED)
+    stored = data["status"]
+    status = _derivation(stored)
     before = (status.schedule_reason, status.deploy_state, status.deploy_reason)
     application_status.fold_explicit(status)
     if (status.schedule_reason, status.deploy_state, status.deploy_reason) != before:
-        data["status"].update(_dump(status, "schedule_reason", "deploy_state", "deploy_reason"))
-    edit(data["status"])
-    status = ApplicationStatus.model_validate(data["status"], context=TRUSTED)
+        stored.update(_dump(status, "schedule_reason", "deploy_state", "deploy_reason"))
+    edit(stored)
+    status = _derivation(stored)
     application_status.apply(status)
-    data["status"].update(_dump(status, "state", "reason"))
+    stored.update(_dump(status, "state", "reason"))
+
+
+_DERIVATION = ("state", "reason", "schedule_reason", "deploy_state", "deploy_reason")
+
+
+def _derivation(status: dict[str, Any]) -> ApplicationStatus:
+    """The status with only what ``state`` and ``reason`` derive from."""
+    fields = {k: status[k] for k in _DERIVATION if status.get(k) is not None}
+    return ApplicationStatus.model_validate(fields, context=TRUSTED)
 
 
 def _dump(status: ApplicationStatus, *fields: str) -> dict[str, Any]:

@@ -1,12 +1,12 @@
 """Graceful cluster deletion, as Karmada's eviction: applications leave before the cluster.
 
-A cluster with applications carries the finalizer ``shoal.scheduler/eviction``
-(set by the scheduler when the first application is bound there). Deleting it
-only marks it: it takes no new placements, each of its applications gets a
-scheduling pass at once (moved elsewhere, or PENDING with CLUSTER_DELETED and
-``scheduled_to`` cleared), and when none is left on it the scheduler removes
-the finalizer and the API removes the cluster. ``--force`` removes the
-finalizer with the deletion; the applications get the same passes afterwards.
+Deleting a cluster that applications are scheduled to only marks it: the API
+adds the finalizer ``shoal.scheduler/eviction``. The cluster takes no new
+placements, each of its applications gets a scheduling pass at once (moved
+elsewhere, or PENDING with CLUSTER_DELETED and ``scheduled_to`` cleared), and
+when none is left on it the scheduler removes the finalizer and the API removes
+the cluster. ``--force`` deletes without the finalizer; the applications get
+the same passes afterwards.
 Applications the scheduler does not pass (FAILED, being deleted) are unbound
 here directly, so none names a deleted cluster.
 """
@@ -43,21 +43,19 @@ class Eviction:
         self.evicted = 0
 
     async def sync(self, where: ClusterKey, cluster: Cluster | None) -> bool:
-        """Keep the finalizer where applications are; evict from a deleted cluster.
+        """Evict from a deleted cluster; release it when no application is left.
 
-        ``cluster`` is None once it is gone (deleted with ``--force``, or without
-        applications). True when done; False while applications are still leaving.
+        ``cluster`` is None once it is gone (deleted with ``--force``, or with no
+        application then). True when done; False while applications are still leaving.
         """
         keys = self.apps_on(where)
         if cluster is not None and cluster.metadata.deleted is None:
-            if keys and EVICTION_FINALIZER not in cluster.metadata.finalizers:
-                await self._set_finalizer(cluster, present=True)
             return True
         await self.unbind_stuck(where[1], keys)
         if any(self.app(key) is not None for key in keys):
             return False
         if cluster is not None and EVICTION_FINALIZER in cluster.metadata.finalizers:
-            await self._set_finalizer(cluster, present=False)
+            await self._release(cluster)
             log.info("cluster %s: no application left on it; removing it", where[1])
         return True
 
@@ -83,10 +81,11 @@ class Eviction:
                 continue
             self.evicted += 1
 
-    async def _set_finalizer(self, cluster: Cluster, *, present: bool) -> None:
+    async def _release(self, cluster: Cluster) -> None:
         update = cluster.model_copy(deep=True)
-        rest = [f for f in update.metadata.finalizers if f != EVICTION_FINALIZER]
-        update.metadata.finalizers = [*rest, EVICTION_FINALIZER] if present else rest
+        update.metadata.finalizers = [
+            f for f in update.metadata.finalizers if f != EVICTION_FINALIZER
+        ]
         try:
             await self.client.update(update)
         except NotFound:

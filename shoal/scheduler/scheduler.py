@@ -29,7 +29,7 @@ from shoal.model.core import (
     MetricsProviderStatus,
 )
 from shoal.model.infrastructure import Cloud, GlobalCloud
-from shoal.model.kubernetes import EVICTION_FINALIZER, Application, Cluster, ClusterState
+from shoal.model.kubernetes import Application, Cluster, ClusterState
 from shoal.scheduler import plugins as _plugins  # noqa: F401  (registers built-in plugins)
 from shoal.scheduler.application import (
     AppKey,
@@ -192,19 +192,14 @@ class Scheduler(Controller):
             where = (target.namespace, target.name)
             self.on_cluster[where].add(key)
             self.bound_to[key] = where
-            self._check_eviction(where)
 
     def _check_eviction(self, where: tuple[str | None, str]) -> None:
-        """Queue the eviction work of a cluster whose finalizer or deletion needs a look."""
+        """Queue the eviction work of a cluster that is deleted, or gone with applications."""
         cluster = self.cluster_informer.get(where[1], where[0])
         if cluster is None:
             if where in self.on_cluster:
                 self.cluster_queue.add(("e:" + (where[0] or ""), where[1]))
-            return
-        meta = cluster.metadata
-        if meta.deleted is not None or (
-            self.on_cluster.get(where) and EVICTION_FINALIZER not in meta.finalizers
-        ):
+        elif cluster.metadata.deleted is not None:
             self.cluster_queue.add(_cluster_key("e:", cluster))
 
     def _app_added(self, app: Application) -> None:
