@@ -13,7 +13,9 @@ A task is worked in three steps, each safe to repeat after a crash:
    when it was scheduled after its request, ``Failed`` when the scheduler's
    forced pass found no cluster, when it is pinned (``constraints.migration:
    false``), gone, or in a state the scheduler no longer handles. API errors
-   while stamping are retried, never reported.
+   while stamping are retried, never reported. Only the targets whose
+   application changed are judged again; results wait in memory (``Progress``)
+   for a write, and are judged again from the cache after a restart.
 
 The task finishes when every target has a result; ``ttl_seconds_after_finished``
 then deletes it. Nothing polls the API: informers feed a work queue.
