@@ -3,9 +3,12 @@
 Acts on an application only when ``status.scheduled_to`` is set and
 ``kube_controller_triggered >= metadata.modified`` (seed 004's handshake: the
 scheduler saw the latest spec first). Manifests are applied with server-side
-apply; the applied kinds are watched on the clusters (``shoal.kube.watch``), so
-readiness changes and drift (an object deleted or changed by someone else,
-applied again) wake the application at once; polling is the slow fallback.
+apply, each object labelled with its application and refused when another
+application owns it (``shoal.kube.member``, ``shoal.kube.owners``); the applied
+kinds are watched on the clusters (``shoal.kube.watch``), whose copies tell
+readiness and drift (an object deleted or changed by someone else, applied
+again) and wake the application at once; polling is the slow fallback. Only
+the controller's own status fields are written, as field-level patches.
 A migration applies on the new cluster, waits until ready there, and only then
 deletes the old copy (or remembers it in ``status.pending_cleanups`` when the
 old cluster does not answer). Deletion removes
@@ -34,12 +37,14 @@ from shoal.kube.objects import (
     combined_health,
     ident,
     merge_cleanup,
+    placement,
     project,
     ref_key,
     stub,
+    watch_entries,
 )
 from shoal.kube.owners import Owner, owned
-from shoal.kube.watch import AppKey, ClusterWatches, Entry
+from shoal.kube.watch import AppKey, ClusterWatches
 from shoal.model.base import Reason, ReasonCode, ResourceRef
 from shoal.model.kubernetes import Application, ApplicationState, Cluster
 
@@ -134,35 +139,8 @@ class KubeController(Controller):
 
     def _app_event(self, app: Application, old: Application | None = None) -> None:
         self.queue.add(cache_key(app))
-        if self.watches is not None and (old is None or self._placed(old) != self._placed(app)):
-            self.watches.set_app(cache_key(app), self._watch_entries(app))
-
-    @staticmethod
-    def _placed(app: Application) -> tuple[Any, ...]:
-        """What the watched objects of ``app`` depend on (most events change none of it)."""
-        status = app.status
-        return (
-            status.scheduled_to,
-            status.running_on,
-            app.spec.manifest,
-            status.last_applied_manifest,
-        )
-
-    @staticmethod
-    def _watch_entries(app: Application) -> set[Entry]:
-        """The objects of ``app`` on the clusters it is bound to or runs on."""
-        namespace = app.metadata.namespace or "default"
-        entries: set[Entry] = set()
-        for ref in (app.status.scheduled_to, app.status.running_on):
-            if ref is None:
-                continue
-            for obj in (*app.spec.manifest, *app.status.last_applied_manifest):
-                try:
-                    api_version, kind, ns, name = ident(obj)
-                except (KeyError, TypeError):
-                    continue
-                entries.add((ref_key(ref), (api_version, kind, ns or namespace, name)))
-        return entries
+        if self.watches is not None and (old is None or placement(old) != placement(app)):
+            self.watches.set_app(cache_key(app), watch_entries(app))
 
     async def _watch_client(self, key: AppKey) -> KubeCluster | None:
         cluster = self.cluster_informer.get(key[1], key[0])
@@ -276,10 +254,6 @@ class KubeController(Controller):
         app = self.app_informer.get(owner.name, owner.namespace)
         return app is not None and app.metadata.uid == owner.uid
 
-    @staticmethod
-    def owner(app: Application) -> Owner:
-        return Owner(app.metadata.namespace or "default", app.metadata.name, app.metadata.uid or "")
-
     async def _deploy(self, app: Application) -> None:
         key = cache_key(app)
         target = app.status.scheduled_to
@@ -291,7 +265,7 @@ class KubeController(Controller):
         status = app.status
         manifest = app.spec.manifest
         namespace = app.metadata.namespace or "default"
-        me = self.owner(app)
+        me = Owner.of(app)
         migrating = status.running_on is not None and status.running_on != target
         if migrating:
             phase, code = ApplicationState.MIGRATING, ReasonCode.CREATE_FAILED
@@ -406,7 +380,7 @@ class KubeController(Controller):
         try:
             kube = await self._kube(old, ReasonCode.DELETE_FAILED)
             await self.members.delete(
-                kube, ref_key(old), objects, namespace, self.owner(app), recorded=True
+                kube, ref_key(old), objects, namespace, Owner.of(app), recorded=True
             )
         except (KubeFailure, KubeUnreachable, KubeApiError) as error:
             log.warning(
@@ -449,7 +423,7 @@ class KubeController(Controller):
             try:
                 kube = await self.kube.get(cluster)
                 await self.members.delete(
-                    kube, ref_key(ref), objects, namespace, self.owner(app), recorded=True
+                    kube, ref_key(ref), objects, namespace, Owner.of(app), recorded=True
                 )
             except (KubeUnreachable, KubeApiError) as error:
                 log.info(
@@ -493,7 +467,7 @@ class KubeController(Controller):
         if FINALIZER not in app.metadata.finalizers:
             return
         namespace = app.metadata.namespace or "default"
-        me = self.owner(app)
+        me = Owner.of(app)
         app = await self._write(app, {"deploy_state": ApplicationState.DELETING})
         status = app.status
         objects = list(reversed(status.last_applied_manifest or app.spec.manifest))

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from shoal.kube.watch import Entry
 from shoal.model.base import ResourceRef
-from shoal.model.kubernetes import ContainerHealth
+from shoal.model.kubernetes import Application, ContainerHealth
 
 Obj = dict[str, Any]
 
@@ -128,3 +129,25 @@ def merge_cleanup(cleanups: list[Obj], entry: Obj) -> list[Obj]:
     if not merged:
         out.append(entry)
     return out
+
+
+def placement(app: Application) -> tuple[Any, ...]:
+    """What the watched objects of ``app`` depend on (most events change none of it)."""
+    status = app.status
+    return (status.scheduled_to, status.running_on, app.spec.manifest, status.last_applied_manifest)
+
+
+def watch_entries(app: Application) -> set[Entry]:
+    """The objects of ``app`` on the clusters it is bound to or runs on."""
+    namespace = app.metadata.namespace or "default"
+    entries: set[Entry] = set()
+    for ref in (app.status.scheduled_to, app.status.running_on):
+        if ref is None:
+            continue
+        for obj in (*app.spec.manifest, *app.status.last_applied_manifest):
+            try:
+                api_version, kind, ns, name = ident(obj)
+            except (KeyError, TypeError):
+                continue
+            entries.add((ref_key(ref), (api_version, kind, ns or namespace, name)))
+    return entries

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from shoal.model.kubernetes import Application
+
 Obj = dict[str, Any]
 
 PREFIX = "shoal.dev/"
@@ -33,6 +35,10 @@ class Owner:
 
     def __str__(self) -> str:
         return f"application {self.namespace}/{self.name} (uid {self.uid})"
+
+    @classmethod
+    def of(cls, app: Application) -> Owner:
+        return cls(app.metadata.namespace or "default", app.metadata.name, app.metadata.uid or "")
 
     @property
     def labels(self) -> dict[str, str]:
