@@ -174,7 +174,9 @@ class SimCluster:
             self._node_changed(etype, obj, old)
         elif key == CRDS:
             crd_changed(self.store, etype, obj)
-        elif key in RECONCILERS and etype != "DELETED":
+        elif key in RECONCILERS and etype != "DELETED" and not self.controllers.writing_status:
+            # A controller's own status write needs no second pass over the same object
+            # (a third of the workload reconciles in a Deployment burst); its owner's does.
             self.queue.add(key, meta.get("namespace", ""), meta["name"])
         if key == PODS or key in RECONCILERS:
             ctl = controller_of(obj)

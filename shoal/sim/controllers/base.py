@@ -20,6 +20,7 @@ class Controllers:
         self.api = api
         self.store = api.store
         self.nodes = nodes
+        self.writing_status = False  # True while a controller stores its own object's status
 
     def owned(self, owner: Obj, key: str) -> list[Obj]:
         """Objects of bucket ``key`` that ``owner`` owns (from the store's owner index)."""
@@ -74,4 +75,8 @@ class Controllers:
         new = dict(obj)
         new["metadata"] = dict(obj["metadata"])
         new["status"] = merged
-        self.store.replace(self.store.rt(key), new, obj)
+        self.writing_status = True
+        try:
+            self.store.replace(self.store.rt(key), new, obj)
+        finally:
+            self.writing_status = False
