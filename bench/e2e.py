@@ -25,7 +25,10 @@ their own) and ``up`` (``shoal up`` with its own clusters; ``--up-args`` adds
 flags, e.g. ``--single-process``).
 
     .venv/bin/python bench/e2e.py [--apps 2000] [--clusters 20] [--nodes 50]
-        [--mode processes,up] [--no-wave]
+        [--mode processes,up] [--no-wave] [--py-spy sim,kube-controller]
+
+``--py-spy`` records the named components from the burst to the end of the wave
+(``/tmp/e2e-<set-up>-<component>.txt``, folded stacks; ``pip install py-spy``).
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ import contextlib
 import json
 import os
 import shlex
+import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -158,6 +163,28 @@ def cpu_snapshot(procs: dict[str, int]) -> dict[str, float]:
         with contextlib.suppress(OSError):
             out[name] = cpu_seconds(pid)
     return out
+
+
+def start_profiles(procs: dict[str, int], wanted: str, label: str) -> list[subprocess.Popen[bytes]]:
+    """``py-spy record`` (raw folded stacks) on each component named in ``wanted``."""
+    spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    out = []
+    for name in filter(None, wanted.split(",")):
+        if name not in procs:
+            raise SystemExit(f"--py-spy: no component {name!r} (have {', '.join(procs)})")
+        path = f"/tmp/e2e-{label.split()[0]}-{name}.txt"
+        print(f"py-spy on {name} (pid {procs[name]}) → {path}", flush=True)
+        argv = [spy, "record", "-p", str(procs[name]), "-f", "raw", "-r", "100", "-o", path]
+        out.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    return out
+
+
+def stop_profiles(profilers: list[subprocess.Popen[bytes]]) -> None:
+    """SIGINT makes py-spy write what it sampled."""
+    for proc in profilers:
+        proc.send_signal(signal.SIGINT)
+    for proc in profilers:
+        proc.wait(30)
 
 
 # --- the workload ------------------------------------------------------------------------------
@@ -358,6 +385,7 @@ async def measure(
     groups = len(names) // 2
     await prepare(client, sim.kubeconfigs)
     procs = components(roots)
+    profilers = start_profiles(procs, args.py_spy, label)
     watched = Watched()
     informer = Informer(client, Application, NS, on_change=watched.seen)
     watch = asyncio.create_task(informer.run())
@@ -391,6 +419,7 @@ async def measure(
             k: round((cpu2[k] - cpu1[k]) * 1000 / n, 2) for k in cpu2 if k in cpu1
         }
     result["peak_rss_mib"] = peak_rss(procs)
+    stop_profiles(profilers)
     watch.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await watch
@@ -557,4 +586,7 @@ if __name__ == "__main__":
     parser.add_argument("--up-args", default="", help="more flags for shoal up")
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--no-wave", dest="wave", action="store_false")
+    parser.add_argument(
+        "--py-spy", default="", help="components to profile, e.g. sim,kube-controller (py-spy)"
+    )
     asyncio.run(main(parser.parse_args()))
