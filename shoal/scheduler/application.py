@@ -360,9 +360,17 @@ class ApplicationHandler(Handler):
                 code=ReasonCode.CLUSTER_DELETED,
                 message=f"cluster {current.name} was deleted; {decision.summary}",
             )
-        elif current is None and status.schedule_reason is not None:
-            if status.schedule_reason.code is ReasonCode.CLUSTER_DELETED:
-                reason = status.schedule_reason  # still waiting for another cluster
+        elif (
+            current is None
+            and status.schedule_reason is not None
+            and status.schedule_reason.code is ReasonCode.CLUSTER_DELETED
+            and status.last_scheduled_to is not None
+        ):  # still waiting for another cluster: the reason keeps naming the deleted one
+            reason = Reason(
+                code=ReasonCode.CLUSTER_DELETED,
+                message=f"cluster {status.last_scheduled_to.name} was deleted; "
+                f"{decision.summary}",
+            )
         if 0 <= limit <= attempts:
             fields.update(
                 scheduler_retries=0,
