@@ -2,8 +2,8 @@
 
 Every child is a ``shoal`` command line (``python -m shoal.cli.main ...``) in
 a session of its own, so a Ctrl-C reaches only the supervisor, which then
-stops the children in the reverse order of their start (SIGTERM, SIGKILL
-after a grace period). Children also get SIGTERM from the kernel if the
+stops the children, the first started (the API) last (SIGTERM, SIGKILL after
+a grace period). Children also get SIGTERM from the kernel if the
 supervisor dies without stopping them (``PR_SET_PDEATHSIG``), so nothing is
 left behind. A child that exits while not asked to is started again after a
 back-off that doubles on each quick crash, and the restart is reported.
@@ -136,17 +136,19 @@ class Supervisor:
                 self.say(f"{child.name}: after restart: {type(error).__name__}: {error}")
 
     def stop(self, grace: float = 5.0) -> None:
-        """SIGTERM every child, last started first; SIGKILL what is left after ``grace``."""
+        """SIGTERM every child but the first, then the first (the API), so that the others'
+        last writes still reach it; SIGKILL what is left after ``grace`` at each step."""
         self.stopping = True
-        running = [c.proc for c in reversed(self.children) if c.proc is not None]
-        for proc in running:
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + grace
-        for proc in running:
-            try:
-                proc.wait(max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        running = [c.proc for c in self.children if c.proc is not None]
+        for group in (running[1:], running[:1]):
+            for proc in group:
+                if proc.poll() is None:
+                    with contextlib.suppress(ProcessLookupError):
+                        proc.send_signal(signal.SIGTERM)
+            deadline = time.monotonic() + grace
+            for proc in group:
+                try:
+                    proc.wait(max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()

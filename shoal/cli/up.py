@@ -186,7 +186,7 @@ def _previous_port(data_dir: Path) -> int:
 
 async def _start_fleet(client: Any, data_dir: Path, count: int, nodes: int) -> tuple[Any, bool]:
     """Start the simulator in this process, then ``_fleet`` (``--single-process``)."""
-    from shoal.cli.up_processes import _saved_token
+    from shoal.cli.up_processes import saved_token
     from shoal.sim.cli import write_admin_url
     from shoal.sim.server import start_sim
 
@@ -195,7 +195,7 @@ async def _start_fleet(client: Any, data_dir: Path, count: int, nodes: int) -> t
     kube_dir = data_dir / "kubeconfigs"
 
     async def add(name: str, count: int, labels: dict[str, str]) -> dict[str, Any]:
-        token = _saved_token(kube_dir, name)
+        token = saved_token(kube_dir, name)
         sim.fleet.add_cluster(name, nodes=count, node_labels=labels, token=token)
         return dict(sim.fleet.kubeconfig(name))
 

@@ -38,7 +38,7 @@ def _plain_api_config(directory: Path) -> Path:
     return path
 
 
-def _saved_token(kube_dir: Path, name: str) -> str | None:
+def saved_token(kube_dir: Path, name: str) -> str | None:
     """The token of ``name``'s kubeconfig from an earlier run, so it stays valid."""
     try:
         config = yaml.safe_load((kube_dir / f"{name}.yaml").read_text())
@@ -52,7 +52,7 @@ def sim_adder(admin: str, kube_dir: Path) -> AddCluster:
 
     async def add(name: str, nodes: int, labels: dict[str, str]) -> Obj:
         body: Obj = {"name": name, "nodes": nodes, "labels": labels}
-        token = _saved_token(kube_dir, name)
+        token = saved_token(kube_dir, name)
         if token is not None:
             body["token"] = token
         async with httpx.AsyncClient(timeout=30) as http:
@@ -188,7 +188,7 @@ async def _start_controllers(
     for name, _, _ in CONTROLLERS:
         await supervisor.start(Child(name, [name, *common], identity(name)))
     names = ", ".join(["scheduler"] + [name for name, _, _ in CONTROLLERS])
-    console.print(f"[bold green]Controllers[/]: {names} (Scheduler and the rest, one process each)")
+    console.print(f"[bold green]Scheduler and controllers[/], a process each: {names}")
 
 
 def up_agents(

@@ -91,3 +91,7 @@ async def test_children_restarted_logged_and_stopped(tmp_path: Path) -> None:
     assert code == 0, "".join(lines)
     assert "Traceback" not in "".join(lines)
     assert not [pid for pid in seen if alive(pid)], "children left behind"
+    # The API stops last: nothing the others still sent it failed on the way out.
+    for name in COMPONENTS:
+        log = (tmp_path / "logs" / f"{name}.log").read_text()
+        assert "Traceback" not in log, f"{name}: {log[-2000:]}"
