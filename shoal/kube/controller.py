@@ -103,6 +103,7 @@ class KubeController(Controller):
         # (cluster key, manifest) applied per application, to apply only on change
         self.applied: dict[AppKey, tuple[AppKey, list[Obj]]] = {}
         self.applied_at: dict[AppKey, float] = {}  # loop time of the last apply
+        self.written: dict[AppKey, int] = {}  # resource_version of our last write
         # metadata.modified of our own finalizer writes (they do not need the scheduler)
         self.own_modified: dict[AppKey, datetime | None] = {}
         self.app_informer: Informer[Application] = Informer(
@@ -156,6 +157,7 @@ class KubeController(Controller):
         self.failures.pop(key, None)
         self.applied.pop(key, None)
         self.applied_at.pop(key, None)
+        self.written.pop(key, None)
         self.baseline.pop(key, None)
         self.own_modified.pop(key, None)
         if self.watches is not None:
@@ -206,8 +208,8 @@ class KubeController(Controller):
 
     async def reconcile(self, key: AppKey) -> None:
         app = self.app_informer.get(key[1], key[0])
-        if app is None:
-            return
+        if app is None or (app.metadata.resource_version or 0) < self.written.get(key, 0):
+            return  # not yet seen our last write: its event re-queues the application
         try:
             if app.metadata.deleted is not None:
                 await self._delete(app)
@@ -260,7 +262,7 @@ class KubeController(Controller):
         assert target is not None
         if FINALIZER not in app.metadata.finalizers:
             app.metadata.finalizers.append(FINALIZER)
-            app = await self.client.update(app)
+            app = self._wrote(await self.client.update(app))
             self.own_modified[key] = app.metadata.modified
         status = app.status
         manifest = app.spec.manifest
@@ -516,21 +518,26 @@ class KubeController(Controller):
     async def _write(self, app: Application, fields: dict[str, Any]) -> Application:
         """Patch those of the controller's own status fields that differ (docs/status-ownership.md).
 
-        The application's ``resource_version`` is the precondition: a decision
-        taken on a stale copy (the informer lags behind a write) is refused
-        (409) and taken again on the fresh one.
+        No precondition: no other component writes these fields (the scheduler's
+        and observer's writes meanwhile would only cost a 409 and a retry), and
+        no decision is taken on a copy older than the controller's own last
+        write (``reconcile`` waits for it).
         """
         status = app.status
         changed = {name: value for name, value in fields.items() if getattr(status, name) != value}
         if not changed:
             return app
-        return await self.client.patch_status(
-            Application,
-            app.metadata.name,
-            app.metadata.namespace,
-            changed,
-            resource_version=app.metadata.resource_version,
+        return self._wrote(
+            await self.client.patch_status(
+                Application, app.metadata.name, app.metadata.namespace, changed
+            )
         )
+
+    def _wrote(self, app: Application) -> Application:
+        key = cache_key(app)
+        version = app.metadata.resource_version or 0
+        self.written[key] = max(self.written.get(key, 0), version)
+        return app
 
     async def _failed(self, app: Application, failure: KubeFailure) -> None:
         """Record the reason and retry with the application's backoff settings."""
