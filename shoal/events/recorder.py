@@ -267,4 +267,5 @@ class Recorder:
                 await self._task
             self._task = None
         with contextlib.suppress(Exception):
-            await self.flush()
+            async with asyncio.timeout(2.0):  # a stopping component does not wait on a dead API
+                await self.flush()
