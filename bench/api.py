@@ -43,6 +43,8 @@ from typing import Any
 import aiohttp
 import orjson
 
+from shoal.testing.fleet import deployment
+
 NS = f"bench-{os.getpid()}"  # fresh on a shared etcd too
 APPS = f"/kubernetes/namespaces/{NS}/applications"
 
@@ -90,21 +92,7 @@ def application(name: str) -> dict[str, Any]:
         "kind": "Application",
         "metadata": {"name": name, "labels": {"bench": "yes", "shard": str(hash(name) % 8)}},
         "spec": {
-            "manifest": [
-                {
-                    "apiVersion": "apps/v1",
-                    "kind": "Deployment",
-                    "metadata": {"name": name},
-                    "spec": {
-                        "replicas": 1,
-                        "selector": {"matchLabels": {"app": name}},
-                        "template": {
-                            "metadata": {"labels": {"app": name}},
-                            "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]},
-                        },
-                    },
-                }
-            ],
+            "manifest": [deployment(name, image="nginx:1.27")],
             "constraints": {"cluster": {"labels": ["location is DE"], "metrics": ["load < 0.5"]}},
         },
     }

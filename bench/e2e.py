@@ -57,6 +57,7 @@ sys.path.insert(0, str(ROOT))
 import httpx  # noqa: E402
 import yaml  # noqa: E402
 
+from bench.schedule import cpu_seconds  # noqa: E402
 from shoal.client.informer import Informer  # noqa: E402
 from shoal.client.rest import ApiError, Conflict, ShoalClient, Unreachable  # noqa: E402
 from shoal.model.base import Metadata  # noqa: E402
@@ -70,7 +71,7 @@ from shoal.model.kubernetes import (  # noqa: E402
     Constraints,
     MetricRef,
 )
-from shoal.testing.fleet import cluster, metric, provider  # noqa: E402
+from shoal.testing.fleet import cluster, deployment, metric, provider  # noqa: E402
 from shoal.testing.launch import (  # noqa: E402
     ApiProcess,
     controller,
@@ -83,17 +84,9 @@ from shoal.testing.wait import wait_for  # noqa: E402
 NS = "default"
 PROVIDER = "e2e"
 SCHEDULER = {"metrics_refresh": 0.5}
-TICK = os.sysconf("SC_CLK_TCK")
 
 
 # --- /proc of each process -------------------------------------------------------------------
-
-
-def cpu_seconds(pid: int) -> float:
-    """utime + stime of ``pid`` (its threads included)."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICK
 
 
 def peak_rss_mib(pid: int) -> float:
@@ -190,36 +183,12 @@ def stop_profiles(profilers: list[subprocess.Popen[bytes]]) -> None:
 # --- the workload ------------------------------------------------------------------------------
 
 
-def deployment(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {
-                    "containers": [
-                        {
-                            "name": "main",
-                            "image": "nginx",
-                            "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}},
-                        }
-                    ]
-                },
-            },
-        },
-    }
-
-
 def application(i: int, groups: int) -> Application:
     name = f"e2e-{i:05d}"
     return Application(
         metadata=Metadata(name=name, namespace=NS),
         spec=ApplicationSpec(
-            manifest=[deployment(name)],
+            manifest=[deployment(name, requests={"cpu": "10m", "memory": "16Mi"})],
             constraints=Constraints(cluster=ClusterConstraints(labels=[f"group=g{i % groups}"])),
         ),
     )

@@ -145,6 +145,26 @@ def app(
     )
 
 
+def deployment(
+    name: str, image: str = "nginx", requests: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """A one-replica Deployment whose pods carry ``app: NAME`` (a manifest for applications)."""
+    container: dict[str, Any] = {"name": "main", "image": image}
+    if requests:
+        container["resources"] = {"requests": requests}
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}},
+        },
+    }
+
+
 async def register(
     client: ShoalClient, cluster: Cluster, state: ClusterState = ClusterState.ONLINE
 ) -> Cluster:
