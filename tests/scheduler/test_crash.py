@@ -51,8 +51,10 @@ async def test_scheduler_killed_mid_burst(api_process: ApiProcess, api_client: S
         await burst
         listing = await h.all_bound(client, APPS, timeout=120)
 
-        # Binding events in the history: MODIFIED with scheduled_to going from None to set.
-        bindings, current = await h.binding_history(client, listing.revision)
+        # Binding events in the history: MODIFIED with scheduled_to going from None to set,
+        # up to the last application write (the store's revision moves on with events).
+        last = max(a.metadata.resource_version or 0 for a in listing.items)
+        bindings, current = await h.binding_history(client, last)
         assert len(current) == APPS
         assert set(bindings) == set(current)
         assert all(n == 1 for n in bindings.values()), {k: n for k, n in bindings.items() if n != 1}
