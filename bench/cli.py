@@ -52,11 +52,13 @@ async def populate(url: str, count: int) -> None:
     from shoal.client.rest import ShoalClient
     from shoal.model.base import Metadata
     from shoal.model.kubernetes import Cluster, ClusterSpec
+    from shoal.testing.fleet import kubeconfig
 
     async with ShoalClient(url) as client:
         for i in range(count):
             metadata = Metadata(name=f"c{i}", namespace="default", labels={"n": str(i)})
-            await client.create(Cluster(metadata=metadata, spec=ClusterSpec()))
+            spec = ClusterSpec(kubeconfig=kubeconfig(f"c{i}"))
+            await client.create(Cluster(metadata=metadata, spec=spec))
 
 
 def main() -> None:

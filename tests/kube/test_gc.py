@@ -10,6 +10,7 @@ from shoal.client.rest import NotFound, ShoalClient
 from shoal.controllers.gc import FINALIZER, GarbageCollector
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Application, Cluster, ClusterSpec
+from shoal.testing.fleet import KUBECONFIG
 from tests.kube.conftest import NS, application
 from tests.util import wait_for
 
@@ -60,7 +61,9 @@ async def test_cluster_deletion_keeps_applications(
     client: ShoalClient, gc: GarbageCollector
 ) -> None:
     cluster = await client.create(
-        Cluster(metadata=Metadata(name="c1", namespace=NS), spec=ClusterSpec())
+        Cluster(
+            metadata=Metadata(name="c1", namespace=NS), spec=ClusterSpec(kubeconfig=KUBECONFIG)
+        )
     )
     app = application("tenant")
     app.metadata.owners = [cluster.ref()]
