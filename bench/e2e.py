@@ -27,7 +27,8 @@ flags, e.g. ``--single-process``).
     .venv/bin/python bench/e2e.py [--apps 2000] [--clusters 20] [--nodes 50]
         [--mode processes,up] [--no-wave] [--py-spy sim,kube-controller]
 
-``--py-spy`` records the named components from the burst to the end of the wave
+``--keep DIR`` keeps each set-up's data directory (logs, store). ``--py-spy`` records the
+named components from the burst to the end of the wave
 (``/tmp/e2e-<set-up>-<component>.txt``, folded stacks; ``pip install py-spy``).
 """
 
@@ -46,6 +47,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -528,14 +530,27 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
             print(f"  migration wave: {json.dumps(r['wave'])}")
 
 
+@contextlib.contextmanager
+def workdir(keep: str | None) -> Iterator[Path]:
+    """A temporary folder, or one kept under ``keep`` (logs, store) to look at afterwards."""
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        yield Path(tempfile.mkdtemp(dir=keep))
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        yield Path(tmp)
+
+
 async def main(args: argparse.Namespace) -> None:
     results = []
     for mode in args.mode.split(","):
         load = " ".join(f"{x:.1f}" for x in os.getloadavg())
         print(f"{mode}: starting, load average {load}", flush=True)
-        with tempfile.TemporaryDirectory() as tmp:
+        with workdir(args.keep) as tmp:
             run = run_processes if mode == "processes" else run_up
-            result = await run(args, Path(tmp))
+            if args.keep:
+                print(f"{mode}: data, logs and stores kept in {tmp}", flush=True)
+            result = await run(args, tmp)
             results.append(result)
             print(
                 f"{result['label']}: {result['running_per_s']} apps/s, "
@@ -555,6 +570,9 @@ if __name__ == "__main__":
     parser.add_argument("--up-args", default="", help="more flags for shoal up")
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--no-wave", dest="wave", action="store_false")
+    parser.add_argument(
+        "--keep", metavar="DIR", help="keep each set-up's data (logs, store) in a folder under DIR"
+    )
     parser.add_argument(
         "--py-spy", default="", help="components to profile, e.g. sim,kube-controller (py-spy)"
     )
