@@ -98,7 +98,7 @@ def create_app(agent: Agent) -> Starlette:
     async def batch(request: Request) -> Response:
         strategy = _strategy(agent, request)
         body = await _body(request, BatchBody)
-        pods = [_pod(agent, item, f"items.{i}.") for i, item in enumerate(body.items)]
+        pods = [_pod(agent, item, f"items[{i}].") for i, item in enumerate(body.items)]
         items = [agent.sample(strategy, pod, item.nodesToSampleBp, item.keep).body(
                      agent.config.cluster, item.keep)
                  for pod, item in zip(pods, body.items, strict=True)]
@@ -123,7 +123,7 @@ def create_app(agent: Agent) -> Starlette:
 
         async def one(i: int, item: CommitBody) -> Obj:
             try:
-                response = await commit(item, f"items.{i}.")
+                response = await commit(item, f"items[{i}].")
             except Exception as error:  # answered as the route would answer it
                 response = await _answer(request, error)
             return {"status": response.status_code, "body": orjson.loads(response.body)}

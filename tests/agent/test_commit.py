@@ -144,13 +144,13 @@ async def test_restart_between_reserve_and_create_leaves_no_phantom(
          "pod.spec.containers"),
         ({"pod": pod()}, "nodeName"),
         ({"pod": pod(cpu="lots"), "nodeName": "n-0"},
-         "pod.spec.containers.0.resources.requests.cpu"),
+         "pod.spec.containers[0].resources.requests.cpu"),
         ({"pod": {**pod(), "metadata": {"name": "x"}}, "nodeName": "n-0"},
          "pod.metadata.uid"),
         ({"pod": pod(labels={"shoal.dev/target-lat-long": "north"}), "nodeName": "n-0"},
          "pod.metadata.labels.shoal.dev/target-lat-long"),
         ({"pod": pod(tolerations=[{"operator": "Maybe"}]), "nodeName": "n-0"},
-         "pod.spec.tolerations.0.operator"),
+         "pod.spec.tolerations[0].operator"),
     ],
 )
 async def test_bad_body_is_a_422_naming_the_field(
@@ -169,7 +169,7 @@ async def test_sample_errors_are_problems(http: httpx.AsyncClient) -> None:
     in_batch = await http.post("/samples/random/batch",
                                json={"items": [{"pod": pod()}, {"pod": {"spec": {}}}]})
     assert in_batch.status_code == 422
-    assert in_batch.json()["errors"][0]["field"] == "items.1.pod.spec.containers"
+    assert in_batch.json()["errors"][0]["field"] == "items[1].pod.spec.containers"
     unknown = await http.post("/samples/best", json={"pod": pod()})
     assert unknown.status_code == 404 and "round-robin" in unknown.json()["detail"]
     malformed = await http.post("/samples/random", content=b"{nope")
@@ -198,4 +198,4 @@ async def test_batch_of_commits_answers_each_as_alone(http: httpx.AsyncClient,
     bad = await http.post("/agent/scheduling-decisions",
                           json={"items": [{"pod": no_uid, "nodeName": "n-0"}]})
     [problem] = [a for a in bad.json()["items"] if a["status"] == 422]
-    assert problem["body"]["errors"][0]["field"] == "items.0.pod.metadata.uid"
+    assert problem["body"]["errors"][0]["field"] == "items[0].pod.metadata.uid"
