@@ -13,10 +13,11 @@ but no revisions, no batch bindings and Krake's reason-code names. So:
   ``scheduling`` group) are left alone, with a log line.
 
 What Krake cannot store is dropped by Krake's API, so this client keeps an
-application's ``scheduler_retries`` and ``scheduling`` (the retry count and
-the last explanation, which retry with delay needs) in memory until the
-application is bound, and puts them back on every copy it reads; each
-explanation also goes to the log.
+application's scheduler fields (``SHOAL_ONLY``: the retry counts, the reason
+it waits and the last explanation, which retry with delay needs) in memory
+until the application is bound, and puts them back on every copy it reads;
+each explanation also goes to the log. Field patches are sent as Krake's
+whole-status update, with ``state`` and ``reason`` derived here.
 """
 
 from __future__ import annotations
@@ -41,18 +42,25 @@ from shoal.client.rest import (
     collection_path,
     item_path,
 )
-from shoal.model import krake
+from shoal.model import application_status, krake
 from shoal.model.base import TRUSTED, Kind, ReasonCode
 from shoal.model.kubernetes import Application
 
 log = logging.getLogger(__name__)
 
-TO_KRAKE = {"RESOURCE_NOT_FOUND": "NOT_FOUND"}
-FROM_KRAKE = {**{v: k for k, v in TO_KRAKE.items()}, "UNSUPPORTED_RESOURCE": "INVALID_RESOURCE"}
+TO_KRAKE = {"RESOURCE_NOT_FOUND": "NOT_FOUND", "CLUSTER_DELETED": "NOT_FOUND"}
+FROM_KRAKE = {"NOT_FOUND": "RESOURCE_NOT_FOUND", "UNSUPPORTED_RESOURCE": "INVALID_RESOURCE"}
 """Reason-code names that differ; any other Krake name Shoal lacks reads as INTERNAL_ERROR."""
 
 KRAKE_KINDS = frozenset(name for name in krake.FIELDS if not name.endswith("List"))
-SHOAL_ONLY = ("scheduler_retries", "scheduling")
+SHOAL_ONLY = (
+    "scheduler_retries",
+    "scheduling",
+    "schedule_reason",
+    "scheduler_attempts",
+    "next_retry",
+    "last_scheduled_to",
+)
 """Application status fields Krake drops that the scheduler's retries depend on."""
 WITH_STATUS = frozenset(name for name in KRAKE_KINDS if "status" in krake.FIELDS[name])
 
@@ -156,6 +164,27 @@ class KrakeApi(ShoalClient):
         path = item_path(kind, obj.metadata.name, obj.metadata.namespace) + "/status"
         body = _rename(obj.model_dump(mode="json"), TO_KRAKE, None)
         return self._stamp(kind, await self.request("PUT", path, body=body))
+
+    async def patch_status(
+        self,
+        kind: type[Any],
+        name: str,
+        namespace: str | None,
+        fields: Mapping[str, Any],
+        resource_version: int | None = None,
+    ) -> Any:
+        """Krake has no field patch: read, set the fields, derive state and reason, PUT.
+
+        No precondition either (Krake has no revisions), as for its bindings.
+        """
+        current = await self.get(kind, name, namespace)
+        if isinstance(current, Application):
+            application_status.fold_explicit(current.status)  # Krake controllers' state
+            current.status = current.status.model_copy(update=dict(fields))
+            application_status.apply(current.status)
+        else:
+            current.status = current.status.model_copy(update=dict(fields))
+        return await self.update_status(current)
 
     async def bind_many(
         self, items: Sequence[BaseModel | Mapping[str, Any]]

@@ -70,7 +70,10 @@ async def test_shoal_scheduler_binds_applications_on_a_krake_api(
 
         log = tmp_path / "scheduler.log"
         started = time.monotonic()
-        proc = spawn_shoal("scheduler", "--api", krake_api, "--flavour", "krake", log=log)
+        config = tmp_path / "scheduler.yaml"
+        config.write_text("scheduler: {retries: 5}\n")  # unlimited by default, as Krake
+        args = ("--api", krake_api, "--flavour", "krake", "--config", str(config))
+        proc = spawn_shoal("scheduler", *args, log=log)
         try:
 
             async def placed() -> bool:
