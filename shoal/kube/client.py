@@ -49,6 +49,11 @@ class KubeApiError(Exception):
         super().__init__(f"{status} {reason}: {body[:300]}")
 
 
+def compacted(error: Exception) -> bool:
+    """410 Gone: the resourceVersion a watch resumes from is compacted; list again at once."""
+    return isinstance(error, KubeApiError) and error.status == 410
+
+
 @dataclass(frozen=True, slots=True)
 class ResourceInfo:
     plural: str

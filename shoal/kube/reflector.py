@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
-from shoal.kube.client import KubeApiError, KubeCluster, KubeUnreachable
+from shoal.kube.client import KubeApiError, KubeCluster, KubeUnreachable, compacted
 
 log = logging.getLogger(__name__)
 
@@ -68,17 +68,11 @@ class Reflector:
                 continue  # the safety-net re-list is due
             except asyncio.CancelledError:
                 raise
-            except KubeApiError as error:
-                if error.status == 410:
-                    version = None  # compacted: list again
-                    continue
-                version = None
-                await self._failed(error, delay)
-                delay = min(delay * 2, self.max_retry)
-            except KubeUnreachable as error:
-                version = None  # a list proves the cluster answers again
-                await self._failed(error, delay)
-                delay = min(delay * 2, self.max_retry)
+            except (KubeApiError, KubeUnreachable) as error:
+                version = None  # list again; after a failure it proves the cluster answers
+                if not compacted(error):
+                    await self._failed(error, delay)
+                    delay = min(delay * 2, self.max_retry)
 
     async def _list(self, kube: KubeCluster) -> str:
         """A fresh cache; its resourceVersion ("" when the list does not exist here)."""

@@ -24,7 +24,14 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
-from shoal.kube.client import ClusterKey, KubeApiError, KubeCluster, KubeUnreachable, Obj
+from shoal.kube.client import (
+    ClusterKey,
+    KubeApiError,
+    KubeCluster,
+    KubeUnreachable,
+    Obj,
+    compacted,
+)
 
 log = logging.getLogger(__name__)
 
@@ -202,23 +209,17 @@ class ClusterWatches:
                     delay = self.retry
             except asyncio.CancelledError:
                 raise
-            except KubeApiError as error:
-                if error.status == 410:
-                    version = None  # compacted: list again
+            except Exception as error:  # a watch task's top level: log, back off, retry
+                if compacted(error):
+                    version = None  # list again
                     continue
                 self._synced.discard(target)
-                log.info(
-                    "watch %s %s in %s on %s: %s", api_version, kind, namespace, cluster[1], error
-                )
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, self.max_retry)
-            except KubeUnreachable as error:
-                self._synced.discard(target)
-                log.debug("watch %s %s on %s: %s", api_version, kind, cluster[1], error)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, self.max_retry)
-            except Exception:
-                self._synced.discard(target)
-                log.exception("watch %s %s on %s failed; retrying", api_version, kind, cluster[1])
+                where = (api_version, kind, cluster[1])
+                if isinstance(error, KubeApiError):
+                    log.info("watch %s %s in %s on %s: %s", *where[:2], namespace, where[2], error)
+                elif isinstance(error, KubeUnreachable):
+                    log.debug("watch %s %s on %s: %s", *where, error)
+                else:
+                    log.exception("watch %s %s on %s failed; retrying", *where)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, self.max_retry)
