@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import httpx
 
+from shoal.api.server import start_api
 from shoal.client.rest import Conflict, ShoalClient
 from shoal.model.base import Reason, ReasonCode, ResourceRef
 from shoal.model.kubernetes import Application, ApplicationState
-from tests.security.conftest import Secured, secured  # noqa: F401  (fixture)
+from tests.security.conftest import TOKENS, security
 
 APP = "/kubernetes/namespaces/default/applications"
 
@@ -112,14 +114,22 @@ async def test_whole_status_put_of_a_krake_client_still_works(http: httpx.AsyncC
     assert answer.json()["status"]["state"] == "RUNNING"
 
 
-async def test_a_component_may_patch_only_its_own_fields(secured: Secured) -> None:  # noqa: F811
-    admin, kube = secured["admin"], secured["system:kube-controller"]
-    path = "/kubernetes/namespaces/a/applications"
-    assert (await admin.post(path, json={**_app("x"), "metadata": {"name": "x"}})).is_success
-    ref = {"api": "kubernetes", "kind": "Cluster", "namespace": "a", "name": "c"}
-    answer = await kube.patch(f"{path}/x/status", json={"status": {"scheduled_to": ref}})
-    assert answer.status_code == 403
-    assert "status.scheduled_to" in answer.json()["detail"]
-    answer = await kube.patch(f"{path}/x/status", json={"status": {"running_on": ref}})
-    assert answer.status_code == 200, answer.text
-    assert answer.json()["status"]["running_on"]["name"] == "c"
+async def test_a_component_may_patch_only_its_own_fields(tmp_path: Path) -> None:
+    server = await start_api(f"sqlite://{tmp_path / 'shoal.db'}", security=security(tmp_path))
+
+    def as_user(user: str) -> httpx.AsyncClient:
+        token = {"authorization": f"Bearer {TOKENS[user]}"}
+        return httpx.AsyncClient(base_url=server.url, headers=token, timeout=30)
+
+    try:
+        async with as_user("admin") as admin, as_user("system:kube-controller") as kube:
+            assert (await admin.post(APP, json=_app("x"))).is_success
+            ref = {"api": "kubernetes", "kind": "Cluster", "namespace": "default", "name": "c"}
+            answer = await kube.patch(f"{APP}/x/status", json={"status": {"scheduled_to": ref}})
+            assert answer.status_code == 403
+            assert "status.scheduled_to" in answer.json()["detail"]
+            answer = await kube.patch(f"{APP}/x/status", json={"status": {"running_on": ref}})
+            assert answer.status_code == 200, answer.text
+            assert answer.json()["status"]["running_on"]["name"] == "c"
+    finally:
+        await server.stop()
