@@ -21,6 +21,7 @@ from shoal.cli.names import DEFAULT_NAMESPACE
 from shoal.cli.output import FORMATS, dig, show, table_lines
 from shoal.client.rest import NotFound, ShoalClient
 from shoal.events.recorder import KIND_LABEL, NAME_LABEL
+from shoal.model.application_status import staleness
 from shoal.model.base import Kind
 from shoal.model.kubernetes import Application, Cluster
 
@@ -104,6 +105,8 @@ def decision_section(page: Page, obj: dict[str, Any]) -> None:
             ("Summary", scheduling.get("summary")),
             ("Chosen", f"{chosen} (score {score:.4f})" if chosen and score is not None else chosen),
             ("Forced", scheduling.get("forced", False)),
+            ("Decided", scheduling.get("time")),
+            *([("Stale", "; ".join(scheduling["stale"]) or "no")] if "stale" in scheduling else []),
         ],
         indent=2,
     )
@@ -281,6 +284,10 @@ def _placed_on(app: dict[str, Any], namespace: str, name: str) -> bool:
 async def describe_app(client: ShoalClient, name: str, namespace: str) -> Page:
     path = f"/kubernetes/namespaces/{namespace}/applications/{name}"
     app: dict[str, Any] = await client.request("GET", path)
+    scheduling = dig(app, "status.scheduling")
+    if isinstance(scheduling, dict) and scheduling.get("clusters"):  # what changed since
+        clusters = (await client.list(Cluster, namespace)).items
+        scheduling["stale"] = staleness(scheduling, clusters)
     return app_page(app, await events_of(client, app))
 
 

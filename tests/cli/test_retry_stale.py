@@ -1,4 +1,4 @@
-"""``shoal kube app retry``, a stale ``explain``, ``shoal kube cluster delete --force``."""
+"""``shoal kube app retry``, a stale ``explain`` and ``describe``, ``cluster delete --force``."""
 
 from __future__ import annotations
 
@@ -51,6 +51,8 @@ async def test_retry_stale_explain_and_force_delete(
         assert len(stale["stale"]) == 1 and "de-1 changed: labels" in stale["stale"][0]
         table = await shoal("kube", "app", "explain", "db")
         assert "stale" in table.output and "decided at" in table.output
+        page = (await shoal("kube", "app", "describe", "db")).output
+        assert "Decided" in page and "de-1 changed: labels" in page, page
 
         deleted = await shoal("kube", "cluster", "delete", "de-1", "--force")
         assert deleted.exit_code == 0, deleted.output
