@@ -1,10 +1,10 @@
 """What every controller shares: background tasks, run until cancelled, a clean stop.
 
 A controller spawns its informers and workers in ``start()`` through
-``spawn``/``start_informers``; each worker is ``work`` on its queue. ``run()``
-starts it and waits until cancelled or until one of its tasks fails, and
-always stops it. Subclasses extend
-``stop()`` for their own clean-up (queues, clients) and call ``super()``.
+``spawn``/``start_informers``/``spawn_workers``; each worker is ``work`` on its
+queue, which ``stop()`` closes. ``run()`` starts it and waits until cancelled
+or until one of its tasks fails, and always stops it. Subclasses extend
+``stop()`` for their own clean-up (clients, recorders) and call ``super()``.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ T = TypeVar("T", bound=Hashable)
 class Controller:
     def __init__(self) -> None:
         self._tasks: list[asyncio.Task[Any]] = []
+        self._queues: list[WorkQueue[Any]] = []
 
     def spawn(self, work: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]:
         task = asyncio.create_task(work)
@@ -35,6 +36,18 @@ class Controller:
             self.spawn(informer.run())
         for informer in informers:
             await informer.wait_synced()
+
+    def spawn_workers(
+        self,
+        count: int,
+        queue: WorkQueue[T],
+        handle: Callable[[T], Awaitable[None]],
+        failed: Callable[[T, Exception], None],
+    ) -> None:
+        """``count`` workers (``work``) on ``queue``; ``stop()`` closes it, then cancels them."""
+        self._queues.append(queue)
+        for _ in range(count):
+            self.spawn(self.work(queue, handle, failed))
 
     async def work(
         self,
@@ -62,6 +75,9 @@ class Controller:
         raise NotImplementedError
 
     async def stop(self) -> None:
+        queues, self._queues = self._queues, []
+        for queue in queues:
+            queue.close()
         tasks, self._tasks = self._tasks, []
         for task in tasks:
             task.cancel()

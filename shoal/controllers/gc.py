@@ -54,12 +54,7 @@ class GarbageCollector(Controller):
     async def start(self) -> None:
         await self.start_informers(*self.informers)
         self.spawn(run_expiry(self.client))  # events an hour after their last occurrence
-        for _ in range(4):
-            self.spawn(self.work(self.queue, self.sync, self._retry))
-
-    async def stop(self) -> None:
-        self.queue.close()
-        await super().stop()
+        self.spawn_workers(4, self.queue, self.sync, self._retry)
 
     # index -----------------------------------------------------------------------------
 

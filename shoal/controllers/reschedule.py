@@ -179,11 +179,9 @@ class RescheduleTaskController(Controller):
     async def start(self) -> None:
         await self.start_informers(self.apps)  # targets are judged from this cache
         await self.start_informers(self.tasks)
-        for _ in range(self.workers):
-            self.spawn(self.work(self.queue, self.reconcile, self._retry))
+        self.spawn_workers(self.workers, self.queue, self.reconcile, self._retry)
 
     async def stop(self) -> None:
-        self.queue.close()
         await super().stop()
         await self.events.close()
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from dataclasses import KW_ONLY, InitVar, dataclass
 from datetime import datetime
 from typing import Any
 
@@ -62,27 +63,20 @@ def triggered(app: Application) -> bool:
     return when is not None and (modified is None or when >= modified)
 
 
+@dataclass(eq=False)
 class KubeController(Controller):
-    def __init__(
-        self,
-        client: ShoalClient,
-        *,
-        workers: int = 64,
-        poll_interval: float = 0.5,
-        resync: float = 30.0,
-        timeout: float = 5.0,
-        watch: bool = True,
-        fallback: float = 5.0,
-        cleanup_retry: float = 10.0,
-        progress_delay: float = 1.0,
-    ) -> None:
-        self.client = client
-        self.workers = workers
-        self.poll_interval = poll_interval
-        self.resync = resync
-        self.fallback = fallback
-        self.cleanup_retry = cleanup_retry
-        self.progress_delay = progress_delay
+    client: ShoalClient
+    _: KW_ONLY
+    workers: int = 64
+    poll_interval: float = 0.5
+    resync: float = 30.0
+    timeout: InitVar[float] = 5.0
+    watch: InitVar[bool] = True
+    fallback: float = 5.0
+    cleanup_retry: float = 10.0
+    progress_delay: float = 1.0
+
+    def __post_init__(self, timeout: float, watch: bool) -> None:
         # one client (and pool of 100 connections) per cluster; the watches take one each
         # per kind and namespace applied there, so they cannot starve the other requests
         self.kube = KubeClients(timeout=timeout)
@@ -99,7 +93,7 @@ class KubeController(Controller):
         self.drift_repairs = 0
         self.queue: WorkQueue[AppKey] = WorkQueue()
         self.failures: dict[AppKey, int] = {}
-        self.events = Recorder(client, "kube-controller")
+        self.events = Recorder(self.client, "kube-controller")
         # (cluster key, manifest) applied per application, to apply only on change
         self.applied: dict[AppKey, tuple[AppKey, list[Obj]]] = {}
         self.applied_at: dict[AppKey, float] = {}  # loop time of the last apply
@@ -107,10 +101,10 @@ class KubeController(Controller):
         # metadata.modified of our own finalizer writes (they do not need the scheduler)
         self.own_modified: dict[AppKey, datetime | None] = {}
         self.app_informer: Informer[Application] = Informer(
-            client, Application, on_change=self._app_event, on_delete=self._app_deleted
+            self.client, Application, on_change=self._app_event, on_delete=self._app_deleted
         )
         self.cluster_informer: Informer[Cluster] = Informer(
-            client, Cluster, on_change=self._cluster_event, on_delete=self._cluster_deleted
+            self.client, Cluster, on_change=self._cluster_event, on_delete=self._cluster_deleted
         )
         super().__init__()
 
@@ -119,11 +113,9 @@ class KubeController(Controller):
     async def start(self) -> None:
         await self.start_informers(self.cluster_informer)
         await self.start_informers(self.app_informer)
-        for _ in range(self.workers):
-            self.spawn(self.work(self.queue, self.reconcile, self._retry))
+        self.spawn_workers(self.workers, self.queue, self.reconcile, self._retry)
 
     async def stop(self) -> None:
-        self.queue.close()
         await super().stop()
         for orphan_task in list(self._orphan_tasks.values()):
             orphan_task.cancel()

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, InitVar, dataclass, field
 from typing import Any
 
 from shoal.client.informer import Informer, cache_key
@@ -144,6 +144,7 @@ class Watched:
             task.cancel()
 
 
+@dataclass(eq=False)
 class ClusterObserver(Controller):
     """Watches every observable cluster; ``interval`` is the safety-net re-list period.
 
@@ -151,25 +152,20 @@ class ClusterObserver(Controller):
     cluster coming back) into one status write.
     """
 
-    def __init__(
-        self,
-        client: ShoalClient,
-        interval: float = 30.0,
-        timeout: float = 5.0,
-        *,
-        delay: float = 0.02,
-        retry: float = 0.25,
-    ) -> None:
-        self.client = client
-        self.interval = interval
-        self.delay = delay
-        self.retry = retry
+    client: ShoalClient
+    interval: float = 30.0
+    timeout: InitVar[float] = 5.0
+    _: KW_ONLY
+    delay: float = 0.02
+    retry: float = 0.25
+
+    def __post_init__(self, timeout: float) -> None:
         self.kube = KubeClients(timeout=timeout)
         self.informer: Informer[Cluster] = Informer(
-            client, Cluster, on_change=self._changed, on_delete=self._removed
+            self.client, Cluster, on_change=self._changed, on_delete=self._removed
         )
         self._watched: dict[ClusterKey, Watched] = {}
-        self.events = Recorder(client, "cluster-observer")
+        self.events = Recorder(self.client, "cluster-observer")
         super().__init__()
         self._written: dict[ClusterKey, Cluster] = {}
         self.passes = 0  # status derivations (tests, metrics)
