@@ -39,12 +39,12 @@ def token_file(path: Path) -> Path:
 
 def role(
     name: str,
-    api: str = "",
-    resources: tuple[str, ...] = ("",),
+    api: str = "*",
+    resources: tuple[str, ...] = ("*",),
     namespaces: tuple[str, ...] = ("",),
-    verbs: tuple[str, ...] = ("",),
+    verbs: tuple[str, ...] = ("*",),
 ) -> dict[str, Any]:
-    """A Role of one rule ("" is any)."""
+    """A Role of one rule ("*" is any group, resource or verb; "" any namespace)."""
     rule = {"api": api, "resources": resources, "namespaces": namespaces, "verbs": verbs}
     return {"api": "core", "kind": "Role", "metadata": {"name": name}, "rules": [rule]}
 
