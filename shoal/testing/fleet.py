@@ -146,9 +146,9 @@ def app(
 
 
 def deployment(
-    name: str, image: str = "nginx", requests: dict[str, str] | None = None
+    name: str, image: str = "nginx", requests: dict[str, str] | None = None, replicas: int = 1
 ) -> dict[str, Any]:
-    """A one-replica Deployment whose pods carry ``app: NAME`` (a manifest for applications)."""
+    """A Deployment whose pods carry ``app: NAME`` (a manifest for applications)."""
     container: dict[str, Any] = {"name": "main", "image": image}
     if requests:
         container["resources"] = {"requests": requests}
@@ -158,7 +158,7 @@ def deployment(
         "kind": "Deployment",
         "metadata": {"name": name},
         "spec": {
-            "replicas": 1,
+            "replicas": replicas,
             "selector": {"matchLabels": labels},
             "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}},
         },

@@ -27,7 +27,7 @@ from shoal.model.scheduling import RescheduleTask, RescheduleTaskSpec, ResourceS
 from shoal.scheduler.config import Backoff, SchedulerConfig
 from shoal.scheduler.scheduler import Scheduler
 from shoal.sim.server import SimServer
-from shoal.testing.fleet import metric, provider
+from shoal.testing.fleet import deployment, metric, provider
 from shoal.testing.sim import running_sim
 from shoal.testing.wait import wait_for
 
@@ -42,21 +42,7 @@ CONFIG = SchedulerConfig(
     retries=5,
     backoff=Backoff(initial=0.5, cap=1.0),
 )
-MANIFEST = [
-    {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": "web"},
-        "spec": {
-            "replicas": 2,
-            "selector": {"matchLabels": {"app": "web"}},
-            "template": {
-                "metadata": {"labels": {"app": "web"}},
-                "spec": {"containers": [{"name": "c", "image": "nginx:1"}]},
-            },
-        },
-    }
-]
+MANIFEST = [deployment("web", "nginx:1", replicas=2)]
 
 
 @pytest.fixture

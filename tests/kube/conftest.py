@@ -12,6 +12,7 @@ from shoal.kube.client import KubeClients, KubeCluster
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Application, ApplicationState, Cluster, ClusterSpec
 from shoal.sim.server import SimServer
+from shoal.testing import fleet
 from shoal.testing.fleet import register
 from shoal.testing.sim import running_sim
 
@@ -55,19 +56,7 @@ async def running_on(client: ShoalClient, name: str) -> str | None:
 
 
 def deployment(name: str, replicas: int = 2) -> dict[str, Any]:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {"containers": [{"name": "c", "image": "nginx:1"}]},
-            },
-        },
-    }
+    return fleet.deployment(name, "nginx:1", replicas=replicas)
 
 
 def application(name: str, labels: list[str] | None = None, replicas: int = 2) -> Application:
