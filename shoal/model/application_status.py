@@ -115,14 +115,18 @@ def fold_explicit(status: ApplicationStatus) -> None:
     """A whole-status write that sets ``state``/``reason`` itself (Krake's clients do).
 
     When they differ from what the fields derive, the writer meant them: a
-    scheduling reason becomes the scheduler's, anything else the deploy state.
+    scheduling reason becomes the scheduler's when the fields then give the
+    state written (PENDING or FAILED, as the scheduler would), anything else
+    the deploy state and reason, so what a Krake client writes reads back.
     """
-    if derive(status) == (status.state, status.reason):
+    explicit = (status.state, status.reason)
+    if derive(status) == explicit:
         return
     reason = status.reason
     if reason is not None and reason.code in SCHEDULER_CODES:
         status.schedule_reason = reason
-        return
+        if derive(status) == explicit:
+            return
     status.schedule_reason = None
     status.deploy_state = status.state
     status.deploy_reason = reason
