@@ -13,8 +13,8 @@ from tests.security.conftest import TOKENS, Secured, application, eventually, gr
 async def test_task_acts_for_its_requester(secured: Secured) -> None:
     admin, alice = secured["admin"], secured["alice"]
     await grant(admin, "alice", role("task-writer", "scheduling", ("rescheduletasks",), ()))
-    for client, ns in ((alice, "a"), (secured["bob"], "b")):
-        created = await client.post(
+    for user, ns in ((alice, "a"), (secured["bob"], "b")):
+        created = await user.post(
             f"/kubernetes/namespaces/{ns}/applications", json=application(f"app-{ns}", ns)
         )
         assert created.status_code == 200
@@ -46,22 +46,33 @@ async def test_task_acts_for_its_requester(secured: Secured) -> None:
         running = asyncio.create_task(controller.run())
         try:
 
-            async def judged() -> bool:
-                targets = (await admin.get("/scheduling/rescheduletasks/both")).json()["status"][
-                    "targets"
-                ]
-                by_ns = {t["namespace"]: t for t in targets}
-                return by_ns.get("b", {}).get("reason") == "Forbidden" and (
+            async def stamped() -> bool:
+                counts = (await admin.get("/scheduling/rescheduletasks/both")).json()["status"]
+                return counts["failed"] == 1 and (
                     (await admin.get("/kubernetes/namespaces/a/applications/app-a"))
                     .json()["status"]
                     .get("reschedule_requested")
                     is not None
                 )
 
-            await eventually(judged, 15)
+            await eventually(stamped, 15)
+            # Progress is written as counts; every target's result when the task finishes.
+            # Without a scheduler app-a never moves: deleting it gives it a result too.
+            deleted = await alice.delete("/kubernetes/namespaces/a/applications/app-a")
+            assert deleted.status_code == 200
+
+            async def finished() -> bool:
+                status = (await admin.get("/scheduling/rescheduletasks/both")).json()["status"]
+                return bool(status["phase"] == "Finished")
+
+            await eventually(finished, 15)
         finally:
             running.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await running
+    targets = (await admin.get("/scheduling/rescheduletasks/both")).json()["status"]["targets"]
+    by_ns = {t["namespace"]: t for t in targets}
+    assert by_ns["b"]["reason"] == "Forbidden"
+    assert by_ns["a"]["reason"] in ("ApplicationNotFound", "ApplicationDeleting")
     app_b = (await admin.get("/kubernetes/namespaces/b/applications/app-b")).json()
     assert app_b["status"].get("reschedule_requested") is None  # not touched
