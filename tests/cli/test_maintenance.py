@@ -57,13 +57,20 @@ async def _describe_and_wide_lists(fleet: Shoal) -> None:
     web = where["web"]
     assert web in ("sim-1", "sim-2")
 
-    page = ok(await shoal_cli(fleet, "kube", "app", "describe", "web")).output
+    scheduled = re.compile(r"Normal\s+Scheduled\s+scheduler\s+\d+\s+Scheduled to")
+
+    async def described() -> str | None:
+        """The page once it lists the Scheduled event: the scheduler's recorder writes its
+        events about a second after the first one, and the applications may run sooner."""
+        page = ok(await shoal_cli(fleet, "kube", "app", "describe", "web")).output
+        return page if scheduled.search(page) else None
+
+    page = await wait_for(described, timeout=10, interval=0.2, message="web's Scheduled event")
     assert "Name:" in page and "web" in page
     assert _field(page, "Scheduled to") == web
     assert "location in (DE, FR)" in page  # the constraint
     assert "Last decision:" in page and "RANK" in page and "TERMS" in page
     assert "REJECTED BY" in page and "label location in (DE, FR)" in page  # sim-3 (FI)
-    assert re.search(r"Normal\s+Scheduled\s+scheduler\s+\d+\s+Scheduled to", page), page
 
     cluster = ok(await shoal_cli(fleet, "kube", "cluster", "describe", "sim-1")).output
     assert _field(cluster, "Unschedulable") == "no"
