@@ -19,7 +19,6 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
 import typer
 from rich.console import Console
@@ -30,7 +29,7 @@ from shoal.cli.config import run
 from shoal.cli.errors import CliError
 from shoal.cli.names import DEFAULT_NAMESPACE
 from shoal.cli.output import Output
-from shoal.cli.reschedule import _report, watch_task
+from shoal.cli.reschedule import _report, _task_name, watch_task
 from shoal.client.rest import Conflict, Gone, ShoalClient
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Application, Cluster
@@ -91,9 +90,8 @@ async def drain(
     on = {a.metadata.name for a in listed.items if _on(a, namespace, name)}
     total = len(on)
     progress(total, total)
-    stamp = datetime.now(UTC).strftime("%Y%m%d%H%M%S")
     task = RescheduleTask(
-        metadata=Metadata(name=f"drain-{name}-{stamp}"[:63].rstrip("-")),
+        metadata=Metadata(name=_task_name(f"drain-{name}")),
         spec=RescheduleTaskSpec(target_clusters=[f"{namespace}/{name}"]),
     )
     task = await client.create(task)

@@ -61,9 +61,10 @@ TASK_OPTIONS = [
 """The options of every command that creates a task."""
 
 
-def _task_name() -> str:
+def _task_name(prefix: str = "reschedule") -> str:
+    """The time to the second and a random suffix: two tasks made in one second differ."""
     stamp = datetime.now(UTC).strftime("%Y%m%d%H%M%S")
-    return f"reschedule-{stamp}-{secrets.token_hex(2)}"
+    return f"{prefix[:43].rstrip('-')}-{stamp}-{secrets.token_hex(2)}"
 
 
 def _by_policy(
