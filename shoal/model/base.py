@@ -93,6 +93,15 @@ def null_as(default: Callable[[], Any]) -> BeforeValidator:
     return BeforeValidator(lambda value: default() if value is None else value)
 
 
+def _moment_text(value: Any) -> Any:
+    """Only an RFC 3339 string (or a datetime) is a moment: lax parsing took ``0`` as 1970."""
+    if not isinstance(value, str | datetime):
+        raise ValueError("must be an RFC 3339 date-time string")
+    return value
+
+
+#: A datetime the schema calls a string: numbers and booleans are refused, not coerced.
+Moment = Annotated[datetime, BeforeValidator(_moment_text)]
 Name = Annotated[str, AfterValidator(check_name)]
 LabelKey = Annotated[str, AfterValidator(check_label_key)]
 LabelValue = Annotated[str, AfterValidator(check_label_value)]

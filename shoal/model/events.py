@@ -10,12 +10,12 @@ occurrence by default (``expires``, swept by ``shoal.events.expiry``).
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, timedelta
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, StrictInt, model_validator
 
-from shoal.model.base import Kind, Model, utcnow
+from shoal.model.base import Kind, Model, Moment, utcnow
 
 #: Default seconds an event is kept after its last occurrence.
 DEFAULT_TTL = 3600.0
@@ -43,10 +43,10 @@ class Event(Kind):
     message: str = Field(default="", max_length=4096)
     reporting_component: str = Field(min_length=1, max_length=128)
     type: EventType = "Normal"
-    count: int = Field(default=1, ge=1)
-    first_timestamp: datetime | None = None
-    last_timestamp: datetime | None = None
-    expires: datetime | None = Field(
+    count: StrictInt = Field(default=1, ge=1)
+    first_timestamp: Moment | None = None
+    last_timestamp: Moment | None = None
+    expires: Moment | None = Field(
         default=None, description="When the event may be removed (default: last + 1 h)."
     )
 

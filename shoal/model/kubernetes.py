@@ -10,6 +10,8 @@ from pydantic import (
     BeforeValidator,
     Field,
     PlainSerializer,
+    StrictBool,
+    StrictInt,
     ValidationInfo,
     field_validator,
 )
@@ -379,10 +381,22 @@ class ApplicationBinding(Model):
 
 
 class BindingItem(ApplicationBinding):
-    """One binding of a batch: which application, and the binding itself."""
+    """One binding of a batch: which application, and the binding itself.
+
+    Strict where lax parsing would accept what the schema forbids (``0`` for
+    ``false``, ``"1"`` for a revision): the batch answers 200 with per-item
+    results, so a coerced body would pass unnoticed.
+    """
 
     namespace: str = Field(min_length=1, max_length=63)
     name: str = Field(min_length=1, max_length=63)
+    resource_version: StrictInt | None = Field(
+        default=None, description="Bind only if the application is still at this revision."
+    )
+    triggered: StrictBool = Field(
+        default=True,
+        description="Set kube_controller_triggered (the scheduler saw the latest spec).",
+    )
 
 
 class BindingBatch(Model):

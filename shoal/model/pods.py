@@ -15,7 +15,7 @@ import re
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, ConfigDict, Field
+from pydantic import AfterValidator, ConfigDict, Field, StrictFloat, StrictInt
 
 from shoal.model.base import Kind, Model
 from shoal.model.constraints import ConstraintError, LabelConstraint
@@ -110,17 +110,18 @@ class PodPhase(StrEnum):
 class PodTimings(Model):
     """Seconds spent per phase (the last attempt's sampling, decision and commit)."""
 
-    queue: float = 0.0
-    sampling: float = 0.0
-    decision: float = 0.0
-    commit: float = 0.0
+    # Strict: the fleet's status batch answers per item, so a coerced ``false`` would pass.
+    queue: StrictFloat = 0.0
+    sampling: StrictFloat = 0.0
+    decision: StrictFloat = 0.0
+    commit: StrictFloat = 0.0
 
 
 class PodStatus(Model):
     phase: PodPhase = PodPhase.Pending
     cluster: str = ""
     node: str = ""
-    attempts: int = 0
+    attempts: StrictInt = 0
     reason: str = Field(default="", description="What happened, in words")
     explanation: dict[str, Any] = Field(
         default_factory=dict,

@@ -16,7 +16,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
-from shoal.model.base import Kind, Model, check_name
+from shoal.model.base import Kind, Model, Moment, check_name
 from shoal.model.constraints import ConstraintError, LabelSelector
 
 DEFAULT_NAMESPACE = "default"
@@ -159,7 +159,7 @@ class RescheduleTask(Kind):
 class RescheduleRequest(Model):
     """Body of ``PUT .../applications/{name}/reschedule``: ask for a forced pass."""
 
-    requested: datetime = Field(description="Trigger time (RFC 3339); only moves forward.")
+    requested: Moment = Field(description="Trigger time (RFC 3339); only moves forward.")
 
 
 class RescheduleItem(RescheduleRequest):

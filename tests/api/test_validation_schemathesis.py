@@ -1,4 +1,4 @@
-"""Generated bodies that ``/openapi.json`` forbids, on the create of every kind: each refused.
+"""Generated bodies that ``/openapi.json`` forbids, on every create and batch write: each refused.
 
 Negative generation mode: schemathesis breaks the schema of a body or a
 parameter on purpose; the API must answer 4xx (never 2xx, never 5xx), with
@@ -22,6 +22,14 @@ schema = schemathesis.openapi.from_asgi("/openapi.json", create_app(SqliteStore(
 schema.config.generation.update(modes=[GenerationMode.NEGATIVE])
 # The create of every kind (an update's body has the same schema, and the same rules run).
 _PATHS = sorted({collection_path(k, "{namespace}" if k.namespaced else None) for k in KINDS})
+# The batch writes: the scheduler's, the fleet scheduler's and the event recorder's.
+_BATCHES = [
+    "/scheduling/bindings",
+    "/scheduling/reschedules",
+    "/scheduling/podstatuses",
+    "/core/events",
+]
+_PATHS += _BATCHES
 writes = schema.include(method="POST", path=_PATHS)
 
 
