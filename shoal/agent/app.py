@@ -99,10 +99,10 @@ def create_app(agent: Agent) -> Starlette:
         strategy = _strategy(agent, request)
         body = await _body(request, BatchBody)
         pods = [_pod(agent, item, f"items[{i}].") for i, item in enumerate(body.items)]
-        items = [agent.sample(strategy, pod, item.nodesToSampleBp, item.keep).body(
-                     agent.config.cluster, item.keep)
-                 for pod, item in zip(pods, body.items, strict=True)]
-        return _json({"items": items})
+        found = agent.sample_many(strategy, [(pod, item.nodesToSampleBp, item.keep)
+                                             for pod, item in zip(pods, body.items, strict=True)])
+        return _json({"items": [one.body(agent.config.cluster, item.keep)
+                                for one, item in zip(found, body.items, strict=True)]})
 
     async def commit(body: CommitBody, prefix: str = "") -> Response:
         pod = _pod(agent, body, prefix)

@@ -11,7 +11,7 @@ of nodes whose requests changed since the last sample are refreshed.
 
 from __future__ import annotations
 
-import math
+import copy
 from typing import Any
 
 import numpy as np
@@ -21,11 +21,15 @@ from shoal.agent.config import AgentConfig
 from shoal.agent.plugins.geo import EARTH_RADIUS_KM, LOCATION, MAX_DISTANCE, TARGET, lat_long
 from shoal.agent.plugins.nodes import HARD_EFFECTS
 from shoal.agent.pod import PodRequest
+from shoal.agent.resources import Amounts
 
 Obj = dict[str, Any]
 RESOURCES = ("cpu", "memory", "pods")
 FILTERS = {"node-ready", "node-selector", "taint-toleration", "resources-fit", "geo-location"}
 SCORES = {"least-allocated", "most-allocated", "geo-location"}
+TAINT = "untolerated taint"
+FARTHER = "farther"  # "farther than N km", N the pod's own limit
+Found = tuple[list[Obj], int, int, dict[str, int]]  # nodes answered, eligible, examined, rejected
 
 
 class NodeTable:
@@ -42,8 +46,11 @@ class NodeTable:
         self.cordoned = np.zeros(0, bool)
         self.taint: list[str | None] = []
         self.tainted = np.zeros(0, bool)
+        self.taints: list[str] = []  # the reasons of taint_id 1, 2, …
+        self.taint_id = np.zeros(0, np.int64)
         self.lat = np.zeros(0)
         self.lon = np.zeros(0)
+        self.answers: dict[int, tuple[Amounts, Amounts]] = {}  # (available, total) by row
 
     def fresh(self) -> NodeTable:
         cache = self.cache
@@ -54,6 +61,7 @@ class NodeTable:
                 i = self.index.get(name)
                 if i is not None:
                     self._requests(i, name)
+                    self.answers.pop(i, None)
             cache.dirty.clear()
         return self
 
@@ -84,6 +92,88 @@ class NodeTable:
             if here is not None:
                 self.lat[i], self.lon[i] = here
         self.tainted = np.array([t is not None for t in self.taint], bool)
+        self.taints = sorted({t for t in self.taint if t is not None})
+        ids = {t: k for k, t in enumerate(self.taints, 1)}
+        self.taint_id = np.array([ids.get(t or "", 0) for t in self.taint], np.int64)
+        self.answers = {}
+
+    def answer(self, row: int) -> tuple[Amounts, Amounts]:
+        """A node's (available, total) as answered, made once until its requests change."""
+        found = self.answers.get(row)
+        if found is None:
+            node = self.cache.nodes[self.names[row]]
+            found = self.answers[row] = (node.available(), node.allocatable)
+        return found
+
+
+class _Batch:
+    """Pods sampled together (asking for the same resources), as arrays with a row per pod."""
+
+    def __init__(self, table: NodeTable, pods: list[PodRequest], resources: tuple[str, ...],
+                 geo: list[tuple[float, float, float] | None]) -> None:
+        self.table = table
+        self.pods = pods
+        self.resources = resources
+        self.need = np.array([[p.requests[r] for r in resources] for p in pods], float)
+        self.need = self.need.reshape(len(pods), len(resources))
+        self.full = np.array([[p.requests.get(r, 0) for r in RESOURCES] for p in pods], float)
+        self.geo = np.array([g is not None for g in geo], bool)
+        self.target = np.array([g or (0.0, 0.0, 1.0) for g in geo], float).reshape(-1, 3)
+        self.reasons: list[str] = []
+
+    def only(self, *rows: int) -> _Batch:
+        part = copy.copy(self)
+        part.pods = [self.pods[i] for i in rows]
+        picked = list(rows)
+        part.need, part.full = self.need[picked], self.full[picked]
+        part.geo, part.target = self.geo[picked], self.target[picked]
+        return part
+
+    def found(self, order: np.ndarray, code: np.ndarray, upto: np.ndarray, rows: np.ndarray,
+              scores: np.ndarray, keep: int | None) -> list[Found]:
+        """Each pod's answer: ``upto`` marks the nodes it examined, ``rows`` its eligible ones
+        and ``scores`` theirs."""
+        pods, width = len(order), len(self.reasons) + 2
+        shifted = np.where(upto, code + 1, 0) + np.arange(pods)[:, None] * width
+        counts = np.bincount(shifted.ravel(), minlength=pods * width).reshape(pods, width)
+        best = (np.argsort(-scores, axis=1, kind="stable")[:, :keep] if keep
+                else np.broadcast_to(np.arange(rows.shape[1]), rows.shape))
+        table = self.table
+        taints = self._taints(order, code, upto).tolist() if TAINT in self.reasons else None
+        counted, best_of, rows_of, scores_of = (counts.tolist(), best.tolist(), rows.tolist(),
+                                                scores.tolist())
+        out: list[Found] = []
+        for i in range(pods):  # plain lists: a numpy scalar per element costs more than this
+            rejected: dict[str, int] = {}
+            mine = counted[i]
+            for k, reason in enumerate(self.reasons, 2):
+                count = mine[k]
+                if not count:
+                    continue
+                if reason == TAINT and taints is not None:  # by the taint's key
+                    for t, by in enumerate(taints[i]):
+                        if by:
+                            rejected[table.taints[t - 1]] = by
+                    continue
+                if reason == FARTHER:
+                    reason = f"farther than {self.target[i, 2]:g} km"
+                rejected[reason] = rejected.get(reason, 0) + count
+            answered = []
+            for j in best_of[i]:
+                row = rows_of[i][j]
+                available, total = table.answer(row)
+                answered.append({"name": table.names[row], "score": int(scores_of[i][j]),
+                                 "available": available, "total": total})
+            out.append((answered, rows.shape[1], sum(mine[1:]), rejected))
+        return out
+
+    def _taints(self, order: np.ndarray, code: np.ndarray, upto: np.ndarray) -> np.ndarray:
+        """Per pod, how many examined nodes each taint (``taint_id``) turned away."""
+        width = len(self.table.taints) + 1
+        pods, nodes = np.nonzero(upto & (code == self.reasons.index(TAINT) + 1))
+        ids = self.table.taint_id[order[pods, nodes]] + pods * width
+        counts: np.ndarray = np.bincount(ids, minlength=len(order) * width).reshape(-1, width)
+        return counts
 
 
 class VectorSampler:
@@ -108,64 +198,89 @@ class VectorSampler:
         limit = float(pod.labels.get(MAX_DISTANCE, self.config.geo_max_distance_km))
         return target[0], target[1], limit
 
-    def sample(self, pod: PodRequest, wanted: int, keep: int | None) -> tuple[
-            list[Obj], int, int, dict[str, int]]:
-        """(the best ``keep`` eligible nodes as answered, eligible, examined, rejected).
+    def sample(self, pod: PodRequest, wanted: int, keep: int | None) -> Found:
+        """(the best ``keep`` eligible nodes as answered, eligible, examined, rejected)."""
+        return self.sample_many([pod], wanted, keep)[0]
 
-        A random draw of a few times Np nodes first (most samples end there); the rest of
-        the cluster, in random order, only when that draw held too few eligible nodes.
+    def sample_many(self, pods: list[PodRequest], wanted: int, keep: int | None
+                    ) -> list[Found]:
+        """``sample`` of each pod, a whole batch in one set of array operations.
+
+        Pods are grouped by the resources they ask for (the order of their reasons); each
+        group draws a matrix of nodes, one row per pod, and filters and scores it at once.
         """
         table = self.table.fresh()
-        n = len(table.names)
-        geo = self._geo(pod)
-        first = min(n, 4 * wanted + 32)
-        order = self._draw(n, first)
-        code, reasons = self._codes(table, order, pod, geo)
-        if first < n and np.count_nonzero(code == 0) < wanted:
-            rest = np.setdiff1d(np.arange(n), order, assume_unique=True)
+        groups: dict[tuple[str, ...], list[int]] = {}
+        for i, pod in enumerate(pods):
+            groups.setdefault(tuple(r for r, v in pod.requests.items() if v), []).append(i)
+        out: list[Found | None] = [None] * len(pods)
+        for resources, members in groups.items():
+            batch = _Batch(table, [pods[i] for i in members], resources,
+                           [self._geo(pods[i]) for i in members])
+            for i, found in zip(members, self._sample(batch, wanted, keep), strict=True):
+                out[i] = found
+        return [found for found in out if found is not None]
+
+    def _sample(self, batch: _Batch, wanted: int, keep: int | None) -> list[Found]:
+        """A random draw of a few times Np nodes per pod first (most samples end there); the
+        rest of the cluster, in random order, only for a pod whose draw held too few."""
+        n = len(batch.table.names)
+        order, valid = self._draw(n, min(n, 4 * wanted + 32), len(batch.pods))
+        code = self._codes(batch, order, valid)
+        eligible = code == 0
+        seen = np.cumsum(eligible, axis=1)
+        enough = seen[:, -1] >= wanted
+        out: list[Found | None] = [None] * len(batch.pods)
+        short = np.flatnonzero(~enough)
+        for i in short:  # too few in the draw: this pod looks at the whole cluster
+            drawn = order[i][valid[i]]
+            rest = np.setdiff1d(np.arange(n), drawn, assume_unique=True)
             self.random.shuffle(rest)
-            order = np.concatenate([order, rest])
-            code = np.concatenate([code, self._codes(table, rest, pod, geo)[0]])
-        eligible = np.flatnonzero(code == 0)
-        if len(eligible) >= wanted:
-            examined = int(eligible[wanted - 1]) + 1
-            eligible = eligible[:wanted]
-        else:
-            examined = n
-        rejected: dict[str, int] = {}
-        counts = np.bincount(code[:examined], minlength=len(reasons) + 1)
-        for i, reason in enumerate(reasons, 1):
-            if counts[i] and reason == "untolerated taint":
-                for j in np.flatnonzero(code[:examined] == i):
-                    key = table.taint[order[j]] or reason
-                    rejected[key] = rejected.get(key, 0) + 1
-            elif counts[i]:
-                rejected[reason] = rejected.get(reason, 0) + int(counts[i])
-        rows = order[eligible]
-        need = np.array([pod.requests.get(r, 0) for r in RESOURCES], float)[:, None]
-        scores = self._scores(table, rows, need, geo)
-        best = np.argsort(-scores, kind="stable")[:keep] if keep else np.arange(len(rows))
-        nodes = []
-        for j in best:
-            node = self.table.cache.nodes[table.names[rows[j]]]
-            nodes.append({"name": node.name, "score": int(scores[j]),
-                          "available": node.available(), "total": node.allocatable})
-        return nodes, len(rows), examined, rejected
+            row = np.concatenate([drawn, rest])[None, :]
+            one = batch.only(int(i))
+            row_code = self._codes(one, row, np.ones(row.shape, bool))
+            picked = row[row_code == 0][None, :wanted]
+            upto = np.ones(row.shape, bool)
+            if picked.shape[1] >= wanted:
+                upto = np.arange(n)[None, :] <= np.argmax(
+                    np.cumsum(row_code == 0, axis=1) >= wanted, axis=1)[:, None]
+            out[i] = one.found(row, row_code, upto, picked, self._scores(one, picked), keep)[0]
+        if len(short) < len(batch.pods):
+            full = np.flatnonzero(enough)
+            part = batch.only(*full) if len(short) else batch
+            last = np.argmax(seen[full] >= wanted, axis=1)
+            upto = (np.arange(order.shape[1])[None, :] <= last[:, None]) & valid[full]
+            rows = order[full][eligible[full] & (seen[full] <= wanted)].reshape(-1, wanted)
+            done = part.found(order[full], code[full], upto, rows, self._scores(part, rows),
+                              keep)
+            for i, found in zip(full, done, strict=True):
+                out[i] = found
+        return [found for found in out if found is not None]
 
-    def _draw(self, n: int, count: int) -> np.ndarray:
-        """``count`` distinct nodes of ``n`` in random order: the first occurrences of uniform
-        draws (cheaper than ``choice`` without replacement, which shuffles all ``n``)."""
+    def _draw(self, n: int, count: int, pods: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per pod (row), ``count`` distinct nodes of ``n`` in random order: (nodes, valid).
+
+        Uniform draws with the repeats of a row marked invalid (cheaper than a permutation
+        of all ``n`` per pod); a permutation when ``count`` is a large share of ``n``.
+        """
         if count * 4 > n:
-            return self.random.permutation(n)[:count]
-        drawn = self.random.integers(0, n, size=count + count // 4 + 8)
-        _, first = np.unique(drawn, return_index=True)
-        order: np.ndarray = drawn[np.sort(first)][:count]
-        return order
+            order = np.argsort(self.random.random((pods, n)), axis=1)[:, :count]
+            return order, np.ones(order.shape, bool)
+        drawn = self.random.integers(0, n, size=(pods, count + count // 4 + 8))
+        by = np.argsort(drawn, axis=1, kind="stable")
+        ranked = np.take_along_axis(drawn, by, axis=1)
+        first = np.ones(drawn.shape, bool)
+        first[:, 1:] = ranked[:, 1:] != ranked[:, :-1]
+        valid = np.empty(drawn.shape, bool)
+        np.put_along_axis(valid, by, first, axis=1)
+        valid &= np.cumsum(valid, axis=1) <= count
+        return drawn, valid
 
-    def _codes(self, table: NodeTable, order: np.ndarray, pod: PodRequest,
-               geo: tuple[float, float, float] | None) -> tuple[np.ndarray, list[str]]:
-        """Per node of ``order``: 0 when eligible, else 1 + the index of its first reason."""
-        code = np.zeros(len(order), np.int16)
+    def _codes(self, batch: _Batch, order: np.ndarray, valid: np.ndarray) -> np.ndarray:
+        """Per pod and drawn node: 0 when eligible, -1 when not drawn, else 1 + the index of
+        its first reason in ``batch.reasons``."""
+        table = batch.table
+        code = np.where(valid, 0, -1).astype(np.int16)
         reasons: list[str] = []
 
         def reject(mask: np.ndarray, reason: str) -> None:
@@ -177,46 +292,54 @@ class VectorSampler:
                 reject(table.unready[order], "node not ready")
                 reject(table.cordoned[order], "node unschedulable")
             elif name == "taint-toleration":
-                reject(table.tainted[order], "untolerated taint")
+                reject(table.tainted[order], TAINT)
             elif name == "resources-fit":
-                for resource, value in pod.requests.items():  # the order ``fits`` checks
-                    if value:
-                        r = RESOURCES.index(resource)
-                        over = table.req[r, order] + value > table.alloc[r, order]
-                        reject(over, f"insufficient {resource}")
-            elif name == "geo-location" and geo is not None:  # the filter's
-                distance = self._distance(table, order, geo)
-                reject(np.isnan(distance), "no node location")
-                reject(distance > geo[2], f"farther than {geo[2]:g} km")
-        return code, reasons
+                for r, resource in enumerate(batch.resources):  # the order ``fits`` checks
+                    row = RESOURCES.index(resource)
+                    over = table.req[row][order] + batch.need[:, r, None] > table.alloc[row][
+                        order]
+                    reject(over, f"insufficient {resource}")
+            elif name == "geo-location" and batch.geo.any():  # the filter's, on pods with a target
+                distance = np.full(order.shape, np.inf)
+                distance[batch.geo] = self._distance(table, order[batch.geo],
+                                                     batch.target[batch.geo])
+                near = batch.geo[:, None]
+                reject(near & np.isnan(distance), "no node location")
+                reject(near & (distance > batch.target[:, 2, None]), FARTHER)
+        batch.reasons = reasons
+        return code
 
-    @staticmethod
-    def _distance(table: NodeTable, rows: np.ndarray, geo: tuple[float, float, float]
-                  ) -> np.ndarray:
-        lat, lon = table.lat[rows], table.lon[rows]
-        h = (np.sin((lat - geo[0]) / 2) ** 2
-             + math.cos(geo[0]) * np.cos(lat) * np.sin((lon - geo[1]) / 2) ** 2)
-        result: np.ndarray = 2 * EARTH_RADIUS_KM * np.arcsin(np.minimum(1.0, np.sqrt(h)))
-        return result
-
-    def _scores(self, table: NodeTable, rows: np.ndarray, need: np.ndarray,
-                geo: tuple[float, float, float] | None) -> np.ndarray:
-        total, weights = np.zeros(len(rows)), np.zeros(len(rows))
-        alloc, used = table.alloc[:2, rows], table.req[:2, rows] + need[:2]
+    def _scores(self, batch: _Batch, rows: np.ndarray) -> np.ndarray:
+        """Scores of the nodes ``rows`` (one row of nodes per pod), as the plugins give them."""
+        table = batch.table
+        shape = rows.shape
+        total, weights = np.zeros(shape), np.zeros(shape)
+        alloc = table.alloc[:2][:, rows]
+        used = table.req[:2][:, rows] + batch.full[:, :2].T[:, :, None]
         has = alloc > 0
         fraction = np.clip(np.divide(used, alloc, out=np.zeros_like(used), where=has), 0, 1)
         counted = has.sum(axis=0)
-        mean = np.divide(fraction.sum(axis=0), counted, out=np.zeros(len(rows)),
-                         where=counted > 0)
+        mean = np.divide(fraction.sum(axis=0), counted, out=np.zeros(shape), where=counted > 0)
         for name, weight in self.scores.items():
             if name in ("least-allocated", "most-allocated"):
                 value = 100 * (1 - mean) if name == "least-allocated" else 100 * mean
                 total += weight * np.where(counted > 0, value, 0)
                 weights += weight * (counted > 0)
-            elif name == "geo-location" and geo is not None:
-                distance = self._distance(table, rows, geo)
-                total += weight * np.ceil(100 - 99 * distance / geo[2])
-                weights += weight
+            elif name == "geo-location" and batch.geo.any():
+                geo = batch.geo
+                distance = self._distance(table, rows[geo], batch.target[geo])
+                total[geo] += weight * np.ceil(100 - 99 * distance / batch.target[geo, 2, None])
+                weights[geo] += weight
         out: np.ndarray = np.where(weights > 0, np.rint(np.divide(
-            total, weights, out=np.zeros(len(rows)), where=weights > 0)), 0)
+            total, weights, out=np.zeros(shape), where=weights > 0)), 0)
         return out
+
+    @staticmethod
+    def _distance(table: NodeTable, rows: np.ndarray, target: np.ndarray) -> np.ndarray:
+        """Great-circle km from each row's target (latitude, longitude, limit) to its nodes."""
+        lat, lon = table.lat[rows], table.lon[rows]
+        to_lat, to_lon = target[:, 0, None], target[:, 1, None]
+        h = (np.sin((lat - to_lat) / 2) ** 2
+             + np.cos(to_lat) * np.cos(lat) * np.sin((lon - to_lon) / 2) ** 2)
+        result: np.ndarray = 2 * EARTH_RADIUS_KM * np.arcsin(np.minimum(1.0, np.sqrt(h)))
+        return result

@@ -91,3 +91,32 @@ def test_keep_answers_the_best_first(cache: NodeCache) -> None:
         pod_request, 6, 3)
     assert len(nodes) == 3 and eligible == 6 and 6 <= examined <= 300
     assert [n["score"] for n in nodes] == sorted((n["score"] for n in nodes), reverse=True)
+
+
+def test_a_batch_answers_as_each_pod_alone(cache: NodeCache) -> None:
+    """Pods of mixed shapes in one batch (rows of one array) answer as each does alone."""
+    config = AgentConfig(cluster="c")
+    pipeline = Pipeline(config)
+    bodies = [pod(cpu="1", memory="2Gi"), pod(cpu="3500m"), pod(cpu="250m", labels={
+        "shoal.dev/target-lat-long": "48.5_16.37", "shoal.dev/max-distance-km": "40"}),
+        pod(memory="7Gi"), pod(cpu="1", labels={"shoal.dev/target-lat-long": "48.2_16.37"})]
+    pods = [request(body) for body in bodies]
+    found = VectorSampler(config, cache).sample_many(pods, 300, None)
+    for pod_request, (nodes, eligible, examined, rejected) in zip(pods, found, strict=True):
+        loop = pipeline.sample(pipeline.strategies["random"], pod_request, 10_000, cache)
+        assert {n["name"]: n["score"] for n in nodes} == {
+            n["name"]: n["score"] for n in loop.nodes}
+        assert (eligible, examined, rejected) == (len(loop.nodes), loop.examined, loop.rejected)
+
+
+def test_a_batch_samples_distinct_nodes_per_pod(cache: NodeCache) -> None:
+    sampler = VectorSampler(AgentConfig(cluster="c"), cache)
+    pods = [request(pod(cpu=cpu)) for cpu in ("100m", "3", "7") * 20]
+    for pod_request, (nodes, eligible, examined, rejected) in zip(
+            pods, sampler.sample_many(pods, 6, None), strict=True):
+        names = [n["name"] for n in nodes]
+        assert len(set(names)) == len(names) == eligible
+        assert examined == eligible + sum(rejected.values())
+        if pod_request.requests["cpu"] <= 3000:
+            assert eligible == 6
+        assert all(n["available"]["cpu"] >= pod_request.requests["cpu"] for n in nodes)
