@@ -8,9 +8,10 @@ not once per node.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, ValidatorFunctionWrapHandler, WrapValidator
 
 from shoal.agent.resources import Amounts, pod_requests
 from shoal.model.pods import KubernetesPodSpec, Toleration
@@ -33,9 +34,45 @@ class PodMeta(_Open):
     annotations: dict[str, str] = Field(default_factory=dict)
 
 
+SPECS_KEPT = 4096  # distinct pod specs remembered (replicas and batches repeat a few)
+_specs: dict[bytes, KubernetesPodSpec] = {}
+_requests: dict[int, tuple[KubernetesPodSpec, Amounts]] = {}
+
+
+def _known_spec(value: Any, handler: ValidatorFunctionWrapHandler) -> KubernetesPodSpec:
+    """A spec validated before is not validated again: the scheduler sends the same few specs
+    in every batch (validating containers and quantities was most of a sample's cost). The
+    model is shared, so nothing may change it."""
+    try:
+        key = orjson.dumps(value) if isinstance(value, dict) else None
+    except TypeError:  # not JSON (a Python caller's odd value): validated as it is
+        key = None
+    if key is None:
+        spec: KubernetesPodSpec = handler(value)
+        return spec
+    found = _specs.get(key)
+    if found is None:
+        found = handler(value)
+        if len(_specs) >= SPECS_KEPT:
+            _specs.clear()
+        _specs[key] = found
+    return found
+
+
+def _spec_requests(spec: KubernetesPodSpec) -> Amounts:
+    """What a pod of ``spec`` takes from its node, worked out once per (shared) spec."""
+    known = _requests.get(id(spec))
+    if known is None or known[0] is not spec:
+        parts = spec.model_dump(include={"containers", "initContainers", "overhead"})
+        if len(_requests) >= SPECS_KEPT:
+            _requests.clear()
+        known = _requests[id(spec)] = (spec, pod_requests(parts))
+    return dict(known[1])
+
+
 class Pod(_Open):
     metadata: PodMeta = Field(default_factory=PodMeta)
-    spec: KubernetesPodSpec
+    spec: Annotated[KubernetesPodSpec, WrapValidator(_known_spec)]
 
 
 class SampleBody(BaseModel):
@@ -82,13 +119,12 @@ class PodRequest:
 
     @classmethod
     def of(cls, pod: Pod, default_namespace: str) -> PodRequest:
-        spec = pod.spec.model_dump(include={"containers", "initContainers", "overhead"})
         return cls(
             name=pod.metadata.name,
             namespace=pod.metadata.namespace or default_namespace,
             uid=pod.metadata.uid,
             labels=pod.metadata.labels,
-            requests=pod_requests(spec),
+            requests=_spec_requests(pod.spec),
             node_selector=pod.spec.nodeSelector,
             tolerations=pod.spec.tolerations,
             pod=pod,

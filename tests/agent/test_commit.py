@@ -170,6 +170,11 @@ async def test_sample_errors_are_problems(http: httpx.AsyncClient) -> None:
                                json={"items": [{"pod": pod()}, {"pod": {"spec": {}}}]})
     assert in_batch.status_code == 422
     assert in_batch.json()["errors"][0]["field"] == "items[1].pod.spec.containers"
+    twice = await http.post("/samples/random/batch", json={"items": [  # a known spec, then not
+        {"pod": pod(cpu="1")}, {"pod": pod(cpu="1")}, {"pod": pod(cpu="lots")}]})
+    assert twice.status_code == 422
+    assert twice.json()["errors"][0]["field"] == "items[2].pod.spec.containers[0].resources." \
+                                                 "requests.cpu"
     unknown = await http.post("/samples/best", json={"pod": pod()})
     assert unknown.status_code == 404 and "round-robin" in unknown.json()["detail"]
     malformed = await http.post("/samples/random", content=b"{nope")
