@@ -13,7 +13,16 @@ from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
 from shoal import ui
-from shoal.api import admission, errors, events, fastpath, fleet, reschedule, scheduling
+from shoal.api import (
+    admission,
+    errors,
+    events,
+    fastpath,
+    fleet,
+    reschedule,
+    scheduling,
+    status_batch,
+)
 from shoal.api.auth import Protection
 from shoal.api.auth.guard import Guard
 from shoal.api.errors import problem
@@ -110,6 +119,7 @@ def create_app(
     app.include_router(reschedule.build_router(resources))
     app.include_router(events.build_router(resources))  # POST /core/events (batches)
     app.include_router(fleet.build_router(resources))  # POST /scheduling/podstatuses
+    app.include_router(status_batch.build_router(resources))  # application status batches
     ui.mount(app)  # the web dashboard at /ui/
 
     @app.get("/healthz", tags=["health"], summary="The process is up")

@@ -139,18 +139,25 @@ class Resources:
         admit(body)
 
         def change(current: K) -> bool:
-            changed = False
+            """``modified`` moves when the spec or labels change, not on bookkeeping.
+
+            The scheduler and the kube controller compare it with
+            ``kube_controller_triggered``: a controller adding its finalizer (or
+            the API an owner) is no new spec for them to act on.
+            """
+            changed = modified = False
             for field in _spec_fields(kind):
                 new = getattr(body, field)
                 if getattr(current, field) != new:
                     object.__setattr__(current, field, new)
-                    changed = True
+                    changed = modified = True
             for field in ("labels", "inherit_labels", "finalizers", "owners"):
                 new = getattr(body.metadata, field)
                 if getattr(current.metadata, field) != new:
                     setattr(current.metadata, field, new)
                     changed = True
-            if changed:
+                    modified = modified or field in ("labels", "inherit_labels")
+            if modified:
                 current.metadata.modified = utcnow()
             return changed
 

@@ -267,9 +267,23 @@ class ShoalClient:
         if resource_version is not None:
             body["metadata"] = {"resource_version": resource_version}
         path = item_path(kind, name, namespace) + "/status"
-        return kind.model_validate(
-            await self.request("PATCH", path, body=body), context=TRUSTED
-        )
+        data = await self.request("PATCH", path, body=body)
+        return kind.model_validate(data, context=TRUSTED)
+
+    async def patch_status_many(
+        self, items: Sequence[Mapping[str, Any]]
+    ) -> Sequence[dict[str, Any]]:
+        """Many application status patches in one request: one result per item.
+
+        An item is ``namespace``, ``name``, ``status`` (the fields to merge; models,
+        enums and datetimes are sent in wire form) and optionally
+        ``resource_version``; a result has ``status`` and, on 200, the new
+        ``resource_version``.
+        """
+        body = {"items": [{**item, "status": _jsonable(item["status"])} for item in items]}
+        data = await self.request("POST", "/scheduling/applicationstatuses", body=body)
+        results: Sequence[dict[str, Any]] = data["results"]
+        return results
 
     async def delete(self, kind: type[K], name: str, namespace: str | None = None) -> K:
         return kind.model_validate(

@@ -21,9 +21,9 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import KW_ONLY, InitVar, dataclass
-from datetime import datetime
 from typing import Any
 
+from shoal.client.batcher import Batcher
 from shoal.client.informer import Informer, cache_key
 from shoal.client.rest import ApiError, Conflict, NotFound, ShoalClient, Unreachable
 from shoal.controllers.base import Controller
@@ -94,12 +94,12 @@ class KubeController(Controller):
         self.queue: WorkQueue[AppKey] = WorkQueue()
         self.failures: dict[AppKey, int] = {}
         self.events = Recorder(self.client, "kube-controller")
+        # status writes of concurrent reconciles share requests and store commits
+        self.status_writes = Batcher(self.client.patch_status_many)
         # (cluster key, manifest) applied per application, to apply only on change
         self.applied: dict[AppKey, tuple[AppKey, list[Obj]]] = {}
         self.applied_at: dict[AppKey, float] = {}  # loop time of the last apply
         self.written: dict[AppKey, int] = {}  # resource_version of our last write
-        # metadata.modified of our own finalizer writes (they do not need the scheduler)
-        self.own_modified: dict[AppKey, datetime | None] = {}
         self.app_informer: Informer[Application] = Informer(
             self.client, Application, on_change=self._app_event, on_delete=self._app_deleted
         )
@@ -124,6 +124,7 @@ class KubeController(Controller):
             await self.watches.stop()
         await self.kube.close()
         await self.events.close()
+        await self.status_writes.close()
 
     # events --------------------------------------------------------------------------
 
@@ -151,7 +152,6 @@ class KubeController(Controller):
         self.applied_at.pop(key, None)
         self.written.pop(key, None)
         self.baseline.pop(key, None)
-        self.own_modified.pop(key, None)
         if self.watches is not None:
             self.watches.set_app(key, ())
 
@@ -191,12 +191,7 @@ class KubeController(Controller):
     # reconciliation --------------------------------------------------------------------
 
     def _acts_on(self, app: Application) -> bool:
-        if app.status.scheduled_to is None:
-            return False
-        if triggered(app):
-            return True
-        own = self.own_modified.get(cache_key(app))
-        return own is not None and own == app.metadata.modified
+        return app.status.scheduled_to is not None and triggered(app)
 
     async def reconcile(self, key: AppKey) -> None:
         app = self.app_informer.get(key[1], key[0])
@@ -254,8 +249,7 @@ class KubeController(Controller):
         assert target is not None
         if FINALIZER not in app.metadata.finalizers:
             app.metadata.finalizers.append(FINALIZER)
-            app = self._wrote(await self.client.update(app))
-            self.own_modified[key] = app.metadata.modified
+            app = self._wrote(await self.client.update(app))  # leaves metadata.modified as is
         status = app.status
         manifest = app.spec.manifest
         namespace = app.metadata.namespace or "default"
@@ -519,11 +513,15 @@ class KubeController(Controller):
         changed = {name: value for name, value in fields.items() if getattr(status, name) != value}
         if not changed:
             return app
-        return self._wrote(
-            await self.client.patch_status(
-                Application, app.metadata.name, app.metadata.namespace, changed
-            )
+        item = {"namespace": app.metadata.namespace, "name": app.metadata.name, "status": changed}
+        version = await self.status_writes.write(item)
+        # what the API stored, as far as the controller reads it back (state and reason,
+        # derived by the API, come with the watch event)
+        metadata = app.metadata.model_copy(update={"resource_version": version})
+        written = app.model_copy(
+            update={"metadata": metadata, "status": status.model_copy(update=changed)}
         )
+        return self._wrote(written)
 
     def _wrote(self, app: Application) -> Application:
         key = cache_key(app)

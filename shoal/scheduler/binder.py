@@ -1,33 +1,21 @@
 """The commit phase's transport: bindings of concurrent passes go out in batches.
 
-Each scheduling pass awaits its own binding; bindings that arrive while a batch
-is in flight wait for the next one, so under load a request carries hundreds of
-bindings and when idle a lone binding leaves at once. Every item keeps its own
+Under load a request carries hundreds of bindings and when idle a lone binding
+leaves at once (``shoal.client.batcher``). Every item keeps its own
 ``resource_version`` precondition: a batch never binds from a stale view.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import logging
 from typing import Any
 
-from shoal.client.rest import ShoalClient, error_for
+from shoal.client.batcher import Batcher
+from shoal.client.rest import ShoalClient
 
-log = logging.getLogger(__name__)
 
-
-class Binder:
+class Binder(Batcher):
     def __init__(self, client: ShoalClient, *, max_batch: int = 500, in_flight: int = 2) -> None:
-        self.client = client
-        self.max_batch = max_batch
-        self._pending: list[tuple[dict[str, Any], asyncio.Future[int]]] = []
-        self._slots = asyncio.Semaphore(in_flight)
-        self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-        self.requests = 0
-        self.bindings = 0
+        super().__init__(client.bind_many, max_batch=max_batch, in_flight=in_flight)
 
     async def bind(self, item: dict[str, Any]) -> int:
         """Bind one application; its new resource_version, or the API's error for it.
@@ -35,52 +23,4 @@ class Binder:
         ``item`` is the JSON form of a ``BindingItem`` (built directly: no model
         round trip on the scheduler's hot path; the API validates it).
         """
-        if self._task is None or self._task.done():
-            self._task = asyncio.create_task(self._send_loop())
-        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        self._pending.append((item, future))
-        self._wake.set()
-        return await future
-
-    async def _send_loop(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            while self._pending:
-                await self._slots.acquire()
-                batch = self._pending[: self.max_batch]
-                del self._pending[: self.max_batch]
-                asyncio.create_task(self._send(batch))
-
-    async def _send(self, batch: list[tuple[dict[str, Any], asyncio.Future[int]]]) -> None:
-        try:
-            self.requests += 1
-            results = await self.client.bind_many([item for item, _ in batch])
-        except BaseException as error:  # every waiting pass must learn the outcome
-            for _, future in batch:
-                if not future.done():
-                    future.set_exception(error if isinstance(error, Exception) else RuntimeError())
-            if not isinstance(error, Exception):
-                raise
-            return
-        finally:
-            self._slots.release()
-        result: dict[str, Any]
-        for (_, future), result in zip(batch, results, strict=True):
-            if future.done():
-                continue
-            if result.get("status") == 200:
-                self.bindings += 1
-                future.set_result(int(result["resource_version"]))
-            else:
-                problem: dict[str, Any] = {
-                    "title": result.get("title", ""),
-                    "detail": result.get("detail", ""),
-                }
-                future.set_exception(error_for(int(result.get("status", 500)), problem))
-
-    async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        return await self.write(item)

@@ -97,6 +97,50 @@ async def test_precondition_and_bad_fields(http: httpx.AsyncClient, client: Shoa
     assert answer.status_code == 404
 
 
+async def test_a_batch_of_patches_answers_per_item(
+    http: httpx.AsyncClient, client: ShoalClient
+) -> None:
+    created = await _create(http, "b1")
+    await _create(http, "b2")
+    stale = created["metadata"]["resource_version"]
+    await client.patch_status(Application, "b1", "default", {"scheduler_attempts": 1})
+    cluster = ResourceRef(api="kubernetes", kind="Cluster", namespace="default", name="c1")
+    results = await client.patch_status_many(
+        [
+            {
+                "namespace": "default",
+                "name": "b2",
+                "status": {"deploy_state": ApplicationState.RUNNING, "running_on": cluster},
+            },
+            {"namespace": "default", "name": "b1", "status": {}, "resource_version": stale},
+            {"namespace": "default", "name": "gone", "status": {"retries": 1}},
+            {"namespace": "default", "name": "b1", "status": {"state": "RUNNING"}},
+        ]
+    )
+    assert [r["status"] for r in results] == [200, 409, 404, 422]
+    b2 = await client.get(Application, "b2", "default")
+    assert b2.metadata.resource_version == results[0]["resource_version"]
+    assert (b2.status.state, b2.status.running_on) == (ApplicationState.RUNNING, cluster)
+    answer = await http.post("/scheduling/applicationstatuses", json={"items": [{"name": "b2"}]})
+    assert answer.status_code == 422
+    assert answer.headers["content-type"] == "application/problem+json"
+
+
+async def test_bookkeeping_updates_leave_modified_alone(http: httpx.AsyncClient) -> None:
+    """Finalizers and owners are no new spec: the scheduler does not pass again for them."""
+    app = await _create(http, "kept")
+    app["metadata"]["finalizers"] = ["shoal.kube/resources"]
+    answer = await http.put(f"{APP}/kept", json=app)
+    assert answer.status_code == 200, answer.text
+    stored = answer.json()
+    assert stored["metadata"]["finalizers"] == ["shoal.kube/resources"]
+    assert stored["metadata"]["resource_version"] > app["metadata"]["resource_version"]
+    assert stored["metadata"]["modified"] == app["metadata"]["modified"]
+    stored["metadata"]["labels"] = {"tier": "gold"}
+    answer = await http.put(f"{APP}/kept", json=stored)
+    assert answer.json()["metadata"]["modified"] > app["metadata"]["modified"]
+
+
 async def test_whole_status_put_of_a_krake_client_still_works(http: httpx.AsyncClient) -> None:
     app = await _create(http, "krake")
     app["status"]["state"] = "RUNNING"
@@ -131,5 +175,12 @@ async def test_a_component_may_patch_only_its_own_fields(tmp_path: Path) -> None
             answer = await kube.patch(f"{APP}/x/status", json={"status": {"running_on": ref}})
             assert answer.status_code == 200, answer.text
             assert answer.json()["status"]["running_on"]["name"] == "c"
+            items = [
+                {"namespace": "default", "name": "x", "status": {"scheduled_to": ref}},
+                {"namespace": "default", "name": "x", "status": {"retries": 2}},
+            ]
+            answer = await kube.post("/scheduling/applicationstatuses", json={"items": items})
+            assert answer.status_code == 200, answer.text
+            assert [r["status"] for r in answer.json()["results"]] == [403, 200]
     finally:
         await server.stop()

@@ -21,6 +21,7 @@ BATCHES = {
     "/scheduling/bindings": ("bindings", "kubernetes", "applications/binding"),
     "/scheduling/reschedules": ("items", "kubernetes", "applications/reschedule"),
     "/scheduling/podstatuses": ("items", "scheduling", "pods/status"),
+    "/scheduling/applicationstatuses": ("items", "kubernetes", "applications/status"),
 }
 
 _METHOD_VERBS = {"POST": "create", "PUT": "update", "PATCH": "update", "DELETE": "delete"}

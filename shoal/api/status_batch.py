@@ -1,0 +1,75 @@
+"""Application status patches in batches: ``POST /scheduling/applicationstatuses``.
+
+The kube controller writes an application's ``RUNNING`` (and its other
+progress) once per application; one request and one store commit for a batch
+of them costs the API a fraction of a request per application. Each item is
+the merge patch of ``PATCH .../applications/{name}/status`` (the writer's own
+fields only, checked per item) with its optional precondition.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Body, Request
+from pydantic import Field, StrictInt
+from starlette.responses import Response
+
+from shoal.api.batch import each_item, results_response
+from shoal.api.resources import Resources
+from shoal.model.base import Model
+from shoal.model.kubernetes import Application
+
+PATH = "/scheduling/applicationstatuses"
+
+
+class StatusPatchItem(Model):
+    """One application's status merge patch."""
+
+    namespace: str = Field(min_length=1, max_length=63)
+    name: str = Field(min_length=1, max_length=63)
+    status: dict[str, Any] = Field(description="The writer's own status fields (merge patch).")
+    resource_version: StrictInt | None = Field(
+        default=None, description="Patch only if the application is still at this revision."
+    )
+
+
+class StatusPatchBatch(Model):
+    """Body of ``POST /scheduling/applicationstatuses``: many status patches, one request."""
+
+    items: list[StatusPatchItem] = Field(max_length=1000)
+
+
+def build_router(resources: Resources) -> APIRouter:
+    router = APIRouter()
+
+    async def patch_many(request: Request, body: StatusPatchBatch = Body()) -> Response:
+        user = request.scope.get("shoal.user")
+        writer = None if user is None else user.name
+
+        async def one(item: StatusPatchItem) -> bytes:
+            patch: dict[str, Any] = {"status": item.status}
+            if item.resource_version is not None:
+                patch["metadata"] = {"resource_version": item.resource_version}
+            return await resources.patch_status(
+                Application, item.name, item.namespace, patch, writer
+            )
+
+        return results_response(await each_item(resources.store, body.items, one))
+
+    router.add_api_route(
+        PATH,
+        patch_many,
+        methods=["POST"],
+        name="patch_applications_status_many",
+        summary="Patch the status of many applications in one request",
+        description=(
+            "Each item is the merge patch of `PATCH .../applications/{name}/status` plus the "
+            "application's namespace and name. The answer has one result per item, in order: "
+            "`status` 200 with the new `resource_version`, or the status, title and detail of "
+            "its problem (409 on a stale resource_version, 404, 403 for another writer's "
+            "field, 422)."
+        ),
+        tags=["scheduling"],
+    )
+    return router
