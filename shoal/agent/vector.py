@@ -12,6 +12,7 @@ of nodes whose requests changed since the last sample are refreshed.
 from __future__ import annotations
 
 import copy
+import math
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,7 @@ RESOURCES = ("cpu", "memory", "pods")
 FILTERS = {"node-ready", "node-selector", "taint-toleration", "resources-fit", "geo-location"}
 SCORES = {"least-allocated", "most-allocated", "geo-location"}
 TAINT = "untolerated taint"
+TARGETS_KEPT = 256  # geo targets whose distances to every node are kept
 FARTHER = "farther"  # "farther than N km", N the pod's own limit
 Found = tuple[list[Obj], int, int, dict[str, int]]  # nodes answered, eligible, examined, rejected
 
@@ -51,6 +53,7 @@ class NodeTable:
         self.lat = np.zeros(0)
         self.lon = np.zeros(0)
         self.answers: dict[int, tuple[Amounts, Amounts]] = {}  # (available, total) by row
+        self.targets: dict[tuple[float, float], np.ndarray] = {}  # km to every node
 
     def fresh(self) -> NodeTable:
         cache = self.cache
@@ -96,6 +99,20 @@ class NodeTable:
         ids = {t: k for k, t in enumerate(self.taints, 1)}
         self.taint_id = np.array([ids.get(t or "", 0) for t in self.taint], np.int64)
         self.answers = {}
+        self.targets = {}
+
+    def distances(self, lat: float, lon: float) -> np.ndarray:
+        """Great-circle km from (lat, lon) to every node, once per target: pods aim at a few
+        places, and a pod far from most nodes looks at the whole cluster."""
+        found = self.targets.get((lat, lon))
+        if found is None:
+            h = (np.sin((self.lat - lat) / 2) ** 2
+                 + math.cos(lat) * np.cos(self.lat) * np.sin((self.lon - lon) / 2) ** 2)
+            found = 2 * EARTH_RADIUS_KM * np.arcsin(np.minimum(1.0, np.sqrt(h)))
+            if len(self.targets) >= TARGETS_KEPT:
+                self.targets.clear()
+            self.targets[(lat, lon)] = found
+        return found
 
     def answer(self, row: int) -> tuple[Amounts, Amounts]:
         """A node's (available, total) as answered, made once until its requests change."""
@@ -130,14 +147,14 @@ class _Batch:
         return part
 
     def found(self, order: np.ndarray, code: np.ndarray, upto: np.ndarray, rows: np.ndarray,
-              scores: np.ndarray, keep: int | None) -> list[Found]:
-        """Each pod's answer: ``upto`` marks the nodes it examined, ``rows`` its eligible ones
-        and ``scores`` theirs."""
+              have: np.ndarray, scores: np.ndarray, keep: int | None) -> list[Found]:
+        """Each pod's answer: ``upto`` marks the nodes it examined, the first ``have`` of its
+        ``rows`` are its eligible ones and ``scores`` theirs."""
         pods, width = len(order), len(self.reasons) + 2
         shifted = np.where(upto, code + 1, 0) + np.arange(pods)[:, None] * width
         counts = np.bincount(shifted.ravel(), minlength=pods * width).reshape(pods, width)
-        best = (np.argsort(-scores, axis=1, kind="stable")[:, :keep] if keep
-                else np.broadcast_to(np.arange(rows.shape[1]), rows.shape))
+        best = np.argsort(-scores, axis=1, kind="stable")[:, :keep or rows.shape[1]]
+        eligible = have.tolist()
         table = self.table
         taints = self._taints(order, code, upto).tolist() if TAINT in self.reasons else None
         counted, best_of, rows_of, scores_of = (counts.tolist(), best.tolist(), rows.tolist(),
@@ -159,12 +176,12 @@ class _Batch:
                     reason = f"farther than {self.target[i, 2]:g} km"
                 rejected[reason] = rejected.get(reason, 0) + count
             answered = []
-            for j in best_of[i]:
+            for j in best_of[i][:eligible[i]]:
                 row = rows_of[i][j]
                 available, total = table.answer(row)
                 answered.append({"name": table.names[row], "score": int(scores_of[i][j]),
                                  "available": available, "total": total})
-            out.append((answered, rows.shape[1], sum(mine[1:]), rejected))
+            out.append((answered, eligible[i], sum(mine[1:]), rejected))
         return out
 
     def _taints(self, order: np.ndarray, code: np.ndarray, upto: np.ndarray) -> np.ndarray:
@@ -223,39 +240,48 @@ class VectorSampler:
 
     def _sample(self, batch: _Batch, wanted: int, keep: int | None) -> list[Found]:
         """A random draw of a few times Np nodes per pod first (most samples end there); the
-        rest of the cluster, in random order, only for a pod whose draw held too few."""
+        whole cluster, in a random order of its own, for the pods whose draw held too few."""
         n = len(batch.table.names)
-        order, valid = self._draw(n, min(n, 4 * wanted + 32), len(batch.pods))
+        first = min(n, 4 * wanted + 32)
+        order, valid = self._draw(n, first, len(batch.pods))
+        out = self._answer(batch, order, valid, wanted, keep, whole=first == n)
+        short = [i for i, found in enumerate(out) if found is None]
+        if short:
+            order = self.random.permuted(np.tile(np.arange(n), (len(short), 1)), axis=1)
+            again = self._answer(batch.only(*short), order, np.ones(order.shape, bool), wanted,
+                                 keep, whole=True)
+            for i, found in zip(short, again, strict=True):
+                out[i] = found
+        return [found for found in out if found is not None]
+
+    def _answer(self, batch: _Batch, order: np.ndarray, valid: np.ndarray, wanted: int,
+                keep: int | None, whole: bool) -> list[Found | None]:
+        """Each pod's answer from its row of ``order``; None for a pod with fewer than
+        ``wanted`` eligible nodes there, unless the rows hold the ``whole`` cluster."""
         code = self._codes(batch, order, valid)
         eligible = code == 0
         seen = np.cumsum(eligible, axis=1)
-        enough = seen[:, -1] >= wanted
-        out: list[Found | None] = [None] * len(batch.pods)
-        short = np.flatnonzero(~enough)
-        for i in short:  # too few in the draw: this pod looks at the whole cluster
-            drawn = order[i][valid[i]]
-            rest = np.setdiff1d(np.arange(n), drawn, assume_unique=True)
-            self.random.shuffle(rest)
-            row = np.concatenate([drawn, rest])[None, :]
-            one = batch.only(int(i))
-            row_code = self._codes(one, row, np.ones(row.shape, bool))
-            picked = row[row_code == 0][None, :wanted]
-            upto = np.ones(row.shape, bool)
-            if picked.shape[1] >= wanted:
-                upto = np.arange(n)[None, :] <= np.argmax(
-                    np.cumsum(row_code == 0, axis=1) >= wanted, axis=1)[:, None]
-            out[i] = one.found(row, row_code, upto, picked, self._scores(one, picked), keep)[0]
-        if len(short) < len(batch.pods):
-            full = np.flatnonzero(enough)
-            part = batch.only(*full) if len(short) else batch
-            last = np.argmax(seen[full] >= wanted, axis=1)
-            upto = (np.arange(order.shape[1])[None, :] <= last[:, None]) & valid[full]
-            rows = order[full][eligible[full] & (seen[full] <= wanted)].reshape(-1, wanted)
-            done = part.found(order[full], code[full], upto, rows, self._scores(part, rows),
-                              keep)
-            for i, found in zip(full, done, strict=True):
+        have = np.minimum(seen[:, -1], wanted)
+        enough = have >= wanted
+        if not whole and not enough.all():
+            rows = np.flatnonzero(enough)
+            done = self._answer(batch.only(*rows), order[rows], valid[rows], wanted, keep,
+                                whole) if len(rows) else []
+            out: list[Found | None] = [None] * len(order)
+            for i, found in zip(rows, done, strict=True):
                 out[i] = found
-        return [found for found in out if found is not None]
+            return out
+        last = np.where(enough, np.argmax(seen >= wanted, axis=1), order.shape[1] - 1)
+        upto = (np.arange(order.shape[1])[None, :] <= last[:, None]) & valid
+        taken = eligible & (seen <= wanted)  # each row's first ``have`` eligible nodes
+        if enough.all():
+            rows = order[taken].reshape(-1, wanted)
+        else:
+            first = np.argsort(~taken, axis=1, kind="stable")[:, :wanted]
+            rows = np.take_along_axis(order, first, axis=1)
+        scores = self._scores(batch, rows)
+        scores[np.arange(wanted)[None, :] >= have[:, None]] = -np.inf  # not eligible: last
+        return list(batch.found(order, code, upto, rows, have, scores, keep))
 
     def _draw(self, n: int, count: int, pods: int) -> tuple[np.ndarray, np.ndarray]:
         """Per pod (row), ``count`` distinct nodes of ``n`` in random order: (nodes, valid).
@@ -264,7 +290,7 @@ class VectorSampler:
         of all ``n`` per pod); a permutation when ``count`` is a large share of ``n``.
         """
         if count * 4 > n:
-            order = np.argsort(self.random.random((pods, n)), axis=1)[:, :count]
+            order = self.random.permuted(np.tile(np.arange(n), (pods, 1)), axis=1)[:, :count]
             return order, np.ones(order.shape, bool)
         drawn = self.random.integers(0, n, size=(pods, count + count // 4 + 8))
         by = np.argsort(drawn, axis=1, kind="stable")
@@ -336,10 +362,8 @@ class VectorSampler:
 
     @staticmethod
     def _distance(table: NodeTable, rows: np.ndarray, target: np.ndarray) -> np.ndarray:
-        """Great-circle km from each row's target (latitude, longitude, limit) to its nodes."""
-        lat, lon = table.lat[rows], table.lon[rows]
-        to_lat, to_lon = target[:, 0, None], target[:, 1, None]
-        h = (np.sin((lat - to_lat) / 2) ** 2
-             + np.cos(to_lat) * np.cos(lat) * np.sin((lon - to_lon) / 2) ** 2)
-        result: np.ndarray = 2 * EARTH_RADIUS_KM * np.arcsin(np.minimum(1.0, np.sqrt(h)))
-        return result
+        """Km from each row's target (latitude, longitude, limit) to the nodes of its row."""
+        if not len(rows):
+            return np.zeros(rows.shape)
+        return np.stack([table.distances(float(t[0]), float(t[1]))[row]
+                         for row, t in zip(rows, target, strict=True)])
