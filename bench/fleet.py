@@ -28,17 +28,19 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import aiohttp  # noqa: E402
+import orjson  # noqa: E402
+import uvloop  # noqa: E402
 import yaml  # noqa: E402
 
-from shoal.client.informer import Informer  # noqa: E402
-from shoal.client.rest import ShoalClient  # noqa: E402
-from shoal.model.pods import Pod, PodPhase  # noqa: E402
+from shoal.client.rest import ShoalClient, collection_path  # noqa: E402
+from shoal.model.pods import Pod  # noqa: E402
 from shoal.sim.nodes import SITES, mixed_site  # noqa: E402
 from shoal.sim.server import start_sim  # noqa: E402
 from shoal.testing.launch import ApiProcess, controller, stop  # noqa: E402
-from shoal.testing.pods import pod as make_pod  # noqa: E402
-from shoal.testing.pods import register_clusters, start_agents  # noqa: E402
+from shoal.testing.pods import NS, register_clusters, start_agents  # noqa: E402
 
+Obj = dict[str, Any]
 SIZES = [("100m", "128Mi"), ("250m", "256Mi"), ("500m", "1Gi"), ("1", "2Gi"), ("2", "4Gi")]
 
 
@@ -50,23 +52,54 @@ def cpu_seconds(pid: int | None = None) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def pod_body(name: str, cpu: str, memory: str, hints: dict[str, Any]) -> Obj:
+    """A fleet pod as JSON (what ``shoal.testing.pods.pod`` makes, without building models:
+    this process shares the CPU it measures)."""
+    spec: Obj = {"containers": [{"name": "c", "image": "nginx", "resources": {
+        "requests": {"cpu": cpu, "memory": memory}}}]}
+    if hints:
+        (lat, lon), km = hints["near"], hints["max_km"]
+        spec["placement"] = {"cluster_labels": hints["clusters"], "geo": {
+            "latitude": lat, "longitude": lon, "max_distance_km": km}}
+    return {"api": "scheduling", "kind": "Pod", "metadata": {"name": name, "namespace": NS},
+            "spec": spec}
+
+
 class Run:
+    """Creates pods and watches them as plain JSON (no models: the bench's own CPU counts)."""
+
     def __init__(self, client: ShoalClient) -> None:
         self.client = client
         self.created: dict[str, float] = {}
         self.done: dict[str, float] = {}
-        self.pods: dict[str, Pod] = {}
-        self.informer: Informer[Pod] = Informer(client, Pod, on_add=self._seen,
-                                                on_update=lambda old, new: self._seen(new))
+        self.pods: dict[str, Obj] = {}  # name → status, once no longer Pending
+        self.watching = asyncio.Event()
 
-    def _seen(self, pod: Pod) -> None:
-        name = pod.metadata.name
-        if pod.status.phase is not PodPhase.Pending and name not in self.done:
+    async def watch(self) -> None:
+        """Every pod's changes from now on, until cancelled."""
+        url = self.client.url + collection_path(Pod)
+        timeout = aiohttp.ClientTimeout(total=None, sock_read=60)
+        async with self.client.session.get(url, params={"watch": "", "heartbeat": "10"},
+                                           timeout=timeout) as response:
+            response.raise_for_status()
+            self.watching.set()
+            buffer = b""
+            async for chunk in response.content.iter_any():
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    if line:
+                        self._seen(orjson.loads(line)["object"])
+
+    def _seen(self, pod: Obj) -> None:
+        name, status = pod["metadata"]["name"], pod.get("status") or {}
+        if status.get("phase", "Pending") != "Pending" and name not in self.done:
             self.done[name] = time.perf_counter()
-            self.pods[name] = pod
+            self.pods[name] = status
 
     async def create(self, names: list[str], rate: float | None, rng: random.Random) -> None:
         gate = asyncio.Semaphore(64)
+        path = collection_path(Pod, NS)
         started = time.perf_counter()
 
         async def one(i: int, name: str) -> None:
@@ -78,7 +111,7 @@ class Run:
                 "near": where, "max_km": 50, "clusters": [f"geo is {site}"]}
             async with gate:
                 self.created[name] = time.perf_counter()
-                await self.client.create(make_pod(name, cpu, memory, **hints))
+                await self.client.request("POST", path, body=pod_body(name, cpu, memory, hints))
 
         await asyncio.gather(*(one(i, n) for i, n in enumerate(names)))
 
@@ -90,12 +123,12 @@ class Run:
     def report(self, title: str, names: list[str], cpu: float) -> dict[str, Any]:
         finished = [n for n in names if n in self.done]
         lat = sorted(self.done[n] - self.created[n] for n in finished)
-        scheduled = [n for n in finished if self.pods[n].status.phase is PodPhase.Scheduled]
+        scheduled = [n for n in finished if self.pods[n]["phase"] == "Scheduled"]
         span = (max(self.done[n] for n in finished) - min(self.created[n] for n in names)
                 if finished else 0.0)
         tries = conflicts = 0
         for n in finished:
-            for line in self.pods[n].status.explanation.get("commit", {}).get("tries", []):
+            for line in self.pods[n].get("explanation", {}).get("commit", {}).get("tries", []):
                 tries += 1
                 conflicts += ": 409" in line
         out: dict[str, Any] = {
@@ -106,13 +139,14 @@ class Run:
                "failed": (len(finished) - len(scheduled)) / len(names),
                "unfinished": len(names) - len(finished),
                "cpu_per_1000": cpu / len(names) * 1000, "phases": ""}
-        phases = {phase: sorted(getattr(self.pods[n].status.timings, phase) for n in finished)
+        phases = {phase: sorted(self.pods[n].get("timings", {}).get(phase, 0.0)
+                                for n in finished)
                   for phase in ("queue", "sampling", "decision", "commit")}
         out["phases"] = " ".join(
             f"{k} {v[len(v) // 2] * 1000:.0f}/{v[int(len(v) * .99)] * 1000:.0f}"
             for k, v in phases.items() if v)
-        reasons = Counter(self.pods[n].status.reason[:90] for n in finished
-                          if self.pods[n].status.phase is PodPhase.Failed)
+        reasons = Counter(self.pods[n].get("reason", "")[:90] for n in finished
+                          if self.pods[n]["phase"] == "Failed")
         for reason, count in reasons.most_common(3):
             print(f"    {count} failed: {reason}")
         print(f"{title:<28} {out['throughput']:8.1f} pods/s  p50 {out['p50'] * 1000:7.0f} ms  "
@@ -206,8 +240,8 @@ async def main() -> None:
 async def measure(client: ShoalClient, api: ApiProcess, fleets: list[int],
                   args: argparse.Namespace, rng: random.Random, tmp: Path) -> None:
     run = Run(client)
-    task = asyncio.create_task(run.informer.run())
-    await run.informer.wait_synced()
+    task = asyncio.create_task(run.watch())
+    await run.watching.wait()
     settings = [(33.0, 200)] + ([(10.0, 200), (33.0, 50), (33.0, 1000), (100.0, 200)]
                                 if args.sweep else [])
     for n, (cp, np_bp) in enumerate(settings):
@@ -231,4 +265,4 @@ async def measure(client: ShoalClient, api: ApiProcess, fleets: list[int],
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    uvloop.run(main())  # as every Shoal process (the fleet processes stand for agents and sims)
