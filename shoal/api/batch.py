@@ -31,12 +31,14 @@ B = TypeVar("B", bound=BaseModel)
 
 
 async def each_item(
-    store: Store, items: Sequence[T], act: Callable[[T], Awaitable[bytes]]
+    store: Store, items: Sequence[T], act: Callable[[T], Awaitable[bytes | int]]
 ) -> list[dict[str, Any]]:
     """Act on every item in one store commit: one result per item, in order.
 
-    A result is ``status`` 200 with the new ``resource_version``, or the status,
-    title and detail of the item's problem.
+    ``act`` answers the item's new wire bytes, or its new revision when it has
+    it at hand (no search of the bytes for it). A result is ``status`` 200 with
+    the new ``resource_version``, or the status, title and detail of the item's
+    problem.
     """
     results: list[dict[str, Any]] = []
     async with store.batch():
@@ -45,7 +47,7 @@ async def each_item(
             try:
                 value = await act(item)
                 result["status"] = 200
-                result["resource_version"] = revision_of(value)
+                result["resource_version"] = value if isinstance(value, int) else revision_of(value)
             except Conflict as error:
                 result.update(status=409, title="TRANSACTION_ERROR", detail=str(error))
             except ProblemError as error:

@@ -26,9 +26,11 @@ from typing import Any
 from shoal.client.rest import ApiError, ShoalClient, Unreachable
 from shoal.events import metrics
 from shoal.model.base import Kind, utcnow
-from shoal.model.events import DEFAULT_TTL, EventType
+from shoal.model.events import DEFAULT_TTL, KIND_LABEL, NAME_LABEL, EventType
 
 log = logging.getLogger(__name__)
+
+__all__ = ["KIND_LABEL", "NAME_LABEL", "Recorder", "event_name", "involved"]
 
 PATH = "/core/events"
 MAX_BATCH = 1000  # the API's limit per request
@@ -50,15 +52,6 @@ def event_name(obj: Kind, reason: str, key: str, component: str) -> str:
     ident = "\0".join((obj.kind, meta.uid or meta.name, reason, key, component))
     digest = hashlib.blake2b(ident.encode(), digest_size=8).hexdigest()
     return f"{meta.name[:46].rstrip('-_')}-{digest}"
-
-
-KIND_LABEL = "involved.shoal/kind"
-NAME_LABEL = "involved.shoal/name"
-
-
-def labels_of(obj: Kind) -> dict[str, str]:
-    """Labels naming the involved object: a label selector finds an object's events."""
-    return {KIND_LABEL: obj.kind, NAME_LABEL: obj.metadata.name}
 
 
 def involved(obj: Kind) -> dict[str, Any]:
@@ -141,7 +134,7 @@ class Recorder:
             body = {
                 "api": "core",
                 "kind": "Event",
-                "metadata": {"name": name, "namespace": namespace, "labels": labels_of(obj)},
+                "metadata": {"name": name, "namespace": namespace},  # the API labels it
                 "involved_object": involved(obj),
                 "reason": reason,
                 "message": message[:4096],

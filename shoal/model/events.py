@@ -20,6 +20,11 @@ from shoal.model.base import Kind, Model, Moment, utcnow
 #: Default seconds an event is kept after its last occurrence.
 DEFAULT_TTL = 3600.0
 
+#: Labels naming the involved object, set on every event ``POST /core/events`` writes:
+#: a label selector finds an object's events.
+KIND_LABEL = "involved.shoal/kind"
+NAME_LABEL = "involved.shoal/name"
+
 EventType = Literal["Normal", "Warning"]
 
 
