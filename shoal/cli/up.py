@@ -54,6 +54,15 @@ def up(
             help="Every component on one event loop in this process (for debugging)",
         ),
     ] = False,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(
+            "--metrics-port",
+            min=0,
+            help="First port of the scheduler's and each controller's /metrics, one each "
+            "(default: the API port + 1; 0: none)",
+        ),
+    ] = None,
 ) -> None:
     """Start Shoal with embedded defaults: API, every controller, a sim fleet, sample metrics.
 
@@ -80,6 +89,7 @@ def up(
             data_dir=data_dir, store_url=store_url, port=port, tls=tls, clusters=clusters,
             nodes=nodes, demo=demo, exit_after_demo=exit_after_demo, log_level=log_level,
             scheduler_config=scheduler_config, sim_port=_previous_port(data_dir),
+            metrics_port=port + 1 if metrics_port is None else metrics_port,
         )  # fmt: skip
         return
     _logging(log_level, one_line=log_level.lower() != "debug")

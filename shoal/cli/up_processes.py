@@ -22,6 +22,7 @@ import httpx
 import typer
 import yaml
 
+from shoal.cli.metrics_ports import describe, metrics_args, metrics_ports
 from shoal.cli.run import CONTROLLERS, _logging, _run_until_signal, console
 from shoal.cli.supervise import Child, Supervisor
 
@@ -93,6 +94,7 @@ def run_processes(
     log_level: str,
     scheduler_config: Path | None,
     sim_port: int,
+    metrics_port: int = 0,
 ) -> None:
     """Start every component as a child, set up the fleet and the demo, supervise until a signal."""
     from shoal.api.auth import bootstrap
@@ -142,7 +144,9 @@ def run_processes(
                 _until_answers(url + "/readyz", trust or True, "the API", api),
             )
             console.print(f"[bold green]Shoal API[/] on {url}  (store {store_url})")
-            await _start_controllers(supervisor, url, identity, scheduler_config, log_level)
+            await _start_controllers(
+                supervisor, url, identity, scheduler_config, log_level, metrics_port
+            )
             async with ShoalClient(
                 url, token=setup.tokens[bootstrap.ADMIN], ssl_context=trust
             ) as c:
@@ -179,16 +183,22 @@ async def _start_controllers(
     identity: Callable[[str], dict[str, str]],
     scheduler_config: Path | None,
     log_level: str,
+    metrics_port: int = 0,
 ) -> None:
     common = ["--api", url, "--log-level", log_level]
     extra = ["--config", str(scheduler_config)] if scheduler_config is not None else []
+    ports = metrics_ports(metrics_port, ["scheduler"] + [name for name, _, _ in CONTROLLERS])
+    extra += metrics_args(ports, "scheduler")
     await supervisor.start(
         Child("scheduler", ["scheduler", *common, *extra], identity("scheduler"))
     )
     for name, _, _ in CONTROLLERS:
-        await supervisor.start(Child(name, [name, *common], identity(name)))
+        args = [name, *common, *metrics_args(ports, name)]
+        await supervisor.start(Child(name, args, identity(name)))
     names = ", ".join(["scheduler"] + [name for name, _, _ in CONTROLLERS])
     console.print(f"[bold green]Scheduler and controllers[/], a process each: {names}")
+    if ports:
+        console.print(f"[bold green]Their metrics[/]: {describe(ports, metrics_port)}")
 
 
 def up_agents(

@@ -1,12 +1,15 @@
 """``shoal up`` starts everything and places the demo application (the README's first command),
-and starts again on its data directory without a traceback, showing what is stored."""
+serves each component's metrics, and starts again on its data directory without a traceback,
+showing what is stored."""
 
 from __future__ import annotations
 
 import asyncio
+import re
 import signal
 from pathlib import Path
 
+import httpx
 import pytest
 
 from tests.cli.conftest import process
@@ -61,9 +64,15 @@ async def test_up_restarts_with_what_is_stored(tmp_path: Path) -> None:
     assert "sim-2\tnodes=5" in listed
     placed = await _shoal(tmp_path, "get", "app", "demo")
     assert "sim-2" in placed, placed
+    # Each component process serves its own metrics: the scheduler on the API port + 1.
+    async with httpx.AsyncClient() as http:
+        scraped = (await http.get(f"http://127.0.0.1:{port + 1}/metrics")).text
+    bound = re.search(r'^shoal_scheduler_attempts_total\{result="bound"\} (\S+)$', scraped, re.M)
+    assert bound is not None and float(bound[1]) >= 1, scraped
     first.send_signal(signal.SIGINT)
     out, _ = await asyncio.wait_for(first.communicate(), 30)
     assert "Traceback" not in out.decode(), out.decode()
+    assert f"scheduler http://127.0.0.1:{port + 1}/metrics" in out.decode(), out.decode()
 
     again = await _up(tmp_path, port, "--exit-after-demo")
     out, _ = await asyncio.wait_for(again.communicate(), 60)
