@@ -202,6 +202,26 @@ class Resources:
         change = status_patch.patcher(kind, fields)
         return await self.swap_json(kind, name, namespace, expected, change)
 
+    async def patch_finalizers(
+        self, kind: type[Kind], name: str, namespace: str | None, body: Any
+    ) -> bytes:
+        """Set ``metadata.finalizers`` alone: a controller's bookkeeping, cheap on the JSON.
+
+        ``modified`` stays (no new spec); a deleted object whose last finalizer
+        goes is removed, as on a full update.
+        """
+        finalizers, expected = status_patch.parse_finalizers(body)
+
+        def rewrite(record: Record) -> tuple[bytes, bool] | None:
+            data = orjson.loads(record.value)
+            metadata = data["metadata"]
+            if (metadata.get("finalizers") or []) == finalizers:
+                return None
+            metadata["finalizers"] = finalizers
+            return orjson.dumps(data), metadata.get("deleted") is not None and not finalizers
+
+        return await self._swap(kind, name, namespace, expected, rewrite)
+
     async def bind_application(
         self, name: str, namespace: str | None, binding: ApplicationBinding
     ) -> bytes:

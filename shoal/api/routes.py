@@ -125,6 +125,13 @@ _VERBS: dict[str, tuple[str, str, str, str]] = {
         "Change some status fields of a {kind} (JSON merge patch of the writer's own fields, "
         "compare-and-swap; metadata.resource_version, when given, is a precondition)",
     ),
+    "patch_finalizers": (
+        "PATCH",
+        "{item}",
+        "patch_{plural}",
+        "Set the finalizers of a {kind} (JSON merge patch of metadata.finalizers alone; "
+        "metadata.resource_version, when given, is a precondition; modified stays)",
+    ),
     "bind_cloud": ("PUT", "{item}/binding", "update_{plural}_binding", "Bind a cluster to a cloud"),
     "bind_cluster": (
         "PUT",
@@ -152,6 +159,7 @@ _VERBS: dict[str, tuple[str, str, str, str]] = {
     ),
 }
 
+_FINALIZERS_EXAMPLE = {"metadata": {"resource_version": 42, "finalizers": ["shoal.kube/resources"]}}
 _PATCH_EXAMPLE = {"metadata": {"resource_version": 42}, "status": {"deploy_state": "RUNNING"}}
 
 # verb → (endpoint, its parameters, response model)
@@ -297,6 +305,10 @@ def _application_handlers(res: Resources, at_item: list[inspect.Parameter]) -> _
     async def retry(**kw: Any) -> Response:
         return _json(await res.set_application_state(kw["name"], kw["namespace"], _retry))
 
+    async def patch_finalizers(**kw: Any) -> Response:
+        name, namespace = kw["name"], kw["namespace"]
+        return _json(await res.patch_finalizers(Application, name, namespace, kw["body"]))
+
     def body(model: type[BaseModel]) -> list[inspect.Parameter]:
         return [*at_item, _p("body", model, Body())]
 
@@ -305,6 +317,11 @@ def _application_handlers(res: Resources, at_item: list[inspect.Parameter]) -> _
         "complete": (complete, body(CompleteToken), Application),
         "shutdown": (shutdown, body(ShutdownToken), Application),
         "retry": (retry, at_item, Application),
+        "patch_finalizers": (
+            patch_finalizers,
+            [*at_item, _p("body", dict[str, Any], Body(examples=[_FINALIZERS_EXAMPLE]))],
+            Application,
+        ),
     }
 
 

@@ -15,11 +15,11 @@ from collections.abc import Callable
 from typing import Any
 
 import orjson
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
 from shoal.api.errors import ProblemError, validation_errors
 from shoal.model import application_status
-from shoal.model.base import TRUSTED, Kind
+from shoal.model.base import TRUSTED, Finalizer, Kind
 from shoal.model.kubernetes import Application, ApplicationStatus
 from shoal.sim.patch import merge_patch  # RFC 7386, as the simulated clusters apply it
 
@@ -43,6 +43,28 @@ def parse(body: Any) -> tuple[dict[str, Any], int | None]:
     if expected is not None and (not isinstance(expected, int) or isinstance(expected, bool)):
         raise _invalid("metadata.resource_version", "must be an integer")
     return fields, expected
+
+
+_FINALIZERS: TypeAdapter[list[str]] = TypeAdapter(list[Finalizer])
+
+
+def parse_finalizers(body: Any) -> tuple[list[str], int | None]:
+    """The finalizers of a metadata patch body, and its resource_version precondition."""
+    metadata = body.get("metadata") if isinstance(body, dict) else None
+    if not isinstance(metadata, dict) or set(body) - {"metadata", "api", "kind"}:
+        raise _invalid("body", "a metadata patch holds only metadata.finalizers")
+    extra = sorted(set(metadata) - {"finalizers", "resource_version", "name", "namespace"})
+    if extra or "finalizers" not in metadata:
+        field = f"metadata.{extra[0]}" if extra else "metadata.finalizers"
+        raise _invalid(field, "only metadata.finalizers (and resource_version) may be patched")
+    try:
+        finalizers = _FINALIZERS.validate_python(metadata["finalizers"])
+    except ValidationError as error:
+        raise _refused(error, "metadata", "finalizers") from None
+    expected = metadata.get("resource_version")
+    if expected is not None and (not isinstance(expected, int) or isinstance(expected, bool)):
+        raise _invalid("metadata.resource_version", "must be an integer")
+    return finalizers, expected
 
 
 def check_writer(kind: type[Kind], user: str | None, fields: dict[str, Any]) -> None:
@@ -102,11 +124,16 @@ def validated_status(kind: type[Kind], data: dict[str, Any]) -> Any:
     try:
         return model.model_validate(data)
     except ValidationError as error:
-        errors = validation_errors(
-            [{**e, "loc": ("status", *e["loc"])} for e in error.errors(include_url=False)]
-        )
-        detail = "; ".join(f"{e['field']}: {e['reason']}" for e in errors[:10])
-        raise ProblemError(422, detail, errors=errors) from None
+        raise _refused(error, "status") from None
+
+
+def _refused(error: ValidationError, *where: str) -> ProblemError:
+    """A 422 naming each wrong field, its path starting at ``where``."""
+    errors = validation_errors(
+        [{**e, "loc": (*where, *e["loc"])} for e in error.errors(include_url=False)]
+    )
+    detail = "; ".join(f"{e['field']}: {e['reason']}" for e in errors[:10])
+    return ProblemError(422, detail, errors=errors)
 
 
 def edit_application_json(data: dict[str, Any], edit: Callable[[dict[str, Any]], None]) -> None:

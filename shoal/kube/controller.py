@@ -248,8 +248,8 @@ class KubeController(Controller):
         target = app.status.scheduled_to
         assert target is not None
         if FINALIZER not in app.metadata.finalizers:
-            app.metadata.finalizers.append(FINALIZER)
-            app = self._wrote(await self.client.update(app))  # leaves metadata.modified as is
+            # stored before anything is applied: a deletion then always waits for the clean-up
+            app = await self._set_finalizers(app, [*app.metadata.finalizers, FINALIZER])
         status = app.status
         manifest = app.spec.manifest
         namespace = app.metadata.namespace or "default"
@@ -494,12 +494,19 @@ class KubeController(Controller):
                 self.orphans.setdefault(cache_key(cluster), []).extend(
                     (namespace, o, me) for o in stale
                 )
-        app.metadata.finalizers = [f for f in app.metadata.finalizers if f != FINALIZER]
-        try:
-            await self.client.update(app)
-        except NotFound:
-            pass
+        with contextlib.suppress(NotFound):
+            kept = [f for f in app.metadata.finalizers if f != FINALIZER]
+            app = await self._set_finalizers(app, kept)
         reasons.deleted(self.events, app, len(refs))
+
+    async def _set_finalizers(self, app: Application, finalizers: list[str]) -> Application:
+        """Write the finalizers alone (``metadata.modified`` stays), on our copy's revision."""
+        meta = app.metadata
+        version = await self.client.set_finalizers(
+            Application, meta.name, meta.namespace, finalizers, meta.resource_version
+        )
+        metadata = meta.model_copy(update={"finalizers": finalizers, "resource_version": version})
+        return self._wrote(app.model_copy(update={"metadata": metadata}))
 
     async def _write(self, app: Application, fields: dict[str, Any]) -> Application:
         """Patch those of the controller's own status fields that differ (docs/status-ownership.md).

@@ -141,6 +141,32 @@ async def test_bookkeeping_updates_leave_modified_alone(http: httpx.AsyncClient)
     assert answer.json()["metadata"]["modified"] > app["metadata"]["modified"]
 
 
+async def test_finalizers_alone_by_patch(http: httpx.AsyncClient, client: ShoalClient) -> None:
+    app = await _create(http, "fin")
+    stale = app["metadata"]["resource_version"]
+    version = await client.set_finalizers(Application, "fin", "default", ["a.io/x", "b"], stale)
+    got = (await http.get(f"{APP}/fin")).json()
+    assert got["metadata"]["finalizers"] == ["a.io/x", "b"]
+    assert got["metadata"]["resource_version"] == version
+    assert got["metadata"]["modified"] == app["metadata"]["modified"]
+    for body, status, field in (
+        ({"metadata": {"finalizers": ["a"], "resource_version": stale}}, 409, None),
+        ({"metadata": {"finalizers": ["no spaces"]}}, 422, "metadata.finalizers[0]"),
+        ({"metadata": {"finalizers": ["a"], "labels": {}}}, 422, "metadata.labels"),
+        ({"metadata": {"finalizers": ["a"]}, "spec": {}}, 422, "body"),
+        ({"metadata": {}}, 422, "metadata.finalizers"),
+    ):
+        answer = await http.patch(f"{APP}/fin", json=body)
+        assert answer.status_code == status, (body, answer.text)
+        if field is not None:
+            assert answer.json()["errors"][0]["field"] == field
+    assert (await http.delete(f"{APP}/fin")).status_code == 200
+    await client.set_finalizers(Application, "fin", "default", ["b"])
+    assert (await http.get(f"{APP}/fin")).status_code == 200  # b still holds it
+    await client.set_finalizers(Application, "fin", "default", [])
+    assert (await http.get(f"{APP}/fin")).status_code == 404  # the last one went: removed
+
+
 async def test_whole_status_put_of_a_krake_client_still_works(http: httpx.AsyncClient) -> None:
     app = await _create(http, "krake")
     app["status"]["state"] = "RUNNING"

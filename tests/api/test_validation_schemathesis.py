@@ -22,11 +22,13 @@ schema = schemathesis.openapi.from_asgi("/openapi.json", create_app(SqliteStore(
 schema.config.generation.update(modes=[GenerationMode.NEGATIVE])
 # The create of every kind (an update's body has the same schema, and the same rules run).
 _PATHS = sorted({collection_path(k, "{namespace}" if k.namespaced else None) for k in KINDS})
-# The batch writes: the scheduler's, the fleet scheduler's and the event recorder's.
+# The batch writes: the scheduler's, the fleet scheduler's, the kube controller's and the
+# event recorder's.
 _BATCHES = [
     "/scheduling/bindings",
     "/scheduling/reschedules",
     "/scheduling/podstatuses",
+    "/scheduling/applicationstatuses",
     "/core/events",
 ]
 _PATHS += _BATCHES
