@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import random
 import subprocess
@@ -186,6 +187,7 @@ async def serve_fleet(api_url: str, clusters: int, nodes: int, prefix: str) -> N
     async with ShoalClient(api_url) as client:
         await register_clusters(client, sim, labels)
         await start_agents(client, sim)
+        gc.freeze()  # the nodes and caches made so far: never walked by the collector again
         print("ready", flush=True)
         await asyncio.Event().wait()
 
@@ -265,4 +267,5 @@ async def measure(client: ShoalClient, api: ApiProcess, fleets: list[int],
 
 
 if __name__ == "__main__":
+    gc.set_threshold(50_000, 20, 100)  # as every Shoal process (``shoal.cli.run``)
     uvloop.run(main())  # as every Shoal process (the fleet processes stand for agents and sims)

@@ -55,6 +55,8 @@ class Agent:
     async def open(cls, kubeconfig: Obj, config: AgentConfig) -> Agent:
         agent = cls(await connect(kubeconfig, config.commit_timeout), config)
         await agent.sync.start()
+        if len(agent.cache.names) >= VECTOR_NODES:
+            agent.vector.table.fresh()  # built now, not in the first sample's deadline
         return agent
 
     async def close(self) -> None:

@@ -104,7 +104,7 @@ def create_app(agent: Agent) -> Starlette:
         return _json({"items": [one.body(agent.config.cluster, item.keep)
                                 for one, item in zip(found, body.items, strict=True)]})
 
-    async def commit(body: CommitBody, prefix: str = "") -> Response:
+    async def commit(body: CommitBody, prefix: str = "") -> tuple[int, Obj]:
         pod = _pod(agent, body, prefix)
         missing = [{"field": f"{prefix}pod.metadata.{name}", "reason": "required for a commit"}
                    for name in ("name", "uid") if not getattr(body.pod.metadata, name)]
@@ -112,10 +112,11 @@ def create_app(agent: Agent) -> Starlette:
             raise Invalid(invalid(missing))
         synced()
         done = await agent.commit(pod, body.nodeName)
-        return _json(done.body(), 201 if done.created else 200)
+        return 201 if done.created else 200, done.body()
 
     async def decision(request: Request) -> Response:
-        return await commit(await _body(request, CommitBody))
+        status, answer = await commit(await _body(request, CommitBody))
+        return _json(answer, status)
 
     async def decisions(request: Request) -> Response:
         """Many commits in one round trip, made concurrently; each answers as it would alone."""
@@ -123,10 +124,11 @@ def create_app(agent: Agent) -> Starlette:
 
         async def one(i: int, item: CommitBody) -> Obj:
             try:
-                response = await commit(item, f"items[{i}].")
+                status, answer = await commit(item, f"items[{i}].")
             except Exception as error:  # answered as the route would answer it
                 response = await _answer(request, error)
-            return {"status": response.status_code, "body": orjson.loads(response.body)}
+                status, answer = response.status_code, orjson.loads(response.body)
+            return {"status": status, "body": answer}
 
         return _json({"items": await asyncio.gather(*(one(i, item)
                                                      for i, item in enumerate(body.items)))})

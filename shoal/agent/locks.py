@@ -23,10 +23,13 @@ class NodeLocks:
         lock, users = self._locks.get(node) or (asyncio.Lock(), 0)
         self._locks[node] = (lock, users + 1)
         try:
-            try:
-                await asyncio.wait_for(lock.acquire(), timeout)
-            except TimeoutError:
-                raise NodeBusy(node) from None
+            if lock.locked():  # a wait (``wait_for`` costs a task: only when there is one)
+                try:
+                    await asyncio.wait_for(lock.acquire(), timeout)
+                except TimeoutError:
+                    raise NodeBusy(node) from None
+            else:
+                await lock.acquire()  # free: taken at once, without yielding
             try:
                 yield
             finally:
