@@ -92,6 +92,12 @@ async def until(client: ShoalClient, what: str, cluster: str, m: int, limit: flo
         await asyncio.sleep(0.5)
 
 
+def _cpu(spent: dict[str, float], names: list[str]) -> str:
+    """CPU seconds per process, then their total."""
+    each = " ".join(f"{spent[name]:.1f}" for name in names)
+    return f"{each} = {sum(spent.values()):.1f}"
+
+
 def _time(text: str | None) -> datetime:
     return datetime.fromisoformat(text) if text else datetime.min.replace(tzinfo=UTC)
 
@@ -249,16 +255,19 @@ async def run(m: int, rounds: int, concurrency: int, profile: Path | None) -> No
                     f"\n{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, "
                     "SQLite store; API, scheduler and task controller in 3 processes"
                 )
+                names = list(pids)
                 print(
                     f"{'round':>5} {'failover s':>10} {'task s':>7} {'placed s':>8} {'ratio':>6}"
-                    f" {'failover cpu s':>14} {'task cpu s':>10} {'cpu ratio':>9}"
+                    f"  {'failover cpu s (' + ' '.join(names) + ')':>34}"
+                    f"  {'task cpu s (' + ' '.join(names) + ')':>30} {'cpu ratio':>9}"
                 )
                 for n, row in enumerate(rows, 1):
+                    bare_cpu, task_cpu = row["failover_cpu_s"], row["task_cpu_s"]
                     print(
                         f"{n:5d} {row['failover_s']:10.2f} {row['task_s']:7.2f} "
-                        f"{row['task_placed_s']:8.2f} {row['ratio']:6.2f} "
-                        f"{sum(row['failover_cpu_s'].values()):14.1f} "
-                        f"{sum(row['task_cpu_s'].values()):10.1f} {row['cpu_ratio']:9.2f}"
+                        f"{row['task_placed_s']:8.2f} {row['ratio']:6.2f}  "
+                        f"{_cpu(bare_cpu, names):>34}  {_cpu(task_cpu, names):>30} "
+                        f"{row['cpu_ratio']:9.2f}"
                     )
                 median = statistics.median(r["ratio"] for r in rows)
                 cpu_median = statistics.median(r["cpu_ratio"] for r in rows)

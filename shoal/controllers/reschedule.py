@@ -309,7 +309,7 @@ class RescheduleTaskController(Controller):
         if stamp:
             targets = [target for _, target in stamp]
             try:
-                await self._stamp(targets, trigger, sent, _acting_for(task))
+                await self._stamp(targets, trigger, sent, task.metadata.name, _acting_for(task))
             except Exception:
                 progress.next_full = 0.0  # judge (and stamp) every pending target again
                 raise
@@ -318,7 +318,8 @@ class RescheduleTaskController(Controller):
                     if target.result is not None:  # refused: reported
                         progress.settle(key, target)
                         self._unwatch_one(key, name)
-            reasons.reschedule_requested(self.events, task, targets, sent, self.apps.get)
+            asked = sum((t.namespace, t.name) in sent for t in targets)
+            reasons.reschedule_requested(self.events, task, asked, len(targets))
         await self._report(task, progress)
 
     async def _report(self, task: RescheduleTask, progress: Progress) -> None:
@@ -364,18 +365,21 @@ class RescheduleTaskController(Controller):
     ) -> None:
         """Patch the task's status (``fields`` only, or all) under compare-and-swap.
 
-        The answer, a task with every target, is not validated: the informer brings it.
+        The answer, a task with every target, is not validated: the informer
+        brings it. The swap made this write the task's next revision, so any
+        revision above the one it replaced already holds it.
         """
-        answer = await self.client.request(
+        revision = task.metadata.resource_version or 0
+        await self.client.request(
             "PATCH",
             item_path(RescheduleTask, task.metadata.name) + "/status",
             body={
-                "metadata": {"resource_version": task.metadata.resource_version},
+                "metadata": {"resource_version": revision},
                 "status": status.model_dump(mode="json", include=fields),
             },
         )
         if progress is not None:
-            progress.written = int(answer["metadata"]["resource_version"])
+            progress.written = revision + 1
 
     def _unwatch_one(self, key: AppKey, name: str) -> None:
         names = self.watchers.get(key)
@@ -431,21 +435,25 @@ class RescheduleTaskController(Controller):
         targets: list[TargetStatus],
         trigger: datetime,
         sent: set[AppKey],
+        task: str,
         headers: dict[str, str] | None = None,
     ) -> bool:
         """Send the requests in batches; True when some target got a result meanwhile.
 
         ``headers`` impersonate the task's requester: the API refuses (403) each
-        application that user may not update, and it is reported Forbidden.
+        application that user may not update, and it is reported Forbidden. The
+        batch names the ``task``: the API writes each stamped application's
+        RescheduleRequested event in the stamp's commit.
         """
         changed = False
         when = _spell(trigger)
         for start in range(0, len(targets), _STAMP_BATCH):
             chunk = targets[start : start + _STAMP_BATCH]
             body = {
+                "task": task,
                 "items": [
                     {"namespace": t.namespace, "name": t.name, "requested": when} for t in chunk
-                ]
+                ],
             }
             data = await self.client.request(
                 "POST", "/scheduling/reschedules", body=body, headers=headers

@@ -8,7 +8,6 @@ it through the component's Recorder, which never waits.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Iterable
 from typing import Any, Protocol
 
 from shoal.events.recorder import Recorder
@@ -159,31 +158,9 @@ def cluster_state(events: Recorder, cluster: Cluster, old: Cluster | None) -> No
 # reschedule task controller -------------------------------------------------------------
 
 
-class _Target(Protocol):
-    namespace: str
-    name: str
-
-
-def reschedule_requested(
-    events: Recorder,
-    task: Kind,
-    targets: Iterable[_Target],
-    sent: Container[tuple[str, str]],
-    lookup: Callable[[str, str], Application | None],
-) -> None:
-    """Each application a task stamped learns which task asked; the task, how many it asked."""
-    requester = getattr(getattr(task, "spec", None), "requested_by", None)
-    by = f" (for {requester.user})" if requester is not None else ""
-    name = task.metadata.name
-    count = total = 0
-    for target in targets:
-        total += 1
-        app = lookup(target.name, target.namespace)
-        if app is None or (target.namespace, target.name) not in sent:
-            continue
-        count += 1
-        where = app.status.scheduled_to.name if app.status.scheduled_to else "nowhere"
-        message = f"Reschedule requested by RescheduleTask {name}{by}, now on {where}"
-        events.emit(app, "RescheduleRequested", message, key=name)
+def reschedule_requested(events: Recorder, task: Kind, count: int, total: int) -> None:
+    """The task, how many of its targets it asked for in one pass. Each application's own
+    event is written by the API with its stamp (``POST /scheduling/reschedules`` with
+    ``task``), in the same commit."""
     if count:
         events.emit(task, "RescheduleRequested", f"Requested for {count} of {total} targets")

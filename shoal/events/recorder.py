@@ -49,9 +49,14 @@ class _Pending:
 def event_name(obj: Kind, reason: str, key: str, component: str) -> str:
     """A stable name: the same occurrence from any replica names the same stored event."""
     meta = obj.metadata
-    ident = "\0".join((obj.kind, meta.uid or meta.name, reason, key, component))
+    return name_of(obj.kind, meta.name, meta.uid, reason, key, component)
+
+
+def name_of(kind: str, name: str, uid: str | None, reason: str, key: str, component: str) -> str:
+    """``event_name`` from the object's kind, name and uid (for writers without a model)."""
+    ident = "\0".join((kind, uid or name, reason, key, component))
     digest = hashlib.blake2b(ident.encode(), digest_size=8).hexdigest()
-    return f"{meta.name[:46].rstrip('-_')}-{digest}"
+    return f"{name[:46].rstrip('-_')}-{digest}"
 
 
 def involved(obj: Kind) -> dict[str, Any]:
@@ -231,11 +236,12 @@ class Recorder:
         return written
 
     def _item(self, pending: _Pending) -> dict[str, Any]:
+        """The event as the request carries it (its moments spelled by the request's orjson)."""
         item = dict(pending.body)
         item["count"] = pending.count
-        item["first_timestamp"] = pending.first.isoformat()
-        item["last_timestamp"] = pending.last.isoformat()
-        item["expires"] = (pending.last + timedelta(seconds=self.ttl)).isoformat()
+        item["first_timestamp"] = pending.first
+        item["last_timestamp"] = pending.last
+        item["expires"] = pending.last + timedelta(seconds=self.ttl)
         return item
 
     def _put_back(self, batch: list[_Pending]) -> None:

@@ -171,3 +171,8 @@ class RescheduleBatch(Model):
     """Body of ``POST /scheduling/reschedules``: many requests, one round trip."""
 
     items: list[RescheduleItem] = Field(max_length=1000)
+    task: Annotated[str, AfterValidator(check_name)] | None = Field(
+        default=None,
+        description="The RescheduleTask asking: each application stamped gets its "
+        "RescheduleRequested event in the same commit.",
+    )
