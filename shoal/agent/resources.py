@@ -7,6 +7,7 @@ fraction slip through.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Mapping
@@ -30,8 +31,19 @@ def is_quantity(value: object) -> bool:
 
 def amount(resource: str, value: object) -> int:
     """One quantity as an integer amount of ``resource`` (millicores for cpu)."""
+    if isinstance(value, str | int) and not isinstance(value, bool):
+        return _amount(resource, value)  # pods repeat a few quantities: each parsed once
+    return _parse(resource, value)
+
+
+def _parse(resource: str, value: object) -> int:
     number = quantity(value)
     return math.ceil(number * 1000 - 1e-9) if resource == CPU else math.ceil(number - 1e-9)
+
+
+@functools.lru_cache(maxsize=4096)
+def _amount(resource: str, value: str | int) -> int:
+    return _parse(resource, value)
 
 
 def amounts(values: Mapping[str, Any] | None) -> Amounts:

@@ -7,10 +7,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shoal.agent.resources import Amounts, pod_requests
-from shoal.model.pods import Pod
+from shoal.model.pods import Container, Pod
 
 Key = tuple[str, str]  # namespace, name
 Obj = dict[str, Any]
+
+
+def _resources(container: Container) -> Obj:
+    return {"resources": {"requests": container.resources.requests,
+                          "limits": container.resources.limits}}
 
 
 @dataclass(slots=True)
@@ -39,8 +44,11 @@ class PodWork:
 
     @classmethod
     def of(cls, pod: Pod) -> PodWork:
-        spec = pod.spec.model_dump(include={"containers", "initContainers", "overhead"})
-        return cls(pod, pod_requests(spec))
+        spec = pod.spec  # the parts ``pod_requests`` reads, without dumping the model
+        parts = {"containers": [_resources(c) for c in spec.containers],
+                 "initContainers": [_resources(c) for c in spec.initContainers],
+                 "overhead": spec.overhead}
+        return cls(pod, pod_requests(parts))
 
     @property
     def key(self) -> Key:
