@@ -251,9 +251,11 @@ class Watched:
     moved: dict[str, float] = field(default_factory=dict)  # wave: done on the new cluster
     wave_from: dict[str, str] = field(default_factory=dict)  # wave: app → old cluster
     confirmed: asyncio.Queue[tuple[str, str]] = field(default_factory=asyncio.Queue)
+    events: int = 0  # application events (each a stored write) the informer delivered
 
     def seen(self, app: Application, _old: Application | None) -> None:
         now = time.monotonic()
+        self.events += 1
         name, status = app.metadata.name, app.status
         if status.scheduled_to is not None:
             self.bound.setdefault(name, now)
@@ -372,6 +374,7 @@ async def measure(
     )  # fmt: skip
     t_all = max(watched.running.values()) - t0
     cpu1 = cpu_snapshot(procs)
+    writes = watched.events
     result: dict[str, Any] = {
         "label": label,
         "apps": n,
@@ -382,6 +385,7 @@ async def measure(
         "bound_running": [watched.running[a] - watched.bound[a] for a in created],
         "create_running": [watched.running[a] - created[a] for a in created],
         "cpu_per_1000": {k: round((cpu1[k] - cpu0[k]) * 1000 / n, 2) for k in cpu1 if k in cpu0},
+        "writes_per_app": round(writes / n, 2),
     }
     if args.wave:
         result["wave"] = await wave(client, sim, watched, names, args.timeout)
@@ -523,6 +527,7 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
     for r in results:
         print(f"\n{r['label']}: created in {r['created_s']} s")
         print(f"  CPU s per 1,000 apps (burst): {r['cpu_per_1000']}")
+        print(f"  application writes per application until all RUNNING: {r['writes_per_app']}")
         if "wave_cpu_per_1000" in r:
             print(f"  CPU s per 1,000 apps (wave):  {r['wave_cpu_per_1000']}")
         print(f"  peak RSS MiB: {r['peak_rss_mib']}")
