@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +44,7 @@ class _Try:
     outcome: Outcome = field(default_factory=lambda: Outcome(None, 0, False))
     tries: list[str] = field(default_factory=list)
     done: bool = False
+    reported: bool = False
 
 
 class MultiBind:
@@ -55,7 +57,11 @@ class MultiBind:
     async def commit(self, work: PodWork) -> Outcome:
         return (await self.commit_many([work]))[0]
 
-    async def commit_many(self, works: list[PodWork]) -> list[Outcome]:
+    async def commit_many(self, works: list[PodWork],
+                          decided: Callable[[PodWork, Outcome], None] | None = None
+                          ) -> list[Outcome]:
+        """Each pod's outcome; ``decided`` hears of each pod as soon as its own outcome is
+        known (its agent answered), not when the slowest agent of the batch has."""
         started = time.perf_counter()
         pods = [_Try(w, [w.pinned] if w.pinned is not None else list(w.candidates))
                 for w in works]
@@ -74,17 +80,36 @@ class MultiBind:
                 groups[node.cluster].append((pod, node))
             if not groups and all(p.done or step >= len(p.candidates) for p in pods):
                 break
-            await asyncio.gather(*(self._send(self.agents.by_cluster[c], items)
+            await asyncio.gather(*(self._send(self.agents.by_cluster[c], items, step, started,
+                                              decided)
                                    for c, items in groups.items()))
             step += 1
-        seconds = time.perf_counter() - started
         for pod in pods:
-            pod.work.timings["commit"] = seconds
-            pod.work.explanation["commit"] = {
-                "summary": "; ".join(pod.tries) or "no candidate to try", "tries": pod.tries}
+            self._report(pod, started, decided)
         return [p.outcome for p in pods]
 
-    async def _send(self, agent: AgentRef, items: list[tuple[_Try, Candidate]]) -> None:
+    @staticmethod
+    def _report(pod: _Try, started: float,
+                decided: Callable[[PodWork, Outcome], None] | None) -> None:
+        """Once per pod: its commit timing and explanation, then ``decided``."""
+        if pod.reported:
+            return
+        pod.reported = True
+        pod.work.timings["commit"] = time.perf_counter() - started
+        pod.work.explanation["commit"] = {
+            "summary": "; ".join(pod.tries) or "no candidate to try", "tries": pod.tries}
+        if decided is not None:
+            decided(pod.work, pod.outcome)
+
+    async def _send(self, agent: AgentRef, items: list[tuple[_Try, Candidate]], step: int,
+                    started: float, decided: Callable[[PodWork, Outcome], None] | None
+                    ) -> None:
+        await self._post(agent, items)
+        for pod, _ in items:  # bound, in doubt, or out of candidates: its outcome is known
+            if pod.done or step + 1 >= len(pod.candidates):
+                self._report(pod, started, decided)
+
+    async def _post(self, agent: AgentRef, items: list[tuple[_Try, Candidate]]) -> None:
         self.commits += len(items)
         body = {"items": [{"pod": p.work.body(), "nodeName": n.node} for p, n in items]}
         try:

@@ -178,23 +178,33 @@ class FleetPipeline(Controller):
         return True
 
     async def _attempt(self, batch: list[PodWork]) -> None:
-        """Commit a decided batch (one request per agent and step), then each pod's outcome."""
+        """Commit a decided batch (one request per agent and step); each pod's outcome as soon
+        as its agent answered (a slow agent holds back only its own pods)."""
         finished: set[int] = set()
+        released: set[int] = set()
+
+        def release(work: PodWork) -> None:
+            if id(work) not in released:
+                released.add(id(work))
+                self.commits.release()
+                self.queue.done(work.key)
+
+        def decided(work: PodWork, outcome: Outcome) -> None:
+            self._finish(work, outcome)
+            finished.add(id(work))
+            release(work)
+
         try:
             committing: list[PodWork] = []
             for work in batch:
                 work.rounds += 1
                 if work.pinned is None and not self.sampler.enough(work):
                     work.candidates = []  # not an attempt: too few agents answered in time
-                    self._finish(work, Outcome(None, 0, False))
-                    finished.add(id(work))
+                    decided(work, Outcome(None, 0, False))
                 else:
                     work.attempts += 1
                     committing.append(work)
-            outcomes = await self.binder.commit_many(committing)
-            for work, outcome in zip(committing, outcomes, strict=True):
-                self._finish(work, outcome)
-                finished.add(id(work))
+            await self.binder.commit_many(committing, decided)
         except Exception:  # this batch's top level: its pods go back with a back-off
             log.exception("commit of %d pods failed; re-queued", len(batch))
             for work in batch:
@@ -202,8 +212,7 @@ class FleetPipeline(Controller):
                     self._retry(work, "internal error in the scheduler; see its log")
         finally:
             for work in batch:
-                self.commits.release()
-                self.queue.done(work.key)
+                release(work)
 
     def _finish(self, work: PodWork, outcome: Outcome) -> None:
         if outcome.bound is not None:
