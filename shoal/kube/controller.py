@@ -100,6 +100,7 @@ class KubeController(Controller):
         self.applied: dict[AppKey, tuple[AppKey, list[Obj]]] = {}
         self.applied_at: dict[AppKey, float] = {}  # loop time of the last apply
         self.written: dict[AppKey, int] = {}  # resource_version of our last write
+        self.behind: set[AppKey] = set()  # reconciles that waited for our last write's event
         self.app_informer: Informer[Application] = Informer(
             self.client, Application, on_change=self._app_event, on_delete=self._app_deleted
         )
@@ -132,7 +133,12 @@ class KubeController(Controller):
         self.queue.add(key)
 
     def _app_event(self, app: Application, old: Application | None = None) -> None:
-        self.queue.add(cache_key(app))
+        key = cache_key(app)
+        echo = old is not None and app.metadata.resource_version == self.written.get(key)
+        if not echo or key in self.behind:
+            # the echo of our own last write tells nothing new, unless a reconcile waited for it
+            self.behind.discard(key)
+            self.queue.add(key)
         if self.watches is not None and (old is None or placement(old) != placement(app)):
             self.watches.set_app(cache_key(app), watch_entries(app))
 
@@ -151,6 +157,7 @@ class KubeController(Controller):
         self.applied.pop(key, None)
         self.applied_at.pop(key, None)
         self.written.pop(key, None)
+        self.behind.discard(key)
         self.baseline.pop(key, None)
         if self.watches is not None:
             self.watches.set_app(key, ())
@@ -195,8 +202,11 @@ class KubeController(Controller):
 
     async def reconcile(self, key: AppKey) -> None:
         app = self.app_informer.get(key[1], key[0])
-        if app is None or (app.metadata.resource_version or 0) < self.written.get(key, 0):
-            return  # not yet seen our last write: its event re-queues the application
+        if app is None:
+            return
+        if (app.metadata.resource_version or 0) < self.written.get(key, 0):
+            self.behind.add(key)  # not yet seen our last write: its event re-queues it
+            return
         try:
             if app.metadata.deleted is not None:
                 await self._delete(app)
