@@ -72,7 +72,7 @@ async def fleet(client: ShoalClient, n: int, rng: random.Random) -> None:
 
     async def create_cluster(i: int) -> None:
         labels = {"zone": f"z{i % 4}"}
-        weights = {f"m{i}-{k}": k + 1 for k in range(3)}
+        weights = {f"m{i}-{k}": float(k + 1) for k in range(3)}
         await register(client, cluster(f"c{i:04d}", labels=labels, metrics=weights))
 
     await bounded(3 * n, 32, create_metric)

@@ -18,14 +18,13 @@ from typing import Any
 
 import orjson
 from fastapi import APIRouter, Body
-from pydantic import ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from shoal.api.batch import each_item, results_response
 from shoal.api.codec import rfc3339
-from shoal.api.fastpath import _body as parse_body
+from shoal.api.event_items import Item, items_of, parse
 from shoal.api.resources import Resources
 from shoal.api.routes import StrictJsonRoute
 from shoal.model.base import Metadata, check_label_value, utcnow
@@ -40,63 +39,54 @@ _METADATA = Metadata(name="x").model_dump(mode="json")
 _ZERO = timedelta(0)
 
 
-def stored(event: Event, namespace: str, now: str, uid: str) -> bytes:
+def stored(item: Item, namespace: str, now: str, uid: str) -> bytes:
     """The stored form of a new event, built as a dict (a fifth of ``encode``'s CPU).
 
     Events arrive by the thousand in a burst of placements: they skip the model
     round trip of a generic create, with the same server-set metadata (``now``
     is the batch's one server time). orjson spells the moments, in UTC with a Z.
     """
-    meta, involved = event.metadata, event.involved_object
-    metadata = dict(_METADATA, name=meta.name, namespace=namespace, uid=uid)
-    metadata.update(labels=_labels(event), created=now, modified=now)
-    if meta.finalizers or meta.owners:
-        metadata.update(
-            finalizers=meta.finalizers, owners=[o.model_dump(mode="json") for o in meta.owners]
-        )
+    meta = item["metadata"]
+    metadata = dict(_METADATA, name=meta["name"], namespace=namespace, uid=uid)
+    metadata.update(labels=_labels(item), created=now, modified=now)
+    finalizers, owners = meta.get("finalizers"), meta.get("owners")
+    if finalizers or owners:
+        metadata.update(finalizers=finalizers or [], owners=owners or [])
     data = {
         "api": "core",
         "kind": "Event",
         "metadata": metadata,
-        "involved_object": {
-            "api": involved.api,
-            "kind": involved.kind,
-            "namespace": involved.namespace,
-            "name": involved.name,
-            "uid": involved.uid,
-        },
-        "reason": event.reason,
-        "message": event.message,
-        "reporting_component": event.reporting_component,
-        "type": event.type,
-        "count": event.count,
-        "first_timestamp": _utc(event.first_timestamp),
-        "last_timestamp": _utc(event.last_timestamp),
-        "expires": _utc(event.expires),
+        "involved_object": item["involved_object"],
+        "reason": item["reason"],
+        "message": item["message"],
+        "reporting_component": item["reporting_component"],
+        "type": item["type"],
+        "count": item["count"],
+        "first_timestamp": _utc(item["first_timestamp"]),
+        "last_timestamp": _utc(item["last_timestamp"]),
+        "expires": _utc(item["expires"]),
     }
     return orjson.dumps(data, option=orjson.OPT_UTC_Z)
 
 
-def _labels(event: Event) -> dict[str, str]:
+def _labels(item: Item) -> dict[str, str]:
     """The event's labels and the involved object's kind and name (when label values can
     hold them): the server labels events, so every writer's are found by the object's
     selector and a batch carries and validates no labels of its own."""
-    labels = dict(event.metadata.labels)
-    involved = event.involved_object
+    labels = dict(item["metadata"].get("labels") or {})
+    involved = item["involved_object"]
     with suppress(ValueError):
-        labels[KIND_LABEL] = check_label_value(involved.kind)
-        labels[NAME_LABEL] = check_label_value(involved.name)
+        labels[KIND_LABEL] = check_label_value(involved["kind"])
+        labels[NAME_LABEL] = check_label_value(involved["name"])
     return labels
 
 
-def _utc(moment: datetime | None) -> datetime | None:
+def _utc(moment: datetime) -> datetime:
     """``moment`` in UTC, so stored moments compare as strings."""
-    if moment is None or moment.utcoffset() == _ZERO:
-        return moment
-    return moment.astimezone(UTC)
+    return moment if moment.utcoffset() == _ZERO else moment.astimezone(UTC)
 
 
-def _uids(n: int) -> list[str]:
+def new_uids(n: int) -> list[str]:
     """``n`` random (version 4) UUIDs from one read of the system's randomness."""
     h = os.urandom(16 * n).hex()
     return [
@@ -106,62 +96,50 @@ def _uids(n: int) -> list[str]:
     ]
 
 
-async def record(resources: Resources, item: _Item, now: str) -> bytes | int:
+async def record(resources: Resources, one: BatchEvent, now: str) -> bytes | int:
     """Create the item's event (answers its revision), or add its count to the stored one."""
-    event, namespace = item.event, item.namespace
-    value = stored(event, namespace, now, item.uid)
+    item, namespace = one.item, one.namespace
+    value = stored(item, namespace, now, one.uid)
     try:
-        return await resources.store.create(Event.key(item.name, namespace), value)
+        return await resources.store.create(Event.key(one.name, namespace), value)
     except AlreadyExists:
         pass
-    last = rfc3339(event.last_timestamp) if event.last_timestamp else None
-    expires = rfc3339(event.expires) if event.expires else None
+    count, message, type_ = item["count"], item["message"], item["type"]
+    last, expires = rfc3339(item["last_timestamp"]), rfc3339(item["expires"])
 
     def bump(data: dict[str, Any]) -> None:
-        data["count"] = int(data.get("count") or 0) + event.count
-        data["message"] = event.message
-        data["type"] = event.type
-        if last is not None and (data.get("last_timestamp") or "") < last:
+        data["count"] = int(data.get("count") or 0) + count
+        data["message"] = message
+        data["type"] = type_
+        if (data.get("last_timestamp") or "") < last:
             data["last_timestamp"] = last
-        if expires is not None and (data.get("expires") or "") < expires:
+        if (data.get("expires") or "") < expires:
             data["expires"] = expires
 
-    return await resources.swap_json(Event, item.name, namespace, None, bump)
+    return await resources.swap_json(Event, one.name, namespace, None, bump)
 
 
 @dataclass(slots=True)
-class _Item:
-    """An event as a batch item: results name it by namespace and name."""
+class BatchEvent:
+    """An event to write: results name it by namespace and name; ``uid`` is the new one's."""
 
     namespace: str
     name: str
-    event: Event
+    item: Item
     uid: str
 
 
-async def record_many(resources: Resources, batch: EventBatch) -> list[dict[str, Any]]:
+async def record_many(resources: Resources, items: list[Item]) -> list[dict[str, Any]]:
     now = rfc3339(utcnow())
-    uids = _uids(len(batch.events))
-    items = [
-        _Item(e.metadata.namespace or "default", e.metadata.name, e, uid)
-        for e, uid in zip(batch.events, uids, strict=True)
+    ones = [
+        BatchEvent(i["metadata"].get("namespace") or "default", i["metadata"]["name"], i, uid)
+        for i, uid in zip(items, new_uids(len(items)), strict=True)
     ]
 
-    async def act(item: _Item) -> bytes | int:
-        return await record(resources, item, now)
+    async def act(one: BatchEvent) -> bytes | int:
+        return await record(resources, one, now)
 
-    return await each_item(resources.store, items, act)
-
-
-async def _parse(request: Request) -> EventBatch | Response:
-    """The batch, validated straight from the bytes (no dict of the whole body first).
-
-    Only a body that fails goes the generic way, for the same problem document.
-    """
-    try:
-        return EventBatch.model_validate_json(await request.body())
-    except ValidationError:
-        return await parse_body(request, EventBatch)
+    return await each_item(resources.store, ones, act)
 
 
 def fast_route(resources: Resources) -> Route:
@@ -170,10 +148,10 @@ def fast_route(resources: Resources) -> Route:
 
     async def record_events(request: Request) -> Response:
         request.scope["route"] = route  # the metrics middleware labels by route
-        batch = await _parse(request)
-        if isinstance(batch, Response):
-            return batch
-        return results_response(await record_many(resources, batch))
+        items = await parse(request)
+        if isinstance(items, Response):
+            return items
+        return results_response(await record_many(resources, items))
 
     route = Route(PATH, record_events, methods=["POST"])
     return route
@@ -183,7 +161,7 @@ def build_router(resources: Resources) -> APIRouter:
     router = APIRouter(route_class=StrictJsonRoute)
 
     async def record_events(body: EventBatch = Body()) -> Any:
-        return results_response(await record_many(resources, body))
+        return results_response(await record_many(resources, items_of(body)))
 
     router.add_api_route(
         PATH,

@@ -27,11 +27,12 @@ from starlette.responses import Response
 from shoal.api.batch import add_batch_route, each_item
 from shoal.api.codec import rfc3339
 from shoal.api.errors import ProblemError
-from shoal.api.events import _Item, _uids, record
+from shoal.api.event_items import Involved, Item, Meta
+from shoal.api.events import BatchEvent, new_uids, record
 from shoal.api.resources import Resources
 from shoal.events.recorder import name_of
-from shoal.model.base import Metadata, utcnow
-from shoal.model.events import DEFAULT_TTL, Event, InvolvedObject
+from shoal.model.base import utcnow
+from shoal.model.events import DEFAULT_TTL
 from shoal.model.kubernetes import Application
 from shoal.model.scheduling import (
     RescheduleBatch,
@@ -105,15 +106,14 @@ async def _announcer(
         meta = app["metadata"]
         namespace, name, uid = meta.get("namespace") or "default", meta["name"], meta.get("uid")
         where = (app["status"].get("scheduled_to") or {}).get("name") or "nowhere"
-        event = Event.model_construct(
-            metadata=Metadata.model_construct(
+        event = Item(
+            api="core",
+            kind="Event",
+            metadata=Meta(
                 name=name_of("Application", name, uid, REASON, task, COMPONENT),
                 namespace=namespace,
-                labels={},
-                finalizers=[],
-                owners=[],
             ),
-            involved_object=InvolvedObject.model_construct(
+            involved_object=Involved(
                 api="kubernetes", kind="Application", namespace=namespace, name=name, uid=uid
             ),
             reason=REASON,
@@ -125,8 +125,8 @@ async def _announcer(
             last_timestamp=now,
             expires=expires,
         )
-        meta_name = event.metadata.name
-        await record(resources, _Item(namespace, meta_name, event, _uids(1)[0]), stamp)
+        meta_name = event["metadata"]["name"]
+        await record(resources, BatchEvent(namespace, meta_name, event, new_uids(1)[0]), stamp)
 
     return announce
 
