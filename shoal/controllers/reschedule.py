@@ -267,11 +267,15 @@ class RescheduleTaskController(Controller):
                 key = _app_key(app)
                 where = app.status.scheduled_to
                 on = (where.namespace or DEFAULT_NAMESPACE, where.name) if where else None
-                if on in clusters or any(
-                    ns == key[0] and selector.matches(app.metadata.labels)
-                    for ns, selector in selectors
+                if key not in chosen and (
+                    on in clusters
+                    or any(
+                        ns == key[0] and selector.matches(app.metadata.labels)
+                        for ns, selector in selectors
+                    )
                 ):
-                    chosen.setdefault(key, TargetStatus(namespace=key[0], name=key[1]))
+                    # Names read from stored applications: no validation to redo.
+                    chosen[key] = TargetStatus.model_construct(namespace=key[0], name=key[1])
         return list(chosen.values())
 
     async def _progress(self, task: RescheduleTask) -> None:
