@@ -62,6 +62,8 @@ class FleetConfig(BaseModel):
     backoff: Backoff = Field(default_factory=lambda: Backoff(initial=0.05, factor=2, cap=5))
     samplers: int = Field(default=8, ge=1, description="Sampling pipelines in flight")
     batch: int = Field(default=64, ge=1, le=1000, description="Pods per sampling request")
+    linger: float = Field(default=0.03, ge=0, le=1,
+                          description="Seconds a sampler waits for a fuller batch")
     commit_timeout: float = Field(default=5.0, gt=0, description="Seconds a commit may take")
     commits: int = Field(default=512, ge=1, description="Commits in flight")
     status_writers: int = Field(default=4, ge=1, description="Status batches in flight")

@@ -124,7 +124,7 @@ class FleetPipeline(Controller):
     async def _sampler(self) -> None:
         """Sample and decide a batch, then hand its commits over and take the next batch."""
         while True:
-            batch = await self.queue.take(self.config.batch)
+            batch = await self.queue.take(self.config.batch, self.config.linger)
             try:
                 await self._run(batch)
             except asyncio.CancelledError:

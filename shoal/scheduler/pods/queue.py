@@ -27,6 +27,7 @@ class PodQueue:
         self._timers: dict[Key, asyncio.TimerHandle] = {}
         self._seq = itertools.count()
         self._ready = asyncio.Event()
+        self._turn = asyncio.Lock()
 
     def __len__(self) -> int:
         return len(self._places)
@@ -81,8 +82,20 @@ class PodQueue:
         heapq.heappush(self._heap, (self.sort_key(self._items[key]), next(self._seq), key))
         self._ready.set()
 
-    async def take(self, most: int) -> list[PodWork]:
-        """Up to ``most`` ready pods, best first; waits for at least one."""
+    async def take(self, most: int, linger: float = 0.0) -> list[PodWork]:
+        """Up to ``most`` ready pods, best first; waits for at least one, then up to
+        ``linger`` seconds for a fuller batch. Takers take turns, so pods that come in
+        while one lingers go to its batch: a few large requests to the agents rather than
+        many small ones, which cost the agents and this scheduler far more per pod."""
+        async with self._turn:
+            while not self._heap:
+                self._ready.clear()
+                await self._ready.wait()
+            if linger and len(self._heap) < most:
+                await asyncio.sleep(linger)
+            return await self._take(most)
+
+    async def _take(self, most: int) -> list[PodWork]:
         while True:
             taken: list[PodWork] = []
             while self._heap and len(taken) < most:
