@@ -163,6 +163,9 @@ class KubeController(Controller):
             self.watches.set_app(key, ())
 
     def _cluster_event(self, cluster: Cluster, old: Cluster | None = None) -> None:
+        new_config = old is None or old.spec.kubeconfig != cluster.spec.kubeconfig
+        if new_config and cluster.spec.kubeconfig is not None and cluster.metadata.deleted is None:
+            self.spawn(self._connect(cluster))
         # Applications waiting on this cluster (e.g. it came back) get another look,
         # and so do copies left behind there; not on every status write (metrics, nodes).
         if old is not None and (old.spec.kubeconfig, old.status.state) == (
@@ -180,6 +183,15 @@ class KubeController(Controller):
                 self.queue.add(cache_key(app))
         if key in self.orphans and key not in self._orphan_tasks:
             self._orphan_tasks[key] = asyncio.create_task(self._remove_orphans(cluster))
+
+    async def _connect(self, cluster: Cluster) -> None:
+        """Build a cluster's client when it is registered, not on its first application.
+
+        The Kubernetes client loads the system's CA certificates for each cluster
+        (tens of milliseconds of CPU): paid once, ahead of the first deployment.
+        """
+        with contextlib.suppress(KubeApiError, KubeUnreachable):
+            await self.kube.get(cluster)
 
     async def _cluster_deleted(self, cluster: Cluster) -> None:
         await self.kube.forget(*cache_key(cluster))
