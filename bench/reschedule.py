@@ -171,7 +171,7 @@ async def task(client: ShoalClient, m: int, name: str) -> tuple[float, float, di
             print(f"  {shown:6.2f} {status['phase']:>9} {done:7d} {status['pending']:7d}")
         if finished:
             break
-        await asyncio.sleep(0.25)
+        await asyncio.sleep(0.5)  # as the failover polls; each read is every target
     assert created.metadata.created is not None
     last = await until(client, "task finished", "a", m, 10)
     counts = {key: status[key] for key in ("total", "successful", "failed")}
