@@ -160,7 +160,7 @@ class FleetPipeline(Controller):
         for work in batch:
             if work.pinned is None:
                 groups[tuple(work.pod.spec.placement.cluster_labels)].append(work)
-        await asyncio.gather(*(self.sampler.sample(g, c) for c, g in groups.items()))
+        await self.sampler.sample(groups)
         fresh = [w for g in groups.values() for w in g]
         self.decider.decide([w for w in fresh if self.sampler.enough(w)])
         for _ in batch:

@@ -1,8 +1,9 @@
 """2-smart sampling: ask a random Cp % of the agents for Np of their nodes, each with a deadline.
 
-A batch of pods goes to the same agents in one request per agent (the agents'
-batch route), so a pod costs a fraction of a round trip; pods of one batch
-share a constraint set, and every batch draws its own random clusters. An
+A batch of pods goes to the agents in one request per agent (the agents'
+batch route), so a pod costs a fraction of a round trip; the pods of a batch
+that share a constraint set draw their own random clusters, and an agent
+drawn by several sets answers all their pods in that one request. An
 agent late past the deadline costs the deadline once: it is marked and
 skipped until it answers its health probe again. The deadline stretches
 while the agents that answer all answer slowly (see ``Sampler.deadline``).
@@ -38,41 +39,64 @@ class Sampler:
         self.random = random.Random()
         self.typical = 0.0  # moving average of the time answers take (agents that answer)
 
-    async def sample(self, batch: list[PodWork], constraints: tuple[str, ...]) -> None:
-        """Fill each pod's ``candidates`` (unranked) and ``explanation['sampling']``."""
+    async def sample(self, groups: dict[tuple[str, ...], list[PodWork]]) -> None:
+        """Fill each pod's ``candidates`` (unranked) and ``explanation['sampling']``.
+
+        Each group (pods with the same cluster constraints) draws its own Cp % of the
+        clusters it may use; an agent chosen by several groups gets all their pods in one
+        request.
+        """
         started = time.perf_counter()
-        eligible = self.agents.live(constraints)
-        chosen = self.random.sample(eligible, clusters_to_ask(len(eligible), self.config))
         keep = {"keep": self.config.keep} if self.config.keep else {}
-        body = {"items": [{"pod": w.sample_body(), "nodesToSampleBp": self.config.nodes_bp, **keep}
-                          for w in batch]}
-        answers = await asyncio.gather(*(self._ask(a, body) for a in chosen))
+        plans: list[tuple[list[PodWork], list[AgentRef], int]] = []
+        asked: dict[str, tuple[AgentRef, list[Obj], dict[int, int]]] = {}
+        for constraints, batch in groups.items():
+            eligible = self.agents.live(constraints)
+            chosen = self.random.sample(eligible, clusters_to_ask(len(eligible), self.config))
+            plans.append((batch, chosen, len(eligible)))
+            items = [{"pod": w.sample_body(), "nodesToSampleBp": self.config.nodes_bp, **keep}
+                     for w in batch]
+            for agent in chosen:
+                _, body, where = asked.setdefault(agent.cluster, (agent, [], {}))
+                for work, item in zip(batch, items, strict=True):
+                    where[id(work)] = len(body)
+                    body.append(item)
+        answers = dict(zip(asked, await asyncio.gather(
+            *(self._ask(agent, {"items": body}) for agent, body, _ in asked.values())),
+            strict=True))
         seconds = time.perf_counter() - started
         known = len(self.agents.by_cluster)
-        for i, work in enumerate(batch):
-            clusters: dict[str, Obj] = {}
-            work.candidates = []
-            for agent, (answer, items) in zip(chosen, answers, strict=True):
-                if items is None:
-                    clusters[agent.cluster] = {"answer": answer}
-                    continue
-                item = items[i]
-                nodes = item.get("nodes") or []
-                work.candidates.extend(
-                    Candidate(agent.cluster, n["name"], n["score"], n["available"], n["total"])
-                    for n in nodes)
-                rejected = (item.get("explanation") or {}).get("rejected") or {}
-                clusters[agent.cluster] = {"answer": "ok",
-                                           "eligible": item.get("eligible", len(nodes)),
-                                           "examined": item.get("examined", 0),
-                                           "rejected": rejected}
-            answered = sum(1 for c in clusters.values() if c["answer"] == "ok")
-            work.explanation["sampling"] = {
-                "summary": self._summary(known, len(eligible), clusters, answered,
-                                         len(work.candidates)),
-                "asked": len(chosen), "answered": answered, "clusters": clusters,
-            }
-            work.timings["sampling"] = seconds
+        for batch, chosen, usable in plans:
+            for work in batch:
+                self._found(work, chosen, answers, asked, known, usable)
+                work.timings["sampling"] = seconds
+
+    def _found(self, work: PodWork, chosen: list[AgentRef],
+               answers: dict[str, tuple[str, list[Obj] | None]],
+               asked: dict[str, tuple[AgentRef, list[Obj], dict[int, int]]],
+               known: int, eligible: int) -> None:
+        clusters: dict[str, Obj] = {}
+        work.candidates = []
+        for agent in chosen:
+            answer, items = answers[agent.cluster]
+            if items is None:
+                clusters[agent.cluster] = {"answer": answer}
+                continue
+            item = items[asked[agent.cluster][2][id(work)]]
+            nodes = item.get("nodes") or []
+            work.candidates.extend(
+                Candidate(agent.cluster, n["name"], n["score"], n["available"], n["total"])
+                for n in nodes)
+            rejected = (item.get("explanation") or {}).get("rejected") or {}
+            clusters[agent.cluster] = {"answer": "ok",
+                                       "eligible": item.get("eligible", len(nodes)),
+                                       "examined": item.get("examined", 0),
+                                       "rejected": rejected}
+        answered = sum(1 for c in clusters.values() if c["answer"] == "ok")
+        work.explanation["sampling"] = {
+            "summary": self._summary(known, eligible, clusters, answered, len(work.candidates)),
+            "asked": len(chosen), "answered": answered, "clusters": clusters,
+        }
 
     def enough(self, work: PodWork) -> bool:
         found = work.explanation["sampling"]
