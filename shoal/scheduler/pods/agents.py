@@ -59,7 +59,9 @@ class Agents:
     @property
     def session(self) -> aiohttp.ClientSession:
         if self._session is None:
-            connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
+            # idle connections dropped below the agents' (uvicorn's) 5 s keep-alive: a request
+            # on one the agent is closing fails, and a failed request marks the agent
+            connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300, keepalive_timeout=4.0)
             self._session = aiohttp.ClientSession(connector=connector,
                                                   json_serialize=lambda o: orjson.dumps(o).decode())
         return self._session
