@@ -1,10 +1,12 @@
-"""Application status patches in batches: ``POST /scheduling/applicationstatuses``.
+"""Application status patches and finalizers in batches (``POST /scheduling/...``).
 
 The kube controller writes an application's ``RUNNING`` (and its other
 progress) once per application; one request and one store commit for a batch
 of them costs the API a fraction of a request per application. Each item is
 the merge patch of ``PATCH .../applications/{name}/status`` (the writer's own
-fields only, checked per item) with its optional precondition.
+fields only, checked per item) with its optional precondition. Its finalizer
+goes the same way (``applicationfinalizers``), so that most of the controller's
+writes share commits.
 """
 
 from __future__ import annotations
@@ -15,12 +17,13 @@ from fastapi import APIRouter, Body, Request
 from pydantic import Field, StrictInt
 from starlette.responses import Response
 
-from shoal.api.batch import each_item, results_response
+from shoal.api.batch import add_batch_route, each_item, results_response
 from shoal.api.resources import Resources
-from shoal.model.base import Model
+from shoal.model.base import Finalizer, Model
 from shoal.model.kubernetes import Application
 
 PATH = "/scheduling/applicationstatuses"
+FINALIZERS_PATH = "/scheduling/applicationfinalizers"
 
 
 class StatusPatchItem(Model):
@@ -32,6 +35,23 @@ class StatusPatchItem(Model):
     resource_version: StrictInt | None = Field(
         default=None, description="Patch only if the application is still at this revision."
     )
+
+
+class FinalizersItem(Model):
+    """One application's finalizers, set alone (``PATCH .../applications/{name}``)."""
+
+    namespace: str = Field(min_length=1, max_length=63)
+    name: str = Field(min_length=1, max_length=63)
+    finalizers: list[Finalizer] = Field(max_length=100)
+    resource_version: StrictInt | None = Field(
+        default=None, description="Set only if the application is still at this revision."
+    )
+
+
+class FinalizersBatch(Model):
+    """Body of ``POST /scheduling/applicationfinalizers``: many finalizer writes, one request."""
+
+    items: list[FinalizersItem] = Field(max_length=1000)
 
 
 class StatusPatchBatch(Model):
@@ -57,6 +77,26 @@ def build_router(resources: Resources) -> APIRouter:
 
         return results_response(await each_item(resources.store, body.items, one))
 
+    async def finalizers_many(body: FinalizersBatch) -> list[dict[str, Any]]:
+        async def one(item: FinalizersItem) -> bytes:
+            metadata: dict[str, Any] = {"finalizers": item.finalizers}
+            if item.resource_version is not None:
+                metadata["resource_version"] = item.resource_version
+            body = {"metadata": metadata}
+            return await resources.patch_finalizers(Application, item.name, item.namespace, body)
+
+        return await each_item(resources.store, body.items, one)
+
+    add_batch_route(
+        router,
+        FINALIZERS_PATH,
+        FinalizersBatch,
+        finalizers_many,
+        name="patch_applications_many",
+        summary="Set the finalizers of many applications in one request",
+        item="the `metadata.finalizers` of `PATCH .../applications/{name}`",
+        problems="409 on a stale resource_version, 404",
+    )
     router.add_api_route(
         PATH,
         patch_many,

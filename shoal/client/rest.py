@@ -289,6 +289,19 @@ class ShoalClient:
         data = await self.request("PATCH", path, body={"metadata": metadata})
         return int(data["metadata"]["resource_version"])
 
+    async def set_finalizers_many(
+        self, items: Sequence[Mapping[str, Any]]
+    ) -> Sequence[dict[str, Any]]:
+        """Many applications' finalizers (``set_finalizers``) in one request: a result each.
+
+        An item is ``namespace``, ``name``, ``finalizers`` and optionally
+        ``resource_version``.
+        """
+        body = {"items": list(items)}
+        data = await self.request("POST", "/scheduling/applicationfinalizers", body=body)
+        results: Sequence[dict[str, Any]] = data["results"]
+        return results
+
     async def patch_status_many(
         self, items: Sequence[Mapping[str, Any]]
     ) -> Sequence[dict[str, Any]]:

@@ -96,6 +96,7 @@ class KubeController(Controller):
         self.events = Recorder(self.client, "kube-controller")
         # status writes of concurrent reconciles share requests and store commits
         self.status_writes = Batcher(self.client.patch_status_many)
+        self.finalizer_writes = Batcher(self.client.set_finalizers_many)
         # (cluster key, manifest) applied per application, to apply only on change
         self.applied: dict[AppKey, tuple[AppKey, list[Obj]]] = {}
         self.applied_at: dict[AppKey, float] = {}  # loop time of the last apply
@@ -126,6 +127,7 @@ class KubeController(Controller):
         await self.kube.close()
         await self.events.close()
         await self.status_writes.close()
+        await self.finalizer_writes.close()
 
     # events --------------------------------------------------------------------------
 
@@ -524,8 +526,9 @@ class KubeController(Controller):
     async def _set_finalizers(self, app: Application, finalizers: list[str]) -> Application:
         """Write the finalizers alone (``metadata.modified`` stays), on our copy's revision."""
         meta = app.metadata
-        version = await self.client.set_finalizers(
-            Application, meta.name, meta.namespace, finalizers, meta.resource_version
+        item = {"namespace": meta.namespace, "name": meta.name, "finalizers": finalizers}
+        version = await self.finalizer_writes.write(
+            {**item, "resource_version": meta.resource_version}
         )
         metadata = meta.model_copy(update={"finalizers": finalizers, "resource_version": version})
         return self._wrote(app.model_copy(update={"metadata": metadata}))

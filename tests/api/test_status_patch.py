@@ -166,6 +166,22 @@ async def test_finalizers_alone_by_patch(http: httpx.AsyncClient, client: ShoalC
     await client.set_finalizers(Application, "fin", "default", [])
     assert (await http.get(f"{APP}/fin")).status_code == 404  # the last one went: removed
 
+    many = await _create(http, "many")
+    results = await client.set_finalizers_many(
+        [
+            {"namespace": "default", "name": "many", "finalizers": ["a"]},
+            {"namespace": "default", "name": "many", "finalizers": ["b"], "resource_version": 1},
+            {"namespace": "default", "name": "fin", "finalizers": []},
+        ]
+    )
+    assert [r["status"] for r in results] == [200, 409, 404]
+    got = (await http.get(f"{APP}/many")).json()
+    assert got["metadata"]["finalizers"] == ["a"]
+    assert got["metadata"]["modified"] == many["metadata"]["modified"]
+    items = [{"namespace": "default", "name": "many", "finalizers": ["no spaces"]}]
+    answer = await http.post("/scheduling/applicationfinalizers", json={"items": items})
+    assert answer.status_code == 422
+
 
 async def test_whole_status_put_of_a_krake_client_still_works(http: httpx.AsyncClient) -> None:
     app = await _create(http, "krake")
@@ -208,5 +224,8 @@ async def test_a_component_may_patch_only_its_own_fields(tmp_path: Path) -> None
             answer = await kube.post("/scheduling/applicationstatuses", json={"items": items})
             assert answer.status_code == 200, answer.text
             assert [r["status"] for r in answer.json()["results"]] == [403, 200]
+            items = [{"namespace": "default", "name": "x", "finalizers": ["shoal.kube/resources"]}]
+            answer = await kube.post("/scheduling/applicationfinalizers", json={"items": items})
+            assert [r["status"] for r in answer.json()["results"]] == [200]
     finally:
         await server.stop()

@@ -29,6 +29,7 @@ _BATCHES = [
     "/scheduling/reschedules",
     "/scheduling/podstatuses",
     "/scheduling/applicationstatuses",
+    "/scheduling/applicationfinalizers",
     "/core/events",
 ]
 _PATHS += _BATCHES

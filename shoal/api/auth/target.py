@@ -22,6 +22,7 @@ BATCHES = {
     "/scheduling/reschedules": ("items", "kubernetes", "applications/reschedule"),
     "/scheduling/podstatuses": ("items", "scheduling", "pods/status"),
     "/scheduling/applicationstatuses": ("items", "kubernetes", "applications/status"),
+    "/scheduling/applicationfinalizers": ("items", "kubernetes", "applications"),
 }
 
 _METHOD_VERBS = {"POST": "create", "PUT": "update", "PATCH": "update", "DELETE": "delete"}
