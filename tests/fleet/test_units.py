@@ -84,3 +84,47 @@ async def test_an_unanswered_commit_is_retried_where_it_went_never_elsewhere() -
     again = await binder.commit(one)
     assert again.bound is not None and again.bound.node == "n1" and agents.calls == ["n1", "n1"]
     assert one.pinned is None
+
+
+class SlowCluster(Agents):
+    """Commits to cluster ``slow`` answer only when ``release`` is set; others at once."""
+
+    def __init__(self) -> None:
+        super().__init__(1.0)
+        self.release = asyncio.Event()
+
+    async def post(self, agent: AgentRef, path: str, body: Any, timeout: float,
+                   method: str = "POST") -> tuple[int, Any]:
+        if agent.cluster == "slow":
+            await self.release.wait()
+        return 200, {"items": [{"status": 201, "body": {}} for _ in body["items"]]}
+
+
+async def test_a_pod_is_decided_when_its_own_agent_answers() -> None:
+    agents = SlowCluster()
+    for cluster in ("fast", "slow"):
+        agents.by_cluster[cluster] = AgentRef(cluster, "default", f"http://{cluster}", {})
+    quick, late = work("quick"), work("late")
+    quick.candidates, late.candidates = [node("fast", "n1", 90)], [node("slow", "n2", 90)]
+    decided: list[str] = []
+    task = asyncio.create_task(MultiBind(agents, FleetConfig()).commit_many(
+        [quick, late], lambda w, outcome: decided.append(w.key[1])))
+    for _ in range(20):
+        await asyncio.sleep(0.01)
+    assert decided == ["quick"] and not task.done()
+    agents.release.set()
+    outcomes = await task
+    assert decided == ["quick", "late"] and all(o.bound is not None for o in outcomes)
+
+
+async def test_takers_take_turns_and_linger_for_a_fuller_batch() -> None:
+    queue = PodQueue(PrioritySort().key)
+    first = asyncio.create_task(queue.take(10, linger=0.2))
+    second = asyncio.create_task(queue.take(10, linger=0.2))
+    queue.add(work("a"))
+    await asyncio.sleep(0.05)
+    queue.add(work("b"))  # while the first taker lingers: its batch
+    assert [w.key[1] for w in await first] == ["a", "b"]
+    assert not second.done()
+    queue.add(work("c"))
+    assert [w.key[1] for w in await asyncio.wait_for(second, 1)] == ["c"]
