@@ -35,7 +35,7 @@ from shoal.client.informer import Informer
 from shoal.client.rest import ApiError, Conflict, NotFound, ShoalClient, item_path
 from shoal.controllers.base import Controller
 from shoal.controllers.queue import WorkQueue
-from shoal.controllers.reschedule_view import ApplicationView
+from shoal.controllers.reschedule_view import ApplicationView, TaskView
 from shoal.events import Recorder, reasons
 from shoal.model.base import utcnow
 from shoal.model.constraints import LabelSelector
@@ -162,9 +162,9 @@ class RescheduleTaskController(Controller):
         self.apps: Informer[ApplicationView] = Informer(
             client, ApplicationView, on_change=self._app_event, on_delete=self._app_event
         )
-        self.tasks: Informer[RescheduleTask] = Informer(
+        self.tasks: Informer[TaskView] = Informer(
             client,
-            RescheduleTask,
+            TaskView,
             on_change=lambda task, old: self.queue.add(task.metadata.name),
             on_delete=self._task_deleted,
         )
@@ -197,7 +197,7 @@ class RescheduleTaskController(Controller):
                 progress.dirty.add(key)
             self.queue.add_after(name, self.debounce)
 
-    def _task_deleted(self, task: RescheduleTask) -> None:
+    def _task_deleted(self, task: TaskView) -> None:
         self._unwatch(task.metadata.name)
         self.progress.pop(task.metadata.name, None)
         self.sent.pop(task.metadata.uid or "", None)
@@ -230,24 +230,25 @@ class RescheduleTaskController(Controller):
             self.progress.pop(name, None)
             await self._expire(task)
             return
-        if not status.targets or status.trigger_time is None:
+        if status.trigger_time is None:  # written with the targets
             await self._observe(task)
             return
         await self._progress(task)
 
-    async def _observe(self, task: RescheduleTask) -> None:
+    async def _observe(self, task: TaskView) -> None:
         """Select the targets once and record them with the trigger time."""
-        update = task.model_copy(deep=True)
-        update.status.trigger_time = task.metadata.created or utcnow()
-        update.status.targets = self.select(task)
-        update.status.phase = TaskPhase.Running
-        _count(update)
-        if not update.status.targets:
-            update.status.phase = TaskPhase.Finished
-            update.status.finish_time = utcnow()
-        await self._write(task, None, update.status, None)
+        status = RescheduleTaskStatus(
+            phase=TaskPhase.Running,
+            trigger_time=task.metadata.created or utcnow(),
+            targets=self.select(task),
+        )
+        _count(status)
+        if not status.targets:
+            status.phase = TaskPhase.Finished
+            status.finish_time = utcnow()
+        await self._write(task, None, status, None)
 
-    def select(self, task: RescheduleTask) -> list[TargetStatus]:
+    def select(self, task: TaskView) -> list[TargetStatus]:
         spec = task.spec
         chosen: dict[AppKey, TargetStatus] = {}
         for ref in spec.target_ref_resource:
@@ -278,14 +279,17 @@ class RescheduleTaskController(Controller):
                     chosen[key] = TargetStatus.model_construct(namespace=key[0], name=key[1])
         return list(chosen.values())
 
-    async def _progress(self, task: RescheduleTask) -> None:
+    async def _progress(self, task: TaskView) -> None:
         name = task.metadata.name
         trigger = task.status.trigger_time
         assert trigger is not None
         uid = task.metadata.uid or ""
         progress = self.progress.get(name)
         if progress is None or progress.uid != uid:
-            progress = self.progress[name] = Progress.of(task)
+            stored = await self.client.get(RescheduleTask, name)  # with its targets, once
+            if stored.metadata.uid != task.metadata.uid:
+                return  # replaced meanwhile: the new task's events bring it back
+            progress = self.progress[name] = Progress.of(stored)
         full = time.monotonic() >= progress.next_full
         if full:
             keys = [key for key in progress.index if key in progress.pending]
@@ -328,7 +332,7 @@ class RescheduleTaskController(Controller):
             reasons.reschedule_requested(self.events, task, asked, len(targets))
         await self._report(task, progress)
 
-    async def _report(self, task: RescheduleTask, progress: Progress) -> None:
+    async def _report(self, task: TaskView, progress: Progress) -> None:
         """Write progress when the counts moved, as the rules at the top of the module say.
 
         Results not yet written are kept in ``progress`` (and can be judged again
@@ -342,8 +346,13 @@ class RescheduleTaskController(Controller):
             if progress.pending:
                 self.queue.add_after(name, self.resync)  # cheap re-check of the cache
             return
-        status = task.status.model_copy(update=counts)
-        status.targets = progress.targets
+        status = RescheduleTaskStatus(
+            phase=task.status.phase,
+            trigger_time=task.status.trigger_time,
+            targets=progress.targets,
+            finish_time=task.status.finish_time,
+            **counts,
+        )
         now = time.monotonic()
         unwritten = task.status.pending - counts["pending"]
         step = max(1, counts["total"] // 4)
@@ -364,7 +373,7 @@ class RescheduleTaskController(Controller):
 
     async def _write(
         self,
-        task: RescheduleTask,
+        task: TaskView,
         progress: Progress | None,
         status: RescheduleTaskStatus,
         fields: set[str] | None,
@@ -485,7 +494,7 @@ class RescheduleTaskController(Controller):
                 raise ApiError(503, {"title": "RETRY", "detail": "some stamps must be retried"})
         return changed
 
-    async def _expire(self, task: RescheduleTask) -> None:
+    async def _expire(self, task: TaskView) -> None:
         ttl = task.spec.ttl_seconds_after_finished
         if ttl is None:
             return
@@ -500,7 +509,7 @@ class RescheduleTaskController(Controller):
             pass
 
 
-def _acting_for(task: RescheduleTask) -> dict[str, str] | None:
+def _acting_for(task: TaskView) -> dict[str, str] | None:
     """Impersonation headers of the task's requester (set by the API when security is on)."""
     who = task.spec.requested_by
     if who is None:
@@ -523,8 +532,7 @@ def _app_key(app: ApplicationView) -> AppKey:
     return (app.metadata.namespace or "", app.metadata.name)
 
 
-def _count(task: RescheduleTask) -> None:
-    status = task.status
+def _count(status: RescheduleTaskStatus) -> None:
     status.total = len(status.targets)
     status.successful = sum(t.result is TargetResult.Successful for t in status.targets)
     status.failed = sum(t.result is TargetResult.Failed for t in status.targets)
