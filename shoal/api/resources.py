@@ -20,6 +20,7 @@ from shoal.api.admission import admit, dry
 from shoal.api.batch import each_item
 from shoal.api.codec import decode, encode, rfc3339, with_revision
 from shoal.api.errors import ProblemError
+from shoal.api.field_selector import parse_field_selector
 from shoal.model import application_status
 from shoal.model.base import Kind, utcnow
 from shoal.model.constraints import ConstraintError, LabelSelector
@@ -75,8 +76,10 @@ class Resources:
         label_selector: str | None,
         limit: int | None,
         cont: str | None,
+        field_selector: str | None = None,
     ) -> tuple[list[bytes], int, str | None]:
         selector = _parse_selector(label_selector)
+        fields = parse_field_selector(field_selector)
         prefix = kind.key_prefix(namespace)
         start_after, revision_hint = _parse_continue(cont, prefix)
         items: list[bytes] = []
@@ -84,12 +87,16 @@ class Resources:
         next_token: str | None = None
         after = start_after
         while True:
-            batch = None if limit is None else max(limit - len(items), 1) * (4 if selector else 1)
+            narrowed = selector is not None or fields is not None
+            batch = None if limit is None else max(limit - len(items), 1) * (4 if narrowed else 1)
             records, revision = await self.store.list(prefix, start_after=after, limit=batch)
             for record in records:
-                if selector is not None:
-                    labels = orjson.loads(record.value)["metadata"].get("labels") or {}
-                    if not selector.matches(labels):
+                if narrowed:
+                    data = orjson.loads(record.value)
+                    labels = data["metadata"].get("labels") or {}
+                    if selector is not None and not selector.matches(labels):
+                        continue
+                    if fields is not None and not fields.matches(data):
                         continue
                 items.append(with_revision(record.value, record.revision))
                 if limit is not None and len(items) >= limit:

@@ -21,6 +21,7 @@ from starlette.responses import Response, StreamingResponse
 from shoal.api.admission import with_dry_run
 from shoal.api.codec import list_body, with_revision
 from shoal.api.errors import ProblemError
+from shoal.api.field_selector import FieldSelector, parse_field_selector
 from shoal.api.metrics import WATCHES
 from shoal.api.resources import Resources, _parse_selector
 from shoal.model import application_status
@@ -200,6 +201,11 @@ def _list_params() -> list[inspect.Parameter]:
             str | None,
             Query(None, max_length=4096, description="k=v,k!=v,k in (a,b)"),
         ),
+        _p(
+            "field_selector",
+            str | None,
+            Query(None, max_length=4096, description="status.state=RUNNING,spec.x!=y"),
+        ),
         _p("limit", int | None, Query(None, ge=1, le=100_000, description="Page size")),
         _p("continue_", str | None, Query(None, alias="continue", max_length=4096)),
         _p("watch", str | None, Query(None, description="Present: stream events (ndjson)")),
@@ -231,7 +237,7 @@ def _kind_handlers(res: Resources, kind: type[Kind]) -> _Handlers:
         if kw["watch"] is not None and kw["watch"].lower() not in ("false", "0", "no"):
             return await _watch(res, kind, ns(kw), kw)
         items, revision, token = await res.list_bytes(
-            kind, ns(kw), kw["label_selector"], kw["limit"], kw["continue_"]
+            kind, ns(kw), kw["label_selector"], kw["limit"], kw["continue_"], kw["field_selector"]
         )
         return _json(list_body(kind.api_name(), kind.kind_name(), revision, items, token))
 
@@ -370,6 +376,9 @@ async def _watch(
     else:
         from_revision = await res.store.revision()
     prefix = kind.key_prefix(namespace)
+    # Selectors are checked before the store watch starts: a 400 leaves no watch behind.
+    parsed = _parse_selector(kw["label_selector"])
+    fields = parse_field_selector(kw["field_selector"])
     queue: asyncio.Queue[Event | BaseException | None] = asyncio.Queue(maxsize=10_000)
     start = from_revision
 
@@ -384,8 +393,6 @@ async def _watch(
             await queue.put(error)
 
     task = asyncio.create_task(pump())
-    selector = kw["label_selector"]
-    parsed = _parse_selector(selector)
     heartbeat: float = kw["heartbeat"]
 
     async def stream() -> AsyncIterator[bytes]:
@@ -399,7 +406,7 @@ async def _watch(
                     continue
                 if item is None or isinstance(item, BaseException):
                     return
-                yield _event_line(item, parsed)
+                yield _event_line(item, parsed, fields)
                 # Drain what is already queued into one chunk: fewer, larger writes.
                 chunk: list[bytes] = []
                 while not queue.empty() and len(chunk) < 500:
@@ -408,7 +415,7 @@ async def _watch(
                         if chunk:
                             yield b"".join(chunk)
                         return
-                    chunk.append(_event_line(more, parsed))
+                    chunk.append(_event_line(more, parsed, fields))
                 if chunk:
                     yield b"".join(chunk)
         finally:
@@ -420,10 +427,12 @@ async def _watch(
     return StreamingResponse(stream(), media_type="application/x-ndjson")
 
 
-def _event_line(event: Event, selector: Any) -> bytes:
-    if selector is not None:
-        labels = orjson.loads(event.value)["metadata"].get("labels") or {}
-        if not selector.matches(labels):
+def _event_line(event: Event, selector: Any, fields: FieldSelector | None = None) -> bytes:
+    if selector is not None or fields is not None:
+        data = orjson.loads(event.value)
+        if selector is not None and not selector.matches(data["metadata"].get("labels") or {}):
+            return b""
+        if fields is not None and not fields.matches(data):
             return b""
     kind = event.type.value if isinstance(event.type, EventType) else str(event.type)
     return (

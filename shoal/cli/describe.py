@@ -294,7 +294,9 @@ async def describe_app(client: ShoalClient, name: str, namespace: str) -> Page:
 async def describe_cluster(client: ShoalClient, name: str, namespace: str) -> Page:
     base = f"/kubernetes/namespaces/{namespace}"
     cluster: dict[str, Any] = await client.request("GET", f"{base}/clusters/{name}")
-    listed = await client.request("GET", f"{base}/applications")
+    # Only the applications on it leave the API (it still reads the namespace's).
+    on_it = {"field_selector": f"status.scheduled_to.name={name}"}
+    listed = await client.request("GET", f"{base}/applications", params=on_it)
     apps = [a for a in listed.get("items") or [] if _placed_on(a, namespace, name)]
     return cluster_page(cluster, apps, await events_of(client, cluster))
 
