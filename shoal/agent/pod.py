@@ -37,6 +37,7 @@ class PodMeta(_Open):
 SPECS_KEPT = 4096  # distinct pod specs remembered (replicas and batches repeat a few)
 _specs: dict[bytes, KubernetesPodSpec] = {}
 _requests: dict[int, tuple[KubernetesPodSpec, Amounts]] = {}
+_dumped: dict[int, tuple[KubernetesPodSpec, Obj]] = {}
 
 
 def _known_spec(value: Any, handler: ValidatorFunctionWrapHandler) -> KubernetesPodSpec:
@@ -68,6 +69,16 @@ def _spec_requests(spec: KubernetesPodSpec) -> Amounts:
             _requests.clear()
         known = _requests[id(spec)] = (spec, pod_requests(parts))
     return dict(known[1])
+
+
+def _spec_json(spec: KubernetesPodSpec) -> Obj:
+    """The spec as the member cluster gets it, dumped once per (shared) spec; read only."""
+    known = _dumped.get(id(spec))
+    if known is None or known[0] is not spec:
+        if len(_dumped) >= SPECS_KEPT:
+            _dumped.clear()
+        known = _dumped[id(spec)] = (spec, spec.model_dump(mode="json", exclude_unset=True))
+    return known[1]
 
 
 class Pod(_Open):
@@ -145,6 +156,5 @@ class PodRequest:
         if self.labels:
             meta["labels"] = dict(self.labels)
         meta["annotations"] = {**self.pod.metadata.annotations, UID_ANNOTATION: self.uid}
-        spec = self.pod.spec.model_dump(mode="json", exclude_unset=True)
-        spec["nodeName"] = node
+        spec = {**_spec_json(self.pod.spec), "nodeName": node}
         return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
