@@ -78,6 +78,7 @@ class Run:
         self.created: dict[str, float] = {}
         self.done: dict[str, float] = {}
         self.pods: dict[str, Obj] = {}  # name → status, once no longer Pending
+        self.seen: dict[str, float] = {}  # name → its first event here (the create's)
         self.watching = asyncio.Event()
 
     async def watch(self) -> None:
@@ -98,6 +99,7 @@ class Run:
 
     def _seen(self, pod: Obj) -> None:
         name, status = pod["metadata"]["name"], pod.get("status") or {}
+        self.seen.setdefault(name, time.perf_counter())
         if status.get("phase", "Pending") != "Pending" and name not in self.done:
             self.done[name] = time.perf_counter()
             self.pods[name] = status
@@ -147,6 +149,8 @@ class Run:
         phases = {phase: sorted(self.pods[n].get("timings", {}).get(phase, 0.0)
                                 for n in finished)
                   for phase in ("queue", "sampling", "decision", "commit")}
+        # the create call and the API's watch (the scheduler's copy comes the same way)
+        phases["create"] = sorted(self.seen[n] - self.created[n] for n in finished)
         # the rest of create → seen Scheduled: the create call, the API's watch to the
         # scheduler, the status write and the watch back here
         phases["rest"] = sorted(self.done[n] - self.created[n] - sum(
