@@ -275,8 +275,7 @@ class RescheduleTaskController(Controller):
                         for ns, selector in selectors
                     )
                 ):
-                    # Names read from stored applications: no validation to redo.
-                    chosen[key] = TargetStatus.model_construct(namespace=key[0], name=key[1])
+                    chosen[key] = TargetStatus(namespace=key[0], name=key[1])
         return list(chosen.values())
 
     async def _progress(self, task: TaskView) -> None:
