@@ -365,6 +365,7 @@ async def measure(
     await informer.wait_synced(30)
     n = args.apps
     cpu0 = cpu_snapshot(procs)
+    own0 = time.process_time()
     t0 = time.monotonic()
     created = await burst(client, n, groups, args.clients)
     t_created = time.monotonic() - t0
@@ -374,6 +375,7 @@ async def measure(
     )  # fmt: skip
     t_all = max(watched.running.values()) - t0
     cpu1 = cpu_snapshot(procs)
+    own = time.process_time() - own0
     writes = watched.events
     result: dict[str, Any] = {
         "label": label,
@@ -386,6 +388,7 @@ async def measure(
         "create_running": [watched.running[a] - created[a] for a in created],
         "cpu_per_1000": {k: round((cpu1[k] - cpu0[k]) * 1000 / n, 2) for k in cpu1 if k in cpu0},
         "writes_per_app": round(writes / n, 2),
+        "bench_cpu_per_1000": round(own * 1000 / n, 2),
     }
     if args.wave:
         result["wave"] = await wave(client, sim, watched, names, args.timeout)
@@ -528,6 +531,8 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
         print(f"\n{r['label']}: created in {r['created_s']} s")
         print(f"  CPU s per 1,000 apps (burst): {r['cpu_per_1000']}")
         print(f"  application writes per application until all RUNNING: {r['writes_per_app']}")
+        print(f"  the bench's own CPU s per 1,000 apps (clients, informer): "
+              f"{r['bench_cpu_per_1000']}")
         if "wave_cpu_per_1000" in r:
             print(f"  CPU s per 1,000 apps (wave):  {r['wave_cpu_per_1000']}")
         print(f"  peak RSS MiB: {r['peak_rss_mib']}")
