@@ -115,11 +115,11 @@ class Progress:
     written: int = 0  # resource_version of the last write (the informer may be behind)
 
     @classmethod
-    def of(cls, task: RescheduleTask) -> Progress:
-        targets = list(task.status.targets)
+    def of(cls, uid: str, stored: list[TargetStatus]) -> Progress:
+        targets = list(stored)
         index = {(t.namespace, t.name): i for i, t in enumerate(targets)}
         return cls(
-            task.metadata.uid or "",
+            uid,
             targets,
             index,
             {key for key, i in index.items() if targets[i].result is None},
@@ -246,7 +246,12 @@ class RescheduleTaskController(Controller):
         if not status.targets:
             status.phase = TaskPhase.Finished
             status.finish_time = utcnow()
-        await self._write(task, None, status, None)
+            await self._write(task, None, status, None)
+            return
+        # Stamping starts from these targets when the write comes back: no read of them.
+        progress = Progress.of(task.metadata.uid or "", status.targets)
+        await self._write(task, progress, status, None)
+        self.progress[task.metadata.name] = progress
 
     def select(self, task: TaskView) -> list[TargetStatus]:
         spec = task.spec
@@ -288,7 +293,7 @@ class RescheduleTaskController(Controller):
             stored = await self.client.get(RescheduleTask, name)  # with its targets, once
             if stored.metadata.uid != task.metadata.uid:
                 return  # replaced meanwhile: the new task's events bring it back
-            progress = self.progress[name] = Progress.of(stored)
+            progress = self.progress[name] = Progress.of(uid, stored.status.targets)
         full = time.monotonic() >= progress.next_full
         if full:
             keys = [key for key in progress.index if key in progress.pending]
