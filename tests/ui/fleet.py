@@ -18,11 +18,12 @@ from typing import Any
 from shoal.api.server import ApiServer, start_api
 from shoal.cli import run
 from shoal.client.rest import ShoalClient
-from shoal.model.kubernetes import Application
+from shoal.model.kubernetes import Application, Cluster, ClusterState
 from shoal.scheduler.config import SchedulerConfig
 from shoal.scheduler.scheduler import Scheduler
 from shoal.sim.server import SimServer
 from shoal.store.sqlite import SqliteStore
+from shoal.testing.wait import wait_for
 from tests.kube.conftest import application
 
 # Metrics are re-read often so that a changed value moves applications within a second.
@@ -106,6 +107,7 @@ async def running_shoal(tmp_path: Path) -> AsyncIterator[Shoal]:
         await up._sample_metrics(client)
         started = await up._start_fleet(client, tmp_path, 3, 3)
         sim = started[0] if isinstance(started, tuple) else started  # (sim, restarted)
+        await wait_for(lambda: _all_online(client), timeout=30, message="sim clusters ONLINE")
         for name in APPS:
             await client.create(app_with_labels(name))
         yield Shoal(api, client, sim, running)
@@ -117,3 +119,10 @@ async def running_shoal(tmp_path: Path) -> AsyncIterator[Shoal]:
             await sim.stop()
         await client.close()
         await api.stop()
+
+
+async def _all_online(client: ShoalClient) -> bool:
+    """Every sim cluster observed ONLINE: a decision then ranks all three, so the pages
+    show a label rejection (sim-3) rather than a cluster not yet observed."""
+    clusters = (await client.list(Cluster, "default")).items
+    return len(clusters) == 3 and all(c.status.state is ClusterState.ONLINE for c in clusters)
