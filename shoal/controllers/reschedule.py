@@ -54,6 +54,8 @@ from shoal.scheduler.application import INACTIVE_STATES, AppKey
 log = logging.getLogger(__name__)
 
 _STAMP_BATCH = 1000
+# The first batch is small: the scheduler starts on it while the API commits the next.
+_FIRST_STAMPS = 100
 # Progress writes: counts only, at least 0.5 s apart, when a quarter of the targets got
 # results since the last one or 10 s went by; every target at most every 30 s. Even a
 # counts-only write costs the API a check of the whole status, and every reader of the
@@ -466,8 +468,10 @@ class RescheduleTaskController(Controller):
         """
         changed = False
         when = _spell(trigger)
-        for start in range(0, len(targets), _STAMP_BATCH):
-            chunk = targets[start : start + _STAMP_BATCH]
+        start, size = 0, _FIRST_STAMPS
+        while start < len(targets):
+            chunk = targets[start : start + size]
+            start, size = start + size, _STAMP_BATCH
             body = {
                 "task": task,
                 "items": [
