@@ -98,9 +98,7 @@ def patcher(kind: type[Kind], fields: dict[str, Any]) -> Callable[[dict[str, Any
         before = data.get("status") or {}
         merged = before
         if kind is Application:  # a stored state no field gives: fold it in first
-            stored = ApplicationStatus.model_validate(before, context=TRUSTED)
-            application_status.fold_explicit(stored)
-            merged = orjson.loads(stored.model_dump_json())
+            merged = _folded(before)
         merged = merge_patch(merged, fields)
         status = validated_status(kind, merged)
         if isinstance(status, ApplicationStatus):
@@ -136,6 +134,20 @@ def _refused(error: ValidationError, *where: str) -> ProblemError:
     return ProblemError(422, detail, errors=errors)
 
 
+def _folded(stored: dict[str, Any]) -> dict[str, Any]:
+    """An application's stored status with a state no field gives folded into the fields.
+
+    Only the fields of the derivation are read as a model (the whole status is
+    validated once, after the patch).
+    """
+    status = _derivation(stored)
+    before = (status.schedule_reason, status.deploy_state, status.deploy_reason)
+    application_status.fold_explicit(status)
+    if (status.schedule_reason, status.deploy_state, status.deploy_reason) == before:
+        return stored
+    return {**stored, **_dump(status, "schedule_reason", "deploy_state", "deploy_reason")}
+
+
 def edit_application_json(data: dict[str, Any], edit: Callable[[dict[str, Any]], None]) -> None:
     """Edit an application's status held as stored JSON (binding path), then derive.
 
@@ -143,12 +155,8 @@ def edit_application_json(data: dict[str, Any], edit: Callable[[dict[str, Any]],
     client, or before the fields existed) is first folded into the writers' fields.
     Only the fields of the derivation are read as a model: a binding stays cheap.
     """
-    stored = data["status"]
-    status = _derivation(stored)
-    before = (status.schedule_reason, status.deploy_state, status.deploy_reason)
-    application_status.fold_explicit(status)
-    if (status.schedule_reason, status.deploy_state, status.deploy_reason) != before:
-        stored.update(_dump(status, "schedule_reason", "deploy_state", "deploy_reason"))
+    stored = _folded(data["status"])
+    data["status"] = stored
     edit(stored)
     status = _derivation(stored)
     application_status.apply(status)
