@@ -56,6 +56,12 @@ async def test_task_acts_for_its_requester(secured: Secured) -> None:
                 )
 
             await eventually(stamped, 15)
+            # The stamp's commit carries app-a's event, naming the task and its requester.
+            told = (await admin.get("/core/namespaces/a/events")).json()["items"]
+            assert [e["message"] for e in told if e["reason"] == "RescheduleRequested"] == [
+                "Reschedule requested by RescheduleTask both (for alice), now on nowhere"
+            ]
+            assert not (await admin.get("/core/namespaces/b/events")).json()["items"]
             # Progress is written as counts; every target's result when the task finishes.
             # Without a scheduler app-a never moves: deleting it gives it a result too.
             deleted = await alice.delete("/kubernetes/namespaces/a/applications/app-a")
