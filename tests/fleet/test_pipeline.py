@@ -48,6 +48,16 @@ async def test_a_pod_that_fits_nowhere_fails_with_a_reason(
     assert "insufficient cpu" in found.status.reason
 
 
+async def test_a_pod_no_cluster_may_take_fails_with_a_reason(
+        client: ShoalClient, agents: FleetAgents, pipeline: PipelineFactory) -> None:
+    await pipeline(attempts=3)
+    await client.create(pod("mars", clusters=["location is Mars"]))
+    found = (await settled(client, ["mars"]))["mars"]
+    assert found.status.phase is PodPhase.Failed and found.status.attempts == 3
+    assert "no cluster with an agent (3) matches the pod's cluster constraints" in (
+        found.status.reason)
+
+
 async def test_cluster_label_constraints_choose_the_clusters(
         client: ShoalClient, agents: FleetAgents, pipeline: PipelineFactory) -> None:
     stored = await client.get(Cluster, "edge-1", "default")

@@ -92,9 +92,12 @@ class Agents:
         self.by_cluster.pop(cluster.metadata.name, None)
 
     def live(self, constraints: tuple[str, ...] = ()) -> list[AgentRef]:
+        return [a for a in self.matching(constraints) if a.marked is None]
+
+    def matching(self, constraints: tuple[str, ...] = ()) -> list[AgentRef]:
+        """The agents of the clusters ``constraints`` allow, marked ones too."""
         parsed = [LabelConstraint.parse(text) for text in constraints]
-        return [a for a in self.by_cluster.values()
-                if a.marked is None and all(c.matches(a.labels) for c in parsed)]
+        return [a for a in self.by_cluster.values() if all(c.matches(a.labels) for c in parsed)]
 
     def mark(self, agent: AgentRef, why: str) -> None:
         if agent.marked is None:

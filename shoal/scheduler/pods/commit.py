@@ -155,6 +155,8 @@ def describe(work: PodWork, outcome: Outcome) -> str:
     if outcome.unknown:
         return "the commit's outcome is unknown (the agent did not answer); retrying it"
     sampling: dict[str, Any] = work.explanation.get("sampling", {})
+    if sampling.get("nowhere"):
+        return str(sampling["summary"])
     if not work.explanation.get("commit", {}).get("tries"):
         return "no node fits: " + sampling.get("summary", "no cluster agent asked")
     return "every candidate conflicted: " + work.explanation["commit"]["summary"]

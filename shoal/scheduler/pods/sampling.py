@@ -48,12 +48,14 @@ class Sampler:
         """
         started = time.perf_counter()
         keep = {"keep": self.config.keep} if self.config.keep else {}
-        plans: list[tuple[list[PodWork], list[AgentRef], int]] = []
+        plans: list[tuple[list[PodWork], list[AgentRef], int, bool]] = []
         asked: dict[str, tuple[AgentRef, list[Obj], dict[int, int]]] = {}
         for constraints, batch in groups.items():
-            eligible = self.agents.live(constraints)
+            matching = self.agents.matching(constraints)
+            nowhere = not matching  # see ``enough``
+            eligible = [agent for agent in matching if agent.marked is None]
             chosen = self.random.sample(eligible, clusters_to_ask(len(eligible), self.config))
-            plans.append((batch, chosen, len(eligible)))
+            plans.append((batch, chosen, len(eligible), nowhere))
             items = [{"pod": w.sample_body(), "nodesToSampleBp": self.config.nodes_bp, **keep}
                      for w in batch]
             for agent in chosen:
@@ -66,15 +68,15 @@ class Sampler:
             strict=True))
         seconds = time.perf_counter() - started
         known = len(self.agents.by_cluster)
-        for batch, chosen, usable in plans:
+        for batch, chosen, usable, nowhere in plans:
             for work in batch:
-                self._found(work, chosen, answers, asked, known, usable)
+                self._found(work, chosen, answers, asked, known, usable, nowhere)
                 work.timings["sampling"] = seconds
 
     def _found(self, work: PodWork, chosen: list[AgentRef],
                answers: dict[str, tuple[str, list[Obj] | None]],
                asked: dict[str, tuple[AgentRef, list[Obj], dict[int, int]]],
-               known: int, eligible: int) -> None:
+               known: int, eligible: int, nowhere: bool) -> None:
         clusters: dict[str, Obj] = {}
         work.candidates = []
         for agent in chosen:
@@ -93,13 +95,20 @@ class Sampler:
                                        "examined": item.get("examined", 0),
                                        "rejected": rejected}
         answered = sum(1 for c in clusters.values() if c["answer"] == "ok")
+        summary = (f"no cluster with an agent ({known}) matches the pod's cluster constraints"
+                   if nowhere else
+                   self._summary(known, eligible, clusters, answered, len(work.candidates)))
         work.explanation["sampling"] = {
-            "summary": self._summary(known, eligible, clusters, answered, len(work.candidates)),
-            "asked": len(chosen), "answered": answered, "clusters": clusters,
+            "summary": summary, "asked": len(chosen), "answered": answered,
+            "clusters": clusters, **({"nowhere": True} if nowhere else {}),
         }
 
     def enough(self, work: PodWork) -> bool:
+        """Whether the round is an attempt: enough agents answered, or no cluster may take
+        the pod at all (its own constraints, not the agents, are the trouble)."""
         found = work.explanation["sampling"]
+        if found.get("nowhere"):
+            return True
         return bool(found["asked"]) and (
             found["answered"] >= math.ceil(found["asked"] * self.config.min_answers))
 
