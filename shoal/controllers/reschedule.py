@@ -352,26 +352,31 @@ class RescheduleTaskController(Controller):
             if progress.pending:
                 self.queue.add_after(name, self.resync)  # cheap re-check of the cache
             return
-        status = RescheduleTaskStatus(
-            phase=task.status.phase,
-            trigger_time=task.status.trigger_time,
-            targets=progress.targets,
-            finish_time=task.status.finish_time,
-            **counts,
-        )
         now = time.monotonic()
         unwritten = task.status.pending - counts["pending"]
         step = max(1, counts["total"] // 4)
         every = _COUNTS_EVERY if unwritten >= step else _QUIET
+
+        def status(targets: list[TargetStatus]) -> RescheduleTaskStatus:
+            """Built only to be written: it checks each of ``targets`` again."""
+            return RescheduleTaskStatus(
+                phase=task.status.phase,
+                trigger_time=task.status.trigger_time,
+                targets=targets,
+                finish_time=task.status.finish_time,
+                **counts,
+            )
+
         if not progress.pending:
-            status.phase = TaskPhase.Finished
-            status.finish_time = utcnow()
-            await self._write(task, progress, status, None)
+            finished = status(progress.targets)
+            finished.phase = TaskPhase.Finished
+            finished.finish_time = utcnow()
+            await self._write(task, progress, finished, None)
         elif now - progress.stored >= _TARGETS_EVERY:
-            await self._write(task, progress, status, None)
+            await self._write(task, progress, status(progress.targets), None)
             progress.stored = now
         elif now - progress.counted >= every:
-            await self._write(task, progress, status, set(_COUNTS))
+            await self._write(task, progress, status([]), set(_COUNTS))
         else:
             self.queue.add_after(name, progress.counted + every - now)
             return
