@@ -306,7 +306,7 @@ class RescheduleTaskController(Controller):
         stamp: list[tuple[AppKey, TargetStatus]] = []
         for key in keys:
             position = progress.index[key]
-            judged = progress.targets[position] = progress.targets[position].model_copy()
+            judged = progress.targets[position]  # ours alone: no cache holds targets
             verdict = self.judge(judged, trigger)
             if verdict == Verdict.STAMP:
                 if key not in sent:
