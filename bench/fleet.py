@@ -7,7 +7,7 @@ Latency is the create call to the watch event that says ``Scheduled`` (the
 member pod is bound before that status is written). Conflicts are the 409s
 in the pods' commit explanations, per commit tried.
 
-    .venv/bin/python bench/fleet.py [--clusters 10] [--nodes 2000] [--rate 500]
+    .venv/bin/python bench/fleet.py [--clusters 10] [--nodes 2000] [--rate 600]
         [--pods 3000] [--burst 2000] [--sweep]
 """
 
@@ -252,7 +252,8 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--clusters", type=int, default=10)
     parser.add_argument("--nodes", type=int, default=2000)
-    parser.add_argument("--rate", type=float, default=500)
+    # Above the 500/s target: a sustained rate never exceeds the offered one.
+    parser.add_argument("--rate", type=float, default=600)
     parser.add_argument("--pods", type=int, default=3000)
     parser.add_argument("--burst", type=int, default=2000)
     parser.add_argument("--sweep", action="store_true", help="Cp/Np table (smaller runs)")
