@@ -15,11 +15,13 @@ from typing import Any
 from shoal.client.informer import Informer
 from shoal.client.rest import ApiError, Conflict, NotFound, ShoalClient, Unreachable
 from shoal.controllers.base import Controller
+from shoal.controllers.gc_view import ApplicationMeta
 from shoal.controllers.queue import WorkQueue
 from shoal.events.expiry import run_expiry
 from shoal.model import registry
 from shoal.model.base import Kind, ResourceRef
 from shoal.model.events import Event
+from shoal.model.kubernetes import Application
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +39,12 @@ def _owner(ref: ResourceRef) -> Ref:
     return (ref.api, ref.kind, ref.namespace, ref.name)
 
 
+def _same_to_gc(old: Kind, new: Kind) -> bool:
+    """Whether nothing the collector decides by (owners, finalizers, deletion) changed."""
+    a, b = old.metadata, new.metadata
+    return a.deleted == b.deleted and a.finalizers == b.finalizers and a.owners == b.owners
+
+
 class GarbageCollector(Controller):
     def __init__(self, client: ShoalClient, kinds: tuple[type[Kind], ...] | None = None) -> None:
         self.client = client
@@ -45,8 +53,14 @@ class GarbageCollector(Controller):
         self.queue: WorkQueue[Ref] = WorkQueue()
         self.objects: dict[Ref, Kind] = {}
         self.dependents: dict[Ref, set[Ref]] = defaultdict(set)
+        # Applications are read as their metadata alone (most writes are theirs).
         self.informers: list[Informer[Any]] = [
-            Informer(client, kind, on_change=self._set, on_delete=self._removed)
+            Informer(
+                client,
+                ApplicationMeta if kind is Application else kind,
+                on_change=self._set,
+                on_delete=self._removed,
+            )
             for kind in self.kinds
         ]
         super().__init__()
@@ -64,6 +78,8 @@ class GarbageCollector(Controller):
     def _set(self, obj: Kind, old: Kind | None = None) -> None:
         ref = ref_of(obj)
         self.objects[ref] = obj
+        if old is not None and _same_to_gc(old, obj):
+            return  # a status or spec write: nothing the collector decides by changed
         before = self._owners(old) if old is not None else set()
         after = self._owners(obj)
         for owner in before - after:
@@ -125,6 +141,12 @@ class GarbageCollector(Controller):
         finalizers = [f for f in obj.metadata.finalizers if f != FINALIZER]
         if present:
             finalizers.append(FINALIZER)
+        if isinstance(obj, ApplicationMeta):
+            meta = obj.metadata
+            await self.client.set_finalizers(
+                Application, meta.name, meta.namespace, finalizers, meta.resource_version
+            )
+            return
         obj = obj.model_copy(deep=True)
         obj.metadata.finalizers = finalizers
         await self.client.update(obj)
