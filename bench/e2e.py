@@ -284,21 +284,10 @@ class Watched:
             self.moved[name] = now
             self.confirmed.put_nowait((name, old))
 
-    async def watch(self, client: ShoalClient, watching: asyncio.Event) -> None:
-        """Every application's changes from now on, read as raw JSON, until cancelled."""
-        url = client.url + collection_path(Application, NS)
-        timeout = aiohttp.ClientTimeout(total=None, sock_read=60)
-        params = {"watch": "", "heartbeat": "10"}
-        async with client.session.get(url, params=params, timeout=timeout) as response:
-            response.raise_for_status()
-            watching.set()
-            buffer = b""
-            async for chunk in response.content.iter_any():
-                buffer += chunk
-                *lines, buffer = buffer.split(b"\n")
-                for line in lines:
-                    if line:
-                        self.seen(orjson.loads(line)["object"])
+    async def watch(self, client: ShoalClient, revision: int) -> None:
+        """Every application's changes after ``revision``, as plain JSON, until cancelled."""
+        async for event in client.watch_json(Application, NS, resource_version=revision):
+            self.seen(event["object"])
 
 
 def pct(values: list[float], q: float) -> float:
@@ -395,9 +384,8 @@ async def measure(
     procs = components(roots)
     profilers = start_profiles(procs, args.py_spy, label)
     watched = Watched()
-    watching = asyncio.Event()
-    watch = asyncio.create_task(watched.watch(client, watching))
-    await asyncio.wait_for(watching.wait(), 30)
+    revision = (await client.list(Application, NS)).revision
+    watch = asyncio.create_task(watched.watch(client, revision))
     n = args.apps
     todo = bodies(n, groups)
     cpu0 = cpu_snapshot(procs)

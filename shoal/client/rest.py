@@ -11,7 +11,7 @@ import os
 import ssl
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypedDict, TypeVar, Unpack
 
 import aiohttp
 import orjson
@@ -85,6 +85,15 @@ def _raise_for(status: int, content: bytes) -> None:
     except ValueError:
         problem = {"title": "ERROR", "detail": content[:500].decode(errors="replace")}
     raise error_for(status, problem)
+
+
+class WatchOptions(TypedDict, total=False):
+    """A watch's options: after which revision (default: from now), the heartbeat
+    period in seconds (the stream counts as gone after three missed), a label selector."""
+
+    resource_version: int | None
+    heartbeat: float
+    label_selector: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -363,24 +372,32 @@ class ShoalClient:
         return Cluster.model_validate(data, context=TRUSTED)
 
     async def watch(
-        self,
-        kind: type[K],
-        namespace: str | None = None,
-        *,
-        resource_version: int | None = None,
-        heartbeat: float = 10.0,
-        label_selector: str | None = None,
+        self, kind: type[K], namespace: str | None = None, **options: Unpack[WatchOptions]
     ) -> AsyncIterator[WatchEvent[K]]:
         """Events after ``resource_version`` (default: from now) until the stream ends.
 
         Raises Gone when the revision was compacted and Unreachable when the
         connection drops or goes silent for three heartbeats.
         """
+        async for event in self.watch_json(kind, namespace, **options):
+            # orjson, then the model from Python objects: a fifth cheaper than
+            # pydantic's own JSON parsing, whose free-form fields (manifests, the
+            # scheduling explanation) cost most of an application's decoding
+            obj = kind.model_validate(event["object"], context=TRUSTED)
+            revision = int(obj.metadata.resource_version or 0)
+            yield WatchEvent(event["type"], obj, revision)
+
+    async def watch_json(
+        self, kind: type[Kind], namespace: str | None = None, **options: Unpack[WatchOptions]
+    ) -> AsyncIterator[dict[str, Any]]:
+        """``watch`` as decoded JSON (``type``, ``object``), for readers of a few fields:
+        building the models is most of a watch's cost."""
+        heartbeat = options.get("heartbeat", 10.0)
         params: dict[str, Any] = {"watch": "", "heartbeat": heartbeat}
-        if resource_version is not None:
-            params["resource_version"] = resource_version
-        if label_selector:
-            params["label_selector"] = label_selector
+        if options.get("resource_version") is not None:
+            params["resource_version"] = options["resource_version"]
+        if options.get("label_selector"):
+            params["label_selector"] = options["label_selector"]
         timeout = aiohttp.ClientTimeout(total=None, connect=10.0, sock_read=heartbeat * 3)
         url = self.url + collection_path(kind, namespace)
         try:
@@ -392,15 +409,8 @@ class ShoalClient:
                     buffer += chunk
                     *lines, buffer = buffer.split(b"\n")
                     for line in lines:
-                        if not line:
-                            continue  # heartbeat
-                        # orjson, then the model from Python objects: a fifth cheaper than
-                        # pydantic's own JSON parsing, whose free-form fields (manifests, the
-                        # scheduling explanation) cost most of an application's decoding
-                        event = orjson.loads(line)
-                        obj = kind.model_validate(event["object"], context=TRUSTED)
-                        revision = int(obj.metadata.resource_version or 0)
-                        yield WatchEvent(event["type"], obj, revision)
+                        if line:  # else a heartbeat
+                            yield orjson.loads(line)
         except (aiohttp.ClientError, TimeoutError) as error:
             raise Unreachable(f"{self.url}: watch {kind.plural}: {error!r}") from error
 
