@@ -90,8 +90,12 @@ class WorkQueue(Generic[T]):
             if self._closed:
                 raise asyncio.CancelledError
             self._wakeup.clear()
-            try:
-                await asyncio.wait_for(self._wakeup.wait(), wait)
+            if wait is None:
+                await self._wakeup.wait()
+                continue
+            try:  # asyncio.timeout, not wait_for: no task made per wait (each idle worker's)
+                async with asyncio.timeout(wait):
+                    await self._wakeup.wait()
             except TimeoutError:
                 pass
 

@@ -210,11 +210,18 @@ class Scheduler(Controller):
     def _app_updated(self, old: Application, new: Application) -> None:
         if _ref_key(old.status.scheduled_to) != _ref_key(new.status.scheduled_to):
             self._index(new)
+        # A state change matters only to an application the scheduler was leaving alone
+        # (FAILED, deleting...): between states it handles, nothing a decision reads
+        # changed. The echoes of its own binding and of RUNNING queued each one twice more.
         relevant = (
             old.metadata.modified != new.metadata.modified
             or old.metadata.deleted != new.metadata.deleted
             or old.status.reschedule_requested != new.status.reschedule_requested
-            or (old.status.state != new.status.state and new.status.reason is None)
+            or (
+                old.status.state != new.status.state
+                and new.status.reason is None
+                and not self.apps_handler.wants_pass(old)
+            )
         )
         if relevant and self.apps_handler.wants_pass(new):
             self.queue.add(_key(new))
