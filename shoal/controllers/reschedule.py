@@ -112,7 +112,9 @@ class Progress:
     failed: int
     dirty: set[AppKey] = field(default_factory=set)  # targets whose application changed
     next_full: float = 0.0  # monotonic time of the next pass over every pending target
-    counted: float = 0.0  # monotonic time of the last progress write
+    # monotonic time of the last progress write: the first counts wait for a quarter of the
+    # targets (or _QUIET), not for the first result, while the API is busiest with the stamps
+    counted: float = field(default_factory=time.monotonic)
     stored: float = field(default_factory=time.monotonic)  # ... of the last with every target
     written: int = 0  # resource_version of the last write (the informer may be behind)
 
@@ -250,10 +252,23 @@ class RescheduleTaskController(Controller):
             status.finish_time = utcnow()
             await self._write(task, None, status, None)
             return
-        # Stamping starts from these targets when the write comes back: no read of them.
+        # Stamping starts from these targets as soon as the write comes back: neither a read
+        # of them nor a wait for the informer's copy of the task (every target, decoded).
         progress = Progress.of(task.metadata.uid or "", status.targets)
         await self._write(task, progress, status, None)
         self.progress[task.metadata.name] = progress
+        counts = {key: getattr(status, key) for key in _COUNTS}
+        written = task.model_copy(
+            update={
+                "metadata": task.metadata.model_copy(
+                    update={"resource_version": progress.written}
+                ),
+                "status": task.status.model_copy(
+                    update={"phase": status.phase, "trigger_time": status.trigger_time, **counts}
+                ),
+            }
+        )
+        await self._progress(written)
 
     def select(self, task: TaskView) -> list[TargetStatus]:
         spec = task.spec

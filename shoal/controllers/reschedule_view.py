@@ -11,13 +11,12 @@ decoded again on every progress write). Neither is ever written back.
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
 
-from shoal.model.base import Kind, Reason, ResourceRef
-from shoal.model.kubernetes import ApplicationState
+from shoal.model.base import Kind, Metadata
+from shoal.model.kubernetes import ApplicationStatus
 from shoal.model.scheduling import RescheduleTask, RescheduleTaskStatus
 
 
@@ -33,13 +32,35 @@ class _Spec(_View):
     constraints: _Constraints = Field(default_factory=_Constraints)
 
 
-class _Status(_View):
-    state: ApplicationState = ApplicationState.PENDING
-    reason: Reason | None = None
-    scheduled_to: ResourceRef | None = None
-    last_scheduled: datetime | None = None
-    reschedule_requested: datetime | None = None
-    scheduling: dict[str, Any] | None = None
+# What a forced pass's explanation tells a task (``judge``); the rest (the ranking, every
+# cluster's metric terms) would only be kept alive in the cache for the collector to walk.
+_ANSWER = ("forced", "chosen", "reschedule_requested", "summary")
+
+
+def _answer(value: Any) -> Any:
+    return {k: value[k] for k in _ANSWER if k in value} if isinstance(value, dict) else value
+
+
+_JUDGED = ("state", "reason", "scheduled_to", "last_scheduled", "reschedule_requested")
+
+if TYPE_CHECKING:
+    _Status = ApplicationStatus  # the view's fields are the application's, typed alike
+else:
+    _Status = create_model(
+        "_Status",
+        __base__=_View,
+        scheduling=(Annotated[dict[str, Any] | None, BeforeValidator(_answer)], None),
+        **{
+            name: (info.annotation, info)
+            for name, info in ApplicationStatus.model_fields.items()
+            if name in _JUDGED
+        },
+    )
+
+
+class _Meta(Metadata):
+    # Read past, not validated, and not kept: what the application is bound to is in status.
+    owners: Annotated[Any, BeforeValidator(lambda _: [])] = Field(default_factory=list)
 
 
 class ApplicationView(Kind):
@@ -49,6 +70,7 @@ class ApplicationView(Kind):
 
     api: Literal["kubernetes"] = "kubernetes"
     kind: Literal["Application"] = "Application"
+    metadata: _Meta
     spec: _Spec = Field(default_factory=_Spec)
     status: _Status = Field(default_factory=_Status)
 
