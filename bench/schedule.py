@@ -9,10 +9,14 @@ server's ``metadata.created`` to the arrival of the binding event.
 
 With ``--events both`` (the default) each fleet size runs twice, with the
 scheduler's events off and on, side by side: placement rate, latency, the CPU
-seconds of the API and scheduler processes, and the events written (one
-``Scheduled`` per application, batched through ``POST /core/events``).
+seconds of the API and scheduler processes (read after the recorder's last
+flush), and the events written (one ``Scheduled`` per application, batched
+through ``POST /core/events``). ``--repeat K`` runs each mode K times,
+alternating, and compares the medians: the summary line gives the cost in
+throughput, in CPU, and in CPU microseconds per event of each process.
 
-    .venv/bin/python bench/schedule.py [--clusters 10,100,1000] [--apps 5000] [--events both]
+    .venv/bin/python bench/schedule.py [--clusters 10,100,1000] [--apps 5000]
+        [--events both] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import asyncio
 import contextlib
 import os
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -196,8 +201,10 @@ async def run_one(
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await watcher
                 t1 = max(bound_at.values())
+                # The recorder's last flush (every second) is part of the burst's cost:
+                # both modes' CPU is read after it (the quiet seconds cost both the same).
+                await asyncio.sleep(2.5)
                 cpu1 = cpu_seconds(api.proc.pid), cpu_seconds(sched.pid)
-                await asyncio.sleep(2.5)  # the recorder's last flush (every second)
                 written = await count_events(client)
                 lat = sorted(bound_at[k] - created[k] for k in bound_at if k in created)
                 return {
@@ -219,6 +226,26 @@ async def run_one(
             api.stop()
 
 
+def median(rows: list[dict[str, float]], key: str) -> float:
+    return statistics.median(r[key] for r in rows)
+
+
+def summary(n: int, offs: list[dict[str, float]], ons: list[dict[str, float]]) -> str:
+    """Events' cost from the medians of the runs: throughput, CPU, and CPU per event."""
+    rate_off, rate_on = median(offs, "rate"), median(ons, "rate")
+    api_off, api_on = median(offs, "api_cpu"), median(ons, "api_cpu")
+    sched_off, sched_on = median(offs, "sched_cpu"), median(ons, "sched_cpu")
+    written = median(ons, "events") or 1.0
+    return (
+        f"N={n}, median of {len(ons)}: events cost {100 * (1 - rate_on / rate_off):+.1f} % of "
+        f"placement throughput, {100 * ((api_on + sched_on) / (api_off + sched_off) - 1):+.1f} % "
+        f"CPU (API + scheduler: API {100 * (api_on / api_off - 1):+.1f} %, "
+        f"{1e6 * (api_on - api_off) / written:.0f} us/event; scheduler "
+        f"{100 * (sched_on / sched_off - 1):+.1f} %, {1e6 * (sched_on - sched_off) / written:.0f} "
+        f"us/event)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clusters", default="10,100,1000")
@@ -229,14 +256,22 @@ def main() -> None:
     parser.add_argument(
         "--events", choices=("both", "on", "off"), default="both", help="scheduler's events"
     )
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="runs of each mode (alternating; medians compared)"
+    )
     args = parser.parse_args()
     modes = {"both": (False, True), "on": (True,), "off": (False,)}[args.events]
+    load0 = os.getloadavg()
     rows = []
     for n in (int(x) for x in args.clusters.split(",")):
-        for events in modes:
-            run = run_one(n, args.apps, args.concurrency, args.workers, args.seed, events)
-            rows.append(asyncio.run(run))
+        for k in range(args.repeat):
+            # off, on, on, off, ...: a drift of the machine's load weighs on both modes alike
+            for events in modes if k % 2 == 0 else modes[::-1]:
+                run = run_one(n, args.apps, args.concurrency, args.workers, args.seed, events)
+                rows.append(asyncio.run(run))
+    load = " / ".join(f"{a:.2f}" for a in os.getloadavg())
     print(f"\n{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, SQLite store")
+    print(f"load average at start {load0[0]:.2f}, at end (1/5/15 min) {load}")
     head = f"{'clusters':>8} {'events':>6} {'apps':>6} {'all bound (s)':>13} {'created (s)':>11} "
     print(
         head + f"{'apps/s':>8} {'p50 (s)':>8} {'p99 (s)':>8} {'API cpu':>8} {'sched cpu':>9} "
@@ -248,13 +283,11 @@ def main() -> None:
             f"{r['create_s']:11.2f} {r['rate']:8.0f} {r['p50']:8.3f} {r['p99']:8.3f} "
             f"{r['api_cpu']:8.2f} {r['sched_cpu']:9.2f} {r['events']:8.0f}"
         )
-    for off, on in zip(rows[::2], rows[1::2], strict=False) if len(modes) == 2 else ():
-        cpu_off = off["api_cpu"] + off["sched_cpu"]
-        cpu_on = on["api_cpu"] + on["sched_cpu"]
-        print(
-            f"N={off['N']:.0f}: events cost {100 * (1 - on['rate'] / off['rate']):+.1f} % of "
-            f"placement throughput, {100 * (cpu_on / cpu_off - 1):+.1f} % CPU (API + scheduler)"
-        )
+    if len(modes) == 2:
+        for n in dict.fromkeys(int(r["N"]) for r in rows):
+            offs = [r for r in rows if r["N"] == n and not r["on"]]
+            ons = [r for r in rows if r["N"] == n and r["on"]]
+            print(summary(n, offs, ons))
 
 
 if __name__ == "__main__":

@@ -11,9 +11,9 @@ writers report the same event.
 from __future__ import annotations
 
 import os
-from contextlib import suppress
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -36,7 +36,6 @@ PATH = "/core/events"
 
 #: A new event's stored metadata before the server fills it, in the model's field order.
 _METADATA = Metadata(name="x").model_dump(mode="json")
-_ZERO = timedelta(0)
 
 
 def stored(item: Item, namespace: str, now: str, uid: str) -> bytes:
@@ -52,6 +51,7 @@ def stored(item: Item, namespace: str, now: str, uid: str) -> bytes:
     finalizers, owners = meta.get("finalizers"), meta.get("owners")
     if finalizers or owners:
         metadata.update(finalizers=finalizers or [], owners=owners or [])
+    first, last, expires = item["first_timestamp"], item["last_timestamp"], item["expires"]
     data = {
         "api": "core",
         "kind": "Event",
@@ -62,10 +62,10 @@ def stored(item: Item, namespace: str, now: str, uid: str) -> bytes:
         "reporting_component": item["reporting_component"],
         "type": item["type"],
         "count": item["count"],
-        "first_timestamp": _utc(item["first_timestamp"]),
-        "last_timestamp": _utc(item["last_timestamp"]),
-        "expires": _utc(item["expires"]),
-    }
+        "first_timestamp": first.astimezone(UTC) if first.utcoffset() else first,
+        "last_timestamp": last.astimezone(UTC) if last.utcoffset() else last,
+        "expires": expires.astimezone(UTC) if expires.utcoffset() else expires,
+    }  # moments in UTC, so stored moments compare as strings
     return orjson.dumps(data, option=orjson.OPT_UTC_Z)
 
 
@@ -73,17 +73,30 @@ def _labels(item: Item) -> dict[str, str]:
     """The event's labels and the involved object's kind and name (when label values can
     hold them): the server labels events, so every writer's are found by the object's
     selector and a batch carries and validates no labels of its own."""
-    labels = dict(item["metadata"].get("labels") or {})
     involved = item["involved_object"]
-    with suppress(ValueError):
-        labels[KIND_LABEL] = check_label_value(involved["kind"])
-        labels[NAME_LABEL] = check_label_value(involved["name"])
+    extra = item["metadata"].get("labels")
+    labels = dict(extra) if extra else {}
+    if _kind_label(involved["kind"]):
+        labels[KIND_LABEL] = involved["kind"]
+        if _label_value(involved["name"]):
+            labels[NAME_LABEL] = involved["name"]
     return labels
 
 
-def _utc(moment: datetime) -> datetime:
-    """``moment`` in UTC, so stored moments compare as strings."""
-    return moment if moment.utcoffset() == _ZERO else moment.astimezone(UTC)
+def _label_value(value: str) -> bool:
+    try:
+        check_label_value(value)
+    except ValueError:
+        return False
+    return True
+
+
+_kind_label = lru_cache(maxsize=256)(_label_value)  # kinds are few: each checked once
+
+
+@lru_cache(maxsize=256)
+def _prefix(namespace: str) -> str:
+    return Event.key_prefix(namespace)
 
 
 def new_uids(n: int) -> list[str]:
@@ -101,7 +114,7 @@ async def record(resources: Resources, one: BatchEvent, now: str) -> bytes | int
     item, namespace = one.item, one.namespace
     value = stored(item, namespace, now, one.uid)
     try:
-        return await resources.store.create(Event.key(one.name, namespace), value)
+        return await resources.store.create(_prefix(namespace) + one.name, value)
     except AlreadyExists:
         pass
     count, message, type_ = item["count"], item["message"], item["type"]

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -186,12 +187,15 @@ class Rbac(Authorizer):
         return min(revisions)  # the watch replays what changed between the two lists
 
     async def _follow(self) -> None:
-        """List, then watch ``/core/``; resume after a drop, list again if compacted."""
+        """List, then watch roles and bindings; resume after a drop, list again if compacted."""
         revision = await self._load()
         role_prefix, binding_prefix = Role.key_prefix(), RoleBinding.key_prefix()
+        # One stream for both kinds, not all of ``/core/``: every event, lease renewal
+        # and metric write would wake the index (and be parsed) for nothing.
+        both = os.path.commonprefix((role_prefix, binding_prefix))  # noqa: RUF071 (by character)
         while True:
             try:
-                async for event in self.store.watch("/core/", revision):
+                async for event in self.store.watch(both, revision):
                     revision = event.revision
                     name = event.key.rsplit("/", 1)[-1]
                     data = None if event.type is EventType.DELETED else orjson.loads(event.value)
