@@ -5,6 +5,8 @@
   so no change is lost and no key is processed by two workers at once.
 - ``add_after`` keeps the earliest deadline of a key: a later request never
   postpones an earlier one (a stream of events cannot starve a timer).
+- An added key wakes one idle worker, not all of them (a scheduler runs 256), and
+  one idle worker at a time waits for the earliest timer.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ class WorkQueue(Generic[T]):
         self._timers: list[tuple[float, int, T]] = []
         self._deadline: dict[T, float] = {}
         self._seq = itertools.count()
-        self._wakeup = asyncio.Event()
+        self._waiters: deque[asyncio.Future[None]] = deque()  # idle workers, first come first
+        self._armed: float | None = None  # the timer deadline an idle worker waits for
         self._closed = False
 
     def __len__(self) -> int:
@@ -49,7 +52,7 @@ class WorkQueue(Generic[T]):
             return
         self._queued.add(key)
         self._ready.append(key)
-        self._wakeup.set()
+        self._wake_one()
 
     def add_after(self, key: T, delay: float) -> None:
         if delay <= 0:
@@ -61,7 +64,15 @@ class WorkQueue(Generic[T]):
             return
         self._deadline[key] = when
         heapq.heappush(self._timers, (when, next(self._seq), key))
-        self._wakeup.set()
+        if self._armed is None or when < self._armed:
+            self._wake_one()  # it waits for this earlier deadline instead
+
+    def _wake_one(self) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
 
     def deadline(self, key: T) -> float | None:
         """Monotonic time of the key's pending delayed add, if any."""
@@ -86,18 +97,34 @@ class WorkQueue(Generic[T]):
                 key = self._ready.popleft()
                 self._queued.discard(key)
                 self._processing.add(key)
+                if self._ready or (self._timers and self._armed is None):
+                    self._wake_one()  # more work, or timers no idle worker waits for
                 return key
             if self._closed:
                 raise asyncio.CancelledError
-            self._wakeup.clear()
-            if wait is None:
-                await self._wakeup.wait()
-                continue
-            try:  # asyncio.timeout, not wait_for: no task made per wait (each idle worker's)
-                async with asyncio.timeout(wait):
-                    await self._wakeup.wait()
+            deadline = None
+            if wait is not None:
+                deadline = time.monotonic() + wait
+                if self._armed is not None and self._armed <= deadline:
+                    deadline = None  # another idle worker waits for the timers
+                else:
+                    self._armed = deadline
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:  # asyncio.timeout, not wait_for: no task made per wait
+                async with asyncio.timeout(wait if deadline is not None else None):
+                    await waiter
             except TimeoutError:
                 pass
+            except asyncio.CancelledError:
+                if waiter.done() and not waiter.cancelled():
+                    self._wake_one()  # woken for a key it will not take: pass it on
+                raise
+            finally:
+                if not waiter.done():
+                    waiter.cancel()
+                if deadline is not None and self._armed == deadline:
+                    self._armed = None
 
     def done(self, key: T) -> None:
         self._processing.discard(key)
@@ -107,4 +134,7 @@ class WorkQueue(Generic[T]):
 
     def close(self) -> None:
         self._closed = True
-        self._wakeup.set()
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)

@@ -1,0 +1,87 @@
+"""The work queue: one idle worker woken per key, timers served while every worker idles."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from shoal.controllers.queue import WorkQueue
+
+
+async def _workers(queue: WorkQueue[str], n: int, got: list[str]) -> list[asyncio.Task[None]]:
+    async def work() -> None:
+        while True:
+            key = await queue.get()
+            got.append(key)
+            queue.done(key)
+
+    tasks = [asyncio.create_task(work()) for _ in range(n)]
+    await asyncio.sleep(0.01)  # all idle
+    return tasks
+
+
+async def _stop(queue: WorkQueue[str], tasks: list[asyncio.Task[None]]) -> None:
+    queue.close()
+    _, pending = await asyncio.wait(tasks, timeout=1)
+    assert not pending, "close() must end every idle worker"
+
+
+async def test_each_key_processed_once_by_many_idle_workers() -> None:
+    queue: WorkQueue[str] = WorkQueue()
+    got: list[str] = []
+    tasks = await _workers(queue, 50, got)
+    for i in range(200):
+        queue.add(f"k{i}")
+        if i % 7 == 0:
+            await asyncio.sleep(0)
+    await asyncio.sleep(0.05)
+    assert sorted(got) == sorted(f"k{i}" for i in range(200))
+    await _stop(queue, tasks)
+
+
+async def test_timers_fire_while_all_workers_idle() -> None:
+    queue: WorkQueue[str] = WorkQueue()
+    got: list[str] = []
+    tasks = await _workers(queue, 8, got)
+    started = time.monotonic()
+    queue.add_after("late", 0.3)
+    queue.add_after("early", 0.05)  # earlier than the deadline an idle worker waits for
+    await asyncio.sleep(0.15)
+    assert got == ["early"]
+    queue.add("now")  # takes the worker that waited for the timers away
+    await asyncio.sleep(0.3)
+    assert got == ["early", "now", "late"]
+    assert time.monotonic() - started < 1
+    await _stop(queue, tasks)
+
+
+async def test_cancelled_idle_worker_passes_its_wake_on() -> None:
+    queue: WorkQueue[str] = WorkQueue()
+    got: list[str] = []
+    tasks = await _workers(queue, 2, got)
+    queue.add("a")  # wakes the first idle worker...
+    tasks[0].cancel()  # ...which is cancelled before it runs
+    await asyncio.sleep(0.05)
+    assert got == ["a"]
+    await _stop(queue, tasks[1:])
+
+
+async def test_one_key_wakes_one_idle_worker() -> None:
+    queue: WorkQueue[str] = WorkQueue()
+    looks = 0
+    release = queue._release_timers
+
+    def counted() -> float | None:
+        nonlocal looks
+        looks += 1
+        return release()
+
+    queue._release_timers = counted  # type: ignore[method-assign]
+    got: list[str] = []
+    tasks = await _workers(queue, 50, got)
+    looks = 0
+    queue.add("a")
+    await asyncio.sleep(0.02)
+    assert got == ["a"]
+    assert looks <= 3, f"{looks} idle workers looked at the queue for one key"
+    await _stop(queue, tasks)
