@@ -23,11 +23,11 @@ then deletes it. Nothing polls the API: informers feed a work queue.
 
 from __future__ import annotations
 
+import gc
 import logging
 import time
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -35,6 +35,7 @@ from shoal.client.informer import Informer
 from shoal.client.rest import ApiError, Conflict, NotFound, ShoalClient, item_path
 from shoal.controllers.base import Controller
 from shoal.controllers.queue import WorkQueue
+from shoal.controllers.reschedule_progress import Progress
 from shoal.controllers.reschedule_view import ApplicationView, TaskView
 from shoal.events import Recorder, reasons
 from shoal.model.base import utcnow
@@ -92,59 +93,6 @@ class Verdict:
 
     WAIT = "wait"
     STAMP = "stamp"
-
-
-@dataclass(eq=False)
-class Progress:
-    """One running task as the controller sees it: stored targets with results found since.
-
-    Each pass judges only the targets whose application changed (``dirty``) and
-    keeps the counts as it goes; results live here until a write carries them.
-    Passes over every target on each event, and every target written each
-    second, cost more than the placements of a 10,000-target task.
-    """
-
-    uid: str
-    targets: list[TargetStatus]
-    index: dict[AppKey, int]  # target → its position in ``targets``
-    pending: set[AppKey]
-    successful: int
-    failed: int
-    dirty: set[AppKey] = field(default_factory=set)  # targets whose application changed
-    next_full: float = 0.0  # monotonic time of the next pass over every pending target
-    # monotonic time of the last progress write: the first counts wait for a quarter of the
-    # targets (or _QUIET), not for the first result, while the API is busiest with the stamps
-    counted: float = field(default_factory=time.monotonic)
-    stored: float = field(default_factory=time.monotonic)  # ... of the last with every target
-    written: int = 0  # resource_version of the last write (the informer may be behind)
-
-    @classmethod
-    def of(cls, uid: str, stored: list[TargetStatus]) -> Progress:
-        targets = list(stored)
-        index = {(t.namespace, t.name): i for i, t in enumerate(targets)}
-        return cls(
-            uid,
-            targets,
-            index,
-            {key for key, i in index.items() if targets[i].result is None},
-            sum(t.result is TargetResult.Successful for t in targets),
-            sum(t.result is TargetResult.Failed for t in targets),
-        )
-
-    def settle(self, key: AppKey, target: TargetStatus) -> None:
-        self.pending.discard(key)
-        if target.result is TargetResult.Successful:
-            self.successful += 1
-        else:
-            self.failed += 1
-
-    def counts(self) -> dict[str, int]:
-        return {
-            "total": len(self.targets),
-            "successful": self.successful,
-            "failed": self.failed,
-            "pending": len(self.pending),
-        }
 
 
 class RescheduleTaskController(Controller):
@@ -241,6 +189,11 @@ class RescheduleTaskController(Controller):
 
     async def _observe(self, task: TaskView) -> None:
         """Select the targets once and record them with the trigger time."""
+        # The application views the informer keeps are long-lived, and replacing them frees
+        # as many objects as it makes, so the young generation grows unnoticed by the
+        # collector's count: its next pass (a tenth of a second at 10,000 applications)
+        # would fall on this task's start. Frozen, they are never walked again.
+        gc.freeze()
         status = RescheduleTaskStatus(
             phase=TaskPhase.Running,
             trigger_time=task.metadata.created or utcnow(),
@@ -260,9 +213,7 @@ class RescheduleTaskController(Controller):
         counts = {key: getattr(status, key) for key in _COUNTS}
         written = task.model_copy(
             update={
-                "metadata": task.metadata.model_copy(
-                    update={"resource_version": progress.written}
-                ),
+                "metadata": task.metadata.model_copy(update={"resource_version": progress.written}),
                 "status": task.status.model_copy(
                     update={"phase": status.phase, "trigger_time": status.trigger_time, **counts}
                 ),
@@ -318,10 +269,37 @@ class RescheduleTaskController(Controller):
             keys = [key for key in progress.dirty if key in progress.pending]
         progress.dirty = set()
         sent = self.sent[uid]
+        # A first few are stamped before the rest is judged: the scheduler starts on them.
+        head = keys[:_FIRST_STAMPS] if full else []
+        stamp = self._judge(progress, head, trigger, sent, name)
+        await self._send(task, progress, stamp, trigger, sent, _FIRST_STAMPS)
+        rest = self._judge(progress, keys[len(head) :], trigger, sent, name)
+        if full:
+            for key in progress.pending:
+                self.watchers[key].add(name)
+            self._unwatch(name, keep=progress.pending)
+            progress.next_full = time.monotonic() + self.resync
+        await self._send(
+            task, progress, rest, trigger, sent, _STAMP_BATCH if stamp else _FIRST_STAMPS
+        )
+        stamp += rest
+        if stamp:
+            asked = sum(key in sent for key, _ in stamp)
+            reasons.reschedule_requested(self.events, task, asked, len(stamp))
+        await self._report(task, progress)
+
+    def _judge(
+        self,
+        progress: Progress,
+        keys: list[AppKey],
+        trigger: datetime,
+        sent: set[AppKey],
+        name: str,
+    ) -> list[tuple[AppKey, TargetStatus]]:
+        """Judge these pending targets: settle those with a result; those to stamp."""
         stamp: list[tuple[AppKey, TargetStatus]] = []
         for key in keys:
-            position = progress.index[key]
-            judged = progress.targets[position]  # ours alone: no cache holds targets
+            judged = progress.targets[progress.index[key]]  # ours alone: no cache holds targets
             verdict = self.judge(judged, trigger)
             if verdict == Verdict.STAMP:
                 if key not in sent:
@@ -332,26 +310,32 @@ class RescheduleTaskController(Controller):
                 sent.discard(key)
                 progress.settle(key, judged)
                 self._unwatch_one(key, name)
-        if full:
-            for key in progress.pending:
-                self.watchers[key].add(name)
-            self._unwatch(name, keep=progress.pending)
-            progress.next_full = time.monotonic() + self.resync
-        if stamp:
-            targets = [target for _, target in stamp]
-            try:
-                await self._stamp(targets, trigger, sent, task.metadata.name, _acting_for(task))
-            except Exception:
-                progress.next_full = 0.0  # judge (and stamp) every pending target again
-                raise
-            finally:
-                for key, target in stamp:
-                    if target.result is not None:  # refused: reported
-                        progress.settle(key, target)
-                        self._unwatch_one(key, name)
-            asked = sum((t.namespace, t.name) in sent for t in targets)
-            reasons.reschedule_requested(self.events, task, asked, len(targets))
-        await self._report(task, progress)
+        return stamp
+
+    async def _send(
+        self,
+        task: TaskView,
+        progress: Progress,
+        stamp: list[tuple[AppKey, TargetStatus]],
+        trigger: datetime,
+        sent: set[AppKey],
+        first: int,
+    ) -> None:
+        """Stamp these targets (the first batch ``first`` long); settle those refused."""
+        if not stamp:
+            return
+        name = task.metadata.name
+        targets = [target for _, target in stamp]
+        try:
+            await self._stamp(targets, trigger, sent, name, _acting_for(task), first)
+        except Exception:
+            progress.next_full = 0.0  # judge (and stamp) every pending target again
+            raise
+        finally:
+            for key, target in stamp:
+                if target.result is not None:  # refused: reported
+                    progress.settle(key, target)
+                    self._unwatch_one(key, name)
 
     async def _report(self, task: TaskView, progress: Progress) -> None:
         """Write progress when the counts moved, as the rules at the top of the module say.
@@ -478,6 +462,7 @@ class RescheduleTaskController(Controller):
         sent: set[AppKey],
         task: str,
         headers: dict[str, str] | None = None,
+        first: int = _FIRST_STAMPS,
     ) -> bool:
         """Send the requests in batches; True when some target got a result meanwhile.
 
@@ -488,7 +473,7 @@ class RescheduleTaskController(Controller):
         """
         changed = False
         when = _spell(trigger)
-        start, size = 0, _FIRST_STAMPS
+        start, size = 0, first
         while start < len(targets):
             chunk = targets[start : start + size]
             start, size = start + size, _STAMP_BATCH
