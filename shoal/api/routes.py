@@ -399,25 +399,23 @@ async def _watch(
         WATCHES.inc()
         try:
             while True:
-                try:
-                    item = await asyncio.wait_for(queue.get(), heartbeat)
+                try:  # asyncio.timeout, not wait_for: no task made per wait
+                    async with asyncio.timeout(heartbeat):
+                        item = await queue.get()
                 except TimeoutError:
                     yield b"\n"
                     continue
                 if item is None or isinstance(item, BaseException):
                     return
-                yield _event_line(item, parsed, fields)
-                # Drain what is already queued into one chunk: fewer, larger writes.
-                chunk: list[bytes] = []
+                # With what is already queued, in one chunk: fewer, larger writes.
+                chunk = [_event_line(item, parsed, fields)]
                 while not queue.empty() and len(chunk) < 500:
                     more = queue.get_nowait()
                     if more is None or isinstance(more, BaseException):
-                        if chunk:
-                            yield b"".join(chunk)
+                        yield b"".join(chunk)
                         return
                     chunk.append(_event_line(more, parsed, fields))
-                if chunk:
-                    yield b"".join(chunk)
+                yield b"".join(chunk)
         finally:
             WATCHES.dec()
             task.cancel()
