@@ -538,9 +538,12 @@ class ClusterApi:
                 if left <= 0:
                     break
                 try:
-                    # no timer and no task when an event is already waiting
-                    item = watcher.queue.get_nowait() if not watcher.queue.empty() else (
-                        await asyncio.wait_for(watcher.queue.get(), min(left, BOOKMARK_INTERVAL)))
+                    # no timer when an event is already waiting, and never a task (wait_for's)
+                    if not watcher.queue.empty():
+                        item = watcher.queue.get_nowait()
+                    else:
+                        async with asyncio.timeout(min(left, BOOKMARK_INTERVAL)):
+                            item = await watcher.queue.get()
                 except TimeoutError:
                     if bookmarks and time.monotonic() < deadline:
                         await send({"type": "http.response.body", "body": bookmark(),
