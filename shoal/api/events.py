@@ -11,6 +11,7 @@ writers report the same event.
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from datetime import UTC
 from functools import lru_cache
@@ -27,6 +28,7 @@ from shoal.api.codec import rfc3339
 from shoal.api.event_items import Item, items_of, parse
 from shoal.api.resources import Resources
 from shoal.api.routes import StrictJsonRoute
+from shoal.events import metrics
 from shoal.model.base import Metadata, check_label_value, utcnow
 from shoal.model.events import KIND_LABEL, NAME_LABEL, Event, EventBatch
 from shoal.store.base import AlreadyExists
@@ -161,10 +163,15 @@ def fast_route(resources: Resources) -> Route:
 
     async def record_events(request: Request) -> Response:
         request.scope["route"] = route  # the metrics middleware labels by route
+        await request.body()  # received first: the CPU counted below is the batch's own
+        start = time.thread_time()
         items = await parse(request)
         if isinstance(items, Response):
             return items
-        return results_response(await record_many(resources, items))
+        answer = results_response(await record_many(resources, items))
+        metrics.STORE_CPU.inc(time.thread_time() - start)
+        metrics.STORED.inc(len(items))
+        return answer
 
     route = Route(PATH, record_events, methods=["POST"])
     return route

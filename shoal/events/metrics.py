@@ -26,3 +26,10 @@ FLUSH_SECONDS = Histogram(
     ["component"],
     buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
 )
+STORED = Counter(
+    "shoal_events_stored_total", "Event occurrences the API stored from POST /core/events batches"
+)
+STORE_CPU = Counter(
+    "shoal_events_store_cpu_seconds_total",
+    "CPU seconds the API's event loop spent checking and storing POST /core/events batches",
+)

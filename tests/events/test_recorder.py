@@ -42,14 +42,27 @@ async def test_repeats_are_one_event_with_a_count(client: ShoalClient) -> None:
     await recorder.close()
 
 
-async def test_batches_of_a_thousand(client: ShoalClient) -> None:
+async def _counter(api: ApiServer, name: str) -> float:
+    async with httpx.AsyncClient() as http:
+        text = (await http.get(api.url + "/metrics")).text
+    return sum(float(line.split()[1]) for line in text.splitlines() if line.startswith(name + " "))
+
+
+async def test_batches_of_a_thousand(client: ShoalClient, api: ApiServer) -> None:
     apps = [await _app(client, f"a{i}") for i in range(3)]
+    stored, cpu = await _counter(api, "shoal_events_stored_total"), await _counter(api, _CPU)
     recorder = Recorder(client, "scheduler", interval=60)
     for i in range(2500):
         recorder.emit(apps[i % 3], "Scheduled", f"Scheduled to c{i}")
     await recorder.close()
     listed = await client.list(Event, "default")
     assert len(listed.items) == 2500
+    # The API counts what it stored and the CPU it took (bench/schedule.py reads them).
+    assert await _counter(api, "shoal_events_stored_total") - stored == 2500
+    assert await _counter(api, _CPU) > cpu
+
+
+_CPU = "shoal_events_store_cpu_seconds_total"
 
 
 async def test_two_writers_add_up(client: ShoalClient, api: ApiServer) -> None:
