@@ -142,6 +142,8 @@ class RescheduleTaskController(Controller):
     # events ----------------------------------------------------------------------
 
     def _app_event(self, app: ApplicationView, old: ApplicationView | None = None) -> None:
+        if old is not None and _stamped_only(app, old):
+            return  # its stamp coming back (one event per target) changes no result
         key = (app.metadata.namespace or "", app.metadata.name)
         for name in self.watchers.get(key, ()):
             progress = self.progress.get(name)
@@ -542,6 +544,21 @@ def _fail(target: TargetStatus, reason: TargetReason, message: str) -> str | Non
     target.reason = reason
     target.message = message
     return None
+
+
+def _stamped_only(app: ApplicationView, old: ApplicationView) -> bool:
+    """Nothing a target is judged by changed but ``reschedule_requested`` (a resync judges
+    every pending target anyway)."""
+    new, was = app.status, old.status
+    return (
+        new.last_scheduled == was.last_scheduled
+        and new.state is was.state
+        and new.reason == was.reason
+        and new.scheduled_to == was.scheduled_to
+        and new.scheduling == was.scheduling
+        and app.metadata.deleted == old.metadata.deleted
+        and app.spec.constraints.migration == old.spec.constraints.migration
+    )
 
 
 def _app_key(app: ApplicationView) -> AppKey:
