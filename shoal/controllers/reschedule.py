@@ -191,11 +191,7 @@ class RescheduleTaskController(Controller):
 
     async def _observe(self, task: TaskView) -> None:
         """Select the targets once and record them with the trigger time."""
-        # The application views the informer keeps are long-lived, and replacing them frees
-        # as many objects as it makes, so the young generation grows unnoticed by the
-        # collector's count: its next pass (a tenth of a second at 10,000 applications)
-        # would fall on this task's start. Frozen, they are never walked again.
-        gc.freeze()
+        _freeze_views()
         status = RescheduleTaskStatus(
             phase=TaskPhase.Running,
             trigger_time=task.metadata.created or utcnow(),
@@ -481,6 +477,7 @@ class RescheduleTaskController(Controller):
         start, size = 0, first
         while start < len(targets):
             chunk = targets[start : start + size]
+            _freeze_views()  # the views the last batch's stamps and bindings brought
             start, size = start + size, _STAMP_BATCH
             body = {
                 "task": task,
@@ -544,6 +541,20 @@ def _fail(target: TargetStatus, reason: TargetReason, message: str) -> str | Non
     target.reason = reason
     target.message = message
     return None
+
+
+def _freeze_views() -> None:
+    """Take the application views decoded so far out of the collector's reach.
+
+    The informer replaces a view on every event, which frees as many objects as
+    it makes: the collector's count hardly moves while its young generation fills
+    with every view since its last pass, which then walks them all at once (0.17 s
+    after a failover of 10,000, inside target selection; as much again inside the
+    stamping). The views are long-lived and hold no cycles: frozen, they are never
+    walked, and freed as usual when replaced. Called when a task starts and before
+    each stamp batch, a bounded number of times per task.
+    """
+    gc.freeze()
 
 
 def _stamped_only(app: ApplicationView, old: ApplicationView) -> bool:
