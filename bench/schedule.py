@@ -258,7 +258,8 @@ def summary(n: int, offs: list[dict[str, float]], ons: list[dict[str, float]]) -
         f"{1e6 * (api_on - api_off) / written:.0f} us/event; scheduler "
         f"{100 * (sched_on / sched_off - 1):+.1f} %, {1e6 * (sched_on - sched_off) / written:.0f} "
         f"us/event); the API's thread in POST /core/events "
-        f"{1e6 * median(ons, 'store_cpu') / written:.0f} us/event"
+        f"{1e6 * median(ons, 'store_cpu') / written:.0f} us/event, "
+        f"{100 * median(ons, 'store_cpu') / api_off:.1f} % of the API's CPU without events"
     )
 
 
