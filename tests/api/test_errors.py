@@ -197,7 +197,7 @@ CASES = [
     Case("cluster binding without cloud", "PUT", CLUSTERS + "/c/binding", {}, field="cloud"),
     # routing
     Case("unknown route", "GET", "/kubernetes/namespaces/default/widgets", None, 404),
-    Case("method not allowed", "PATCH", APPS + "/web", {}, 405),
+    Case("method not allowed", "PATCH", CLUSTERS + "/c", {}, 405),
     Case("unknown object", "GET", APPS + "/nope", None, 404, "nope"),
 ]  # fmt: skip
 
