@@ -5,6 +5,10 @@ seen after a disconnect, and lists again only when the API answers 410 (the
 revision was compacted); a re-list is diffed against the cache so handlers
 see the changes they missed, exactly once. Handlers may be plain functions or
 coroutines; an event older than what the cache holds is dropped.
+
+With ``quiet``, each event is first read as decoded JSON: one that ``quiet``
+says no handler needs is cached undecoded, and its model is built only when
+``get`` or ``items`` reads it (building models is most of a watch's cost).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from dataclasses import KW_ONLY, InitVar, dataclass, field
 from typing import Any, Generic, TypeVar
 
 from shoal.client.rest import Gone, ShoalClient, Unreachable, WatchEvent
-from shoal.model.base import Kind
+from shoal.model.base import TRUSTED, Kind
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +54,13 @@ class Informer(Generic[K]):
     on_change: InitVar[ChangeHandler[K] | None] = None
     heartbeat: float = 10.0
     retry_delay: float = 0.2
+    # (raw object) -> True when no handler needs the event: it is cached undecoded
+    quiet: Callable[[dict[str, Any]], bool] | None = None
     cache: dict[tuple[str | None, str], K] = field(default_factory=dict, init=False, repr=False)
+    # objects newer than their ``cache`` entry, decoded when read
+    _raw: dict[tuple[str | None, str], dict[str, Any]] = field(
+        default_factory=dict, init=False, repr=False
+    )
     revision: int = field(default=0, init=False)
     synced: asyncio.Event = field(default_factory=asyncio.Event, init=False, repr=False)
     lists: int = field(default=0, init=False)  # how many times it listed (tests, metrics)
@@ -61,10 +71,18 @@ class Informer(Generic[K]):
             self.on_update = self.on_update or (lambda old, new: on_change(new, old))
 
     def get(self, name: str, namespace: str | None = None) -> K | None:
-        return self.cache.get((namespace, name))
+        return self._current((namespace, name))
 
     def items(self) -> list[K]:
+        for key in list(self._raw):
+            self._current(key)
         return list(self.cache.values())
+
+    def _current(self, key: tuple[str | None, str]) -> K | None:
+        raw = self._raw.pop(key, None)
+        if raw is not None:
+            self.cache[key] = self.kind.model_validate(raw, context=TRUSTED)
+        return self.cache.get(key)
 
     async def wait_synced(self, timeout: float | None = None) -> None:
         await asyncio.wait_for(self.synced.wait(), timeout)
@@ -78,6 +96,16 @@ class Informer(Generic[K]):
                 if need_list:
                     await self._relist()
                     need_list = False
+                if self.quiet is not None:
+                    async for raw in self.client.watch_json(
+                        self.kind,
+                        self.namespace,
+                        resource_version=self.revision,
+                        heartbeat=self.heartbeat,
+                    ):
+                        await self._apply_raw(raw, self.quiet)
+                        delay = self.retry_delay
+                    continue
                 async for event in self.client.watch(
                     self.kind,
                     self.namespace,
@@ -105,6 +133,7 @@ class Informer(Generic[K]):
     async def _relist(self) -> None:
         result = await self.client.list(self.kind, self.namespace)
         self.lists += 1
+        self.items()  # handlers compare with the decoded objects
         fresh = {cache_key(obj): obj for obj in result.items}
         old = self.cache
         self.cache = dict(fresh)
@@ -120,13 +149,28 @@ class Informer(Generic[K]):
                 await _call(self.on_delete, obj)
         self.synced.set()
 
+    async def _apply_raw(
+        self, event: dict[str, Any], quiet: Callable[[dict[str, Any]], bool]
+    ) -> None:
+        raw = event["object"]
+        meta = raw["metadata"]
+        revision = int(meta.get("resource_version") or 0)
+        if revision <= self.revision:
+            return
+        if event["type"] != "DELETED" and quiet(raw):
+            self.revision = revision
+            self._raw[(meta.get("namespace"), meta["name"])] = raw
+            return
+        obj = self.kind.model_validate(raw, context=TRUSTED)
+        await self._apply(WatchEvent(event["type"], obj, revision))
+
     async def _apply(self, event: WatchEvent[K]) -> None:
         if event.revision <= self.revision:
             return  # already seen (a resumed stream never repeats, but be safe)
         self.revision = event.revision
         obj = event.object
         key = cache_key(obj)
-        previous = self.cache.get(key)
+        previous = self._current(key)
         if event.type == "DELETED":
             if previous is not None:
                 del self.cache[key]

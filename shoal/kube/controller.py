@@ -42,6 +42,8 @@ from shoal.kube.objects import (
     project,
     ref_key,
     stub,
+    triggered,
+    unread,
     watch_entries,
 )
 from shoal.kube.owners import Owner, owned
@@ -54,13 +56,6 @@ log = logging.getLogger(__name__)
 FINALIZER = "shoal.kube/resources"
 
 MAX_BACKOFF = 60.0
-
-
-def triggered(app: Application) -> bool:
-    """The scheduler saw the latest spec (seed 004's kube_controller_triggered handshake)."""
-    when = app.status.kube_controller_triggered
-    modified = app.metadata.modified
-    return when is not None and (modified is None or when >= modified)
 
 
 @dataclass(eq=False)
@@ -103,7 +98,11 @@ class KubeController(Controller):
         self.written: dict[AppKey, int] = {}  # resource_version of our last write
         self.behind: set[AppKey] = set()  # reconciles that waited for our last write's event
         self.app_informer: Informer[Application] = Informer(
-            self.client, Application, on_change=self._app_event, on_delete=self._app_deleted
+            self.client,
+            Application,
+            on_change=self._app_event,
+            on_delete=self._app_deleted,
+            quiet=self._quiet,
         )
         self.cluster_informer: Informer[Cluster] = Informer(
             self.client, Cluster, on_change=self._cluster_event, on_delete=self._cluster_deleted
@@ -143,6 +142,12 @@ class KubeController(Controller):
             self.queue.add(key)
         if self.watches is not None and (old is None or placement(old) != placement(app)):
             self.watches.set_app(cache_key(app), watch_entries(app))
+
+    def _quiet(self, raw: dict[str, Any]) -> bool:
+        """No handler needs this application event: its model waits until read."""
+        key = (raw["metadata"].get("namespace"), raw["metadata"]["name"])
+        entries = self.watches.entries(key) if self.watches is not None else None
+        return key not in self.behind and unread(raw, self.written.get(key), entries)
 
     async def _watch_client(self, key: AppKey) -> KubeCluster | None:
         cluster = self.cluster_informer.get(key[1], key[0])

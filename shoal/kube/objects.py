@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shoal.kube.watch import Entry
+from shoal.kube.watch import ClusterKey, Entry
 from shoal.model.base import ResourceRef
 from shoal.model.kubernetes import Application, ContainerHealth
 
@@ -139,15 +139,53 @@ def placement(app: Application) -> tuple[Any, ...]:
 
 def watch_entries(app: Application) -> set[Entry]:
     """The objects of ``app`` on the clusters it is bound to or runs on."""
-    namespace = app.metadata.namespace or "default"
+    status = app.status
+    refs = [ref_key(ref) for ref in (status.scheduled_to, status.running_on) if ref is not None]
+    objects = [*app.spec.manifest, *status.last_applied_manifest]
+    return _entries(app.metadata.namespace, refs, objects)
+
+
+def triggered(app: Application) -> bool:
+    """The scheduler saw the latest spec (seed 004's kube_controller_triggered handshake)."""
+    when = app.status.kube_controller_triggered
+    modified = app.metadata.modified
+    return when is not None and (modified is None or when >= modified)
+
+
+def raw_watch_entries(app: Obj) -> set[Entry]:
+    """``watch_entries`` of an application as decoded JSON (no model built)."""
+    status: Obj = app.get("status") or {}
+    refs = [(ref.get("namespace"), ref["name"])
+            for ref in (status.get("scheduled_to"), status.get("running_on")) if ref]  # fmt: skip
+    manifest = (app.get("spec") or {}).get("manifest") or []
+    objects = [*manifest, *(status.get("last_applied_manifest") or [])]
+    return _entries(app["metadata"].get("namespace"), refs, objects)
+
+
+def unread(app: Obj, written: int | None, entries: set[Entry] | None) -> bool:
+    """An application event the kube controller need not decode (``app`` as JSON).
+
+    Three of an application's four events are: its creation (not yet bound:
+    a reconcile finds nothing to do) and the echoes of the controller's own
+    writes (``written``: finalizer, RUNNING). ``entries`` (the watched objects,
+    None when nothing is watched) must stay the same.
+    """
+    meta = app["metadata"]
+    if meta.get("resource_version") != written:  # not our echo
+        status = app.get("status") or {}
+        if meta.get("deleted") or status.get("scheduled_to") or status.get("pending_cleanups"):
+            return False
+    return entries is None or raw_watch_entries(app) == entries
+
+
+def _entries(namespace: str | None, refs: list[ClusterKey], objects: list[Obj]) -> set[Entry]:
+    namespace = namespace or "default"
     entries: set[Entry] = set()
-    for ref in (app.status.scheduled_to, app.status.running_on):
-        if ref is None:
-            continue
-        for obj in (*app.spec.manifest, *app.status.last_applied_manifest):
+    for ref in refs:
+        for obj in objects:
             try:
                 api_version, kind, ns, name = ident(obj)
             except (KeyError, TypeError):
                 continue
-            entries.add((ref_key(ref), (api_version, kind, ns or namespace, name)))
+            entries.add((ref, (api_version, kind, ns or namespace, name)))
     return entries

@@ -99,6 +99,10 @@ class ClusterWatches:
         else:
             self._apps.pop(app, None)
 
+    def entries(self, app: AppKey) -> set[Entry]:
+        """What the last ``set_app`` gave for ``app``."""
+        return self._apps.get(app, set())
+
     def watched(self, app: AppKey, cluster: ClusterKey) -> bool:
         """Every target of ``app`` on ``cluster`` has a live watch (events will come)."""
         targets = {_target(e) for e in self._apps.get(app, ()) if e[0] == cluster}

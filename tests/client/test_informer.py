@@ -113,6 +113,27 @@ async def test_initial_list_then_events_once_each(client: ShoalClient) -> None:
         assert informer.lists == 1
 
 
+async def test_quiet_events_are_cached_undecoded_and_call_no_handler(client: ShoalClient) -> None:
+    recorder = Recorder()
+    informer = recorder.informer(client)
+    informer.quiet = lambda raw: raw["spec"].get("backoff") == 7
+    async with running(informer):
+        await client.create(application("loud"))
+        quiet = application("quiet")
+        quiet.spec.backoff = 7
+        created = await client.create(quiet)
+        await wait_for(lambda: informer.revision >= (created.metadata.resource_version or 0))
+        assert recorder.calls == [("add", "loud", recorder.calls[0][2])]
+        built = informer.get("quiet", "default")  # decoded when read
+        assert built is not None and built.spec.backoff == 7
+        created.spec.backoff = 3
+        await client.update(created)  # an update of a quiet object compares with its model
+        await wait_for(lambda: len(recorder.calls) == 2)
+        assert recorder.calls[1][:2] == ("update", "quiet")
+        default = application("x").spec.backoff
+        assert sorted(o.spec.backoff for o in informer.items()) == sorted([3, default])
+
+
 async def test_two_phase_delete_is_an_update_then_a_delete(client: ShoalClient) -> None:
     app = application("a")
     app.metadata.finalizers = ["shoal/kube"]

@@ -6,8 +6,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from shoal.kube.controller import triggered
-from shoal.kube.objects import workload_health
+from shoal.kube.objects import raw_watch_entries, unread, watch_entries, workload_health
 from shoal.kube.observer import quantity, summarize_nodes
+from shoal.model.base import ResourceRef
 from tests.kube.conftest import application
 
 
@@ -22,13 +23,36 @@ def test_triggered_handshake() -> None:
     assert triggered(app)
 
 
+def test_raw_watch_entries_match_the_model() -> None:
+    app = application("a")
+    bare = app.model_dump(mode="json", exclude_defaults=True)
+    assert raw_watch_entries(bare) == watch_entries(app) == set()
+    assert unread(bare, None, set())  # not bound yet: nothing to do
+    cluster = ResourceRef(api="infrastructure", kind="Cluster", namespace="default", name="c")
+    app.status.scheduled_to = cluster
+    app.metadata.resource_version = 5
+    bound = app.model_dump(mode="json", exclude_defaults=True)
+    entries = watch_entries(app)
+    assert entries and raw_watch_entries(bound) == entries
+    assert not unread(bound, None, set())  # bound: a reconcile applies it
+    assert unread(bound, 5, entries)  # the echo of our own write
+    assert not unread(bound, 5, set())  # ... unless the watched objects change
+    app.status.running_on = cluster
+    app.status.last_applied_manifest = app.spec.manifest
+    assert raw_watch_entries(app.model_dump(mode="json")) == watch_entries(app) == entries
+
+
 def test_workload_health() -> None:
     dep: dict[str, Any] = {
         "kind": "Deployment",
         "metadata": {"generation": 2},
         "spec": {"replicas": 3},
-        "status": {"observedGeneration": 2, "replicas": 3, "readyReplicas": 3,
-                   "updatedReplicas": 3},
+        "status": {
+            "observedGeneration": 2,
+            "replicas": 3,
+            "readyReplicas": 3,
+            "updatedReplicas": 3,
+        },
     }
     ready, health = workload_health(dep)
     assert ready and health.desired_pods == 3 and health.running_pods == 3
