@@ -8,7 +8,9 @@ coroutines; an event older than what the cache holds is dropped.
 
 With ``quiet``, each event is first read as decoded JSON: one that ``quiet``
 says no handler needs is cached undecoded, and its model is built only when
-``get`` or ``items`` reads it (building models is most of a watch's cost).
+``get`` or ``items`` reads it (building models is most of a watch's cost). The
+next event that reaches the handlers comes as an update of the last decoded
+copy, or as an addition when there is none.
 """
 
 from __future__ import annotations
@@ -170,10 +172,12 @@ class Informer(Generic[K]):
         self.revision = event.revision
         obj = event.object
         key = cache_key(obj)
-        previous = self._current(key)
+        # the last decoded copy: an object only ever cached undecoded is new to the handlers
+        previous = self.cache.get(key)
+        unread = self._raw.pop(key, None)
         if event.type == "DELETED":
-            if previous is not None:
-                del self.cache[key]
+            if previous is not None or unread is not None:
+                self.cache.pop(key, None)
                 await _call(self.on_delete, obj)
             return
         self.cache[key] = obj

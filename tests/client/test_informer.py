@@ -130,8 +130,15 @@ async def test_quiet_events_are_cached_undecoded_and_call_no_handler(client: Sho
         await client.update(created)  # an update of a quiet object compares with its model
         await wait_for(lambda: len(recorder.calls) == 2)
         assert recorder.calls[1][:2] == ("update", "quiet")
+        unseen = application("unseen")
+        unseen.spec.backoff = 7
+        unseen = await client.create(unseen)
+        unseen.spec.backoff = 2
+        await client.update(unseen)  # never decoded: new to the handlers
+        await wait_for(lambda: len(recorder.calls) == 3)
+        assert recorder.calls[2][:2] == ("add", "unseen")
         default = application("x").spec.backoff
-        assert sorted(o.spec.backoff for o in informer.items()) == sorted([3, default])
+        assert sorted(o.spec.backoff for o in informer.items()) == sorted([2, 3, default])
 
 
 async def test_two_phase_delete_is_an_update_then_a_delete(client: ShoalClient) -> None:
