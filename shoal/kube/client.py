@@ -70,6 +70,8 @@ class KubeCluster:
     resources: dict[tuple[str, str], ResourceInfo] = field(default_factory=dict)
     discovered: set[str] = field(default_factory=set)
     namespaces: set[str] = field(default_factory=set)  # known to exist (asked once)
+    # (token, headers, query parameters) of the credentials, see _auth
+    auth: tuple[str | None, dict[str, str], list[tuple[str, str]]] | None = None
 
     async def request(
         self,
@@ -100,7 +102,9 @@ class KubeCluster:
         if rest.server_hostname:
             options["server_hostname"] = rest.server_hostname
         try:
-            await self.api.update_params_for_auth(headers, params, ["BearerToken"])
+            auth_headers, auth_params = await self._auth()
+            headers.update(auth_headers)
+            params += auth_params
             async with rest.pool_manager.request(
                 method,
                 f"{self.api.configuration.host}{path}",
@@ -121,6 +125,21 @@ class KubeCluster:
             raise KubeApiError(
                 response.status, "NotJSON", raw[:300].decode(errors="replace")
             ) from error
+
+    async def _auth(self) -> tuple[dict[str, str], list[tuple[str, str]]]:
+        """The credentials, asked of the ApiClient again only when they may change.
+
+        Its settings are rebuilt for every call (a tenth of an apply's overhead);
+        a token refreshed by a hook (exec, OIDC) is still asked for each time.
+        """
+        config = self.api.configuration
+        token = config.api_key.get("BearerToken")
+        if self.auth is None or self.auth[0] != token or config.refresh_api_key_hook:
+            headers: dict[str, str] = {}
+            params: list[tuple[str, str]] = []
+            await self.api.update_params_for_auth(headers, params, ["BearerToken"])
+            self.auth = (token, headers, params)
+        return self.auth[1], self.auth[2]
 
     async def resource(self, api_version: str, kind: str) -> ResourceInfo:
         """Plural and scope of a kind, from discovery (re-read once when unknown)."""
