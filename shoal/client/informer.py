@@ -63,6 +63,7 @@ class Informer(Generic[K]):
     _raw: dict[tuple[str | None, str], dict[str, Any]] = field(
         default_factory=dict, init=False, repr=False
     )
+    _known: dict[tuple[str | None, str], K] = field(default_factory=dict, init=False, repr=False)
     revision: int = field(default=0, init=False)
     synced: asyncio.Event = field(default_factory=asyncio.Event, init=False, repr=False)
     lists: int = field(default=0, init=False)  # how many times it listed (tests, metrics)
@@ -79,6 +80,12 @@ class Informer(Generic[K]):
         for key in list(self._raw):
             self._current(key)
         return list(self.cache.values())
+
+    def known(self, obj: K) -> K:
+        """``obj`` is what the store holds at its revision (a writer's own result):
+        when that revision comes as a quiet event, it is cached without decoding."""
+        self._known[cache_key(obj)] = obj
+        return obj
 
     def _current(self, key: tuple[str | None, str]) -> K | None:
         raw = self._raw.pop(key, None)
@@ -159,9 +166,15 @@ class Informer(Generic[K]):
         revision = int(meta.get("resource_version") or 0)
         if revision <= self.revision:
             return
+        key = (meta.get("namespace"), meta["name"])
+        known = self._known.pop(key, None)
         if event["type"] != "DELETED" and quiet(raw):
             self.revision = revision
-            self._raw[(meta.get("namespace"), meta["name"])] = raw
+            if known is not None and known.metadata.resource_version == revision:
+                self.cache[key] = known
+                self._raw.pop(key, None)
+            else:
+                self._raw[key] = raw
             return
         obj = self.kind.model_validate(raw, context=TRUSTED)
         await self._apply(WatchEvent(event["type"], obj, revision))

@@ -536,7 +536,8 @@ class KubeController(Controller):
             {**item, "resource_version": meta.resource_version}
         )
         metadata = meta.model_copy(update={"finalizers": finalizers, "resource_version": version})
-        return self._wrote(app.model_copy(update={"metadata": metadata}))
+        # the same as stored: its echo needs no decoding
+        return self.app_informer.known(self._wrote(app.model_copy(update={"metadata": metadata})))
 
     async def _write(self, app: Application, fields: dict[str, Any]) -> Application:
         """Patch those of the controller's own status fields that differ (docs/status-ownership.md).
