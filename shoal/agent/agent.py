@@ -8,8 +8,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from kubernetes_asyncio import config as kube_config
-
 import shoal.agent.plugins  # noqa: F401  (registers the built-in plugins)
 from shoal.agent.cache import NodeCache
 from shoal.agent.commit import Committed, Committer
@@ -20,23 +18,15 @@ from shoal.agent.pod import Pod, PodRequest
 from shoal.agent.stats import Timings
 from shoal.agent.sync import ClusterSync
 from shoal.agent.vector import VectorSampler
-from shoal.kube.client import KubeCluster
-from shoal.kube.client import _environment_matters as environment_matters
+from shoal.kube.client import KubeCluster, api_client
 
 Obj = dict[str, Any]
 VECTOR_NODES = 256  # clusters this large sample with numpy (smaller ones: the plugin loop)
 
 
 async def connect(kubeconfig: Obj, timeout: float) -> KubeCluster:
-    """A client for the member cluster (the kube controller's, without its per-cluster cache).
-
-    As the kube controller's: unless a proxy or netrc is set up, aiohttp is kept from
-    looking for them in a thread on every request (a tenth of a busy agent's time).
-    """
-    api = await kube_config.new_client_from_config_dict(kubeconfig)
-    if not environment_matters():
-        api.rest_client.pool_manager._trust_env = False
-    return KubeCluster(api, b"", timeout)
+    """A client for the member cluster (the kube controller's, without its per-cluster cache)."""
+    return KubeCluster(await api_client(kubeconfig), b"", timeout)
 
 
 class Agent:

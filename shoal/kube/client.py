@@ -319,13 +319,9 @@ class KubeClients:
             if current is not None and current.fingerprint == fingerprint:
                 return current
             try:
-                api = await kube_config.new_client_from_config_dict(cluster.spec.kubeconfig)
+                api = await api_client(cluster.spec.kubeconfig)
             except (kube_config.ConfigException, ValueError, KeyError) as error:
                 raise KubeApiError(400, "InvalidKubeconfig", str(error)) from error
-            if not _environment_matters():
-                # aiohttp would look for a proxy and read ~/.netrc in a thread on every
-                # request (a tenth of the kube controller's time under load)
-                api.rest_client.pool_manager._trust_env = False
             if current is not None:
                 await _close(current.api)
             fresh = KubeCluster(api, fingerprint, self.timeout)
@@ -341,6 +337,19 @@ class KubeClients:
         clusters, self._clusters = list(self._clusters.values()), {}
         for cluster in clusters:
             await _close(cluster.api)
+
+
+async def api_client(kubeconfig: dict[str, Any]) -> ApiClient:
+    """A kubernetes client for a kubeconfig, as every Shoal process talks to member clusters.
+
+    Unless a proxy or a netrc file is set up, aiohttp is kept from looking for them
+    in a thread on every request (a tenth of the kube controller's and of a busy
+    agent's time under load).
+    """
+    api = await kube_config.new_client_from_config_dict(kubeconfig)
+    if not _environment_matters():
+        api.rest_client.pool_manager._trust_env = False
+    return api
 
 
 def _environment_matters() -> bool:
