@@ -32,6 +32,7 @@ from shoal.api.routes import build_router
 from shoal.model import registry
 from shoal.model.base import Kind
 from shoal.model.kubernetes import Application, Cluster
+from shoal.model.validation.kubeconfig import set_credential_policy
 from shoal.store.base import Store
 
 MAX_BODY = 8 * 1024 * 1024
@@ -92,6 +93,8 @@ def create_app(
     """The app over ``store``; with ``security``, every request passes its Guard."""
     if security is not None:
         store = security.store  # secret fields sealed on the way to the store
+    # Which kubeconfig credentials that act on this host tenants may give (none by default).
+    set_credential_policy(security.security.kubeconfig if security is not None else None)
     resources = Resources(store)
     admission.log_schema_status()  # once per server: are manifests held to Kubernetes' schemas
 

@@ -22,9 +22,12 @@ import orjson
 from kubernetes_asyncio import config as kube_config
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
+from kubernetes_asyncio.config import kube_config as kube_config_loader
+from kubernetes_asyncio.config.exec_provider import ExecProvider
 
 from shoal.client.informer import cache_key
 from shoal.model.kubernetes import Cluster
+from shoal.model.validation.kubeconfig import check_credentials, credential_policy
 
 log = logging.getLogger(__name__)
 
@@ -346,10 +349,35 @@ async def api_client(kubeconfig: dict[str, Any]) -> ApiClient:
     in a thread on every request (a tenth of the kube controller's and of a busy
     agent's time under load).
     """
+    refused = list(check_credentials(kubeconfig, "kubeconfig", credential_policy()))
+    if refused:
+        raise ValueError("; ".join(f"{f.field}: {f.reason}" for f in refused))
     api = await kube_config.new_client_from_config_dict(kubeconfig)
     if not _environment_matters():
         api.rest_client.pool_manager._trust_env = False
     return api
+
+
+_PLUGIN_ENVIRONMENT = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ")
+
+
+class _PluginExec(ExecProvider):
+    """An allowed ``exec`` plugin, run with none of Shoal's own environment.
+
+    The library gives the command this process's whole environment (a
+    component's ``SHOAL_TOKEN`` among it); it gets only ``PATH``, ``HOME``,
+    the locale and what its own ``env`` entries set.
+    """
+
+    def __init__(self, exec_config: Any, *args: Any, **kwargs: Any) -> None:
+        super().__init__(exec_config, *args, **kwargs)
+        names = [item["name"] for item in exec_config.safe_get("env") or ()]
+        own = {name: self.env[name] for name in names}
+        base = {k: v for k in _PLUGIN_ENVIRONMENT if (v := os.environ.get(k)) is not None}
+        self.env = {**base, **own}
+
+
+kube_config_loader.ExecProvider = _PluginExec  # type: ignore[misc]
 
 
 def _environment_matters() -> bool:

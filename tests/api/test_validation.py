@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import httpx
 
+from shoal.model.validation.kubeconfig import CredentialPolicy, set_credential_policy
 from tests.api.samples import BY_KIND, CLUSTER
 from tests.api.validation_cases import CASES, Case
 
@@ -66,11 +67,18 @@ async def test_a_cluster_to_be_created_needs_tosca_instead(http: httpx.AsyncClie
     assert response.json()["status"]["state"] == "PENDING"
 
 
-async def test_exec_and_auth_provider_credentials_are_kept(http: httpx.AsyncClient) -> None:
+async def test_exec_credentials_are_refused_unless_allowed(http: httpx.AsyncClient) -> None:
     body = CLUSTER.body("exec", "default")
     user = {"exec": {"command": "aws", "args": ["eks", "get-token"], "apiVersion": "v1"}}
     body["spec"]["kubeconfig"]["users"][0]["user"] = user
     response = await http.post(CLUSTER.collection(), json=body)
+    assert response.status_code == 422, response.text
+    assert "spec.kubeconfig.users[0].user.exec" in response.text
+    set_credential_policy(CredentialPolicy(exec_commands=frozenset({"aws"})))
+    try:
+        response = await http.post(CLUSTER.collection(), json=body)
+    finally:
+        set_credential_policy(None)
     assert response.status_code == 200, response.text
     assert response.json()["spec"]["kubeconfig"]["users"][0]["user"] == user
 

@@ -57,9 +57,6 @@ KUBECONFIG_USERS = st.sampled_from([
     {"token": "t"},
     {"client-certificate-data": "Y2VydA==", "client-key-data": "a2V5"},
     {"username": "u", "password": "p"},
-    {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": "aws",
-              "args": ["eks", "get-token"]}},
-    {"auth-provider": {"name": "oidc", "config": {"id-token": "x"}}},
 ])  # fmt: skip
 
 

@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 import yaml
 
+from shoal.model.validation.kubeconfig import CredentialPolicy
+
 Mode = Literal["always-allow", "always-deny", "RBAC"]
 MODES: tuple[Mode, ...] = ("always-allow", "always-deny", "RBAC")
 
@@ -66,6 +68,7 @@ class Security:
     audit: str | None = None  # a file path, or "-" for stdout
     limits: Limits = field(default_factory=Limits)
     cors_origin: str | None = None
+    kubeconfig: CredentialPolicy | None = None  # None: the environment's (none allowed)
 
     @property
     def is_open(self) -> bool:
@@ -167,6 +170,28 @@ def from_mapping(data: dict[str, Any], base: Path = Path(".")) -> Security:
         else audit.get("path"),
         limits=Limits(**limits),
         cors_origin=authn.get("cors_origin"),
+        kubeconfig=_credential_policy(data.get("kubeconfig")),
+    )
+
+
+def _credential_policy(data: Any) -> CredentialPolicy | None:
+    """``kubeconfig: {allow_exec: [commands], allow_files: bool, allow_auth_provider: bool}``."""
+    if data is None:
+        return None
+    section = _section(data, "kubeconfig")
+    unknown = set(section) - {"allow_exec", "allow_files", "allow_auth_provider"}
+    if unknown:
+        raise ConfigError(f"kubeconfig: unknown keys {sorted(unknown)}")
+    commands = section.get("allow_exec") or []
+    if not isinstance(commands, list) or not all(isinstance(c, str) and c for c in commands):
+        raise ConfigError("kubeconfig.allow_exec: must be a list of commands")
+    for key in ("allow_files", "allow_auth_provider"):
+        if not isinstance(section.get(key, False), bool):
+            raise ConfigError(f"kubeconfig.{key}: must be true or false")
+    return CredentialPolicy(
+        frozenset(commands),
+        section.get("allow_files", False),
+        section.get("allow_auth_provider", False),
     )
 
 

@@ -21,7 +21,7 @@ from shoal.api.auth.audit import Audit
 from shoal.api.auth.authn import Authenticator, Unauthenticated, User, authenticated
 from shoal.api.auth.limits import PerUser
 from shoal.api.auth.rbac import Authorizer, Grant
-from shoal.api.auth.secrets import Path_, paths_of_resource, redact
+from shoal.api.auth.secrets import WRITER_SEES_SECRETS, Path_, paths_of_resource, redact
 from shoal.api.auth.target import ANY_USER, BATCHES, PUBLIC, PUBLIC_PREFIX, Target, target
 from shoal.api.errors import problem
 
@@ -47,6 +47,13 @@ class Guard:
         return self.authz.mode == "RBAC"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        sees = WRITER_SEES_SECRETS.set(False)  # until the user is known to have the right
+        try:
+            await self._serve(scope, receive, send)
+        finally:
+            WRITER_SEES_SECRETS.reset(sees)
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await self.app(scope, receive, send)
             return
@@ -106,6 +113,7 @@ class Guard:
             clear = self.authz.grant(user, what.api, what.plural, "secrets")
             if clear.everywhere if what.every else clear.allows(what.namespace):
                 secrets = None
+        WRITER_SEES_SECRETS.set(secrets is None)
         if visible is not None or secrets is not None:
             send = _Rewrite(send, visible, secrets, clear).send
         if what.resource == "rescheduletasks" and what.verb == "create":

@@ -22,6 +22,7 @@ import functools
 import hashlib
 import os
 from collections.abc import Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, get_args, get_origin
 
@@ -75,6 +76,41 @@ def _model_paths(model: type[BaseModel], at: Path_, seen: frozenset[type]) -> It
 
 _NOT_SPEC = frozenset({"api", "kind", "metadata", "status"})
 
+DESTINATION_NAMES = frozenset({"url", "endpoint", "server", "host", "auth_url"})
+"""A field with one of these names, in a model that holds a secret or in one around it,
+says where the secret is sent."""
+KUBECONFIG_DESTINATIONS: tuple[Path_, ...] = (
+    ("clusters",),
+    ("contexts",),
+    ("current-context",),
+)
+"""In a ``kubeconfig``: which server, CA and TLS settings each user's credential goes with."""
+
+
+def _has_secret(model: type[BaseModel], seen: frozenset[type]) -> bool:
+    return any(True for _ in _model_paths(model, (), seen | {model}))
+
+
+def _destination_paths(
+    model: type[BaseModel], at: Path_, seen: frozenset[type]
+) -> Iterator[Path_]:
+    """The destination fields of every model under ``model`` that holds a secret."""
+    holds = _has_secret(model, seen)
+    for name, field in model.model_fields.items():
+        if issubclass(model, Kind) and name in _NOT_SPEC:
+            continue
+        here = (*at, field.serialization_alias or field.alias or name)
+        inside = list(_models_in(field.annotation))
+        if holds and name in DESTINATION_NAMES and not inside:
+            yield here
+        elif name == "kubeconfig":
+            yield from ((*here, *path) for path in KUBECONFIG_DESTINATIONS)
+        for inner, many in inside:
+            if inner not in seen:
+                yield from _destination_paths(
+                    inner, (*here, "*") if many else here, seen | {inner}
+                )
+
 
 @functools.cache
 def secret_paths(kind: type[Kind]) -> tuple[Path_, ...]:
@@ -82,10 +118,29 @@ def secret_paths(kind: type[Kind]) -> tuple[Path_, ...]:
     return tuple(dict.fromkeys(_model_paths(kind, (), frozenset({kind}))))
 
 
+@functools.cache
+def destination_paths(kind: type[Kind]) -> tuple[Path_, ...]:
+    """Where a kind's credentials are sent (URLs, a kubeconfig's clusters): a write that
+    keeps a secret by sending the placeholder back may not change them (``SecuredStore``)."""
+    return tuple(dict.fromkeys(_destination_paths(kind, (), frozenset({kind}))))
+
+
+WRITER_SEES_SECRETS: ContextVar[bool] = ContextVar("shoal_writer_sees_secrets", default=True)
+"""Whether the request being served may read this kind's secrets (the guard sets it; without
+security everyone may)."""
+
+
 def paths_of_resource(api: str, plural: str) -> tuple[Path_, ...] | None:
     """The secret paths of the kind at ``/{api}/.../{plural}``; None when it has none."""
     kind = registry.BY_PLURAL.get((api, plural))
     return (secret_paths(kind) or None) if kind is not None else None
+
+
+def destinations_of_key(key: str) -> tuple[Path_, ...]:
+    """The destination paths of the kind a store key belongs to."""
+    parts = key.split("/", 3)
+    kind = registry.BY_PLURAL.get((parts[1], parts[2])) if len(parts) > 2 else None
+    return destination_paths(kind) if kind is not None else ()
 
 
 def paths_of_key(key: str) -> tuple[Path_, ...] | None:

@@ -15,7 +15,16 @@ from typing import Any
 
 import orjson
 
-from shoal.api.auth.secrets import REDACTED, Cipher, concrete, leaves, paths_of_key
+from shoal.api.auth.secrets import (
+    REDACTED,
+    WRITER_SEES_SECRETS,
+    Cipher,
+    concrete,
+    destinations_of_key,
+    leaves,
+    paths_of_key,
+)
+from shoal.api.errors import ProblemError
 from shoal.model.scheduling import RescheduleTask
 from shoal.store.base import Event, Record, Store
 
@@ -52,6 +61,8 @@ class SecuredStore:
             for part in at[:-1]:
                 node = node[part]
             if secret == REDACTED and at in kept:
+                if old is not None and not WRITER_SEES_SECRETS.get():
+                    _same_destination(key, data, orjson.loads(old), at)
                 node[at[-1]] = kept[at]  # the reader sent the placeholder back: keep the value
             elif self.cipher is not None and self.cipher.key_id(secret) is None:
                 node[at[-1]] = self.cipher.encrypt(secret, aad)
@@ -125,6 +136,23 @@ class SecuredStore:
 
     async def close(self) -> None:
         await self.inner.close()
+
+
+def _same_destination(key: str, new: Any, old: Any, secret: tuple[Any, ...]) -> None:
+    """Refuse a write that keeps a secret it never saw but sends it somewhere else."""
+    paths = destinations_of_key(key)
+    before, after = concrete(old, paths), concrete(new, paths)
+    for at in sorted(set(before) | set(after), key=str):
+        if before.get(at) != after.get(at):
+            field = ".".join(str(p) for p in at)
+            kept = ".".join(str(p) for p in secret)
+            raise ProblemError(
+                403,
+                f"{field}: changes where the secret {kept} is sent, which the writer never "
+                f"saw; send the secret itself instead of the placeholder (or ask for the "
+                f"secrets verb)",
+                errors=[{"field": field, "reason": "changes where a kept secret is sent"}],
+            )
 
 
 def _carry(value: bytes, old: bytes, path: tuple[str, ...]) -> bytes:

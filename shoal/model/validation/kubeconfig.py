@@ -2,14 +2,22 @@
 
 ``current-context`` (or the only context) must resolve to a context whose
 cluster and user exist; the server must be an ``http(s)`` URL and the user
-must carry a credential. Exec and auth-provider entries are kept as given and
-never run here. Krake wanted exactly one context, user and cluster: Shoal
-only warns, since ``current-context`` picks one of many.
+must carry a credential. Krake wanted exactly one context, user and cluster:
+Shoal only warns, since ``current-context`` picks one of many.
+
+A kubeconfig is a tenant's data, so credentials that run code or read files on
+Shoal's hosts (``exec``, ``auth-provider``, ``tokenFile``, and certificate or
+key file paths) are refused, in every entry, unless the process's
+``CredentialPolicy`` allows them: an administrator's setting
+(``kubeconfig:`` in the API's configuration, ``SHOAL_KUBECONFIG_*`` in the
+environment of the processes that connect to member clusters).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Generator, Iterator
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -20,9 +28,106 @@ _SECTIONS = ("contexts", "clusters", "users")
 _ENTRY = {"contexts": "context", "clusters": "cluster", "users": "user"}
 
 
+@dataclass(frozen=True)
+class CredentialPolicy:
+    """Which kubeconfig credentials that act on Shoal's hosts are allowed (none by default)."""
+
+    exec_commands: frozenset[str] = frozenset()
+    """``exec`` plugins allowed, by their ``command`` exactly as written."""
+    files: bool = False
+    """``tokenFile``, ``client-certificate``, ``client-key``, ``certificate-authority``."""
+    auth_providers: bool = False
+    """``auth-provider`` entries (they run ``gcloud`` or refresh tokens at a URL)."""
+
+    @classmethod
+    def from_environment(cls) -> CredentialPolicy:
+        """``SHOAL_KUBECONFIG_ALLOW_EXEC`` (commands, comma-separated),
+        ``SHOAL_KUBECONFIG_ALLOW_FILES`` and ``SHOAL_KUBECONFIG_ALLOW_AUTH_PROVIDER`` (``1``)."""
+        commands = os.environ.get("SHOAL_KUBECONFIG_ALLOW_EXEC", "")
+        return cls(
+            frozenset(c.strip() for c in commands.split(",") if c.strip()),
+            os.environ.get("SHOAL_KUBECONFIG_ALLOW_FILES", "") in ("1", "true", "yes"),
+            os.environ.get("SHOAL_KUBECONFIG_ALLOW_AUTH_PROVIDER", "") in ("1", "true", "yes"),
+        )
+
+    def environment(self) -> dict[str, str]:
+        """This policy as the environment variables ``from_environment`` reads."""
+        env = {}
+        if self.exec_commands:
+            env["SHOAL_KUBECONFIG_ALLOW_EXEC"] = ",".join(sorted(self.exec_commands))
+        if self.files:
+            env["SHOAL_KUBECONFIG_ALLOW_FILES"] = "1"
+        if self.auth_providers:
+            env["SHOAL_KUBECONFIG_ALLOW_AUTH_PROVIDER"] = "1"
+        return env
+
+
+_policy: CredentialPolicy | None = None
+
+
+def credential_policy() -> CredentialPolicy:
+    """The process's policy: the one set by ``set_credential_policy``, else the environment's."""
+    global _policy
+    if _policy is None:
+        _policy = CredentialPolicy.from_environment()
+    return _policy
+
+
+def set_credential_policy(policy: CredentialPolicy | None) -> None:
+    """Set the process's policy (the API server, from its configuration); None: the
+    environment's again."""
+    global _policy
+    _policy = policy
+
+
+_USER_FILES = ("tokenFile", "client-certificate", "client-key")
+_CLUSTER_FILES = ("certificate-authority",)
+_HOW_TO_ALLOW = "an administrator allows it with kubeconfig.{key} in the API's configuration"
+
+
+def check_credentials(config: Any, path: str, policy: CredentialPolicy) -> Iterator[Finding]:
+    """Every entry of every user and cluster that would run a command or read a file on
+    Shoal's hosts and that ``policy`` does not allow."""
+    if not isinstance(config, dict):
+        return
+    for section, names in (("users", _USER_FILES), ("clusters", _CLUSTER_FILES)):
+        entries = config.get(section)
+        for index, entry in enumerate(entries if isinstance(entries, list) else ()):
+            inner = entry.get(_ENTRY[section]) if isinstance(entry, dict) else None
+            if not isinstance(inner, dict):
+                continue
+            where = join(path, section, index, _ENTRY[section])
+            if not policy.files:
+                for name in names:
+                    if inner.get(name) not in (None, ""):
+                        yield Finding(
+                            join(where, name),
+                            "reads a file on Shoal's hosts: give the -data form instead "
+                            f"(refused unless {_HOW_TO_ALLOW.format(key='allow_files')})",
+                        )
+            run = inner.get("exec")
+            command = run.get("command") if isinstance(run, dict) else None
+            if command and command not in policy.exec_commands:
+                yield Finding(
+                    join(where, "exec"),
+                    f"runs the command {command!r} on Shoal's hosts "
+                    f"(refused unless {_HOW_TO_ALLOW.format(key='allow_exec')})",
+                )
+            if inner.get("auth-provider") is not None and not policy.auth_providers:
+                yield Finding(
+                    join(where, "auth-provider"),
+                    "runs a command or calls a token endpoint from Shoal's hosts "
+                    f"(refused unless {_HOW_TO_ALLOW.format(key='allow_auth_provider')})",
+                )
+
+
 def check_kubeconfig(config: Any, path: str) -> Iterator[Finding]:
     if not isinstance(config, dict):
         yield Finding(path, f"must be a kubeconfig (an object), not {type_name(config)}")
+        return
+    refused = list(check_credentials(config, path, credential_policy()))
+    if refused:
+        yield from refused
         return
     entries: dict[str, dict[str, tuple[int, Any]]] = {}
     broken = False
