@@ -29,6 +29,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from typing_extensions import TypedDict
 
+from shoal.api import body as door
 from shoal.api.fastpath import _body as parse_body
 from shoal.model.events import Event, EventBatch
 
@@ -90,8 +91,8 @@ def _ordered(items: list[Item]) -> bool:
 async def parse(request: Request) -> list[Item] | Response:
     """The batch's items, or the problem document the ``Event`` model answers for it."""
     raw = await request.body()
-    with contextlib.suppress(ValidationError):
-        items = _LEAN.validate_json(raw)["events"]
+    with contextlib.suppress(ValidationError, door.MalformedBody):
+        items = _LEAN.validate_python(door.parsed(request.scope, raw))["events"]
         if _ordered(items):
             return items
     batch = await parse_body(request, EventBatch)

@@ -14,12 +14,12 @@ from __future__ import annotations
 import re
 from typing import Any, TypeVar
 
-import orjson
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from shoal.api import body as door
 from shoal.api.admission import dry_run, query_is_dry
 from shoal.api.batch import results_response
 from shoal.api.errors import from_validation_error, problem
@@ -35,8 +35,8 @@ M = TypeVar("M", bound=BaseModel)
 async def _body(request: Request, model: type[M]) -> M | Response:
     raw = await request.body()
     try:
-        data: Any = orjson.loads(raw)
-    except orjson.JSONDecodeError as error:
+        data: Any = door.parsed(request.scope, raw)
+    except door.MalformedBody as error:
         reason = f"malformed JSON: {error}"
         return problem(400, f"body: {reason}", errors=[{"field": "body", "reason": reason}])
     if not isinstance(data, dict):

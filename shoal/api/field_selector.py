@@ -55,6 +55,9 @@ class FieldSelector:
             terms.append(_Term(tuple(path.split(".")), op != "!=", value.strip()))
         return cls(tuple(terms))
 
+    def paths(self) -> tuple[tuple[str, ...], ...]:
+        return tuple(term.path for term in self.terms)
+
     def matches(self, obj: dict[str, Any]) -> bool:
         for term in self.terms:
             value: Any = obj

@@ -17,11 +17,12 @@ from fastapi import APIRouter
 from shoal.api.batch import add_batch_route, each_item
 from shoal.api.errors import ProblemError
 from shoal.api.resources import Resources
+from shoal.api.routes import StrictJsonRoute
 from shoal.model.pods import Pod, PodStatusBatch, PodStatusItem
 
 
 def build_router(resources: Resources) -> APIRouter:
-    router = APIRouter()
+    router = APIRouter(route_class=StrictJsonRoute)
 
     async def write_many(body: PodStatusBatch) -> list[dict[str, Any]]:
         async def one(item: PodStatusItem) -> bytes:

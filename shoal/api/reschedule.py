@@ -30,6 +30,7 @@ from shoal.api.errors import ProblemError
 from shoal.api.event_items import Involved, Item, Meta
 from shoal.api.events import BatchEvent, new_uids, record
 from shoal.api.resources import Resources
+from shoal.api.routes import StrictJsonRoute
 from shoal.events.recorder import name_of
 from shoal.model.base import utcnow
 from shoal.model.events import DEFAULT_TTL
@@ -144,7 +145,7 @@ def _head(value: bytes) -> dict[str, Any]:
 
 
 def build_router(resources: Resources) -> APIRouter:
-    router = APIRouter()
+    router = APIRouter(route_class=StrictJsonRoute)
 
     async def reschedule(
         namespace: str = Path(min_length=1, max_length=63, pattern=_NAME),

@@ -17,10 +17,11 @@ import orjson
 
 from shoal.api import status as status_patch
 from shoal.api.admission import admit, dry
+from shoal.api.auth.secrets import secret_paths
 from shoal.api.batch import each_item
 from shoal.api.codec import decode, encode, rfc3339, with_revision
 from shoal.api.errors import ProblemError
-from shoal.api.field_selector import parse_field_selector
+from shoal.api.field_selector import FieldSelector, parse_field_selector
 from shoal.model import application_status
 from shoal.model.base import Kind, utcnow
 from shoal.model.constraints import ConstraintError, LabelSelector
@@ -77,9 +78,13 @@ class Resources:
         limit: int | None,
         cont: str | None,
         field_selector: str | None = None,
+        visible: Callable[[str | None], bool] | None = None,
     ) -> tuple[list[bytes], int, str | None]:
+        """A page of objects; ``visible``: the namespaces the reader may see, applied before
+        selectors and paging, so neither items, page tokens nor matches tell of others."""
         selector = _parse_selector(label_selector)
         fields = parse_field_selector(field_selector)
+        refuse_secret_fields(kind, fields)
         prefix = kind.key_prefix(namespace)
         start_after, revision_hint = _parse_continue(cont, prefix)
         items: list[bytes] = []
@@ -88,9 +93,12 @@ class Resources:
         after = start_after
         while True:
             narrowed = selector is not None or fields is not None
-            batch = None if limit is None else max(limit - len(items), 1) * (4 if narrowed else 1)
+            scale = 4 if narrowed or visible is not None else 1
+            batch = None if limit is None else max(limit - len(items), 1) * scale
             records, revision = await self.store.list(prefix, start_after=after, limit=batch)
             for record in records:
+                if visible is not None and not visible(namespace_of(record.key)):
+                    continue
                 if narrowed:
                     data = orjson.loads(record.value)
                     labels = data["metadata"].get("labels") or {}
@@ -446,6 +454,35 @@ def _check_identity(body: Kind, name: str, namespace: str | None) -> None:
             f"metadata.namespace: {body.metadata.namespace!r} does not match the URL",
             errors=[{"field": "metadata.namespace", "reason": "does not match the URL"}],
         )
+
+
+def namespace_of(key: str) -> str | None:
+    """The namespace in a store key ``/{api}/{plural}/{namespace}/{name}``; None if cluster-wide."""
+    parts = key.split("/")
+    return parts[3] if len(parts) > 4 else None
+
+
+def refuse_secret_fields(kind: type[Kind], fields: FieldSelector | None) -> None:
+    """A field selector may not test a secret field: its matches would tell the value to
+    readers who only see the placeholder."""
+    if fields is None:
+        return
+    for path in fields.paths():
+        for secret in secret_paths(kind):
+            if _covers(path, secret) or _covers(secret, path):
+                name = ".".join(path)
+                raise ProblemError(
+                    400,
+                    f"field_selector: {name} is a secret field; selectors may not test it",
+                    errors=[{"field": "field_selector", "reason": f"{name} is a secret field"}],
+                )
+
+
+def _covers(prefix: tuple[str, ...], path: tuple[str, ...]) -> bool:
+    """``prefix`` is a prefix of ``path`` ("*" matches any part)."""
+    return len(prefix) <= len(path) and all(
+        a == b or "*" in (a, b) for a, b in zip(prefix, path, strict=False)
+    )
 
 
 def _parse_selector(text: str | None) -> LabelSelector | None:

@@ -18,12 +18,14 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel
 from starlette.responses import Response, StreamingResponse
 
+from shoal.api import body as door
 from shoal.api.admission import with_dry_run
+from shoal.api.auth.context import VISIBLE_NAMESPACE
 from shoal.api.codec import list_body, with_revision
 from shoal.api.errors import ProblemError
 from shoal.api.field_selector import FieldSelector, parse_field_selector
 from shoal.api.metrics import WATCHES
-from shoal.api.resources import Resources, _parse_selector
+from shoal.api.resources import Resources, _parse_selector, namespace_of, refuse_secret_fields
 from shoal.model import application_status
 from shoal.model.base import Kind, utcnow
 from shoal.model.kubernetes import (
@@ -71,16 +73,16 @@ def _json(content: bytes) -> Response:
 
 
 class _StrictJsonRequest(Request):
-    """Bodies parsed by orjson: NaN and Infinity are not JSON and would be stored as null."""
+    """Bodies parsed once, strictly (``shoal.api.body``): the value the guard authorised."""
 
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
-            body = await self.body()
+            raw = await self.body()
             try:
-                self._json = orjson.loads(body)
-            except orjson.JSONDecodeError as error:
+                self._json = door.parsed(self.scope, raw)
+            except door.MalformedBody as error:
                 # FastAPI turns json.JSONDecodeError into a 400 "malformed JSON" problem.
-                raise json.JSONDecodeError(error.msg, error.doc, error.pos) from None
+                raise json.JSONDecodeError(str(error), raw.decode(errors="replace"), 0) from None
         return self._json
 
 
@@ -210,7 +212,9 @@ def _list_params() -> list[inspect.Parameter]:
         _p("continue_", str | None, Query(None, alias="continue", max_length=4096)),
         _p("watch", str | None, Query(None, description="Present: stream events (ndjson)")),
         _p(
-            "heartbeat", float, Query(10.0, gt=0, le=3600, description="Seconds between heartbeats")
+            "heartbeat",
+            float,
+            Query(10.0, gt=0, le=3600, description="Seconds between heartbeats"),
         ),
         _p(
             "resource_version",
@@ -237,7 +241,13 @@ def _kind_handlers(res: Resources, kind: type[Kind]) -> _Handlers:
         if kw["watch"] is not None and kw["watch"].lower() not in ("false", "0", "no"):
             return await _watch(res, kind, ns(kw), kw)
         items, revision, token = await res.list_bytes(
-            kind, ns(kw), kw["label_selector"], kw["limit"], kw["continue_"], kw["field_selector"]
+            kind,
+            ns(kw),
+            kw["label_selector"],
+            kw["limit"],
+            kw["continue_"],
+            kw["field_selector"],
+            VISIBLE_NAMESPACE.get(),
         )
         return _json(list_body(kind.api_name(), kind.kind_name(), revision, items, token))
 
@@ -379,6 +389,8 @@ async def _watch(
     # Selectors are checked before the store watch starts: a 400 leaves no watch behind.
     parsed = _parse_selector(kw["label_selector"])
     fields = parse_field_selector(kw["field_selector"])
+    refuse_secret_fields(kind, fields)
+    visible = VISIBLE_NAMESPACE.get()
     queue: asyncio.Queue[Event | BaseException | None] = asyncio.Queue(maxsize=10_000)
     start = from_revision
 
@@ -408,13 +420,13 @@ async def _watch(
                 if item is None or isinstance(item, BaseException):
                     return
                 # With what is already queued, in one chunk: fewer, larger writes.
-                chunk = [_event_line(item, parsed, fields)]
+                chunk = [_event_line(item, parsed, fields, visible)]
                 while not queue.empty() and len(chunk) < 500:
                     more = queue.get_nowait()
                     if more is None or isinstance(more, BaseException):
                         yield b"".join(chunk)
                         return
-                    chunk.append(_event_line(more, parsed, fields))
+                    chunk.append(_event_line(more, parsed, fields, visible))
                 yield b"".join(chunk)
         finally:
             WATCHES.dec()
@@ -425,7 +437,14 @@ async def _watch(
     return StreamingResponse(stream(), media_type="application/x-ndjson")
 
 
-def _event_line(event: Event, selector: Any, fields: FieldSelector | None = None) -> bytes:
+def _event_line(
+    event: Event,
+    selector: Any,
+    fields: FieldSelector | None = None,
+    visible: Callable[[str | None], bool] | None = None,
+) -> bytes:
+    if visible is not None and not visible(namespace_of(event.key)):
+        return b""  # before the selectors: they never test what the reader may not see
     if selector is not None or fields is not None:
         data = orjson.loads(event.value)
         if selector is not None and not selector.matches(data["metadata"].get("labels") or {}):

@@ -19,6 +19,7 @@ from starlette.responses import Response
 
 from shoal.api.batch import add_batch_route, each_item, results_response
 from shoal.api.resources import Resources
+from shoal.api.routes import StrictJsonRoute
 from shoal.model.base import Finalizer, Model
 from shoal.model.kubernetes import Application
 
@@ -61,7 +62,7 @@ class StatusPatchBatch(Model):
 
 
 def build_router(resources: Resources) -> APIRouter:
-    router = APIRouter()
+    router = APIRouter(route_class=StrictJsonRoute)
 
     async def patch_many(request: Request, body: StatusPatchBatch = Body()) -> Response:
         user = request.scope.get("shoal.user")

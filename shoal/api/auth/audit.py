@@ -20,8 +20,15 @@ class Audit:
         self._out: IO[bytes] = open(where, "ab", buffering=0) if self._own else sys.stdout.buffer
 
     def write(
-        self, user: User | None, method: str, path: str, target: Target | None, code: int
+        self,
+        user: User | None,
+        method: str,
+        path: str,
+        target: Target | None,
+        code: int,
+        items: list[str] | None = None,
     ) -> None:
+        """One line; ``items``: the ``namespace/name`` of each item of a batch."""
         event: dict[str, Any] = {
             "time": datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z"),
             "user": user.name if user else None,
@@ -34,6 +41,8 @@ class Audit:
             "uri": path,
             "code": code,
         }
+        if items is not None:
+            event["items"] = items
         self._out.write(orjson.dumps(event) + b"\n")
 
     def close(self) -> None:

@@ -51,39 +51,54 @@ def _json(body: bytes) -> Any:
         return None
 
 
-def stamp_requester(body: bytes, user: User) -> bytes:
-    """The body of a new RescheduleTask with ``spec.requested_by`` set to ``user``."""
-    data = _json(body)
+def stamp_requester(data: Any, user: User) -> dict[str, Any] | None:
+    """A new RescheduleTask's body (as parsed at the door) with ``spec.requested_by`` set to
+    ``user``; None when it has no spec (the route answers the malformed body)."""
     if not isinstance(data, dict) or not isinstance(data.get("spec"), dict):
-        return body  # the route answers the malformed body
+        return None
     groups = [g for g in user.groups if not g.startswith("system:")]
-    data["spec"]["requested_by"] = {"user": user.name, "groups": groups}
-    return orjson.dumps(data)
+    return {**data, "spec": {**data["spec"], "requested_by": {"user": user.name,
+                                                               "groups": groups}}}
+
+
+def item_names(data: Any, field: str) -> list[str] | None:
+    """``namespace/name`` of each item of a batch, for the audit log."""
+    items = data.get(field) if isinstance(data, dict) else None
+    if not isinstance(items, list):
+        return None
+    return [
+        f"{item.get('namespace')}/{item.get('name')}" if isinstance(item, dict) else "?"
+        for item in items
+    ]
 
 
 def split_batch(
-    body: bytes, field: str, grant: Grant, forbidden: Callable[[str], str]
-) -> tuple[bytes, dict[int, dict[str, Any]]] | None:
-    """(the body with only the allowed items, the 403 results by position); None: as is."""
-    data = _json(body)
+    data: Any, field: str, grant: Grant, forbidden: Callable[[str], str]
+) -> tuple[dict[str, Any], dict[int, dict[str, Any]]] | None:
+    """(the body with only the allowed items, the 403 results by position); None: as is.
+
+    ``data`` is the body as parsed at the door, the value the route acts on. An item
+    that names no namespace is refused unless the user may update everywhere.
+    """
     items = data.get(field) if isinstance(data, dict) else None
     if not isinstance(items, list):
         return None
     refused: dict[int, dict[str, Any]] = {}
     for i, item in enumerate(items):
         namespace = item.get("namespace") if isinstance(item, dict) else None
-        if isinstance(namespace, str) and not grant.allows(namespace):
+        if not isinstance(namespace, str) or not grant.allows(namespace):
             refused[i] = {
                 "namespace": namespace,
-                "name": item.get("name"),
+                "name": item.get("name") if isinstance(item, dict) else None,
                 "status": 403,
                 "title": "FORBIDDEN",
-                "detail": forbidden(namespace),
+                "detail": forbidden(namespace)
+                if isinstance(namespace, str)
+                else "an item must name its namespace (a string)",
             }
     if not refused:
         return None
-    data[field] = [item for i, item in enumerate(items) if i not in refused]
-    return orjson.dumps(data), refused
+    return {**data, field: [item for i, item in enumerate(items) if i not in refused]}, refused
 
 
 def merged(refused: dict[int, dict[str, Any]], total: int, send: Send) -> Send:

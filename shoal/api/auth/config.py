@@ -46,10 +46,15 @@ class Limits:
     """Per-server limits; a flood of one user never starves the others."""
 
     max_body: int = 8 * 1024 * 1024
-    max_page: int = 10_000
+    max_page: int = 10_000  # a list without limit, or with a larger one, gets this many
     watches_per_user: int = 100
-    rate_per_user: float = 5_000.0  # requests per second, sustained (the API serves ~2-3k)
-    burst: int = 10_000
+    min_heartbeat: float = 1.0  # seconds; more often costs the server a wake-up per watch
+    rate_per_user: float = 1_000.0
+    """Requests per second a user may sustain. One API process on one core serves about
+    2,600 creates or 6,300 reads a second (``bench/api.py``, 2 cores): no tenant may take
+    more than about a third of the writes it can serve. Shoal's own components are not
+    held to it (they batch their writes)."""
+    burst: int = 2_000
 
 
 @dataclass(frozen=True)

@@ -12,16 +12,21 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import unquote_plus
 
 import orjson
 from starlette.responses import Response
 
+from shoal.api import body as door
 from shoal.api.auth import bodies
 from shoal.api.auth.audit import Audit
 from shoal.api.auth.authn import Authenticator, Unauthenticated, User, authenticated
+from shoal.api.auth.config import Limits
+from shoal.api.auth.context import VISIBLE_NAMESPACE, WRITER_SEES_SECRETS
 from shoal.api.auth.limits import PerUser
 from shoal.api.auth.rbac import Authorizer, Grant
-from shoal.api.auth.secrets import WRITER_SEES_SECRETS, Path_, paths_of_resource, redact
+from shoal.api.auth.roles import COMPONENTS, component_user
+from shoal.api.auth.secrets import Path_, paths_of_resource, redact
 from shoal.api.auth.target import ANY_USER, BATCHES, PUBLIC, PUBLIC_PREFIX, Target, target
 from shoal.api.errors import problem
 
@@ -32,6 +37,8 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+_COMPONENTS = frozenset(component_user(c) for c in COMPONENTS)
+"""Shoal's own components: not held to the per-user rate (they batch their writes)."""
 
 
 @dataclass
@@ -48,9 +55,11 @@ class Guard:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         sees = WRITER_SEES_SECRETS.set(False)  # until the user is known to have the right
+        visible = VISIBLE_NAMESPACE.set(_NOTHING)  # until the user's grant is known
         try:
             await self._serve(scope, receive, send)
         finally:
+            VISIBLE_NAMESPACE.reset(visible)
             WRITER_SEES_SECRETS.reset(sees)
 
     async def _serve(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -81,9 +90,18 @@ class Guard:
         if self.rbac and user.anonymous:
             await _answer(scope, receive, send, 401, "anonymous requests are not authorised")
             return
-        if not self.limits.take(user.name, time.monotonic()):
+        if user.name not in _COMPONENTS and not self.limits.take(user.name, time.monotonic()):
             await _answer(scope, receive, send, 429, f"user {user.name!r}: too many requests")
             return
+        if method in _WRITES:
+            raw = await bodies.read_body(receive)
+            if raw:
+                try:
+                    door.parsed(scope, raw)
+                except door.MalformedBody as error:
+                    await _answer(scope, receive, send, 400, f"body: malformed JSON: {error}")
+                    return
+            receive = bodies.replay(raw, receive)
         path: str = scope["path"]
         if path in ANY_USER:
             await self.app(scope, receive, send)
@@ -95,8 +113,12 @@ class Guard:
         query: bytes = scope.get("query_string", b"")
         what = target(method, path, query)
         scope["shoal.target"] = what
-        if b"limit=" in query and what.verb in ("list", "list_all"):
-            scope["query_string"] = _clamp_limit(query, self.limits.limits.max_page)
+        if query or what.verb in ("list", "list_all"):
+            checked = _checked_query(query, what.verb, self.limits.limits)
+            if isinstance(checked, str):
+                await _answer(scope, receive, send, 400, checked)
+                return
+            scope["query_string"] = checked
         grant = self.authz.grant(user, what.api, what.resource, what.verb)
         if what.every:
             # A write across namespaces (a batch of events) needs the right in every one.
@@ -107,6 +129,7 @@ class Guard:
             await self._forbid(scope, receive, send, user, what)
             return
         visible = None if (not what.every or grant.everywhere) else grant
+        VISIBLE_NAMESPACE.set(None if visible is None else visible.allows)
         secrets = paths_of_resource(what.api, what.plural)
         clear = None
         if secrets is not None:
@@ -117,8 +140,9 @@ class Guard:
         if visible is not None or secrets is not None:
             send = _Rewrite(send, visible, secrets, clear).send
         if what.resource == "rescheduletasks" and what.verb == "create":
-            body = bodies.stamp_requester(await bodies.read_body(receive), user)
-            receive = bodies.replay(body, receive)
+            stamped = bodies.stamp_requester(scope.get(door.SCOPE_KEY), user)
+            if stamped is not None:
+                receive = bodies.replay(door.replace(scope, stamped), receive)
         if what.verb == "watch":
             if not self.limits.open_watch(user.name):
                 limit = self.limits.limits.watches_per_user
@@ -146,25 +170,27 @@ class Guard:
         grant = self.authz.grant(user, api, resource, "update")
         what = Target(api, resource, "update", None, None, False)
         scope["shoal.target"] = what
+        data = scope.get(door.SCOPE_KEY)
+        scope["shoal.items"] = bodies.item_names(data, field)
         if grant.everywhere:
             await self.app(scope, receive, send)
             return
-        body = await bodies.read_body(receive)
 
         def forbidden(namespace: str) -> str:
             return f"user {user.name!r} may not update {api}/{resource} in {namespace!r}"
 
-        split = bodies.split_batch(body, field, grant, forbidden)
+        split = bodies.split_batch(data, field, grant, forbidden)
         if split is None:
-            await self.app(scope, bodies.replay(body, receive), send)
+            await self.app(scope, receive, send)
             return
         allowed, refused = split
-        total = len(refused) + len(orjson.loads(allowed)[field])
+        total = len(refused) + len(allowed[field])
         if len(refused) == total:
             response = Response(bodies.all_refused(refused), media_type="application/json")
             await response(scope, receive, send)
             return
-        await self.app(scope, bodies.replay(allowed, receive), bodies.merged(refused, total, send))
+        receive = bodies.replay(door.replace(scope, allowed), receive)
+        await self.app(scope, receive, bodies.merged(refused, total, send))
 
     def _impersonate(self, scope: Scope, user: User) -> User | None:
         """The user named by ``Impersonate-User`` (groups: ``Impersonate-Group``, comma-separated
@@ -197,10 +223,15 @@ class Guard:
                     scope["path"],
                     scope.get("shoal.target"),
                     message["status"],
+                    scope.get("shoal.items"),
                 )
             await send(message)
 
         return send_and_audit
+
+
+def _NOTHING(namespace: str | None) -> bool:
+    return False
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -210,14 +241,40 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
-def _clamp_limit(query: bytes, most: int) -> bytes:
-    """A page size over ``most`` becomes ``most`` (the client follows ``continue`` for more)."""
-    pairs = query.split(b"&")
-    for i, pair in enumerate(pairs):
-        key, _, value = pair.partition(b"=")
-        if key == b"limit" and value.isdigit() and int(value) > most:
-            pairs[i] = b"limit=%d" % most
-    return b"&".join(pairs)
+def _checked_query(query: bytes, verb: str, limits: Limits) -> bytes | str:
+    """The query as the route will read it, or why it is refused.
+
+    Each parameter may appear once (the guard and the route would read different ones);
+    a list's page size is at most ``max_page``, and that when none is asked (the client
+    follows ``continue``); a watch's heartbeat is at least ``min_heartbeat``.
+    """
+    pairs = [p for p in query.split(b"&") if p] if query else []
+    seen: set[str] = set()
+    out: list[bytes] = []
+    limit: int | None = None
+    for pair in pairs:
+        raw_key, _, raw_value = pair.partition(b"=")
+        key = unquote_plus(raw_key.decode("latin-1"))
+        value = unquote_plus(raw_value.decode("latin-1"))
+        if key in seen:
+            return f"{key}: given more than once"
+        seen.add(key)
+        if key == "limit" and verb in ("list", "list_all"):
+            if not (value.isascii() and value.isdigit()) or int(value) < 1:
+                return f"limit: must be a whole number of at least 1, not {value!r}"
+            limit = min(int(value), limits.max_page)
+            continue
+        if key == "heartbeat" and verb == "watch":
+            try:
+                heartbeat = float(value)
+            except ValueError:
+                return f"heartbeat: must be a number of seconds, not {value!r}"
+            if not heartbeat >= limits.min_heartbeat:
+                return f"heartbeat: must be at least {limits.min_heartbeat:g} seconds"
+        out.append(pair)
+    if verb in ("list", "list_all"):
+        out.append(b"limit=%d" % (limit if limit is not None else limits.max_page))
+    return b"&".join(out)
 
 
 async def _answer(scope: Scope, receive: Receive, send: Send, status: int, detail: str) -> None:

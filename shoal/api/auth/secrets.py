@@ -22,7 +22,6 @@ import functools
 import hashlib
 import os
 from collections.abc import Iterator
-from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, get_args, get_origin
 
@@ -123,11 +122,6 @@ def destination_paths(kind: type[Kind]) -> tuple[Path_, ...]:
     """Where a kind's credentials are sent (URLs, a kubeconfig's clusters): a write that
     keeps a secret by sending the placeholder back may not change them (``SecuredStore``)."""
     return tuple(dict.fromkeys(_destination_paths(kind, (), frozenset({kind}))))
-
-
-WRITER_SEES_SECRETS: ContextVar[bool] = ContextVar("shoal_writer_sees_secrets", default=True)
-"""Whether the request being served may read this kind's secrets (the guard sets it; without
-security everyone may)."""
 
 
 def paths_of_resource(api: str, plural: str) -> tuple[Path_, ...] | None:

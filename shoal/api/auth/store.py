@@ -15,9 +15,9 @@ from typing import Any
 
 import orjson
 
+from shoal.api.auth.context import WRITER_SEES_SECRETS
 from shoal.api.auth.secrets import (
     REDACTED,
-    WRITER_SEES_SECRETS,
     Cipher,
     concrete,
     destinations_of_key,

@@ -1,0 +1,61 @@
+"""The one parser of request bodies: strict JSON, parsed once, shared by the guard and routes.
+
+Two parsers that disagree let a body mean one thing to the check and another
+to the handler (``{"items": NaN, "items": [...]}``). So every body is parsed
+here, once: orjson refuses NaN, Infinity and broken UTF-8; the standard
+library's scanner then refuses duplicate keys, which orjson would silently
+resolve. The value is kept in the ASGI scope, so the guard authorises exactly
+what the handler acts on (about 5 µs for an application's body).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import MutableMapping
+from typing import Any
+
+import orjson
+
+SCOPE_KEY = "shoal.body"
+
+
+class MalformedBody(ValueError):
+    """The body is not strict JSON; the message says why."""
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    mapping = dict(pairs)
+    if len(mapping) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise MalformedBody(f"duplicate key {key!r}")
+            seen.add(key)
+    return mapping
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_unique)
+
+
+def loads(raw: bytes) -> Any:
+    """``raw`` as JSON, refusing NaN, Infinity, broken UTF-8 and duplicate keys."""
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError as error:
+        raise MalformedBody(str(error)) from None
+    if isinstance(value, dict | list) and raw.count(b":") > 1:
+        _DECODER.decode(raw.decode())  # only to refuse duplicate keys
+    return value
+
+
+def parsed(scope: MutableMapping[str, Any], raw: bytes) -> Any:
+    """The request's body as parsed at the door, or parsed now (and kept) if not yet."""
+    if SCOPE_KEY not in scope:
+        scope[SCOPE_KEY] = loads(raw)
+    return scope[SCOPE_KEY]
+
+
+def replace(scope: MutableMapping[str, Any], value: Any) -> bytes:
+    """Make ``value`` the request's body (the guard's per-item filtering); its bytes."""
+    scope[SCOPE_KEY] = value
+    return orjson.dumps(value)
