@@ -20,6 +20,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from shoal.agent.agent import Agent
+from shoal.agent.callers import CallerCheck
 from shoal.agent.commit import CommitRefused
 from shoal.agent.framework import InvalidPod
 from shoal.agent.locks import NodeBusy
@@ -79,7 +80,8 @@ def _strategy(agent: Agent, request: Request) -> str:
     return name
 
 
-def create_app(agent: Agent) -> Starlette:
+def create_app(agent: Agent, callers: frozenset[bytes] | None = None) -> Starlette:
+    """The agent's routes; ``callers``: the digests of the tokens it answers (None: anyone)."""
     def synced() -> None:
         if not agent.sync.synced:
             raise ProblemError(503, "the node cache is not watching the cluster; retry")
@@ -148,7 +150,7 @@ def create_app(agent: Agent) -> Starlette:
         deleted, absent = await agent.members.delete(body.uids)
         return _json({"deleted": deleted, "absent": absent})
 
-    return Starlette(
+    app = Starlette(
         routes=[
             Route("/agent/pods", listing, methods=["GET"]),
             Route("/agent/pods/lookup", lookup, methods=["POST"]),
@@ -161,6 +163,9 @@ def create_app(agent: Agent) -> Starlette:
         ],
         exception_handlers=_HANDLERS,
     )
+    if callers is not None:
+        app.add_middleware(CallerCheck, callers=callers)
+    return app
 
 
 async def _invalid(request: Request, exc: Exception) -> Response:

@@ -7,9 +7,11 @@ finds it through the API.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from shoal.agent.callers import digests
 from shoal.agent.config import AgentConfig
 from shoal.agent.register import set_agent_url
 from shoal.agent.server import AgentServer, start_agent
@@ -25,10 +27,12 @@ class LocalAgents:
     client: ShoalClient
     namespace: str = "default"
     servers: dict[str, AgentServer] = field(default_factory=dict)
+    callers: frozenset[bytes] | None = None  # None: $SHOAL_AGENT_CALLERS, or anyone
 
     async def start(self, name: str, kubeconfig: Obj, port: int = 0,
                     **config: Any) -> AgentServer:
-        server = await start_agent(kubeconfig, AgentConfig(cluster=name, **config), port=port)
+        server = await start_agent(kubeconfig, AgentConfig(cluster=name, **config), port=port,
+                                   callers=self.callers)
         self.servers[name] = server
         await set_agent_url(self.client, name, self.namespace, server.url)
         return server
@@ -45,9 +49,11 @@ class LocalAgents:
 
 
 async def start_all(client: ShoalClient, kubeconfigs: dict[str, Obj],
-                    namespace: str = "default") -> LocalAgents:
-    """One registered agent per cluster of ``kubeconfigs`` (name → kubeconfig)."""
-    agents = LocalAgents(client, namespace)
+                    namespace: str = "default",
+                    callers: Iterable[str] | None = None) -> LocalAgents:
+    """One registered agent per cluster of ``kubeconfigs`` (name → kubeconfig);
+    ``callers``: the tokens they answer (the fleet scheduler's)."""
+    agents = LocalAgents(client, namespace, callers=digests(callers) if callers else None)
     for name, kubeconfig in kubeconfigs.items():
         await agents.start(name, kubeconfig)
     return agents

@@ -27,6 +27,7 @@ import yaml
 
 from shoal.agent.agent import Agent
 from shoal.agent.app import create_app
+from shoal.agent.callers import from_environment
 from shoal.agent.config import AgentConfig
 
 if TYPE_CHECKING:
@@ -77,12 +78,16 @@ async def start_agent(
     host: str = "127.0.0.1",
     port: int = 0,
     tls: Tls | None = None,
+    callers: frozenset[bytes] | None = None,
 ) -> AgentServer:
     """Connect to the member cluster, fill the cache, and serve on ``host:port`` (0: any).
 
     ``tls``: serve HTTPS with that certificate (and, with a client CA, ask for client
-    certificates).
+    certificates). ``callers``: digests of the tokens answered (``shoal.agent.callers``);
+    None: those of ``SHOAL_AGENT_CALLERS``, or anyone when it is not set.
     """
+    if callers is None:
+        callers = from_environment()
     agent = await Agent.open(kubeconfig, config or AgentConfig())
     sock = listen(host, port)
     options: dict[str, Any] = {}
@@ -90,7 +95,8 @@ async def start_agent(
         from shoal.api.auth.tls import tls_options
 
         options = tls_options(tls)
-    server = _Server(uvicorn.Config(create_app(agent), log_level="warning", access_log=False,
+    app = create_app(agent, callers)
+    server = _Server(uvicorn.Config(app, log_level="warning", access_log=False,
                                     lifespan="off", timeout_graceful_shutdown=GRACE, **options))
     task = asyncio.create_task(server.serve(sockets=[sock]))
     while not server.started:

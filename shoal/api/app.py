@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
@@ -143,6 +144,14 @@ def create_app(
 
     if security is not None:
         app.add_middleware(Guard, **security.guard_options())
+        origin = security.security.cors_origin
+        if origin:  # outside the guard: a browser's preflight carries no credentials
+            app.add_middleware(
+                CORSMiddleware,
+                allow_origins=[origin],
+                allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+                allow_headers=["authorization", "content-type", "x-auth-token"],
+            )
     app.add_middleware(admission.Warnings)
     app.add_middleware(Measure)
     limit = security.security.limits.max_body if security is not None else MAX_BODY

@@ -25,12 +25,14 @@ from starlette.routing import Route
 
 from shoal.api.batch import each_item, results_response
 from shoal.api.codec import rfc3339
+from shoal.api.errors import ProblemError
 from shoal.api.event_items import Item, items_of, parse
 from shoal.api.resources import Resources
 from shoal.api.routes import StrictJsonRoute
 from shoal.events import metrics
 from shoal.model.base import Metadata, check_label_value, utcnow
 from shoal.model.events import KIND_LABEL, NAME_LABEL, Event, EventBatch
+from shoal.model.validation.kinds import involved_in_namespace
 from shoal.store.base import AlreadyExists
 
 PATH = "/core/events"
@@ -114,6 +116,8 @@ def new_uids(n: int) -> list[str]:
 async def record(resources: Resources, one: BatchEvent, now: str) -> bytes | int:
     """Create the item's event (answers its revision), or add its count to the stored one."""
     item, namespace = one.item, one.namespace
+    for finding in involved_in_namespace(item["involved_object"]["namespace"], namespace):
+        raise ProblemError(422, f"{finding.field}: {finding.reason}", errors=[finding.as_error()])
     value = stored(item, namespace, now, one.uid)
     try:
         return await resources.store.create(_prefix(namespace) + one.name, value)

@@ -18,6 +18,7 @@ import orjson
 from shoal.api import status as status_patch
 from shoal.api.admission import admit, dry
 from shoal.api.auth.secrets import secret_paths
+from shoal.api.auth.store import kept_path
 from shoal.api.batch import each_item
 from shoal.api.codec import decode, encode, rfc3339, with_revision
 from shoal.api.errors import ProblemError
@@ -25,6 +26,7 @@ from shoal.api.field_selector import FieldSelector, parse_field_selector
 from shoal.model import application_status
 from shoal.model.base import Kind, utcnow
 from shoal.model.constraints import ConstraintError, LabelSelector
+from shoal.model.infrastructure import Cloud, GlobalCloud
 from shoal.model.kubernetes import (
     EVICTION_FINALIZER,
     Application,
@@ -122,7 +124,6 @@ class Resources:
     # writes ------------------------------------------------------------------
 
     async def create(self, kind: type[K], body: K, namespace: str | None) -> bytes:
-        admit(body)
         if kind.namespaced:
             if body.metadata.namespace not in (None, namespace):
                 raise ProblemError(
@@ -134,6 +135,7 @@ class Resources:
             body.metadata.namespace = namespace
         else:
             body.metadata.namespace = None
+        admit(body)  # after the namespace is known: references are checked against it
         now = utcnow()
         meta = body.metadata
         meta.uid = str(uuid.uuid4())
@@ -152,6 +154,7 @@ class Resources:
     async def update(self, kind: type[K], body: K, name: str, namespace: str | None) -> bytes:
         _check_identity(body, name, namespace)
         admit(body)
+        kept = kept_path(kind.key(name, namespace))
 
         def change(current: K) -> bool:
             """``modified`` moves when the spec or labels change, not on bookkeeping.
@@ -161,6 +164,8 @@ class Resources:
             the API an owner) is no new spec for them to act on.
             """
             changed = modified = False
+            if kept is not None:  # the API wrote it at creation; the answer shows that value
+                _carry_field(current, body, kept)
             for field in _spec_fields(kind):
                 new = getattr(body, field)
                 if getattr(current, field) != new:
@@ -248,6 +253,11 @@ class Resources:
         cluster_ref = binding.cluster
         valid = cluster_ref.kind == "Cluster" and cluster_ref.api == "kubernetes"
         _check_ref("cluster", valid, "a kubernetes Cluster")
+        _check_ref(
+            "cluster.namespace",
+            cluster_ref.namespace == namespace,
+            f"a Cluster of the application's namespace {namespace!r}",
+        )
         cluster = cluster_ref.model_dump(mode="json")
 
         def bind(data: dict[str, Any]) -> None:
@@ -287,9 +297,18 @@ class Resources:
     async def bind_cluster(
         self, name: str, namespace: str | None, binding: ClusterBinding
     ) -> bytes:
-        _check_ref(
-            "cloud", binding.cloud.kind in ("Cloud", "GlobalCloud"), "a Cloud or GlobalCloud"
-        )
+        cloud = binding.cloud
+        _check_ref("cloud", cloud.kind in ("Cloud", "GlobalCloud"), "a Cloud or GlobalCloud")
+        if cloud.kind == "Cloud":
+            where = f"a Cloud of the cluster's namespace {namespace!r}"
+            _check_ref("cloud.namespace", cloud.namespace == namespace, where)
+        else:
+            _check_ref("cloud.namespace", cloud.namespace is None, "no namespace (GlobalCloud)")
+        kinds: dict[str, type[Kind]] = {"Cloud": Cloud, "GlobalCloud": GlobalCloud}
+        try:
+            await self.store.get(kinds[cloud.kind].key(cloud.name, cloud.namespace))
+        except NotFound:
+            _check_ref("cloud.name", False, f"an existing {cloud.kind}")
 
         def change(cluster: Cluster) -> bool:
             now = utcnow()
@@ -433,6 +452,15 @@ class Resources:
                 raise ProblemError(404, f"{kind.kind_name()} {name!r} not found") from None
             return with_revision(value, revision)
         raise ProblemError(409, f"{kind.kind_name()} {name!r} is changing too fast; try again")
+
+
+def _carry_field(source: Kind, target: Kind, path: tuple[str, ...]) -> None:
+    """Set the field at ``path`` of ``target`` to ``source``'s."""
+    here: Any = source
+    there: Any = target
+    for part in path[:-1]:
+        here, there = getattr(here, part), getattr(there, part)
+    setattr(there, path[-1], getattr(here, path[-1]))
 
 
 def _check_ref(field: str, valid: bool, what: str) -> None:

@@ -114,6 +114,18 @@ def not_shoal(url: str, status: int | str, path: str = "/healthz") -> CliError:
     return CliError(f"{url} is not a Shoal API (it answered {status} to {path})", 2)
 
 
+def untrusted(url: str, reason: str) -> CliError:
+    """The API answered TLS with a certificate the CLI does not trust (or that names
+    another host)."""
+    from shoal.cli.config import config_path
+
+    return CliError(
+        f"certificate not trusted: {url} presented a certificate the CLI cannot verify "
+        f"({reason}); give the CA that signed it with $SHOAL_CA or 'ca:' in {config_path()}",
+        2,
+    )
+
+
 def unreachable(url: str) -> CliError:
     from shoal.cli.config import ENV_API, config_path
 

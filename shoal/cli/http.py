@@ -15,7 +15,14 @@ import socket
 import urllib.parse
 from typing import Any
 
-from shoal.cli.errors import CliError, is_shoal_problem, not_shoal, problem_message, unreachable
+from shoal.cli.errors import (
+    CliError,
+    is_shoal_problem,
+    not_shoal,
+    problem_message,
+    unreachable,
+    untrusted,
+)
 from shoal.client.credentials import Credentials
 
 
@@ -70,6 +77,7 @@ class Http:
         self, method: str, path: str, data: bytes, headers: dict[str, str]
     ) -> tuple[int, bytes, str]:
         import http.client
+        import ssl
 
         context = self.credentials.ssl_context()
         connection = http.client.HTTPSConnection(
@@ -79,6 +87,8 @@ class Http:
             connection.request(method, path, body=data or None, headers=headers)
             response = connection.getresponse()
             return response.status, response.read(), response.getheader("content-type") or ""
+        except ssl.SSLCertVerificationError as error:
+            raise untrusted(self.url, error.verify_message or str(error)) from None
         except (OSError, http.client.HTTPException):
             raise unreachable(self.url) from None
         finally:

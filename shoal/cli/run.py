@@ -189,7 +189,8 @@ def _run_controller(
     if metrics_port:
         from prometheus_client import start_http_server
 
-        start_http_server(metrics_port, addr="127.0.0.1")
+        # Loopback unless an operator says otherwise: the metrics name namespaces and clusters.
+        start_http_server(metrics_port, addr=os.environ.get("SHOAL_METRICS_HOST", "127.0.0.1"))
 
     async def main() -> None:
         # Read once the signal handlers are in place: a SIGTERM at start-up stops cleanly.

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -24,6 +25,21 @@ from shoal.cli.run import (
     controllers,
     resolve_store,
 )
+
+
+def private_data_dir(data_dir: Path) -> None:
+    """The data directory holds the store, logs, kubeconfigs and keys: only this user may
+    read it. Everything ``shoal up`` and its processes create is 0600 (directories 0700);
+    what an earlier start left is made so too."""
+    os.umask(0o077)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    for path in (data_dir, *data_dir.rglob("*")):
+        if path.is_symlink():
+            continue
+        mode = path.stat().st_mode & 0o777
+        private = mode & 0o700
+        if mode != private:
+            path.chmod(private)
 
 
 def up(
@@ -80,7 +96,7 @@ def up(
     from shoal.api.auth.roles import component_user
     from shoal.client.credentials import Credentials
 
-    data_dir.mkdir(parents=True, exist_ok=True)
+    private_data_dir(data_dir)
     store_url = resolve_store(store, data_dir / "shoal.db")
     if not single_process:
         from shoal.cli.up_processes import run_processes
@@ -121,7 +137,8 @@ def up(
             from shoal.agent.local import start_all  # one agent per cluster (fleet pods)
 
             kubeconfigs = {name: sim.kubeconfig(name) for name in sim.fleet.clusters}
-            agents = await start_all(client_of("agent"), kubeconfigs)
+            scheduler_token = setup.tokens[component_user("scheduler")]
+            agents = await start_all(client_of("agent"), kubeconfigs, callers=[scheduler_token])
             if demo:
                 await _demo(client, [f"sim-{i + 1}" for i in range(clusters)], restarted)
             if exit_after_demo:

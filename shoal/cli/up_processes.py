@@ -159,7 +159,11 @@ def run_processes(
                 restarted = await _fleet(c, data_dir, clusters, nodes, remember, admin)
                 agents = ["--api", url, "--kubeconfigs", str(kube_dir),
                           "--clusters", ",".join(fleet), "--log-level", log_level]  # fmt: skip
-                await supervisor.start(Child("agents", agents, identity("agent"), module=__name__))
+                # The agents answer only the fleet scheduler (``shoal.agent.callers``).
+                callers = {"SHOAL_AGENT_CALLERS": setup.token_of("scheduler")}
+                await supervisor.start(
+                    Child("agents", agents, {**identity("agent"), **callers}, module=__name__)
+                )
                 pids = ", ".join(f"{name} {pid}" for name, pid in supervisor.pids().items())
                 console.print(f"[bold green]Processes[/]: {pids}; logs in {logs}/")
                 if demo:

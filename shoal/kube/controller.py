@@ -292,6 +292,14 @@ class KubeController(Controller):
             phase, code = ApplicationState.RECONCILING, ReasonCode.RECONCILE_FAILED
         else:
             phase, code = ApplicationState.RUNNING, ReasonCode.RECONCILE_FAILED
+        if target.namespace != app.metadata.namespace:
+            # The API refuses such a binding; a store written some other way is not trusted
+            # with another tenant's cluster credentials.
+            raise KubeFailure(
+                code,
+                f"cluster {target.namespace}/{target.name} is outside the application's "
+                f"namespace {app.metadata.namespace!r}: not deployed",
+            )
         kube = await self._kube(target, code)
         where = ref_key(target)
         marked = [owned(obj, me) for obj in manifest]

@@ -205,22 +205,12 @@ class ApplicationHandler(Handler):
             cached.revisions = looked_at(group, cached)
             if cached.total == 0:
                 cached.namespace = app.metadata.namespace
-                cached.elsewhere = self._clusters_elsewhere()
             if len(self._cache) < 10_000:
                 self._cache[key] = cached
             return cached
         if len(cached.ties) > 1:
             return dataclasses.replace(cached, chosen=self.framework.random.choice(cached.ties))
         return cached
-
-    def _clusters_elsewhere(self) -> dict[str, int]:
-        """Clusters per namespace, for the hint of an application whose namespace has none."""
-        counts: dict[str, int] = {}
-        for backend in self.fleet.backends():
-            namespace = backend.obj.metadata.namespace
-            if namespace is not None:
-                counts[namespace] = counts.get(namespace, 0) + 1
-        return counts
 
     async def _schedule_once(self, app: Application) -> Outcome:
         status = app.status

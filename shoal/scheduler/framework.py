@@ -113,16 +113,17 @@ class Decision:
     available: int = 0
     ties: list[Backend] = field(default_factory=list)  # every backend with the best score
     namespace: str | None = None  # of an application, when its namespace has no cluster
-    elsewhere: dict[str, int] = field(default_factory=dict)  # clusters of other namespaces
     revisions: dict[str, str] = field(default_factory=dict)  # inputs of the clusters seen
 
     @property
     def summary(self) -> str:
         if self.total == 0 and self.namespace is not None:
             # The usual surprise: clusters are registered in 'default', the app is elsewhere.
-            head = f"no clusters in namespace {self.namespace!r}"
-            others = ", ".join(f"{n} in {ns!r}" for ns, n in sorted(self.elsewhere.items()))
-            return f"{head} ({others}; clusters are per namespace)" if others else head
+            # Other namespaces are not named: the reason is read by this namespace's users.
+            return (
+                f"no clusters in namespace {self.namespace!r} "
+                f"(clusters are per namespace: register one in {self.namespace!r})"
+            )
         head = f"{self.available}/{self.total} clusters available"
         if not self.rejections:
             return head

@@ -49,7 +49,11 @@ class Sample:
         metadata: Body = {"name": name, "labels": dict(labels)}
         if namespace is not None:
             metadata["namespace"] = namespace
-        return {"api": self.api, "kind": self.kind, "metadata": metadata, **self.spec()}
+        body = {"api": self.api, "kind": self.kind, "metadata": metadata, **self.spec()}
+        involved = body.get("involved_object")
+        if isinstance(involved, dict):
+            involved["namespace"] = namespace  # an event tells of its own namespace's objects
+        return body
 
     def collection(self, namespace: str | None = "default") -> str:
         if self.namespaced and namespace is not None:

@@ -13,7 +13,7 @@ import pytest
 from shoal.api.server import ApiServer
 from shoal.model import registry
 from tests.api.conftest import start_watch
-from tests.api.samples import APPLICATION, CLUSTER, SAMPLES, Sample
+from tests.api.samples import APPLICATION, BY_KIND, CLUSTER, SAMPLES, Sample
 from tests.util import wait_for
 
 
@@ -295,6 +295,9 @@ async def test_cluster_binding(http: httpx.AsyncClient) -> None:
     url = CLUSTER.item("c1") + "/binding"
     cloud = {"api": "infrastructure", "kind": "GlobalCloud", "namespace": None, "name": "os"}
     response = await http.put(url, json={"cloud": cloud})
+    assert response.status_code == 422  # a binding names a cloud that exists
+    await create(http, BY_KIND["GlobalCloud"], "os")
+    response = await http.put(url, json={"cloud": cloud})
     assert response.status_code == 200, response.text
     status = response.json()["status"]
     assert status["scheduled_to"] == cloud
@@ -302,6 +305,7 @@ async def test_cluster_binding(http: httpx.AsyncClient) -> None:
     again = (await http.put(url, json={"cloud": cloud})).json()["status"]
     assert again["scheduled"] == status["scheduled"]
     other = {**cloud, "kind": "Cloud", "namespace": "default", "name": "os2"}
+    await create(http, BY_KIND["Cloud"], "os2")
     moved = (await http.put(url, json={"cloud": other})).json()["status"]
     assert moved["scheduled"] > status["scheduled"]
     stale = await http.put(url, json={"cloud": cloud, "resource_version": rv(cluster)})

@@ -178,6 +178,9 @@ async def test_application_binding_of_the_wrong_kind_says_which_kind(
 async def test_krake_cloud_binding_body_binds_the_cluster(http: httpx.AsyncClient) -> None:
     cluster = next(s for s in SAMPLES if s.kind == "Cluster").body("c1", "krake")
     assert (await http.post(CLUSTERS, json=cluster)).status_code in (200, 201)
+    cloud = next(s for s in SAMPLES if s.kind == "Cloud")
+    answer = await http.post(cloud.collection("krake"), json=cloud.body("os", "krake"))
+    assert answer.status_code in (200, 201), answer.text
     body = {"api": "infrastructure", "kind": "CloudBinding", "cloud": CLOUD_REF}
     response = await http.put(f"{CLUSTERS}/c1/binding", json=body)
     assert response.status_code == 200, response.text

@@ -31,6 +31,11 @@ from shoal.store.base import Event, Record, Store
 KEPT: dict[str, tuple[str, ...]] = {RescheduleTask.key_prefix(): ("spec", "requested_by")}
 
 
+def kept_path(key: str) -> tuple[str, ...] | None:
+    """The field the API writes at creation and keeps on every update, for this key."""
+    return _kept_path(key)
+
+
 def _kept_path(key: str) -> tuple[str, ...] | None:
     for prefix, path in KEPT.items():
         if key.startswith(prefix):

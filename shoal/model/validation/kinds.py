@@ -25,8 +25,15 @@ def check(obj: Kind) -> list[Finding]:
 
 
 def _common(obj: Kind) -> Iterator[Finding]:
+    namespace = obj.metadata.namespace
     for index, owner in enumerate(obj.metadata.owners):
         yield from identifier(owner.name, join("metadata.owners", index, "name"))
+        if owner.namespace is not None and owner.namespace != namespace:
+            yield Finding(
+                join("metadata.owners", index, "namespace"),
+                f"must be the object's own namespace {namespace!r} (or none, for a "
+                "cluster-wide owner): references stay inside a namespace",
+            )
 
 
 def _cluster(obj: Any) -> Iterator[Finding]:
@@ -73,7 +80,22 @@ def _cloud(obj: Any) -> Iterator[Finding]:
         yield from identifier(metric.name, where, "a metric name")
 
 
+def _event(obj: Any) -> Iterator[Finding]:
+    yield from involved_in_namespace(obj.involved_object.namespace, obj.metadata.namespace)
+
+
+def involved_in_namespace(involved: str | None, namespace: str | None) -> Iterator[Finding]:
+    """An event tells of an object of its own namespace (or of a cluster-wide one)."""
+    if involved is not None and involved != (namespace or "default"):
+        yield Finding(
+            "involved_object.namespace",
+            f"must be the event's own namespace {namespace!r} (or none, for a cluster-wide "
+            "object): references stay inside a namespace",
+        )
+
+
 _RULES: dict[tuple[str, str], Rule] = {
+    ("core", "Event"): _event,
     ("kubernetes", "Cluster"): _cluster,
     ("kubernetes", "Application"): _application,
     ("core", "GlobalMetric"): _metric,

@@ -50,8 +50,10 @@ class AgentRef:
 
 
 class Agents:
-    def __init__(self, timeout: float) -> None:
+    def __init__(self, timeout: float, token: str | None = None) -> None:
+        """``token``: sent to every agent, which answers only the tokens it was given."""
         self.timeout = timeout
+        self.token = token
         self.by_cluster: dict[str, AgentRef] = {}
         self.registered = asyncio.Event()
         self._session: aiohttp.ClientSession | None = None
@@ -62,7 +64,8 @@ class Agents:
             # idle connections dropped below the agents' (uvicorn's) 5 s keep-alive: a request
             # on one the agent is closing fails, and a failed request marks the agent
             connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300, keepalive_timeout=4.0)
-            self._session = aiohttp.ClientSession(connector=connector,
+            headers = {"authorization": f"Bearer {self.token}"} if self.token else None
+            self._session = aiohttp.ClientSession(connector=connector, headers=headers,
                                                   json_serialize=lambda o: orjson.dumps(o).decode())
         return self._session
 

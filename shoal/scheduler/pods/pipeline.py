@@ -48,7 +48,7 @@ class FleetPipeline(Controller):
         super().__init__()
         self.client = client
         self.config = config or FleetConfig()
-        self.agents = Agents(self.config.deadline)
+        self.agents = Agents(self.config.deadline, client.token)
         sort = _make(self.config.sort, "sort", SortPlugin)
         self.queue = PodQueue(sort.key)
         self.sampler = Sampler(self.agents, self.config)
