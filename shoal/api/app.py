@@ -103,7 +103,7 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
 
-    app = FastAPI(
+    app = _App(
         title=title,
         version="0.1.0",
         description="Multi-cluster application scheduler: Krake-compatible REST API.",
@@ -157,6 +157,22 @@ def create_app(
     limit = security.security.limits.max_body if security is not None else MAX_BODY
     app.add_middleware(BodyLimit, limit=limit)
     return app
+
+
+class _App(FastAPI):
+    """FastAPI that keeps the connection after an unhandled error.
+
+    Starlette answers it with the 500 problem document (``errors.install`` logs it) and
+    then raises it again for the server to log; uvicorn then drops the keep-alive
+    connection, and the client's next request on it fails. Logged once is enough.
+    """
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        except Exception:
+            if scope["type"] != "http":
+                raise
 
 
 class Measure:

@@ -64,15 +64,18 @@ def placed(
         sticky = entry.get("stickiness")
         term = f", stickiness {sticky['weight']:g}" if sticky else ""
         before = f"score {_score(entry.get('score'))}{term}"
+        cause = "score"  # the numbers change from one occurrence to the next; the cause not
     elif current_state is None:
-        before = "cluster gone"
+        before = cause = "cluster gone"
     elif current_state != "ONLINE":
-        before = f"cluster {current_state}"
+        before = cause = f"cluster {current_state}"
     else:
-        before = "no longer fits"
+        before = cause = "no longer fits"
     why = ", on request" if forced else ""
     message = f"Migrated from {current.name} ({before}) to {chosen} ({head}){why}"
-    events.emit(app, "Migrated", message, key=f"{current.name} to {chosen}")
+    # Repeats are counted per cause: a move for a cluster gone OFFLINE and a later one for
+    # a better score are two events, never one with the first cause lost.
+    events.emit(app, "Migrated", message, key=f"{current.name} to {chosen} ({cause}{why})")
     return True
 
 

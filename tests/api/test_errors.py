@@ -359,3 +359,30 @@ async def test_huge_chunked_body_is_413(http: httpx.AsyncClient) -> None:
     assert response.status_code == 413, response.text
     assert response.headers["content-type"].startswith("application/problem+json")
     assert "body" in response.json()["detail"]
+
+
+async def test_an_unhandled_error_is_a_500_that_keeps_the_connection() -> None:
+    """The problem document, and the next request served on the same connection."""
+    from shoal.api.server import start_api
+    from shoal.store.sqlite import SqliteStore
+
+    class Failing(SqliteStore):
+        async def get(self, key: str) -> Any:
+            if key.endswith("/boom"):
+                raise RuntimeError("the disk is on fire")
+            return await super().get(key)
+
+    server = await start_api(Failing(":memory:"))
+    try:
+        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+        async with httpx.AsyncClient(base_url=server.url, limits=limits) as http:
+            failed = await http.get("/kubernetes/namespaces/default/applications/boom")
+            assert failed.status_code == 500
+            assert failed.json()["title"] == "INTERNAL_ERROR"
+            assert "fire" not in failed.text  # no internals in the answer
+            first = failed.extensions["network_stream"].get_extra_info("client_addr")
+            served = await http.get("/healthz")
+            assert served.status_code == 200
+            assert served.extensions["network_stream"].get_extra_info("client_addr") == first
+    finally:
+        await server.stop()

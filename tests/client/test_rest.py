@@ -20,6 +20,7 @@ from shoal.client.rest import (
 )
 from shoal.model.base import Reason, ReasonCode, ResourceRef
 from shoal.model.core import GlobalMetric
+from shoal.model.infrastructure import GlobalCloud
 from shoal.model.kubernetes import Application, ApplicationState, Cluster
 from tests.api.samples import APPLICATION, BY_KIND, CLUSTER
 from tests.util import free_port
@@ -90,6 +91,7 @@ async def test_bind(client: ShoalClient) -> None:
     assert caught.value.status == 409
     assert "resource_version" in caught.value.detail
     cloud = ResourceRef(api="infrastructure", kind="GlobalCloud", name="os")
+    await client.create(GlobalCloud.model_validate(BY_KIND["GlobalCloud"].body("os")))
     bound_cluster = await client.bind_cluster(c1, cloud)
     assert bound_cluster.status.scheduled_to == cloud
 

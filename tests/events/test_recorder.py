@@ -124,3 +124,38 @@ async def test_refused_batches_are_dropped_and_unreachable_ones_kept(client: Sho
     assert await away.flush() == 1
     await recorder.close()
     await away.close()
+
+
+async def test_migrations_of_different_causes_are_different_events(client: ShoalClient) -> None:
+    """A move off an OFFLINE cluster and a later move for a better score keep both causes;
+    repeats of the same cause still count as one event."""
+    from dataclasses import dataclass, field
+    from typing import Any
+
+    from shoal.events.reasons import placed
+    from shoal.model.base import ResourceRef
+
+    @dataclass
+    class Decision:
+        total: int = 2
+        available: int = 2
+        score: float | None = 0.9
+        ranking: list[dict[str, Any]] = field(default_factory=list)
+        summary: str = "2/2 clusters available"
+
+    app = await _app(client)
+    recorder = Recorder(client, "scheduler", interval=60)
+    sim2 = ResourceRef(api="kubernetes", kind="Cluster", namespace="default", name="sim-2")
+    placed(recorder, app, Decision(), "sim-1", current=sim2, current_state="OFFLINE",
+           forced=False)  # fmt: skip
+    for score in (0.4, 0.3):
+        ranking = [{"cluster": "sim-2", "score": score}]
+        placed(recorder, app, Decision(ranking=ranking), "sim-1", current=sim2,
+               current_state="ONLINE", forced=False)  # fmt: skip
+    assert await recorder.flush() == 2
+    events = (await client.list(Event, "default")).items
+    migrated = sorted((e.count, e.message) for e in events if e.reason == "Migrated")
+    assert len(migrated) == 2
+    assert migrated[0][0] == 1 and "(cluster OFFLINE)" in migrated[0][1]
+    assert migrated[1][0] == 2 and "(score 0.300)" in migrated[1][1]
+    await recorder.close()

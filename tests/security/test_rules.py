@@ -59,3 +59,15 @@ def test_targets_from_paths() -> None:
     assert (t.resource, t.verb, t.namespace, t.name) == ("pods", "get", "b", "p1")
     t = target("GET", "/kubernetes/applications", b"watch=false")
     assert t.verb == "list_all"
+
+
+def test_the_default_roles_pass_the_rule_checks() -> None:
+    """``shoal check`` holds roles to the same rules: Shoal's own must pass them."""
+    from shoal.api.auth.roles import defaults
+    from shoal.model.core import Role
+    from shoal.model.validation import check
+
+    roles = [obj for obj in defaults() if isinstance(obj, Role)]
+    assert len(roles) == 7
+    for role in roles:
+        assert [f for f in check(role) if not f.warning] == [], role.metadata.name

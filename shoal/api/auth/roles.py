@@ -28,17 +28,17 @@ COMPONENTS = (
 )
 
 _READ = ["get", "list", "list_all", "watch"]
-_LEASES = RoleRule(api="coordination", resources=["leases"], namespaces=[""], verbs=[""])
+_LEASES = RoleRule(api="core", resources=["leases"], namespaces=["*"], verbs=["*"])
 # Every component reports what it does as events (docs/observability.md).
-_EVENTS = RoleRule(api="core", resources=["events"], namespaces=[""], verbs=["create"])
+_EVENTS = RoleRule(api="core", resources=["events"], namespaces=["*"], verbs=["create"])
 
 
 def _rule(api: str, resources: list[str], verbs: list[str]) -> RoleRule:
-    return RoleRule(api=api, resources=resources, namespaces=[""], verbs=verbs)
+    return RoleRule(api=api, resources=resources, namespaces=["*"], verbs=verbs)
 
 
 _RULES: dict[str, list[RoleRule]] = {
-    "admin": [_rule("", [""], [""])],
+    "admin": [_rule("*", ["*"], ["*"])],
     "scheduler": [
         _rule("kubernetes", ["applications", "clusters"], _READ),
         _rule("kubernetes", ["clusters"], ["update"]),  # its eviction finalizer
@@ -74,7 +74,7 @@ _RULES: dict[str, list[RoleRule]] = {
         _LEASES,
         _EVENTS,
     ],
-    "garbage-collector": [_rule("", [""], [*_READ, "update", "delete"]), _LEASES, _EVENTS],
+    "garbage-collector": [_rule("*", ["*"], [*_READ, "update", "delete"]), _LEASES, _EVENTS],
     "reschedule-controller": [
         _rule("kubernetes", ["applications", "clusters"], _READ),
         _rule("kubernetes", ["applications/reschedule"], ["update"]),
@@ -87,7 +87,7 @@ _RULES: dict[str, list[RoleRule]] = {
     "agent": [
         _rule("kubernetes", ["clusters"], [*_READ, "secrets"]),
         _rule("kubernetes", ["clusters/status"], ["update"]),  # registers its URL there
-        _rule("scheduling", [""], [*_READ, "update"]),
+        _rule("scheduling", ["*"], [*_READ, "update"]),
         _LEASES,
         _EVENTS,
     ],

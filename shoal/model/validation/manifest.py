@@ -66,7 +66,8 @@ def _structure(item: Any, path: str) -> Iterator[Finding]:
         yield Finding(where, reason)
     else:
         kind = item.get("kind")
-        rule = dns_label if kind in _LABEL_NAMED_STRICT else dns_subdomain
+        strict = isinstance(kind, str) and kind in _LABEL_NAMED_STRICT
+        rule = dns_label if strict else dns_subdomain
         if (reason := rule(name)) is not None:
             yield Finding(where, reason)
     namespace = meta.get("namespace")
