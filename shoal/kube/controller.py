@@ -171,14 +171,17 @@ class KubeController(Controller):
 
     def _cluster_event(self, cluster: Cluster, old: Cluster | None = None) -> None:
         new_config = old is None or old.spec.kubeconfig != cluster.spec.kubeconfig
+        if new_config and self.watches is not None:
+            self.watches.restart(cache_key(cluster))  # a new cluster, or reached anew
         if new_config and cluster.spec.kubeconfig is not None and cluster.metadata.deleted is None:
             self.spawn(self._connect(cluster))
         # Applications waiting on this cluster (e.g. it came back) get another look,
         # and so do copies left behind there; not on every status write (metrics, nodes).
-        if old is not None and (old.spec.kubeconfig, old.status.state) == (
-            cluster.spec.kubeconfig,
-            cluster.status.state,
-        ):
+        if old is not None and (
+            old.spec.kubeconfig,
+            old.status.state,
+            old.metadata.deleted,
+        ) == (cluster.spec.kubeconfig, cluster.status.state, cluster.metadata.deleted):
             return
         key = cache_key(cluster)
         for tried in [t for t in self._cleanup_tried if t[1] == key]:
@@ -202,6 +205,8 @@ class KubeController(Controller):
 
     async def _cluster_deleted(self, cluster: Cluster) -> None:
         await self.kube.forget(*cache_key(cluster))
+        if self.watches is not None:
+            self.watches.restart(cache_key(cluster))  # their connection was just closed
         self._cluster_event(cluster)
 
     def _retry(self, key: AppKey, error: Exception) -> None:
@@ -234,8 +239,37 @@ class KubeController(Controller):
                     app = await self._cleanup(app)
                 if self._acts_on(app):
                     await self._deploy(app)
+                elif self._withdrawn(app):
+                    await self._withdraw(app)
         except KubeFailure as failure:
             await self._failed(app, failure)
+
+    def _withdrawn(self, app: Application) -> bool:
+        """Unbound from a cluster that is being deleted, while a copy still runs there."""
+        running = app.status.running_on
+        if app.status.scheduled_to is not None or running is None:
+            return False
+        cluster = self._cluster(running)
+        return cluster is not None and cluster.metadata.deleted is not None
+
+    async def _withdraw(self, app: Application) -> None:
+        """Remove the copy from the cluster being deleted (the application fits nowhere
+        else and waits): the cluster goes only when Shoal left nothing on it."""
+        running = app.status.running_on
+        assert running is not None
+        left = await self._remove_from_old(app, running)
+        cleanups = list(app.status.pending_cleanups)
+        if left is not None:
+            cleanups = merge_cleanup(cleanups, left)
+        await self._write(
+            app, {"running_on": None, "deploy_state": None, "pending_cleanups": cleanups}
+        )
+        log.info(
+            "application %s/%s: withdrawn from %s, which is being deleted",
+            app.metadata.namespace,
+            app.metadata.name,
+            running.name,
+        )
 
     def _cluster(self, ref: ResourceRef | None) -> Cluster | None:
         if ref is None:

@@ -144,6 +144,15 @@ class ClusterWatches:
         if task is not None:
             task.cancel()
 
+    def restart(self, cluster: ClusterKey) -> None:
+        """Watch ``cluster``'s targets anew: it was deleted, registered again or given
+        another kubeconfig, and a watch on the old connection may hang until its timeout."""
+        for target in [t for t in self._tasks if t[0] == cluster]:
+            self._synced.discard(target)
+            self._objects.pop(target, None)
+            self._tasks.pop(target).cancel()
+            self._tasks[target] = asyncio.create_task(self._run(target))
+
     async def stop(self) -> None:
         tasks = list(self._tasks.values())
         self._tasks.clear()

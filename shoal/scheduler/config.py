@@ -67,6 +67,11 @@ class FleetConfig(BaseModel):
     commit_timeout: float = Field(default=5.0, gt=0, description="Seconds a commit may take")
     commits: int = Field(default=512, ge=1, description="Commits in flight")
     status_writers: int = Field(default=4, ge=1, description="Status batches in flight")
+    sweep_interval: float = Field(
+        default=60.0, gt=0,
+        description="Seconds between checks of the member pods against the fleet pods: "
+        "member pods of deleted fleet pods are deleted, Scheduled pods whose member pod is "
+        "gone are placed again")
     strategy: str = Field(default="random", description="Agents' sampling strategy")
     shard: int = Field(default=0, ge=0, description="This scheduler's share of the pods")
     shards: int = Field(default=1, ge=1, description="Schedulers sharing the pods")

@@ -4,8 +4,11 @@ Deleting a cluster that applications are scheduled to only marks it: the API
 adds the finalizer ``shoal.scheduler/eviction``. The cluster takes no new
 placements, each of its applications gets a scheduling pass at once (moved
 elsewhere, or PENDING with CLUSTER_DELETED and ``scheduled_to`` cleared), and
-when none is left on it the scheduler removes the finalizer and the API removes
-the cluster. ``--force`` deletes without the finalizer; the applications get
+when none is left on it, and no copy either while the cluster answers (the kube
+controller removes them: a moved application's old copy once the new one runs,
+an application that fits nowhere else withdrawn), the scheduler removes the
+finalizer and the API removes the cluster. Nothing Shoal deployed is left behind
+on a cluster it forgets. ``--force`` deletes without the finalizer; the applications get
 the same passes afterwards.
 Applications the scheduler does not pass (FAILED, being deleted) are unbound
 here directly, so none names a deleted cluster.
@@ -18,7 +21,7 @@ from collections.abc import Callable
 
 from shoal.client.rest import NotFound, ShoalClient
 from shoal.model.base import Reason, ReasonCode
-from shoal.model.kubernetes import EVICTION_FINALIZER, Application, Cluster
+from shoal.model.kubernetes import EVICTION_FINALIZER, Application, Cluster, ClusterState
 from shoal.scheduler.application import AppKey
 
 log = logging.getLogger(__name__)
@@ -35,9 +38,11 @@ class Eviction:
         apps_on: Callable[[ClusterKey], set[AppKey]],
         app: Callable[[AppKey], Application | None],
         wants_pass: Callable[[Application], bool],
+        copies_on: Callable[[ClusterKey], set[AppKey]] = lambda where: set(),
     ) -> None:
         self.client = client
         self.apps_on = apps_on
+        self.copies_on = copies_on
         self.app = app
         self.wants_pass = wants_pass
         self.evicted = 0
@@ -54,6 +59,9 @@ class Eviction:
         await self.unbind_stuck(where[1], keys)
         if any(self.app(key) is not None for key in keys):
             return False
+        reachable = cluster is not None and cluster.status.state is ClusterState.ONLINE
+        if reachable and any(self.app(key) is not None for key in self.copies_on(where)):
+            return False  # copies still running there: the kube controller removes them
         if cluster is not None and EVICTION_FINALIZER in cluster.metadata.finalizers:
             await self._release(cluster)
             log.info("cluster %s: no application left on it; removing it", where[1])

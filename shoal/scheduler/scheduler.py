@@ -9,6 +9,7 @@ with a resource_version precondition.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import defaultdict
@@ -54,6 +55,15 @@ log = logging.getLogger(__name__)
 PROVIDER_STATUS_MAX_AGE = 60.0
 
 
+def _copies(app: Application) -> set[tuple[str | None, str]]:
+    """The clusters an application's copies run on: where it runs, and what it left."""
+    refs = [app.status.running_on]
+    for entry in app.status.pending_cleanups:
+        with contextlib.suppress(ValueError):
+            refs.append(ResourceRef.model_validate(entry.get("cluster")))
+    return {(r.namespace, r.name) for r in refs if r is not None}
+
+
 def _key(obj: Kind) -> AppKey:
     return (obj.metadata.namespace or "", obj.metadata.name)
 
@@ -84,12 +94,17 @@ class Scheduler(Controller):
         self.waiting: set[AppKey] = set()  # applications no cluster fits yet
         self.on_cluster: dict[tuple[str | None, str], set[AppKey]] = defaultdict(set)
         self.bound_to: dict[AppKey, tuple[str | None, str]] = {}  # on_cluster, reversed
+        # where an application's copies run (running_on, pending clean-ups): a deleted
+        # cluster waits for them to go while it answers
+        self.copies_on: dict[tuple[str | None, str], set[AppKey]] = defaultdict(set)
+        self.copies_of: dict[AppKey, set[tuple[str | None, str]]] = {}
         self.passes = 0
         self.eviction = Eviction(
             client,
             lambda where: self.on_cluster.get(where, set()),
             lambda key: self.app_informer.get(key[1], key[0]),
             self.apps_handler.wants_pass,
+            lambda where: self.copies_on.get(where, set()),
         )
         self.app_informer: Informer[Application] = Informer(
             client,
@@ -192,6 +207,19 @@ class Scheduler(Controller):
             where = (target.namespace, target.name)
             self.on_cluster[where].add(key)
             self.bound_to[key] = where
+        copies = _copies(app) if add else set()
+        if copies or key in self.copies_of:
+            for gone in self.copies_of.pop(key, set()) - copies:
+                holders = self.copies_on.get(gone)
+                if holders is not None:
+                    holders.discard(key)
+                    if not holders:
+                        del self.copies_on[gone]
+                        self._check_eviction(gone)  # its last copy left
+            for where in copies:
+                self.copies_on[where].add(key)
+            if copies:
+                self.copies_of[key] = copies
 
     def _check_eviction(self, where: tuple[str | None, str]) -> None:
         """Queue the eviction work of a cluster that is deleted, or gone with applications."""
@@ -208,7 +236,10 @@ class Scheduler(Controller):
             self.queue.add(_key(app))
 
     def _app_updated(self, old: Application, new: Application) -> None:
-        if _ref_key(old.status.scheduled_to) != _ref_key(new.status.scheduled_to):
+        if _ref_key(old.status.scheduled_to) != _ref_key(new.status.scheduled_to) or (
+            old.status.running_on != new.status.running_on
+            or old.status.pending_cleanups != new.status.pending_cleanups
+        ):
             self._index(new)
         # A state change matters only to an application the scheduler was leaving alone
         # (FAILED, deleting...): between states it handles, nothing a decision reads

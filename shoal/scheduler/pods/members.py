@@ -10,8 +10,11 @@ waits rather than risk a second placement.
 
 A deleted fleet pod's member pod is deleted through its cluster's agent (every
 agent when the cluster is not known); a sweep at start and every
-``SWEEP_EVERY`` seconds deletes the member pods of fleet pods deleted while no
-scheduler was watching.
+``sweep_interval`` seconds deletes the member pods of fleet pods deleted while no
+scheduler was watching. The same sweep finds the other way round: a fleet pod
+``Scheduled`` on a cluster whose agent (watching, so its list is the cluster's)
+has no member pod for it lost that pod (the cluster was reset, the pod deleted
+there), and is placed again rather than left saying ``Scheduled`` for ever.
 """
 
 from __future__ import annotations
@@ -32,7 +35,6 @@ Obj = dict[str, Any]
 LOOKUP = "/agent/pods/lookup"
 DELETE = "/agent/pods/delete"
 LIST = "/agent/pods"
-SWEEP_EVERY = 60.0
 DELETE_TRIES = 8
 
 
@@ -75,6 +77,22 @@ class MemberPods:
                 work.verify = False
         return sorted(silent)
 
+    async def _lost(self, pod: Pod, cluster: str, lost: Callable[[Pod], None]) -> None:
+        """``pod`` reads Scheduled on ``cluster``, which has no member pod for it: confirmed
+        with the API (the informer may lag behind a deletion), it is placed again."""
+        try:
+            fresh = await self.client.get(Pod, pod.metadata.name, pod.metadata.namespace)
+        except NotFound:
+            return
+        status = fresh.status
+        if fresh.metadata.uid != pod.metadata.uid or status.cluster != cluster:
+            return
+        if status.phase.value != "Scheduled" or fresh.metadata.deleted is not None:
+            return
+        log.info("fleet pod %s/%s: its member pod is gone from %s; placing it again",
+                 fresh.metadata.namespace, fresh.metadata.name, cluster)
+        lost(fresh)
+
     async def delete(self, uid: str, cluster: str | None) -> None:
         """Delete ``uid``'s member pod, retrying with a back-off while its agent cannot answer."""
         delay = 0.2
@@ -89,19 +107,37 @@ class MemberPods:
             delay = min(delay * 2, 5.0)
         log.warning("member pod of fleet pod uid %s not deleted: its agent does not answer", uid)
 
-    async def sweep(self, known: Callable[[], set[str]], mine: Callable[[str], bool]) -> None:
-        """Delete member pods whose fleet pod is gone, at start and every ``SWEEP_EVERY`` s."""
+    async def sweep(
+        self,
+        known: Callable[[], set[str]],
+        mine: Callable[[str], bool],
+        scheduled: Callable[[str], list[Pod]] = lambda cluster: [],
+        lost: Callable[[Pod], None] = lambda pod: None,
+    ) -> None:
+        """At start and every ``sweep_interval`` s: delete member pods whose fleet pod is gone,
+        and hand ``lost`` each pod ``scheduled`` on a cluster that no longer has it."""
         while True:
             try:
-                await self._sweep_once(known, mine)
+                await self._sweep_once(known, mine, scheduled, lost)
             except Exception:  # a background loop's top level: try again at the next sweep
                 log.exception("sweep of member pods failed")
-            await asyncio.sleep(SWEEP_EVERY)
+            await asyncio.sleep(self.config.sweep_interval)
 
-    async def _sweep_once(self, known: Callable[[], set[str]], mine: Callable[[str], bool]) -> None:
+    async def _sweep_once(
+        self,
+        known: Callable[[], set[str]],
+        mine: Callable[[str], bool],
+        scheduled: Callable[[str], list[Pod]] = lambda cluster: [],
+        lost: Callable[[Pod], None] = lambda pod: None,
+    ) -> None:
         for agent in list(self.agents.by_cluster.values()):
             answer = await self._ask(agent, LIST, None)
-            pods: Obj = (answer or {}).get("pods") or {}
+            if answer is None:
+                continue  # not watching its cluster, or not answering: nothing to conclude
+            pods: Obj = answer.get("pods") or {}
+            for pod in scheduled(agent.cluster):
+                if pod.metadata.uid not in pods:
+                    await self._lost(pod, agent.cluster, lost)
             uids = known()
             for uid, where in pods.items():
                 if uid in uids or not mine(uid) or where.get("inFlight"):

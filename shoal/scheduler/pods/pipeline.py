@@ -81,7 +81,7 @@ class FleetPipeline(Controller):
         self.spawn(self.agents.probe())
         self.spawn(self.status.run())
         self.spawn(self.members.sweep(lambda: {p.metadata.uid or "" for p in self.pods.items()},
-                                      self.mine_uid))
+                                      self.mine_uid, self._scheduled_on, self._lost))
         for _ in range(self.config.samplers):
             self.spawn(self._sampler())
 
@@ -109,6 +109,21 @@ class FleetPipeline(Controller):
             # there before this scheduler listed: an earlier one may have committed it
             work.verify = not self.pods.synced.is_set()
             self.queue.add(work)
+
+    def _scheduled_on(self, cluster: str) -> list[Pod]:
+        return [
+            p for p in self.pods.items()
+            if p.status.phase is PodPhase.Scheduled and p.status.cluster == cluster
+            and self.mine(p) and (p.metadata.uid or "") not in self.placed
+        ]  # fmt: skip
+
+    def _lost(self, pod: Pod) -> None:
+        """A Scheduled pod whose member pod is gone: Pending again, and placed anew."""
+        meta = pod.metadata
+        status = {"phase": PodPhase.Pending.value, "cluster": "", "node": "",
+                  "reason": f"its member pod is gone from {pod.status.cluster}; placing it again"}
+        self.status.put(meta.namespace or "default", meta.name, meta.uid or "", status)
+        self.counts["lost"] += 1
 
     def _pod_deleted(self, pod: Pod) -> None:
         """Its member pod goes too: through its cluster's agent, or every agent's when the

@@ -1,0 +1,50 @@
+"""Fleet pods agree with the member clusters: a Scheduled pod whose member pod is gone from
+its cluster (reset, or deleted there) is placed again, and the clusters hold each pod once."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+
+import httpx
+import pytest
+
+from shoal.client.rest import ShoalClient
+from shoal.model.pods import Pod, PodPhase
+from shoal.sim.server import SimServer
+from shoal.testing.pods import NS, FleetAgents, pod
+from tests.fleet.conftest import PipelineFactory, member_pods, settled
+from tests.util import wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+async def test_a_pod_lost_by_its_cluster_is_placed_again(
+    client: ShoalClient, sim: SimServer, agents: FleetAgents, pipeline: PipelineFactory
+) -> None:
+    await pipeline(sweep_interval=0.3)
+    names = [f"p-{i}" for i in range(6)]
+    await asyncio.gather(*(client.create(pod(n, cpu="200m")) for n in names))
+    placed = await settled(client, names)
+    assert {p.status.phase for p in placed.values()} == {PodPhase.Scheduled}
+    lost = next(iter(placed.values())).status.cluster
+    gone = sorted(n for n, p in placed.items() if p.status.cluster == lost)
+    async with httpx.AsyncClient(base_url=sim.url, timeout=10) as http:
+        for name in gone:  # the member cluster loses them (reset, or deleted there)
+            answer = await http.delete(f"/clusters/{lost}/api/v1/namespaces/{NS}/pods/{name}")
+            assert answer.status_code in (200, 202), answer.text
+
+    async def agreed() -> bool:
+        pods = {p.metadata.name: p for p in (await client.list(Pod, NS)).items}
+        if any(pods[n].status.phase is not PodPhase.Scheduled for n in names):
+            return False
+        members = [m for m in await member_pods(sim) if m["metadata"]["name"] in names]
+        if Counter(m["metadata"]["name"] for m in members) != Counter(names):
+            return False
+        return all(
+            (m["cluster"], m["spec"]["nodeName"])
+            == (pods[m["metadata"]["name"]].status.cluster, pods[m["metadata"]["name"]].status.node)
+            for m in members
+        )
+
+    await wait_for(agreed, timeout=30, interval=0.2, message="fleet pods and member pods agree")

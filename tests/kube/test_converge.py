@@ -1,0 +1,88 @@
+"""State that converges after clusters come and go, audited on the member clusters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from shoal.client.rest import NotFound, ShoalClient
+from shoal.kube.client import KubeClients, KubeCluster
+from shoal.model.base import Metadata
+from shoal.model.kubernetes import Cluster, ClusterSpec
+from shoal.scheduler.scheduler import Scheduler
+from shoal.sim.server import SimServer
+from shoal.testing.fleet import register
+from tests.kube.conftest import NS, application, running_on
+from tests.kube.test_integration import control_plane, controller  # noqa: F401 (fixtures)
+from tests.util import wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+async def _deployment(kube: KubeCluster, name: str) -> dict[str, Any] | None:
+    return await kube.read(
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name}}, NS
+    )
+
+
+async def _gone(client: ShoalClient, name: str) -> bool:
+    try:
+        await client.get(Cluster, name, NS)
+    except NotFound:
+        return True
+    return False
+
+
+async def test_a_cluster_registered_again_is_a_new_cluster_everywhere(
+    client: ShoalClient,
+    sim: SimServer,
+    clusters: list[Cluster],
+    kube: dict[str, KubeCluster],
+    control_plane: tuple[Scheduler, Any],  # noqa: F811
+) -> None:
+    await client.create(application("before", labels=["location is DE"]))
+    await wait_for(lambda: running_on(client, "before"), timeout=30, message="before on de")
+    await client.delete(Cluster, "de", NS)
+    await wait_for(lambda: _gone(client, "de"), timeout=30, message="de deleted")
+    again = Cluster(
+        metadata=Metadata(name="de", namespace=NS, labels={"location": "DE"}),
+        spec=ClusterSpec(kubeconfig=sim.fleet.kubeconfig("de")),
+    )
+    await register(client, again)
+    await client.create(application("after", labels=["location is DE"]))
+    assert await wait_for(lambda: running_on(client, "after"), timeout=30,
+                          message="after RUNNING on de registered again") == "de"  # fmt: skip
+    deployment = await _deployment(kube["de"], "after")
+    assert deployment is not None
+    assert deployment["status"].get("readyReplicas") == deployment["spec"]["replicas"]
+
+
+async def test_a_graceful_cluster_delete_leaves_nothing_behind(
+    client: ShoalClient,
+    sim: SimServer,
+    clusters: list[Cluster],
+    control_plane: tuple[Scheduler, Any],  # noqa: F811
+) -> None:
+    await client.create(application("web"))
+    first = await wait_for(lambda: running_on(client, "web"), timeout=30, message="web placed")
+    other = "fr" if first == "de" else "de"
+    # A client of our own on the member cluster: Shoal forgets it once it is deleted.
+    cluster = next(c for c in clusters if c.metadata.name == first)
+    members = KubeClients(timeout=2.0)
+    try:
+        member = await members.get(cluster)
+        assert await _deployment(member, "web") is not None
+        await client.delete(Cluster, first, NS)
+        await wait_for(lambda: _gone(client, first), timeout=60, message=f"{first} deleted")
+        assert await wait_for(lambda: running_on(client, "web"), timeout=30,
+                              message="web moved") == other  # fmt: skip
+
+        async def removed() -> bool:
+            return await _deployment(member, "web") is None
+
+        await wait_for(removed, timeout=30, message=f"web's Deployment removed from {first}")
+    finally:
+        await members.close()
+
+
