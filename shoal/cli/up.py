@@ -138,7 +138,9 @@ def up(
 
             kubeconfigs = {name: sim.kubeconfig(name) for name in sim.fleet.clusters}
             scheduler_token = setup.tokens[component_user("scheduler")]
-            agents = await start_all(client_of("agent"), kubeconfigs, callers=[scheduler_token])
+            agents = await start_all(
+                client_of("agent"), kubeconfigs, callers=[scheduler_token], keep=True
+            )
             if demo:
                 await _demo(client, [f"sim-{i + 1}" for i in range(clusters)], restarted)
             if exit_after_demo:

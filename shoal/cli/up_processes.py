@@ -223,7 +223,7 @@ def up_agents(
         names = [n for n in clusters.split(",") if n]
         configs = {n: yaml.safe_load((kubeconfigs / f"{n}.yaml").read_text()) for n in names}
         async with ShoalClient(api_url, token=found.token, ssl_context=found.ssl_context()) as c:
-            agents = await start_all(c, configs)
+            agents = await start_all(c, configs, keep=True)
             try:
                 await asyncio.Event().wait()
             finally:

@@ -48,3 +48,26 @@ async def test_a_pod_lost_by_its_cluster_is_placed_again(
         )
 
     await wait_for(agreed, timeout=30, interval=0.2, message="fleet pods and member pods agree")
+
+
+async def test_a_cluster_registered_again_finds_its_agent_again(
+    client: ShoalClient, sim: SimServer
+) -> None:
+    from shoal.agent.local import LocalAgents
+    from shoal.model.kubernetes import Cluster
+    from shoal.testing.pods import register_clusters
+
+    await register_clusters(client, sim)
+    agents = LocalAgents(client, keep=True, keep_every=0.1)
+    name = next(iter(sim.fleet.clusters))
+    try:
+        server = await agents.start(name, sim.fleet.kubeconfig(name))
+        await client.delete(Cluster, name, NS)
+        await register_clusters(client, sim)  # the same name, a new cluster
+
+        async def registered() -> bool:
+            return (await client.get(Cluster, name, NS)).status.agent == server.url
+
+        await wait_for(registered, timeout=10, message="the agent registered on the new cluster")
+    finally:
+        await agents.close()
