@@ -342,11 +342,13 @@ def _application_handlers(res: Resources, at_item: list[inspect.Parameter]) -> _
 
 
 def _retry(current: Application) -> bool:
-    """A FAILED or waiting application is tried again at once, its failure counts reset."""
+    """A FAILED or waiting application (placement, or a deployment retried after a failure
+    such as a CONFLICT) is tried again at once, its failure counts reset."""
     status = current.status
     application_status.fold_explicit(status)  # a state stored by a Krake client
     waiting = status.state is ApplicationState.PENDING and status.schedule_reason is not None
-    if status.state is not ApplicationState.FAILED and not waiting:
+    deploy_waiting = status.deploy_reason is not None and bool(status.retries)  # e.g. CONFLICT
+    if status.state is not ApplicationState.FAILED and not waiting and not deploy_waiting:
         raise ProblemError(
             400,
             f"status.state: only a FAILED or waiting application can be retried, "

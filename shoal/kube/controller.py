@@ -135,6 +135,8 @@ class KubeController(Controller):
 
     def _app_event(self, app: Application, old: Application | None = None) -> None:
         key = cache_key(app)
+        if old is not None and old.status.retries and not app.status.retries:
+            self.failures.pop(key, None)  # retried by a user: the waits start afresh
         echo = old is not None and app.metadata.resource_version == self.written.get(key)
         if not echo or key in self.behind:
             # the echo of our own last write tells nothing new, unless a reconcile waited for it
@@ -626,8 +628,19 @@ class KubeController(Controller):
         limit = spec.backoff_limit
         give_up = limit >= 0 and attempts > limit and app.metadata.deleted is None
         reasons.deploy_failed(self.events, app, failure.code.name, str(failure), attempts, limit)
+        delay = spec.backoff_delay * (spec.backoff ** (attempts - 1) if spec.backoff else 1)
+        message = str(failure)
+        if failure.code is ReasonCode.CONFLICT:
+            # Someone else's object will not go away by itself within a second: wait longer
+            # each time, and say when the next try is (``retry`` tries at once).
+            delay = max(float(spec.backoff_delay), 1.0) * 2 ** min(attempts - 1, 10)
+            delay = min(delay, MAX_BACKOFF)
+            message += (
+                f" (attempt {attempts}; next in {delay:g} s, or at once with "
+                f"'shoal kube app retry {app.metadata.name}')"
+            )
         fields: dict[str, Any] = {
-            "deploy_reason": Reason(code=failure.code, message=str(failure)[:1000]),
+            "deploy_reason": Reason(code=failure.code, message=message[:1000]),
             "retries": attempts,
         }
         if give_up:
@@ -638,5 +651,4 @@ class KubeController(Controller):
                 self.failures.pop(key, None)  # a retry (state PENDING) starts afresh
         if give_up:
             return
-        delay = spec.backoff_delay * (spec.backoff ** (attempts - 1) if spec.backoff else 1)
         self.queue.add_after(key, min(max(float(delay), 0.1), MAX_BACKOFF))

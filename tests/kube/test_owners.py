@@ -174,3 +174,30 @@ async def test_two_applications_at_once_one_wins(
     assert owner_of(live) == owner(winner)
     assert loser.status.reason is not None
     assert f"application default/{winner.metadata.name}" in loser.status.reason.message
+
+
+async def test_a_conflict_waits_longer_each_time_and_retry_tries_at_once(
+    client: ShoalClient, kube: dict[str, KubeCluster], controller: KubeController
+) -> None:
+    await deploy(client, shared("first"))
+    await wait_for(lambda: running(client, "first"), timeout=15, message="first RUNNING")
+    await deploy(client, shared("second"))
+
+    async def attempt(n: int) -> Application | None:
+        app = await refused(client, "second")
+        return app if app is not None and (app.status.retries or 0) >= n else None
+
+    for n, wait in ((1, "1"), (2, "2")):
+        app = await wait_for(lambda n=n: attempt(n), timeout=15, message=f"attempt {n}")
+        assert app.status.reason is not None
+        assert f"next in {wait} s" in app.status.reason.message, app.status.reason.message
+    # the owner goes; a retry tries again without waiting, its counts reset
+    await client.delete(Application, "first", NS)
+    await wait_for(lambda: gone(client, "first"), timeout=10, message="first deleted")
+    answer = await client.request(
+        "PUT", f"/kubernetes/namespaces/{NS}/applications/second/retry"
+    )
+    assert answer["status"]["retries"] is None
+    # the scheduler passes a retried application at once; here, as it would, bind it again
+    await client.bind(await client.get(Application, "second", NS), DE)
+    await wait_for(lambda: running(client, "second"), timeout=15, message="second RUNNING")
