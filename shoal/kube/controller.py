@@ -46,7 +46,7 @@ from shoal.kube.objects import (
     unread,
     watch_entries,
 )
-from shoal.kube.owners import Owner, owned
+from shoal.kube.owners import LABEL_UID, Owner, owned
 from shoal.kube.watch import AppKey, ClusterWatches
 from shoal.model.base import Reason, ReasonCode, ResourceRef
 from shoal.model.kubernetes import Application, ApplicationState, Cluster
@@ -56,6 +56,17 @@ log = logging.getLogger(__name__)
 FINALIZER = "shoal.kube/resources"
 
 MAX_BACKOFF = 60.0
+PRUNED_KINDS = (
+    ("v1", "ConfigMap"),
+    ("v1", "Secret"),
+    ("v1", "Service"),
+    ("apps/v1", "Deployment"),
+    ("apps/v1", "StatefulSet"),
+    ("apps/v1", "DaemonSet"),
+    ("batch/v1", "Job"),
+)
+"""Kinds a connecting cluster is searched for objects left behind, beside every kind that
+an application's manifest names."""
 
 
 @dataclass(eq=False)
@@ -203,7 +214,59 @@ class KubeController(Controller):
         (tens of milliseconds of CPU): paid once, ahead of the first deployment.
         """
         with contextlib.suppress(KubeApiError, KubeUnreachable):
-            await self.kube.get(cluster)
+            kube = await self.kube.get(cluster)
+            await self._prune(cluster, kube)
+
+    async def _prune(self, cluster: Cluster, kube: KubeCluster) -> None:
+        """Remove what Shoal left on a cluster it connects to and no longer uses there.
+
+        A cluster that was deleted while it did not answer, or while an application on it
+        was being deleted, and is registered again (same name, same server) may hold
+        copies nothing else will remove: every object labelled as an application's whose
+        application is gone, or does not use this cluster (``scheduled_to``,
+        ``running_on``, a pending clean-up), is deleted. Kinds looked at: those of every
+        application's manifest, and the common workload kinds.
+        """
+        await self.app_informer.wait_synced()
+        where = cache_key(cluster)
+        kinds: set[tuple[str, str]] = set(PRUNED_KINDS)
+        for app in self.app_informer.items():
+            for obj in app.spec.manifest:
+                api_version, kind = obj.get("apiVersion"), obj.get("kind")
+                if isinstance(api_version, str) and isinstance(kind, str):
+                    kinds.add((api_version, kind))
+        found: list[tuple[str, Obj]] = []  # (collection path, object)
+        for api_version, kind in sorted(kinds):
+            try:
+                info = await kube.resource(api_version, kind)
+                base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+                listed = await kube.request(
+                    "GET", f"{base}/{info.plural}", query={"labelSelector": LABEL_UID}
+                )
+            except KubeApiError:
+                continue  # a kind this cluster does not serve
+            for obj in listed.get("items") or []:
+                namespace = (obj.get("metadata") or {}).get("namespace")
+                path = f"{base}/namespaces/{namespace}" if namespace else base
+                found.append((f"{path}/{info.plural}", obj))
+        # Read after the lists: an object listed was applied by this controller, which had
+        # seen its application's binding, so the informer has it now.
+        uses: dict[str, set[AppKey]] = {}
+        for app in self.app_informer.items():
+            refs = [app.status.scheduled_to, app.status.running_on]
+            refs += [cleanup_ref(entry) for entry in app.status.pending_cleanups]
+            uses[app.metadata.uid or ""] = {ref_key(r) for r in refs if r is not None}
+        pruned = 0
+        for path, obj in found:
+            meta = obj.get("metadata") or {}
+            if where in uses.get((meta.get("labels") or {}).get(LABEL_UID, ""), set()):
+                continue
+            with contextlib.suppress(KubeApiError):
+                await kube.request("DELETE", f"{path}/{meta.get('name')}")
+                pruned += 1
+        if pruned:
+            log.info("cluster %s: %d objects of applications that do not use it removed",
+                     where[1], pruned)
 
     async def _cluster_deleted(self, cluster: Cluster) -> None:
         await self.kube.forget(*cache_key(cluster))

@@ -86,3 +86,33 @@ async def test_a_graceful_cluster_delete_leaves_nothing_behind(
         await members.close()
 
 
+
+
+async def test_a_cluster_registered_again_is_pruned_of_what_shoal_left(
+    client: ShoalClient,
+    sim: SimServer,
+    clusters: list[Cluster],
+    kube: dict[str, KubeCluster],
+    control_plane: tuple[Scheduler, Any],  # noqa: F811
+) -> None:
+    """Objects labelled as an application's that is gone, or that no longer runs there, are
+    removed when the cluster is registered again; the running application's stay."""
+    from shoal.kube.owners import LABEL_NAME, LABEL_NAMESPACE, LABEL_UID
+
+    await client.create(application("kept", labels=["location is DE"]))
+    await wait_for(lambda: running_on(client, "kept"), timeout=30, message="kept on de")
+    left = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "left-behind",
+            "labels": {LABEL_NAMESPACE: NS, LABEL_NAME: "gone", LABEL_UID: "no-such-uid"}},
+            "data": {}}  # fmt: skip
+    de = kube["de"]
+    await de.request("POST", f"/api/v1/namespaces/{NS}/configmaps", body=left)
+    body = await client.get(Cluster, "de", NS)
+    body.spec.kubeconfig = {**(body.spec.kubeconfig or {}), "preferences": {"colors": False}}
+    await client.update(body)  # reached anew: as a cluster registered again is
+
+    async def pruned() -> bool:
+        return await de.read(left, NS) is None
+
+    await wait_for(pruned, timeout=30, message="the object left behind removed")
+    assert await _deployment(de, "kept") is not None
+    assert await running_on(client, "kept") == "de"
