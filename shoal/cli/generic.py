@@ -62,7 +62,8 @@ def _run(verb: str, entry: Entry | None) -> Any:
         out = Output(output)
         if verb == "delete":
             assert name is not None
-            delete_object(ctx, target, name, values["namespace"], out)
+            force = bool(values.get("force"))
+            delete_object(ctx, target, name, values["namespace"], out, force=force)
         elif target.kind == "Event" and name is None:
             from shoal.cli.events import list_events  # sorted, and --for KIND/NAME
 
@@ -88,6 +89,11 @@ def read_command(verb: str, entry: Entry | None, help: str) -> click.Command:
     params.append(namespace_option(hidden))
     if verb == "list" or (verb == "get" and entry is None):
         params.extend(_list_options(hidden))
+    if verb == "delete" and (entry is None or entry.kind == "Cluster"):
+        params.append(click.Option(
+            ["--force"], is_flag=True,
+            help="A cluster: remove it at once, without waiting for its applications to move.",
+        ))  # fmt: skip
     if entry is None and verb != "delete":
         help = "Events only: those of one object, KIND/NAME (app/web, cluster/c1)."
         params.append(click.Option(["--for", "involved"], metavar="KIND/NAME", help=help))

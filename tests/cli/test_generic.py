@@ -136,3 +136,25 @@ async def test_watch_table(shoal: Shoal, client: ShoalClient) -> None:
     lines = result.stdout.splitlines()
     assert lines[0].split()[:2] == ["EVENT", "NAME"]
     assert any(line.split()[:2] == ["ADDED", "m1"] for line in lines[1:])
+
+
+async def test_delete_cluster_force_at_the_top_level(shoal: Shoal, client: ShoalClient) -> None:
+    """``shoal delete cluster NAME --force`` as ``shoal kube cluster delete --force``: with an
+    application on it and no scheduler to move it, only --force removes the cluster."""
+    from shoal.client.rest import NotFound
+    from shoal.model.kubernetes import Cluster
+    from tests.api.samples import BY_KIND
+
+    cluster = await client.create(Cluster.model_validate(BY_KIND["Cluster"].body("c1", "default")))
+    app = await client.create(Application.model_validate(BY_KIND["Application"].body("web",
+                                                                                      "default")))
+    await client.bind(app, cluster.ref())
+    ok(await shoal("delete", "cluster", "c1"))
+    marked = await client.get(Cluster, "c1", "default")
+    assert marked.metadata.deleted is not None  # waits for its applications to leave
+    ok(await shoal("delete", "cluster", "c1", "--force"))
+    try:
+        await client.get(Cluster, "c1", "default")
+        raise AssertionError("c1 still there after --force")
+    except NotFound:
+        pass
