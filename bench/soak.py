@@ -13,7 +13,8 @@ SIGKILLs components (``shoal up`` starts them again). Then it heals the world an
 the system settle, auditing until every invariant holds or ``--settle`` seconds pass:
 
 - every application that fits somewhere is RUNNING on the cluster its status names, with
-  each of its objects there once; one that fits nowhere is PENDING;
+  each of its objects there once; one that fits nowhere is PENDING (its copy may still run
+  where it ran, as in Krake, until a cluster fits);
 - no member cluster holds an object labelled as Shoal's whose application is gone, or
   that sits on a cluster the application does not run on (no orphans);
 - no fleet pod is Scheduled without its member pod, and no member pod is made twice or
@@ -328,8 +329,8 @@ class Soak:
                 continue
             labels = app["spec"]["constraints"]["cluster"]["labels"]
             fits = any(_matches(labels, c["metadata"]["labels"]) for c in online)
-            if not fits:
-                if status["state"] != "PENDING" or status.get("running_on"):
+            if not fits:  # waiting; a copy may run on where it ran (the orphan check above)
+                if status["state"] != "PENDING" or status.get("scheduled_to"):
                     wrong.append((name, f"fits nowhere but is {status['state']}"))
                 continue
             running = (status.get("running_on") or {}).get("name")

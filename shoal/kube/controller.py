@@ -49,7 +49,7 @@ from shoal.kube.objects import (
 from shoal.kube.owners import LABEL_UID, Owner, owned
 from shoal.kube.watch import AppKey, ClusterWatches
 from shoal.model.base import Reason, ReasonCode, ResourceRef
-from shoal.model.kubernetes import Application, ApplicationState, Cluster
+from shoal.model.kubernetes import Application, ApplicationState, Cluster, ClusterState
 
 log = logging.getLogger(__name__)
 
@@ -186,7 +186,11 @@ class KubeController(Controller):
         new_config = old is None or old.spec.kubeconfig != cluster.spec.kubeconfig
         if new_config and self.watches is not None:
             self.watches.restart(cache_key(cluster))  # a new cluster, or reached anew
-        if new_config and cluster.spec.kubeconfig is not None and cluster.metadata.deleted is None:
+        # Answering again (it may have been deleted and registered again meanwhile): what
+        # Shoal left there while it did not answer is pruned now.
+        back = old is not None and old.status.state != cluster.status.state == ClusterState.ONLINE
+        ready = cluster.spec.kubeconfig is not None and cluster.metadata.deleted is None
+        if (new_config or back) and ready:
             self.spawn(self._connect(cluster))
         # Applications waiting on this cluster (e.g. it came back) get another look,
         # and so do copies left behind there; not on every status write (metrics, nodes).
@@ -208,7 +212,8 @@ class KubeController(Controller):
             self._orphan_tasks[key] = asyncio.create_task(self._remove_orphans(cluster))
 
     async def _connect(self, cluster: Cluster) -> None:
-        """Build a cluster's client when it is registered, not on its first application.
+        """Build a cluster's client when it is registered, not on its first application,
+        and prune what Shoal left there (``_prune``).
 
         The Kubernetes client loads the system's CA certificates for each cluster
         (tens of milliseconds of CPU): paid once, ahead of the first deployment.
