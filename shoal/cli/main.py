@@ -92,6 +92,14 @@ EXTENSIONS: list[Extension] = [
         {"check": "List stored objects that the API's rules would now refuse, and why."},
     ),
     Extension(
+        "shoal.cli.about",
+        None,
+        {
+            "version": "Print the version of the shoal command.",
+            "describe": "The describe page of an application or a cluster (KIND NAME).",
+        },
+    ),
+    Extension(
         "shoal.cli.import_krake",
         None,
         {"import": "Copy a Krake installation into Shoal (--from-krake URL)."},

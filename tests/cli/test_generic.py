@@ -158,3 +158,16 @@ async def test_delete_cluster_force_at_the_top_level(shoal: Shoal, client: Shoal
         raise AssertionError("c1 still there after --force")
     except NotFound:
         pass
+
+
+async def test_version_and_describe_at_the_top_level(shoal: Shoal, client: ShoalClient) -> None:
+    from tests.api.samples import BY_KIND
+
+    assert ok(await shoal("version")).stdout.startswith("shoal ")
+    await client.create(Application.model_validate(BY_KIND["Application"].body("web",
+                                                                                 "default")))
+    top = ok(await shoal("describe", "app", "web")).stdout
+    grouped = ok(await shoal("kube", "app", "describe", "web")).stdout
+    assert "web" in top and top.splitlines()[:3] == grouped.splitlines()[:3]
+    refused = await shoal("describe", "gm", "x")
+    assert refused.exit_code != 0 and "no describe page" in refused.stderr
