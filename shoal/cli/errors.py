@@ -106,12 +106,22 @@ def problem_message(status: int, problem: dict[str, Any], what: str = "", where:
     errors = problem.get("errors")
     if isinstance(errors, list) and errors and all(isinstance(e, dict) for e in errors):
         return field_lines(title, what, errors, where)
-    return f"{title}: {what + ': ' if what else ''}{problem.get('detail', '')}"
+    line = f"{title}: {what + ': ' if what else ''}{problem.get('detail', '')}"
+    if status == 401:
+        from shoal.cli.config import config_path
+
+        line += f" (the CLI sends $SHOAL_TOKEN, else 'token:' in {config_path()})"
+    return line
 
 
-def not_shoal(url: str, status: int | str, path: str = "/healthz") -> CliError:
-    """The answer came from something that is not a Shoal API."""
-    return CliError(f"{url} is not a Shoal API (it answered {status} to {path})", 2)
+def not_shoal(url: str, status: int | str, path: str = "/healthz", body: bytes = b"") -> CliError:
+    """The answer came from something that is not a Shoal API: say what it answered."""
+    if status == 200:
+        shown = body[:80].decode(errors="replace") if body else "nothing"
+        what = f'it answered {path} with {shown!r}, where Shoal answers {{"status": "ok"}}'
+    else:
+        what = f"it answered {status} to {path}"
+    return CliError(f"{url} is not a Shoal API: {what}", 2)
 
 
 def untrusted(url: str, reason: str) -> CliError:
@@ -131,7 +141,8 @@ def unreachable(url: str) -> CliError:
 
     return CliError(
         f"cannot reach the Shoal API at {url} "
-        f"(set it with --api, ${ENV_API} or 'api:' in {config_path()})",
+        f"(set it with --api, ${ENV_API} or 'api:' in {config_path()}; for a shoal up "
+        "started in another directory, $SHOAL_CONFIG=<its data-dir>/security/config.yaml)",
         2,
     )
 

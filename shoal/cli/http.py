@@ -144,7 +144,7 @@ def identify(url: str, client: Http | None = None) -> None:
     except ValueError:
         ok = False
     if not ok:
-        raise not_shoal(client.url, status)
+        raise not_shoal(client.url, status, body=content)
 
 
 def _exchange(

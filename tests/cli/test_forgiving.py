@@ -106,7 +106,7 @@ def not_shoal() -> Iterator[str]:
 
 
 async def test_a_server_that_is_not_shoal(not_shoal: str, manifest: str) -> None:
-    expected = f"{not_shoal} is not a Shoal API (it answered 404 to /healthz)"
+    expected = f"{not_shoal} is not a Shoal API: it answered 404 to /healthz"
     for args in (
         ["get", "clusters"],
         ["kube", "app", "get", "web"],
@@ -116,6 +116,22 @@ async def test_a_server_that_is_not_shoal(not_shoal: str, manifest: str) -> None
         assert result.exit_code == 2, (args, result.output)
         assert result.stderr.strip() == expected, args
         assert "<html>" not in result.output
+
+
+def test_a_server_that_answers_200_is_told_apart() -> None:
+    """A 200 with another body: the message says what came back, not a contradiction."""
+    from shoal.cli.errors import not_shoal
+
+    text = str(not_shoal("http://x", 200, body=b"<html>welcome</html>"))
+    assert "answered /healthz with '<html>welcome</html>'" in text
+    assert '{"status": "ok"}' in text
+
+
+def test_unauthorized_names_where_the_token_comes_from() -> None:
+    from shoal.cli.errors import problem_message
+
+    text = problem_message(401, {"title": "UNAUTHORIZED", "detail": "no credentials"})
+    assert "$SHOAL_TOKEN" in text and "token:" in text
 
 
 # YAML, tracebacks -------------------------------------------------------------------
