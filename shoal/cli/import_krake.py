@@ -28,7 +28,8 @@ from typing import Annotated, Any
 
 import typer
 
-from shoal.client.rest import ApiError, NotFound, ShoalClient
+from shoal.cli.errors import CliError
+from shoal.client.rest import ApiError, NotFound, ShoalClient, Unreachable
 from shoal.model import krake
 from shoal.model.base import Kind
 from shoal.model.kubernetes import Application
@@ -213,9 +214,15 @@ def import_command(
         async with ShoalClient(from_krake, token=krake_token or "", ssl_context=own) as krake_api:
             with Bar(console=console, transient=True) as bar:
                 tasks: dict[str, Any] = {}
-                totals = await asyncio.gather(
-                    *(krake_api.request("GET", collection(kind)) for kind in ORDER)
-                )
+                try:
+                    totals = await asyncio.gather(
+                        *(krake_api.request("GET", collection(kind)) for kind in ORDER)
+                    )
+                except Unreachable:  # the Krake API, not Shoal's
+                    raise CliError(
+                        f"cannot reach the Krake API at {from_krake} (--from-krake): no "
+                        "answer (connection refused or timed out)", 2
+                    ) from None
                 for kind, listed in zip(ORDER, totals, strict=True):
                     tasks[kind.kind_name()] = bar.add_task(
                         kind.kind_name(), total=len(listed["items"])

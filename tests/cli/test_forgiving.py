@@ -308,3 +308,14 @@ async def test_completion_of_kinds_namespaces_and_names(
     assert "prod" in await complete("get app -n ")
     assert await complete("kube app get w") == ["web"]
     assert "app" in await complete("kube a")
+
+
+async def test_an_unreachable_krake_is_named(shoal: Shoal) -> None:
+    """``import --from-krake`` with no Krake there blames the Krake URL, not Shoal's API."""
+    from tests.util import free_port
+
+    krake = f"http://127.0.0.1:{free_port()}"
+    result = await shoal("import", "--from-krake", krake)
+    assert result.exit_code == 2, result.output
+    assert f"cannot reach the Krake API at {krake}" in result.stderr
+    assert "Shoal API" not in result.stderr
