@@ -204,6 +204,25 @@ def app_page(app: dict[str, Any], events: list[dict[str, Any]] | None) -> Page:
     return page
 
 
+def _quantity(resource: str, value: Any) -> str:
+    """A resource amount as Kubernetes writes it: ``16``, ``1500m``, ``512Gi``, ``110``."""
+    from shoal.sim.quantity import format_bytes, format_cpu
+
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return show(value)
+    if resource == "cpu":
+        return format_cpu(round(value * 1000))
+    if resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):
+        return format_bytes(round(value))
+    return show(int(value) if float(value).is_integer() else value)
+
+
+def _quantities(amounts: Any) -> Any:
+    if not isinstance(amounts, dict):
+        return amounts
+    return ",".join(f"{k}={_quantity(k, v)}" for k, v in amounts.items())
+
+
 def _nodes(cluster: dict[str, Any]) -> tuple[dict[str, Any] | None, list[list[str]]]:
     """The observer's node totals and one row per node it lists."""
     listed = dig(cluster, "status.node_summary") or []
@@ -212,9 +231,9 @@ def _nodes(cluster: dict[str, Any]) -> tuple[dict[str, Any] | None, list[list[st
         [
             show(n.get("name")),
             "Ready" if n.get("ready") else "NotReady " + ",".join(n.get("pressure") or []),
-            show(dig(n, "allocatable.cpu")),
-            show(dig(n, "allocatable.memory")),
-            show(dig(n, "allocatable.pods")),
+            _quantity("cpu", dig(n, "allocatable.cpu")),
+            _quantity("memory", dig(n, "allocatable.memory")),
+            _quantity("pods", dig(n, "allocatable.pods")),
         ]
         for n in listed
         if not n.get("summary")
@@ -242,7 +261,7 @@ def cluster_page(
                 "Nodes",
                 f"{total.get('ready')}/{total.get('count')} ready" if total else "not observed yet",
             ),
-            ("Allocatable", (total or {}).get("allocatable")),
+            ("Allocatable", _quantities((total or {}).get("allocatable"))),
         ],
     )
     metrics = [

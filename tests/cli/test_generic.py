@@ -171,3 +171,19 @@ async def test_version_and_describe_at_the_top_level(shoal: Shoal, client: Shoal
     assert "web" in top and top.splitlines()[:3] == grouped.splitlines()[:3]
     refused = await shoal("describe", "gm", "x")
     assert refused.exit_code != 0 and "no describe page" in refused.stderr
+
+
+def test_allocatable_prints_as_quantities() -> None:
+    """Node allocatable on a cluster's describe page reads as Kubernetes writes it."""
+    from shoal.cli.describe import cluster_page
+
+    summary = {"summary": True, "count": 1, "ready": 1, "allocatable": {
+        "cpu": 16.0, "memory": 549755813888.0, "pods": 110.0}}  # fmt: skip
+    node = {"name": "n-0", "ready": True, "allocatable": {"cpu": 1.5, "memory": 2**31,
+                                                           "pods": 110.0}}  # fmt: skip
+    cluster = {"metadata": {"name": "c1", "namespace": "default"}, "spec": {},
+               "status": {"state": "ONLINE", "node_summary": [summary, node]}}  # fmt: skip
+    page = "\n".join(cluster_page(cluster, [], None))
+    assert "cpu=16,memory=512Gi,pods=110" in page, page
+    assert "1500m" in page and "2Gi" in page
+    assert "549755813888" not in page
