@@ -175,9 +175,19 @@ def fault(
     else:
         resp = _admin_request("GET", base)
     if resp.status_code >= 400:
-        typer.echo(f"error {resp.status_code}: {resp.text}", err=True)
+        typer.echo(_error_line(resp), err=True)
         raise typer.Exit(1)
     typer.echo(resp.text)
+
+
+def _error_line(resp: Any) -> str:
+    """One line: the Kubernetes Status message (or the body's first line), not the JSON."""
+    try:
+        message = resp.json().get("message")
+    except ValueError:
+        message = None
+    text = message or (resp.text.strip().splitlines() or [""])[0]
+    return f"error {resp.status_code}: {text}"
 
 
 @app.command("list")
@@ -185,7 +195,7 @@ def list_clusters(admin: AdminOption = None, data_dir: DataDirOption = Path("dat
     """List the clusters of a running sim with node counts and faults."""
     resp = _admin_request("GET", admin_url(admin, data_dir).rstrip("/") + "/admin/clusters")
     if resp.status_code >= 400:
-        typer.echo(f"error {resp.status_code}: {resp.text}", err=True)
+        typer.echo(_error_line(resp), err=True)
         raise typer.Exit(1)
     for c in resp.json()["clusters"]:
         typer.echo(f"{c['name']}\tnodes={c['nodes']}\tready={c['ready_nodes']}\t"

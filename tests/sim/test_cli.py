@@ -44,6 +44,12 @@ async def test_cli_serve_and_fault(tmp_path: Path) -> None:
                 "clusters"]}
             assert listing["c1"]["nodes"] == 4 and listing["c1"]["ready_nodes"] == 3
             assert listing["c0"]["ready_nodes"] == 4
+            wrong = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "shoal.sim", "fault", "c1", "--admin", admin,
+                "--node", "n-9", "--not-ready", stderr=asyncio.subprocess.PIPE)
+            _, error = await wrong.communicate()
+            assert wrong.returncode == 1
+            assert error.decode().strip() == "error 404: no node 'n-9' in c1"  # one line
     finally:
         proc.terminate()
         await asyncio.wait_for(proc.wait(), 10)
