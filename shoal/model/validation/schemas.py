@@ -17,7 +17,7 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterator
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -152,9 +152,23 @@ def _schema_dir(current: str) -> Path:
     return sorted(matches, key=lambda e: e.name)[-1]
 
 
-@cache
+_KIND = re.compile(r"^[A-Za-z][A-Za-z0-9]{0,62}$")
+_API_VERSION = re.compile(r"^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?v[0-9]+[a-z0-9]{0,20}$")
+
+
 def _validator(current: str, api_version: str, kind: str) -> Validate | None:
-    """The compiled validator of one (version, apiVersion, kind), or None for unknown kinds."""
+    """The compiled validator of one (version, apiVersion, kind), or None for unknown kinds.
+
+    Only names a Kubernetes kind and apiVersion can have are looked up: a file name is made
+    of them, and any other text (``../..``, a kilobyte of letters) names no schema.
+    """
+    if not (_KIND.match(kind) and _API_VERSION.match(api_version)):
+        return None
+    return _compiled(current, api_version, kind)
+
+
+@lru_cache(maxsize=1024)
+def _compiled(current: str, api_version: str, kind: str) -> Validate | None:
     import jsonschema_rs
 
     group, _, ver = api_version.rpartition("/")
