@@ -2,14 +2,19 @@
 member clusters themselves.
 
     .venv/bin/python bench/soak.py [--minutes 5] [--seed N] [--clusters 3] [--settle 180]
+                                   [--store sqlite|etcd]
 
-Every component runs as its own process, as ``shoal up`` starts them (API on SQLite,
-scheduler, kube controller, observer, garbage collector, reschedule controller, agents,
-``shoal sim``). For ``--minutes``, from ``--seed``, it creates, updates and deletes
-applications (some that fit nowhere), creates and deletes fleet pods, relabels clusters
-(their applications move), makes clusters unreachable and reachable again, deletes
-clusters and registers them again under the same name, requests reschedules, and
-SIGKILLs components (``shoal up`` starts them again). Then it heals the world and lets
+Every component runs as its own process, as ``shoal up`` starts them (API, scheduler,
+kube controller, observer, garbage collector, reschedule controller, agents, ``shoal
+sim``). The store is SQLite, or with ``--store etcd`` a three-member etcd with a second
+API server on it: the soak's own requests go to either API server. For ``--minutes``,
+from ``--seed``, it creates, updates and deletes applications (some that fit nowhere),
+creates and deletes fleet pods, relabels clusters (their applications move), cordons,
+uncordons and drains them, makes them unreachable and reachable again, deletes them and
+registers them again under the same name, changes metric values and makes the metrics
+provider fail, requests reschedules and runs RescheduleTasks, and SIGKILLs components
+(``shoal up`` starts its own again; the soak restarts the second API server and etcd
+members after a random delay, keeping etcd's quorum). Then it heals the world and lets
 the system settle, auditing until every invariant holds or ``--settle`` seconds pass:
 
 - every application that fits somewhere is RUNNING on the cluster its status names, with
@@ -19,13 +24,18 @@ the system settle, auditing until every invariant holds or ``--settle`` seconds 
   that sits on a cluster the application does not run on (no orphans);
 - no fleet pod is Scheduled without its member pod, and no member pod is made twice or
   for a fleet pod that is gone;
-- no application names a cluster that does not exist.
+- no application names a cluster that does not exist;
+- every acknowledged create is in the store (unless an acknowledged delete followed);
+- every RescheduleTask finished;
+- every informer of every component caught up: it saw the newest revision of its kind and
+  holds as many objects as the store;
+- no request of the soak was answered 500 (503 "store unavailable" is counted: etcd
+  answers so while it elects a leader).
 
 It prints the counts of actions and kills, the time the system took to settle, and each
 violated invariant with the history of the objects involved; the exit status is 1 when
 one still held at the end. The seed reproduces the run's choices (not the timing of the
-processes). Left out for now: etcd with two API servers, cordon and drain, metric
-providers that fail.
+processes).
 """
 
 from __future__ import annotations
@@ -35,6 +45,7 @@ import asyncio
 import contextlib
 import os
 import random
+import shutil
 import signal
 import sys
 import tempfile
@@ -45,17 +56,21 @@ from typing import Any
 
 import httpx
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from shoal.kube.owners import LABEL_NAME, LABEL_NAMESPACE, LABEL_UID  # noqa: E402
+from tests.fixtures.etcd import EtcdCluster, running_etcd_cluster  # noqa: E402
 from tests.util import free_port  # noqa: E402
 
 NS = "default"
 APPS = f"/kubernetes/namespaces/{NS}/applications"
 CLUSTERS = f"/kubernetes/namespaces/{NS}/clusters"
 PODS = f"/scheduling/namespaces/{NS}/pods"
+TASKS = "/scheduling/rescheduletasks"
+PROVIDER = "/core/globalmetricsproviders/sample"
 POD_UID = "shoal.dev/pod-uid"
 KILLABLE = ("api", "scheduler", "kube-controller", "cluster-observer", "garbage-collector",
             "reschedule-controller", "agents")  # fmt: skip
@@ -64,8 +79,21 @@ Obj = dict[str, Any]
 
 
 class Soak:
-    def __init__(self, args: argparse.Namespace, data: Path) -> None:
+    def __init__(
+        self, args: argparse.Namespace, data: Path, etcd: EtcdCluster | None = None
+    ) -> None:
         self.args = args
+        self.etcd = etcd
+        self.killable = KILLABLE + (("api-2", "etcd") if etcd else ())
+        self.apis: list[httpx.AsyncClient] = []
+        self.api_2: asyncio.subprocess.Process | None = None
+        self.api_2_command: list[str] = []
+        self.restarts: list[asyncio.Task[None]] = []
+        self.answers: Counter[str] = Counter()  # 5xx answers, by status and route
+        self.created: dict[str, str] = {}  # acknowledged creates: name → uid
+        self.removed: set[str] = set()  # acknowledged deletes
+        self.cordoned: set[str] = set()
+        self.informers: dict[str, int] = {}  # component → informers the audit compared
         self.rng = random.Random(args.seed)
         self.data = data
         self.port = free_port()
@@ -87,10 +115,12 @@ class Soak:
     async def start_up(self) -> None:
         env = {**os.environ, "COLUMNS": "200"}
         env.pop("SHOAL_CONFIG", None)
+        store = ["--store", self.etcd.url] if self.etcd else []
         log = _log_file(self.data / "up.log")
         self.up = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "shoal.cli.main", "up", "--port", str(self.port),
             "--data-dir", str(self.data), "--clusters", str(self.args.clusters), "--no-demo",
+            "--metrics-port", str(free_port()), "--log-level", self.args.log_level, *store,
             stdout=log, stderr=asyncio.subprocess.STDOUT, env=env, cwd=ROOT,
         )  # fmt: skip
         config = self.data / "security" / "config.yaml"
@@ -100,29 +130,65 @@ class Soak:
                 raise RuntimeError(f"shoal up did not start; see {self.data / 'up.log'}")
             await asyncio.sleep(0.2)
         settings = yaml.safe_load(config.read_text())
-        self.api = httpx.AsyncClient(
-            base_url=settings["api"], timeout=10,
-            headers={"authorization": f"Bearer {settings['token']}"},
-        )  # fmt: skip
+        self.token = settings["token"]
+        self.api = self._client(settings["api"])
+        self.apis = [self.api]
         self.sim = httpx.AsyncClient(base_url=(self.data / "sim.url").read_text().strip(),
                                      timeout=10)  # fmt: skip
         self.names = [f"sim-{i + 1}" for i in range(self.args.clusters)]
+        if self.etcd:
+            await self._start_api_2()
+
+    def _client(self, url: str) -> httpx.AsyncClient:
+        async def seen(response: httpx.Response) -> None:
+            if response.status_code >= 500:
+                request = response.request
+                self.answers[f"{response.status_code} {request.method} {request.url.path}"] += 1
+
+        return httpx.AsyncClient(
+            base_url=url, timeout=10, headers={"authorization": f"Bearer {self.token}"},
+            event_hooks={"response": [seen]},
+        )  # fmt: skip
+
+    async def _start_api_2(self) -> None:
+        """A second API server on the same etcd: ``shoal up``'s own command, another port."""
+        if not self.api_2_command:
+            deadline = time.monotonic() + 60
+            while "api" not in self.components():
+                if time.monotonic() > deadline:
+                    raise RuntimeError("shoal up started no API server")
+                await asyncio.sleep(0.2)
+            command = self.components()["api"][1]
+            port = free_port()
+            command[command.index("--port") + 1] = str(port)
+            self.api_2_command = command
+            self.apis.append(self._client(f"http://127.0.0.1:{port}"))
+        env = {**os.environ, "SHOAL_CONFIG": os.devnull}
+        self.api_2 = await asyncio.create_subprocess_exec(
+            *self.api_2_command, stdout=_log_file(self.data / "logs" / "api-2.log", "ab"),
+            stderr=asyncio.subprocess.STDOUT, env=env, cwd=ROOT,
+        )  # fmt: skip
 
     async def stop_up(self) -> None:
+        for task in self.restarts:
+            task.cancel()
+        if self.api_2 is not None and self.api_2.returncode is None:
+            self.api_2.kill()
+            await self.api_2.wait()
         if self.up is not None and self.up.returncode is None:
             self.up.send_signal(signal.SIGINT)
             try:
                 await asyncio.wait_for(self.up.wait(), 30)
             except TimeoutError:
                 self.up.kill()
-        for client in (getattr(self, "api", None), getattr(self, "sim", None)):
+        for client in (*self.apis, getattr(self, "sim", None)):
             if client is not None:
                 await client.aclose()
 
-    def components(self) -> dict[str, int]:
-        """The component processes of ``shoal up`` (its children), by name."""
+    def components(self) -> dict[str, tuple[int, list[str]]]:
+        """The component processes of ``shoal up`` (its children), by name: pid, command."""
         assert self.up is not None
-        found: dict[str, int] = {}
+        found: dict[str, tuple[int, list[str]]] = {}
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit():
                 continue
@@ -134,10 +200,10 @@ class Soak:
                 continue
             if parent != self.up.pid:
                 continue
-            text = [w.decode() for w in words]
+            text = [w.decode() for w in words if w]
             name = "agents" if "shoal.cli.up_processes" in text else next(
                 (w for w in text if w in KILLABLE or w == "sim"), "?")
-            found[name] = int(entry.name)
+            found[name] = (int(entry.name), text)
         return found
 
     # actions ---------------------------------------------------------------------------
@@ -165,8 +231,14 @@ class Soak:
         name = f"app-{self.serial}"
         body = self._app(name)
         answer = await self.api.post(APPS, json=body)
+        self._acknowledged(name, answer)
         self.note(name, f"create {body['spec']['constraints']['cluster']['labels']}: "
                         f"{answer.status_code}")  # fmt: skip
+
+    def _acknowledged(self, name: str, answer: httpx.Response) -> None:
+        if answer.status_code in (200, 201):
+            self.created[name] = uid = answer.json()["metadata"]["uid"]
+            self.history[uid] = self.history[name]  # violations may name either
 
     async def update_app(self) -> None:
         apps = [a for a in await self._apps() if not a["metadata"].get("deleted")]
@@ -182,7 +254,12 @@ class Soak:
         if apps:
             name = self.rng.choice(apps)["metadata"]["name"]
             answer = await self.api.delete(f"{APPS}/{name}")
+            self._removed(name, answer)
             self.note(name, f"delete: {answer.status_code}")
+
+    def _removed(self, name: str, answer: httpx.Response) -> None:
+        if answer.status_code in (200, 202, 404):
+            self.removed.add(name)
 
     async def reschedule_app(self) -> None:
         apps = await self._apps()
@@ -240,6 +317,7 @@ class Soak:
                 "spec": {"containers": [{"name": "c", "image": "x", "resources": {
                     "requests": {"cpu": "100m", "memory": "64Mi"}}}]}}  # fmt: skip
         answer = await self.api.post(PODS, json=body)
+        self._acknowledged(name, answer)
         self.note(name, f"create: {answer.status_code}")
 
     async def delete_pod(self) -> None:
@@ -247,20 +325,115 @@ class Soak:
         if pods:
             name = self.rng.choice(pods)["metadata"]["name"]
             answer = await self.api.delete(f"{PODS}/{name}")
+            self._removed(name, answer)
             self.note(name, f"delete: {answer.status_code}")
 
+    async def cordon_cluster(self) -> None:
+        name = self.rng.choice([n for n in self.names if n not in self.deleted])
+        answer = await self.api.get(f"{CLUSTERS}/{name}")
+        if answer.status_code != 200:
+            return
+        cluster = answer.json()
+        cordon = name not in self.cordoned
+        cluster["spec"]["unschedulable"] = cordon
+        answer = await self.api.put(f"{CLUSTERS}/{name}", json=cluster)
+        if answer.status_code == 200:
+            (self.cordoned.add if cordon else self.cordoned.discard)(name)
+        self.note(name, f"{'cordon' if cordon else 'uncordon'}: {answer.status_code}")
+
+    async def drain_cluster(self) -> None:
+        """What ``shoal kube cluster drain`` does: cordon, then a task for the cluster."""
+        name = self.rng.choice([n for n in self.names if n not in self.deleted])
+        if name not in self.cordoned:
+            await self.cordon_cluster_named(name)
+        await self._task({"target_clusters": [name]}, name)
+
+    async def cordon_cluster_named(self, name: str) -> None:
+        answer = await self.api.get(f"{CLUSTERS}/{name}")
+        if answer.status_code == 200:
+            cluster = answer.json()
+            cluster["spec"]["unschedulable"] = True
+            if (await self.api.put(f"{CLUSTERS}/{name}", json=cluster)).status_code == 200:
+                self.cordoned.add(name)
+                self.note(name, "cordon (drain)")
+
+    async def reschedule_task(self) -> None:
+        apps = await self._apps()
+        if apps:
+            chosen = self.rng.sample(apps, min(len(apps), self.rng.randint(1, 5)))
+            refs = [{"namespace": NS, "name": a["metadata"]["name"]} for a in chosen]
+            await self._task({"target_ref_resource": refs}, "tasks")
+
+    async def _task(self, spec: Obj, what: str) -> None:
+        self.serial += 1
+        body = {"api": "scheduling", "kind": "RescheduleTask",
+                "metadata": {"name": f"task-{self.serial}"}, "spec": spec}  # fmt: skip
+        answer = await self.api.post(TASKS, json=body)
+        self.note(what, f"RescheduleTask task-{self.serial} {spec}: {answer.status_code}")
+
+    async def change_metrics(self) -> None:
+        """New values from the metrics provider, or the provider fails (a closed port)."""
+        answer = await self.api.get(PROVIDER)
+        if answer.status_code != 200:
+            return
+        provider = answer.json()
+        if self.rng.random() < 0.3:
+            provider["spec"] = {"type": "prometheus",
+                                "prometheus": {"url": f"http://127.0.0.1:{free_port()}"}}
+            line = "provider fails"
+        else:
+            provider["spec"] = self._static_metrics()
+            line = "new metric values"
+        answer = await self.api.put(PROVIDER, json=provider)
+        self.note("metrics", f"{line}: {answer.status_code}")
+
+    def _static_metrics(self) -> Obj:
+        values = {"green_energy": round(self.rng.random(), 2)}
+        values |= {f"free_capacity_{i}": round(self.rng.random(), 2) for i in range(1, 11)}
+        return {"type": "static", "static": {"metrics": values}}
+
     async def kill(self) -> None:
-        name = self.rng.choice(KILLABLE)
-        pid = self.components().get(name)
-        if pid is not None:
+        name = self.rng.choice(self.killable)
+        if name == "api-2":
+            if self.api_2 is not None and self.api_2.returncode is None:
+                self.api_2.kill()
+                self._kill_noted(name, self.api_2.pid)
+                self._restart_later(self._start_api_2)
+            return
+        if name == "etcd":
+            assert self.etcd is not None
+            if len(self.etcd.running()) == len(self.etcd.members):  # keep a quorum
+                member = self.rng.choice(self.etcd.members)
+                pid = member.process.pid if member.process else 0
+                await asyncio.to_thread(member.kill)
+                self._kill_noted(f"etcd ({member.name})", pid)
+
+                async def start() -> None:
+                    member.start()
+
+                self._restart_later(start)
+            return
+        found = self.components().get(name)
+        if found is not None:
             with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-                self.kills[name] += 1
-                self.note("processes", f"SIGKILL {name} ({pid})")
+                os.kill(found[0], signal.SIGKILL)
+                self._kill_noted(name, found[0])
+
+    def _kill_noted(self, name: str, pid: int) -> None:
+        self.kills[name.split(" ")[0]] += 1
+        self.note("processes", f"SIGKILL {name} ({pid})")
+
+    def _restart_later(self, start: Any) -> None:
+        async def later() -> None:
+            await asyncio.sleep(self.rng.uniform(1, 8))
+            await start()
+
+        self.restarts.append(asyncio.create_task(later()))
 
     ACTIONS = {
-        "create_app": 30, "update_app": 10, "delete_app": 10, "reschedule_app": 4,
-        "create_pod": 12, "delete_pod": 5, "relabel_cluster": 4, "toggle_unreachable": 3,
+        "create_app": 30, "update_app": 10, "delete_app": 10, "reschedule_app": 3,
+        "reschedule_task": 1, "create_pod": 12, "delete_pod": 5, "relabel_cluster": 4,
+        "cordon_cluster": 2, "drain_cluster": 1, "change_metrics": 2, "toggle_unreachable": 3,
         "delete_cluster": 3, "kill": 3,
     }  # fmt: skip
 
@@ -269,6 +442,7 @@ class Soak:
         names, weights = zip(*self.ACTIONS.items(), strict=True)
         while time.monotonic() < deadline:
             action = self.rng.choices(names, weights)[0]
+            self.api = self.rng.choice(self.apis)
             try:
                 await getattr(self, action)()
                 self.actions[action] += 1
@@ -281,12 +455,38 @@ class Soak:
         for name in self.names:
             await self.sim.delete(f"/admin/clusters/{name}/faults")
         self.unreachable.clear()
+        self.api = self.apis[0]
+        await asyncio.gather(*self.restarts, return_exceptions=True)
+        if self.etcd:
+            for member in self.etcd.members:
+                if not member.running():
+                    member.start()
         deadline = time.monotonic() + 60
-        while self.deleted and time.monotonic() < deadline:
+        while (self.deleted or self.cordoned) and time.monotonic() < deadline:
             for name in sorted(self.deleted):
                 with contextlib.suppress(httpx.HTTPError):
                     await self._register_again(name)
+            for name in sorted(self.cordoned - set(self.deleted)):
+                with contextlib.suppress(httpx.HTTPError):
+                    await self._uncordon(name)
             await asyncio.sleep(1)
+        while time.monotonic() < deadline:  # the metrics provider answers again
+            with contextlib.suppress(httpx.HTTPError):
+                provider = (await self.api.get(PROVIDER)).json()
+                provider["spec"] = self._static_metrics()
+                if (await self.api.put(PROVIDER, json=provider)).status_code == 200:
+                    self.note("metrics", "provider answers again")
+                    break
+            await asyncio.sleep(1)
+
+    async def _uncordon(self, name: str) -> None:
+        answer = await self.api.get(f"{CLUSTERS}/{name}")
+        if answer.status_code == 200:
+            cluster = answer.json()
+            cluster["spec"]["unschedulable"] = False
+            if (await self.api.put(f"{CLUSTERS}/{name}", json=cluster)).status_code == 200:
+                self.cordoned.discard(name)
+                self.note(name, "uncordon (heal)")
 
     # audit -----------------------------------------------------------------------------
 
@@ -331,7 +531,9 @@ class Soak:
             fits = any(_matches(labels, c["metadata"]["labels"]) for c in online)
             if not fits:  # waiting; a copy may run on where it ran (the orphan check above)
                 if status["state"] != "PENDING" or status.get("scheduled_to"):
-                    wrong.append((name, f"fits nowhere but is {status['state']}"))
+                    wrong.append((name, f"fits nowhere but is {status['state']} "
+                                        f"(on {(status.get('running_on') or {}).get('name')}; "
+                                        f"{_clusters(clusters)})"))  # fmt: skip
                 continue
             running = (status.get("running_on") or {}).get("name")
             if status["state"] != "RUNNING" or running != (status.get("scheduled_to") or {}).get(
@@ -362,6 +564,56 @@ class Soak:
                 wrong.append((name, f"Scheduled on {cluster}, member pods on {members.get(uid)}"))
             elif phase == "Pending":
                 wrong.append((name, "still Pending"))
+        names = {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods.values()}
+        names |= {name: app["metadata"]["uid"] for name, app in apps.items()}
+        for name, uid in self.created.items():
+            if name not in self.removed and names.get(name) != uid:
+                wrong.append((name, f"acknowledged create lost (uid {uid})"))
+        for task in (await self.api.get(TASKS)).json()["items"]:
+            if task["status"]["phase"] != "Finished":
+                wrong.append((task["metadata"]["name"], f"task {task['status']['phase']}"))
+        wrong += await self._watches()
+        wrong += [("API", f"answered {what} ({count}×)") for what, count in self.answers.items()
+                  if not what.startswith("503 ")]  # fmt: skip
+        return wrong
+
+    async def _watches(self) -> list[tuple[str, str]]:
+        """Every component's informers against the store: the newest revision of their kind
+        seen, and as many objects held as the store lists."""
+        wrong: list[tuple[str, str]] = []
+        stores: dict[tuple[str, str], tuple[int, int]] = {}
+        for name, (_pid, command) in sorted(self.components().items()):
+            if "--metrics-port" not in command:
+                continue
+            port = command[command.index("--metrics-port") + 1]
+            try:
+                async with httpx.AsyncClient(timeout=5) as http:
+                    text = (await http.get(f"http://127.0.0.1:{port}/metrics")).text
+            except httpx.HTTPError as error:
+                wrong.append((name, f"metrics unreachable: {error}"))
+                continue
+            seen: dict[tuple[str, str, str], dict[str, float]] = defaultdict(dict)
+            for family in text_string_to_metric_families(text):
+                if family.name in ("shoal_informer_revision", "shoal_informer_objects"):
+                    for sample in family.samples:
+                        key = (sample.labels["kind"], sample.labels["namespace"],
+                               sample.labels["informer"])  # fmt: skip
+                        seen[key][family.name] = sample.value
+            self.informers[name] = len(seen)
+            for (kind, namespace, _n), values in seen.items():
+                if (kind, namespace) not in stores:
+                    api, plural = kind.split("/")
+                    path = f"/{api}/namespaces/{namespace}/{plural}" if namespace \
+                        else f"/{api}/{plural}"
+                    items = (await self.api.get(path)).json()["items"]
+                    newest = max((int(i["metadata"]["resource_version"]) for i in items),
+                                 default=0)  # fmt: skip
+                    stores[(kind, namespace)] = (newest, len(items))
+                newest, count = stores[(kind, namespace)]
+                revision, held = values["shoal_informer_revision"], values["shoal_informer_objects"]
+                if revision < newest or held != count:
+                    wrong.append((name, f"informer of {kind} at revision {revision:.0f} with "
+                                        f"{held:.0f} objects; the store: {newest}, {count}"))
         return wrong
 
     async def settle(self) -> tuple[float, list[tuple[str, str]]]:
@@ -378,8 +630,14 @@ class Soak:
         return time.monotonic() - start, wrong
 
 
-def _log_file(path: Path) -> Any:
-    return path.open("wb")  # kept open for the process's life
+def _clusters(clusters: dict[str, Obj]) -> str:
+    """Each cluster's state and labels, as the audit saw them."""
+    return ", ".join(f"{name} {c['status']['state']} {c['metadata']['labels']}"
+                     for name, c in sorted(clusters.items()))  # fmt: skip
+
+
+def _log_file(path: Path, mode: str = "wb") -> Any:
+    return path.open(mode)  # kept open for the process's life
 
 
 def _matches(constraints: list[str], labels: dict[str, str]) -> bool:
@@ -394,8 +652,10 @@ def _matches(constraints: list[str], labels: dict[str, str]) -> bool:
 
 
 async def run(args: argparse.Namespace) -> int:
-    with tempfile.TemporaryDirectory(prefix="shoal-soak-") as tmp:
-        soak = Soak(args, Path(tmp))
+    tmp = Path(tempfile.mkdtemp(prefix="shoal-soak-"))
+    with contextlib.ExitStack() as stack:
+        etcd = stack.enter_context(running_etcd_cluster()) if args.store == "etcd" else None
+        soak = Soak(args, tmp, etcd)
         try:
             await soak.start_up()
             await soak.chaos()
@@ -404,18 +664,26 @@ async def run(args: argparse.Namespace) -> int:
             left = soak.components()
         finally:
             await soak.stop_up()
-        print(f"\nShoal soak — seed {args.seed}, {args.minutes:g} min, {args.clusters} clusters")
+        store = "a three-member etcd, two API servers" if etcd else "SQLite"
+        print(f"\nShoal soak — seed {args.seed}, {args.minutes:g} min, {args.clusters} clusters, "
+              f"{store}")  # fmt: skip
         print("actions: " + ", ".join(f"{k} {v}" for k, v in sorted(soak.actions.items())))
         print("kills:   " + (", ".join(f"{k} {v}" for k, v in sorted(soak.kills.items()))
                              or "none"))  # fmt: skip
+        unavailable = sum(n for what, n in soak.answers.items() if what.startswith("503 "))
+        if unavailable:
+            print(f"answered 503 (store unavailable, etcd electing a leader): {unavailable}")
         if soak.errors:
             print("refused while a component was down: "
                   + ", ".join(f"{k} {v}" for k, v in sorted(soak.errors.items())))
         print(f"components running at the end: {', '.join(sorted(left))}")
+        print("informers compared with the store: "
+              + ", ".join(f"{k} {v}" for k, v in sorted(soak.informers.items())))  # fmt: skip
         if not wrong:
             print(f"settled in {took:.1f} s (bound {args.settle:g} s): every invariant holds")
+            shutil.rmtree(tmp, ignore_errors=True)
             return 0
-        print(f"NOT settled after {took:.1f} s: {len(wrong)} violation(s)")
+        print(f"NOT settled after {took:.1f} s: {len(wrong)} violation(s); logs in {tmp}/logs")
         for what, why in wrong[:30]:
             print(f"  {what}: {why}")
             for line in soak.history.get(what, [])[-8:]:
@@ -432,6 +700,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--clusters", type=int, default=3)
     parser.add_argument("--settle", type=float, default=180.0)
+    parser.add_argument("--store", choices=("sqlite", "etcd"), default="sqlite")
+    parser.add_argument("--log-level", default="warning", help="of every component")
     args = parser.parse_args()
     if args.seed is None:
         args.seed = random.randrange(1_000_000)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from shoal.client.rest import ApiError, Conflict, ShoalClient
+from shoal.client.rest import ApiError, Conflict, ShoalClient, Unreachable
 from shoal.model.kubernetes import Cluster
 
 log = logging.getLogger(__name__)
@@ -40,6 +40,8 @@ async def keep_registered(client: ShoalClient, cluster: str, namespace: str, url
         try:
             if await set_agent_url(client, cluster, namespace, url):
                 log.info("agent of cluster %s/%s registered at %s", namespace, cluster, url)
-        except (ApiError, OSError, RuntimeError) as error:  # the API is away: next round
+        except (ApiError, Unreachable, OSError, RuntimeError) as error:  # the API is away
             log.warning("registering the agent of %s/%s: %s", namespace, cluster, error)
+        except Exception:  # a keeper that stopped would leave a registered-again cluster bare
+            log.exception("registering the agent of %s/%s failed; next round", namespace, cluster)
         await asyncio.sleep(every)

@@ -18,10 +18,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
+import itertools
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import KW_ONLY, InitVar, dataclass, field
 from typing import Any, Generic, TypeVar
+
+from prometheus_client import REGISTRY
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 from shoal.client.rest import Gone, ShoalClient, Unreachable, WatchEvent
 from shoal.model.base import TRUSTED, Kind
@@ -32,6 +38,9 @@ K = TypeVar("K", bound=Kind)
 Handler = Callable[[K], object | Awaitable[object]]
 UpdateHandler = Callable[[K, K], object | Awaitable[object]]
 ChangeHandler = Callable[[K, K | None], object | Awaitable[object]]  # (new, old)
+
+
+_NUMBERS = itertools.count(1)  # names the informers of a process in their metrics
 
 
 def cache_key(obj: Kind) -> tuple[str | None, str]:
@@ -67,8 +76,10 @@ class Informer(Generic[K]):
     revision: int = field(default=0, init=False)
     synced: asyncio.Event = field(default_factory=asyncio.Event, init=False, repr=False)
     lists: int = field(default=0, init=False)  # how many times it listed (tests, metrics)
+    number: int = field(default_factory=lambda: next(_NUMBERS), init=False)
 
     def __post_init__(self, on_change: ChangeHandler[K] | None) -> None:
+        _LIVE.add(self)
         if on_change is not None:
             self.on_add = self.on_add or (lambda obj: on_change(obj, None))
             self.on_update = self.on_update or (lambda old, new: on_change(new, old))
@@ -80,6 +91,10 @@ class Informer(Generic[K]):
         for key in list(self._raw):
             self._current(key)
         return list(self.cache.values())
+
+    def count(self) -> int:
+        """How many objects the cache holds (decoded or not)."""
+        return len(self.cache.keys() | self._raw.keys())
 
     def known(self, obj: K) -> K:
         """``obj`` is what the store holds at its revision (a writer's own result):
@@ -225,3 +240,33 @@ async def running(*informers: Informer[Any]) -> AsyncIterator[None]:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+
+_LIVE: weakref.WeakSet[Informer[Any]] = weakref.WeakSet()
+
+
+class _InformerCollector(Collector):
+    """Where each live informer of this process stands: the last revision it saw and how
+    many objects it holds. Compared with the store, they say whether its watch caught up
+    (the chaos soak checks this for every component)."""
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        labels = ["kind", "namespace", "informer"]
+        revision = GaugeMetricFamily(
+            "shoal_informer_revision",
+            "The last store revision the informer saw (kind: api/plural)",
+            labels=labels,
+        )
+        objects = GaugeMetricFamily(
+            "shoal_informer_objects", "Objects in the informer's cache", labels=labels
+        )
+        for informer in sorted(_LIVE, key=lambda i: i.number):
+            kind = f"{informer.kind.api_name()}/{informer.kind.plural}"
+            values = [kind, informer.namespace or "", str(informer.number)]
+            revision.add_metric(values, informer.revision)
+            objects.add_metric(values, informer.count())
+        yield revision
+        yield objects
+
+
+REGISTRY.register(_InformerCollector())

@@ -98,6 +98,15 @@ def backend_fits(request: Request, backend: Backend) -> bool:
     return True
 
 
+def _meets_own_constraints(request: Request, backend: Backend) -> bool:
+    """The labels and custom resources the application asks for, on ``backend``: what the
+    application requires of a cluster, as opposed to the cluster's state (cordoned,
+    OFFLINE, failing metrics) or changing metric values, which leave it where it runs."""
+    if not all(LabelConstraint.parse(c).matches(backend.labels) for c in request.labels):
+        return False
+    return all(crd in backend.custom_resources for crd in request.custom_resources)
+
+
 def _after(a: datetime | None, b: datetime | None) -> bool:
     """a is later than b (a missing b counts as long ago)."""
     return a is not None and (b is None or a > b)
@@ -331,8 +340,17 @@ class ApplicationHandler(Handler):
         """
         status = app.status
         current = status.scheduled_to
-        gone = current is not None and not _alive(self._backend(current))
-        if current is not None and not gone and not self.spec_updated(app):
+        backend = self._backend(current) if current is not None else None
+        gone = current is not None and not _alive(backend)
+        # The cluster no longer has what the application asks of it (its labels changed):
+        # the application waits for one that has, and its copy runs on where it ran.
+        unmatched = (
+            current is not None
+            and backend is not None
+            and not gone
+            and not _meets_own_constraints(request_for(app, self.config), backend)
+        )
+        if current is not None and not gone and not unmatched and not self.spec_updated(app):
             # Running where it is and nothing better exists: keep it; record why, once.
             previous = (status.scheduling or {}).get("summary")
             if previous != decision.summary or self._unanswered(app):
@@ -349,6 +367,13 @@ class ApplicationHandler(Handler):
             reason = Reason(
                 code=ReasonCode.CLUSTER_DELETED,
                 message=f"cluster {current.name} was deleted; {decision.summary}",
+            )
+        elif unmatched and current is not None:
+            fields.update(scheduled_to=None, last_scheduled_to=current)
+            reason = Reason(
+                code=ReasonCode.RESOURCE_NOT_FOUND,
+                message=f"cluster {current.name} no longer matches the application's "
+                f"constraints; {decision.summary}",
             )
         elif (
             current is None

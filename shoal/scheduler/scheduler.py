@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from shoal.client.informer import Informer
-from shoal.client.rest import ApiError, Conflict, NotFound, ShoalClient
+from shoal.client.rest import ApiError, Conflict, NotFound, ShoalClient, Unreachable
 from shoal.controllers import prometheus as stats
 from shoal.controllers.base import Controller
 from shoal.events import reasons
@@ -262,7 +262,10 @@ class Scheduler(Controller):
         self.waiting.discard(_key(app))
 
     def _app_failed(self, key: AppKey, error: Exception) -> None:
-        log.exception("scheduling %s/%s failed; retrying", *key)
+        if isinstance(error, Unreachable):  # the API restarts: one line, no stack
+            log.warning("scheduling %s/%s: %s; retrying", *key, error)
+        else:
+            log.exception("scheduling %s/%s failed; retrying", *key)
         stats.ATTEMPTS.labels("error").inc()
         self.queue.add_after(key, self.config.backoff.initial)
 
@@ -375,6 +378,9 @@ class Scheduler(Controller):
             # Our copy was stale (the observer wrote meanwhile): its watch event brings
             # the fresh object; try again shortly from that.
             self.cluster_queue.add_after(key, 0.05)
+        elif isinstance(error, Unreachable):
+            log.warning("cluster %s/%s: %s; retrying", *key, error)
+            self.cluster_queue.add_after(key, self.config.backoff.initial)
         else:
             log.exception("cluster %s/%s failed; retrying", *key)
             self.cluster_queue.add_after(key, self.config.backoff.initial)

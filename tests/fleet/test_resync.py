@@ -71,3 +71,37 @@ async def test_a_cluster_registered_again_finds_its_agent_again(
         await wait_for(registered, timeout=10, message="the agent registered on the new cluster")
     finally:
         await agents.close()
+
+
+async def test_a_registration_is_kept_after_the_api_was_away(
+    client: ShoalClient, sim: SimServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A keeper whose check met a refused connection (the API restarting) goes on keeping:
+    the cluster registered again afterwards still finds its agent."""
+    from shoal.agent.register import keep_registered
+    from shoal.model.kubernetes import Cluster
+    from shoal.testing.pods import register_clusters
+    from tests.util import free_port
+
+    await register_clusters(client, sim)
+    name = next(iter(sim.fleet.clusters))
+    url = "http://127.0.0.1:1/agent"
+    api = client.url
+    client.url = f"http://127.0.0.1:{free_port()}"  # nothing listens: the API is away
+    keeper = asyncio.create_task(keep_registered(client, name, NS, url, every=0.05))
+    try:
+        with caplog.at_level("WARNING", logger="shoal.agent.register"):
+            await wait_for(lambda: "Connect" in caplog.text, timeout=10,
+                           message="a check that found the API away")  # fmt: skip
+        assert not keeper.done(), "the keeper stopped when the API was away"
+        client.url = api
+        await client.delete(Cluster, name, NS)
+        await register_clusters(client, sim)
+
+        async def registered() -> bool:
+            return (await client.get(Cluster, name, NS)).status.agent == url
+
+        await wait_for(registered, timeout=10, message="the agent registered on the new cluster")
+    finally:
+        client.url = api
+        keeper.cancel()

@@ -62,6 +62,35 @@ async def test_relabel_moves_bound_and_places_waiting_applications(
         assert len(changes) == 1 and changes[0].startswith("cluster a changed"), changes
 
 
+async def test_a_cluster_that_no_longer_matches_unbinds_when_nothing_else_fits(
+    api: ApiServer, client: ShoalClient
+) -> None:
+    """Its labels changed so that the application's constraints exclude it: the application
+    waits, unbound, with a reason naming that cluster (its copy runs on where it ran), and
+    binds as soon as a cluster matches. A cordoned cluster, by contrast, keeps it."""
+    await h.register(client, h.cluster("a", labels={"location": "DE"}))
+    await h.register(client, h.cluster("b", labels={"location": "FR"}))
+    config = h.fast_config(backoff={"initial": 30, "cap": 60})  # only a trigger can help
+    async with h.running(api.url, config):
+        await client.create(h.app("web", labels=["location is DE"]))
+        assert await h.wait_bound(client, "web") == "a"
+        await _relabel(client, "a", location="IT")
+
+        async def unbound() -> Application | None:
+            app = await h.get_app(client, "web")
+            return app if app.status.scheduled_to is None else None
+
+        web = await wait_for(unbound, timeout=3, message="web unbound from a")
+        assert web.status.state is ApplicationState.PENDING
+        assert web.status.last_scheduled_to is not None
+        assert web.status.last_scheduled_to.name == "a"
+        reason = web.status.schedule_reason
+        assert reason is not None and reason.code is ReasonCode.RESOURCE_NOT_FOUND
+        assert "cluster a no longer matches" in reason.message, reason.message
+        await _relabel(client, "b", location="DE")
+        await h.wait_bound(client, "web", "b", timeout=3)
+
+
 async def test_deleting_a_cluster_moves_its_applications_first(
     api: ApiServer, client: ShoalClient
 ) -> None:

@@ -1,5 +1,6 @@
-"""The whole-system chaos soak (``bench/soak.py``) for one minute: with a fixed seed, and
-with a seed that changes every day (printed, so that a failure is reproduced with it)."""
+"""The whole-system chaos soak (``bench/soak.py``) for one minute: with a fixed seed on SQLite,
+and with a seed that changes every day (printed, so that a failure is reproduced with it) on
+SQLite or, for an odd seed, on a three-member etcd with two API servers."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.etcd import etcd_available
+
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(600)]
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -19,15 +22,26 @@ def _rotating_seed() -> int:
     return int(os.environ.get("SHOAL_SOAK_SEED") or datetime.date.today().toordinal())
 
 
-@pytest.mark.parametrize("seed", [1, _rotating_seed()], ids=["fixed", "rotating"])
-async def test_one_minute_of_chaos_settles(seed: int) -> None:
+def _store(seed: int) -> str:
+    return os.environ.get("SHOAL_SOAK_STORE") or ("etcd" if seed % 2 else "sqlite")
+
+
+@pytest.mark.parametrize(
+    ("seed", "store"),
+    [(1, "sqlite"), (_rotating_seed(), _store(_rotating_seed()))],
+    ids=["fixed", "rotating"],
+)
+async def test_one_minute_of_chaos_settles(seed: int, store: str) -> None:
+    if store == "etcd" and not etcd_available():
+        pytest.skip("no etcd binary")
     process = await asyncio.create_subprocess_exec(
         sys.executable, str(ROOT / "bench" / "soak.py"), "--minutes", "1", "--seed", str(seed),
-        "--settle", "180", cwd=ROOT, stdout=asyncio.subprocess.PIPE,
+        "--store", store, "--settle", "180", cwd=ROOT, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
     )  # fmt: skip
     out, _ = await process.communicate()
     text = out.decode()
     print(text)
-    assert process.returncode == 0, f"soak with seed {seed} (SHOAL_SOAK_SEED={seed}):\n{text}"
+    again = f"SHOAL_SOAK_SEED={seed} SHOAL_SOAK_STORE={store}"
+    assert process.returncode == 0, f"soak with seed {seed} on {store} ({again}):\n{text}"
     assert "every invariant holds" in text
