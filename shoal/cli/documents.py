@@ -1,10 +1,14 @@
 """``shoal create -f`` and ``shoal apply -f``: every object of a (multi-document) YAML file.
 
-A refused object is reported with its file and document, and each wrong
-field on its own line with the line of the file it is on (``m.yaml:12:
-spec.manifest[0].spec.template: expected object``). ``--dry-run=server`` sends
-each object with ``?dry_run=true``: the API runs every check and stores
-nothing; ``--dry-run=client`` only checks what Shoal can check locally.
+Every object is checked locally first. As kubectl does, the good ones are
+sent and every refused one is reported, in file order, with its file and
+document, and each wrong field on its own line with the line of the file it
+is on (``m.yaml:12: spec.manifest[0].spec.template: expected object``); the
+command then exits 1. An unknown kind gets the nearest known ones suggested.
+``apply`` leaves an object whose spec, labels and other fields already are as
+written alone, and says ``unchanged``. ``--dry-run=server`` sends each object
+with ``?dry_run=true``: the API runs every check and stores nothing;
+``--dry-run=client`` only checks what Shoal can check locally.
 """
 
 from __future__ import annotations
@@ -41,21 +45,35 @@ def _what(path: str, index: int, doc: dict[str, Any]) -> str:
     return f"{doc.get('kind', '?')} {name!r} ({path}, document {index + 1})"
 
 
+def _unknown_kind(path: str, api: str, kind_name: str) -> str:
+    """The error of an unknown api/kind, with the nearest known kinds as suggestions."""
+    import difflib
+
+    from shoal.model import registry
+
+    known = {k.kind_name().lower(): f"{k.api_name()}/{k.kind_name()}" for k in registry.KINDS}
+    names = difflib.get_close_matches(kind_name.lower(), list(known), n=3, cutoff=0.75)
+    near = [known[n] for n in names]
+    hint = f"; did you mean {' or '.join(near)}?" if near else ""
+    return f"{path}: unknown kind {api}/{kind_name}{hint}"
+
+
 def _document(path: str, index: int, doc: dict[str, Any], namespace: str | None) -> Kind:
     from pydantic import ValidationError
 
     from shoal.model import registry
 
     api, kind_name = doc.get("api"), doc.get("kind")
+    what = f"{path}, document {index + 1}"
     if not isinstance(api, str) or not isinstance(kind_name, str):
-        raise CliError(f"{path}: every document needs 'api' and 'kind'")
+        raise CliError(f"{what}: every document needs 'api' and 'kind'")
     try:
         kind = registry.kind_for(api, kind_name)
     except KeyError:
-        raise CliError(f"{path}: unknown kind {api}/{kind_name}") from None
+        raise CliError(_unknown_kind(what, api, kind_name)) from None
     metadata = doc.setdefault("metadata", {})
     if not isinstance(metadata, dict):
-        raise CliError(f"{path}: metadata of {kind_name} must be a mapping")
+        raise CliError(f"{what}: metadata of {kind_name} must be a mapping")
     if kind.namespaced:
         metadata.setdefault("namespace", namespace or DEFAULT_NAMESPACE)
     else:
@@ -70,35 +88,60 @@ def _document(path: str, index: int, doc: dict[str, Any], namespace: str | None)
 def send_documents(
     ctx: Ctx, path: str, namespace: str | None, output: Output, *, create: bool, dry_run: str
 ) -> None:
-    """Create (``create``) or create-or-update every object of the file, in order."""
+    """Create (``create``) or create-or-update every object of the file, in order; every
+    refused one reported in file order, then exit 1."""
     from shoal.client.rest import ApiError
 
     docs = read_mappings(path)
-    objects = [_document(path, i, doc, namespace) for i, doc in enumerate(docs)]
+    objects: list[Kind | None] = []
+    errors: dict[int, str] = {}
+    for i, doc in enumerate(docs):
+        try:
+            objects.append(_document(path, i, doc, namespace))
+        except CliError as error:
+            objects.append(None)
+            errors[i] = str(error)
     server = dry_run == "server"
 
-    async def work(client: ShoalClient) -> list[tuple[Kind, str]]:
-        done: list[tuple[Kind, str]] = []
+    async def work(client: ShoalClient) -> dict[int, tuple[Kind, str]]:
+        done: dict[int, tuple[Kind, str]] = {}
         for index, obj in enumerate(objects):
+            if obj is None:
+                continue
             try:
-                done.append(await _send(client, obj, create, server))
+                done[index] = await _send(client, obj, create, server)
             except ApiError as error:
                 what = _what(path, index, docs[index])
                 where = place_in_file(path, index)
-                raise CliError(problem_message(error.status, error.problem, what, where)) from None
+                errors[index] = problem_message(error.status, error.problem, what, where)
         return done
 
     if dry_run == "client":
-        results = [(obj, "checked") for obj in objects]
-    else:
+        results = {i: (obj, "checked") for i, obj in enumerate(objects) if obj is not None}
+    elif any(obj is not None for obj in objects):
         results = run(ctx, work)
+    else:
+        results = {}
     if not output.tabular:
-        print_documents([dump(obj) for obj, _ in results], output)
-        return
-    suffix = f" ({dry_run} dry run)" if dry_run != "none" else ""
-    for obj, verb in results:
-        ns = f"{obj.metadata.namespace}/" if obj.metadata.namespace else ""
-        click.echo(f"{obj.kind} {ns}{obj.metadata.name} {verb}{suffix}")
+        print_documents([dump(obj) for _, (obj, _) in sorted(results.items())], output)
+    else:
+        suffix = f" ({dry_run} dry run)" if dry_run != "none" else ""
+        for _, (obj, verb) in sorted(results.items()):
+            ns = f"{obj.metadata.namespace}/" if obj.metadata.namespace else ""
+            click.echo(f"{obj.kind} {ns}{obj.metadata.name} {verb}{suffix}")
+    if errors:
+        refused = len(errors)
+        lines = [errors[i] for i in sorted(errors)]
+        lines.append(f"{refused} of {len(docs)} object(s) refused")
+        raise CliError("\n".join(lines))
+
+
+def _as_written(obj: Kind) -> dict[str, Any]:
+    """What ``apply`` compares: every field but the status and the server's metadata."""
+    data = obj.model_dump(mode="json", exclude={"status"})
+    meta = data.pop("metadata")
+    data["metadata"] = {k: meta.get(k) for k in ("labels", "inherit_labels", "owners")}
+    return data
 
 
 async def _send(client: ShoalClient, obj: Kind, create: bool, dry_run: bool) -> tuple[Kind, str]:
@@ -113,5 +156,7 @@ async def _send(client: ShoalClient, obj: Kind, create: bool, dry_run: bool) -> 
         if error.status != 404:
             raise
         return await client.create(obj, dry_run=dry_run), "created"
+    if _as_written(current) == _as_written(obj):
+        return current, "unchanged"
     obj.metadata.resource_version = current.metadata.resource_version
     return await client.update(obj, dry_run=dry_run), "configured"

@@ -55,10 +55,16 @@ async def test_apply_creates_then_updates(
     ]
     path.write_text(OBJECTS.replace("max: 1", "max: 2"))
     result = ok(await shoal("apply", "-f", str(path)))
-    assert "GlobalMetric load configured" in result.stdout
+    assert result.stdout.splitlines() == [
+        "GlobalMetricsProvider static1 unchanged",
+        "GlobalMetric load configured",
+        "Application default/web unchanged",
+    ]
+    before = (await client.get(Application, "web", "default")).metadata.resource_version
     assert (await client.get(GlobalMetric, "load")).spec.max == 2
     app = await client.get(Application, "web", "default")
     assert app.spec.constraints.cluster.metrics == ["load < 0.5"]
+    assert app.metadata.resource_version == before  # unchanged: not written again
 
 
 async def test_apply_errors(shoal: Shoal, tmp_path: Path) -> None:
@@ -69,6 +75,30 @@ async def test_apply_errors(shoal: Shoal, tmp_path: Path) -> None:
     path.write_text("api: core\nkind: GlobalMetric\nmetadata: {name: x}\nspec: {min: 0}\n")
     result = await shoal("apply", "-f", str(path))
     assert result.exit_code == 1 and "spec.max" in result.stderr
+
+
+async def test_apply_reports_every_error_in_file_order(
+    shoal: Shoal, client: ShoalClient, tmp_path: Path
+) -> None:
+    """As kubectl: the good objects are applied, every refused one is reported in the order of
+    the file (local checks and the API's alike), with the nearest kinds suggested; exit 1."""
+    path = tmp_path / "mixed.yaml"
+    path.write_text(
+        "api: kubernetes\nkind: Aplication\nmetadata: {name: a}\n---\n"
+        + OBJECTS.split("---\n")[1]  # the metric, whose provider does not exist: fine
+        + "---\napi: core\nkind: GlobalMetric\nmetadata: {name: y}\nspec: {min: 0}\n"
+        + "---\napi: core\nkind: globalmetric\nmetadata: {name: z}\n"
+    )
+    result = await shoal("apply", "-f", str(path))
+    assert result.exit_code == 1, result.stdout
+    assert "GlobalMetric load created" in result.stdout
+    assert (await client.get(GlobalMetric, "load")).spec.max == 1
+    err = result.stderr
+    first = err.index("document 1")
+    assert "unknown kind kubernetes/Aplication; did you mean kubernetes/Application?" in err
+    assert first < err.index("spec.max") < err.index("document 4")
+    assert "did you mean core/GlobalMetric?" in err
+    assert "3 of 4 object(s) refused" in err
 
 
 async def test_generic_get_list_delete(shoal: Shoal, client: ShoalClient) -> None:
