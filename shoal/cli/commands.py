@@ -127,14 +127,37 @@ def _global_first(item: Any) -> bool:
     return bool(item.get("namespaced")) if isinstance(item, dict) else False
 
 
+METRIC_READS = ("metric", "global_metric")
+
+
+def _merged(base: list[Any], given: list[Any]) -> list[Any]:
+    """``base`` with the metrics ``given`` added, or their weights changed (by name and scope)."""
+    keys = {(m["name"], m["namespaced"]) for m in given}
+    kept = [m for m in base if not isinstance(m, dict) or (
+        m.get("name"), bool(m.get("namespaced"))) not in keys]  # fmt: skip
+    return sorted([*kept, *given], key=_global_first)
+
+
+def _at(data: dict[str, Any], path: str) -> Any:
+    for part in path.split("."):
+        data = data.get(part) if isinstance(data, dict) else None  # type: ignore[assignment]
+    return data
+
+
 def apply_flags(entry: KindCommands, data: dict[str, Any], given: list[tuple[Flag, Any]]) -> None:
-    """Put every given value in its field; two flags of one list join (global metrics first)."""
+    """Put every given value in its field; two flags of one list join (global metrics first).
+    Metrics are added to the object's list (by name) unless ``--set-metrics`` starts it empty."""
     joined: dict[str, Any] = {}
-    for flag, value in given:
+    for flag, value in sorted(given, key=lambda item: item[0].read != "set_metrics"):
         if flag.read == "labels":
             apply_labels(data.setdefault("metadata", {}), value)
             continue
-        if flag.path in joined:
+        if flag.read == "set_metrics":
+            value = []
+        elif flag.read in METRIC_READS:
+            base = joined[flag.path] if flag.path in joined else (_at(data, flag.path) or [])
+            value = _merged(list(base), value)
+        elif flag.path in joined:
             value = sorted([*joined[flag.path], *value], key=_global_first)
         joined[flag.path] = value
         *parents, last = flag.path.split(".")

@@ -122,6 +122,19 @@ def label(verbs: tuple[str, ...] = BOTH) -> Flag:
 
 LABEL = label()
 
+METRIC_UPDATE_HELP = (
+    "Add a namespaced metric, or change its weight: --metric NAME WEIGHT (repeatable)."
+)
+GLOBAL_METRIC_UPDATE_HELP = (
+    "Add a global metric, or change its weight: --global-metric NAME WEIGHT (repeatable)."
+)
+
+
+def set_metrics(path: str) -> Flag:
+    """``--set-metrics``: the metrics given with it replace the list (none given: no metrics)."""
+    help = "The given --metric/--global-metric replace every metric (alone: remove them all)."
+    return flag("--set-metrics", path, help, read="set_metrics", value=[], verbs=UPDATE)
+
 # metrics and metrics providers ------------------------------------------------------
 
 METRIC_FLAGS = (
@@ -332,7 +345,7 @@ CLOUD_FLAGS = (
         many=True,
         read="metric",
         verbs=REGISTER,
-        update_help="Metrics (given metrics replace all).",
+        update_help=METRIC_UPDATE_HELP,
     ),
     flag(
         "--global-metric",
@@ -341,8 +354,9 @@ CLOUD_FLAGS = (
         many=True,
         read="global_metric",
         verbs=REGISTER,
-        update_help="",
+        update_help=GLOBAL_METRIC_UPDATE_HELP,
     ),
+    set_metrics("spec.openstack.metrics"),
     flag(
         "--infrastructure-provider",
         "spec.openstack.infrastructure_provider",
@@ -505,7 +519,7 @@ CLUSTER = KindCommands(
             many=True,
             read="metric",
             verbs=ALL,
-            update_help=METRIC_HELP + " Given metrics replace all metrics.",
+            update_help=METRIC_UPDATE_HELP,
         ),
         flag(
             "--global-metric",
@@ -514,8 +528,9 @@ CLUSTER = KindCommands(
             many=True,
             read="global_metric",
             verbs=ALL,
-            update_help=GLOBAL_METRIC_HELP + " Replaces all metrics.",
+            update_help=GLOBAL_METRIC_UPDATE_HELP,
         ),
+        set_metrics("spec.metrics"),
         flag(
             "-R --custom-resource",
             "spec.custom_resources",

@@ -169,3 +169,24 @@ async def test_update_kubeconfig(shoal: Shoal, client: ShoalClient, tmp_path: Pa
     assert (
         cluster.spec.kubeconfig["clusters"][0]["cluster"]["server"] == "https://moved.example.com"
     )
+
+
+async def test_update_adds_metrics_and_set_metrics_replaces_them(
+    shoal: Shoal, client: ShoalClient, tmp_path: Path
+) -> None:
+    path = write(tmp_path, kubeconfig("c2"))
+    ok(await shoal("kube", "cluster", "register", "-k", path, "--global-metric", "price", "2"))
+
+    async def metrics() -> set[tuple[str, float, bool]]:
+        cluster = await client.get(Cluster, "c2", "default")
+        return {(m.name, m.weight, m.namespaced) for m in cluster.spec.metrics}
+
+    ok(await shoal("kube", "cluster", "update", "c2", "--global-metric", "green", "1"))
+    assert await metrics() == {("price", 2.0, False), ("green", 1.0, False)}
+    ok(await shoal("kube", "cluster", "update", "c2", "--global-metric", "price", "5",
+                   "--metric", "load", "1"))  # fmt: skip
+    assert await metrics() == {("price", 5.0, False), ("green", 1.0, False), ("load", 1.0, True)}
+    ok(await shoal("kube", "cluster", "update", "c2", "--set-metrics", "--metric", "load", "3"))
+    assert await metrics() == {("load", 3.0, True)}
+    ok(await shoal("kube", "cluster", "update", "c2", "--set-metrics"))
+    assert await metrics() == set()

@@ -42,7 +42,10 @@ async def test_global_cloud_lifecycle(shoal: Shoal, client: ShoalClient) -> None
     cloud = await client.get(GlobalCloud, "os1")
     assert cloud.spec.openstack.auth.password.user.password == "new"
     assert cloud.spec.openstack.auth.password.user.username == "admin"
-    assert [m.name for m in cloud.spec.openstack.metrics] == ["load"]
+    assert [m.name for m in cloud.spec.openstack.metrics] == ["price", "load"]  # added
+    ok(await shoal("infra", "gc", "update", "os1", "--set-metrics", "--global-metric", "load", "1"))
+    cloud = await client.get(GlobalCloud, "os1")
+    assert [m.name for m in cloud.spec.openstack.metrics] == ["load"]  # replaced
 
     bad = await shoal("infra", "gc", "update", "os1", "--url", "keystone")
     assert bad.exit_code == 1 and "spec.openstack.url" in bad.stderr
