@@ -4,10 +4,12 @@ reschedule button, and a clean console."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from shoal.api.server import start_api
 from shoal.model.kubernetes import Application, Cluster
 from shoal.model.pods import Pod
 from shoal.model.scheduling import RescheduleTask
@@ -281,3 +283,34 @@ async def test_fleet_pods_page(shoal: Shoal, browser: Browser) -> None:
         assert browser.errors == []
     finally:
         await agents.close()
+
+
+async def test_without_a_token_the_dashboard_asks_to_sign_in(tmp_path: Path) -> None:
+    """An API that wants a token: the page says "Sign in" rather than showing zeros, and
+    shows the overview once a token is entered."""
+    from tests.security.conftest import TOKENS, security
+    from tests.ui.conftest import ARGS, CHROMIUM, HAVE_CHROMIUM, playwright
+
+    if not HAVE_CHROMIUM:
+        pytest.skip("Chromium is not installed (apt-get install chromium)")
+    server = await start_api(f"sqlite://{tmp_path / 'shoal.db'}", security=security(tmp_path))
+    try:
+        async with playwright.async_playwright() as driver:
+            chromium = await driver.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+            try:
+                page = await (await chromium.new_context()).new_page()
+                page.set_default_timeout(20_000)
+                await page.goto(f"{server.url}/ui/#/overview")
+                await page.locator(".sign-in h2", has_text="Sign in").wait_for()
+                assert "answers only with a token" in await page.inner_text("#main")
+                await page.fill("#token", "wrong")
+                await page.click("#token-form button")
+                await page.locator(".sign-in", has_text="refused this token").wait_for()
+                await page.fill("#token", TOKENS["admin"])
+                await page.click("#token-form button")
+                await page.locator("#live.on").wait_for()  # the overview's streams are open
+                assert await page.locator(".sign-in").count() == 0
+            finally:
+                await chromium.close()
+    finally:
+        await server.stop()

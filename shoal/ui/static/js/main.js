@@ -53,10 +53,27 @@ function setupToken() {
   });
   const banner = document.getElementById("banner");
   authListeners.add((status) => {
+    if (status === 401) return signIn(input);
     banner.hidden = false;
-    fill(banner, h("b", {}, status === 401 ? "Not signed in. " : "Not allowed. "),
-      status === 401 ? "Enter an API token at the top right." : "This token may not read everything shown here.");
+    fill(banner, h("b", {}, "Not allowed. "), "This token may not read everything shown here.");
   });
+}
+
+// The API wants a token (none, or a wrong one): a page of zeros would mislead, so the page
+// gives way to a sign-in panel until a token is entered.
+function signIn(input) {
+  cleanup();
+  cleanup = () => {};
+  release();
+  release = () => {};
+  const wrong = Boolean(token.get());
+  fill(main, h("section", { class: "panel sign-in" },
+    h("h2", {}, "Sign in"),
+    h("p", {}, wrong ? "The API refused this token. " : "The API answers only with a token. ",
+      "Paste an API token in the box at the top right. ",
+      h("code", {}, "shoal up"), " writes the admin token in ",
+      h("code", {}, "data/security/config.yaml"), "; other users' tokens are in your API's token file.")));
+  input.focus();
 }
 
 connection.listeners.add(showConnection);
