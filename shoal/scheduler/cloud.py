@@ -4,6 +4,12 @@ Clusters without a kubeconfig are to be created: they are bound to the best
 Cloud of their namespace or GlobalCloud, by cloud label and metric
 constraints and the metric-only score (0 without metrics; clouds with metrics
 preferred; random among ties). Magnum is deprecated in the seed and left out.
+
+A cluster no cloud fits waits, retried after ``backoff.cap`` and at once when a
+cloud changes: its ``status.reason`` says why (``RESOURCE_NOT_FOUND``, "no cloud
+fits: 0/2 clouds available: 2 label location is DE") and a ``NoCloud`` warning
+event says so once per cause. Binding clears the reason, with a ``BoundToCloud``
+event naming the cloud.
 """
 
 from __future__ import annotations
@@ -11,7 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from shoal.client.rest import Conflict
-from shoal.model.base import Kind, ResourceRef
+from shoal.events import Recorder
+from shoal.model.base import Kind, Reason, ReasonCode, ResourceRef
 from shoal.model.kubernetes import Cluster, ClusterState
 from shoal.scheduler.application import Handler
 from shoal.scheduler.fleet import Backend
@@ -36,6 +43,9 @@ def cloud_backend(obj: Kind) -> Backend:
 class CloudHandler(Handler):
     """Binds clusters to be created to the best cloud."""
 
+    def __post_init__(self) -> None:
+        self.events = Recorder(self.client, "scheduler", enabled=self.config.events)
+
     @staticmethod
     def wants_pass(cluster: Cluster) -> bool:
         return (
@@ -59,6 +69,8 @@ class CloudHandler(Handler):
         )
         decision = self.framework.decide(request, self.fleet.group(cluster.metadata.namespace))
         if decision.chosen is None:
+            summary = decision.summary.replace("clusters", "clouds")
+            await self._waiting(cluster, f"no cloud fits: {summary}")
             return self.config.backoff.cap
         chosen = decision.chosen
         cloud = ResourceRef(
@@ -68,9 +80,30 @@ class CloudHandler(Handler):
             name=chosen.name,
         )
         try:
-            await self.client.bind_cluster(
+            bound = await self.client.bind_cluster(
                 cluster, cloud, resource_version=cluster.metadata.resource_version
             )
         except Conflict:
             return self.config.backoff.initial
+        if bound.status.reason is not None and bound.status.reason.code in WAITING:
+            await self.client.patch_status(
+                Cluster, bound.metadata.name, bound.metadata.namespace, {"reason": None}
+            )
+        where = f"{chosen.obj.kind} {chosen.name}"
+        self.events.emit(bound, "BoundToCloud", f"Bound to {where}, which is to create it")
         return None
+
+    async def _waiting(self, cluster: Cluster, message: str) -> None:
+        """The reason and the event of a cluster no cloud fits (written when they change)."""
+        current = cluster.status.reason
+        if current is not None and current.message == message:
+            return
+        reason = Reason(code=ReasonCode.RESOURCE_NOT_FOUND, message=message)
+        await self.client.patch_status(
+            Cluster, cluster.metadata.name, cluster.metadata.namespace,
+            {"reason": reason.model_dump(mode="json")},
+        )  # fmt: skip
+        self.events.emit(cluster, "NoCloud", message, type="Warning", key=message)
+
+
+WAITING = (ReasonCode.RESOURCE_NOT_FOUND,)

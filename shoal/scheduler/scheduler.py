@@ -190,6 +190,7 @@ class Scheduler(Controller):
         await super().stop()
         await self.apps_handler.binder.close()
         await self.apps_handler.events.close()
+        await self.cloud_handler.events.close()
         await self.metrics.close()
 
     # application events ----------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -393,6 +394,59 @@ async def test_cluster_bound_to_best_cloud(api: ApiServer, client: ShoalClient) 
         assert await cloud_of("new2") == "Cloud/cheap-de"
         await asyncio.sleep(0.2)
         assert await cloud_of("existing") is None  # has a kubeconfig: not the handler's
+
+
+async def test_a_cluster_no_cloud_fits_says_why_until_one_does(
+    api: ApiServer, client: ShoalClient
+) -> None:
+    """Its status.reason and a NoCloud event say why; a fitting cloud binds it, clears the
+    reason and records BoundToCloud."""
+    from shoal.events.recorder import KIND_LABEL, NAME_LABEL
+    from shoal.model.events import Event
+
+    async def events() -> dict[str, Event]:
+        selector = f"{KIND_LABEL}=Cluster,{NAME_LABEL}=later"
+        return {e.reason: e for e in (await client.list(Event, label_selector=selector)).items}
+
+    await client.create(h.global_cloud("g-fr", labels={"location": "FR"}))
+    async with h.running(api.url):
+        c = h.cluster("later", kubeconfig=False)
+        c.spec.constraints.cloud.labels = ["location is DE"]
+        await client.create(c)
+
+        async def waiting() -> Cluster | None:
+            got = await client.get(Cluster, "later", h.NS)
+            return got if got.status.reason is not None else None
+
+        cluster = await wait_for(waiting, timeout=5, message="a reason on the cluster")
+        assert cluster.status.reason is not None
+        assert cluster.status.reason.code is ReasonCode.RESOURCE_NOT_FOUND
+        assert cluster.status.reason.message == (
+            "no cloud fits: 0/1 clouds available: 1 label location is DE"
+        )
+        assert cluster.status.state is ClusterState.PENDING
+        found = await wait_for(lambda: _with(events, "NoCloud"), timeout=5, message="NoCloud")
+        assert found["NoCloud"].type == "Warning"
+        assert "location is DE" in found["NoCloud"].message
+
+        await client.create(h.global_cloud("g-de", labels={"location": "DE"}))
+
+        async def bound() -> Cluster | None:
+            got = await client.get(Cluster, "later", h.NS)
+            return got if got.status.scheduled_to is not None else None
+
+        cluster = await wait_for(bound, timeout=5, message="bound to g-de")
+        assert cluster.status.scheduled_to is not None
+        assert cluster.status.scheduled_to.name == "g-de"
+        found = await wait_for(lambda: _with(events, "BoundToCloud"), timeout=5, message="event")
+        assert "GlobalCloud g-de" in found["BoundToCloud"].message
+        cleared = await client.get(Cluster, "later", h.NS)
+        assert cleared.status.reason is None
+
+
+async def _with(events: Any, reason: str) -> Any:
+    found = await events()
+    return found if reason in found else None
 
 
 async def test_failing_metric(api: ApiServer, client: ShoalClient) -> None:
