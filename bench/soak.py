@@ -29,8 +29,9 @@ the system settle, auditing until every invariant holds or ``--settle`` seconds 
 - every RescheduleTask finished;
 - every informer of every component caught up: it saw the newest revision of its kind and
   holds as many objects as the store;
-- no request of the soak was answered 500 (503 "store unavailable" is counted: etcd
-  answers so while it elects a leader).
+- no request was answered 500: none of the soak's own, and no unhandled error in the API
+  servers' logs (503 "store unavailable" is counted: etcd answers so while it elects a
+  leader, and nothing was acknowledged).
 
 It prints the counts of actions and kills, the time the system took to settle, and each
 violated invariant with the history of the objects involved; the exit status is 1 when
@@ -575,7 +576,17 @@ class Soak:
         wrong += await self._watches()
         wrong += [("API", f"answered {what} ({count}×)") for what, count in self.answers.items()
                   if not what.startswith("503 ")]  # fmt: skip
+        wrong += self._unhandled()
         return wrong
+
+    def _unhandled(self) -> list[tuple[str, str]]:
+        """A 500 any client got (a component's too): the API logs each unhandled error."""
+        found: list[tuple[str, str]] = []
+        for log in sorted((self.data / "logs").glob("api*.log")):
+            for line in log.read_text(errors="replace").splitlines():
+                if "unhandled error on" in line:
+                    found.append((log.stem, line.strip()[:200]))
+        return found
 
     async def _watches(self) -> list[tuple[str, str]]:
         """Every component's informers against the store: the newest revision of their kind
