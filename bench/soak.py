@@ -23,7 +23,7 @@ the system settle, auditing until every invariant holds or ``--settle`` seconds 
 - no member cluster holds an object labelled as Shoal's whose application is gone, or
   that sits on a cluster the application does not run on (no orphans);
 - no fleet pod is Scheduled without its member pod, and no member pod is made twice or
-  for a fleet pod that is gone;
+  for a fleet pod that is gone; no node holds more than its allocatable CPU and memory;
 - no application names a cluster that does not exist;
 - every acknowledged create is in the store (unless an acknowledged delete followed);
 - every RescheduleTask finished;
@@ -63,6 +63,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from shoal.kube.owners import LABEL_NAME, LABEL_NAMESPACE, LABEL_UID  # noqa: E402
+from shoal.sim.quantity import parse_bytes, parse_cpu  # noqa: E402
 from tests.fixtures.etcd import EtcdCluster, running_etcd_cluster  # noqa: E402
 from tests.util import free_port  # noqa: E402
 
@@ -549,10 +550,22 @@ class Soak:
         pods = {p["metadata"]["uid"]: p for p in (await self.api.get(PODS)).json()["items"]}
         members: dict[str, list[str]] = defaultdict(list)
         for cluster in self.names:
+            used: Counter[tuple[str, str]] = Counter()  # (node, resource) → requested
             for member in await self._member(cluster, f"/api/v1/namespaces/{NS}/pods"):
                 uid = (member["metadata"].get("annotations") or {}).get(POD_UID)
                 if uid is not None:
                     members[uid].append(cluster)
+                node = member["spec"].get("nodeName") or ""
+                for container in member["spec"].get("containers") or []:
+                    asked = (container.get("resources") or {}).get("requests") or {}
+                    used[(node, "cpu")] += parse_cpu(asked.get("cpu"))
+                    used[(node, "memory")] += parse_bytes(asked.get("memory"))
+            for node in await self._member(cluster, "/api/v1/nodes"):
+                name, free = node["metadata"]["name"], node["status"].get("allocatable") or {}
+                for resource, parse in (("cpu", parse_cpu), ("memory", parse_bytes)):
+                    if used[(name, resource)] > parse(free.get(resource)):
+                        over = f"{used[(name, resource)]} > {free.get(resource)}"
+                        wrong.append((cluster, f"node {name} over-committed: {resource} {over}"))
         for uid, where in members.items():
             if len(where) > 1:
                 wrong.append((uid, f"fleet pod bound twice: {where}"))
