@@ -80,7 +80,7 @@ async def test_a_cluster_that_no_longer_matches_unbinds_when_nothing_else_fits(
             app = await h.get_app(client, "web")
             return app if app.status.scheduled_to is None else None
 
-        web = await wait_for(unbound, timeout=3, message="web unbound from a")
+        web = await wait_for(unbound, timeout=10, message="web unbound from a")
         assert web.status.state is ApplicationState.PENDING
         assert web.status.last_scheduled_to is not None
         assert web.status.last_scheduled_to.name == "a"
@@ -88,7 +88,7 @@ async def test_a_cluster_that_no_longer_matches_unbinds_when_nothing_else_fits(
         assert reason is not None and reason.code is ReasonCode.RESOURCE_NOT_FOUND
         assert "cluster a no longer matches" in reason.message, reason.message
         await _relabel(client, "b", location="DE")
-        await h.wait_bound(client, "web", "b", timeout=3)
+        await h.wait_bound(client, "web", "b", timeout=10)
 
 
 async def test_deleting_a_cluster_moves_its_applications_first(
