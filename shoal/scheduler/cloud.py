@@ -85,7 +85,8 @@ class CloudHandler(Handler):
             )
         except Conflict:
             return self.config.backoff.initial
-        if bound.status.reason is not None and bound.status.reason.code in WAITING:
+        waited = bound.status.reason
+        if waited is not None and waited.code is ReasonCode.RESOURCE_NOT_FOUND:
             await self.client.patch_status(
                 Cluster, bound.metadata.name, bound.metadata.namespace, {"reason": None}
             )
@@ -104,6 +105,3 @@ class CloudHandler(Handler):
             {"reason": reason.model_dump(mode="json")},
         )  # fmt: skip
         self.events.emit(cluster, "NoCloud", message, type="Warning", key=message)
-
-
-WAITING = (ReasonCode.RESOURCE_NOT_FOUND,)
