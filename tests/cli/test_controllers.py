@@ -7,6 +7,7 @@ import signal
 import sys
 
 import pytest
+from prometheus_client import REGISTRY
 
 from shoal.api.server import ApiServer
 from shoal.client.rest import ShoalClient
@@ -31,6 +32,11 @@ async def _start(name: str, api: ApiServer, *extra: str) -> asyncio.subprocess.P
     )
 
 
+def _watches() -> float:
+    """Watch streams the in-process API serves now."""
+    return REGISTRY.get_sample_value("shoal_api_watches") or 0.0
+
+
 async def _stop(proc: asyncio.subprocess.Process) -> str:
     proc.send_signal(signal.SIGTERM)
     out, _ = await asyncio.wait_for(proc.communicate(), 15)
@@ -43,8 +49,12 @@ async def _stop(proc: asyncio.subprocess.Process) -> str:
     ["scheduler", "kube-controller", "cluster-observer", "garbage-collector"],
 )
 async def test_controller_runs_alone_and_stops_cleanly(api: ApiServer, name: str) -> None:
+    before = _watches()
     proc = await _start(name, api)
-    await asyncio.sleep(1.5)
+    # Running once its watches are open (a SIGTERM sent while Python still imports, as a
+    # fixed sleep did on a loaded machine, kills it before its handler is installed).
+    await wait_for(lambda: proc.returncode is not None or _watches() > before, timeout=60,
+                   message=f"{name} watching the API")  # fmt: skip
     assert proc.returncode is None, await _stop(proc)
     out = await _stop(proc)
     assert proc.returncode == 0, out
