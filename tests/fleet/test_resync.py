@@ -105,3 +105,36 @@ async def test_a_registration_is_kept_after_the_api_was_away(
     finally:
         client.url = api
         keeper.cancel()
+
+
+async def test_a_second_copy_on_another_cluster_is_deleted(
+    client: ShoalClient, sim: SimServer, agents: FleetAgents, pipeline: PipelineFactory
+) -> None:
+    """A member pod for a fleet pod Scheduled on another cluster (placed again while its first
+    cluster was out of sight) is deleted by the sweep; the copy the status names stays."""
+    from shoal.agent.pod import UID_ANNOTATION
+
+    await pipeline(sweep_interval=0.3)
+    await client.create(pod("twice", cpu="100m"))
+    placed = (await settled(client, ["twice"]))["twice"]
+    assert placed.status.phase is PodPhase.Scheduled
+    here = placed.status.cluster
+    other = next(c for c in sim.fleet.clusters if c != here)
+    async with httpx.AsyncClient(base_url=sim.url, timeout=10) as http:
+        nodes = (await http.get(f"/clusters/{other}/api/v1/nodes")).json()["items"]
+        copy = {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "twice", "namespace": NS,
+                             "annotations": {UID_ANNOTATION: placed.metadata.uid}},
+                "spec": {"nodeName": nodes[0]["metadata"]["name"],
+                         "containers": [{"name": "c", "image": "x"}]}}  # fmt: skip
+        answer = await http.post(f"/clusters/{other}/api/v1/namespaces/{NS}/pods", json=copy)
+        assert answer.status_code in (200, 201), answer.text
+
+    async def one_copy() -> bool:
+        where = [m["cluster"] for m in await member_pods(sim)
+                 if m["metadata"]["name"] == "twice"]  # fmt: skip
+        return where == [here]
+
+    await wait_for(one_copy, timeout=20, interval=0.2, message="the second copy deleted")
+    now = await client.get(Pod, "twice", NS)
+    assert (now.status.phase, now.status.cluster) == (PodPhase.Scheduled, here)

@@ -11,7 +11,9 @@ waits rather than risk a second placement.
 A deleted fleet pod's member pod is deleted through its cluster's agent (every
 agent when the cluster is not known); a sweep at start and every
 ``sweep_interval`` seconds deletes the member pods of fleet pods deleted while no
-scheduler was watching. The same sweep finds the other way round: a fleet pod
+scheduler was watching, and the second copy of a pod whose fleet pod is
+``Scheduled`` on another cluster (placed again while its first cluster was out of
+sight). The same sweep finds the other way round: a fleet pod
 ``Scheduled`` on a cluster whose agent (watching, so its list is the cluster's)
 has no member pod for it lost that pod (the cluster was reset, the pod deleted
 there), and is placed again rather than left saying ``Scheduled`` for ever.
@@ -109,13 +111,15 @@ class MemberPods:
 
     async def sweep(
         self,
-        known: Callable[[], set[str]],
+        known: Callable[[], dict[str, str]],
         mine: Callable[[str], bool],
         scheduled: Callable[[str], list[Pod]] = lambda cluster: [],
         lost: Callable[[Pod], None] = lambda pod: None,
     ) -> None:
-        """At start and every ``sweep_interval`` s: delete member pods whose fleet pod is gone,
-        and hand ``lost`` each pod ``scheduled`` on a cluster that no longer has it."""
+        """At start and every ``sweep_interval`` s: delete member pods whose fleet pod is gone
+        or Scheduled on another cluster (``known``: uid → the cluster its fleet pod is
+        Scheduled on, "" while not Scheduled), and hand ``lost`` each pod ``scheduled`` on a
+        cluster that no longer has it."""
         while True:
             try:
                 await self._sweep_once(known, mine, scheduled, lost)
@@ -125,7 +129,7 @@ class MemberPods:
 
     async def _sweep_once(
         self,
-        known: Callable[[], set[str]],
+        known: Callable[[], dict[str, str]],
         mine: Callable[[str], bool],
         scheduled: Callable[[str], list[Pod]] = lambda cluster: [],
         lost: Callable[[Pod], None] = lambda pod: None,
@@ -140,14 +144,24 @@ class MemberPods:
                     await self._lost(pod, agent.cluster, lost)
             uids = known()
             for uid, where in pods.items():
-                if uid in uids or not mine(uid) or where.get("inFlight"):
+                if not mine(uid) or where.get("inFlight"):
                     continue
+                if uids.get(uid) in ("", agent.cluster):
+                    continue  # not Scheduled yet, or Scheduled here
                 try:  # the informer may lag: the API says whether the pod is really gone
                     pod = await self.client.get(Pod, where["name"], where["namespace"])
-                    if pod.metadata.uid == uid:
+                    if pod.metadata.uid == uid and not _bound_elsewhere(pod, agent.cluster):
                         continue
+                    why = f"its fleet pod is Scheduled on {pod.status.cluster}"
                 except NotFound:
-                    pass
-                log.info("member pod %s/%s in %s has no fleet pod; deleting it",
-                         where["namespace"], where["name"], agent.cluster)
+                    why = "it has no fleet pod"
+                log.info("member pod %s/%s in %s: %s; deleting it",
+                         where["namespace"], where["name"], agent.cluster, why)
                 await self.delete(uid, agent.cluster)
+
+
+def _bound_elsewhere(pod: Pod, cluster: str) -> bool:
+    """The fleet pod is Scheduled on another cluster than ``cluster``: a member pod there is a
+    second copy (the pod was placed again while its first cluster was out of sight)."""
+    status = pod.status
+    return status.phase.value == "Scheduled" and bool(status.cluster) and status.cluster != cluster

@@ -80,8 +80,8 @@ class FleetPipeline(Controller):
         await self.start_informers(self.pods)
         self.spawn(self.agents.probe())
         self.spawn(self.status.run())
-        self.spawn(self.members.sweep(lambda: {p.metadata.uid or "" for p in self.pods.items()},
-                                      self.mine_uid, self._scheduled_on, self._lost))
+        self.spawn(self.members.sweep(self._placements, self.mine_uid, self._scheduled_on,
+                                      self._lost))
         for _ in range(self.config.samplers):
             self.spawn(self._sampler())
 
@@ -116,6 +116,14 @@ class FleetPipeline(Controller):
             if p.status.phase is PodPhase.Scheduled and p.status.cluster == cluster
             and self.mine(p) and (p.metadata.uid or "") not in self.placed
         ]  # fmt: skip
+
+    def _placements(self) -> dict[str, str]:
+        """Each fleet pod's uid → the cluster it is Scheduled on ("" while it is not)."""
+        return {
+            p.metadata.uid or "": p.status.cluster or ""
+            if p.status.phase is PodPhase.Scheduled else ""
+            for p in self.pods.items()
+        }
 
     def _lost(self, pod: Pod) -> None:
         """A Scheduled pod whose member pod is gone: Pending again, and placed anew."""
