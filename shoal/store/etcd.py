@@ -128,11 +128,14 @@ class EtcdStore:
         retried: a blind retry could apply it twice. The caller gets base.Unavailable.
         """
         attempts = len(self._endpoints)
+        start = self._current
         for attempt in range(attempts):
-            index = self._current
+            # Each endpoint once, from the current one: calls failing side by side move
+            # ``_current`` too, and following it could try a dead member every time.
+            index = (start + attempt) % attempts
             endpoint = self._endpoints[index]
             try:
-                return await make(endpoint)
+                result = await make(endpoint)
             except grpc.aio.AioRpcError as error:
                 if error.code() not in _UNAVAILABLE:
                     raise base.StoreError(f"etcd {endpoint.target}: {error.details()}") from error
@@ -141,6 +144,9 @@ class EtcdStore:
                 retry = idempotent or _not_sent(error)
                 if not retry or attempt == attempts - 1:
                     raise base.Unavailable(f"etcd {endpoint.target}: {error.details()}") from error
+            else:
+                self._current = index  # the member that answered serves the next calls
+                return result
         raise AssertionError("unreachable")
 
     async def _range(self, request: Any) -> Any:
@@ -362,8 +368,9 @@ class EtcdStore:
 
     async def _open_watch(self, request: Any) -> tuple[Any, _Endpoint]:
         """A watch stream whose watcher etcd has created, trying each endpoint in turn."""
+        start = self._current
         for attempt in range(len(self._endpoints)):
-            endpoint = self._endpoints[self._current]
+            endpoint = self._endpoints[(start + attempt) % len(self._endpoints)]  # each once
             call = endpoint.watch.Watch()
             try:
                 await call.write(request)
