@@ -81,6 +81,7 @@ class KubeController(Controller):
     fallback: float = 5.0
     cleanup_retry: float = 10.0
     progress_delay: float = 1.0
+    prune_interval: float = 60.0  # seconds between two prunes of every ONLINE cluster
 
     def __post_init__(self, timeout: float, watch: bool) -> None:
         # one client (and pool of 100 connections) per cluster; the watches take one each
@@ -126,6 +127,21 @@ class KubeController(Controller):
         await self.start_informers(self.cluster_informer)
         await self.start_informers(self.app_informer)
         self.spawn_workers(self.workers, self.queue, self.reconcile, self._retry)
+        self.spawn(self._prune_every())
+
+    async def _prune_every(self) -> None:
+        """Prune every ONLINE cluster every ``prune_interval`` seconds, not only when one is
+        seen coming back: a return while the API could not be watched (its informer listed
+        again afterwards and saw no change of state) is otherwise never seen."""
+        while True:
+            await asyncio.sleep(self.prune_interval)
+            for cluster in self.cluster_informer.items():
+                ready = cluster.spec.kubeconfig is not None and cluster.metadata.deleted is None
+                if ready and cluster.status.state is ClusterState.ONLINE:
+                    try:
+                        await self._connect(cluster)
+                    except Exception:  # a background loop's top level: the next round
+                        log.exception("pruning cluster %s failed", cluster.metadata.name)
 
     async def stop(self) -> None:
         await super().stop()

@@ -116,3 +116,43 @@ async def test_a_cluster_registered_again_is_pruned_of_what_shoal_left(
     await wait_for(pruned, timeout=30, message="the object left behind removed")
     assert await _deployment(de, "kept") is not None
     assert await running_on(client, "kept") == "de"
+
+
+async def test_every_online_cluster_is_pruned_now_and_then(
+    client: ShoalClient, sim: SimServer, clusters: list[Cluster], kube: dict[str, KubeCluster]
+) -> None:
+    """Without any change of the cluster (a return the controller could not see while the
+    API was away), what Shoal left there is still pruned, within ``prune_interval``."""
+    from shoal.kube.controller import KubeController
+    from shoal.kube.observer import ClusterObserver
+    from shoal.kube.owners import LABEL_NAME, LABEL_NAMESPACE, LABEL_UID
+    from shoal.model.kubernetes import ClusterState
+
+    observer = ClusterObserver(client, interval=0.3, timeout=1.0)
+    pruning = KubeController(client, poll_interval=0.2, timeout=2.0, prune_interval=0.3)
+    await observer.start()
+    try:
+
+        async def online() -> bool:
+            found = await client.get(Cluster, "de", NS)
+            return found.status.state is ClusterState.ONLINE
+
+        await wait_for(online, timeout=30, message="de ONLINE")
+        de = kube["de"]
+
+        def left(name: str) -> dict[str, Any]:
+            labels = {LABEL_NAMESPACE: NS, LABEL_NAME: "gone", LABEL_UID: "no-such-uid"}
+            return {"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": name, "labels": labels}, "data": {}}  # fmt: skip
+
+        async def pruned(name: str) -> bool:
+            return await de.read(left(name), NS) is None
+
+        await de.request("POST", f"/api/v1/namespaces/{NS}/configmaps", body=left("first"))
+        await pruning.start()  # connecting to de prunes it once
+        await wait_for(lambda: pruned("first"), timeout=30, message="the start's prune")
+        await de.request("POST", f"/api/v1/namespaces/{NS}/configmaps", body=left("later"))
+        await wait_for(lambda: pruned("later"), timeout=30, message="a prune without a change")
+    finally:
+        await pruning.stop()
+        await observer.stop()
