@@ -332,32 +332,27 @@ class Soak:
 
     async def cordon_cluster(self) -> None:
         name = self.rng.choice([n for n in self.names if n not in self.deleted])
-        answer = await self.api.get(f"{CLUSTERS}/{name}")
-        if answer.status_code != 200:
-            return
-        cluster = answer.json()
         cordon = name not in self.cordoned
-        cluster["spec"]["unschedulable"] = cordon
-        answer = await self.api.put(f"{CLUSTERS}/{name}", json=cluster)
-        if answer.status_code == 200:
-            (self.cordoned.add if cordon else self.cordoned.discard)(name)
-        self.note(name, f"{'cordon' if cordon else 'uncordon'}: {answer.status_code}")
+        await self._set_cordon(name, cordon, "cordon" if cordon else "uncordon")
 
     async def drain_cluster(self) -> None:
         """What ``shoal kube cluster drain`` does: cordon, then a task for the cluster."""
         name = self.rng.choice([n for n in self.names if n not in self.deleted])
         if name not in self.cordoned:
-            await self.cordon_cluster_named(name)
+            await self._set_cordon(name, True, "cordon (drain)")
         await self._task({"target_clusters": [name]}, name)
 
-    async def cordon_cluster_named(self, name: str) -> None:
+    async def _set_cordon(self, name: str, cordon: bool, why: str) -> None:
+        """``spec.unschedulable`` set to ``cordon`` by a read and a compare-and-swap write."""
         answer = await self.api.get(f"{CLUSTERS}/{name}")
+        if answer.status_code != 200:
+            return
+        cluster = answer.json()
+        cluster["spec"]["unschedulable"] = cordon
+        answer = await self.api.put(f"{CLUSTERS}/{name}", json=cluster)
         if answer.status_code == 200:
-            cluster = answer.json()
-            cluster["spec"]["unschedulable"] = True
-            if (await self.api.put(f"{CLUSTERS}/{name}", json=cluster)).status_code == 200:
-                self.cordoned.add(name)
-                self.note(name, "cordon (drain)")
+            (self.cordoned.add if cordon else self.cordoned.discard)(name)
+        self.note(name, f"{why}: {answer.status_code}")
 
     async def reschedule_task(self) -> None:
         apps = await self._apps()
@@ -470,7 +465,7 @@ class Soak:
                     await self._register_again(name)
             for name in sorted(self.cordoned - set(self.deleted)):
                 with contextlib.suppress(httpx.HTTPError):
-                    await self._uncordon(name)
+                    await self._set_cordon(name, False, "uncordon (heal)")
             await asyncio.sleep(1)
         while time.monotonic() < deadline:  # the metrics provider answers again
             with contextlib.suppress(httpx.HTTPError):
@@ -480,15 +475,6 @@ class Soak:
                     self.note("metrics", "provider answers again")
                     break
             await asyncio.sleep(1)
-
-    async def _uncordon(self, name: str) -> None:
-        answer = await self.api.get(f"{CLUSTERS}/{name}")
-        if answer.status_code == 200:
-            cluster = answer.json()
-            cluster["spec"]["unschedulable"] = False
-            if (await self.api.put(f"{CLUSTERS}/{name}", json=cluster)).status_code == 200:
-                self.cordoned.discard(name)
-                self.note(name, "uncordon (heal)")
 
     # audit -----------------------------------------------------------------------------
 

@@ -100,7 +100,7 @@ async def finished(client: ShoalClient, name: str) -> RescheduleTask | None:
 
 
 async def test_seed_story_back_to_the_primary(client: ShoalClient, running: Running) -> None:
-    await running.start(scheduler)
+    sched = await running.start(scheduler)
     await running.start(RescheduleTaskController)
     await client.create(application("web"))
     await wait_for(lambda: _is(client, "web", "a"), message="web on a")
@@ -108,7 +108,8 @@ async def test_seed_story_back_to_the_primary(client: ShoalClient, running: Runn
     await set_state(client, "a", ClusterState.OFFLINE)
     await wait_for(lambda: _is(client, "web", "b"), message="web failed over to b")
     await set_state(client, "a", ClusterState.ONLINE)
-    await asyncio.sleep(1.0)  # several periodic passes: stickiness keeps it on b
+    passes = sched.passes  # several periodic passes: stickiness keeps it on b
+    await wait_for(lambda: sched.passes >= passes + 3, message="three periodic passes")
     assert await placed_on(client, "web") == "b"
 
     spec = RescheduleTaskSpec(
@@ -121,7 +122,8 @@ async def test_seed_story_back_to_the_primary(client: ShoalClient, running: Runn
     [target] = task.status.targets
     assert (target.result, target.reason, target.cluster) == ("Successful", "Rescheduled", "a")
     assert task.status.finish_time is not None
-    await asyncio.sleep(0.6)
+    passes = sched.passes
+    await wait_for(lambda: sched.passes >= passes + 3, message="three periodic passes")
     assert await placed_on(client, "web") == "a"  # and it stays there
 
     # TTL 0: deleted as soon as it finished.

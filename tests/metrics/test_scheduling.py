@@ -101,7 +101,9 @@ async def test_small_change_does_not_beat_stickiness(api: ApiServer, client: Sho
             timeout=3,
             message="cache saw m-b = 0.52",
         )
-        await asyncio.sleep(0.5)
+        decision = sch.apps_handler.decide(await h.get_app(client, "web"))
+        assert decision.chosen is not None and decision.chosen.name == "a"
+        await asyncio.sleep(0.5)  # a pass queued by mistake would have bound it by now
         assert await h.bound_to(client, "web") == "a"
         assert sch.apps_handler.bound == 1
         # A larger change does.

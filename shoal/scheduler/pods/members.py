@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from shoal.client.rest import NotFound, ShoalClient
-from shoal.model.pods import Pod
+from shoal.model.pods import Pod, PodPhase
 from shoal.scheduler.config import FleetConfig
 from shoal.scheduler.pods.agents import AgentError, AgentRef, Agents
 from shoal.scheduler.pods.work import Candidate, PodWork
@@ -134,6 +134,7 @@ class MemberPods:
         scheduled: Callable[[str], list[Pod]] = lambda cluster: [],
         lost: Callable[[Pod], None] = lambda pod: None,
     ) -> None:
+        uids = known()  # once per sweep: the API is asked before anything is deleted
         for agent in list(self.agents.by_cluster.values()):
             answer = await self._ask(agent, LIST, None)
             if answer is None:
@@ -142,26 +143,30 @@ class MemberPods:
             for pod in scheduled(agent.cluster):
                 if pod.metadata.uid not in pods:
                     await self._lost(pod, agent.cluster, lost)
-            uids = known()
             for uid, where in pods.items():
                 if not mine(uid) or where.get("inFlight"):
                     continue
-                if uids.get(uid) in ("", agent.cluster):
+                if uids.get(uid, "-") in ("", agent.cluster):
                     continue  # not Scheduled yet, or Scheduled here
                 try:  # the informer may lag: the API says whether the pod is really gone
                     pod = await self.client.get(Pod, where["name"], where["namespace"])
-                    if pod.metadata.uid == uid and not _bound_elsewhere(pod, agent.cluster):
-                        continue
-                    why = f"its fleet pod is Scheduled on {pod.status.cluster}"
                 except NotFound:
                     why = "it has no fleet pod"
+                else:
+                    if pod.metadata.uid != uid:
+                        why = "its fleet pod is gone (a new pod has its name)"
+                    elif scheduled_on(pod) in ("", agent.cluster):
+                        continue
+                    else:
+                        why = f"its fleet pod is Scheduled on {scheduled_on(pod)}"
                 log.info("member pod %s/%s in %s: %s; deleting it",
                          where["namespace"], where["name"], agent.cluster, why)
                 await self.delete(uid, agent.cluster)
 
 
-def _bound_elsewhere(pod: Pod, cluster: str) -> bool:
-    """The fleet pod is Scheduled on another cluster than ``cluster``: a member pod there is a
-    second copy (the pod was placed again while its first cluster was out of sight)."""
+def scheduled_on(pod: Pod) -> str:
+    """The cluster a fleet pod is Scheduled on, "" while it is not: a member pod on any other
+    cluster is a second copy (the pod was placed again while its first cluster was out of
+    sight) or the remains of a pod that is gone."""
     status = pod.status
-    return status.phase.value == "Scheduled" and bool(status.cluster) and status.cluster != cluster
+    return (status.cluster or "") if status.phase is PodPhase.Scheduled else ""

@@ -31,7 +31,7 @@ from shoal.scheduler.framework import _make
 from shoal.scheduler.pods.agents import Agents
 from shoal.scheduler.pods.commit import MultiBind, Outcome, describe
 from shoal.scheduler.pods.decision import Decider
-from shoal.scheduler.pods.members import MemberPods
+from shoal.scheduler.pods.members import MemberPods, scheduled_on
 from shoal.scheduler.pods.plugins import SortPlugin
 from shoal.scheduler.pods.queue import PodQueue
 from shoal.scheduler.pods.sampling import Sampler
@@ -113,17 +113,13 @@ class FleetPipeline(Controller):
     def _scheduled_on(self, cluster: str) -> list[Pod]:
         return [
             p for p in self.pods.items()
-            if p.status.phase is PodPhase.Scheduled and p.status.cluster == cluster
-            and self.mine(p) and (p.metadata.uid or "") not in self.placed
+            if scheduled_on(p) == cluster and self.mine(p)
+            and (p.metadata.uid or "") not in self.placed
         ]  # fmt: skip
 
     def _placements(self) -> dict[str, str]:
         """Each fleet pod's uid → the cluster it is Scheduled on ("" while it is not)."""
-        return {
-            p.metadata.uid or "": p.status.cluster or ""
-            if p.status.phase is PodPhase.Scheduled else ""
-            for p in self.pods.items()
-        }
+        return {p.metadata.uid or "": scheduled_on(p) for p in self.pods.items()}
 
     def _lost(self, pod: Pod) -> None:
         """A Scheduled pod whose member pod is gone: Pending again, and placed anew."""
