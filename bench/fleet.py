@@ -36,8 +36,8 @@ import yaml  # noqa: E402
 
 from shoal.agent.agent import connect  # noqa: E402
 from shoal.agent.pod import UID_ANNOTATION  # noqa: E402
-from shoal.agent.resources import Amounts, add, amounts, pod_requests  # noqa: E402
 from shoal.client.rest import ShoalClient, collection_path  # noqa: E402
+from shoal.machinery.resources import Amounts, add, amounts, pod_requests  # noqa: E402
 from shoal.model.kubernetes import Cluster  # noqa: E402
 from shoal.model.pods import Pod  # noqa: E402
 from shoal.sim.nodes import SITES, mixed_site  # noqa: E402

@@ -63,7 +63,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from shoal.kube.owners import LABEL_NAME, LABEL_NAMESPACE, LABEL_UID  # noqa: E402
-from shoal.sim.quantity import parse_bytes, parse_cpu  # noqa: E402
+from shoal.machinery.resources import amount, pod_requests  # noqa: E402
 from tests.fixtures.etcd import EtcdCluster, running_etcd_cluster  # noqa: E402
 from tests.util import free_port  # noqa: E402
 
@@ -542,14 +542,13 @@ class Soak:
                 if uid is not None:
                     members[uid].append(cluster)
                 node = member["spec"].get("nodeName") or ""
-                for container in member["spec"].get("containers") or []:
-                    asked = (container.get("resources") or {}).get("requests") or {}
-                    used[(node, "cpu")] += parse_cpu(asked.get("cpu"))
-                    used[(node, "memory")] += parse_bytes(asked.get("memory"))
+                asked = pod_requests(member["spec"])
+                for resource in ("cpu", "memory"):
+                    used[(node, resource)] += asked.get(resource, 0)
             for node in await self._member(cluster, "/api/v1/nodes"):
                 name, free = node["metadata"]["name"], node["status"].get("allocatable") or {}
-                for resource, parse in (("cpu", parse_cpu), ("memory", parse_bytes)):
-                    if used[(name, resource)] > parse(free.get(resource)):
+                for resource in ("cpu", "memory"):
+                    if used[(name, resource)] > amount(resource, free.get(resource)):
                         over = f"{used[(name, resource)]} > {free.get(resource)}"
                         wrong.append((cluster, f"node {name} over-committed: {resource} {over}"))
         for uid, where in members.items():

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shoal.agent.pod import UID_ANNOTATION
-from shoal.agent.resources import Amounts, add, amounts, pod_requests
+from shoal.machinery.resources import Amounts, add, amounts, pod_requests
 
 Obj = dict[str, Any]
 TERMINAL = ("Succeeded", "Failed")

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidatorFunctionWrapHandler, WrapValidator
 
-from shoal.agent.resources import Amounts, pod_requests
+from shoal.machinery.resources import Amounts, pod_requests
 from shoal.model.pods import KubernetesPodSpec, Toleration
 
 UID_ANNOTATION = "shoal.dev/pod-uid"

@@ -22,7 +22,7 @@ from shoal.agent.config import AgentConfig
 from shoal.agent.plugins.geo import EARTH_RADIUS_KM, LOCATION, MAX_DISTANCE, TARGET, lat_long
 from shoal.agent.plugins.nodes import HARD_EFFECTS
 from shoal.agent.pod import PodRequest
-from shoal.agent.resources import Amounts
+from shoal.machinery.resources import Amounts
 
 Obj = dict[str, Any]
 RESOURCES = ("cpu", "memory", "pods")

@@ -22,10 +22,11 @@ from shoal.api.auth.store import kept_path
 from shoal.api.batch import each_item
 from shoal.api.codec import decode, encode, rfc3339, with_revision
 from shoal.api.errors import ProblemError
-from shoal.api.field_selector import FieldSelector, parse_field_selector
+from shoal.api.field_selector import parse_field_selector
+from shoal.machinery.selectors import ConstraintError, LabelSelector
+from shoal.machinery.selectors.fields import FieldSelector
 from shoal.model import application_status
 from shoal.model.base import Kind, utcnow
-from shoal.model.constraints import ConstraintError, LabelSelector
 from shoal.model.infrastructure import Cloud, GlobalCloud
 from shoal.model.kubernetes import (
     EVICTION_FINALIZER,

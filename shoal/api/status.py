@@ -18,10 +18,10 @@ import orjson
 from pydantic import TypeAdapter, ValidationError
 
 from shoal.api.errors import ProblemError, validation_errors
+from shoal.machinery.patch import merge_patch  # RFC 7386
 from shoal.model import application_status
 from shoal.model.base import TRUSTED, Finalizer, Kind
 from shoal.model.kubernetes import Application, ApplicationStatus
-from shoal.sim.patch import merge_patch  # RFC 7386, as the simulated clusters apply it
 
 log = logging.getLogger(__name__)
 

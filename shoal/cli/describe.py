@@ -206,15 +206,11 @@ def app_page(app: dict[str, Any], events: list[dict[str, Any]] | None) -> Page:
 
 def _quantity(resource: str, value: Any) -> str:
     """A resource amount as Kubernetes writes it: ``16``, ``1500m``, ``512Gi``, ``110``."""
-    from shoal.sim.quantity import format_bytes, format_cpu
+    from shoal.machinery.resources import amount, format_amount
 
     if not isinstance(value, int | float) or isinstance(value, bool):
         return show(value)
-    if resource == "cpu":
-        return format_cpu(round(value * 1000))
-    if resource in ("memory", "ephemeral-storage") or resource.startswith("hugepages-"):
-        return format_bytes(round(value))
-    return show(int(value) if float(value).is_integer() else value)
+    return format_amount(resource, amount(resource, value))
 
 
 def _quantities(amounts: Any) -> Any:

@@ -38,8 +38,8 @@ from shoal.controllers.queue import WorkQueue
 from shoal.controllers.reschedule_progress import Progress
 from shoal.controllers.reschedule_view import ApplicationView, TaskView
 from shoal.events import Recorder, reasons
+from shoal.machinery.selectors import LabelSelector
 from shoal.model.base import utcnow
-from shoal.model.constraints import LabelSelector
 from shoal.model.kubernetes import ApplicationState
 from shoal.model.scheduling import (
     DEFAULT_NAMESPACE,

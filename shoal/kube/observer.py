@@ -25,6 +25,7 @@ from shoal.controllers.base import Controller
 from shoal.events import Recorder, reasons
 from shoal.kube.client import ClusterKey, KubeApiError, KubeClients, KubeCluster, KubeUnreachable
 from shoal.kube.reflector import Reflector
+from shoal.machinery.quantity import number
 from shoal.model.base import Reason, ReasonCode
 from shoal.model.kubernetes import Cluster, ClusterNode, ClusterState, ClusterStatus
 
@@ -42,31 +43,9 @@ OWN_FIELDS = ("state", "reason", "nodes", "node_summary", "custom_resources")
 OWN_REASONS = (ReasonCode.CLUSTER_NOT_REACHABLE, ReasonCode.KUBERNETES_ERROR)
 
 
-_SUFFIX = {
-    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
-    "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
-    "m": 1e-3, "u": 1e-6, "n": 1e-9,
-}  # fmt: skip
-
-
-def quantity(text: object) -> float:
-    """A Kubernetes quantity ("250m", "32Gi", "110") as a number; 0 when unreadable."""
-    value = str(text).strip()
-    for suffix in sorted(_SUFFIX, key=len, reverse=True):
-        if value.endswith(suffix) and value[: -len(suffix)]:
-            try:
-                return float(value[: -len(suffix)]) * _SUFFIX[suffix]
-            except ValueError:
-                return 0.0
-    try:
-        return float(value)
-    except ValueError:
-        return 0.0
-
-
 def add_quantities(total: dict[str, float], more: dict[str, Any]) -> dict[str, float]:
     for name, value in more.items():
-        total[name] = total.get(name, 0.0) + quantity(value)
+        total[name] = total.get(name, 0.0) + number(value)
     return total
 
 

@@ -16,6 +16,7 @@ from pydantic import (
     field_validator,
 )
 
+from shoal.machinery.selectors import ConstraintError, LabelConstraint, MetricConstraint
 from shoal.model.base import (
     Kind,
     Model,
@@ -25,7 +26,6 @@ from shoal.model.base import (
     null_as,
     trusted,
 )
-from shoal.model.constraints import ConstraintError, LabelConstraint, MetricConstraint
 
 _CRD_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$"
 

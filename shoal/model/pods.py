@@ -11,23 +11,21 @@ per-phase explanation, and how long each phase took.
 
 from __future__ import annotations
 
-import re
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, StrictFloat, StrictInt, ValidationInfo
 
+from shoal.machinery.quantity import EXAMPLES, is_quantity, parse
+from shoal.machinery.selectors import ConstraintError, LabelConstraint
 from shoal.model.base import Kind, Model, trusted
-from shoal.model.constraints import ConstraintError, LabelConstraint
-
-_QUANTITY = re.compile(r"^[+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+|[KMGTPE]i?|[mkunM])?$")
 
 
 def _quantity(value: str | int | float, info: ValidationInfo) -> str | int | float:
     if trusted(info):  # read back from the API, which checked it (informers decode each event)
         return value
-    if isinstance(value, bool) or not _QUANTITY.match(str(value)):
-        raise ValueError(f"{value!r} is not a Kubernetes quantity (e.g. 500m, 128Mi, 2)")
+    if not is_quantity(value) or str(value).strip() != str(value) or parse(value) < 0:
+        raise ValueError(f"{value!r} is not a Kubernetes quantity ({EXAMPLES})")
     return value
 
 

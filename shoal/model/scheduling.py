@@ -16,8 +16,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
+from shoal.machinery.selectors import ConstraintError, LabelSelector
 from shoal.model.base import Kind, Model, Moment, check_name
-from shoal.model.constraints import ConstraintError, LabelSelector
 
 DEFAULT_NAMESPACE = "default"
 

@@ -27,10 +27,10 @@ from typing import Any
 
 from shoal.client.rest import Conflict, NotFound, ShoalClient
 from shoal.events import Recorder
+from shoal.machinery.selectors import LabelConstraint, MetricConstraint
 from shoal.model.application_status import inputs_of
 from shoal.model.application_status import state_for as state_for
 from shoal.model.base import Reason, ReasonCode, ResourceRef, utcnow
-from shoal.model.constraints import LabelConstraint, MetricConstraint
 from shoal.model.kubernetes import Application, ApplicationState, Cluster, ClusterState
 from shoal.scheduler import observe
 from shoal.scheduler.binder import Binder

@@ -17,8 +17,8 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from shoal.machinery.selectors import LabelConstraint, MetricConstraint
 from shoal.model.base import Kind, Reason, ReasonCode
-from shoal.model.constraints import LabelConstraint, MetricConstraint
 from shoal.model.kubernetes import MetricRef
 
 BoolArray = npt.NDArray[np.bool_]

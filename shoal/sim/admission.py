@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from shoal.machinery.selectors.structured import matches_structured
 from shoal.sim.objects import (
     CRDS,
     DEPLOYMENTS,
@@ -27,7 +28,6 @@ from shoal.sim.objects import (
     pod_requests,
 )
 from shoal.sim.resources import ResourceType
-from shoal.sim.selectors import match_label_selector
 from shoal.sim.store import ApiError
 
 Obj = dict[str, Any]
@@ -95,7 +95,7 @@ def _validate_workload(rt: ResourceType, name: str, spec: Any) -> None:
         if not isinstance(sel, dict) or not (sel.get("matchLabels") or sel.get("matchExpressions")):
             raise invalid(rt, name, "spec.selector", "Required value")
         labels = (template.get("metadata") or {}).get("labels") or {}
-        if not match_label_selector(sel, labels):
+        if not matches_structured(sel, labels):
             raise invalid(rt, name, "spec.template.metadata.labels",
                           "`selector` does not match template `labels`")
     replicas = spec.get("replicas")

@@ -17,12 +17,13 @@ from urllib.parse import parse_qsl
 import orjson
 import yaml
 
+from shoal.machinery.patch import PATCH_TYPES, PatchError, json_patch, merge_patch, patch_type
+from shoal.machinery.selectors import LabelSelector
+from shoal.machinery.selectors.fields import FieldSelector
 from shoal.sim import protobuf
 from shoal.sim.cluster import SimCluster
 from shoal.sim.openapi import openapi_v2, openapi_v3_gv, openapi_v3_root
-from shoal.sim.patch import parse_patch_type
 from shoal.sim.resources import ResourceType
-from shoal.sim.selectors import SelectorError, parse_field_selector, parse_label_selector
 from shoal.sim.store import ApiError, Watcher, clone
 from shoal.sim.tables import table
 
@@ -314,7 +315,7 @@ class ClusterApi:
             obj = self.cluster.update(rt, ns, name, body, sub, self._dry(req))
             await respond(req.send, 200, obj)
         elif m == "PATCH":
-            ptype = parse_patch_type(req.headers.get("content-type", ""))
+            ptype = _patch_type(req)
             raw = await req.body()
             try:
                 body = load_yaml(raw) if ptype == "apply" else orjson.loads(raw or b"{}")
@@ -364,18 +365,20 @@ class ClusterApi:
                            f"the API version {api_version!r} does not match {rt.api_version!r}")
 
     def _predicate(self, req: Request) -> Callable[[Obj], bool] | None:
+        label_text = (req.query.get("labelSelector") or "").strip()
+        field_text = (req.query.get("fieldSelector") or "").strip()
         try:
-            labels = parse_label_selector(req.query.get("labelSelector"))
-            fields = parse_field_selector(req.query.get("fieldSelector"))
-        except SelectorError as exc:
+            labels = LabelSelector.parse(label_text) if label_text else None
+            fields = FieldSelector.parse(field_text) if field_text else None
+        except ValueError as exc:
             raise ApiError(400, "BadRequest", f"unable to parse requirement: {exc}") from exc
         if labels is None and fields is None:
             return None
 
         def pred(obj: Obj) -> bool:
-            if labels is not None and not labels(obj["metadata"].get("labels") or {}):
+            if labels is not None and not labels.matches(obj["metadata"].get("labels") or {}):
                 return False
-            return fields is None or fields(obj)
+            return fields is None or fields.matches(obj)
 
         return pred
 
@@ -444,9 +447,7 @@ class ClusterApi:
         if req.method == "PUT":
             new_scale = body
         elif req.method == "PATCH":
-            ptype = parse_patch_type(req.headers.get("content-type", ""))
-            from shoal.sim.patch import PatchError, json_patch, merge_patch
-
+            ptype = _patch_type(req)
             try:
                 new_scale = json_patch(current, body) if ptype == "json" else merge_patch(
                     current, body)
@@ -568,3 +569,13 @@ class ClusterApi:
             return
         finally:
             waiter.cancel()
+
+
+def _patch_type(req: Request) -> str:
+    """The patch kind of a PATCH request; 415 for a content type that is not a patch."""
+    kind = patch_type(req.headers.get("content-type", ""))
+    if kind is None:
+        raise ApiError(415, "UnsupportedMediaType",
+                       f"the body of the request was in an unknown format - accepted media "
+                       f"types include: {', '.join(PATCH_TYPES)}")
+    return kind

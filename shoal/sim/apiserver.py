@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from shoal.machinery.patch import PatchError, patch_object
 from shoal.sim.admission import (
     Defaults,
     check_crd_update,
@@ -18,7 +19,6 @@ from shoal.sim.admission import (
 )
 from shoal.sim.apply import FieldManagers, applied_configuration, managed_fields_entry
 from shoal.sim.objects import CRDS, JOBS, NAMESPACES
-from shoal.sim.patch import PatchError, patch_object
 from shoal.sim.resources import ResourceType
 from shoal.sim.store import ApiError, Store, clone, not_found
 

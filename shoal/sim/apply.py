@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from shoal.machinery.patch import leaf_paths, remove_path, strategic_merge
 from shoal.sim.admission import pin_name
-from shoal.sim.patch import leaf_paths, remove_path, strategic_merge
 from shoal.sim.resources import ResourceType
 from shoal.sim.store import ApiError, clone, now
 

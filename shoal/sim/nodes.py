@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from shoal.machinery.resources import amount
 from shoal.sim.objects import PodKey, condition_true
-from shoal.sim.quantity import parse_bytes, parse_cpu
 from shoal.sim.store import now
 
 Obj = dict[str, Any]
@@ -223,9 +223,9 @@ class NodeSet:
                 _, cpu, mem = self.placements[key]
                 info.add(key, cpu, mem)
         was = info.schedulable
-        info.cpu = parse_cpu(alloc.get("cpu", "0"))
-        info.memory = parse_bytes(alloc.get("memory", "0"))
-        info.pods = int(parse_bytes(alloc.get("pods", "110")))
+        info.cpu = amount("cpu", alloc.get("cpu", "0"))
+        info.memory = amount("memory", alloc.get("memory", "0"))
+        info.pods = amount("pods", alloc.get("pods", "110"))
         info.labels = dict(node["metadata"].get("labels") or {})
         info.schedulable = schedulable(node)
         return info.schedulable and not was

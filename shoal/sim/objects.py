@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from shoal.sim.quantity import parse_bytes, parse_cpu
+from shoal.machinery import resources
 from shoal.sim.store import now
 
 Obj = dict[str, Any]
@@ -84,15 +84,9 @@ def condition_true(obj: Obj, ctype: str, default: bool = False) -> bool:
 
 
 def pod_requests(pod: Obj) -> tuple[int, int]:
-    """(millicores, bytes) requested by a pod's containers; limits stand in for requests."""
-    cpu = mem = 0
-    for c in pod.get("spec", {}).get("containers") or ():
-        res = c.get("resources") or {}
-        req = res.get("requests") or {}
-        lim = res.get("limits") or {}
-        cpu += parse_cpu(req.get("cpu", lim.get("cpu")))
-        mem += parse_bytes(req.get("memory", lim.get("memory")))
-    return cpu, mem
+    """(millicores, bytes) a pod takes from its node, as Kubernetes counts them."""
+    requested = resources.pod_requests(pod.get("spec") or {})
+    return requested.get("cpu", 0), requested.get("memory", 0)
 
 
 def pod_ready(pod: Obj) -> bool:

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from shoal.machinery.quantity import format_bytes, format_cpu
 from shoal.sim.nodes import NodeSet
 from shoal.sim.objects import PODS, PodKey, condition, pod_requests
-from shoal.sim.quantity import format_bytes, format_cpu
 from shoal.sim.store import ApiError, Store, not_found
 from shoal.sim.workqueue import WorkQueue
 

@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from shoal.agent.config import AgentConfig
-from shoal.agent.resources import amount
 from shoal.agent.server import AgentServer, start_agent
+from shoal.machinery.resources import amount
 from shoal.sim.server import start_sim
 from tests.agent.conftest import member_pods, pod
 from tests.util import wait_for

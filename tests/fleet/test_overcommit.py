@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from shoal.agent.resources import amount
 from shoal.api.server import ApiServer
 from shoal.client.rest import ShoalClient
+from shoal.machinery.resources import amount
 from shoal.model.pods import PodPhase
 from shoal.sim.server import SimServer
 from shoal.testing.launch import controller, stop

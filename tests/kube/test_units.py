@@ -7,7 +7,7 @@ from typing import Any
 
 from shoal.kube.controller import triggered
 from shoal.kube.objects import raw_watch_entries, unread, watch_entries, workload_health
-from shoal.kube.observer import quantity, summarize_nodes
+from shoal.kube.observer import summarize_nodes
 from shoal.model.base import ResourceRef
 from tests.kube.conftest import application
 
@@ -88,10 +88,3 @@ def test_summarize_nodes_is_compact() -> None:
     assert len(entries) == 51
     _, _, pressure = summarize_nodes([_node("n", ready=True, pressure=True)])
     assert pressure
-
-
-def test_quantity() -> None:
-    assert quantity("250m") == 0.25
-    assert quantity("1Gi") == 2**30
-    assert quantity("2k") == 2000
-    assert quantity("junk") == 0

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from shoal.model.constraints import (
+from shoal.machinery.selectors import (
     ConstraintError,
     LabelConstraint,
     LabelOp,

@@ -9,8 +9,8 @@ import numpy as np
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
+from shoal.machinery.selectors import LabelConstraint, MetricConstraint
 from shoal.model.base import Metadata, ReasonCode
-from shoal.model.constraints import LabelConstraint, MetricConstraint
 from shoal.model.kubernetes import Cluster, ClusterSpec, ClusterState, ClusterStatus, MetricRef
 from shoal.scheduler import plugins as _plugins  # noqa: F401  (registers built-in plugins)
 from shoal.scheduler.application import cluster_backend, state_for

@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from shoal.sim.patch import PatchError, json_patch, merge_patch, strategic_merge
-from shoal.sim.quantity import parse_bytes, parse_cpu
-from shoal.sim.selectors import (
-    SelectorError,
-    match_label_selector,
-    parse_field_selector,
-    parse_label_selector,
-)
+from shoal.machinery.patch import PatchError, json_patch, merge_patch, strategic_merge
+from shoal.machinery.selectors import ConstraintError, LabelSelector
+from shoal.machinery.selectors.fields import FieldSelector
+from shoal.machinery.selectors.structured import matches_structured
 
 
 @pytest.mark.parametrize(
@@ -31,33 +27,31 @@ from shoal.sim.selectors import (
     ],
 )
 def test_label_selector(selector: str, labels: dict[str, str], expected: bool) -> None:
-    pred = parse_label_selector(selector)
-    assert pred is not None
-    assert pred(labels) is expected
+    assert LabelSelector.parse(selector).matches(labels) is expected
 
 
 def test_label_selector_errors_and_empty() -> None:
-    assert parse_label_selector("") is None
-    with pytest.raises(SelectorError):
-        parse_label_selector("a=b=c")
+    assert LabelSelector.parse("").matches({"any": "thing"})
+    with pytest.raises(ConstraintError):
+        LabelSelector.parse("a=b=c")
 
 
 def test_structured_selector() -> None:
     sel = {"matchLabels": {"app": "web"},
            "matchExpressions": [{"key": "tier", "operator": "In", "values": ["a"]},
                                 {"key": "gpu", "operator": "DoesNotExist"}]}
-    assert match_label_selector(sel, {"app": "web", "tier": "a"})
-    assert not match_label_selector(sel, {"app": "web", "tier": "b"})
+    assert matches_structured(sel, {"app": "web", "tier": "a"})
+    assert not matches_structured(sel, {"app": "web", "tier": "b"})
 
 
 def test_field_selector() -> None:
     pod = {"metadata": {"name": "p", "namespace": "ns"}, "spec": {"nodeName": "n-1"},
            "status": {"phase": "Running"}}
-    pred = parse_field_selector("metadata.name=p,spec.nodeName!=n-2,status.phase=Running")
-    assert pred is not None and pred(pod)
-    pending = parse_field_selector("spec.nodeName=")
-    assert pending is not None and not pending(pod)
-    assert pending({"metadata": {"name": "q"}, "spec": {}})
+    selector = FieldSelector.parse("metadata.name=p,spec.nodeName!=n-2,status.phase=Running")
+    assert selector.matches(pod)
+    pending = FieldSelector.parse("spec.nodeName=")
+    assert not pending.matches(pod)
+    assert pending.matches({"metadata": {"name": "q"}, "spec": {}})
 
 
 def test_merge_and_json_patch() -> None:
@@ -82,13 +76,3 @@ def test_strategic_merge_by_name() -> None:
     out = strategic_merge(spec, patch)
     assert out == {"containers": [{"name": "a", "image": "x:2", "env": [
         {"name": "K", "value": "1"}, {"name": "J", "value": "2"}]}]}
-
-
-def test_quantities() -> None:
-    assert parse_cpu("250m") == 250
-    assert parse_cpu("2") == 2000
-    assert parse_cpu(0.5) == 500
-    assert parse_bytes("1Gi") == 2**30
-    assert parse_bytes("128Mi") == 128 * 2**20
-    assert parse_bytes("1G") == 10**9
-    assert parse_bytes("1000") == 1000

@@ -5,7 +5,7 @@ from __future__ import annotations
 from shoal.agent.cache import NodeInfo
 from shoal.agent.framework import FilterPlugin, ScorePlugin, register
 from shoal.agent.pod import PodRequest
-from shoal.agent.resources import fits
+from shoal.machinery.resources import fits
 
 SCORED = ("cpu", "memory")
 

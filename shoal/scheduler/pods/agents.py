@@ -18,7 +18,7 @@ from typing import Any
 import aiohttp
 import orjson
 
-from shoal.model.constraints import LabelConstraint
+from shoal.machinery.selectors import LabelConstraint
 from shoal.model.kubernetes import Cluster, ClusterState
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 import time
 
-from shoal.agent.resources import add
+from shoal.machinery.resources import add
 from shoal.scheduler.config import FleetConfig
 from shoal.scheduler.framework import _make
 from shoal.scheduler.pods.plugins import PodFilterPlugin, PodScorePlugin

@@ -6,7 +6,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from shoal.agent.resources import Amounts, pod_requests
+from shoal.machinery.resources import Amounts, pod_requests
 from shoal.model.pods import Container, Pod
 
 Key = tuple[str, str]  # namespace, name

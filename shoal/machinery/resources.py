@@ -1,44 +1,39 @@
 """Resource amounts as integers: cpu in millicores, everything else in its base unit.
 
-Kubernetes quantities ("250m", "32Gi", "110") are read by the one parser the
-cluster observer uses; the agent rounds up so that a fit check never lets a
-fraction slip through.
+Quantities are rounded up, as Kubernetes rounds them, so that a fit check never lets a
+fraction slip through. What a pod takes from its node follows Kubernetes: the larger of its
+containers' sum and its largest init container, plus overhead, plus one pod slot.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-import re
 from collections.abc import Mapping
 from typing import Any
 
-from shoal.kube.observer import quantity
+from shoal.machinery.quantity import exact, format_bytes, format_cpu
 
 Amounts = dict[str, int]
 
 CPU = "cpu"
 PODS = "pods"
-
-QUANTITY = re.compile(
-    r"^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?(Ki|Mi|Gi|Ti|Pi|Ei|m|u|n|k|M|G|T|P|E)?$"
-)
-
-
-def is_quantity(value: object) -> bool:
-    return isinstance(value, int | float) or bool(QUANTITY.match(str(value).strip()))
+BYTES = ("memory", "ephemeral-storage", "storage")
 
 
 def amount(resource: str, value: object) -> int:
-    """One quantity as an integer amount of ``resource`` (millicores for cpu)."""
+    """One quantity as an integer amount of ``resource`` (millicores for cpu); 0 unreadable."""
     if isinstance(value, str | int) and not isinstance(value, bool):
         return _amount(resource, value)  # pods repeat a few quantities: each parsed once
     return _parse(resource, value)
 
 
 def _parse(resource: str, value: object) -> int:
-    number = quantity(value)
-    return math.ceil(number * 1000 - 1e-9) if resource == CPU else math.ceil(number - 1e-9)
+    try:
+        quantity = exact(value)
+    except ValueError:
+        return 0  # what a member cluster reports unreadably counts as nothing
+    return math.ceil(quantity * 1000) if resource == CPU else math.ceil(quantity)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -48,6 +43,15 @@ def _amount(resource: str, value: str | int) -> int:
 
 def amounts(values: Mapping[str, Any] | None) -> Amounts:
     return {name: amount(name, value) for name, value in (values or {}).items()}
+
+
+def format_amount(resource: str, value: int) -> str:
+    """An amount as a quantity: "250m" cpu, "512Gi" memory, "110" pods."""
+    if resource == CPU:
+        return format_cpu(value)
+    if resource in BYTES or resource.startswith("hugepages-"):
+        return format_bytes(value)
+    return str(value)
 
 
 def add(total: Amounts, more: Mapping[str, int], sign: int = 1) -> None:

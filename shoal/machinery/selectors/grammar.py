@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
-from shoal.model.constraints.terms import (
+from shoal.machinery.selectors.terms import (
     _KEYWORDS,
     _WHAT,
     ConstraintError,

@@ -31,8 +31,8 @@ negative one; selectors follow Kubernetes instead (``!=``, ``notin`` and ``!k``
 match objects lacking the label).
 """
 
-from shoal.model.constraints.grammar import parse_label_constraints, parse_metric_constraints
-from shoal.model.constraints.terms import (
+from shoal.machinery.selectors.grammar import parse_label_constraints, parse_metric_constraints
+from shoal.machinery.selectors.terms import (
     ConstraintError,
     LabelConstraint,
     LabelOp,

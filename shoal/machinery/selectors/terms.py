@@ -165,7 +165,7 @@ class LabelConstraint:
     @classmethod
     def parse(cls, text: str) -> LabelConstraint:
         """Parse ``text``; raise :class:`ConstraintError` saying what is wrong and where."""
-        from shoal.model.constraints import grammar  # the grammar builds these classes
+        from shoal.machinery.selectors import grammar  # the grammar builds these classes
 
         _check_text(text, "label_constraint")
         return grammar._parse_label(text)
@@ -211,7 +211,7 @@ class MetricConstraint:
     @classmethod
     def parse(cls, text: str) -> MetricConstraint:
         """Parse ``text``; raise :class:`ConstraintError` saying what is wrong and where."""
-        from shoal.model.constraints import grammar  # the grammar builds these classes
+        from shoal.machinery.selectors import grammar  # the grammar builds these classes
 
         _check_text(text, "metric_constraint")
         return grammar._parse_metric(text)
@@ -308,7 +308,7 @@ class LabelSelector:
     @classmethod
     def parse(cls, text: str) -> LabelSelector:
         """Parse ``text`` (empty or blank selects everything)."""
-        from shoal.model.constraints import grammar  # the grammar builds these classes
+        from shoal.machinery.selectors import grammar  # the grammar builds these classes
 
         _check_text(text, "selector")
         return grammar._parse_selector(text)

@@ -12,8 +12,6 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from shoal.sim.store import ApiError
-
 Obj = dict[str, Any]
 
 # request content type → patch kind
@@ -30,15 +28,10 @@ class PatchError(ValueError):
     """A patch that cannot be applied (bad operation, failed test, bad path)."""
 
 
-def parse_patch_type(content_type: str) -> str:
-    """The patch kind of a PATCH request's content type; 415 for anything else."""
-    base = content_type.split(";")[0].strip().lower()
-    kind = PATCH_TYPES.get(base)
-    if kind is None:
-        raise ApiError(415, "UnsupportedMediaType",
-                       f"the body of the request was in an unknown format - accepted media "
-                       f"types include: {', '.join(PATCH_TYPES)}")
-    return kind
+def patch_type(content_type: str) -> str | None:
+    """The patch kind of a PATCH request's content type ("merge", "json", "strategic",
+    "apply"); None for any other type."""
+    return PATCH_TYPES.get(content_type.split(";")[0].strip().lower())
 
 
 def patch_object(kind: str, doc: Obj, body: Any) -> Any:
