@@ -52,7 +52,7 @@ SERVER = """
 import sys, uvicorn, uvloop
 from pathlib import Path
 from shoal.api.app import create_app
-from shoal.api.server import bind_socket
+from shoal.machinery.server import listen
 from shoal.store.factory import open_store
 store_url, port, secured = sys.argv[1], int(sys.argv[2]), len(sys.argv) > 3
 store = open_store(store_url)
@@ -71,7 +71,7 @@ if secured:
     rule = RoleRule(api="", resources=[""], namespaces=[namespace], verbs=[""])
     grants = [Role(metadata=Metadata(name="bench"), rules=[rule]),
               RoleBinding(metadata=Metadata(name="bench"), users=["bench"], roles=["bench"])]
-sock = bind_socket("127.0.0.1", port)
+sock = listen("127.0.0.1", port)
 config = uvicorn.Config(create_app(store, security=protection), log_level="warning",
                         access_log=False, lifespan="off")
 server = uvicorn.Server(config)

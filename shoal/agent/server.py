@@ -15,13 +15,11 @@ import gc
 import logging
 import os
 import signal
-import socket
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import uvicorn
 import uvloop
 import yaml
 
@@ -29,46 +27,27 @@ from shoal.agent.agent import Agent
 from shoal.agent.app import create_app
 from shoal.agent.callers import from_environment
 from shoal.agent.config import AgentConfig
-
-if TYPE_CHECKING:
-    from shoal.api.auth.config import Tls
+from shoal.machinery.server import Served, listen, serve
+from shoal.machinery.tls import Tls
 
 Obj = dict[str, Any]
 DEFAULT_PORT = 8090
 GRACE = 1  # seconds
 
 
-def listen(host: str, port: int) -> socket.socket:
-    """A listening socket (not ``shoal.api.server.bind_socket``: that module loads the API app).
-
-    TCP_NODELAY on the listener is inherited by each accepted connection: small
-    answers are not held back by Nagle and delayed ACKs.
-    """
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.create_server((host, port), family=family, backlog=1024)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock.setblocking(False)
-    return sock
-
-
-class _Server(uvicorn.Server):
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        """None: whoever embeds the agent owns SIGINT/SIGTERM."""
-        yield
-
-
 @dataclass
 class AgentServer:
     url: str
     agent: Agent
-    server: uvicorn.Server
-    task: asyncio.Task[None]
+    served: Served
+
+    @property
+    def task(self) -> asyncio.Task[None]:
+        return self.served.task
 
     async def stop(self) -> None:
         """Stop serving (requests still open are cut after ``GRACE`` s), then the agent."""
-        self.server.should_exit = True
-        await self.task
+        await self.served.stop()
         await self.agent.close()
 
 
@@ -89,24 +68,13 @@ async def start_agent(
     if callers is None:
         callers = from_environment()
     agent = await Agent.open(kubeconfig, config or AgentConfig())
-    sock = listen(host, port)
-    options: dict[str, Any] = {}
-    if tls is not None:
-        from shoal.api.auth.tls import tls_options
-
-        options = tls_options(tls)
-    app = create_app(agent, callers)
-    server = _Server(uvicorn.Config(app, log_level="warning", access_log=False,
-                                    lifespan="off", timeout_graceful_shutdown=GRACE, **options))
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started:
-        if task.done():
-            await agent.close()
-            task.result()
-        await asyncio.sleep(0.005)
-    shown = f"[{host}]" if ":" in host else host
-    scheme = "https" if tls is not None else "http"
-    return AgentServer(f"{scheme}://{shown}:{sock.getsockname()[1]}", agent, server, task)
+    try:
+        served = await serve(create_app(agent, callers), listen(host, port, 1024), host, tls=tls,
+                             grace=GRACE)
+    except BaseException:
+        await agent.close()
+        raise
+    return AgentServer(served.url, agent, served)
 
 
 async def run_agent(kubeconfig: Obj, config: AgentConfig | None = None,

@@ -17,7 +17,7 @@ DirOption = Annotated[Path, typer.Option("--dir", help="Where the CA and certifi
 @certs.command("ca")
 def make_ca_command(directory: DirOption = Path("pki"), name: str = "shoal-ca") -> None:
     """Make a CA (ca.key, ca.crt) in --dir."""
-    from shoal.api.auth.tls import make_ca, write_pair
+    from shoal.machinery.tls import make_ca, write_pair
 
     if (directory / "ca.crt").exists():
         raise typer.BadParameter(f"{directory / 'ca.crt'} exists; remove it to make a new CA")
@@ -34,7 +34,7 @@ def issue_command(
     days: int = 365,
 ) -> None:
     """Sign a certificate for a server (--host) or a client (CN user, O groups) with --dir's CA."""
-    from shoal.api.auth.tls import issue, write_pair
+    from shoal.machinery.tls import issue, write_pair
 
     ca = (directory / "ca.key").read_bytes(), (directory / "ca.crt").read_bytes()
     pair = issue(*ca, name, tuple(group), tuple(host), days)
@@ -47,7 +47,7 @@ def dev_command(directory: DirOption = Path("pki")) -> None:
     """A CA, server certificates for the API, sim and agents, a client certificate per component
     (CN system:<component>) and one for an admin (O shoal:admins)."""
     from shoal.api.auth.roles import ADMINS, COMPONENTS, component_user
-    from shoal.api.auth.tls import issue, make_ca, write_pair
+    from shoal.machinery.tls import issue, make_ca, write_pair
 
     ca = make_ca()
     write_pair(directory, "ca", ca)

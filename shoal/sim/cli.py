@@ -100,7 +100,7 @@ def serve(
 
     sim_tls, ca_pem = None, None
     if tls is not None:
-        from shoal.api.auth.config import Tls
+        from shoal.machinery.tls import Tls
 
         sim_tls, ca_pem = Tls(tls / "sim.crt", tls / "sim.key"), (tls / "ca.crt").read_bytes()
 

@@ -41,23 +41,20 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import socket
 import threading
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Unpack, cast
+from typing import Any, Unpack, cast
 
 import orjson
-import uvicorn
 import yaml
 
+from shoal.machinery.server import Served, listen, serve
+from shoal.machinery.tls import Tls
 from shoal.sim.api import ClusterApi, Receive, Request, Scope, Send, respond, respond_error
 from shoal.sim.cluster import ClusterOptions, SimCluster
 from shoal.sim.nodes import mixed_site
 from shoal.sim.store import ApiError
-
-if TYPE_CHECKING:
-    from shoal.api.auth.config import Tls
 
 Obj = dict[str, Any]
 
@@ -299,35 +296,24 @@ class SimFleet:
 class SimServer:
     """A running fleet: ``url`` (base), ``fleet``, and ``stop()``."""
 
-    def __init__(self, fleet: SimFleet, server: uvicorn.Server, task: asyncio.Task[None],
-                 sock: socket.socket) -> None:
+    def __init__(self, fleet: SimFleet, served: Served) -> None:
         self.fleet = fleet
         self.url = fleet.url
-        self._server = server
-        self._task = task
-        self._sock = sock
+        self._served = served
 
     @property
     def port(self) -> int:
-        return int(self._sock.getsockname()[1])
+        return int(self._served.sock.getsockname()[1])
 
     def kubeconfig(self, name: str) -> Obj:
         return self.fleet.kubeconfig(name)
 
     async def stop(self) -> None:
-        self._server.should_exit = True
         for c in self.fleet.clusters.values():
             c.store.close_watches()
-        try:
-            await asyncio.wait_for(asyncio.shield(self._task), 5)
-        except TimeoutError:
-            self._server.force_exit = True
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await self._served.stop(wait=5)
         for c in self.fleet.clusters.values():
             await c.stop()
-        self._sock.close()
 
 
 def cluster_names(clusters: int | Iterable[str], prefix: str = "sim-") -> list[str]:
@@ -359,11 +345,7 @@ async def start_sim(
     ``mixed``: nodes of mixed sizes, one in ten tainted, each cluster at a site of its own
     (``shoal.sim.nodes.MIXED``, ``SITES``), for fleet pods (docs/fleet.md).
     """
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(1024)
-    sock.setblocking(False)
+    sock = listen(host, port, 1024)
     bound = sock.getsockname()[1]
     url_host = f"[{host}]" if ":" in host else host
     scheme = "https" if tls is not None else "http"
@@ -380,23 +362,7 @@ async def start_sim(
     if out_dir is not None:
         fleet.write_kubeconfigs(out_dir)
     # httptools parses requests in C: h11 was 10 % of the simulator's time under a burst.
-    options: dict[str, Any] = {"http": "httptools"}
-    if tls is not None:
-        from shoal.api.auth.tls import tls_options
-
-        options.update(tls_options(tls))
-    config = uvicorn.Config(fleet, log_level="warning", access_log=False, lifespan="off",
-                            timeout_graceful_shutdown=1, **options)
-    server = uvicorn.Server(config)
-    # signals stay with the embedding program (pytest, the CLI's asyncio.run)
-    setattr(server, "capture_signals", contextlib.nullcontext)  # noqa: B010
-    task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
-    while not server.started:
-        if task.done():
-            task.result()
-            raise RuntimeError("sim server stopped during start-up")
-        await asyncio.sleep(0.01)
-    return SimServer(fleet, server, task, sock)
+    return SimServer(fleet, await serve(fleet, sock, host, tls=tls, http="httptools"))
 
 
 class SimThread:

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import httpx
 
-from shoal.api.auth.config import Tls
-from shoal.api.auth.tls import issue, make_ca, write_pair
 from shoal.api.server import start_api
 from shoal.cli.up import private_data_dir
+from shoal.machinery.tls import Tls, issue, make_ca, write_pair
 from tests.security.conftest import Secured, security
 
 

@@ -8,8 +8,7 @@ from pathlib import Path
 import httpx
 
 from shoal.agent.server import start_agent
-from shoal.api.auth.config import Tls
-from shoal.api.auth.tls import issue, make_ca, write_pair
+from shoal.machinery.tls import Tls, issue, make_ca, write_pair
 from shoal.sim.server import start_sim
 
 

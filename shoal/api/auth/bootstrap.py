@@ -20,7 +20,7 @@ import yaml
 from shoal.api.auth.config import Security, load
 from shoal.api.auth.roles import ADMINS, COMPONENTS, component_user
 from shoal.api.auth.secrets import new_key
-from shoal.api.auth.tls import issue, make_ca, write_pair
+from shoal.machinery.tls import issue, make_ca, write_pair
 
 ADMIN = "admin"
 

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 import yaml
 
+from shoal.machinery.tls import Tls
 from shoal.model.validation.kubeconfig import CredentialPolicy
 
 Mode = Literal["always-allow", "always-deny", "RBAC"]
@@ -32,13 +33,6 @@ class Oidc:
     audience: str | None
     username_claim: str = "sub"
     groups_claim: str = "groups"
-
-
-@dataclass(frozen=True)
-class Tls:
-    cert: Path
-    key: Path
-    client_ca: Path | None = None
 
 
 @dataclass(frozen=True)

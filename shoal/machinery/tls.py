@@ -11,6 +11,7 @@ import asyncio
 import datetime
 import ipaddress
 import ssl
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +21,17 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from shoal.api.auth.config import Tls
-
 Peer = tuple[str, tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class Tls:
+    """A listener's certificate and key; with ``client_ca``, clients may present certificates
+    signed by it, and their identity reaches the app as ``scope["shoal.peer"]``."""
+
+    cert: Path
+    key: Path
+    client_ca: Path | None = None
 
 
 def peer_of(transport: asyncio.BaseTransport) -> Peer | None:
@@ -70,16 +79,6 @@ def tls_options(tls: Tls | None) -> dict[str, Any]:
             http=PeerAwareProtocol,
         )
     return options
-
-
-def client_context(
-    ca: Path | None, cert: Path | None = None, key: Path | None = None
-) -> ssl.SSLContext:
-    """An SSL context trusting ``ca`` and presenting ``cert`` (for clients of Shoal's listeners)."""
-    context = ssl.create_default_context(cafile=str(ca) if ca else None)
-    if cert is not None:
-        context.load_cert_chain(str(cert), str(key) if key else None)
-    return context
 
 
 # a development CA -------------------------------------------------------------------
