@@ -6,7 +6,6 @@ Everything the HTTP routes need, with no HTTP in it.
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import shoal.agent.plugins  # noqa: F401  (registers the built-in plugins)
 from shoal.agent.cache import NodeCache
@@ -18,9 +17,9 @@ from shoal.agent.pod import Pod, PodRequest
 from shoal.agent.stats import Timings
 from shoal.agent.sync import ClusterSync
 from shoal.agent.vector import VectorSampler
-from shoal.kube.client import KubeCluster, api_client
+from shoal.client.kube import KubeCluster, api_client
+from shoal.machinery.types import Obj
 
-Obj = dict[str, Any]
 VECTOR_NODES = 256  # clusters this large sample with numpy (smaller ones: the plugin loop)
 
 

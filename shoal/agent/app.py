@@ -3,7 +3,7 @@
 Starlette rather than FastAPI: four routes that validate their bodies with
 pydantic themselves need no dependency injection or OpenAPI, and the agent
 keeps the API server's stack (uvicorn on uvloop with httptools) and its one
-error model, RFC 7807 problem documents from ``shoal.api.errors``.
+error model, RFC 7807 problem documents from ``shoal.machinery.problems``.
 """
 
 from __future__ import annotations
@@ -32,12 +32,12 @@ from shoal.agent.pod import (
     SampleBody,
     UidsBody,
 )
-from shoal.api.errors import ProblemError, from_validation_error, invalid, problem
-from shoal.kube.client import KubeApiError, KubeUnreachable
+from shoal.client.kube import KubeApiError, KubeUnreachable
+from shoal.machinery.problems import ProblemError, from_validation_error, invalid, problem
+from shoal.machinery.types import Obj
 
 log = logging.getLogger(__name__)
 M = TypeVar("M", bound=BaseModel)
-Obj = dict[str, Any]
 
 
 def _json(body: Any, status: int = 200) -> Response:

@@ -13,12 +13,11 @@ cluster alone and cannot keep a phantom reservation.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from shoal.agent.pod import UID_ANNOTATION
 from shoal.machinery.resources import Amounts, add, amounts, pod_requests
+from shoal.machinery.types import Obj
 
-Obj = dict[str, Any]
 TERMINAL = ("Succeeded", "Failed")
 
 

@@ -18,7 +18,7 @@ import os
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
-from shoal.api.errors import problem
+from shoal.machinery.problems import problem
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]

@@ -17,15 +17,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from shoal.agent.cache import NodeCache
 from shoal.agent.framework import Pipeline
 from shoal.agent.locks import NodeLocks
 from shoal.agent.pod import UID_ANNOTATION, PodRequest
-from shoal.kube.client import KubeApiError, KubeCluster
-
-Obj = dict[str, Any]
+from shoal.client.kube import KubeApiError, KubeCluster
+from shoal.machinery.types import Obj
 
 
 class CommitRefused(Exception):

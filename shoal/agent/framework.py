@@ -16,13 +16,13 @@ import math
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from typing import ClassVar, TypeVar
 
 from shoal.agent.cache import NodeCache, NodeInfo
 from shoal.agent.config import AgentConfig
 from shoal.agent.pod import PodRequest
+from shoal.machinery.types import Obj
 
-Obj = dict[str, Any]
 FULL_BP = 10_000
 DEADLINE_EVERY = 64  # nodes between two looks at the clock
 

@@ -17,8 +17,7 @@ from shoal.agent.config import AgentConfig
 from shoal.agent.register import KEEP_EVERY, keep_registered, set_agent_url
 from shoal.agent.server import AgentServer, start_agent
 from shoal.client.rest import ShoalClient
-
-Obj = dict[str, Any]
+from shoal.machinery.types import Obj
 
 
 @dataclass

@@ -11,14 +11,11 @@ the pod gone (a terminating pod still runs), not at the delete call.
 
 from __future__ import annotations
 
-from typing import Any
-
 from shoal.agent.cache import NodeCache, Placed
 from shoal.agent.config import AgentConfig
 from shoal.agent.locks import NodeLocks
-from shoal.kube.client import KubeApiError, KubeCluster
-
-Obj = dict[str, Any]
+from shoal.client.kube import KubeApiError, KubeCluster
+from shoal.machinery.types import Obj
 
 
 def _entry(key: str, placed: Placed, in_flight: bool) -> Obj:

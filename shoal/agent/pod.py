@@ -14,10 +14,10 @@ import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidatorFunctionWrapHandler, WrapValidator
 
 from shoal.machinery.resources import Amounts, pod_requests
+from shoal.machinery.types import Obj
 from shoal.model.pods import KubernetesPodSpec, Toleration
 
 UID_ANNOTATION = "shoal.dev/pod-uid"
-Obj = dict[str, Any]
 
 
 class _Open(BaseModel):

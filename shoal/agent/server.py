@@ -18,7 +18,6 @@ import signal
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import uvloop
 import yaml
@@ -29,8 +28,8 @@ from shoal.agent.callers import from_environment
 from shoal.agent.config import AgentConfig
 from shoal.machinery.server import Served, listen, serve
 from shoal.machinery.tls import Tls
+from shoal.machinery.types import Obj
 
-Obj = dict[str, Any]
 DEFAULT_PORT = 8090
 GRACE = 1  # seconds
 

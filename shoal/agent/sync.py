@@ -14,14 +14,13 @@ import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from shoal.agent.cache import NodeCache
-from shoal.kube.client import KubeApiError, KubeCluster, KubeUnreachable
+from shoal.client.kube import KubeApiError, KubeCluster, KubeUnreachable
+from shoal.machinery.types import Obj
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 
 @dataclass(frozen=True)

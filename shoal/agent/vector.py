@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any
 
 import numpy as np
 
@@ -23,8 +22,8 @@ from shoal.agent.plugins.geo import EARTH_RADIUS_KM, LOCATION, MAX_DISTANCE, TAR
 from shoal.agent.plugins.nodes import HARD_EFFECTS
 from shoal.agent.pod import PodRequest
 from shoal.machinery.resources import Amounts
+from shoal.machinery.types import Obj
 
-Obj = dict[str, Any]
 RESOURCES = ("cpu", "memory", "pods")
 FILTERS = {"node-ready", "node-selector", "taint-toleration", "resources-fit", "geo-location"}
 SCORES = {"least-allocated", "most-allocated", "geo-location"}

@@ -15,7 +15,7 @@ from typing import Any
 
 from fastapi import Query
 
-from shoal.api.errors import ProblemError
+from shoal.machinery.problems import ProblemError
 from shoal.model import validation
 from shoal.model.base import Kind
 from shoal.model.validation import schemas

@@ -26,10 +26,10 @@ from shoal.api import (
 )
 from shoal.api.auth import Protection
 from shoal.api.auth.guard import Guard
-from shoal.api.errors import problem
 from shoal.api.metrics import LATENCY, REQUESTS
 from shoal.api.resources import Resources
 from shoal.api.routes import build_router
+from shoal.machinery.problems import problem
 from shoal.model import registry
 from shoal.model.base import Kind
 from shoal.model.kubernetes import Application, Cluster

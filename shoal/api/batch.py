@@ -17,7 +17,7 @@ from pydantic import BaseModel
 from starlette.responses import Response
 
 from shoal.api.codec import revision_of
-from shoal.api.errors import ProblemError
+from shoal.machinery.problems import ProblemError
 from shoal.store.base import Conflict, Store
 
 

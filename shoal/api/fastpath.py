@@ -11,7 +11,6 @@ to document them in ``/openapi.json``.
 
 from __future__ import annotations
 
-import re
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -22,12 +21,10 @@ from starlette.routing import Route
 from shoal.api import body as door
 from shoal.api.admission import dry_run, query_is_dry
 from shoal.api.batch import results_response
-from shoal.api.errors import from_validation_error, problem
 from shoal.api.resources import Resources
+from shoal.machinery.names import OBJECT_NAME
+from shoal.machinery.problems import from_validation_error, problem
 from shoal.model.kubernetes import Application, BindingBatch
-
-_NAME = re.compile(r"^[a-z0-9]([-a-z0-9_]*[a-z0-9])?$")
-
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -52,7 +49,7 @@ def routes(resources: Resources) -> list[Route]:
     async def create_application(request: Request) -> Response:
         request.scope["route"] = create_route  # the metrics middleware labels by route
         namespace = request.path_params["namespace"]
-        if len(namespace) > 63 or not _NAME.match(namespace):
+        if len(namespace) > 63 or not OBJECT_NAME.match(namespace):
             reason = "must be a valid name (lower case letters, digits, '-', '_')"
             return problem(
                 422, f"namespace: {reason}", errors=[{"field": "namespace", "reason": reason}]

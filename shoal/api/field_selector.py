@@ -6,7 +6,7 @@ matching ones (the grammar: ``shoal.machinery.selectors.fields``).
 
 from __future__ import annotations
 
-from shoal.api.errors import ProblemError
+from shoal.machinery.problems import ProblemError
 from shoal.machinery.selectors.fields import FieldSelector
 
 

@@ -15,9 +15,9 @@ import orjson
 from fastapi import APIRouter
 
 from shoal.api.batch import add_batch_route, each_item
-from shoal.api.errors import ProblemError
 from shoal.api.resources import Resources
 from shoal.api.routes import StrictJsonRoute
+from shoal.machinery.problems import ProblemError
 from shoal.model.pods import Pod, PodStatusBatch, PodStatusItem
 
 

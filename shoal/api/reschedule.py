@@ -26,12 +26,12 @@ from starlette.responses import Response
 
 from shoal.api.batch import add_batch_route, each_item
 from shoal.api.codec import rfc3339
-from shoal.api.errors import ProblemError
 from shoal.api.event_items import Involved, Item, Meta
 from shoal.api.events import BatchEvent, new_uids, record
 from shoal.api.resources import Resources
 from shoal.api.routes import StrictJsonRoute
 from shoal.events.recorder import name_of
+from shoal.machinery.problems import ProblemError
 from shoal.model.base import utcnow
 from shoal.model.events import DEFAULT_TTL
 from shoal.model.kubernetes import Application

@@ -21,8 +21,8 @@ from shoal.api.auth.secrets import secret_paths
 from shoal.api.auth.store import kept_path
 from shoal.api.batch import each_item
 from shoal.api.codec import decode, encode, rfc3339, with_revision
-from shoal.api.errors import ProblemError
 from shoal.api.field_selector import parse_field_selector
+from shoal.machinery.problems import ProblemError
 from shoal.machinery.selectors import ConstraintError, LabelSelector
 from shoal.machinery.selectors.fields import FieldSelector
 from shoal.model import application_status

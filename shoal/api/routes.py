@@ -22,10 +22,10 @@ from shoal.api import body as door
 from shoal.api.admission import with_dry_run
 from shoal.api.auth.context import VISIBLE_NAMESPACE
 from shoal.api.codec import list_body, with_revision
-from shoal.api.errors import ProblemError
 from shoal.api.field_selector import parse_field_selector
 from shoal.api.metrics import WATCHES
 from shoal.api.resources import Resources, _parse_selector, namespace_of, refuse_secret_fields
+from shoal.machinery.problems import ProblemError
 from shoal.machinery.selectors.fields import FieldSelector
 from shoal.model import application_status
 from shoal.model.base import Kind, utcnow

@@ -17,8 +17,8 @@ from typing import Any
 import orjson
 from pydantic import TypeAdapter, ValidationError
 
-from shoal.api.errors import ProblemError, validation_errors
 from shoal.machinery.patch import merge_patch  # RFC 7386
+from shoal.machinery.problems import ProblemError, validation_errors
 from shoal.model import application_status
 from shoal.model.base import TRUSTED, Finalizer, Kind
 from shoal.model.kubernetes import Application, ApplicationStatus

@@ -62,7 +62,7 @@ def yaml_error(path: object, error: Exception) -> CliError:
 
 def validation_errors(error: Any) -> list[dict[str, str]]:
     """The ``{field, reason}`` of each failing field of a pydantic ValidationError."""
-    from shoal.model.validation import field_path
+    from shoal.machinery.paths import field_path
 
     return [
         {

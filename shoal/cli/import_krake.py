@@ -30,12 +30,11 @@ import typer
 
 from shoal.cli.errors import CliError
 from shoal.client.rest import ApiError, NotFound, ShoalClient, Unreachable
+from shoal.machinery.types import Obj
 from shoal.model import krake
 from shoal.model.base import Kind
 from shoal.model.kubernetes import Application
 from shoal.model.registry import KINDS
-
-Obj = dict[str, Any]
 
 _LAST = ("Cluster", "Application")
 ORDER: tuple[type[Kind], ...] = tuple(

@@ -25,8 +25,8 @@ import yaml
 from shoal.cli.metrics_ports import describe, metrics_args, metrics_ports
 from shoal.cli.run import CONTROLLERS, _logging, _run_until_signal, console
 from shoal.cli.supervise import Child, Supervisor
+from shoal.machinery.types import Obj
 
-Obj = dict[str, Any]
 AddCluster = Callable[[str, int, dict[str, str]], Awaitable[Obj]]
 
 

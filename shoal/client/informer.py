@@ -43,7 +43,11 @@ ChangeHandler = Callable[[K, K | None], object | Awaitable[object]]  # (new, old
 _NUMBERS = itertools.count(1)  # names the informers of a process in their metrics
 
 
-def cache_key(obj: Kind) -> tuple[str | None, str]:
+CacheKey = tuple[str | None, str]
+"""(namespace, name) of a cached object; None for a cluster-wide one."""
+
+
+def cache_key(obj: Kind) -> CacheKey:
     return (obj.metadata.namespace, obj.metadata.name)
 
 

@@ -40,7 +40,7 @@ from shoal.controllers.reschedule_view import ApplicationView, TaskView
 from shoal.events import Recorder, reasons
 from shoal.machinery.selectors import LabelSelector
 from shoal.model.base import utcnow
-from shoal.model.kubernetes import ApplicationState
+from shoal.model.kubernetes import INACTIVE_STATES, AppKey, ApplicationState
 from shoal.model.scheduling import (
     DEFAULT_NAMESPACE,
     RescheduleTask,
@@ -50,7 +50,6 @@ from shoal.model.scheduling import (
     TargetStatus,
     TaskPhase,
 )
-from shoal.scheduler.application import INACTIVE_STATES, AppKey
 
 log = logging.getLogger(__name__)
 

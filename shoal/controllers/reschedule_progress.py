@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from shoal.model.kubernetes import AppKey
 from shoal.model.scheduling import TargetResult, TargetStatus
-from shoal.scheduler.application import AppKey
 
 
 @dataclass(eq=False)

@@ -24,13 +24,13 @@ from dataclasses import KW_ONLY, InitVar, dataclass
 from typing import Any
 
 from shoal.client.batcher import Batcher
-from shoal.client.informer import Informer, cache_key
+from shoal.client.informer import CacheKey, Informer, cache_key
+from shoal.client.kube import KubeApiError, KubeClients, KubeCluster, KubeUnreachable
 from shoal.client.rest import ApiError, Conflict, NotFound, ShoalClient, Unreachable
 from shoal.controllers.base import Controller
 from shoal.controllers.prometheus import timed_apply
 from shoal.controllers.queue import WorkQueue
 from shoal.events import Recorder, reasons
-from shoal.kube.client import KubeApiError, KubeClients, KubeCluster, KubeUnreachable
 from shoal.kube.member import KubeFailure, Members, unreachable
 from shoal.kube.objects import (
     Obj,
@@ -47,7 +47,7 @@ from shoal.kube.objects import (
     watch_entries,
 )
 from shoal.kube.owners import LABEL_UID, Owner, owned
-from shoal.kube.watch import AppKey, ClusterWatches
+from shoal.kube.watch import ClusterWatches
 from shoal.model.base import Reason, ReasonCode, ResourceRef
 from shoal.model.kubernetes import Application, ApplicationState, Cluster, ClusterState
 
@@ -92,23 +92,23 @@ class KubeController(Controller):
         )
         self.members = Members(self.watches, self._exists)
         # projection of each applied object right after our apply (drift detection)
-        self.baseline: dict[AppKey, dict[tuple[str, str, str | None, str], Any]] = {}
+        self.baseline: dict[CacheKey, dict[tuple[str, str, str | None, str], Any]] = {}
         # copies left behind by deleted applications on unreachable clusters
-        self.orphans: dict[AppKey, list[tuple[str, Obj, Owner]]] = {}
-        self._cleanup_tried: dict[tuple[AppKey, AppKey], float] = {}
-        self._orphan_tasks: dict[AppKey, asyncio.Task[None]] = {}
+        self.orphans: dict[CacheKey, list[tuple[str, Obj, Owner]]] = {}
+        self._cleanup_tried: dict[tuple[CacheKey, CacheKey], float] = {}
+        self._orphan_tasks: dict[CacheKey, asyncio.Task[None]] = {}
         self.drift_repairs = 0
-        self.queue: WorkQueue[AppKey] = WorkQueue()
-        self.failures: dict[AppKey, int] = {}
+        self.queue: WorkQueue[CacheKey] = WorkQueue()
+        self.failures: dict[CacheKey, int] = {}
         self.events = Recorder(self.client, "kube-controller")
         # status writes of concurrent reconciles share requests and store commits
         self.status_writes = Batcher(self.client.patch_status_many)
         self.finalizer_writes = Batcher(self.client.set_finalizers_many)
         # (cluster key, manifest) applied per application, to apply only on change
-        self.applied: dict[AppKey, tuple[AppKey, list[Obj]]] = {}
-        self.applied_at: dict[AppKey, float] = {}  # loop time of the last apply
-        self.written: dict[AppKey, int] = {}  # resource_version of our last write
-        self.behind: set[AppKey] = set()  # reconciles that waited for our last write's event
+        self.applied: dict[CacheKey, tuple[CacheKey, list[Obj]]] = {}
+        self.applied_at: dict[CacheKey, float] = {}  # loop time of the last apply
+        self.written: dict[CacheKey, int] = {}  # resource_version of our last write
+        self.behind: set[CacheKey] = set()  # reconciles that waited for our last write's event
         self.app_informer: Informer[Application] = Informer(
             self.client,
             Application,
@@ -157,7 +157,7 @@ class KubeController(Controller):
 
     # events --------------------------------------------------------------------------
 
-    def queue_add(self, key: AppKey) -> None:
+    def queue_add(self, key: CacheKey) -> None:
         self.queue.add(key)
 
     def _app_event(self, app: Application, old: Application | None = None) -> None:
@@ -178,7 +178,7 @@ class KubeController(Controller):
         entries = self.watches.entries(key) if self.watches is not None else None
         return key not in self.behind and unread(raw, self.written.get(key), entries)
 
-    async def _watch_client(self, key: AppKey) -> KubeCluster | None:
+    async def _watch_client(self, key: CacheKey) -> KubeCluster | None:
         cluster = self.cluster_informer.get(key[1], key[0])
         if cluster is None or cluster.spec.kubeconfig is None:
             return None
@@ -272,7 +272,7 @@ class KubeController(Controller):
                 found.append((f"{path}/{info.plural}", obj))
         # Read after the lists: an object listed was applied by this controller, which had
         # seen its application's binding, so the informer has it now.
-        uses: dict[str, set[AppKey]] = {}
+        uses: dict[str, set[CacheKey]] = {}
         for app in self.app_informer.items():
             refs = [app.status.scheduled_to, app.status.running_on]
             refs += [cleanup_ref(entry) for entry in app.status.pending_cleanups]
@@ -295,7 +295,7 @@ class KubeController(Controller):
             self.watches.restart(cache_key(cluster))  # their connection was just closed
         self._cluster_event(cluster)
 
-    def _retry(self, key: AppKey, error: Exception) -> None:
+    def _retry(self, key: CacheKey, error: Exception) -> None:
         if isinstance(error, Conflict | NotFound):
             self.queue.add_after(key, 0.05)  # re-read from the informer
         elif isinstance(error, Unreachable):
@@ -310,7 +310,7 @@ class KubeController(Controller):
     def _acts_on(self, app: Application) -> bool:
         return app.status.scheduled_to is not None and triggered(app)
 
-    async def reconcile(self, key: AppKey) -> None:
+    async def reconcile(self, key: CacheKey) -> None:
         app = self.app_informer.get(key[1], key[0])
         if app is None:
             return
@@ -374,13 +374,13 @@ class KubeController(Controller):
         except KubeApiError as error:
             raise KubeFailure(code, f"cluster {ref.name}: {error}") from error
 
-    def _recheck(self, key: AppKey, target: ResourceRef) -> float:
+    def _recheck(self, key: CacheKey, target: ResourceRef) -> float:
         """Seconds until readiness is read again: events come from the watch when it is up."""
         if self.watches is not None and self.watches.watched(key, ref_key(target)):
             return max(self.poll_interval, self.fallback)
         return self.poll_interval
 
-    def _drifted(self, key: AppKey, obj: Obj, live: Obj | None) -> bool:
+    def _drifted(self, key: CacheKey, obj: Obj, live: Obj | None) -> bool:
         """Someone else deleted ``obj`` or changed a field we applied."""
         if live is None:
             return True

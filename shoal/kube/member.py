@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from shoal.kube.client import ClusterKey, KubeApiError, KubeCluster, KubeUnreachable
+from shoal.client.kube import ClusterKey, KubeApiError, KubeCluster, KubeUnreachable
 from shoal.kube.objects import Obj, ident, project
 from shoal.kube.owners import Owner, describe, mine, owned, owner_of, refusal
 from shoal.kube.watch import ClusterWatches, ObjKey

@@ -10,10 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from shoal.kube.watch import ClusterKey, Entry
+from shoal.machinery.types import Obj
 from shoal.model.base import ResourceRef
 from shoal.model.kubernetes import Application, ContainerHealth
-
-Obj = dict[str, Any]
 
 
 def ref_key(ref: ResourceRef) -> tuple[str | None, str]:

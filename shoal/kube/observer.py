@@ -20,18 +20,18 @@ from dataclasses import KW_ONLY, InitVar, dataclass, field
 from typing import Any
 
 from shoal.client.informer import Informer, cache_key
+from shoal.client.kube import ClusterKey, KubeApiError, KubeClients, KubeCluster, KubeUnreachable
 from shoal.client.rest import ApiError, Conflict, ShoalClient, Unreachable
 from shoal.controllers.base import Controller
 from shoal.events import Recorder, reasons
-from shoal.kube.client import ClusterKey, KubeApiError, KubeClients, KubeCluster, KubeUnreachable
 from shoal.kube.reflector import Reflector
 from shoal.machinery.quantity import number
+from shoal.machinery.types import Obj
 from shoal.model.base import Reason, ReasonCode
 from shoal.model.kubernetes import Cluster, ClusterNode, ClusterState, ClusterStatus
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 MAX_NODE_ENTRIES = 50
 PRESSURE = ("MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable")

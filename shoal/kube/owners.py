@@ -11,11 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
+from shoal.machinery.types import Obj
 from shoal.model.kubernetes import Application
-
-Obj = dict[str, Any]
 
 PREFIX = "shoal.dev/"
 LABEL_NAMESPACE = PREFIX + "app-namespace"

@@ -16,13 +16,12 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import KW_ONLY, dataclass, field
-from typing import Any
 
-from shoal.kube.client import KubeApiError, KubeCluster, KubeUnreachable, compacted
+from shoal.client.kube import KubeApiError, KubeCluster, KubeUnreachable, compacted
+from shoal.machinery.types import Obj
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 
 @dataclass(eq=False)

@@ -24,7 +24,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
-from shoal.kube.client import (
+from shoal.client.informer import CacheKey
+from shoal.client.kube import (
     ClusterKey,
     KubeApiError,
     KubeCluster,
@@ -35,7 +36,6 @@ from shoal.kube.client import (
 
 log = logging.getLogger(__name__)
 
-AppKey = tuple[str | None, str]
 ObjKey = tuple[str, str, str, str]  # apiVersion, kind, namespace, name
 Entry = tuple[ClusterKey, ObjKey]
 Target = tuple[ClusterKey, str, str, str]  # cluster, apiVersion, kind, namespace
@@ -64,13 +64,13 @@ class ClusterWatches:
     """The watches of every target some application names; ``get_kube`` reaches a cluster."""
 
     get_kube: Callable[[ClusterKey], Awaitable[KubeCluster | None]]
-    on_event: Callable[[AppKey], None]
+    on_event: Callable[[CacheKey], None]
     _: KW_ONLY
     timeout_seconds: int = 300
     retry: float = 0.5
     max_retry: float = 10.0
-    _apps: dict[AppKey, set[Entry]] = field(default_factory=dict, init=False, repr=False)
-    _index: dict[Entry, set[AppKey]] = field(default_factory=dict, init=False, repr=False)
+    _apps: dict[CacheKey, set[Entry]] = field(default_factory=dict, init=False, repr=False)
+    _index: dict[Entry, set[CacheKey]] = field(default_factory=dict, init=False, repr=False)
     _refs: dict[Target, int] = field(default_factory=dict, init=False, repr=False)
     _tasks: dict[Target, asyncio.Task[None]] = field(default_factory=dict, init=False, repr=False)
     _synced: set[Target] = field(default_factory=set, init=False, repr=False)
@@ -80,7 +80,7 @@ class ClusterWatches:
 
     # registration -------------------------------------------------------------------
 
-    def set_app(self, app: AppKey, entries: Iterable[Entry]) -> None:
+    def set_app(self, app: CacheKey, entries: Iterable[Entry]) -> None:
         """The objects ``app`` has (or will have) on which clusters; replaces the last call."""
         new = set(entries)
         old = self._apps.get(app, set())
@@ -99,11 +99,11 @@ class ClusterWatches:
         else:
             self._apps.pop(app, None)
 
-    def entries(self, app: AppKey) -> set[Entry]:
+    def entries(self, app: CacheKey) -> set[Entry]:
         """What the last ``set_app`` gave for ``app``."""
         return self._apps.get(app, set())
 
-    def watched(self, app: AppKey, cluster: ClusterKey) -> bool:
+    def watched(self, app: CacheKey, cluster: ClusterKey) -> bool:
         """Every target of ``app`` on ``cluster`` has a live watch (events will come)."""
         targets = {_target(e) for e in self._apps.get(app, ()) if e[0] == cluster}
         return bool(targets) and targets <= self._synced

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-Obj = dict[str, Any]
+from shoal.machinery.types import Obj
 
 # request content type → patch kind
 PATCH_TYPES = {

@@ -24,9 +24,8 @@ from pydantic import (
     WithJsonSchema,
 )
 
-_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9_]*[a-z0-9])?$")
-_LABEL_NAME_RE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-_DNS_SUBDOMAIN_RE = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+from shoal.machinery.names import DNS_SUBDOMAIN, OBJECT_NAME, QUALIFIED_NAME
+
 _FINALIZER_RE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_./]*[A-Za-z0-9])?$")
 
 
@@ -50,7 +49,7 @@ def utcnow() -> datetime:
 def check_name(value: str) -> str:
     if not 1 <= len(value) <= 63:
         raise ValueError("must be 1 to 63 characters long")
-    if not _NAME_RE.match(value):
+    if not OBJECT_NAME.match(value):
         raise ValueError(
             "must consist of lower case letters, digits, '-' or '_', "
             "and start and end with a letter or digit"
@@ -60,9 +59,9 @@ def check_name(value: str) -> str:
 
 def check_label_key(value: str) -> str:
     prefix, _, name = value.rpartition("/")
-    if prefix and (len(prefix) > 253 or not _DNS_SUBDOMAIN_RE.match(prefix)):
+    if prefix and (len(prefix) > 253 or not DNS_SUBDOMAIN.match(prefix)):
         raise ValueError(f"label key prefix {prefix!r} must be a DNS subdomain")
-    if not 1 <= len(name) <= 63 or not _LABEL_NAME_RE.match(name):
+    if not 1 <= len(name) <= 63 or not QUALIFIED_NAME.match(name):
         raise ValueError(
             f"label key {value!r} must be at most 63 letters, digits, '-', '_' or '.', "
             "starting and ending with a letter or digit (optionally behind a 'prefix/')"
@@ -71,7 +70,7 @@ def check_label_key(value: str) -> str:
 
 
 def check_label_value(value: str) -> str:
-    if value and (len(value) > 63 or not _LABEL_NAME_RE.match(value)):
+    if value and (len(value) > 63 or not QUALIFIED_NAME.match(value)):
         raise ValueError(
             f"label value {value!r} must be empty or at most 63 letters, digits, '-', '_' "
             "or '.', starting and ending with a letter or digit"

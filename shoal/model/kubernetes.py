@@ -16,6 +16,7 @@ from pydantic import (
     field_validator,
 )
 
+from shoal.machinery.names import CRD_NAME
 from shoal.machinery.selectors import ConstraintError, LabelConstraint, MetricConstraint
 from shoal.model.base import (
     Kind,
@@ -26,8 +27,6 @@ from shoal.model.base import (
     null_as,
     trusted,
 )
-
-_CRD_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$"
 
 
 def _parsed(language: type[LabelConstraint | MetricConstraint]) -> Any:
@@ -58,7 +57,7 @@ T = TypeVar("T")
 ConstraintList = Annotated[list[T], null_as(list)]
 """Krake's constraint lists default to null; Shoal reads null as no constraint."""
 CustomResourceName = Annotated[
-    str, Field(pattern=_CRD_NAME, max_length=253, description="'<plural>.<group>' of a CRD")
+    str, Field(pattern=CRD_NAME, max_length=253, description="'<plural>.<group>' of a CRD")
 ]
 
 
@@ -129,6 +128,19 @@ class ApplicationState(StrEnumByName):
     TRANSLATING = "TRANSLATING"
     RETRYING = "RETRYING"
     RESTARTING = "RESTARTING"
+
+
+# States an application is past scheduling in (the reschedule task controller skips them too).
+INACTIVE_STATES = (
+    ApplicationState.DELETING,
+    ApplicationState.DELETED,
+    ApplicationState.COMPLETED,
+    ApplicationState.READY_FOR_ACTION,
+    ApplicationState.WAITING_FOR_CLEANING,
+)
+
+AppKey = tuple[str, str]
+"""(namespace, name) of an application."""
 
 
 class ContainerHealth(Model):

@@ -31,7 +31,13 @@ from shoal.machinery.selectors import LabelConstraint, MetricConstraint
 from shoal.model.application_status import inputs_of
 from shoal.model.application_status import state_for as state_for
 from shoal.model.base import Reason, ReasonCode, ResourceRef, utcnow
-from shoal.model.kubernetes import Application, ApplicationState, Cluster, ClusterState
+from shoal.model.kubernetes import (
+    INACTIVE_STATES,
+    Application,
+    ApplicationState,
+    Cluster,
+    ClusterState,
+)
 from shoal.scheduler import observe
 from shoal.scheduler.binder import Binder
 from shoal.scheduler.config import SchedulerConfig
@@ -40,17 +46,7 @@ from shoal.scheduler.framework import Decision, Framework, Request
 
 log = logging.getLogger(__name__)
 
-AppKey = tuple[str, str]  # (namespace, name)
-
 SCHEDULABLE_CLUSTER_STATES = (ClusterState.ONLINE.value, ClusterState.FAILING_METRICS.value)
-# States an application is past scheduling in (the reschedule task controller skips them too).
-INACTIVE_STATES = (
-    ApplicationState.DELETING,
-    ApplicationState.DELETED,
-    ApplicationState.COMPLETED,
-    ApplicationState.READY_FOR_ACTION,
-    ApplicationState.WAITING_FOR_CLEANING,
-)
 
 
 def cluster_backend(obj: Any) -> Backend:

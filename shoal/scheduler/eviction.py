@@ -21,8 +21,7 @@ from collections.abc import Callable
 
 from shoal.client.rest import NotFound, ShoalClient
 from shoal.model.base import Reason, ReasonCode
-from shoal.model.kubernetes import EVICTION_FINALIZER, Application, Cluster, ClusterState
-from shoal.scheduler.application import AppKey
+from shoal.model.kubernetes import EVICTION_FINALIZER, AppKey, Application, Cluster, ClusterState
 
 log = logging.getLogger(__name__)
 

@@ -30,10 +30,9 @@ from shoal.model.core import (
     MetricsProviderStatus,
 )
 from shoal.model.infrastructure import Cloud, GlobalCloud
-from shoal.model.kubernetes import Application, Cluster, ClusterState
+from shoal.model.kubernetes import AppKey, Application, Cluster, ClusterState
 from shoal.scheduler import plugins as _plugins  # noqa: F401  (registers built-in plugins)
 from shoal.scheduler.application import (
-    AppKey,
     ApplicationHandler,
     Outcome,
     backend_fits,

@@ -7,12 +7,13 @@ shows back (``schedulerName``, Service ``clusterIP``, Deployment strategy…).
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections.abc import Callable
 from typing import Any
 
+from shoal.machinery.names import KUBERNETES_NAME
 from shoal.machinery.selectors.structured import matches_structured
+from shoal.machinery.types import Obj
 from shoal.sim.objects import (
     CRDS,
     DEPLOYMENTS,
@@ -30,9 +31,6 @@ from shoal.sim.objects import (
 from shoal.sim.resources import ResourceType
 from shoal.sim.store import ApiError
 
-Obj = dict[str, Any]
-
-_NAME_RE = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 _JOB_UID = "batch.kubernetes.io/controller-uid"
 
 
@@ -63,7 +61,7 @@ def validate(rt: ResourceType, obj: Any) -> None:
     meta = obj.get("metadata") or {}
     name = meta.get("name")
     if name is not None and (not isinstance(name, str) or len(name) > 253 or not (
-        _NAME_RE.match(name) or (rt.crd is None and ":" in name)
+        KUBERNETES_NAME.match(name) or (rt.crd is None and ":" in name)
     )):
         raise invalid(rt, str(name), "metadata.name",
                       "a lowercase RFC 1123 subdomain must consist of lower case "

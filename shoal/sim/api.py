@@ -20,6 +20,7 @@ import yaml
 from shoal.machinery.patch import PATCH_TYPES, PatchError, json_patch, merge_patch, patch_type
 from shoal.machinery.selectors import LabelSelector
 from shoal.machinery.selectors.fields import FieldSelector
+from shoal.machinery.types import Obj
 from shoal.sim import protobuf
 from shoal.sim.cluster import SimCluster
 from shoal.sim.openapi import openapi_v2, openapi_v3_gv, openapi_v3_root
@@ -27,7 +28,6 @@ from shoal.sim.resources import ResourceType
 from shoal.sim.store import ApiError, Watcher, clone
 from shoal.sim.tables import table
 
-Obj = dict[str, Any]
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]

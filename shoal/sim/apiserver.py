@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from shoal.machinery.patch import PatchError, patch_object
+from shoal.machinery.types import Obj
 from shoal.sim.admission import (
     Defaults,
     check_crd_update,
@@ -21,8 +22,6 @@ from shoal.sim.apply import FieldManagers, applied_configuration, managed_fields
 from shoal.sim.objects import CRDS, JOBS, NAMESPACES
 from shoal.sim.resources import ResourceType
 from shoal.sim.store import ApiError, Store, clone, not_found
-
-Obj = dict[str, Any]
 
 _SERVER_OWNED = ("uid", "resourceVersion", "creationTimestamp", "deletionTimestamp",
                  "generation", "selfLink")

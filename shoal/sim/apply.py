@@ -12,11 +12,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from shoal.machinery.patch import leaf_paths, remove_path, strategic_merge
+from shoal.machinery.types import Obj
 from shoal.sim.admission import pin_name
 from shoal.sim.resources import ResourceType
 from shoal.sim.store import ApiError, clone, now
 
-Obj = dict[str, Any]
 Path = tuple[Any, ...]
 
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 import functools
 import secrets
 from collections.abc import Callable
-from typing import Any, TypedDict, Unpack
+from typing import TypedDict, Unpack
 
+from shoal.machinery.types import Obj
 from shoal.sim.admission import Defaults
 from shoal.sim.apiserver import ApiServer
 from shoal.sim.controllers import RECONCILERS, Controllers
@@ -38,8 +39,6 @@ from shoal.sim.objects import (
 from shoal.sim.scheduler import Scheduler
 from shoal.sim.store import Store
 from shoal.sim.workqueue import Item, WorkQueue
-
-Obj = dict[str, Any]
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 

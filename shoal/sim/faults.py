@@ -11,13 +11,11 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
+from shoal.machinery.types import Obj
 from shoal.sim.apiserver import ApiServer
 from shoal.sim.nodes import NodeSet, node_conditions
 from shoal.sim.objects import NODES
-
-Obj = dict[str, Any]
 
 
 @dataclass

@@ -11,14 +11,12 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
+from shoal.machinery.types import Obj
 from shoal.sim.nodes import NodeSet
 from shoal.sim.objects import NODES, PODS, condition, condition_true, controller_of
 from shoal.sim.store import Store, now
 from shoal.sim.workqueue import WorkQueue
-
-Obj = dict[str, Any]
 
 RUN_SECONDS = "sim.shoal.dev/run-seconds"
 

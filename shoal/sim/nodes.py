@@ -9,13 +9,11 @@ whatever the number of nodes and pods.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from shoal.machinery.resources import amount
+from shoal.machinery.types import Obj
 from shoal.sim.objects import PodKey, condition_true
 from shoal.sim.store import now
-
-Obj = dict[str, Any]
 
 KUBELET_VERSION = "v1.32.0-shoal-sim"
 MIXED = (("4", "16Gi"), ("8", "32Gi"), ("16", "64Gi"), ("2", "8Gi"), ("32", "128Gi"))

@@ -12,9 +12,9 @@ from typing import Any
 import orjson
 
 from shoal.machinery import resources
+from shoal.machinery.types import Obj
 from shoal.sim.store import now
 
-Obj = dict[str, Any]
 PodKey = tuple[str, str]  # (namespace, name)
 
 PODS = "/pods"

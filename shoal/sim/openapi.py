@@ -14,13 +14,11 @@ explain. OpenAPI v2 is not served (404), which kubectl tolerates.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 import orjson
 
+from shoal.machinery.types import Obj
 from shoal.sim.resources import Registry, ResourceType
-
-Obj = dict[str, Any]
 
 _PARAMS = [
     {"name": n, "in": "query", "schema": {"type": "string", "uniqueItems": True}}

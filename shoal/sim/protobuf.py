@@ -12,7 +12,8 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-Obj = dict[str, Any]
+from shoal.machinery.types import Obj
+
 MAGIC = b"k8s\x00"
 
 

@@ -7,9 +7,8 @@ removed with it, so discovery is always rebuilt from the live registry.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-Obj = dict[str, Any]
+from shoal.machinery.types import Obj
 
 DEFAULT_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 

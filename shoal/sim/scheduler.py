@@ -8,15 +8,12 @@ Pods of another ``schedulerName`` wait for a binding.
 
 from __future__ import annotations
 
-from typing import Any
-
 from shoal.machinery.quantity import format_bytes, format_cpu
+from shoal.machinery.types import Obj
 from shoal.sim.nodes import NodeSet
 from shoal.sim.objects import PODS, PodKey, condition, pod_requests
 from shoal.sim.store import ApiError, Store, not_found
 from shoal.sim.workqueue import WorkQueue
-
-Obj = dict[str, Any]
 
 DEFAULT_SCHEDULERS = ("", "default-scheduler")
 

@@ -18,9 +18,9 @@ from typing import Any
 
 import orjson
 
+from shoal.machinery.types import Obj
 from shoal.sim.resources import Registry, ResourceType
 
-Obj = dict[str, Any]
 Event = tuple[int, str, Obj, Obj | None]  # rv, type, object, previous object
 
 LOG_SIZE = 10_000

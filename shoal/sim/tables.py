@@ -7,9 +7,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from shoal.machinery.types import Obj
 from shoal.sim.resources import ResourceType
 
-Obj = dict[str, Any]
 Column = tuple[str, str, Callable[[Obj], Any], int]  # name, type, getter, priority
 
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from shoal.client.kube import KubeClients, KubeCluster
 from shoal.client.rest import ShoalClient
-from shoal.kube.client import KubeClients, KubeCluster
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Application, ApplicationState, Cluster, ClusterSpec
 from shoal.sim.server import SimServer

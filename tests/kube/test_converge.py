@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from shoal.client.kube import KubeClients, KubeCluster
 from shoal.client.rest import NotFound, ShoalClient
-from shoal.kube.client import KubeClients, KubeCluster
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Cluster, ClusterSpec
 from shoal.scheduler.scheduler import Scheduler

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
+from shoal.client.kube import KubeCluster
 from shoal.client.rest import ShoalClient
-from shoal.kube.client import KubeCluster
 from shoal.kube.controller import KubeController
 from shoal.kube.watch import ClusterWatches
 from shoal.model.base import ReasonCode, ResourceRef

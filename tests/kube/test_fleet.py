@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from shoal.client.kube import KubeClients, KubeCluster
 from shoal.client.rest import NotFound, ShoalClient
 from shoal.controllers.gc import GarbageCollector
-from shoal.kube.client import KubeClients, KubeCluster
 from shoal.kube.controller import KubeController
 from shoal.kube.observer import ClusterObserver
 from shoal.model.base import Metadata

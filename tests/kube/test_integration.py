@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from shoal.client.kube import KubeCluster
 from shoal.client.rest import NotFound, ShoalClient
-from shoal.kube.client import KubeCluster
 from shoal.kube.controller import FINALIZER, KubeController
 from shoal.kube.observer import ClusterObserver
 from shoal.model.base import ResourceRef

@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 import yaml
 
+from shoal.client.kube import KubeClients, KubeCluster
 from shoal.client.rest import ShoalClient
-from shoal.kube.client import KubeClients, KubeCluster
 from shoal.kube.owners import owner_of
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Application, ApplicationState, Cluster, ClusterSpec

@@ -13,8 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
+from shoal.client.kube import KubeCluster
 from shoal.client.rest import ShoalClient
-from shoal.kube.client import KubeCluster
 from shoal.kube.observer import ClusterObserver
 from shoal.model.base import ReasonCode
 from shoal.model.kubernetes import Application, Cluster, ClusterState

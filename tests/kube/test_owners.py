@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from shoal.client.kube import KubeCluster
 from shoal.client.rest import NotFound, ShoalClient
-from shoal.kube.client import KubeCluster
 from shoal.kube.controller import KubeController
 from shoal.kube.owners import LABEL_NAME, LABEL_NAMESPACE, LABEL_UID, Owner, owner_of
 from shoal.model.base import ReasonCode, ResourceRef

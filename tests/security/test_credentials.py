@@ -14,7 +14,7 @@ import pytest
 
 from shoal.api.auth.secrets import REDACTED, destination_paths, kinds_with_secrets
 from shoal.api.server import start_api
-from shoal.kube.client import api_client
+from shoal.client.kube import api_client
 from shoal.model.validation.kubeconfig import CredentialPolicy, set_credential_policy
 from tests.security.conftest import Secured, cluster, eventually, grant, role, security
 

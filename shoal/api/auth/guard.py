@@ -28,7 +28,7 @@ from shoal.api.auth.rbac import Authorizer, Grant
 from shoal.api.auth.roles import COMPONENTS, component_user
 from shoal.api.auth.secrets import Path_, paths_of_resource, redact
 from shoal.api.auth.target import ANY_USER, BATCHES, PUBLIC, PUBLIC_PREFIX, Target, target
-from shoal.api.errors import problem
+from shoal.machinery.problems import problem
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

@@ -24,7 +24,7 @@ from shoal.api.auth.secrets import (
     leaves,
     paths_of_key,
 )
-from shoal.api.errors import ProblemError
+from shoal.machinery.problems import ProblemError
 from shoal.model.scheduling import RescheduleTask
 from shoal.store.base import Event, Record, Store
 

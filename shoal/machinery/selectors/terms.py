@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
+from shoal.machinery.names import DNS_SUBDOMAIN, MAX_QUALIFIED_NAME, QUALIFIED_NAME
+
 
 class ConstraintError(ValueError):
     """A constraint or selector that cannot be parsed, with the column where it went wrong."""
@@ -57,14 +59,12 @@ class SelectorOp(enum.StrEnum):
 
 # --------------------------------------------------------------------------- lexical rules
 
-_NAME_RE = r"[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?"
-_DNS_LABEL_RE = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?"
-_NAME = re.compile(_NAME_RE)
-_DNS_SUBDOMAIN = re.compile(rf"{_DNS_LABEL_RE}(?:\.{_DNS_LABEL_RE})*")
-_MAX_NAME = 63
+_NAME = QUALIFIED_NAME
+_DNS_SUBDOMAIN = DNS_SUBDOMAIN
+_MAX_NAME = MAX_QUALIFIED_NAME
 _MAX_PREFIX = 253
-_MAX_VALUE = 63
-_BARE_VALUE = re.compile(_NAME_RE)
+_MAX_VALUE = MAX_QUALIFIED_NAME
+_BARE_VALUE = QUALIFIED_NAME
 
 
 def _unquote(text: str) -> str:

@@ -7,19 +7,19 @@ Kubernetes allows, roles that grant something. They run on API input only
 read back, so objects stored before a rule existed still load, list and delete.
 Each finding names the field with a path such as
 ``spec.kubeconfig.contexts[0].context.user``. Importing this package alone
-loads no model (the CLI spells field paths with ``field_path`` and starts fast).
+loads no model.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from shoal.model.validation.findings import Finding, field_path, join
+from shoal.model.validation.findings import Finding
 
 if TYPE_CHECKING:
     from shoal.model.base import Kind
 
-__all__ = ["Finding", "check", "field_path", "join"]
+__all__ = ["Finding", "check"]
 
 
 def check(obj: Kind) -> list[Finding]:

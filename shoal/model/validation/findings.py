@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -15,32 +13,6 @@ class Finding:
 
     def as_error(self) -> dict[str, str]:
         return {"field": self.field, "reason": self.reason}
-
-
-def join(base: str, *parts: str | int) -> str:
-    """``join("spec.manifest", 0, "spec")`` → ``spec.manifest[0].spec``."""
-    path = base
-    for part in parts:
-        if isinstance(part, int):
-            path += f"[{part}]"
-        elif path:
-            path += f".{part}"
-        else:
-            path = part
-    return path
-
-
-def field_path(loc: Iterable[Any]) -> str:
-    """A pydantic error location as a field path (``spec.manifest[0].kind``).
-
-    ``body`` (FastAPI's) and pydantic's markers such as ``function-after[...]`` are dropped.
-    """
-    path = ""
-    for part in loc:
-        if part == "body" or str(part).startswith(("function-", "union[", "json-or-python")):
-            continue
-        path = join(path, part) if isinstance(part, int) or path else str(part)
-    return path or "body"
 
 
 def type_name(value: object) -> str:

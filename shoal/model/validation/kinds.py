@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from shoal.machinery.paths import join
 from shoal.model.base import Kind
-from shoal.model.validation.findings import Finding, join
+from shoal.model.validation.findings import Finding
 from shoal.model.validation.kubeconfig import check_kubeconfig
 from shoal.model.validation.manifest import check_manifest
 from shoal.model.validation.names import identifier

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from shoal.model.validation.findings import Finding, join, type_name
+from shoal.machinery.paths import join
+from shoal.model.validation.findings import Finding, type_name
 from shoal.model.validation.names import identifier
 
 _SECTIONS = ("contexts", "clusters", "users")

@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from shoal.machinery.paths import join
 from shoal.model.validation import schemas as schemas
-from shoal.model.validation.findings import Finding, join, type_name
+from shoal.model.validation.findings import Finding, type_name
 from shoal.model.validation.names import control_character, dns_label, dns_subdomain, labels
 
 # Namespaces and Services are named by a DNS-1123 label (they become DNS records);

@@ -6,12 +6,12 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from shoal.machinery.names import DNS_LABEL, DNS_SUBDOMAIN
+from shoal.machinery.paths import join
 from shoal.model.base import check_label_key, check_label_value
-from shoal.model.validation.findings import Finding, join, type_name
+from shoal.model.validation.findings import Finding, type_name
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
 def control_character(value: str) -> str | None:
@@ -34,12 +34,12 @@ def identifier(value: Any, path: str, what: str = "a name") -> Iterator[Finding]
 
 def dns_label(value: str) -> str | None:
     """Why ``value`` is not an RFC 1123 label (≤ 63 of a-z, 0-9, '-'), or None."""
-    return _dns(value, _DNS_LABEL, 63, "label", "'-'")
+    return _dns(value, DNS_LABEL, 63, "label", "'-'")
 
 
 def dns_subdomain(value: str) -> str | None:
     """Why ``value`` is not an RFC 1123 subdomain (≤ 253, dot-separated labels), or None."""
-    return _dns(value, _DNS_SUBDOMAIN, 253, "subdomain", "'-' or '.'")
+    return _dns(value, DNS_SUBDOMAIN, 253, "subdomain", "'-' or '.'")
 
 
 def _dns(value: str, pattern: re.Pattern[str], limit: int, what: str, marks: str) -> str | None:

@@ -11,7 +11,8 @@ from collections.abc import Iterator
 from functools import cache
 from typing import Any
 
-from shoal.model.validation.findings import Finding, join, type_name
+from shoal.machinery.paths import join
+from shoal.model.validation.findings import Finding, type_name
 from shoal.model.validation.names import identifier
 
 ANY = "*"

@@ -21,7 +21,8 @@ from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
-from shoal.model.validation.findings import Finding, join
+from shoal.machinery.paths import join
+from shoal.model.validation.findings import Finding
 from shoal.model.validation.names import labels
 
 ENV_VERSION = "SHOAL_KUBERNETES_VERSION"

@@ -19,10 +19,10 @@ import aiohttp
 import orjson
 
 from shoal.machinery.selectors import LabelConstraint
+from shoal.machinery.types import Obj
 from shoal.model.kubernetes import Cluster, ClusterState
 
 log = logging.getLogger(__name__)
-Obj = dict[str, Any]
 PROBE_EVERY = 0.5  # seconds between two probes of a marked agent
 MISSES = 2  # deadlines missed in a row that mark an agent (a refused connection marks at once)
 JSON = {"Content-Type": "application/json"}

@@ -24,16 +24,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any
 
 from shoal.client.rest import NotFound, ShoalClient
+from shoal.machinery.types import Obj
 from shoal.model.pods import Pod, PodPhase
 from shoal.scheduler.config import FleetConfig
 from shoal.scheduler.pods.agents import AgentError, AgentRef, Agents
 from shoal.scheduler.pods.work import Candidate, PodWork
 
 log = logging.getLogger(__name__)
-Obj = dict[str, Any]
 LOOKUP = "/agent/pods/lookup"
 DELETE = "/agent/pods/delete"
 LIST = "/agent/pods"

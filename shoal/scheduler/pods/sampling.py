@@ -15,13 +15,12 @@ import asyncio
 import math
 import random
 import time
-from typing import Any
 
+from shoal.machinery.types import Obj
 from shoal.scheduler.config import FleetConfig
 from shoal.scheduler.pods.agents import AgentError, AgentRef, Agents
 from shoal.scheduler.pods.work import Candidate, PodWork
 
-Obj = dict[str, Any]
 SLACK = 2.5
 STRETCH = 10.0
 

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
 
 from shoal.client.rest import ApiError, ShoalClient, Unreachable
+from shoal.machinery.types import Obj
 
 log = logging.getLogger(__name__)
-Obj = dict[str, Any]
 Key = tuple[str, str]
 PATH = "/scheduling/podstatuses"
 LINGER = 0.02  # seconds a first status waits for others to share its request

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 from shoal.machinery.resources import Amounts, pod_requests
+from shoal.machinery.types import Obj
 from shoal.model.pods import Container, Pod
 
 Key = tuple[str, str]  # namespace, name
-Obj = dict[str, Any]
 
 
 def _resources(container: Container) -> Obj:

@@ -9,12 +9,10 @@ pods changes.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
+from shoal.machinery.types import Obj
 from shoal.sim.controllers import daemonset, deployment, job, replicaset, statefulset
 from shoal.sim.controllers.base import Controllers
-
-Obj = dict[str, Any]
 
 Reconcile = Callable[[Controllers, Obj], None]
 

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
+from shoal.machinery.types import Obj
 from shoal.sim.apiserver import ApiServer
 from shoal.sim.nodes import NodeSet
 from shoal.sim.objects import PODS, owner_ref
 from shoal.sim.store import clone
-
-Obj = dict[str, Any]
 
 
 class Controllers:

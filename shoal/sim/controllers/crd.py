@@ -6,13 +6,10 @@ it is stored, and unregistered with their objects when it is deleted.
 
 from __future__ import annotations
 
-from typing import Any
-
+from shoal.machinery.types import Obj
 from shoal.sim.objects import CRDS
 from shoal.sim.resources import ResourceType
 from shoal.sim.store import Store
-
-Obj = dict[str, Any]
 
 KEY = CRDS
 

@@ -6,12 +6,9 @@ on nodes no longer wanted, or finished are deleted.
 
 from __future__ import annotations
 
-from typing import Any
-
+from shoal.machinery.types import Obj
 from shoal.sim.controllers.base import Controllers
 from shoal.sim.objects import DAEMONSETS, PODS, count_ready, pod_active, template_hash
-
-Obj = dict[str, Any]
 
 KEY = DAEMONSETS
 

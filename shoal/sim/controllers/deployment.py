@@ -7,13 +7,10 @@ current ReplicaSet.
 
 from __future__ import annotations
 
-from typing import Any
-
+from shoal.machinery.types import Obj
 from shoal.sim.controllers.base import Controllers
 from shoal.sim.objects import DEPLOYMENTS, REPLICASETS, condition, owner_ref, template_hash
 from shoal.sim.store import clone
-
-Obj = dict[str, Any]
 
 KEY = DEPLOYMENTS
 

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from shoal.machinery.types import Obj
 from shoal.sim.controllers.base import Controllers
 from shoal.sim.objects import JOBS, PODS, condition, count_ready, pod_active
 from shoal.sim.store import now
-
-Obj = dict[str, Any]
 
 KEY = JOBS
 

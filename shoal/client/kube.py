@@ -26,12 +26,12 @@ from kubernetes_asyncio.config import kube_config as kube_config_loader
 from kubernetes_asyncio.config.exec_provider import ExecProvider
 
 from shoal.client.informer import cache_key
+from shoal.machinery.types import Obj
 from shoal.model.kubernetes import Cluster
 from shoal.model.validation.kubeconfig import check_credentials, credential_policy
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 ClusterKey = tuple[str | None, str]
 
 FIELD_MANAGER = "shoal"
