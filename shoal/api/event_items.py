@@ -30,7 +30,7 @@ from starlette.responses import Response
 from typing_extensions import TypedDict
 
 from shoal.api import body as door
-from shoal.api.fastpath import _body as parse_body
+from shoal.api.fastpath import parse_body
 from shoal.model.events import Event, EventBatch
 
 _FORBID = ConfigDict(extra="forbid", strict=True)

@@ -29,7 +29,7 @@ from shoal.model.kubernetes import Application, BindingBatch
 M = TypeVar("M", bound=BaseModel)
 
 
-async def _body(request: Request, model: type[M]) -> M | Response:
+async def parse_body(request: Request, model: type[M]) -> M | Response:
     raw = await request.body()
     try:
         data: Any = door.parsed(request.scope, raw)
@@ -54,7 +54,7 @@ def routes(resources: Resources) -> list[Route]:
             return problem(
                 422, f"namespace: {reason}", errors=[{"field": "namespace", "reason": reason}]
             )
-        app = await _body(request, Application)
+        app = await parse_body(request, Application)
         if isinstance(app, Response):
             return app
         with dry_run(query_is_dry(request.query_params)):
@@ -63,7 +63,7 @@ def routes(resources: Resources) -> list[Route]:
 
     async def bind_applications(request: Request) -> Response:
         request.scope["route"] = bind_route
-        batch = await _body(request, BindingBatch)
+        batch = await parse_body(request, BindingBatch)
         if isinstance(batch, Response):
             return batch
         return results_response(await resources.bind_many(batch))

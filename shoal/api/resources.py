@@ -85,7 +85,7 @@ class Resources:
     ) -> tuple[list[bytes], int, str | None]:
         """A page of objects; ``visible``: the namespaces the reader may see, applied before
         selectors and paging, so neither items, page tokens nor matches tell of others."""
-        selector = _parse_selector(label_selector)
+        selector = parse_label_selector(label_selector)
         fields = parse_field_selector(field_selector)
         refuse_secret_fields(kind, fields)
         prefix = kind.key_prefix(namespace)
@@ -514,7 +514,7 @@ def _covers(prefix: tuple[str, ...], path: tuple[str, ...]) -> bool:
     )
 
 
-def _parse_selector(text: str | None) -> LabelSelector | None:
+def parse_label_selector(text: str | None) -> LabelSelector | None:
     if not text:
         return None
     try:

@@ -24,7 +24,7 @@ from shoal.api.auth.context import VISIBLE_NAMESPACE
 from shoal.api.codec import list_body, with_revision
 from shoal.api.field_selector import parse_field_selector
 from shoal.api.metrics import WATCHES
-from shoal.api.resources import Resources, _parse_selector, namespace_of, refuse_secret_fields
+from shoal.api.resources import Resources, namespace_of, parse_label_selector, refuse_secret_fields
 from shoal.machinery.problems import ProblemError
 from shoal.machinery.selectors.fields import FieldSelector
 from shoal.model import application_status
@@ -390,7 +390,7 @@ async def _watch(
         from_revision = await res.store.revision()
     prefix = kind.key_prefix(namespace)
     # Selectors are checked before the store watch starts: a 400 leaves no watch behind.
-    parsed = _parse_selector(kw["label_selector"])
+    parsed = parse_label_selector(kw["label_selector"])
     fields = parse_field_selector(kw["field_selector"])
     refuse_secret_fields(kind, fields)
     visible = VISIBLE_NAMESPACE.get()

@@ -43,10 +43,10 @@ def agent(
                 "--log-level", log_level]
         main(argv + (["--config", str(config)] if config else []))
         return
+    from shoal.cli.components import configure_logging, run_until_signal
     from shoal.cli.config import credentials, resolve_api
-    from shoal.cli.run import _logging, _run_until_signal
 
-    _logging(log_level)
+    configure_logging(log_level)
     settings = AgentConfig.from_file(config, cluster=cluster)
     url = resolve_api(api_url)
     found = credentials()
@@ -75,7 +75,7 @@ def agent(
                     await set_agent_url(client, cluster, namespace, "")
                 await running.stop()
 
-    _run_until_signal(run)
+    run_until_signal(run)
 
 
 def register(app: typer.Typer) -> None:

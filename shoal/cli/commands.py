@@ -17,7 +17,7 @@ import typer
 
 from shoal.cli.errors import CliError
 from shoal.cli.inputs import READERS, apply_labels, is_number
-from shoal.cli.kinds import GROUPS, TABLE, Flag, KindCommands, Verb
+from shoal.cli.kinds import TABLE, Flag, KindCommands, Verb
 from shoal.cli.output import Output
 from shoal.cli.params import (
     CTX,
@@ -263,19 +263,3 @@ def kind_group(entry: KindCommands) -> typer.Typer:
 
 KIND_GROUPS: dict[type[Kind], typer.Typer] = {entry.kind: kind_group(entry) for entry in TABLE}
 """``shoal kube app`` and the others, by kind (kind-specific commands are added to them)."""
-
-
-def install(root: typer.Typer) -> None:
-    """Add ``shoal kube|core|infra …`` (``shoal kube app explain|dryrun`` come with them)."""
-    # kind-specific commands: explain, dryrun and describe of shoal kube app, describe,
-    # cordon, uncordon and drain of shoal kube cluster, explain of shoal fleet pod
-    from shoal.cli import describe, fleet, kube, maintenance  # noqa: F401
-
-    for group_name, help in GROUPS.items():
-        group = new_group(help)
-        for entry in TABLE:
-            if entry.group == group_name:
-                group.add_typer(KIND_GROUPS[entry.kind], name=entry.command)
-                for alias in entry.aliases:
-                    group.add_typer(KIND_GROUPS[entry.kind], name=alias, hidden=True)
-        root.add_typer(group, name=group_name, help=help)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from shoal.cli.errors import CliError, errors_handled, yaml_error
+from shoal.cli.errors import CliError, yaml_error
+from shoal.cli.handling import errors_handled
+from shoal.cli.locations import DEFAULT_URL, ENV_API, config_path
 
 if TYPE_CHECKING:
     from shoal.cli.http import Http
@@ -16,26 +17,6 @@ if TYPE_CHECKING:
     from shoal.client.rest import ShoalClient
 
 T = TypeVar("T")
-
-DEFAULT_URL = "http://127.0.0.1:8080"
-"""The same default as ``shoal.client.rest``'s (a test keeps them equal), without importing it."""
-
-ENV_API = "SHOAL_API"
-ENV_CONFIG = "SHOAL_CONFIG"
-DEFAULT_CONFIG = "~/.config/shoal/config.yaml"
-
-
-UP_CONFIG = Path("data/security/config.yaml")
-"""What ``shoal up`` writes (API URL, admin token, CA): used from its directory when there is
-no config file of one's own."""
-
-
-def config_path() -> Path:
-    if os.environ.get(ENV_CONFIG):
-        return Path(os.environ[ENV_CONFIG]).expanduser()
-    own = Path(DEFAULT_CONFIG).expanduser()
-    return UP_CONFIG.resolve() if not own.exists() and UP_CONFIG.exists() else own
-
 
 def credentials() -> Credentials:
     """Token, CA and client certificate: $SHOAL_TOKEN… first, then the config file."""

@@ -12,13 +12,12 @@ when their modules are already imported (``sys.modules``).
 from __future__ import annotations
 
 import difflib
-import os
-import sys
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from typing import Any, NoReturn
 
 import click
+
+from shoal.cli.locations import ENV_API, config_path
 
 ENV_DEBUG = "SHOAL_DEBUG"
 PROBLEM_TYPE = "urn:shoal:problem:"
@@ -108,8 +107,6 @@ def problem_message(status: int, problem: dict[str, Any], what: str = "", where:
         return field_lines(title, what, errors, where)
     line = f"{title}: {what + ': ' if what else ''}{problem.get('detail', '')}"
     if status == 401:
-        from shoal.cli.config import config_path
-
         line += f" (the CLI sends $SHOAL_TOKEN, else 'token:' in {config_path()})"
     return line
 
@@ -127,8 +124,6 @@ def not_shoal(url: str, status: int | str, path: str = "/healthz", body: bytes =
 def untrusted(url: str, reason: str) -> CliError:
     """The API answered TLS with a certificate the CLI does not trust (or that names
     another host)."""
-    from shoal.cli.config import config_path
-
     return CliError(
         f"certificate not trusted: {url} presented a certificate the CLI cannot verify "
         f"({reason}); give the CA that signed it with $SHOAL_CA or 'ca:' in {config_path()}",
@@ -137,82 +132,9 @@ def untrusted(url: str, reason: str) -> CliError:
 
 
 def unreachable(url: str) -> CliError:
-    from shoal.cli.config import ENV_API, config_path
-
     return CliError(
         f"cannot reach the Shoal API at {url} "
         f"(set it with --api, ${ENV_API} or 'api:' in {config_path()}; for a shoal up "
         "started in another directory, $SHOAL_CONFIG=<its data-dir>/security/config.yaml)",
         2,
     )
-
-
-def _known(error: BaseException, url: str | None) -> CliError | None:
-    """The CliError for an error of a loaded module, or None."""
-    rest = sys.modules.get("shoal.client.rest")
-    if rest is not None:
-        if isinstance(error, rest.ApiError):
-            if url is not None and not is_shoal_problem(error.problem):
-                from shoal.cli.http import identify
-
-                identify(url)
-            return CliError(problem_message(error.status, error.problem))
-        if isinstance(error, rest.Unreachable):
-            return unreachable(url or str(error).split(": ")[0])
-    pydantic = sys.modules.get("pydantic")
-    if pydantic is not None and isinstance(error, pydantic.ValidationError):
-        return CliError(describe_validation(error))
-    return None
-
-
-def _traceback() -> None:
-    import traceback
-
-    traceback.print_exc()
-
-
-def _debug() -> bool:
-    if os.environ.get(ENV_DEBUG, "") not in ("", "0"):
-        return True
-    ctx = click.get_current_context(silent=True)
-    state = ctx.find_root().obj if ctx is not None else None
-    return bool(getattr(state, "debug", False))
-
-
-@contextmanager
-def errors_handled(url: str | None = None) -> Iterator[None]:
-    """Turn the errors a command can meet into a red message and an exit code."""
-    try:
-        yield
-    except CliError as error:
-        if _debug():
-            _traceback()
-        fail(error.message, error.code)
-    except Exception as error:  # the CLI's top level: one line, the traceback on --debug
-        if type(error).__module__.startswith(("click.", "typer.")):
-            raise  # usage errors and exits, which click and typer print themselves
-        if _debug():
-            _traceback()
-        try:
-            known = _known(error, url)
-        except CliError as better:
-            known = better
-        if known is not None:
-            fail(known.message, known.code)
-        fail(f"{type(error).__name__}: {error} (shoal --debug shows where)")
-
-
-class FriendlyGroup:
-    """Mixin of every group class (click's and typer's): errors become messages, unknown
-    commands get a suggestion."""
-
-    def invoke(self, ctx: Any) -> Any:
-        with errors_handled():
-            return super().invoke(ctx)  # type: ignore[misc]
-
-    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
-        name = args[0] if args else ""
-        if name and not name.startswith("-") and self.get_command(ctx, name) is None:  # type: ignore[attr-defined]
-            hint = did_you_mean(name, self.list_commands(ctx))  # type: ignore[attr-defined]
-            ctx.fail(f"No such command {name!r}.{hint}")
-        return super().resolve_command(ctx, args)  # type: ignore[misc]

@@ -29,7 +29,7 @@ import click
 
 from shoal.cli import generic
 from shoal.cli.config import CliState
-from shoal.cli.errors import FriendlyGroup, errors_handled
+from shoal.cli.handling import FriendlyGroup, errors_handled
 
 HELP = "Shoal: place applications on a fleet of Kubernetes clusters."
 
@@ -45,7 +45,7 @@ class Extension:
 
 EXTENSIONS: list[Extension] = [
     Extension(
-        "shoal.cli.commands",
+        "shoal.cli.kind_commands",
         None,
         {
             "kube": "Applications and clusters (kubernetes).",

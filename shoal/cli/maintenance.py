@@ -29,7 +29,7 @@ from shoal.cli.config import run
 from shoal.cli.errors import CliError
 from shoal.cli.names import DEFAULT_NAMESPACE
 from shoal.cli.output import Output
-from shoal.cli.reschedule import _report, _task_name, watch_task
+from shoal.cli.reschedule import report_task, task_name, watch_task
 from shoal.client.rest import Conflict, Gone, ShoalClient
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Application, Cluster
@@ -91,7 +91,7 @@ async def drain(
     total = len(on)
     progress(total, total)
     task = RescheduleTask(
-        metadata=Metadata(name=_task_name(f"drain-{name}")),
+        metadata=Metadata(name=task_name(f"drain-{name}")),
         spec=RescheduleTaskSpec(target_clusters=[f"{namespace}/{name}"]),
     )
     task = await client.create(task)
@@ -186,7 +186,7 @@ def drain_command(
 
     with bar:
         done = run(ctx, lambda client: drain(client, name, namespace, timeout, show))
-    _report(done.task, Output.table)
+    report_task(done.task, Output.table)
     if done.left:
         typer.echo(f"cluster {namespace}/{name} drained except: {', '.join(sorted(done.left))}")
         raise typer.Exit(1)

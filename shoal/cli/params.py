@@ -16,7 +16,7 @@ import typer
 from typer.core import TyperGroup
 
 from shoal.cli import complete
-from shoal.cli.errors import FriendlyGroup
+from shoal.cli.handling import FriendlyGroup
 from shoal.cli.names import DEFAULT_NAMESPACE
 from shoal.cli.output import OUTPUT_HELP, SELECTOR_HELP, Output
 from shoal.model.catalog import Entry

@@ -61,7 +61,7 @@ TASK_OPTIONS = [
 """The options of every command that creates a task."""
 
 
-def _task_name(prefix: str = "reschedule") -> str:
+def task_name(prefix: str = "reschedule") -> str:
     """The time to the second and a random suffix: two tasks made in one second differ."""
     stamp = datetime.now(UTC).strftime("%Y%m%d%H%M%S")
     return f"{prefix[:43].rstrip('-')}-{stamp}-{secrets.token_hex(2)}"
@@ -144,7 +144,7 @@ def results(
 ) -> None:
     """The result of every target of a task."""
     task = run(ctx, lambda client: client.get(RescheduleTask, name))
-    _report(task, output)
+    report_task(task, output)
 
 
 def _create(
@@ -160,7 +160,7 @@ def _create(
     data = {
         "api": "scheduling",
         "kind": "RescheduleTask",
-        "metadata": {"name": name or _task_name()},
+        "metadata": {"name": name or task_name()},
         "spec": spec,
     }
     task = build(RescheduleTask, data)
@@ -179,7 +179,7 @@ def _create(
         else:
             print_objects(RescheduleTask, [final], output)
         return
-    _report(final, output)
+    report_task(final, output)
     if final.status.failed:
         raise typer.Exit(1)
 
@@ -250,7 +250,7 @@ async def watch_task(
     return task
 
 
-def _report(task: RescheduleTask, output: Output) -> None:
+def report_task(task: RescheduleTask, output: Output) -> None:
     if output is not Output.table:
         print_objects(RescheduleTask, [task], output)
         return

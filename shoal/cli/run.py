@@ -1,116 +1,31 @@
 """Process commands: ``shoal api``, ``shoal scheduler``, each controller alone, ``shoal up``.
 
-``shoal up`` (the embedded all-in-one) is in ``shoal.cli.up``; this module has
-what every process shares: the store URL, logging, running until a signal.
+``shoal up`` (the embedded all-in-one) is in ``shoal.cli.up``; what every process shares
+(the components, the store URL, logging, running until a signal) is in
+``shoal.cli.components``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import gc
-import logging
 import os
-import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-import uvloop
-from rich.console import Console
 
-console = Console()
+from shoal.cli.components import (
+    CONTROLLERS,
+    StoreOption,
+    configure_logging,
+    console,
+    resolve_store,
+    run_until_signal,
+)
 
 ApiOption = Annotated[
     str | None, typer.Option("--api", help="URL of the Shoal API (default: $SHOAL_API)")
 ]
-StoreOption = Annotated[
-    str | None,
-    typer.Option(
-        "--store",
-        help="sqlite:///path/shoal.db or etcd://host:port[,host:port...] "
-        "(default: $SHOAL_STORE, else 'store:' in the config file, else a SQLite file)",
-    ),
-]
-ENV_STORE = "SHOAL_STORE"
-
-
-def resolve_store(option: str | None, default: Path) -> str:
-    """``--store``, else $SHOAL_STORE, else the config's ``store``, else SQLite at ``default``."""
-    from shoal.cli.config import config_path, load_config
-    from shoal.cli.errors import CliError
-
-    url = option or os.environ.get(ENV_STORE) or None
-    if url is None:
-        configured = load_config().get("store")
-        if configured is not None and not isinstance(configured, str):
-            raise CliError(f"config file {config_path()}: 'store' must be a URL string")
-        url = configured or f"sqlite://{default.resolve()}"
-    if not url.startswith(("sqlite://", "etcd://")):
-        raise CliError(f"unknown store URL {url!r}: use sqlite:///path or etcd://host:port[,...]")
-    return url
-
-
-def _logging(level: str, one_line: bool = False) -> None:
-    """Log to stderr; ``one_line``: an error a process recovers from is one line, no traceback."""
-    handler = logging.StreamHandler()
-    fmt = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-    handler.setFormatter(OneLineFormatter(fmt) if one_line else logging.Formatter(fmt))
-    logging.basicConfig(level=getattr(logging, level.upper(), logging.INFO), handlers=[handler])
-
-
-class OneLineFormatter(logging.Formatter):
-    """The exception of a record as ``(Type: message)`` after it, not as a traceback.
-
-    ``shoal up`` recovers from what it logs (a cluster not reachable yet, a
-    connection dropped at a restart); a newcomer should see what happened,
-    not a stack. ``--log-level debug`` keeps the tracebacks.
-    """
-
-    def format(self, record: logging.LogRecord) -> str:
-        if record.exc_info and record.exc_info[1] is not None:
-            error = record.exc_info[1]
-            record = logging.makeLogRecord(record.__dict__)
-            record.msg = f"{record.getMessage()} ({type(error).__name__}: {error})"
-            record.args = None
-            record.exc_info = record.exc_text = None
-        return super().format(record)
-
-
-def _loop_error(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-    """Errors the event loop reports (a callback or task that failed) as one warning line."""
-    error = context.get("exception")
-    suffix = f" ({type(error).__name__}: {error})" if error is not None else ""
-    logging.getLogger("shoal.up").warning("%s%s", context.get("message", "loop error"), suffix)
-
-
-def _run_until_signal(main: Callable[[], Awaitable[None]], quiet: bool = False) -> None:
-    """Run ``main`` on uvloop until it returns or SIGINT/SIGTERM arrives, then clean up.
-
-    uvloop (with httptools, which uvicorn picks up by itself) serves about 25%
-    more API requests per second than asyncio's loop and h11.
-    """
-
-    async def runner() -> None:
-        task = asyncio.ensure_future(main())
-        loop = asyncio.get_running_loop()
-        if quiet:
-            loop.set_exception_handler(_loop_error)
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError):
-                loop.add_signal_handler(sig, task.cancel)
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-
-    # Informer caches and stores hold hundreds of thousands of small objects: collect the
-    # young generation less often, so that full collections do not keep walking them all
-    # (two thirds of a task controller's time went to the collector at 10,000 applications).
-    gc.freeze()
-    gc.set_threshold(50_000, 20, 100)
-    uvloop.run(runner())
-
-
 def api(
     store: StoreOption = None,
     host: Annotated[str, typer.Option("--host")] = "127.0.0.1",
@@ -129,7 +44,7 @@ def api(
     from shoal.api.auth.config import load
     from shoal.api.server import start_api
 
-    _logging(log_level)
+    configure_logging(log_level)
     store_url = resolve_store(store, Path("shoal.db"))
     security = load(config) if config is not None else None
 
@@ -141,7 +56,7 @@ def api(
         finally:
             await server.stop()
 
-    _run_until_signal(main)
+    run_until_signal(main)
 
 
 LeaderElect = Annotated[
@@ -184,7 +99,7 @@ def _run_controller(
     from shoal.cli.config import credentials, resolve_api
     from shoal.client.rest import ShoalClient
 
-    _logging(log_level)
+    configure_logging(log_level)
     url = resolve_api(api_url)
     if metrics_port:
         from prometheus_client import start_http_server
@@ -208,7 +123,7 @@ def _run_controller(
                     lambda: factory(client), lease_client, lease_name, identity, lease_duration
                 )
 
-    _run_until_signal(main)
+    run_until_signal(main)
 
 
 def scheduler(
@@ -277,49 +192,6 @@ def _controller_command(name: str, doc: str, build: Callable[[Any], Any]) -> Any
 
     command.__doc__ = doc
     return command
-
-
-def _kube_controller(client: Any) -> Any:
-    from shoal.kube.controller import KubeController
-
-    return KubeController(client)
-
-
-def _cluster_observer(client: Any) -> Any:
-    from shoal.kube.observer import ClusterObserver
-
-    return ClusterObserver(client)
-
-
-def _garbage_collector(client: Any) -> Any:
-    from shoal.controllers.gc import GarbageCollector
-
-    return GarbageCollector(client)
-
-
-def _reschedule_controller(client: Any) -> Any:
-    from shoal.controllers.reschedule import RescheduleTaskController
-
-    return RescheduleTaskController(client)
-
-
-CONTROLLERS: list[tuple[str, str, Callable[[Any], Any]]] = [
-    ("kube-controller", "Run the Kubernetes application controller alone.", _kube_controller),
-    ("cluster-observer", "Run the cluster observer alone.", _cluster_observer),
-    ("garbage-collector", "Run the garbage collector alone.", _garbage_collector),
-    ("reschedule-controller", "Run the RescheduleTask controller alone.", _reschedule_controller),
-]
-
-
-def controllers(client_of: Callable[[str], Any], scheduler_config: Path | None = None) -> list[Any]:
-    """Every controller, each on the client of its own identity (``client_of(component)``)."""
-    from shoal.scheduler.config import SchedulerConfig
-    from shoal.scheduler.scheduler import Scheduler
-
-    cfg = SchedulerConfig.load(scheduler_config)
-    return [Scheduler(client_of("scheduler"), cfg)] + [
-        build(client_of(name)) for name, _, build in CONTROLLERS
-    ]
 
 
 def register(app: typer.Typer) -> None:

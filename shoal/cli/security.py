@@ -75,8 +75,9 @@ def reencrypt_command(
 ) -> None:
     """Encrypt every secret field again with the first key of the key file (key rotation)."""
     from shoal.api.auth.config import load
-    from shoal.api.auth.secrets import load_cipher, reencrypt
-    from shoal.cli.run import resolve_store
+    from shoal.api.auth.secrets import load_cipher
+    from shoal.api.auth.store import reencrypt
+    from shoal.cli.components import resolve_store
     from shoal.store.factory import open_store
 
     security = load(config)

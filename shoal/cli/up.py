@@ -12,18 +12,24 @@ import asyncio
 import contextlib
 import os
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
-from rich.table import Table
 
-from shoal.cli.run import (
+from shoal.cli.components import (
     StoreOption,
-    _logging,
-    _run_until_signal,
+    configure_logging,
     console,
     controllers,
     resolve_store,
+    run_until_signal,
+)
+from shoal.cli.up_steps import (
+    banner,
+    create_demo,
+    previous_port,
+    sample_metrics,
+    start_sim_fleet,
 )
 
 
@@ -104,11 +110,11 @@ def up(
         run_processes(
             data_dir=data_dir, store_url=store_url, port=port, tls=tls, clusters=clusters,
             nodes=nodes, demo=demo, exit_after_demo=exit_after_demo, log_level=log_level,
-            scheduler_config=scheduler_config, sim_port=_previous_port(data_dir),
+            scheduler_config=scheduler_config, sim_port=previous_port(data_dir),
             metrics_port=port + 1 if metrics_port is None else metrics_port,
         )  # fmt: skip
         return
-    _logging(log_level, one_line=log_level.lower() != "debug")
+    configure_logging(log_level, one_line=log_level.lower() != "debug")
     setup = bootstrap.ensure(data_dir, tls=tls)
 
     async def main() -> None:
@@ -132,8 +138,8 @@ def up(
         console.print(f"[bold green]Controllers[/]: {names}")
         sim = agents = None
         try:
-            await _sample_metrics(client)
-            sim, restarted = await _start_fleet(client, data_dir, clusters, nodes)
+            await sample_metrics(client)
+            sim, restarted = await start_sim_fleet(client, data_dir, clusters, nodes)
             from shoal.agent.local import start_all  # one agent per cluster (fleet pods)
 
             kubeconfigs = {name: sim.kubeconfig(name) for name in sim.fleet.clusters}
@@ -142,7 +148,7 @@ def up(
                 client_of("agent"), kubeconfigs, callers=[scheduler_token], keep=True
             )
             if demo:
-                await _demo(client, [f"sim-{i + 1}" for i in range(clusters)], restarted)
+                await create_demo(client, [f"sim-{i + 1}" for i in range(clusters)], restarted)
             if exit_after_demo:
                 return
             banner(setup, server.url, data_dir)
@@ -161,257 +167,6 @@ def up(
                 await each.close()
             await server.stop()
 
-    _run_until_signal(main, quiet=True)
+    run_until_signal(main, quiet=True)
 
 
-def banner(setup: Any, url: str, data_dir: Path) -> None:
-    """Where the credentials are, the dashboard, and a first command to try."""
-    config = setup.write_client_config(url)
-    console.print(
-        f"\nCredentials: {config} (admin token, CA); the CLI reads it from this "
-        f"directory, or anywhere with [bold]SHOAL_CONFIG={config}[/]"
-    )
-    console.print(f"Dashboard: [bold]{url}/ui/[/] (paste the admin token from {config})")
-    shoal = _shoal_command()
-    console.print(f"Try: [bold]SHOAL_API={url} {shoal} get applications[/]   (Ctrl-C stops)")
-    if shoal != "shoal":
-        console.print("     or put shoal on the PATH: [bold]source .venv/bin/activate[/]")
-
-
-def _shoal_command() -> str:
-    """``shoal`` when it is on the PATH, else the path of this one (``.venv/bin/shoal``)."""
-    import shutil
-    import sys
-
-    here = Path(sys.executable).parent / "shoal"
-    found = shutil.which("shoal")
-    if found is not None and Path(found).resolve() == here.resolve():
-        return "shoal"
-    if here.exists():
-        try:
-            return str(here.relative_to(Path.cwd()))
-        except ValueError:
-            return str(here)
-    return "shoal"
-
-
-def _previous_port(data_dir: Path) -> int:
-    """The simulator's port of the last run, so that stored kubeconfigs stay valid; else a free
-    one (kept for the whole run: a restarted simulator comes back on it)."""
-    import socket
-
-    from shoal.sim.cli import read_admin_url
-
-    url = read_admin_url(data_dir)
-    with socket.socket() as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the sim binds
-        if url is not None:
-            with contextlib.suppress(OSError):
-                probe.bind(("127.0.0.1", int(url.rsplit(":", 1)[1])))
-                return int(probe.getsockname()[1])
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-async def _start_fleet(client: Any, data_dir: Path, count: int, nodes: int) -> tuple[Any, bool]:
-    """Start the simulator in this process, then ``_fleet`` (``--single-process``)."""
-    from shoal.cli.up_processes import saved_token
-    from shoal.sim.cli import write_admin_url
-    from shoal.sim.server import start_sim
-
-    sim = await start_sim(host="127.0.0.1", port=_previous_port(data_dir), clusters=[])
-    write_admin_url(data_dir, sim.url)
-    kube_dir = data_dir / "kubeconfigs"
-
-    async def add(name: str, count: int, labels: dict[str, str]) -> dict[str, Any]:
-        token = saved_token(kube_dir, name)
-        sim.fleet.add_cluster(name, nodes=count, node_labels=labels, token=token)
-        return dict(sim.fleet.kubeconfig(name))
-
-    return sim, await _fleet(client, data_dir, count, nodes, add, sim.url)
-
-
-async def _fleet(client: Any, data_dir: Path, count: int, nodes: int, add: Any, admin: str) -> bool:
-    """Add ``count`` simulated clusters with ``add`` and register those not registered yet.
-
-    Returns whether the clusters were registered before (a restart): their
-    stored labels and metrics are kept, and shown.
-    """
-    import yaml
-
-    from shoal.client.rest import NotFound
-    from shoal.model.base import Metadata
-    from shoal.model.kubernetes import Cluster, ClusterSpec, MetricRef
-
-    locations = ["DE", "FR", "FI", "NL", "IT"]
-    table = Table("cluster", "labels", "metrics", "kubeconfig", title="Simulated clusters")
-    kube_dir = data_dir / "kubeconfigs"
-    kube_dir.mkdir(parents=True, exist_ok=True)
-    restarted = False
-    for i in range(count):
-        name = f"sim-{i + 1}"
-        location = locations[i % len(locations)]
-        kubeconfig = await add(name, nodes, {"location": location})
-        (kube_dir / f"{name}.yaml").write_text(yaml.safe_dump(kubeconfig))
-        metrics = [
-            MetricRef(name="green_energy", weight=1.0),
-            MetricRef(name=f"free_capacity_{i + 1}", weight=0.5),
-        ]
-        cluster = Cluster(
-            metadata=Metadata(name=name, namespace="default", labels={"location": location}),
-            spec=ClusterSpec(kubeconfig=kubeconfig, metrics=metrics),
-        )
-        try:
-            stored = await client.get(Cluster, name, "default")
-            restarted = True
-            if stored.spec.kubeconfig != kubeconfig:
-                stored.spec.kubeconfig = kubeconfig
-                stored = await client.update(stored)
-        except NotFound:
-            stored = await client.create(cluster)
-        labels = ", ".join(f"{k}={v}" for k, v in sorted(stored.metadata.labels.items()))
-        table.add_row(
-            name,
-            labels or "-",
-            ", ".join(m.name for m in stored.spec.metrics),
-            str(kube_dir / f"{name}.yaml"),
-        )
-    console.print(table)
-    console.print(f"[bold green]Simulator[/] admin API on {admin} (in {data_dir / 'sim.url'})")
-    return restarted
-
-
-async def _wait_online(client: Any, names: list[str], restarted: bool, timeout: float) -> None:
-    """Wait until the clusters are ONLINE, saying once that they are coming back or connecting."""
-    from shoal.model.kubernetes import Cluster, ClusterState
-
-    said = False
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        listed = await client.list(Cluster, "default")
-        waiting = sorted(
-            c.metadata.name
-            for c in listed.items
-            if c.metadata.name in names and c.status.state is not ClusterState.ONLINE
-        )
-        if not waiting or asyncio.get_running_loop().time() > deadline:
-            if waiting:
-                console.print(f"clusters not ONLINE yet: {', '.join(waiting)}")
-            return
-        if not said:
-            what = "coming back" if restarted else "connecting"
-            console.print(f"clusters {what}: {', '.join(waiting)} …")
-            said = True
-        await asyncio.sleep(0.1)
-
-
-async def _sample_metrics(client: Any) -> None:
-    """A static provider: the share of green energy, and free capacity per cluster.
-
-    Higher is better for both: seed 004's score prefers high normalised values.
-    """
-    from shoal.client.rest import ApiError
-    from shoal.model.base import Metadata
-    from shoal.model.core import (
-        GlobalMetric,
-        GlobalMetricsProvider,
-        MetricProviderRef,
-        MetricSpec,
-        MetricsProviderSpec,
-        StaticSpec,
-    )
-
-    values = {"green_energy": 0.6}
-    for i in range(1, 11):
-        values[f"free_capacity_{i}"] = round((0.37 * i) % 1, 2)
-    objects: list[Any] = [
-        GlobalMetricsProvider(
-            metadata=Metadata(name="sample"),
-            spec=MetricsProviderSpec(type="static", static=StaticSpec(metrics=values)),
-        )
-    ]
-    for name in values:
-        objects.append(
-            GlobalMetric(
-                metadata=Metadata(name=name),
-                spec=MetricSpec(
-                    min=0, max=1, provider=MetricProviderRef(name="sample", metric=name)
-                ),
-            )
-        )
-    for obj in objects:
-        with contextlib.suppress(ApiError):
-            await client.create(obj)
-
-
-async def _demo(client: Any, clusters: list[str], restarted: bool) -> None:
-    """Create a demo application (or find the stored one) and show where it is and why."""
-    from shoal.client.rest import NotFound
-    from shoal.model.base import Metadata
-    from shoal.model.kubernetes import (
-        Application,
-        ApplicationSpec,
-        ClusterConstraints,
-        Constraints,
-    )
-
-    manifest = [
-        {
-            "apiVersion": "apps/v1",
-            "kind": "Deployment",
-            "metadata": {"name": "echo"},
-            "spec": {
-                "replicas": 2,
-                "selector": {"matchLabels": {"app": "echo"}},
-                "template": {
-                    "metadata": {"labels": {"app": "echo"}},
-                    "spec": {"containers": [{"name": "echo", "image": "hashicorp/http-echo"}]},
-                },
-            },
-        }
-    ]
-    app = Application(
-        metadata=Metadata(name="demo", namespace="default"),
-        spec=ApplicationSpec(
-            manifest=manifest,
-            constraints=Constraints(cluster=ClusterConstraints(labels=["location in (DE, FR)"])),
-        ),
-    )
-    # Let the metric caches fetch the sample values first: wait until a dry run scores them.
-    body = app.model_dump(mode="json")
-    for _ in range(100):
-        result = await client.request("POST", "/scheduling/namespaces/default/dryrun", body=body)
-        ranking = result.get("ranking", [])
-        if ranking and all(entry.get("metrics") for entry in ranking):
-            break
-        await asyncio.sleep(0.1)
-    await asyncio.sleep(0.5)
-    await _wait_online(client, clusters, restarted, timeout=20)
-    try:
-        await client.get(Application, "demo", "default")
-        stored = " (stored)"
-    except NotFound:
-        await client.create(app)
-        stored = ""
-    for _ in range(400):
-        current = await client.get(Application, "demo", "default")
-        if current.status.scheduled_to is not None:
-            break
-        await asyncio.sleep(0.05)
-    target = current.status.scheduled_to.name if current.status.scheduled_to else "nowhere yet"
-    constraint = ", ".join(current.spec.constraints.cluster.labels) or "none"
-    console.print(
-        f"\nApplication [bold]demo[/] (constraint: {constraint}) → [bold cyan]{target}[/]{stored}"
-    )
-    # The stored explanation may predate the restart, and keeps the score terms of the
-    # chosen cluster only; a dry run of the stored application says how things are now.
-    body = current.model_dump(mode="json", include={"api", "kind", "metadata", "spec"})
-    detail = await client.request("POST", "/scheduling/namespaces/default/dryrun", body=body)
-    console.print(f"  {detail.get('summary', '')}")
-    table = Table("cluster", "score", "metrics", title="Ranking (shoal kube app dryrun)")
-    for entry in detail.get("ranking", []):
-        metrics = ", ".join(
-            f"{m['name']}={m['value']:g} (w {m['weight']:g})" for m in entry.get("metrics", [])
-        )
-        table.add_row(entry["cluster"], f"{entry['score']:.3f}", metrics)
-    console.print(table)

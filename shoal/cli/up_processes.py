@@ -22,9 +22,10 @@ import httpx
 import typer
 import yaml
 
+from shoal.cli.components import CONTROLLERS, configure_logging, console, run_until_signal
 from shoal.cli.metrics_ports import describe, metrics_args, metrics_ports
-from shoal.cli.run import CONTROLLERS, _logging, _run_until_signal, console
 from shoal.cli.supervise import Child, Supervisor
+from shoal.cli.up_steps import banner, create_demo, sample_metrics, saved_token, start_fleet
 from shoal.machinery.types import Obj
 
 AddCluster = Callable[[str, int, dict[str, str]], Awaitable[Obj]]
@@ -37,15 +38,6 @@ def _plain_api_config(directory: Path) -> Path:
     path = directory / "api-http.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
-
-
-def saved_token(kube_dir: Path, name: str) -> str | None:
-    """The token of ``name``'s kubeconfig from an earlier run, so it stays valid."""
-    try:
-        config = yaml.safe_load((kube_dir / f"{name}.yaml").read_text())
-        return str(config["users"][0]["user"]["token"])
-    except (OSError, KeyError, IndexError, TypeError, yaml.YAMLError):
-        return None
 
 
 def sim_adder(admin: str, kube_dir: Path) -> AddCluster:
@@ -98,12 +90,11 @@ def run_processes(
 ) -> None:
     """Start every component as a child, set up the fleet and the demo, supervise until a signal."""
     from shoal.api.auth import bootstrap
-    from shoal.cli.up import _demo, _fleet, _sample_metrics, banner
     from shoal.client.credentials import Credentials
     from shoal.client.rest import ShoalClient
     from shoal.sim.cli import write_admin_url
 
-    _logging(log_level, one_line=log_level.lower() != "debug")
+    configure_logging(log_level, one_line=log_level.lower() != "debug")
     setup = bootstrap.ensure(data_dir, tls=tls)
     api_config = setup.directory / "api.yaml" if tls else _plain_api_config(setup.directory)
     scheme = "https" if tls else "http"
@@ -150,13 +141,13 @@ def run_processes(
             async with ShoalClient(
                 url, token=setup.tokens[bootstrap.ADMIN], ssl_context=trust
             ) as c:
-                await _sample_metrics(c)
+                await sample_metrics(c)
 
                 async def remember(name: str, count: int, labels: dict[str, str]) -> Obj:
                     fleet[name] = (count, labels)
                     return await add(name, count, labels)
 
-                restarted = await _fleet(c, data_dir, clusters, nodes, remember, admin)
+                restarted = await start_fleet(c, data_dir, clusters, nodes, remember, admin)
                 agents = ["--api", url, "--kubeconfigs", str(kube_dir),
                           "--clusters", ",".join(fleet), "--log-level", log_level]  # fmt: skip
                 # The agents answer only the fleet scheduler (``shoal.agent.callers``).
@@ -167,7 +158,7 @@ def run_processes(
                 pids = ", ".join(f"{name} {pid}" for name, pid in supervisor.pids().items())
                 console.print(f"[bold green]Processes[/]: {pids}; logs in {logs}/")
                 if demo:
-                    await _demo(c, list(fleet), restarted)
+                    await create_demo(c, list(fleet), restarted)
             if exit_after_demo:
                 return
             banner(setup, url, data_dir)
@@ -178,7 +169,7 @@ def run_processes(
                 await watcher
             supervisor.stop()
 
-    _run_until_signal(main, quiet=True)
+    run_until_signal(main, quiet=True)
 
 
 async def _start_controllers(
@@ -216,7 +207,7 @@ def up_agents(
     from shoal.cli.config import credentials
     from shoal.client.rest import ShoalClient
 
-    _logging(log_level)
+    configure_logging(log_level)
 
     async def main() -> None:
         found = credentials()
@@ -229,7 +220,7 @@ def up_agents(
             finally:
                 await agents.close()
 
-    _run_until_signal(main)
+    run_until_signal(main)
 
 
 if __name__ == "__main__":  # the agents' child: python -m shoal.cli.up_processes --api ...

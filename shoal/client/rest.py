@@ -75,7 +75,7 @@ def error_for(status: int, problem: dict[str, Any]) -> ApiError:
     return _ERRORS.get(status, ApiError)(status, problem)
 
 
-def _raise_for(status: int, content: bytes) -> None:
+def raise_for(status: int, content: bytes) -> None:
     if status < 400:
         return
     try:
@@ -200,7 +200,7 @@ class ShoalClient:
                 status = response.status
         except (aiohttp.ClientError, TimeoutError) as error:
             raise Unreachable(f"{self.url}: {error!r}") from error
-        _raise_for(status, data)
+        raise_for(status, data)
         return orjson.loads(data) if data else None
 
     # typed calls ---------------------------------------------------------------
@@ -403,7 +403,7 @@ class ShoalClient:
         try:
             async with self.session.get(url, params=_params(params), timeout=timeout) as response:
                 if response.status >= 400:
-                    _raise_for(response.status, await response.read())
+                    raise_for(response.status, await response.read())
                 buffer = b""
                 async for chunk in response.content.iter_any():
                     buffer += chunk

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from shoal.model import catalog
 from shoal.model.base import Kind
-from shoal.model.catalog import AGE, NAME, NAMESPACE, Column
+from shoal.model.catalog import Column
 from shoal.model.coordination import Lease
 from shoal.model.core import (
     GlobalMetric,
@@ -67,7 +67,23 @@ _MODELS: tuple[type[Kind], ...] = (
 
 def _resource(kind: type[Kind]) -> Resource:
     entry = catalog.entry_of(kind.api_name(), kind.kind_name())
+    check_agrees(kind, entry)
     return Resource(kind, entry.short_names, entry.columns)
+
+
+def check_agrees(kind: type[Kind], entry: catalog.Entry) -> None:
+    """The catalog and the model state a kind's plural and scope each (the catalog so that
+    printing needs no model): a difference is an error at import, not a wrong URL later."""
+    wrong = [
+        f"{what}: catalog {theirs!r}, model {ours!r}"
+        for what, theirs, ours in (
+            ("plural", entry.plural, kind.plural),
+            ("namespaced", entry.namespaced, kind.namespaced),
+        )
+        if theirs != ours
+    ]
+    if wrong:
+        raise TypeError(f"{kind.api_name()}/{kind.kind_name()}: " + "; ".join(wrong))
 
 
 RESOURCES: dict[type[Kind], Resource] = {kind: _resource(kind) for kind in _MODELS}
@@ -96,12 +112,3 @@ def kind_for(api: str, kind: str) -> type[Kind]:
         return BY_KIND[(api, kind)]
     except KeyError:
         raise KeyError(f"unknown kind {api}/{kind}") from None
-
-
-def resource_of(kind: type[Kind]) -> Resource:
-    """The description of ``kind``; kinds without one get name (and namespace) and age."""
-    found = RESOURCES.get(kind)
-    if found is not None and found.columns:
-        return found
-    columns = (NAMESPACE, NAME, AGE) if kind.namespaced else (NAME, AGE)
-    return Resource(kind, found.short_names if found else (), columns)

@@ -38,7 +38,7 @@ from shoal.model.kubernetes import (
     Cluster,
     ClusterState,
 )
-from shoal.scheduler import observe
+from shoal.scheduler import report
 from shoal.scheduler.binder import Binder
 from shoal.scheduler.config import SchedulerConfig
 from shoal.scheduler.fleet import Backend, Fleet, Group
@@ -258,7 +258,7 @@ class ApplicationHandler(Handler):
                 await self._bind(
                     app, target, triggered=spec_updated, explanation=explanation, revision=revision
                 )
-                observe.bound(self, app, decision, forced)
+                report.bound(self, app, decision, forced)
                 return Outcome("bound")
             return Outcome("kept")
 
@@ -275,7 +275,7 @@ class ApplicationHandler(Handler):
                 return Outcome("deferred", retry_in=self.config.min_migration_interval - since)
 
         await self._bind(app, target, triggered=True, explanation=explanation, revision=revision)
-        observe.bound(self, app, decision, forced)
+        report.bound(self, app, decision, forced)
         return Outcome("bound")
 
     async def _bind(
@@ -391,7 +391,7 @@ class ApplicationHandler(Handler):
                 ),
             )
             await self._patch(app, fields)
-            observe.failed(self, app, attempts, decision.summary)
+            report.failed(self, app, attempts, decision.summary)
             return Outcome("failed")
         delay = self.retry_delay(app, attempts)
         fields.update(
@@ -400,7 +400,7 @@ class ApplicationHandler(Handler):
             schedule_reason=reason,
         )
         await self._patch(app, fields)
-        observe.unschedulable(self, app, attempts, limit, delay, reason.message)
+        report.unschedulable(self, app, attempts, limit, delay, reason.message)
         return Outcome("waiting", retry_in=delay)
 
     def retry_limit(self, app: Application) -> int:

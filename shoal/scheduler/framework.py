@@ -150,10 +150,12 @@ class Framework:
     """Runs the enabled plugins of each phase over a group of backends."""
 
     def __init__(self, plugins: Plugins, *, explain_names: int = 20, ranking: int = 5) -> None:
-        self.candidates = [_make(p, "candidates", CandidatePlugin) for p in plugins.candidates]
-        self.filters = [_make(p, "filters", FilterPlugin) for p in plugins.filters]
-        self.prefer = [_make(p, "prefer", PreferPlugin) for p in plugins.prefer]
-        self.scores = [_make(p, "scores", ScorePlugin) for p in plugins.scores]
+        self.candidates = [
+            make_plugin(p, "candidates", CandidatePlugin) for p in plugins.candidates
+        ]
+        self.filters = [make_plugin(p, "filters", FilterPlugin) for p in plugins.filters]
+        self.prefer = [make_plugin(p, "prefer", PreferPlugin) for p in plugins.prefer]
+        self.scores = [make_plugin(p, "scores", ScorePlugin) for p in plugins.scores]
         self.explain_names = explain_names
         self.ranking = ranking
         self.random = random.Random()
@@ -241,7 +243,7 @@ class Framework:
         return out
 
 
-def _make(name: str, phase: str, base: type[P]) -> P:
+def make_plugin(name: str, phase: str, base: type[P]) -> P:
     try:
         plugin = REGISTRY[phase][name]()
     except KeyError:

@@ -38,9 +38,9 @@ from shoal.client.rest import (
     ShoalClient,
     Unreachable,
     WatchEvent,
-    _raise_for,
     collection_path,
     item_path,
+    raise_for,
 )
 from shoal.model import application_status, krake
 from shoal.model.base import TRUSTED, Kind, ReasonCode
@@ -139,7 +139,7 @@ class KrakeApi(ShoalClient):
         try:
             async with self.session.get(url, params=params, timeout=timeout) as response:
                 if response.status >= 400:
-                    _raise_for(response.status, await response.read())
+                    raise_for(response.status, await response.read())
                 async for line in response.content:
                     if line.strip():
                         event = orjson.loads(line)

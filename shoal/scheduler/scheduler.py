@@ -45,8 +45,8 @@ from shoal.scheduler.eviction import Eviction
 from shoal.scheduler.fleet import Fleet
 from shoal.scheduler.framework import Framework
 from shoal.scheduler.metrics.cache import MetricCache
-from shoal.scheduler.observe import watch_state
 from shoal.scheduler.pods.pipeline import FleetPipeline
+from shoal.scheduler.report import watch_state
 
 log = logging.getLogger(__name__)
 

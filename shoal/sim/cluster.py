@@ -1,7 +1,7 @@
 """One simulated cluster: the parts of a Kubernetes control plane wired around one store.
 
 ``SimCluster`` is the facade the HTTP layer, the fleet and tests use. The parts:
-``ApiServer`` (verbs, admission, server-side apply), ``NodeSet`` (nodes and their
+``Verbs`` (verbs, admission, server-side apply), ``NodeSet`` (nodes and their
 allocated capacity), ``Scheduler``, ``Kubelet``, the workload controllers, and
 ``Faults``. Everything is event-driven: every store change goes through
 ``_on_event``, which updates the node set and enqueues the affected keys (the
@@ -18,7 +18,6 @@ from typing import TypedDict, Unpack
 
 from shoal.machinery.types import Obj
 from shoal.sim.admission import Defaults
-from shoal.sim.apiserver import ApiServer
 from shoal.sim.controllers import RECONCILERS, Controllers
 from shoal.sim.controllers.crd import crd_changed
 from shoal.sim.faults import Faults
@@ -38,6 +37,7 @@ from shoal.sim.objects import (
 )
 from shoal.sim.scheduler import Scheduler
 from shoal.sim.store import Store
+from shoal.sim.verbs import Verbs
 from shoal.sim.workqueue import Item, WorkQueue
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
@@ -76,7 +76,7 @@ class SimCluster:
         self.rt = self.store.rt
         self.nodes = NodeSet()
         self.queue = WorkQueue(name, self._handle, self._refill)
-        self.api = ApiServer(self.store, Defaults(self.node_object))
+        self.api = Verbs(self.store, Defaults(self.node_object))
         self.fault_injector = Faults(self.api, self.nodes, self.node_object)
         self.scheduler = Scheduler(self.store, self.nodes, self.queue)
         self.kubelet = Kubelet(

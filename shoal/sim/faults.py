@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from shoal.machinery.types import Obj
-from shoal.sim.apiserver import ApiServer
 from shoal.sim.nodes import NodeSet, node_conditions
 from shoal.sim.objects import NODES
+from shoal.sim.verbs import Verbs
 
 
 @dataclass
@@ -39,7 +39,7 @@ def _taints(node: Obj, fault: NodeFault) -> list[Obj]:
 
 
 class Faults:
-    def __init__(self, api: ApiServer, nodes: NodeSet,
+    def __init__(self, api: Verbs, nodes: NodeSet,
                  new_node: Callable[[str], Obj]) -> None:
         self.api = api
         self.nodes = nodes

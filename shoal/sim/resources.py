@@ -101,10 +101,6 @@ class ResourceType:
         return out
 
 
-def _col(name: str, path: str, type_: str = "string", priority: int = 0) -> Obj:
-    return {"name": name, "type": type_, "jsonPath": path, "priority": priority}
-
-
 BUILTIN: list[ResourceType] = [
     ResourceType("", "v1", "Namespace", "namespaces", False, ["ns"], ["status"]),
     ResourceType("", "v1", "Node", "nodes", False, ["no"], ["status"]),
@@ -174,10 +170,6 @@ class Registry:
                 ):
                     return cand
         return rt
-
-    def for_kind(self, api_version: str, kind: str) -> ResourceType | None:
-        group, _, version = api_version.rpartition("/")
-        return self.by_gvk.get((group, version, kind))
 
     def groups(self) -> dict[str, list[str]]:
         """Group name → served versions (core group excluded), preferred first."""

@@ -52,9 +52,9 @@ import yaml
 from shoal.machinery.server import Served, listen, serve
 from shoal.machinery.tls import Tls
 from shoal.machinery.types import Obj
-from shoal.sim.api import ClusterApi, Receive, Request, Scope, Send, respond, respond_error
 from shoal.sim.cluster import ClusterOptions, SimCluster
 from shoal.sim.nodes import mixed_site
+from shoal.sim.rest import ClusterApi, Receive, Request, Scope, Send, respond, respond_error
 from shoal.sim.store import ApiError
 
 # cluster options the admin API takes, and how each is read from the JSON body

@@ -8,8 +8,9 @@ import pytest
 
 from shoal.api.server import ApiServer
 from shoal.cli.commands import expand_args
-from shoal.cli.config import DEFAULT_URL, resolve_api
+from shoal.cli.config import resolve_api
 from shoal.cli.errors import CliError
+from shoal.cli.locations import DEFAULT_URL
 from tests.cli.conftest import invoke, ok
 from tests.util import free_port
 

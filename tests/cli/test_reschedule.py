@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator
 import pytest
 
 from shoal.client.rest import ShoalClient
-from shoal.controllers.reschedule import RescheduleTaskController
 from shoal.model.kubernetes import Application
 from shoal.model.scheduling import RescheduleTask
+from shoal.reschedule.controller import RescheduleTaskController
 from shoal.scheduler.scheduler import Scheduler
 from tests.cli.conftest import Shoal, ok
 from tests.controllers.test_reschedule import CONFIG, application, fleet

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 
 from shoal.client.rest import NotFound, ShoalClient
-from shoal.controllers.reschedule import RescheduleTaskController
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import (
     Application,
@@ -28,6 +27,7 @@ from shoal.model.scheduling import (
     ResourceSelector,
     TaskPhase,
 )
+from shoal.reschedule.controller import RescheduleTaskController
 from shoal.scheduler.config import SchedulerConfig
 from shoal.scheduler.scheduler import Scheduler
 from shoal.testing.fleet import scored_clusters, set_state
@@ -200,7 +200,7 @@ async def test_killed_mid_task_reschedules_each_target_once(
 ) -> None:
     count = 600
     # Small stamp batches: the controller is killed while it is still stamping.
-    monkeypatch.setattr("shoal.controllers.reschedule._STAMP_BATCH", 5)
+    monkeypatch.setattr("shoal.reschedule.controller._STAMP_BATCH", 5)
     sched = await running.start(scheduler)
     tasks = await running.start(RescheduleTaskController)
     for i in range(count):

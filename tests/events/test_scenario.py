@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from shoal.client.rest import ShoalClient
-from shoal.controllers.reschedule import RescheduleTaskController
 from shoal.events.recorder import KIND_LABEL, NAME_LABEL
 from shoal.kube.controller import KubeController
 from shoal.kube.observer import ClusterObserver
@@ -24,6 +23,7 @@ from shoal.model.core import GlobalMetricsProvider
 from shoal.model.events import Event
 from shoal.model.kubernetes import Application, ApplicationSpec, Cluster, ClusterSpec, MetricRef
 from shoal.model.scheduling import RescheduleTask, RescheduleTaskSpec, ResourceSelector
+from shoal.reschedule.controller import RescheduleTaskController
 from shoal.scheduler.config import Backoff, SchedulerConfig
 from shoal.scheduler.scheduler import Scheduler
 from shoal.sim.server import SimServer

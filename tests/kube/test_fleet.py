@@ -10,7 +10,7 @@ import pytest
 
 from shoal.client.kube import KubeClients, KubeCluster
 from shoal.client.rest import NotFound, ShoalClient
-from shoal.controllers.gc import GarbageCollector
+from shoal.gc.controller import GarbageCollector
 from shoal.kube.controller import KubeController
 from shoal.kube.observer import ClusterObserver
 from shoal.model.base import Metadata

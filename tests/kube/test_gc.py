@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from shoal.client.rest import NotFound, ShoalClient
-from shoal.controllers.gc import FINALIZER, GarbageCollector
+from shoal.gc.controller import FINALIZER, GarbageCollector
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Application, Cluster, ClusterSpec
 from shoal.testing.fleet import KUBECONFIG

@@ -19,7 +19,6 @@ from shoal.machinery.selectors import (
     SelectorOp,
     format_number,
     format_value,
-    grammar,
     parse_label_constraints,
     parse_metric_constraints,
     terms,
@@ -493,8 +492,8 @@ def test_parsing_is_fast() -> None:
     canonical += [f"load_{i} >= 0.{i}" for i in range(5000)]
     loose = [f"location-{i} IS DE" for i in range(2000)]
     loose += [f"load_{i} greater than or equal {i}" for i in range(2000)]
-    grammar._parse_label.cache_clear()
-    grammar._parse_metric.cache_clear()
+    terms._parse_label.cache_clear()
+    terms._parse_metric.cache_clear()
     started = time.perf_counter()
     for text in canonical + loose:
         (MetricConstraint if "load" in text else LabelConstraint).parse(text)
@@ -574,7 +573,7 @@ def _random_case(draw: st.DrawFn, word: str) -> str:
 
 def _messy_value(draw: st.DrawFn, value: str) -> str:
     """Any spelling of ``value`` that should parse back to it."""
-    if terms._BARE_VALUE.fullmatch(value) and value.lower() not in terms._KEYWORDS:
+    if terms._BARE_VALUE.fullmatch(value) and value.lower() not in terms.KEYWORDS:
         if not draw(st.booleans()):
             return value
     quote = draw(st.sampled_from(["'", '"']))
@@ -638,7 +637,7 @@ def test_label_round_trip(constraint: LabelConstraint) -> None:
     assert parsed == constraint
     assert str(parsed) == text
     # the grammar agrees with the fast path
-    assert grammar._run(text, "label_constraint") == constraint
+    assert terms._run(text, "label_constraint") == constraint
 
 
 @given(metric_constraints())
@@ -647,7 +646,7 @@ def test_metric_round_trip(constraint: MetricConstraint) -> None:
     parsed = MetricConstraint.parse(text)
     assert parsed == constraint
     assert str(parsed) == text
-    assert grammar._run(text, "metric_constraint") == constraint
+    assert terms._run(text, "metric_constraint") == constraint
 
 
 @given(selectors)
@@ -684,12 +683,12 @@ _ALPHABET = st.sampled_from(
 def test_fast_path_agrees_with_grammar_on_any_text(text: str) -> None:
     """Texts the fast path accepts parse identically with lark; nothing crashes."""
     for fast, start in (
-        (grammar._canonical_label, "label_constraint"),
-        (grammar._canonical_metric, "metric_constraint"),
+        (terms._canonical_label, "label_constraint"),
+        (terms._canonical_metric, "metric_constraint"),
     ):
         quick = fast(text)
         try:
-            slow = grammar._run(text, start)
+            slow = terms._run(text, start)
         except ConstraintError:
             slow = None
         if quick is not None:
@@ -737,7 +736,7 @@ def test_format_value_quotes_only_when_needed() -> None:
 def test_no_lexer_state_mixes_value_kinds() -> None:
     """A merged LALR state would lex a label value as a number (once: '0 is 0' failed)."""
     kinds = [{"NUMBER"}, {"BARE", "STRING"}, {"KEY"}, {"NAME"}]
-    for lexer in grammar._PARSER.parser.lexer.lexers.values():  # lark internals, on purpose
+    for lexer in terms._PARSER.parser.lexer.lexers.values():  # lark internals, on purpose
         names = {terminal.name for terminal in lexer.terminals}
         assert sum(1 for kind in kinds if kind & names) <= 1, sorted(names)
-    assert grammar._run("0 is 0", "label_constraint") == LabelConstraint("0", LabelOp.EQ, ("0",))
+    assert terms._run("0 is 0", "label_constraint") == LabelConstraint("0", LabelOp.EQ, ("0",))

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from shoal.cli.components import resolve_store
 from shoal.cli.errors import CliError
-from shoal.cli.run import resolve_store
 from shoal.testing.launch import ROOT
 from tests.util import free_port
 

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 
 from shoal.client.rest import ShoalClient
-from shoal.controllers.reschedule import RescheduleTaskController
+from shoal.reschedule.controller import RescheduleTaskController
 from tests.security.conftest import TOKENS, Secured, application, eventually, grant, role
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from shoal.api.auth import protect
-from shoal.api.auth.secrets import REDACTED, Cipher, new_key, reencrypt
-from shoal.api.auth.store import SecuredStore
+from shoal.api.auth.secrets import REDACTED, Cipher, new_key
+from shoal.api.auth.store import SecuredStore, reencrypt
 from shoal.api.server import start_api
 from shoal.store.factory import open_store
 from tests.fixtures.etcd import etcd_available, running_etcd

@@ -1,6 +1,6 @@
 """A real Shoal with ``shoal sim`` clusters, as ``shoal up`` runs it, for end-to-end tests.
 
-The API, the scheduler and every controller of ``shoal.cli.run.CONTROLLERS``
+The API, the scheduler and every controller of ``shoal.cli.components.CONTROLLERS``
 run in the test process with ``shoal up``'s sample metrics and ``shoal sim``
 fleet (three clusters: DE, FR, FI), plus a few applications. The dashboard
 tests and the CLI tests of describe and cluster maintenance share it.
@@ -9,14 +9,14 @@ tests and the CLI tests of describe and cluster maintenance share it.
 from __future__ import annotations
 
 import contextlib
-import importlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from shoal.api.server import ApiServer, start_api
-from shoal.cli import run
+from shoal.cli import up_steps
+from shoal.cli.components import CONTROLLERS
 from shoal.client.rest import ShoalClient
 from shoal.model.kubernetes import Application, Cluster, ClusterState
 from shoal.scheduler.config import SchedulerConfig
@@ -45,19 +45,6 @@ APPS: dict[str, tuple[list[str], dict[str, str]]] = {
     "edge-cache": (["location is FI"], {"tier": "web", "team": "edge"}),
     "nowhere": (["location is US"], {"tier": "batch", "team": "edge"}),
 }
-
-
-def up_helpers() -> Any:
-    """The module of ``shoal up``'s ``_start_fleet`` and ``_sample_metrics``.
-
-    They are moving from ``shoal.cli.run`` to ``shoal.cli.up``; either serves.
-    """
-    for name in ("shoal.cli.up", "shoal.cli.run"):
-        with contextlib.suppress(ImportError):
-            module = importlib.import_module(name)
-            if hasattr(module, "_start_fleet"):
-                return module
-    raise ImportError("shoal up's fleet helpers")
 
 
 @dataclass
@@ -98,14 +85,13 @@ async def running_shoal(tmp_path: Path) -> AsyncIterator[Shoal]:
     api.own_store = True
     client = ShoalClient(api.url)
     running: list[Any] = [Scheduler(client, CONFIG)]
-    running += [build(client) for _, _, build in run.CONTROLLERS]
+    running += [build(client) for _, _, build in CONTROLLERS]
     sim = None
     try:
         for controller in running:
             await controller.start()
-        up = up_helpers()
-        await up._sample_metrics(client)
-        started = await up._start_fleet(client, tmp_path, 3, 3)
+        await up_steps.sample_metrics(client)
+        started = await up_steps.start_sim_fleet(client, tmp_path, 3, 3)
         sim = started[0] if isinstance(started, tuple) else started  # (sim, restarted)
         await wait_for(lambda: _all_online(client), timeout=30, message="sim clusters ONLINE")
         for name in APPS:

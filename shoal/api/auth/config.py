@@ -69,17 +69,6 @@ class Security:
     cors_origin: str | None = None
     kubeconfig: CredentialPolicy | None = None  # None: the environment's (none allowed)
 
-    @property
-    def is_open(self) -> bool:
-        """Nothing to check: anonymous allowed, everything allowed, nothing audited."""
-        return (
-            self.allow_anonymous
-            and self.authorization == "always-allow"
-            and self.audit is None
-            and not (self.token_file or self.oidc or self.keystone or self.static_user)
-            and (self.tls is None or self.tls.client_ca is None)
-        )
-
 
 def _section(data: Any, where: str) -> dict[str, Any]:
     if data is None:

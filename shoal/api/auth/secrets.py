@@ -31,7 +31,6 @@ from pydantic import BaseModel
 
 from shoal.model import registry
 from shoal.model.base import Kind
-from shoal.store.base import Store
 
 REDACTED = "<redacted: needs the secrets verb>"
 _PREFIX = "shoal:aesgcm:v1:"
@@ -252,26 +251,3 @@ def load_cipher(key_file: Path | None, env: str | None) -> Cipher | None:
         return None
     keys = [base64.b64decode(line.strip()) for line in text.splitlines() if line.strip()]
     return Cipher(keys)
-
-
-async def reencrypt(store: Store, cipher: Cipher) -> int:
-    """Encrypt every secret field again with the current key (rotation); the count rewritten."""
-    from shoal.api.auth.store import SecuredStore
-
-    sealed = SecuredStore(store, cipher)
-    count = 0
-    for kind in kinds_with_secrets():
-        paths = secret_paths(kind)
-        records, _ = await store.list(kind.key_prefix())
-        for record in records:
-            stale = [
-                v
-                for v in concrete(orjson.loads(record.value), paths).values()
-                if cipher.key_id(v) != cipher.current
-            ]
-            if not stale:
-                continue
-            plain = sealed._open(record.key, record.value)
-            await store.update(record.key, sealed._seal(record.key, plain), record.revision)
-            count += 1
-    return count

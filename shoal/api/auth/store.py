@@ -21,8 +21,10 @@ from shoal.api.auth.secrets import (
     Cipher,
     concrete,
     destinations_of_key,
+    kinds_with_secrets,
     leaves,
     paths_of_key,
+    secret_paths,
 )
 from shoal.machinery.problems import ProblemError
 from shoal.model.scheduling import RescheduleTask
@@ -170,3 +172,24 @@ def _carry(value: bytes, old: bytes, path: tuple[str, ...]) -> bytes:
         node = node.setdefault(part, {})
     node[path[-1]] = before
     return orjson.dumps(data)
+
+
+async def reencrypt(store: Store, cipher: Cipher) -> int:
+    """Encrypt every secret field again with the current key (rotation); the count rewritten."""
+    sealed = SecuredStore(store, cipher)
+    count = 0
+    for kind in kinds_with_secrets():
+        paths = secret_paths(kind)
+        records, _ = await store.list(kind.key_prefix())
+        for record in records:
+            stale = [
+                v
+                for v in concrete(orjson.loads(record.value), paths).values()
+                if cipher.key_id(v) != cipher.current
+            ]
+            if not stale:
+                continue
+            plain = sealed._open(record.key, record.value)
+            await store.update(record.key, sealed._seal(record.key, plain), record.revision)
+            count += 1
+    return count

@@ -31,7 +31,6 @@ negative one; selectors follow Kubernetes instead (``!=``, ``notin`` and ``!k``
 match objects lacking the label).
 """
 
-from shoal.machinery.selectors.grammar import parse_label_constraints, parse_metric_constraints
 from shoal.machinery.selectors.terms import (
     ConstraintError,
     LabelConstraint,
@@ -43,6 +42,8 @@ from shoal.machinery.selectors.terms import (
     SelectorOp,
     format_number,
     format_value,
+    parse_label_constraints,
+    parse_metric_constraints,
 )
 
 __all__ = [

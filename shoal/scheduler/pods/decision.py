@@ -13,7 +13,7 @@ import time
 
 from shoal.machinery.resources import add
 from shoal.scheduler.config import FleetConfig
-from shoal.scheduler.framework import _make
+from shoal.scheduler.framework import make_plugin
 from shoal.scheduler.pods.plugins import PodFilterPlugin, PodScorePlugin
 from shoal.scheduler.pods.work import Candidate, PodWork
 
@@ -21,8 +21,10 @@ from shoal.scheduler.pods.work import Candidate, PodWork
 class Decider:
     def __init__(self, config: FleetConfig) -> None:
         self.k = config.candidates
-        self.filters = [_make(name, "pod-filters", PodFilterPlugin) for name in config.filters]
-        self.scores = [(_make(name, "pod-scores", PodScorePlugin), weight)
+        self.filters = [
+            make_plugin(name, "pod-filters", PodFilterPlugin) for name in config.filters
+        ]
+        self.scores = [(make_plugin(name, "pod-scores", PodScorePlugin), weight)
                        for name, weight in config.scores.items() if weight > 0]
         self.random = random.Random()
 

@@ -27,7 +27,7 @@ from shoal.controllers.base import Controller
 from shoal.model.kubernetes import Cluster
 from shoal.model.pods import Pod, PodPhase
 from shoal.scheduler.config import FleetConfig
-from shoal.scheduler.framework import _make
+from shoal.scheduler.framework import make_plugin
 from shoal.scheduler.pods.agents import Agents
 from shoal.scheduler.pods.commit import MultiBind, Outcome, describe
 from shoal.scheduler.pods.decision import Decider
@@ -49,7 +49,7 @@ class FleetPipeline(Controller):
         self.client = client
         self.config = config or FleetConfig()
         self.agents = Agents(self.config.deadline, client.token)
-        sort = _make(self.config.sort, "sort", SortPlugin)
+        sort = make_plugin(self.config.sort, "sort", SortPlugin)
         self.queue = PodQueue(sort.key)
         self.sampler = Sampler(self.agents, self.config)
         self.decider = Decider(self.config)

@@ -5,16 +5,16 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from shoal.machinery.types import Obj
-from shoal.sim.apiserver import ApiServer
 from shoal.sim.nodes import NodeSet
 from shoal.sim.objects import PODS, owner_ref
 from shoal.sim.store import clone
+from shoal.sim.verbs import Verbs
 
 
 class Controllers:
     """The cluster pieces controllers act through: the API verbs and the node set."""
 
-    def __init__(self, api: ApiServer, nodes: NodeSet) -> None:
+    def __init__(self, api: Verbs, nodes: NodeSet) -> None:
         self.api = api
         self.store = api.store
         self.nodes = nodes

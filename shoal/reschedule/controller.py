@@ -35,8 +35,6 @@ from shoal.client.informer import Informer
 from shoal.client.rest import ApiError, Conflict, NotFound, ShoalClient, item_path
 from shoal.controllers.base import Controller
 from shoal.controllers.queue import WorkQueue
-from shoal.controllers.reschedule_progress import Progress
-from shoal.controllers.reschedule_view import ApplicationView, TaskView
 from shoal.events import Recorder, reasons
 from shoal.machinery.selectors import LabelSelector
 from shoal.model.base import utcnow
@@ -50,6 +48,8 @@ from shoal.model.scheduling import (
     TargetStatus,
     TaskPhase,
 )
+from shoal.reschedule.progress import Progress
+from shoal.reschedule.view import ApplicationView, TaskView
 
 log = logging.getLogger(__name__)
 

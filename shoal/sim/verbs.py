@@ -27,7 +27,7 @@ _SERVER_OWNED = ("uid", "resourceVersion", "creationTimestamp", "deletionTimesta
                  "generation", "selfLink")
 
 
-class ApiServer:
+class Verbs:
     """Verb semantics over a ``Store``; ``managers`` keeps server-side apply state."""
 
     def __init__(self, store: Store, defaults: Defaults) -> None:

@@ -1,0 +1,277 @@
+"""The steps ``shoal up`` takes in either form (one process, or one per component): the
+simulated clusters, sample metrics, the demo application and the banner."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.table import Table
+
+from shoal.cli.components import console
+
+
+def saved_token(kube_dir: Path, name: str) -> str | None:
+    """The token of ``name``'s kubeconfig from an earlier run, so it stays valid."""
+    try:
+        config = yaml.safe_load((kube_dir / f"{name}.yaml").read_text())
+        return str(config["users"][0]["user"]["token"])
+    except (OSError, KeyError, IndexError, TypeError, yaml.YAMLError):
+        return None
+
+
+def banner(setup: Any, url: str, data_dir: Path) -> None:
+    """Where the credentials are, the dashboard, and a first command to try."""
+    config = setup.write_client_config(url)
+    console.print(
+        f"\nCredentials: {config} (admin token, CA); the CLI reads it from this "
+        f"directory, or anywhere with [bold]SHOAL_CONFIG={config}[/]"
+    )
+    console.print(f"Dashboard: [bold]{url}/ui/[/] (paste the admin token from {config})")
+    shoal = _shoal_command()
+    console.print(f"Try: [bold]SHOAL_API={url} {shoal} get applications[/]   (Ctrl-C stops)")
+    if shoal != "shoal":
+        console.print("     or put shoal on the PATH: [bold]source .venv/bin/activate[/]")
+
+
+def _shoal_command() -> str:
+    """``shoal`` when it is on the PATH, else the path of this one (``.venv/bin/shoal``)."""
+    import shutil
+    import sys
+
+    here = Path(sys.executable).parent / "shoal"
+    found = shutil.which("shoal")
+    if found is not None and Path(found).resolve() == here.resolve():
+        return "shoal"
+    if here.exists():
+        try:
+            return str(here.relative_to(Path.cwd()))
+        except ValueError:
+            return str(here)
+    return "shoal"
+
+
+def previous_port(data_dir: Path) -> int:
+    """The simulator's port of the last run, so that stored kubeconfigs stay valid; else a free
+    one (kept for the whole run: a restarted simulator comes back on it)."""
+    import socket
+
+    from shoal.sim.cli import read_admin_url
+
+    url = read_admin_url(data_dir)
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the sim binds
+        if url is not None:
+            with contextlib.suppress(OSError):
+                probe.bind(("127.0.0.1", int(url.rsplit(":", 1)[1])))
+                return int(probe.getsockname()[1])
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+async def start_sim_fleet(client: Any, data_dir: Path, count: int, nodes: int) -> tuple[Any, bool]:
+    """Start the simulator in this process, then ``start_fleet`` (``--single-process``)."""
+    from shoal.sim.cli import write_admin_url
+    from shoal.sim.server import start_sim
+
+    sim = await start_sim(host="127.0.0.1", port=previous_port(data_dir), clusters=[])
+    write_admin_url(data_dir, sim.url)
+    kube_dir = data_dir / "kubeconfigs"
+
+    async def add(name: str, count: int, labels: dict[str, str]) -> dict[str, Any]:
+        token = saved_token(kube_dir, name)
+        sim.fleet.add_cluster(name, nodes=count, node_labels=labels, token=token)
+        return dict(sim.fleet.kubeconfig(name))
+
+    return sim, await start_fleet(client, data_dir, count, nodes, add, sim.url)
+
+
+async def start_fleet(
+    client: Any, data_dir: Path, count: int, nodes: int, add: Any, admin: str
+) -> bool:
+    """Add ``count`` simulated clusters with ``add`` and register those not registered yet.
+
+    Returns whether the clusters were registered before (a restart): their
+    stored labels and metrics are kept, and shown.
+    """
+    import yaml
+
+    from shoal.client.rest import NotFound
+    from shoal.model.base import Metadata
+    from shoal.model.kubernetes import Cluster, ClusterSpec, MetricRef
+
+    locations = ["DE", "FR", "FI", "NL", "IT"]
+    table = Table("cluster", "labels", "metrics", "kubeconfig", title="Simulated clusters")
+    kube_dir = data_dir / "kubeconfigs"
+    kube_dir.mkdir(parents=True, exist_ok=True)
+    restarted = False
+    for i in range(count):
+        name = f"sim-{i + 1}"
+        location = locations[i % len(locations)]
+        kubeconfig = await add(name, nodes, {"location": location})
+        (kube_dir / f"{name}.yaml").write_text(yaml.safe_dump(kubeconfig))
+        metrics = [
+            MetricRef(name="green_energy", weight=1.0),
+            MetricRef(name=f"free_capacity_{i + 1}", weight=0.5),
+        ]
+        cluster = Cluster(
+            metadata=Metadata(name=name, namespace="default", labels={"location": location}),
+            spec=ClusterSpec(kubeconfig=kubeconfig, metrics=metrics),
+        )
+        try:
+            stored = await client.get(Cluster, name, "default")
+            restarted = True
+            if stored.spec.kubeconfig != kubeconfig:
+                stored.spec.kubeconfig = kubeconfig
+                stored = await client.update(stored)
+        except NotFound:
+            stored = await client.create(cluster)
+        labels = ", ".join(f"{k}={v}" for k, v in sorted(stored.metadata.labels.items()))
+        table.add_row(
+            name,
+            labels or "-",
+            ", ".join(m.name for m in stored.spec.metrics),
+            str(kube_dir / f"{name}.yaml"),
+        )
+    console.print(table)
+    console.print(f"[bold green]Simulator[/] admin API on {admin} (in {data_dir / 'sim.url'})")
+    return restarted
+
+
+async def _wait_online(client: Any, names: list[str], restarted: bool, timeout: float) -> None:
+    """Wait until the clusters are ONLINE, saying once that they are coming back or connecting."""
+    from shoal.model.kubernetes import Cluster, ClusterState
+
+    said = False
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        listed = await client.list(Cluster, "default")
+        waiting = sorted(
+            c.metadata.name
+            for c in listed.items
+            if c.metadata.name in names and c.status.state is not ClusterState.ONLINE
+        )
+        if not waiting or asyncio.get_running_loop().time() > deadline:
+            if waiting:
+                console.print(f"clusters not ONLINE yet: {', '.join(waiting)}")
+            return
+        if not said:
+            what = "coming back" if restarted else "connecting"
+            console.print(f"clusters {what}: {', '.join(waiting)} …")
+            said = True
+        await asyncio.sleep(0.1)
+
+
+async def sample_metrics(client: Any) -> None:
+    """A static provider: the share of green energy, and free capacity per cluster.
+
+    Higher is better for both: seed 004's score prefers high normalised values.
+    """
+    from shoal.client.rest import ApiError
+    from shoal.model.base import Metadata
+    from shoal.model.core import (
+        GlobalMetric,
+        GlobalMetricsProvider,
+        MetricProviderRef,
+        MetricSpec,
+        MetricsProviderSpec,
+        StaticSpec,
+    )
+
+    values = {"green_energy": 0.6}
+    for i in range(1, 11):
+        values[f"free_capacity_{i}"] = round((0.37 * i) % 1, 2)
+    objects: list[Any] = [
+        GlobalMetricsProvider(
+            metadata=Metadata(name="sample"),
+            spec=MetricsProviderSpec(type="static", static=StaticSpec(metrics=values)),
+        )
+    ]
+    for name in values:
+        objects.append(
+            GlobalMetric(
+                metadata=Metadata(name=name),
+                spec=MetricSpec(
+                    min=0, max=1, provider=MetricProviderRef(name="sample", metric=name)
+                ),
+            )
+        )
+    for obj in objects:
+        with contextlib.suppress(ApiError):
+            await client.create(obj)
+
+
+async def create_demo(client: Any, clusters: list[str], restarted: bool) -> None:
+    """Create a demo application (or find the stored one) and show where it is and why."""
+    from shoal.client.rest import NotFound
+    from shoal.model.base import Metadata
+    from shoal.model.kubernetes import (
+        Application,
+        ApplicationSpec,
+        ClusterConstraints,
+        Constraints,
+    )
+
+    manifest = [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "echo"},
+            "spec": {
+                "replicas": 2,
+                "selector": {"matchLabels": {"app": "echo"}},
+                "template": {
+                    "metadata": {"labels": {"app": "echo"}},
+                    "spec": {"containers": [{"name": "echo", "image": "hashicorp/http-echo"}]},
+                },
+            },
+        }
+    ]
+    app = Application(
+        metadata=Metadata(name="demo", namespace="default"),
+        spec=ApplicationSpec(
+            manifest=manifest,
+            constraints=Constraints(cluster=ClusterConstraints(labels=["location in (DE, FR)"])),
+        ),
+    )
+    # Let the metric caches fetch the sample values first: wait until a dry run scores them.
+    body = app.model_dump(mode="json")
+    for _ in range(100):
+        result = await client.request("POST", "/scheduling/namespaces/default/dryrun", body=body)
+        ranking = result.get("ranking", [])
+        if ranking and all(entry.get("metrics") for entry in ranking):
+            break
+        await asyncio.sleep(0.1)
+    await asyncio.sleep(0.5)
+    await _wait_online(client, clusters, restarted, timeout=20)
+    try:
+        await client.get(Application, "demo", "default")
+        stored = " (stored)"
+    except NotFound:
+        await client.create(app)
+        stored = ""
+    for _ in range(400):
+        current = await client.get(Application, "demo", "default")
+        if current.status.scheduled_to is not None:
+            break
+        await asyncio.sleep(0.05)
+    target = current.status.scheduled_to.name if current.status.scheduled_to else "nowhere yet"
+    constraint = ", ".join(current.spec.constraints.cluster.labels) or "none"
+    console.print(
+        f"\nApplication [bold]demo[/] (constraint: {constraint}) → [bold cyan]{target}[/]{stored}"
+    )
+    # The stored explanation may predate the restart, and keeps the score terms of the
+    # chosen cluster only; a dry run of the stored application says how things are now.
+    body = current.model_dump(mode="json", include={"api", "kind", "metadata", "spec"})
+    detail = await client.request("POST", "/scheduling/namespaces/default/dryrun", body=body)
+    console.print(f"  {detail.get('summary', '')}")
+    table = Table("cluster", "score", "metrics", title="Ranking (shoal kube app dryrun)")
+    for entry in detail.get("ranking", []):
+        metrics = ", ".join(
+            f"{m['name']}={m['value']:g} (w {m['weight']:g})" for m in entry.get("metrics", [])
+        )
+        table.add_row(entry["cluster"], f"{entry['score']:.3f}", metrics)
+    console.print(table)

@@ -1,0 +1,1 @@
+"""The garbage collector: cascading deletion of owned objects, and expired events."""

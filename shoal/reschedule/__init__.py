@@ -1,0 +1,1 @@
+"""RescheduleTasks: applications re-placed on demand, with progress and per-target results."""

@@ -1,0 +1,185 @@
+"""The layers of ``shoal/``: each package imports only the packages below it, no module
+takes part in an import cycle (imports inside functions count), and each module imports
+alone.
+
+The table is the one ``docs/development.md`` draws; a new package gets a row here.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import multiprocessing
+import sys
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2] / "shoal"
+
+BASE = {"machinery", "model", "store", "client", "events"}
+MAY_IMPORT: dict[str, set[str]] = {
+    # the common layer: quantities, selectors, patches, names, TLS, servers, problems
+    "machinery": set(),
+    "model": {"machinery"},
+    "store": {"machinery", "model"},
+    "client": {"machinery", "model"},
+    "events": {"machinery", "model", "client"},
+    # the controller runtime: work queue, leases, the Controller loop, its metrics
+    "controllers": {"machinery", "model", "client", "events"},
+    # features, each on the layers above; none imports another
+    "scheduler": BASE | {"controllers"},
+    "kube": BASE | {"controllers"},
+    "gc": BASE | {"controllers"},
+    "reschedule": BASE | {"controllers"},
+    "agent": BASE,
+    "sim": {"machinery"},
+    # the dry run runs the scheduler's own decision code (one decision, two callers); ui:
+    # the dashboard's static files
+    "api": BASE | {"store", "scheduler", "ui"},
+    "ui": set(),
+    # the composition roots: the CLI and the launcher of tests and benchmarks
+    "cli": {"*"},
+    "testing": {"*"},
+}
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in ROOT.rglob("*.py"):
+        name = ".".join(path.relative_to(ROOT.parent).with_suffix("").parts)
+        found[name.removesuffix(".__init__")] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _imports(path: Path) -> set[str]:
+    """The shoal modules ``path`` imports when it runs (not those only for type checkers)."""
+    tree = ast.parse(path.read_text())
+    typing_only = {
+        id(node)
+        for block in ast.walk(tree)
+        if isinstance(block, ast.If) and "TYPE_CHECKING" in ast.unparse(block.test)
+        for stmt in block.body
+        for node in ast.walk(stmt)
+    }
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("shoal"):
+            subs = [f"{node.module}.{a.name}" for a in node.names]
+            named = [s for s in subs if s in MODULES]
+            found |= set(named) if len(named) == len(subs) else {node.module, *named}
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name.startswith("shoal")}
+    return {_module_of(name) for name in found}
+
+
+def _module_of(name: str) -> str:
+    while name not in MODULES and "." in name:
+        name = name.rsplit(".", 1)[0]
+    return name
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+GRAPH = {module: _imports(path) - {module} for module, path in MODULES.items()}
+
+
+def test_every_package_has_a_layer() -> None:
+    packages = {_package(m) for m in MODULES} - {""}
+    assert packages <= set(MAY_IMPORT), sorted(packages - set(MAY_IMPORT))
+
+
+def test_packages_import_only_downward() -> None:
+    wrong = []
+    for module, imported in GRAPH.items():
+        own = _package(module)
+        allowed = MAY_IMPORT.get(own, set())
+        for target in imported:
+            other = _package(target)
+            if other in ("", own) or "*" in allowed or other in allowed:
+                continue
+            wrong.append(f"{module} imports {target} ({own} may import {sorted(allowed)})")
+    assert not wrong, "\n".join(sorted(wrong))
+
+
+def test_no_import_cycles() -> None:
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:  # Tarjan's strongly connected components
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in GRAPH.get(node, ()):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    for module in GRAPH:
+        if module not in index:
+            visit(module)
+    assert not cycles, "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def _import_alone(name: str) -> str | None:
+    try:
+        importlib.import_module(name)
+    except BaseException:  # the child reports whatever stopped the import
+        return traceback.format_exc(limit=-3)
+    return None
+
+
+def test_each_module_imports_alone() -> None:
+    """In a child forked before any shoal module was imported, so that no other module's
+    import prepares the ground for it."""
+    context = multiprocessing.get_context("fork")
+    names = sorted(MODULES)
+    failed = {}
+    with context.Pool(2, maxtasksperchild=1) as pool:
+        for name, error in zip(names, pool.map(_import_alone, names, chunksize=1), strict=True):
+            if error is not None:
+                failed[name] = error
+    assert not failed, "\n".join(f"{n}:\n{e}" for n, e in failed.items())
+
+
+def test_the_layer_table_is_what_the_docs_draw() -> None:
+    text = (ROOT.parent / "docs" / "development.md").read_text()
+    missing = [p for p in MAY_IMPORT if f"shoal/{p}/" not in text]
+    assert not missing, f"docs/development.md does not place {missing}"
+
+
+def test_imports_inside_functions_count(tmp_path: Path) -> None:
+    """A cycle hidden in a function is still a cycle; an import for type checkers is not."""
+    source = tmp_path / "example.py"
+    source.write_text(
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from shoal.api.app import create_app\n"
+        "def later():\n"
+        "    from shoal.model.base import Kind\n"
+        "    import shoal.store.base\n"
+    )
+    assert _imports(source) == {"shoal.model.base", "shoal.store.base"}
