@@ -1,4 +1,4 @@
-"""The cluster agent of seed 003: one per member cluster, node cache, sampling, commit.
+"""The cluster agent: one per member cluster, node cache, sampling, commit.
 
 Entry points: ``shoal.agent.server.run_agent`` (async) and ``shoal.agent.server.main``
 (argv), which the ``shoal agent`` command calls.

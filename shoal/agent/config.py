@@ -7,10 +7,10 @@ file); every field has a default, documented in docs/agent.md.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
+
+from shoal.machinery import config
 
 
 class AgentPlugins(BaseModel):
@@ -46,6 +46,5 @@ class AgentConfig(BaseModel):
 
     @classmethod
     def from_file(cls, path: str | Path | None, **overrides: object) -> AgentConfig:
-        data: dict[str, Any] = (yaml.safe_load(Path(path).read_text()) or {}) if path else {}
-        data = data.get("agent", data)
-        return cls.model_validate({**data, **{k: v for k, v in overrides.items() if v}})
+        given = {k: v for k, v in overrides.items() if v}
+        return config.load(cls, path, section="agent", overrides=given)

@@ -23,8 +23,8 @@ from shoal.model.core import GlobalMetric, GlobalMetricsProvider, Metric, Metric
 from shoal.model.kubernetes import Application, BindingBatch, Cluster
 from shoal.scheduler import plugins as _plugins  # noqa: F401  (registers built-in plugins)
 from shoal.scheduler.application import cluster_backend, request_for
+from shoal.scheduler.backends import Backends
 from shoal.scheduler.config import SchedulerConfig
-from shoal.scheduler.fleet import Fleet
 from shoal.scheduler.framework import Framework
 from shoal.scheduler.metrics.cache import MetricCache
 
@@ -58,12 +58,12 @@ class DryRun:
     async def run(self, app: Application, namespace: str) -> dict[str, Any]:
         app.metadata.namespace = namespace
         await self._sync_metrics()
-        fleet = Fleet(cluster_backend, self.metrics)
+        backends = Backends(cluster_backend, self.metrics)
         records, _ = await self.resources.store.list(Cluster.key_prefix(namespace))
         for record in records:
-            fleet.set(decode(Cluster, record.value, record.revision))
+            backends.set(decode(Cluster, record.value, record.revision))
         request = request_for(app, self.config)
-        decision = self.framework.decide(request, fleet.group(namespace), explain_all=True)
+        decision = self.framework.decide(request, backends.group(namespace), explain_all=True)
         result = decision.explanation()
         result["available"] = decision.available
         result["total"] = decision.total

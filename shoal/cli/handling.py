@@ -38,6 +38,9 @@ def _known(error: BaseException, url: str | None) -> CliError | None:
             return CliError(problem_message(error.status, error.problem))
         if isinstance(error, rest.Unreachable):
             return unreachable(url or str(error).split(": ")[0])
+    settings = sys.modules.get("shoal.machinery.config")
+    if settings is not None and isinstance(error, settings.ConfigError):
+        return CliError(str(error))
     pydantic = sys.modules.get("pydantic")
     if pydantic is not None and isinstance(error, pydantic.ValidationError):
         return CliError(describe_validation(error))

@@ -1,4 +1,4 @@
-"""``shoal reschedule``: ask for rescheduling on demand (a RescheduleTask, seed 002).
+"""``shoal reschedule``: ask for rescheduling on demand (a RescheduleTask).
 
     shoal reschedule app web api -n shop --wait
     shoal reschedule --selector tier=web -n shop

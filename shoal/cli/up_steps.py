@@ -168,7 +168,7 @@ async def _wait_online(client: Any, names: list[str], restarted: bool, timeout: 
 async def sample_metrics(client: Any) -> None:
     """A static provider: the share of green energy, and free capacity per cluster.
 
-    Higher is better for both: seed 004's score prefers high normalised values.
+    Higher is better for both: the score prefers high normalised values.
     """
     from shoal.client.rest import ApiError
     from shoal.model.base import Metadata

@@ -1,7 +1,7 @@
 """The Kubernetes application controller: deploys applications where the scheduler bound them.
 
 Acts on an application only when ``status.scheduled_to`` is set and
-``kube_controller_triggered >= metadata.modified`` (seed 004's handshake: the
+``kube_controller_triggered >= metadata.modified`` (the scheduler's handshake: the
 scheduler saw the latest spec first). Manifests are applied with server-side
 apply, each object labelled with its application and refused when another
 application owns it (``shoal.kube.member``, ``shoal.kube.owners``); the applied

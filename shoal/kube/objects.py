@@ -145,7 +145,7 @@ def watch_entries(app: Application) -> set[Entry]:
 
 
 def triggered(app: Application) -> bool:
-    """The scheduler saw the latest spec (seed 004's kube_controller_triggered handshake)."""
+    """The scheduler saw the latest spec (the kube_controller_triggered handshake)."""
     when = app.status.kube_controller_triggered
     modified = app.metadata.modified
     return when is not None and (modified is None or when >= modified)

@@ -83,7 +83,7 @@ WRITERS = {
 
 
 def state_for(code: ReasonCode) -> ApplicationState:
-    """The error handler of seed 000: ≥100 deletes, waiting reasons wait, others fail."""
+    """The error handler of Krake's scheduler: ≥100 deletes, waiting reasons wait, others fail."""
     if code.value >= 100:
         return ApplicationState.DELETING
     if code in (ReasonCode.RESOURCE_NOT_FOUND, ReasonCode.CLUSTER_DELETED):

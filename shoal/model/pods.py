@@ -1,8 +1,8 @@
-"""Group ``scheduling``: the fleet ``Pod`` (seed 003), one pod placed onto a node of some cluster.
+"""Group ``scheduling``: the fleet ``Pod``, one pod placed onto a node of some cluster.
 
 The spec is a Kubernetes pod spec as it stands (paste ``spec`` from a
 Kubernetes pod: fields Shoal does not read pass through to the member
-cluster), plus ``placement`` hints: cluster label constraints in seed 004's
+cluster), plus ``placement`` hints: cluster label constraints in the constraint
 language and a geo target. The fleet scheduler samples, decides and commits
 through the cluster agents, and writes what happened to ``status``: the
 phase, where the pod is, the attempts, a reason a person can read with the
@@ -77,7 +77,7 @@ class Placement(Model):
 
     cluster_labels: list[Annotated[str, AfterValidator(_label_constraint)]] = Field(
         default_factory=list,
-        description="Cluster label constraints (seed 004), e.g. 'location is DE'",
+        description="Cluster label constraints, e.g. 'location is DE'",
     )
     geo: GeoTarget | None = None
 

@@ -1,4 +1,4 @@
-"""Group ``scheduling``: the RescheduleTask of seed 002, which reschedules on demand.
+"""Group ``scheduling``: the RescheduleTask, which reschedules applications on demand.
 
 A task selects applications (by reference, by label selector per namespace,
 or by the cluster they are on), and the task controller stamps its trigger

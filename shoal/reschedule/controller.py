@@ -1,4 +1,4 @@
-"""The RescheduleTask controller (seed 002): stamp the trigger on every target, report results.
+"""The RescheduleTask controller: stamp the trigger on every target, report results.
 
 A task is worked in three steps, each safe to repeat after a crash:
 

@@ -1,4 +1,4 @@
-"""Application → cluster placement (seed 004) with retry and delay (seeds 000, 001).
+"""Application → cluster placement, with retries that back off, and a delay when nothing fits.
 
 What triggers a scheduling pass, and what it may write:
 
@@ -39,9 +39,9 @@ from shoal.model.kubernetes import (
     ClusterState,
 )
 from shoal.scheduler import report
+from shoal.scheduler.backends import Backend, Backends, Group
 from shoal.scheduler.binder import Binder
 from shoal.scheduler.config import SchedulerConfig
-from shoal.scheduler.fleet import Backend, Fleet, Group
 from shoal.scheduler.framework import Decision, Framework, Request
 
 log = logging.getLogger(__name__)
@@ -118,11 +118,11 @@ class Outcome:
 
 @dataclass(eq=False)
 class Handler:
-    """What a placement handler works with: the API, the config, its fleet and the framework."""
+    """What a placement handler works with: the API, the config, its backends and the framework."""
 
     client: ShoalClient
     config: SchedulerConfig
-    fleet: Fleet
+    backends: Backends
     framework: Framework
 
     def __post_init__(self) -> None:
@@ -187,15 +187,15 @@ class ApplicationHandler(Handler):
         """The framework's decision, shared by applications that ask the same question.
 
         Applications with the same namespace, constraints and current cluster get
-        the same decision until the fleet changes (an equivalence cache, as in the
+        the same decision until a backend changes (an equivalence cache, as in the
         Kubernetes scheduler); only the random choice among tied clusters is drawn
         again for each.
         """
         request = request_for(app, self.config, sticky=sticky)
-        group = self.fleet.group(app.metadata.namespace)
-        if self._cache_version != self.fleet.version:
+        group = self.backends.group(app.metadata.namespace)
+        if self._cache_version != self.backends.version:
             self._cache.clear()
-            self._cache_version = self.fleet.version
+            self._cache_version = self.backends.version
         key = (
             request.namespace,
             tuple(request.labels),
@@ -221,7 +221,7 @@ class ApplicationHandler(Handler):
         status = app.status
         current = status.scheduled_to
         current_backend = (
-            self.fleet.get(current.namespace, "Cluster", current.name) if current else None
+            self.backends.get(current.namespace, "Cluster", current.name) if current else None
         )
         spec_updated = self.spec_updated(app)
         forced = self.forced(app)
@@ -416,7 +416,7 @@ class ApplicationHandler(Handler):
         return backoff.delay(attempts)
 
     def _backend(self, ref: ResourceRef) -> Backend | None:
-        return self.fleet.get(ref.namespace, "Cluster", ref.name)
+        return self.backends.get(ref.namespace, "Cluster", ref.name)
 
     async def _patch(self, app: Application, fields: dict[str, Any]) -> None:
         """The scheduler's own status fields, at the revision the decision was made on."""

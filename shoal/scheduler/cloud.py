@@ -1,4 +1,4 @@
-"""Cluster → cloud placement (seed 004, "Cluster handler").
+"""Cluster → cloud placement: a cluster bound to no cloud is given the best one.
 
 Clusters without a kubeconfig are to be created: they are bound to the best
 Cloud of their namespace or GlobalCloud, by cloud label and metric
@@ -21,7 +21,7 @@ from shoal.events import Recorder
 from shoal.model.base import Kind, Reason, ReasonCode, ResourceRef
 from shoal.model.kubernetes import Cluster, ClusterState
 from shoal.scheduler.application import Handler
-from shoal.scheduler.fleet import Backend
+from shoal.scheduler.backends import Backend
 from shoal.scheduler.framework import Request
 
 
@@ -67,7 +67,7 @@ class CloudHandler(Handler):
             metrics=constraints.metrics,
             sticky=False,
         )
-        decision = self.framework.decide(request, self.fleet.group(cluster.metadata.namespace))
+        decision = self.framework.decide(request, self.backends.group(cluster.metadata.namespace))
         if decision.chosen is None:
             summary = decision.summary.replace("clusters", "clouds")
             await self._waiting(cluster, f"no cloud fits: {summary}")

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
+
+from shoal.machinery import config
 
 
 class Backoff(BaseModel):
@@ -47,7 +48,7 @@ class Plugins(BaseModel):
 
 
 class FleetConfig(BaseModel):
-    """The fleet pipeline (pods onto nodes through cluster agents, seed 003); docs/fleet.md."""
+    """The fleet pipeline (pods onto nodes through cluster agents); docs/fleet.md."""
 
     model_config = ConfigDict(extra="forbid")
     enabled: bool = Field(default=True, description="Idle while no agent is registered")
@@ -113,7 +114,4 @@ class SchedulerConfig(BaseModel):
 
     @classmethod
     def load(cls, path: str | Path | None) -> SchedulerConfig:
-        if path is None:
-            return cls()
-        data = yaml.safe_load(Path(path).read_text()) or {}
-        return cls.model_validate(data.get("scheduler", data))
+        return config.load(cls, path, section="scheduler")

@@ -1,11 +1,11 @@
 """The scheduling framework: plugins with one job each, registered by name.
 
-Phases, as in the Kubernetes scheduling framework and seed 003:
+Phases, as in the Kubernetes scheduling framework:
 
 - candidates: which backends are looked at at all (namespace, state);
 - filters: constraints a backend must meet (labels, custom resources, metrics);
 - prefer: ranking preferences that narrow the set (backends with metrics win);
-- scores: terms of the weighted average of seed 004 (metrics, stickiness).
+- scores: terms of the weighted average of normalised metric values (metrics, stickiness).
 
 The commit phase (binding with a resource_version precondition) is the
 handler's, since it talks to the API. A decision records for every backend
@@ -21,8 +21,8 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
+from shoal.scheduler.backends import Backend, BoolArray, FloatArray, Group
 from shoal.scheduler.config import Plugins
-from shoal.scheduler.fleet import Backend, BoolArray, FloatArray, Group
 
 
 @dataclass

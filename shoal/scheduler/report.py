@@ -26,7 +26,7 @@ def bound(handler: ApplicationHandler, app: Application, decision: Decision, for
     current = app.status.scheduled_to
     if current is not None and current.name == decision.chosen.name and not forced:
         return  # bound again where it is (its spec changed, a reason cleared): nothing to tell
-    backend = handler.fleet.get(current.namespace, "Cluster", current.name) if current else None
+    backend = handler.backends.get(current.namespace, "Cluster", current.name) if current else None
     state = None if backend is None else ("ONLINE" if backend.schedulable else backend.state)
     moved = reasons.placed(
         handler.events,

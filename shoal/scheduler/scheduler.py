@@ -39,10 +39,10 @@ from shoal.scheduler.application import (
     cluster_backend,
     request_for,
 )
+from shoal.scheduler.backends import Backends
 from shoal.scheduler.cloud import CloudHandler, cloud_backend
 from shoal.scheduler.config import SchedulerConfig
 from shoal.scheduler.eviction import Eviction
-from shoal.scheduler.fleet import Fleet
 from shoal.scheduler.framework import Framework
 from shoal.scheduler.metrics.cache import MetricCache
 from shoal.scheduler.pods.pipeline import FleetPipeline
@@ -84,8 +84,8 @@ class Scheduler(Controller):
             explain_names=self.config.explain_names,
             ranking=self.config.explain_ranking,
         )
-        self.clusters = Fleet(cluster_backend, self.metrics)
-        self.clouds = Fleet(cloud_backend, self.metrics, include_global=True)
+        self.clusters = Backends(cluster_backend, self.metrics)
+        self.clouds = Backends(cloud_backend, self.metrics, include_global=True)
         self.apps_handler = ApplicationHandler(client, self.config, self.clusters, self.framework)
         self.cloud_handler = CloudHandler(client, self.config, self.clouds, self.framework)
         self.queue: WorkQueue[AppKey] = WorkQueue()

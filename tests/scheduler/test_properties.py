@@ -14,8 +14,8 @@ from shoal.model.base import Metadata, ReasonCode
 from shoal.model.kubernetes import Cluster, ClusterSpec, ClusterState, ClusterStatus, MetricRef
 from shoal.scheduler import plugins as _plugins  # noqa: F401  (registers built-in plugins)
 from shoal.scheduler.application import cluster_backend, state_for
+from shoal.scheduler.backends import Backends
 from shoal.scheduler.config import Plugins
-from shoal.scheduler.fleet import Fleet
 from shoal.scheduler.framework import Framework, Request
 from shoal.scheduler.metrics.providers import MetricError
 
@@ -102,7 +102,7 @@ def test_choice_satisfies_constraints_and_has_max_score(
     stickiness: float,
 ) -> None:
     values = dict(zip(METRICS, raw, strict=True))
-    fleet = Fleet(cluster_backend, Source(values))
+    fleet = Backends(cluster_backend, Source(values))
     for i, (lab, weights, state) in enumerate(clusters):
         fleet.set(make_cluster(i, lab, weights, state))
     cur = (NS, f"c{current}") if current is not None and current < len(clusters) else None
@@ -164,7 +164,7 @@ def test_stickiness_threshold(s_cur: float, s_other: float, weight: float, split
 
     values = {"cur": s_cur, "cur1": s_cur, "cur2": s_cur}
     values |= {"oth": s_other, "oth1": s_other, "oth2": s_other}
-    fleet = Fleet(cluster_backend, Source({k: v * HI for k, v in values.items()}))
+    fleet = Backends(cluster_backend, Source({k: v * HI for k, v in values.items()}))
     for name, prefix in (("current", "cur"), ("other", "oth")):
         fleet.set(
             Cluster(
@@ -185,7 +185,7 @@ def test_stickiness_threshold(s_cur: float, s_other: float, weight: float, split
 
 def test_ties_broken_at_random() -> None:
     values = {"a": 5.0, "b": 5.0, "c": 1.0}
-    fleet = Fleet(cluster_backend, Source(values))
+    fleet = Backends(cluster_backend, Source(values))
     for name in values:
         fleet.set(
             Cluster(

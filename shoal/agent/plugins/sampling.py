@@ -1,4 +1,4 @@
-"""Sampling strategies (seed 003): which nodes a sample looks at, each at most once."""
+"""Sampling strategies: which nodes a sample looks at, each at most once."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
-"""The built-in plugins (seed 004). Each does one thing; enable them by name."""
+"""The built-in plugins. Each does one thing; enable them by name."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from shoal.scheduler.fleet import BoolArray, FloatArray
+from shoal.scheduler.backends import BoolArray, FloatArray
 from shoal.scheduler.framework import (
     CandidatePlugin,
     Context,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from shoal.scheduler.fleet import Backend, BoolArray
+from shoal.scheduler.backends import Backend, BoolArray
 from shoal.scheduler.framework import Context, FilterPlugin, register
 
 REASON = "cordoned"

@@ -1,10 +1,10 @@
-"""The scheduler's view of the fleet: clusters (or clouds) per namespace, as arrays.
+"""The scheduler's view of clusters (or clouds) per namespace, as arrays: its backends.
 
 The metric part of a cluster's score does not depend on the application
-(seed 004: Σ normalised value × weight / Σ weight), so it is computed once per
+(Σ normalised value × weight / Σ weight), so it is computed once per
 cluster and metric refresh, and a decision for one application is a few numpy
 operations over the namespace's clusters. Constraint masks are cached per
-constraint text until the fleet changes, so applications sharing constraints
+constraint text until a backend changes, so applications sharing constraints
 share the work.
 """
 
@@ -135,7 +135,7 @@ class Group:
         return self.mask("R:" + crd, lambda b: crd in b.custom_resources)
 
 
-class Fleet:
+class Backends:
     """Backends of one kind, grouped per namespace; rebuilt lazily after changes."""
 
     def __init__(
