@@ -5,6 +5,7 @@ Everything the HTTP routes need, with no HTTP in it.
 
 from __future__ import annotations
 
+import logging
 import time
 
 import shoal.agent.plugins  # noqa: F401  (registers the built-in plugins)
@@ -19,6 +20,8 @@ from shoal.agent.sync import ClusterSync
 from shoal.agent.vector import VectorSampler
 from shoal.client.kube import KubeCluster, api_client
 from shoal.machinery.types import Obj
+
+log = logging.getLogger(__name__)
 
 VECTOR_NODES = 256  # clusters this large sample with numpy (smaller ones: the plugin loop)
 
@@ -44,6 +47,10 @@ class Agent:
     async def open(cls, kubeconfig: Obj, config: AgentConfig) -> Agent:
         agent = cls(await connect(kubeconfig, config.commit_timeout), config)
         await agent.sync.start()
+        if without := agent.vector.without_vector_form:
+            names = ", ".join(f"{name} ({phase})" for phase, name in without)
+            log.warning("plugins without a vectorised form are enabled: %s; every pod is "
+                        "sampled by the plugin loop, node by node", names)
         if len(agent.cache.names) >= VECTOR_NODES:
             agent.vector.table.fresh()  # built now, not in the first sample's deadline
         return agent

@@ -13,12 +13,14 @@ import logging
 from typing import Any, TypeVar
 
 import orjson
+from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from shoal.agent import stats
 from shoal.agent.agent import Agent
 from shoal.agent.callers import CallerCheck
 from shoal.agent.commit import CommitRefused
@@ -90,6 +92,14 @@ def create_app(agent: Agent, callers: frozenset[bytes] | None = None) -> Starlet
         body = agent.health()
         return _json(body, 200 if body["synced"] else 503)
 
+    async def metrics(request: Request) -> Response:
+        plugins = agent.config.plugins
+        enabled = {"filters": list(plugins.filters),
+                   "scores": [n for n, w in plugins.scores.items() if w > 0]}
+        page = stats.metrics(agent.vector.usable, enabled, agent.vector.without_vector_form,
+                             agent.timings)
+        return Response(page, media_type=CONTENT_TYPE_LATEST)
+
     async def sample(request: Request) -> Response:
         strategy = _strategy(agent, request)
         body = await _body(request, SampleBody)
@@ -156,6 +166,7 @@ def create_app(agent: Agent, callers: frozenset[bytes] | None = None) -> Starlet
             Route("/agent/pods/lookup", lookup, methods=["POST"]),
             Route("/agent/pods/delete", delete, methods=["POST"]),
             Route("/healthz", healthz, methods=["GET"]),
+            Route("/metrics", metrics, methods=["GET"]),
             Route("/samples/{strategy}", sample, methods=["POST"]),
             Route("/samples/{strategy}/batch", batch, methods=["POST"]),
             Route("/agent/scheduling-decision", decision, methods=["POST"]),

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, TypeVar
 
 from shoal.agent.cache import NodeCache, NodeInfo
 from shoal.agent.config import AgentConfig
 from shoal.agent.pod import PodRequest
+from shoal.machinery.plugins import Registry
 from shoal.machinery.types import Obj
 
 FULL_BP = 10_000
@@ -64,17 +65,9 @@ class ScorePlugin(Plugin):
         raise NotImplementedError
 
 
-REGISTRY: dict[str, dict[str, type[Plugin]]] = {"sampling": {}, "filters": {}, "scores": {}}
+PLUGINS: Registry[Plugin] = Registry("the agent", ("sampling", "filters", "scores"))
+register = PLUGINS.register
 P = TypeVar("P", bound=Plugin)
-
-
-def register(*phases: str) -> Callable[[type[P]], type[P]]:
-    def add(cls: type[P]) -> type[P]:
-        for phase in phases:
-            REGISTRY[phase][cls.name] = cls
-        return cls
-
-    return add
 
 
 def nodes_to_sample(total: int, bp: int) -> int:
@@ -183,12 +176,4 @@ class Pipeline:
 def _make(name: str, phase: str, base: type[P], config: AgentConfig,
           built: dict[str, Plugin]) -> P:
     """One instance per plugin name, shared by every phase the plugin serves."""
-    cls = REGISTRY[phase].get(name)
-    if cls is None:
-        known = ", ".join(sorted(REGISTRY[phase])) or "none"
-        raise ValueError(f"unknown {phase} plugin {name!r}; known: {known}")
-    plugin = built.get(name) or cls(config)
-    if not isinstance(plugin, base):
-        raise ValueError(f"plugin {name!r} is not a {phase} plugin")
-    built[name] = plugin
-    return plugin
+    return PLUGINS.make(name, phase, base, config, built=built)

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, StrictFloat, StrictInt, ValidationInfo
 
-from shoal.machinery.quantity import EXAMPLES, is_quantity, parse
+from shoal.machinery.quantity import EXAMPLES, is_request
 from shoal.machinery.selectors import ConstraintError, LabelConstraint
 from shoal.model.base import Kind, Model, trusted
 
@@ -24,7 +24,7 @@ from shoal.model.base import Kind, Model, trusted
 def _quantity(value: str | int | float, info: ValidationInfo) -> str | int | float:
     if trusted(info):  # read back from the API, which checked it (informers decode each event)
         return value
-    if not is_quantity(value) or str(value).strip() != str(value) or parse(value) < 0:
+    if not is_request(value):
         raise ValueError(f"{value!r} is not a Kubernetes quantity ({EXAMPLES})")
     return value
 

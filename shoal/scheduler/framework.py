@@ -15,12 +15,13 @@ why it was dropped or how it scored: that is the explanation users see.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
+from shoal.machinery.plugins import Registry
 from shoal.scheduler.backends import Backend, BoolArray, FloatArray, Group
 from shoal.scheduler.config import Plugins
 
@@ -80,20 +81,13 @@ class ScorePlugin(Plugin):
         raise NotImplementedError
 
 
-REGISTRY: dict[str, dict[str, Callable[[], Plugin]]] = {
-    "candidates": {},
-    "filters": {},
-    "prefer": {},
-    "scores": {},
-}
-
-
-def register(phase: str) -> Callable[[type[Plugin]], type[Plugin]]:
-    def add(cls: type[Plugin]) -> type[Plugin]:
-        REGISTRY[phase][cls.name] = cls
-        return cls
-
-    return add
+PLUGINS: Registry[Plugin] = Registry(
+    "the scheduler",
+    # applications and clouds: candidates, filters, prefer, scores;
+    # fleet pods (shoal.scheduler.pods.plugins): sort, pod-filters, pod-scores
+    ("candidates", "filters", "prefer", "scores", "sort", "pod-filters", "pod-scores"),
+)
+register = PLUGINS.register
 
 
 @dataclass
@@ -244,11 +238,4 @@ class Framework:
 
 
 def make_plugin(name: str, phase: str, base: type[P]) -> P:
-    try:
-        plugin = REGISTRY[phase][name]()
-    except KeyError:
-        known = ", ".join(sorted(REGISTRY[phase])) or "none"
-        raise ValueError(f"unknown {phase} plugin {name!r}; known: {known}") from None
-    if not isinstance(plugin, base):
-        raise ValueError(f"plugin {name!r} is not a {phase} plugin")
-    return plugin
+    return PLUGINS.make(name, phase, base)

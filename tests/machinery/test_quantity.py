@@ -7,7 +7,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shoal.machinery.quantity import format_bytes, format_cpu, is_quantity, number, parse
+from shoal.machinery.quantity import (
+    format_bytes,
+    format_cpu,
+    is_quantity,
+    is_request,
+    number,
+    parse,
+)
 from shoal.machinery.resources import amount, format_amount, pod_requests
 
 
@@ -65,3 +72,13 @@ def test_pod_requests_count_init_containers_and_overhead() -> None:
         "overhead": {"cpu": "10m"},
     }
     assert pod_requests(spec) == {"cpu": 1010, "memory": 2 * 2**30, "pods": 1}
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("500m", True), ("128Mi", True), (2, True), (0.5, True), ("+1", True), ("-1", False),
+     (-1, False), (" 1", False), ("1\n", False), (float("nan"), False), (True, False),
+     (None, False), ("1K", False)],
+)  # fmt: skip
+def test_what_a_pod_may_request(value: object, expected: bool) -> None:
+    assert is_request(value) is expected

@@ -1,6 +1,6 @@
 """The fleet pipeline's plugins, in the scheduler's one framework (``shoal.scheduler.framework``).
 
-Registered by name in the framework's registry under their own phases
+Registered by name in the framework's registry at their own extension points
 (``sort``, ``pod-filters``, ``pod-scores``) and enabled in configuration
 (``fleet.sort``, ``fleet.filters``, ``fleet.scores``), one job each.
 """
@@ -9,12 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from shoal.scheduler import framework
 from shoal.scheduler.framework import Plugin, register
 from shoal.scheduler.pods.work import Candidate, PodWork
-
-for _phase in ("sort", "pod-filters", "pod-scores"):
-    framework.REGISTRY.setdefault(_phase, {})
 
 
 class SortPlugin(Plugin):
