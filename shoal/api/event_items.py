@@ -31,10 +31,11 @@ from typing_extensions import TypedDict
 
 from shoal.api import body as door
 from shoal.api.fastpath import parse_body
+from shoal.machinery.names import OBJECT_NAME
 from shoal.model.events import Event, EventBatch
 
 _FORBID = ConfigDict(extra="forbid", strict=True)
-_NAME = r"^[a-z0-9]([-a-z0-9_]*[a-z0-9])?$"  # shoal.model.base.check_name's rule
+_NAME = OBJECT_NAME.pattern
 _Nothing = Annotated[list[Any], Field(max_length=0)]
 
 

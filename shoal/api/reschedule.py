@@ -31,6 +31,7 @@ from shoal.api.events import BatchEvent, new_uids, record
 from shoal.api.resources import Resources
 from shoal.api.routes import StrictJsonRoute
 from shoal.events.recorder import name_of
+from shoal.machinery.names import OBJECT_NAME
 from shoal.machinery.problems import ProblemError
 from shoal.model.base import utcnow
 from shoal.model.events import DEFAULT_TTL
@@ -42,7 +43,7 @@ from shoal.model.scheduling import (
     RescheduleTask,
 )
 
-_NAME = r"^[a-z0-9]([-a-z0-9_]*[a-z0-9])?$"
+_NAME = OBJECT_NAME.pattern
 REASON = "RescheduleRequested"
 COMPONENT = "reschedule-controller"  # the events read as the task controller's own
 

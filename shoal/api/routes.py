@@ -25,6 +25,7 @@ from shoal.api.codec import list_body, with_revision
 from shoal.api.field_selector import parse_field_selector
 from shoal.api.metrics import WATCHES
 from shoal.api.resources import Resources, namespace_of, parse_label_selector, refuse_secret_fields
+from shoal.machinery.names import OBJECT_NAME
 from shoal.machinery.problems import ProblemError
 from shoal.machinery.selectors.fields import FieldSelector
 from shoal.model import application_status
@@ -40,7 +41,7 @@ from shoal.model.kubernetes import (
 )
 from shoal.store.base import Event, EventType
 
-NAME_PATTERN = r"^[a-z0-9]([-a-z0-9_]*[a-z0-9])?$"
+NAME_PATTERN = OBJECT_NAME.pattern
 _JSON = "application/json"
 _PROBLEMS: dict[int | str, dict[str, Any]] = {
     code: {"description": desc, "content": {"application/problem+json": {}}}

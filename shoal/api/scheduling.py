@@ -19,6 +19,7 @@ from shoal.api.batch import add_batch_route
 from shoal.api.codec import decode
 from shoal.api.resources import Resources
 from shoal.api.routes import StrictJsonRoute
+from shoal.machinery.names import OBJECT_NAME
 from shoal.model.core import GlobalMetric, GlobalMetricsProvider, Metric, MetricsProvider
 from shoal.model.kubernetes import Application, BindingBatch, Cluster
 from shoal.scheduler import plugins as _plugins  # noqa: F401  (registers built-in plugins)
@@ -28,7 +29,7 @@ from shoal.scheduler.config import SchedulerConfig
 from shoal.scheduler.framework import Framework
 from shoal.scheduler.metrics.cache import MetricCache
 
-NAME_PATTERN = r"^[a-z0-9]([-a-z0-9_]*[a-z0-9])?$"
+NAME_PATTERN = OBJECT_NAME.pattern
 
 
 class DryRun:
