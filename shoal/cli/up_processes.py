@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any
 
-import httpx
+import aiohttp
 import typer
 import yaml
 
@@ -48,27 +48,30 @@ def sim_adder(admin: str, kube_dir: Path) -> AddCluster:
         token = saved_token(kube_dir, name)
         if token is not None:
             body["token"] = token
-        async with httpx.AsyncClient(timeout=30) as http:
-            resp = await http.post(f"{admin}/admin/clusters", json=body)
-            if resp.status_code == 409:
-                resp = await http.get(f"{admin}/admin/clusters/{name}/kubeconfig")
-                resp.raise_for_status()
-                return dict(resp.json())
-            resp.raise_for_status()
-            return dict(resp.json()["kubeconfig"])
+        limit = aiohttp.ClientTimeout(total=30)
+        async with aiohttp.ClientSession(timeout=limit, raise_for_status=True) as http:
+            try:
+                async with http.post(f"{admin}/admin/clusters", json=body) as resp:
+                    return dict((await resp.json())["kubeconfig"])
+            except aiohttp.ClientResponseError as error:
+                if error.status != 409:
+                    raise
+            async with http.get(f"{admin}/admin/clusters/{name}/kubeconfig") as resp:
+                return dict(await resp.json())
 
     return add
 
 
 async def _until_answers(url: str, verify: Any, what: str, proc: Child) -> None:
     """Until ``url`` answers (any status); RuntimeError if the child exits first."""
-    async with httpx.AsyncClient(verify=verify, timeout=2) as http:
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as http:
         for _ in range(600):
             if proc.proc is not None and proc.proc.poll() is not None:
                 raise RuntimeError(f"{what} exited with code {proc.proc.returncode}")
-            with contextlib.suppress(httpx.TransportError):
-                if (await http.get(url)).status_code < 500:
-                    return
+            with contextlib.suppress(aiohttp.ClientError, TimeoutError):
+                async with http.get(url, ssl=verify) as answer:
+                    if answer.status < 500:
+                        return
             await asyncio.sleep(0.1)
     raise RuntimeError(f"{what} did not answer on {url}")
 

@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import httpx
+import aiohttp
 
 from shoal.testing.wait import wait_for
 
@@ -117,9 +117,10 @@ class ApiProcess:
             if self.proc.poll() is not None:
                 raise AssertionError(f"API exited with {self.proc.returncode}")
             try:
-                async with httpx.AsyncClient() as http:
-                    return (await http.get(self.url + "/readyz")).status_code == 200
-            except httpx.TransportError:
+                async with aiohttp.ClientSession() as http:
+                    async with http.get(self.url + "/readyz") as answer:
+                        return answer.status == 200
+            except aiohttp.ClientError:
                 return False
 
         await wait_for(ready, timeout=timeout, interval=0.1, message=f"API on {self.url}")

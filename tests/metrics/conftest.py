@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 
-import httpx
+import aiohttp
 import pytest
 
 from tests.fixtures.fake_influx2 import FakeInflux2, serve_fake_influx2
@@ -54,6 +54,7 @@ async def fake_influx2() -> AsyncIterator[FakeInflux2]:
 
 
 @pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient() as client:
-        yield client
+async def http() -> AsyncIterator[aiohttp.ClientSession]:
+    """The session the metric cache would give the provider clients."""
+    async with aiohttp.ClientSession() as session:
+        yield session

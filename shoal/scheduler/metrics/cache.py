@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-import httpx
+import aiohttp
 from prometheus_client import Counter, Histogram
 
 from shoal.model.base import Reason, ReasonCode
@@ -115,7 +115,7 @@ class MetricCache:
         refresh_interval: float = 10.0,
         timeout: float = 5.0,
         on_change: OnChange | None = None,
-        http: httpx.AsyncClient | None = None,
+        http: aiohttp.ClientSession | None = None,
     ) -> None:
         self.refresh_interval = refresh_interval
         self.timeout = timeout
@@ -374,10 +374,11 @@ class MetricCache:
         self._seen = now
         return changed
 
-    def _client(self) -> httpx.AsyncClient:
+    def _client(self) -> aiohttp.ClientSession:
         if self._http is None:
-            self._http = httpx.AsyncClient(
-                timeout=self.timeout, limits=httpx.Limits(max_connections=100)
+            self._http = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=100),
+                timeout=aiohttp.ClientTimeout(total=self.timeout),
             )
         return self._http
 
@@ -415,7 +416,7 @@ class MetricCache:
             self._retire(provider)
         await self._close_retired()
         if self._own_http and self._http is not None:
-            await self._http.aclose()
+            await self._http.close()
             self._http = None
 
     async def __aenter__(self) -> MetricCache:
