@@ -130,8 +130,8 @@ class MemberPods:
         self,
         known: Callable[[], dict[str, str]],
         mine: Callable[[str], bool],
-        scheduled: Callable[[str], list[Pod]] = lambda cluster: [],
-        lost: Callable[[Pod], None] = lambda pod: None,
+        scheduled: Callable[[str], list[Pod]],
+        lost: Callable[[Pod], None],
     ) -> None:
         uids = known()  # once per sweep: the API is asked before anything is deleted
         for agent in list(self.agents.by_cluster.values()):
