@@ -26,15 +26,6 @@ _MULTIPLIER: dict[str, Decimal] = {
 _BINARY = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
 
 
-def is_quantity(value: object) -> bool:
-    """A number, or a string in the quantity grammar."""
-    try:
-        exact(value)
-    except ValueError:
-        return False
-    return True
-
-
 def is_request(value: object) -> bool:
     """A quantity a pod may request or be limited to: not negative, written without spaces.
     Cheap (a pattern, no arithmetic): the API checks every quantity of every pod it takes."""
