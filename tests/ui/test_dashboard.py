@@ -26,10 +26,20 @@ async def _text(browser: Browser, selector: str) -> str:
     return str(await browser.page.locator(selector).first.inner_text())
 
 
+async def _until(page: Any, expression: str, arg: Any = None) -> None:
+    """Until ``expression`` is true in the page, polled from here with ``evaluate``.
+
+    Not Playwright's ``wait_for_function``: it polls its predicate with ``eval`` in the page,
+    which the dashboard's Content-Security-Policy refuses, so it failed whenever the
+    condition was not already true at the first look.
+    """
+    await wait_for(lambda: page.evaluate(expression, arg), 30, 0.1, expression)
+
+
 async def _count(browser: Browser, text: str) -> None:
     """Until the applications page says it shows ``text`` (e.g. "2 of 7")."""
     script = "t => document.getElementById('apps-count')?.textContent.startsWith(t)"
-    await browser.page.wait_for_function(script, arg=text)
+    await _until(browser.page, script, text)
 
 
 async def _placed(shoal: Shoal, name: str) -> str | None:
@@ -47,7 +57,7 @@ async def test_every_page_renders_real_data(shoal: Shoal, browser: Browser) -> N
     page = browser.page
 
     await browser.open("overview")
-    await page.wait_for_function("document.getElementById('stat-apps')?.textContent === '7'")
+    await _until(page, "document.getElementById('stat-apps')?.textContent === '7'")
     for name in ("sim-1", "sim-2", "sim-3"):
         await page.locator(".tile", has_text=name).wait_for()
     await page.locator(".feed li", has_text="Scheduled").first.wait_for()
@@ -182,7 +192,7 @@ async def test_token_goes_with_every_request(shoal: Shoal, browser: Browser) -> 
     await page.fill("#token", "s3cret")
     await page.click("#token-form button")
     await page.locator(".tile", has_text="sim-1").wait_for()
-    await page.wait_for_function("() => sessionStorage.getItem('shoal.token') === 's3cret'")
+    await _until(page, "() => sessionStorage.getItem('shoal.token') === 's3cret'")
     await page.locator("#live.on").wait_for()  # a watch stream is open
     assert any("watch" in url for url, _ in sent)
     assert {auth for _, auth in sent} == {"Bearer s3cret"}
@@ -261,7 +271,7 @@ async def test_fleet_pods_page(shoal: Shoal, browser: Browser) -> None:
         await page.locator("#pods-waiting", has_text="Every fleet pod is placed").wait_for()
         for i in range(6):
             await shoal.client.create(fleet_pod(f"p-{i}", cpu="500m", memory="256Mi"))
-        await page.wait_for_function("document.getElementById('stat-pods')?.textContent === '6'")
+        await _until(page, "document.getElementById('stat-pods')?.textContent === '6'")
 
         async def placed() -> bool:
             pods = (await shoal.client.list(Pod, "default")).items
@@ -269,9 +279,10 @@ async def test_fleet_pods_page(shoal: Shoal, browser: Browser) -> None:
 
         await wait_for(placed, timeout=30, message="fleet pods placed")
         cards = page.locator("#pod-clusters section[data-cluster]")
-        await page.wait_for_function(
+        await _until(
+            page,
             "() => [...document.querySelectorAll('#pod-clusters .pods')]"
-            ".reduce((n, dd) => n + parseInt(dd.textContent), 0) === 6"
+            ".reduce((n, dd) => n + parseInt(dd.textContent), 0) === 6",
         )
         assert await cards.count() == 3
         # The sampler may place all six anywhere: look at a cluster that holds one, and its
