@@ -55,7 +55,11 @@ async def timed(page: Any, what: str, url: str, script: str, arg: Any = None) ->
     await page.goto("about:blank")  # each page from a fresh load, sharing nothing
     t0 = time.monotonic()
     await page.goto(url)
-    await page.wait_for_function(script, arg=arg, timeout=120_000)
+    # Polled with evaluate: wait_for_function polls with eval, which the dashboard's CSP refuses.
+    while not await page.evaluate(script, arg):
+        if time.monotonic() - t0 > 120:
+            raise TimeoutError(f"{what}: {script} still false after 120 s")
+        await asyncio.sleep(0.01)
     seconds = time.monotonic() - t0
     heap = await page.evaluate("performance.memory ? performance.memory.usedJSHeapSize : 0")
     rows = await page.evaluate("document.querySelectorAll('tr, .vt-row, li').length")
