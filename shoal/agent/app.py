@@ -93,11 +93,9 @@ def create_app(agent: Agent, callers: frozenset[bytes] | None = None) -> Starlet
         return _json(body, 200 if body["synced"] else 503)
 
     async def metrics(request: Request) -> Response:
-        plugins = agent.config.plugins
-        enabled = {"filters": list(plugins.filters),
-                   "scores": [n for n, w in plugins.scores.items() if w > 0]}
-        page = stats.metrics(agent.vector.usable, enabled, agent.vector.without_vector_form,
-                             agent.timings)
+        vector = agent.vector
+        enabled = {"filters": vector.filters, "scores": list(vector.scores)}
+        page = stats.metrics(vector.usable, enabled, vector.without_vector_form, agent.timings)
         return Response(page, media_type=CONTENT_TYPE_LATEST)
 
     async def sample(request: Request) -> Response:

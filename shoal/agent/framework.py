@@ -16,7 +16,7 @@ import math
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, TypeVar
+from typing import ClassVar
 
 from shoal.agent.cache import NodeCache, NodeInfo
 from shoal.agent.config import AgentConfig
@@ -67,7 +67,6 @@ class ScorePlugin(Plugin):
 
 PLUGINS: Registry[Plugin] = Registry("the agent", ("sampling", "filters", "scores"))
 register = PLUGINS.register
-P = TypeVar("P", bound=Plugin)
 
 
 def nodes_to_sample(total: int, bp: int) -> int:
@@ -116,10 +115,11 @@ class Pipeline:
         self.config = config
         built: dict[str, Plugin] = {}
         plugins = config.plugins
-        self.strategies = {n: _make(n, "sampling", SamplingStrategy, config, built)
+        self.strategies = {n: PLUGINS.make(n, "sampling", SamplingStrategy, config, built=built)
                            for n in plugins.sampling}
-        self.filters = [_make(n, "filters", FilterPlugin, config, built) for n in plugins.filters]
-        self.scores = [(_make(n, "scores", ScorePlugin, config, built), w)
+        self.filters = [PLUGINS.make(n, "filters", FilterPlugin, config, built=built)
+                        for n in plugins.filters]
+        self.scores = [(PLUGINS.make(n, "scores", ScorePlugin, config, built=built), w)
                        for n, w in plugins.scores.items() if w > 0]
         self.checks = list(built.values())
 
@@ -171,9 +171,3 @@ class Pipeline:
                 break  # before drawing another: round-robin advances only past nodes looked at
         result.seconds = time.perf_counter() - started
         return result
-
-
-def _make(name: str, phase: str, base: type[P], config: AgentConfig,
-          built: dict[str, Plugin]) -> P:
-    """One instance per plugin name, shared by every phase the plugin serves."""
-    return PLUGINS.make(name, phase, base, config, built=built)

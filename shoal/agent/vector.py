@@ -33,15 +33,6 @@ FARTHER = "farther"  # "farther than N km", N the pod's own limit
 Found = tuple[list[Obj], int, int, dict[str, int]]  # nodes answered, eligible, examined, rejected
 
 
-def without_vector_form(config: AgentConfig) -> list[tuple[str, str]]:
-    """(phase, plugin) of each enabled filter and score with no numpy form here: while any
-    is enabled, every pod takes the plugin loop, node by node."""
-    plugins = config.plugins
-    return [("filters", n) for n in plugins.filters if n not in FILTERS] + [
-        ("scores", n) for n, w in plugins.scores.items() if w > 0 and n not in SCORES
-    ]
-
-
 class NodeTable:
     """The cache's nodes as arrays, in the order of ``cache.names``."""
 
@@ -207,7 +198,11 @@ class VectorSampler:
         plugins = config.plugins
         self.filters = list(plugins.filters)
         self.scores = {n: w for n, w in plugins.scores.items() if w > 0}
-        self.without_vector_form = without_vector_form(config)
+        # (phase, plugin) of each enabled filter and score with no numpy form here: while
+        # any is enabled, every pod takes the plugin loop, node by node.
+        self.without_vector_form = [("filters", n) for n in self.filters if n not in FILTERS] + [
+            ("scores", n) for n in self.scores if n not in SCORES
+        ]
         self.usable = not self.without_vector_form
         self.table = NodeTable(cache)
         self.random = np.random.default_rng()

@@ -29,14 +29,13 @@ def load(
     """``model`` from the YAML file at ``path`` (its defaults when None). With ``section``, a
     file may hold the settings under that key (``scheduler:``) or at its top level.
     ``overrides`` (command-line flags) win over the file."""
+    text = ""
+    offset: tuple[str, ...] = ()
     if path is None:
         data: Any = {}
-        root = None
-        offset: tuple[str, ...] = ()
     else:
         text = _read(Path(path))
         try:
-            root = yaml.compose(text)
             data = yaml.safe_load(text)
         except yaml.YAMLError as error:
             mark = getattr(error, "problem_mark", None)
@@ -50,6 +49,7 @@ def load(
     try:
         return model.model_validate({**data, **(overrides or {})})
     except ValidationError as error:
+        root = yaml.compose(text) if text else None  # the lines, only when there is an error
         lines = []
         for problem in error.errors(include_url=False, include_input=False):
             loc = tuple(problem.get("loc", ()))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -55,7 +55,6 @@ class Plugin:
     name: ClassVar[str]
 
 
-P = TypeVar("P", bound=Plugin)
 
 
 class CandidatePlugin(Plugin):
@@ -88,6 +87,7 @@ PLUGINS: Registry[Plugin] = Registry(
     ("candidates", "filters", "prefer", "scores", "sort", "pod-filters", "pod-scores"),
 )
 register = PLUGINS.register
+make_plugin = PLUGINS.make
 
 
 @dataclass
@@ -235,7 +235,3 @@ class Framework:
                 entry["stickiness"] = {"value": 1.0, "weight": ctx.request.stickiness}
             out.append(entry)
         return out
-
-
-def make_plugin(name: str, phase: str, base: type[P]) -> P:
-    return PLUGINS.make(name, phase, base)
