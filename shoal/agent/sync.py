@@ -1,9 +1,9 @@
 """List+watch of the member cluster's nodes and pods into the node cache.
 
-The informer pattern of ``shoal.kube.watch``, but keeping the objects: list,
-then watch from the list's resourceVersion; after a disconnect resume from the
-last resourceVersion seen, and list again only when the cluster answers 410
-Gone. ``live`` tells whether both watches are connected, so that the agent can
+One ``ListWatch`` per kind: list, then watch from the list's resourceVersion;
+after a disconnect resume from the last resourceVersion seen, and list again
+when the cluster answers 410 Gone or after an unexpected failure. ``live``
+tells whether both watches are connected, so that the agent can
 refuse to commit on a cache that may be stale.
 """
 
@@ -12,11 +12,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from shoal.agent.cache import NodeCache
 from shoal.client.kube import KubeApiError, KubeCluster, KubeUnreachable
+from shoal.machinery.listwatch import ListWatch
 from shoal.machinery.types import Obj
 
 log = logging.getLogger(__name__)
@@ -87,46 +88,47 @@ class ClusterSync:
         self._tasks = []
         self.live.clear()
 
-    async def _list(self, feed: Feed) -> str:
-        listed: Obj = await self.kube.request("GET", feed.path)
-        version = str((listed.get("metadata") or {}).get("resourceVersion") or "0")
-        feed.replace(list(listed.get("items") or ()), _int(version))
-        self.lists += 1
-        self._listed.add(feed.kind)
-        if len(self._listed) == len(self.feeds):
-            self._first.set()
-        return version
-
     async def _follow(self, feed: Feed) -> None:
-        version: str | None = None
-        delay = self.retry
-        while True:
-            try:
-                if version is None:
-                    version = await self._list(feed)
-                self.live.add(feed.kind)
-                async for event in self.kube.watch(feed.path, version, self.timeout_seconds):
-                    obj = event.get("object") or {}
-                    kind = event.get("type")
-                    if kind in ("ADDED", "MODIFIED"):
-                        feed.set(obj)
-                    elif kind == "DELETED":
-                        feed.delete(obj)
-                    version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
-                    delay = self.retry
-                continue  # the server ended the watch: resume at once
-            except KubeApiError as error:
-                self.live.discard(feed.kind)
-                if error.status == 410:
-                    version = None  # compacted: list again at once
-                    continue
+        async def list_() -> str:
+            listed: Obj = await self.kube.request("GET", feed.path)
+            version = str((listed.get("metadata") or {}).get("resourceVersion") or "0")
+            feed.replace(list(listed.get("items") or ()), _int(version))
+            self.lists += 1
+            self._listed.add(feed.kind)
+            if len(self._listed) == len(self.feeds):
+                self._first.set()
+            return version
+
+        async def events(version: str) -> AsyncIterator[str]:
+            self.live.add(feed.kind)
+            async for event in self.kube.watch(feed.path, version, self.timeout_seconds):
+                obj = event.get("object") or {}
+                kind = event.get("type")
+                if kind in ("ADDED", "MODIFIED"):
+                    feed.set(obj)
+                elif kind == "DELETED":
+                    feed.delete(obj)
+                yield str((obj.get("metadata") or {}).get("resourceVersion") or version)
+
+        def failed(error: Exception) -> bool:
+            """Not live until the watch resumes; list again after a surprise."""
+            self.live.discard(feed.kind)
+            if isinstance(error, KubeApiError):
                 log.info("watch %s: %s", feed.kind, error)
-            except KubeUnreachable as error:
-                self.live.discard(feed.kind)
+            elif isinstance(error, KubeUnreachable):
                 log.debug("watch %s: %s", feed.kind, error)
-            except Exception:  # a task's top level: log, then list again
+            else:
+                log.error("watch %s failed; listing again", feed.kind, exc_info=error)
+                return True
+            return False
+
+        def compacted(error: Exception) -> bool:
+            if isinstance(error, KubeApiError) and error.status == 410:
                 self.live.discard(feed.kind)
-                version = None
-                log.exception("watch %s failed; listing again", feed.kind)
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, self.max_retry)
+                return True
+            return False
+
+        await ListWatch(
+            list_, events, compacted=compacted, failed=failed,
+            retry=self.retry, max_retry=self.max_retry,
+        ).run()

@@ -30,6 +30,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from shoal.client.rest import Gone, ShoalClient, Unreachable, WatchEvent
+from shoal.machinery.listwatch import ListWatch
 from shoal.model.base import TRUSTED, Kind
 
 log = logging.getLogger(__name__)
@@ -117,48 +118,40 @@ class Informer(Generic[K]):
 
     async def run(self) -> None:
         """List and watch until cancelled."""
-        need_list = True
-        delay = self.retry_delay
-        while True:
-            try:
-                if need_list:
-                    await self._relist()
-                    need_list = False
-                if self.quiet is not None:
-                    async for raw in self.client.watch_json(
-                        self.kind,
-                        self.namespace,
-                        resource_version=self.revision,
-                        heartbeat=self.heartbeat,
-                    ):
-                        await self._apply_raw(raw, self.quiet)
-                        delay = self.retry_delay
-                    continue
-                async for event in self.client.watch(
-                    self.kind,
-                    self.namespace,
-                    resource_version=self.revision,
-                    heartbeat=self.heartbeat,
-                ):
-                    await self._apply(event)
-                    delay = self.retry_delay
-            except Gone:
-                log.info(
-                    "%s: revision %d compacted, listing again", self.kind.plural, self.revision
-                )
-                need_list = True
-            except (Unreachable, OSError) as error:
-                log.debug("%s: watch interrupted: %s", self.kind.plural, error)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 5.0)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("%s: informer error; retrying", self.kind.plural)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 5.0)
+        await ListWatch(
+            self._relist,
+            self._events,
+            compacted=lambda error: isinstance(error, Gone),
+            failed=self._failed,
+            retry=self.retry_delay,
+            max_retry=5.0,
+        ).run()
 
-    async def _relist(self) -> None:
+    async def _events(self, revision: int) -> AsyncIterator[int]:
+        """Apply each event from ``revision`` on; the cache's revision after each."""
+        if self.quiet is not None:
+            async for raw in self.client.watch_json(
+                self.kind, self.namespace, resource_version=revision, heartbeat=self.heartbeat
+            ):
+                await self._apply_raw(raw, self.quiet)
+                yield self.revision
+            return
+        async for event in self.client.watch(
+            self.kind, self.namespace, resource_version=revision, heartbeat=self.heartbeat
+        ):
+            await self._apply(event)
+            yield self.revision
+
+    def _failed(self, error: Exception) -> None:
+        if isinstance(error, (Unreachable, OSError)):
+            log.debug("%s: watch interrupted: %s", self.kind.plural, error)
+        else:
+            log.error("%s: informer error; retrying", self.kind.plural, exc_info=error)
+
+    async def _relist(self) -> int:
+        """A fresh cache, with handlers called for what changed; the revision to watch from."""
+        if self.lists:
+            log.info("%s: listing again from revision %d", self.kind.plural, self.revision)
         result = await self.client.list(self.kind, self.namespace)
         self.lists += 1
         self.items()  # handlers compare with the decoded objects
@@ -176,6 +169,7 @@ class Informer(Generic[K]):
             if key not in fresh:
                 await _call(self.on_delete, obj)
         self.synced.set()
+        return self.revision
 
     async def _apply_raw(
         self, event: dict[str, Any], quiet: Callable[[dict[str, Any]], bool]

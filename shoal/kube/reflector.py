@@ -11,13 +11,12 @@ cache, every successful (re-)list and every failure calls ``on_change``;
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import KW_ONLY, dataclass, field
 
-from shoal.client.kube import KubeApiError, KubeCluster, KubeUnreachable, compacted
+from shoal.client.kube import KubeApiError, KubeCluster, compacted
+from shoal.machinery.listwatch import ListWatch
 from shoal.machinery.types import Obj
 
 log = logging.getLogger(__name__)
@@ -44,37 +43,27 @@ class Reflector:
 
     async def run(self) -> None:
         """Until cancelled."""
-        version: str | None = None
-        listed_at = 0.0
-        delay = self.retry
-        while True:
-            try:
-                kube = await self.get_kube()
-                if version is None or time.monotonic() - listed_at >= self.resync:
-                    version = await self._list(kube)
-                    listed_at = time.monotonic()
-                    delay = self.retry
-                if version == "":
-                    await asyncio.sleep(self.resync)  # nothing to watch: look again later
-                    version = None
-                    continue
-                left = max(1.0, self.resync - (time.monotonic() - listed_at))
-                async with asyncio.timeout(left):
-                    async for event in kube.watch(self.path, version, int(left) + 1):
-                        version = self._apply(event) or version
-                        delay = self.retry
-            except TimeoutError:
-                continue  # the safety-net re-list is due
-            except asyncio.CancelledError:
-                raise
-            except (KubeApiError, KubeUnreachable) as error:
-                version = None  # list again; after a failure it proves the cluster answers
-                if not compacted(error):
-                    await self._failed(error, delay)
-                    delay = min(delay * 2, self.max_retry)
+        loop = ListWatch(
+            self._list,
+            self._events,
+            compacted=compacted,
+            failed=self._failed,
+            retry=self.retry,
+            max_retry=self.max_retry,
+            resync=self.resync,
+        )
+        await loop.run()
 
-    async def _list(self, kube: KubeCluster) -> str:
-        """A fresh cache; its resourceVersion ("" when the list does not exist here)."""
+    async def _events(self, version: str) -> AsyncIterator[str]:
+        kube = await self.get_kube()
+        left = int(self.resync) + 1
+        async for event in kube.watch(self.path, version, left):
+            version = self._apply(event) or version
+            yield version
+
+    async def _list(self) -> str | None:
+        """A fresh cache; its resourceVersion (None when the list does not exist here)."""
+        kube = await self.get_kube()
         try:
             data: Obj = await kube.request("GET", self.path)
         except KubeApiError as error:
@@ -89,7 +78,7 @@ class Reflector:
         }
         self.synced, self.error = True, None
         self.on_change()
-        return str((data.get("metadata") or {}).get("resourceVersion") or "")
+        return str((data.get("metadata") or {}).get("resourceVersion") or "") or None
 
     def _apply(self, event: Obj) -> str | None:
         """One watch event into the cache; the resourceVersion it carries."""
@@ -110,8 +99,10 @@ class Reflector:
         self.on_change()
         return str(version) if version else None
 
-    async def _failed(self, error: Exception, delay: float) -> None:
-        log.debug("list/watch %s: %s (again in %.1f s)", self.path, error, delay)
+    def _failed(self, error: Exception) -> bool:
+        """Keep the failure until the next list or event; list again (it proves the
+        cluster answers)."""
+        log.debug("list/watch %s: %s", self.path, error)
         self.error = error
         self.on_change()
-        await asyncio.sleep(delay)
+        return True

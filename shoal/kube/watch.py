@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
@@ -33,6 +33,7 @@ from shoal.client.kube import (
     Obj,
     compacted,
 )
+from shoal.machinery.listwatch import ListWatch
 
 log = logging.getLogger(__name__)
 
@@ -191,48 +192,51 @@ class ClusterWatches:
 
     async def _run(self, target: Target) -> None:
         cluster, api_version, kind, namespace = target
-        version: str | None = None
-        delay = self.retry
-        while True:
-            try:
-                kube = await self.get_kube(cluster)
-                if kube is None:
-                    raise KubeUnreachable(f"cluster {cluster[1]} is unknown")
-                path = await kube.collection(api_version, kind, namespace)
-                if version is None:
-                    listed: dict[str, Any] = await kube.request("GET", path)
-                    version = str((listed.get("metadata") or {}).get("resourceVersion") or "0")
-                    items: list[Obj] = listed.get("items") or []
-                    for item in items:  # list items may leave their kind out
-                        item.setdefault("apiVersion", api_version)
-                        item.setdefault("kind", kind)
-                    self._objects[target] = {i["metadata"]["name"]: i for i in items}
-                    self.lists += 1
-                    self._synced.add(target)
-                    self._notify(target, None)
-                self._synced.add(target)
-                async for event in kube.watch(path, version, self.timeout_seconds):
-                    obj = event.get("object") or {}
-                    meta = obj.get("metadata") or {}
-                    version = str(meta.get("resourceVersion") or version)
-                    kind_of_event = event.get("type")
-                    if kind_of_event in ("ADDED", "MODIFIED", "DELETED"):
-                        self._keep(target, kind_of_event, obj)
-                        self._notify(target, meta.get("name"))
-                    delay = self.retry
-            except asyncio.CancelledError:
-                raise
-            except Exception as error:  # a watch task's top level: log, back off, retry
-                if compacted(error):
-                    version = None  # list again
-                    continue
-                self._synced.discard(target)
-                where = (api_version, kind, cluster[1])
-                if isinstance(error, KubeApiError):
-                    log.info("watch %s %s in %s on %s: %s", *where[:2], namespace, where[2], error)
-                elif isinstance(error, KubeUnreachable):
-                    log.debug("watch %s %s on %s: %s", *where, error)
-                else:
-                    log.exception("watch %s %s on %s failed; retrying", *where)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, self.max_retry)
+
+        async def connect() -> tuple[KubeCluster, str]:
+            kube = await self.get_kube(cluster)
+            if kube is None:
+                raise KubeUnreachable(f"cluster {cluster[1]} is unknown")
+            return kube, await kube.collection(api_version, kind, namespace)
+
+        async def list_() -> str:
+            kube, path = await connect()
+            listed: dict[str, Any] = await kube.request("GET", path)
+            items: list[Obj] = listed.get("items") or []
+            for item in items:  # list items may leave their kind out
+                item.setdefault("apiVersion", api_version)
+                item.setdefault("kind", kind)
+            self._objects[target] = {i["metadata"]["name"]: i for i in items}
+            self.lists += 1
+            self._synced.add(target)
+            self._notify(target, None)
+            return str((listed.get("metadata") or {}).get("resourceVersion") or "0")
+
+        async def events(version: str) -> AsyncIterator[str]:
+            kube, path = await connect()
+            self._synced.add(target)
+            async for event in kube.watch(path, version, self.timeout_seconds):
+                obj = event.get("object") or {}
+                meta = obj.get("metadata") or {}
+                version = str(meta.get("resourceVersion") or version)
+                kind_of_event = event.get("type")
+                if kind_of_event in ("ADDED", "MODIFIED", "DELETED"):
+                    self._keep(target, kind_of_event, obj)
+                    self._notify(target, meta.get("name"))
+                yield version
+
+        def failed(error: Exception) -> None:
+            self._synced.discard(target)
+            if isinstance(error, KubeApiError):
+                log.info("watch %s %s in %s on %s: %s", api_version, kind, namespace,
+                         cluster[1], error)
+            elif isinstance(error, KubeUnreachable):
+                log.debug("watch %s %s on %s: %s", api_version, kind, cluster[1], error)
+            else:
+                log.error("watch %s %s on %s failed; retrying", api_version, kind, cluster[1],
+                          exc_info=error)
+
+        await ListWatch(
+            list_, events, compacted=compacted, failed=failed,
+            retry=self.retry, max_retry=self.max_retry,
+        ).run()
