@@ -1,10 +1,11 @@
 """Group ``scheduling``: dry-run placement of an application (binds nothing).
 
-The dry run uses the scheduler's own framework and plugins over the
-namespace's clusters as stored, with metric values from a metric cache kept by
-this API process (refreshed at most once per ``refresh`` seconds), so it
-answers what the scheduler would decide now, with every score term and every
-rejection.
+The dry run uses the scheduler's own framework and plugins, with the configuration the
+running scheduler published (its SchedulerConfiguration ``scheduler``; the defaults while
+there is none), over the namespace's clusters as stored, with metric values from a
+metric cache kept by this API process (refreshed at most once per ``metrics_refresh``
+seconds). So it answers what the scheduler would decide now, with every score term and
+every rejection.
 """
 
 from __future__ import annotations
@@ -22,25 +23,50 @@ from shoal.api.routes import StrictJsonRoute
 from shoal.machinery.names import OBJECT_NAME
 from shoal.model.core import GlobalMetric, GlobalMetricsProvider, Metric, MetricsProvider
 from shoal.model.kubernetes import Application, BindingBatch, Cluster
+from shoal.model.scheduler_config import SchedulerConfig
+from shoal.model.scheduling import SchedulerConfiguration
 from shoal.scheduler import plugins as _plugins  # noqa: F401  (registers built-in plugins)
 from shoal.scheduler.application import cluster_backend, request_for
 from shoal.scheduler.backends import Backends
-from shoal.scheduler.config import SchedulerConfig
 from shoal.scheduler.framework import Framework
 from shoal.scheduler.metrics.cache import MetricCache
+from shoal.store.base import NotFound
 
 NAME_PATTERN = OBJECT_NAME.pattern
 
 
+PUBLISHED = "scheduler"
+"""The SchedulerConfiguration the dry run decides with: the scheduler's, by its lease name."""
+
+
 class DryRun:
-    def __init__(self, resources: Resources, config: SchedulerConfig | None = None) -> None:
+    def __init__(self, resources: Resources) -> None:
         self.resources = resources
-        self.config = config or SchedulerConfig()
-        self.framework = Framework(self.config.plugins)
+        self.revision = -1  # of the SchedulerConfiguration in use; 0: none, the defaults
+        self._configure(SchedulerConfig(), 0)
+
+    def _configure(self, config: SchedulerConfig, revision: int) -> None:
+        self.config = config
+        self.revision = revision
+        self.framework = Framework(config.plugins)
         self.metrics = MetricCache(
-            refresh_interval=self.config.metrics_refresh, timeout=self.config.metrics_timeout
+            refresh_interval=config.metrics_refresh, timeout=config.metrics_timeout
         )
         self._refreshed = 0.0
+
+    async def _sync_config(self) -> str:
+        """Decide with what the scheduler published; say which configuration that is."""
+        key = SchedulerConfiguration.key(PUBLISHED)
+        try:
+            record = await self.resources.store.get(key)
+        except NotFound:
+            if self.revision != 0:
+                self._configure(SchedulerConfig(), 0)
+            return "defaults: no scheduler has published its configuration"
+        if record.revision != self.revision:
+            published = decode(SchedulerConfiguration, record.value, record.revision)
+            self._configure(published.spec, record.revision)
+        return f"schedulerconfigurations/{PUBLISHED}"
 
     async def _sync_metrics(self) -> None:
         store = self.resources.store
@@ -58,6 +84,7 @@ class DryRun:
 
     async def run(self, app: Application, namespace: str) -> dict[str, Any]:
         app.metadata.namespace = namespace
+        configuration = await self._sync_config()
         await self._sync_metrics()
         backends = Backends(cluster_backend, self.metrics)
         records, _ = await self.resources.store.list(Cluster.key_prefix(namespace))
@@ -68,6 +95,7 @@ class DryRun:
         result = decision.explanation()
         result["available"] = decision.available
         result["total"] = decision.total
+        result["configuration"] = configuration
         return result
 
 

@@ -144,7 +144,7 @@ CONTROLLERS: list[tuple[str, str, Callable[[Any], Any]]] = [
 
 def controllers(client_of: Callable[[str], Any], scheduler_config: Path | None = None) -> list[Any]:
     """Every controller, each on the client of its own identity (``client_of(component)``)."""
-    from shoal.scheduler.config import SchedulerConfig
+    from shoal.model.scheduler_config import SchedulerConfig
     from shoal.scheduler.scheduler import Scheduler
 
     cfg = SchedulerConfig.load(scheduler_config)

@@ -36,6 +36,8 @@ def _show_explanation(explanation: dict[str, Any], output: Output, title: str) -
     console.print(f"[bold]{title}[/]: {explanation.get('summary', 'no attempt yet')}")
     if explanation.get("time"):
         console.print(f"decided at {explanation['time']}")
+    if explanation.get("configuration"):
+        console.print(f"configuration: {explanation['configuration']}")
     for change in explanation.get("stale") or []:
         console.print(f"[bold yellow]stale[/]: {change}")
     if explanation.get("chosen"):

@@ -147,7 +147,7 @@ def scheduler(
     ] = "shoal",
 ) -> None:
     """Run the scheduler alone against an API."""
-    from shoal.scheduler.config import SchedulerConfig
+    from shoal.model.scheduler_config import SchedulerConfig
     from shoal.scheduler.scheduler import Scheduler
 
     if flavour not in ("shoal", "krake"):
@@ -155,11 +155,11 @@ def scheduler(
     cfg = SchedulerConfig.load(config)
 
     def build(client: Any) -> Scheduler:
-        if flavour == "krake":
+        if flavour == "krake":  # a Krake API stores no SchedulerConfiguration
             from shoal.scheduler.krake import KrakeApi
 
-            client = KrakeApi.like(client)
-        return Scheduler(client, cfg)
+            return Scheduler(KrakeApi.like(client), cfg, publish_as=None)
+        return Scheduler(client, cfg, publish_as=lease_name)
 
     run = _controller_command("scheduler", "", build)
     run(api_url, leader_elect, lease_duration, lease_name, identity, metrics_port, log_level)

@@ -216,6 +216,20 @@ CATALOG: tuple[Entry, ...] = (
     ),
     Entry(
         "scheduling",
+        "SchedulerConfiguration",
+        "schedulerconfigurations",
+        False,
+        ("schedconf",),
+        (
+            NAME,
+            Column("FILTERS", "spec.plugins.filters"),
+            Column("SCORES", "spec.plugins.scores"),
+            Column("STICKINESS", "spec.stickiness"),
+            AGE,
+        ),
+    ),
+    Entry(
+        "scheduling",
         "Pod",
         "pods",
         True,

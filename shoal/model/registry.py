@@ -33,7 +33,7 @@ from shoal.model.infrastructure import (
 )
 from shoal.model.kubernetes import Application, Cluster
 from shoal.model.pods import Pod
-from shoal.model.scheduling import RescheduleTask
+from shoal.model.scheduling import RescheduleTask, SchedulerConfiguration
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,7 @@ _MODELS: tuple[type[Kind], ...] = (
     Lease,
     Event,
     RescheduleTask,
+    SchedulerConfiguration,
     Pod,
 )
 

@@ -1,4 +1,5 @@
-"""Group ``scheduling``: the RescheduleTask, which reschedules applications on demand.
+"""Group ``scheduling``: the RescheduleTask, which reschedules applications on demand, and
+the SchedulerConfiguration, which a running scheduler publishes.
 
 A task selects applications (by reference, by label selector per namespace,
 or by the cluster they are on), and the task controller stamps its trigger
@@ -18,6 +19,7 @@ from pydantic import AfterValidator, Field, model_validator
 
 from shoal.machinery.selectors import ConstraintError, LabelSelector
 from shoal.model.base import Kind, Model, Moment, check_name
+from shoal.model.scheduler_config import SchedulerConfig
 
 DEFAULT_NAMESPACE = "default"
 
@@ -154,6 +156,22 @@ class RescheduleTask(Kind):
     plural = "rescheduletasks"
     namespaced = False
     subresources = ("status",)
+
+
+class SchedulerConfiguration(Kind):
+    """The configuration a scheduler decides with, published by the scheduler when it
+    starts (and at each term it leads), under the name of its lease (``scheduler``).
+
+    The API's dry run decides with it, so that a dry run and the scheduler never
+    disagree; while none is published, the dry run uses the defaults and says so.
+    """
+
+    api: Literal["scheduling"] = "scheduling"
+    kind: Literal["SchedulerConfiguration"] = "SchedulerConfiguration"
+    spec: SchedulerConfig = Field(default_factory=SchedulerConfig)
+
+    plural = "schedulerconfigurations"
+    namespaced = False
 
 
 class RescheduleRequest(Model):

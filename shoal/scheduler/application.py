@@ -38,10 +38,10 @@ from shoal.model.kubernetes import (
     Cluster,
     ClusterState,
 )
+from shoal.model.scheduler_config import SchedulerConfig
 from shoal.scheduler import report
 from shoal.scheduler.backends import Backend, Backends, Group
 from shoal.scheduler.binder import Binder
-from shoal.scheduler.config import SchedulerConfig
 from shoal.scheduler.framework import Decision, Framework, Request
 
 log = logging.getLogger(__name__)

@@ -22,8 +22,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from shoal.machinery.plugins import Registry
+from shoal.model.scheduler_config import Plugins
 from shoal.scheduler.backends import Backend, BoolArray, FloatArray, Group
-from shoal.scheduler.config import Plugins
 
 
 @dataclass

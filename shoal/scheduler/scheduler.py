@@ -21,7 +21,7 @@ from shoal.client.rest import ApiError, Conflict, NotFound, ShoalClient, Unreach
 from shoal.controllers import prometheus as stats
 from shoal.controllers.base import Controller
 from shoal.events import reasons
-from shoal.model.base import Kind, Reason, ResourceRef
+from shoal.model.base import Kind, Metadata, Reason, ResourceRef
 from shoal.model.core import (
     GlobalMetric,
     GlobalMetricsProvider,
@@ -31,6 +31,8 @@ from shoal.model.core import (
 )
 from shoal.model.infrastructure import Cloud, GlobalCloud
 from shoal.model.kubernetes import AppKey, Application, Cluster, ClusterState
+from shoal.model.scheduler_config import SchedulerConfig
+from shoal.model.scheduling import SchedulerConfiguration
 from shoal.scheduler import plugins as _plugins  # noqa: F401  (registers built-in plugins)
 from shoal.scheduler.application import (
     ApplicationHandler,
@@ -41,7 +43,6 @@ from shoal.scheduler.application import (
 )
 from shoal.scheduler.backends import Backends
 from shoal.scheduler.cloud import CloudHandler, cloud_backend
-from shoal.scheduler.config import SchedulerConfig
 from shoal.scheduler.eviction import Eviction
 from shoal.scheduler.framework import Framework
 from shoal.scheduler.metrics.cache import MetricCache
@@ -68,12 +69,22 @@ def _key(obj: Kind) -> AppKey:
 
 
 class Scheduler(Controller):
-    def __init__(self, client: ShoalClient, config: SchedulerConfig | None = None) -> None:
+    """The application scheduler. ``publish_as`` names the SchedulerConfiguration it
+    publishes its configuration in at start (None: publish nothing, as on a Krake API)."""
+
+    def __init__(
+        self,
+        client: ShoalClient,
+        config: SchedulerConfig | None = None,
+        *,
+        publish_as: str | None = "scheduler",
+    ) -> None:
         from shoal.controllers.queue import WorkQueue
 
         super().__init__()
         self.client = client
         self.config = config or SchedulerConfig()
+        self.publish_as = publish_as
         self.metrics = MetricCache(
             refresh_interval=self.config.metrics_refresh,
             timeout=self.config.metrics_timeout,
@@ -169,6 +180,7 @@ class Scheduler(Controller):
     # lifecycle -------------------------------------------------------------------
 
     async def start(self) -> None:
+        await self._publish_config()
         # Metric definitions first, so clusters are scored with their values from the start.
         await self.start_informers(*self.informers[:4])
         await self.metrics.refresh_now()
@@ -182,6 +194,36 @@ class Scheduler(Controller):
             self.spawn(self.work(self.cluster_queue, self._cluster_event, self._cluster_failed))
         if self.fleet_pods is not None:  # pods onto nodes through the agents (docs/fleet.md)
             self.spawn(self.fleet_pods.run())
+
+    async def _publish_config(self) -> None:
+        """Store the configuration this scheduler decides with: the API's dry run reads it,
+        so that the two never decide differently."""
+        if self.publish_as is None:
+            return
+        while True:
+            try:
+                try:
+                    current = await self.client.get(SchedulerConfiguration, self.publish_as)
+                except NotFound:
+                    published = SchedulerConfiguration(
+                        metadata=Metadata(name=self.publish_as), spec=self.config
+                    )
+                    await self.client.create(published)
+                    return
+                if current.spec != self.config:
+                    current.spec = self.config
+                    await self.client.update(current)  # CAS on the version just read
+                return
+            except Conflict:
+                continue  # another replica wrote it meanwhile: read it again
+            except (ApiError, Unreachable) as error:
+                log.warning(
+                    "cannot publish the scheduler's configuration as %s (%s): the API's "
+                    "dry run decides with the last one published, or the defaults",
+                    self.publish_as,
+                    error,
+                )
+                return
 
     async def stop(self) -> None:
         self.queue.close()

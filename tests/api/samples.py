@@ -163,6 +163,14 @@ def _lease_change(body: Body) -> None:
     body["spec"]["transitions"] = 1
 
 
+def _scheduler_configuration() -> Body:
+    return {"spec": {"stickiness": 0.2, "plugins": {"filters": ["label-constraints"]}}}
+
+
+def _scheduler_configuration_change(body: Body) -> None:
+    body["spec"]["stickiness"] = 0.5
+
+
 def _event() -> Body:
     return {
         "involved_object": {"api": "kubernetes", "kind": "Application", "namespace": "default",
@@ -224,6 +232,8 @@ SAMPLES: list[Sample] = [
     Sample("core", "Event", "events", True, _event, _event_change),
     Sample("scheduling", "RescheduleTask", "rescheduletasks", False, _task, _task_change,
            ("status",)),
+    Sample("scheduling", "SchedulerConfiguration", "schedulerconfigurations", False,
+           _scheduler_configuration, _scheduler_configuration_change),
     Sample("scheduling", "Pod", "pods", True, _pod, _pod_change, ("status",)),
 ]  # fmt: skip
 

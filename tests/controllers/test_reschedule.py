@@ -20,6 +20,7 @@ from shoal.model.kubernetes import (
     ClusterState,
     Constraints,
 )
+from shoal.model.scheduler_config import SchedulerConfig
 from shoal.model.scheduling import (
     PolicySelector,
     RescheduleTask,
@@ -28,7 +29,6 @@ from shoal.model.scheduling import (
     TaskPhase,
 )
 from shoal.reschedule.controller import RescheduleTaskController
-from shoal.scheduler.config import SchedulerConfig
 from shoal.scheduler.scheduler import Scheduler
 from shoal.testing.fleet import scored_clusters, set_state
 from tests.util import wait_for

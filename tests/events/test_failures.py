@@ -12,7 +12,7 @@ from shoal.kube.controller import KubeController
 from shoal.model.base import Metadata
 from shoal.model.events import Event
 from shoal.model.kubernetes import Application, ApplicationSpec
-from shoal.scheduler.config import Backoff, SchedulerConfig
+from shoal.model.scheduler_config import Backoff, SchedulerConfig
 from shoal.scheduler.scheduler import Scheduler
 from shoal.testing.fleet import cluster, register
 from shoal.testing.wait import wait_for

@@ -22,9 +22,9 @@ from shoal.model.base import Metadata
 from shoal.model.core import GlobalMetricsProvider
 from shoal.model.events import Event
 from shoal.model.kubernetes import Application, ApplicationSpec, Cluster, ClusterSpec, MetricRef
+from shoal.model.scheduler_config import Backoff, SchedulerConfig
 from shoal.model.scheduling import RescheduleTask, RescheduleTaskSpec, ResourceSelector
 from shoal.reschedule.controller import RescheduleTaskController
-from shoal.scheduler.config import Backoff, SchedulerConfig
 from shoal.scheduler.scheduler import Scheduler
 from shoal.sim.server import SimServer
 from shoal.testing.fleet import deployment, metric, provider

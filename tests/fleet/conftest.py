@@ -10,7 +10,7 @@ import pytest
 
 from shoal.client.rest import ShoalClient
 from shoal.model.pods import Pod, PodPhase
-from shoal.scheduler.config import Backoff, FleetConfig
+from shoal.model.scheduler_config import Backoff, FleetConfig
 from shoal.scheduler.pods.pipeline import FleetPipeline
 from shoal.sim.server import SimServer, start_sim
 from shoal.testing.pods import NS, FleetAgents, start_agents

@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from shoal.model.base import Metadata
-from shoal.scheduler.config import FleetConfig
+from shoal.model.scheduler_config import FleetConfig
 from shoal.scheduler.pods.agents import AgentError, AgentRef, Agents
 from shoal.scheduler.pods.commit import MultiBind
 from shoal.scheduler.pods.decision import Decider

@@ -11,7 +11,7 @@ import pytest
 
 from shoal.agent.config import AgentConfig
 from shoal.machinery.config import ConfigError
-from shoal.scheduler.config import SchedulerConfig
+from shoal.model.scheduler_config import SchedulerConfig
 
 
 def test_errors_name_file_line_and_field(tmp_path: Path) -> None:

@@ -28,7 +28,7 @@ from shoal.model.core import (
 )
 from shoal.model.events import Event
 from shoal.model.kubernetes import Application, ApplicationSpec, Cluster, ClusterSpec, MetricRef
-from shoal.scheduler.config import SchedulerConfig
+from shoal.model.scheduler_config import SchedulerConfig
 from shoal.scheduler.scheduler import Scheduler
 from shoal.testing.fleet import cluster, metric, provider, register
 from shoal.testing.sim import running_sim

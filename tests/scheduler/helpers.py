@@ -22,7 +22,7 @@ from shoal.model.infrastructure import (
     PasswordUser,
 )
 from shoal.model.kubernetes import Application, MetricRef
-from shoal.scheduler.config import SchedulerConfig
+from shoal.model.scheduler_config import SchedulerConfig
 from shoal.scheduler.scheduler import Scheduler
 from shoal.testing.fleet import (  # noqa: F401
     KUBECONFIG,

@@ -10,8 +10,8 @@ from shoal.cli.maintenance import set_unschedulable
 from shoal.client.rest import ShoalClient
 from shoal.model.base import utcnow
 from shoal.model.kubernetes import Application, Cluster
+from shoal.model.scheduler_config import Plugins
 from shoal.scheduler.backends import Backend, Group
-from shoal.scheduler.config import Plugins
 from shoal.scheduler.framework import Framework, Request
 from tests.controllers.test_reschedule import MANIFEST
 from tests.scheduler import helpers as h

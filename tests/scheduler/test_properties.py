@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 from shoal.machinery.selectors import LabelConstraint, MetricConstraint
 from shoal.model.base import Metadata, ReasonCode
 from shoal.model.kubernetes import Cluster, ClusterSpec, ClusterState, ClusterStatus, MetricRef
+from shoal.model.scheduler_config import Plugins
 from shoal.scheduler import plugins as _plugins  # noqa: F401  (registers built-in plugins)
 from shoal.scheduler.application import cluster_backend, state_for
 from shoal.scheduler.backends import Backends
-from shoal.scheduler.config import Plugins
 from shoal.scheduler.framework import Framework, Request
 from shoal.scheduler.metrics.providers import MetricError
 

@@ -19,7 +19,7 @@ from shoal.cli import up_steps
 from shoal.cli.components import CONTROLLERS
 from shoal.client.rest import ShoalClient
 from shoal.model.kubernetes import Application, Cluster, ClusterState
-from shoal.scheduler.config import SchedulerConfig
+from shoal.model.scheduler_config import SchedulerConfig
 from shoal.scheduler.scheduler import Scheduler
 from shoal.sim.server import SimServer
 from shoal.store.sqlite import SqliteStore

@@ -58,6 +58,8 @@ _RULES: dict[str, list[RoleRule]] = {
         _rule("infrastructure", ["clouds/status", "globalclouds/status"], ["update"]),
         _rule("scheduling", ["pods"], _READ),  # fleet pods (docs/fleet.md)
         _rule("scheduling", ["pods/status"], ["update"]),
+        # the configuration it decides with, for the API's dry run
+        _rule("scheduling", ["schedulerconfigurations"], [*_READ, "create", "update"]),
         _LEASES,
         _EVENTS,
     ],

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from shoal.scheduler.config import FleetConfig
+from shoal.model.scheduler_config import FleetConfig
 from shoal.scheduler.pods.agents import AgentError, AgentRef, Agents
 from shoal.scheduler.pods.work import Candidate, PodWork
 

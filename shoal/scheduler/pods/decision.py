@@ -12,7 +12,7 @@ import random
 import time
 
 from shoal.machinery.resources import add
-from shoal.scheduler.config import FleetConfig
+from shoal.model.scheduler_config import FleetConfig
 from shoal.scheduler.framework import make_plugin
 from shoal.scheduler.pods.plugins import PodFilterPlugin, PodScorePlugin
 from shoal.scheduler.pods.work import Candidate, PodWork

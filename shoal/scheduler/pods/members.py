@@ -28,7 +28,7 @@ from collections.abc import Callable
 from shoal.client.rest import NotFound, ShoalClient
 from shoal.machinery.types import Obj
 from shoal.model.pods import Pod, PodPhase
-from shoal.scheduler.config import FleetConfig
+from shoal.model.scheduler_config import FleetConfig
 from shoal.scheduler.pods.agents import AgentError, AgentRef, Agents
 from shoal.scheduler.pods.work import Candidate, PodWork
 

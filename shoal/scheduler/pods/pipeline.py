@@ -26,7 +26,7 @@ from shoal.client.rest import ShoalClient
 from shoal.controllers.base import Controller
 from shoal.model.kubernetes import Cluster
 from shoal.model.pods import Pod, PodPhase
-from shoal.scheduler.config import FleetConfig
+from shoal.model.scheduler_config import FleetConfig
 from shoal.scheduler.framework import make_plugin
 from shoal.scheduler.pods.agents import Agents
 from shoal.scheduler.pods.commit import MultiBind, Outcome, describe

@@ -17,7 +17,7 @@ import random
 import time
 
 from shoal.machinery.types import Obj
-from shoal.scheduler.config import FleetConfig
+from shoal.model.scheduler_config import FleetConfig
 from shoal.scheduler.pods.agents import AgentError, AgentRef, Agents
 from shoal.scheduler.pods.work import Candidate, PodWork
 
