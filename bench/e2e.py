@@ -117,7 +117,7 @@ def component_of(pid: int) -> str | None:
         return None
     module, rest = words[words.index("-m") + 1], words[words.index("-m") + 2 :]
     if module != "shoal.cli.main":
-        return "agents" if module == "shoal.cli.up_processes" else module
+        return "agents" if module == "shoal.system.processes" else module
     return rest[0] if rest else "shoal"
 
 

@@ -320,5 +320,5 @@ async def measure(client: ShoalClient, api: ApiProcess, fleets: list[int],
 
 
 if __name__ == "__main__":
-    gc.set_threshold(50_000, 20, 100)  # as every Shoal process (``shoal.cli.components``)
+    gc.set_threshold(50_000, 20, 100)  # as every Shoal process (``shoal.system.process``)
     uvloop.run(main())  # as every Shoal process (the fleet processes stand for agents and sims)

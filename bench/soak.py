@@ -203,7 +203,7 @@ class Soak:
             if parent != self.up.pid:
                 continue
             text = [w.decode() for w in words if w]
-            name = "agents" if "shoal.cli.up_processes" in text else next(
+            name = "agents" if "shoal.system.processes" in text else next(
                 (w for w in text if w in KILLABLE or w == "sim"), "?")
             found[name] = (int(entry.name), text)
         return found

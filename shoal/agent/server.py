@@ -116,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
         await run_agent(kubeconfig, config, args.host, args.port)
 
-    gc.freeze()  # as every Shoal process (``shoal.cli.components``): fewer full collections
+    gc.freeze()  # as every Shoal process (``shoal.system.process``): fewer full collections
     gc.set_threshold(50_000, 20, 100)
     with contextlib.suppress(KeyboardInterrupt, asyncio.CancelledError):
         uvloop.run(serve())

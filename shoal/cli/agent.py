@@ -43,8 +43,8 @@ def agent(
                 "--log-level", log_level]
         main(argv + (["--config", str(config)] if config else []))
         return
-    from shoal.cli.components import configure_logging, run_until_signal
     from shoal.cli.config import credentials, resolve_api
+    from shoal.system.process import configure_logging, run_until_signal
 
     configure_logging(log_level)
     settings = AgentConfig.from_file(config, cluster=cluster)

@@ -1,10 +1,12 @@
-"""Where the API is: ``--api``, $SHOAL_API, the config file, the default; and a client on it."""
+"""Where the API is: ``--api``, $SHOAL_API, the config file, the default; and a client on it.
+Where the store is, for the commands that open it."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from shoal.cli.errors import CliError, yaml_error
@@ -57,6 +59,22 @@ def resolve_api(option: str | None = None) -> str:
     if api is not None and not isinstance(api, str):
         raise CliError(f"config file {config_path()}: 'api' must be a URL string")
     return api or DEFAULT_URL
+
+
+ENV_STORE = "SHOAL_STORE"
+
+
+def resolve_store(option: str | None, default: Path) -> str:
+    """``--store``, else $SHOAL_STORE, else the config's ``store``, else SQLite at ``default``."""
+    url = option or os.environ.get(ENV_STORE) or None
+    if url is None:
+        configured = load_config().get("store")
+        if configured is not None and not isinstance(configured, str):
+            raise CliError(f"config file {config_path()}: 'store' must be a URL string")
+        url = configured or f"sqlite://{default.resolve()}"
+    if not url.startswith(("sqlite://", "etcd://")):
+        raise CliError(f"unknown store URL {url!r}: use sqlite:///path or etcd://host:port[,...]")
+    return url
 
 
 class Ctx(Protocol):

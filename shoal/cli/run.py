@@ -1,31 +1,29 @@
 """Process commands: ``shoal api``, ``shoal scheduler``, each controller alone, ``shoal up``.
 
-``shoal up`` (the embedded all-in-one) is in ``shoal.cli.up``; what every process shares
-(the components, the store URL, logging, running until a signal) is in
-``shoal.cli.components``.
+Each reads its options and where the API, the store and the credentials are, then hands
+over to the composition root, ``shoal.system``, which starts the component.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from shoal.cli.components import (
-    CONTROLLERS,
+from shoal.cli.process_options import (
+    ApiOption,
+    Identity,
+    LeaderElect,
+    LeaseDuration,
+    LogLevel,
+    MetricsPort,
     StoreOption,
-    configure_logging,
-    console,
-    resolve_store,
-    run_until_signal,
 )
+from shoal.system.components import CONTROLLERS, SCHEDULER
 
-ApiOption = Annotated[
-    str | None, typer.Option("--api", help="URL of the Shoal API (default: $SHOAL_API)")
-]
+
 def api(
     store: StoreOption = None,
     host: Annotated[str, typer.Option("--host")] = "127.0.0.1",
@@ -42,88 +40,25 @@ def api(
 ) -> None:
     """Run the API server alone."""
     from shoal.api.auth.config import load
-    from shoal.api.server import start_api
+    from shoal.cli.config import resolve_store
+    from shoal.system.components import run_api
 
-    configure_logging(log_level)
     store_url = resolve_store(store, Path("shoal.db"))
     security = load(config) if config is not None else None
-
-    async def main() -> None:
-        server = await start_api(store_url, host, port, log_level="warning", security=security)
-        console.print(f"Shoal API listening on [bold]{server.url}[/] (store {store_url})")
-        try:
-            await server.task
-        finally:
-            await server.stop()
-
-    run_until_signal(main)
-
-
-LeaderElect = Annotated[
-    bool,
-    typer.Option(
-        "--leader-elect/--no-leader-elect",
-        help="Act only while holding the lease, so that several replicas run safely",
-    ),
-]
-LeaseDuration = Annotated[
-    float,
-    typer.Option("--lease-duration", min=0.5, help="Seconds a standby waits before taking over"),
-]
-Identity = Annotated[
-    str | None, typer.Option("--identity", help="Name in the lease (default: hostname-pid)")
-]
-MetricsPort = Annotated[
-    int,
-    typer.Option("--metrics-port", min=0, help="Serve this process's /metrics on this port"),
-]
-LogLevel = Annotated[str, typer.Option("--log-level")]
+    run_api(store_url, host, port, security, log_level)
 
 
 def _run_controller(
     factory: Callable[[Any], Any],
     api_url: str | None,
-    *,
-    leader_elect: bool,
-    lease_duration: float,
-    lease_name: str,
-    identity: str | None,
-    metrics_port: int,
-    log_level: str,
+    **options: Any,
 ) -> None:
-    """Run one controller alone against an API, optionally only while it holds a lease.
-
-    It authenticates as itself: $SHOAL_TOKEN or $SHOAL_CERT/$SHOAL_KEY, else ``token``,
-    ``cert``, ``key`` (and ``ca``) of the config file.
-    """
+    """One controller alone against an API. It authenticates as itself: $SHOAL_TOKEN or
+    $SHOAL_CERT/$SHOAL_KEY, else ``token``, ``cert``, ``key`` (and ``ca``) of the config file."""
     from shoal.cli.config import credentials, resolve_api
-    from shoal.client.rest import ShoalClient
+    from shoal.system.components import run_controller
 
-    configure_logging(log_level)
-    url = resolve_api(api_url)
-    if metrics_port:
-        from prometheus_client import start_http_server
-
-        # Loopback unless an operator says otherwise: the metrics name namespaces and clusters.
-        start_http_server(metrics_port, addr=os.environ.get("SHOAL_METRICS_HOST", "127.0.0.1"))
-
-    async def main() -> None:
-        # Read once the signal handlers are in place: a SIGTERM at start-up stops cleanly.
-        found = credentials()
-        auth: dict[str, Any] = {"token": found.token, "ssl_context": found.ssl_context()}
-        async with ShoalClient(url, **auth) as client:
-            if not leader_elect:
-                await factory(client).run()
-                return
-            from shoal.controllers.elected import run_elected
-
-            # The elector's own connections: renewals never queue behind the controller's.
-            async with ShoalClient(url, timeout=lease_duration / 3, **auth) as lease_client:
-                await run_elected(
-                    lambda: factory(client), lease_client, lease_name, identity, lease_duration
-                )
-
-    run_until_signal(main)
+    run_controller(factory, resolve_api(api_url), credentials, **options)
 
 
 def scheduler(
@@ -134,7 +69,7 @@ def scheduler(
     leader_elect: LeaderElect = False,
     lease_duration: LeaseDuration = 15.0,
     lease_name: Annotated[str, typer.Option("--lease-name", help="Lease to campaign for")] = (
-        "scheduler"
+        SCHEDULER
     ),
     identity: Identity = None,
     metrics_port: MetricsPort = 0,
@@ -147,21 +82,20 @@ def scheduler(
     ] = "shoal",
 ) -> None:
     """Run the scheduler alone against an API."""
-    from shoal.model.scheduler_config import SchedulerConfig
-    from shoal.scheduler.scheduler import Scheduler
+    from shoal.system import components
 
     if flavour not in ("shoal", "krake"):
         raise typer.BadParameter("'shoal' or 'krake'", param_hint="--flavour")
-    cfg = SchedulerConfig.load(config)
+    settings = components.scheduler_config(config)  # a wrong file fails before anything runs
 
-    def build(client: Any) -> Scheduler:
+    def build(client: Any) -> Any:
         if flavour == "krake":  # a Krake API stores no SchedulerConfiguration
             from shoal.scheduler.krake import KrakeApi
 
-            return Scheduler(KrakeApi.like(client), cfg, publish_as=None)
-        return Scheduler(client, cfg, publish_as=lease_name)
+            return components.scheduler(KrakeApi.like(client), settings, publish_as=None)
+        return components.scheduler(client, settings, publish_as=lease_name)
 
-    run = _controller_command("scheduler", "", build)
+    run = _controller_command(SCHEDULER, "", build)
     run(api_url, leader_elect, lease_duration, lease_name, identity, metrics_port, log_level)
 
 
@@ -196,9 +130,11 @@ def _controller_command(name: str, doc: str, build: Callable[[Any], Any]) -> Any
 
 def register(app: typer.Typer) -> None:
     app.command("api")(api)
-    app.command("scheduler")(scheduler)
-    for name, doc, build in CONTROLLERS:
-        app.command(name)(_controller_command(name, doc, build))
+    app.command(SCHEDULER)(scheduler)
+    for component in CONTROLLERS:
+        app.command(component.name)(
+            _controller_command(component.name, component.doc, component.build)
+        )
     from shoal.cli.up import up
 
     app.command("up")(up)

@@ -77,7 +77,7 @@ def reencrypt_command(
     from shoal.api.auth.config import load
     from shoal.api.auth.secrets import load_cipher
     from shoal.api.auth.store import reencrypt
-    from shoal.cli.components import resolve_store
+    from shoal.cli.config import resolve_store
     from shoal.store.factory import open_store
 
     security = load(config)

@@ -1,6 +1,7 @@
 """Shoal's processes for tests and benches: started as an operator would, awaited, stopped.
 
-Every process is the ``shoal`` command line (``python -m shoal.cli.main``), so
+Every process is the ``shoal`` command line (``shoal.system.process.shoal_argv``), as
+under ``shoal up``'s supervisor, so
 the API, the scheduler and the controllers run exactly as ``shoal api``,
 ``shoal scheduler`` and ``shoal reschedule-controller`` do in production,
 with no user configuration. Crash tests ``kill`` them (SIGKILL); everything
@@ -14,11 +15,11 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import aiohttp
 
+from shoal.system.process import shoal_argv
 from shoal.testing.wait import wait_for
 
 ROOT = str(Path(__file__).resolve().parents[2])
@@ -53,7 +54,7 @@ def spawn_shoal(
     out = open(log, "ab") if log is not None else None
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "shoal.cli.main", *args],
+            shoal_argv(*args),
             env=shoal_env(),
             cwd=ROOT,
             stdout=out if out is not None else subprocess.DEVNULL,

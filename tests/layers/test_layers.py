@@ -37,9 +37,13 @@ MAY_IMPORT: dict[str, set[str]] = {
     # the dashboard's static files
     "api": BASE | {"store", "scheduler", "ui"},
     "ui": set(),
-    # the composition roots: the CLI and the launcher of tests and benchmarks
+    # the composition root: every component described once, and how each process starts
+    "system": BASE | {"controllers", "scheduler", "kube", "gc", "reschedule", "agent", "sim",
+                      "api"},
+    # the kubectl-like client, whose process commands hand over to ``system``; the launcher
+    # of tests and benchmarks starts processes as ``system`` does
     "cli": {"*"},
-    "testing": {"*"},
+    "testing": BASE | {"agent", "sim", "system"},
 }
 
 

@@ -160,6 +160,13 @@ async def test_wall_board_queries(client: ShoalClient, exporter: str) -> None:
                     )
 
                 await wait_for(scraped_twice, timeout=20, message="two scrapes")
+
+                async def board_answers() -> bool:
+                    # a rate needs two samples of its own series, and a series can first
+                    # appear after the first scrape
+                    return all(values(server, query) for query, label in BOARD.items() if label)
+
+                await wait_for(board_answers, timeout=30, interval=0.5, message="the board")
                 doc = DOC.read_text()
                 for query, label in BOARD.items():
                     assert query in doc, f"docs/observability.md lacks {query!r}"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from shoal.cli.components import resolve_store
+from shoal.cli.config import resolve_store
 from shoal.cli.errors import CliError
 from shoal.testing.launch import ROOT
 from tests.util import free_port

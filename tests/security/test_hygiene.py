@@ -12,8 +12,8 @@ from pathlib import Path
 import httpx
 
 from shoal.api.server import start_api
-from shoal.cli.up import private_data_dir
 from shoal.machinery.tls import Tls, issue, make_ca, write_pair
+from shoal.system.single import private_data_dir
 from tests.security.conftest import Secured, security
 
 

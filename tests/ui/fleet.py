@@ -1,6 +1,6 @@
 """A real Shoal with ``shoal sim`` clusters, as ``shoal up`` runs it, for end-to-end tests.
 
-The API, the scheduler and every controller of ``shoal.cli.components.CONTROLLERS``
+The API, the scheduler and every controller of ``shoal.system.components``
 run in the test process with ``shoal up``'s sample metrics and ``shoal sim``
 fleet (three clusters: DE, FR, FI), plus a few applications. The dashboard
 tests and the CLI tests of describe and cluster maintenance share it.
@@ -15,14 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from shoal.api.server import ApiServer, start_api
-from shoal.cli import up_steps
-from shoal.cli.components import CONTROLLERS
 from shoal.client.rest import ShoalClient
 from shoal.model.kubernetes import Application, Cluster, ClusterState
 from shoal.model.scheduler_config import SchedulerConfig
-from shoal.scheduler.scheduler import Scheduler
 from shoal.sim.server import SimServer
 from shoal.store.sqlite import SqliteStore
+from shoal.system import components, demo
 from shoal.testing.wait import wait_for
 from tests.kube.conftest import application
 
@@ -84,14 +82,14 @@ async def running_shoal(tmp_path: Path) -> AsyncIterator[Shoal]:
     api = await start_api(SqliteStore(":memory:"))
     api.own_store = True
     client = ShoalClient(api.url)
-    running: list[Any] = [Scheduler(client, CONFIG)]
-    running += [build(client) for _, _, build in CONTROLLERS]
+    running: list[Any] = [components.scheduler(client, CONFIG)]
+    running += [component.build(client) for component in components.CONTROLLERS]
     sim = None
     try:
         for controller in running:
             await controller.start()
-        await up_steps.sample_metrics(client)
-        started = await up_steps.start_sim_fleet(client, tmp_path, 3, 3)
+        await demo.sample_metrics(client)
+        started = await demo.start_sim_fleet(client, tmp_path, 3, 3)
         sim = started[0] if isinstance(started, tuple) else started  # (sim, restarted)
         await wait_for(lambda: _all_online(client), timeout=30, message="sim clusters ONLINE")
         for name in APPS:

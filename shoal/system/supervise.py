@@ -19,11 +19,12 @@ import functools
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from shoal.system.process import SHOAL_MAIN, shoal_argv
 
 PR_SET_PDEATHSIG = 1
 STABLE = 30.0  # seconds a child must run for its back-off to start over
@@ -43,7 +44,7 @@ class Child:
     name: str
     args: list[str]
     env: dict[str, str] = field(default_factory=dict)
-    module: str = "shoal.cli.main"
+    module: str = SHOAL_MAIN
     after_start: Callable[[], Awaitable[None]] | None = None
     proc: subprocess.Popen[bytes] | None = None
     restarts: int = 0
@@ -72,7 +73,7 @@ class Supervisor:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         with open(self.log_of(child), "ab") as out:
             child.proc = subprocess.Popen(
-                [sys.executable, "-m", child.module, *child.args],
+                shoal_argv(*child.args, module=child.module),
                 env={**os.environ, **child.env},
                 stdin=subprocess.DEVNULL,
                 stdout=out,

@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 from rich.table import Table
 
-from shoal.cli.components import console
+from shoal.system.process import console
 
 
 def saved_token(kube_dir: Path, name: str) -> str | None:

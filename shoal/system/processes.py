@@ -1,5 +1,5 @@
 """``shoal up`` on every core: the API, the simulator, the scheduler, each controller and the
-cluster agents as processes of their own, supervised (``shoal.cli.supervise``).
+cluster agents as processes of their own, supervised (``shoal.system.supervise``).
 
 The children are the same commands an operator runs (``shoal api``, ``shoal sim``,
 ``shoal scheduler``, ``shoal kube-controller``...), each with its own token
@@ -22,11 +22,12 @@ import aiohttp
 import typer
 import yaml
 
-from shoal.cli.components import CONTROLLERS, configure_logging, console, run_until_signal
-from shoal.cli.metrics_ports import describe, metrics_args, metrics_ports
-from shoal.cli.supervise import Child, Supervisor
-from shoal.cli.up_steps import banner, create_demo, sample_metrics, saved_token, start_fleet
 from shoal.machinery.types import Obj
+from shoal.system.components import NAMES, SCHEDULER
+from shoal.system.demo import banner, create_demo, sample_metrics, saved_token, start_fleet
+from shoal.system.metrics_ports import describe, metrics_args, metrics_ports
+from shoal.system.process import configure_logging, console, run_until_signal
+from shoal.system.supervise import Child, Supervisor
 
 AddCluster = Callable[[str, int, dict[str, str]], Awaitable[Obj]]
 
@@ -184,22 +185,17 @@ async def _start_controllers(
     metrics_port: int = 0,
 ) -> None:
     common = ["--api", url, "--log-level", log_level]
-    extra = ["--config", str(scheduler_config)] if scheduler_config is not None else []
-    ports = metrics_ports(metrics_port, ["scheduler"] + [name for name, _, _ in CONTROLLERS])
-    extra += metrics_args(ports, "scheduler")
-    await supervisor.start(
-        Child("scheduler", ["scheduler", *common, *extra], identity("scheduler"))
-    )
-    for name, _, _ in CONTROLLERS:
-        args = [name, *common, *metrics_args(ports, name)]
+    config = ["--config", str(scheduler_config)] if scheduler_config is not None else []
+    ports = metrics_ports(metrics_port, NAMES)
+    for name in NAMES:
+        args = [name, *common, *(config if name == SCHEDULER else []), *metrics_args(ports, name)]
         await supervisor.start(Child(name, args, identity(name)))
-    names = ", ".join(["scheduler"] + [name for name, _, _ in CONTROLLERS])
-    console.print(f"[bold green]Scheduler and controllers[/], a process each: {names}")
+    console.print(f"[bold green]Scheduler and controllers[/], a process each: {', '.join(NAMES)}")
     if ports:
         console.print(f"[bold green]Their metrics[/]: {describe(ports, metrics_port)}")
 
 
-def up_agents(
+def run_agents(
     api_url: Annotated[str, typer.Option("--api", help="Shoal API URL")],
     kubeconfigs: Annotated[Path, typer.Option("--kubeconfigs", help="Directory of NAME.yaml")],
     clusters: Annotated[str, typer.Option("--clusters", help="Comma-separated cluster names")],
@@ -207,13 +203,13 @@ def up_agents(
 ) -> None:
     """The cluster agents of ``shoal up``'s simulated clusters, in one process."""
     from shoal.agent.local import start_all
-    from shoal.cli.config import credentials
+    from shoal.client.credentials import Credentials
     from shoal.client.rest import ShoalClient
 
     configure_logging(log_level)
 
     async def main() -> None:
-        found = credentials()
+        found = Credentials.resolve()  # this child's own: $SHOAL_TOKEN
         names = [n for n in clusters.split(",") if n]
         configs = {n: yaml.safe_load((kubeconfigs / f"{n}.yaml").read_text()) for n in names}
         async with ShoalClient(api_url, token=found.token, ssl_context=found.ssl_context()) as c:
@@ -226,5 +222,5 @@ def up_agents(
     run_until_signal(main)
 
 
-if __name__ == "__main__":  # the agents' child: python -m shoal.cli.up_processes --api ...
-    typer.run(up_agents)
+if __name__ == "__main__":  # the agents' child: python -m shoal.system.processes --api ...
+    typer.run(run_agents)

@@ -1,8 +1,7 @@
-"""What a Shoal installation runs, and what each of its processes shares.
+"""What every Shoal process does the same way: log, run on uvloop until a signal, spawn.
 
-Every component once: the controllers and how each is built (``CONTROLLERS``,
-``controllers``), the store URL, logging, and running until a signal. ``shoal api``, each
-controller alone, ``shoal up`` in one process or in many, all start from here.
+The API, the scheduler, each controller, the agents and ``shoal up`` itself, in one
+process or in many, start from here and from ``shoal.system.components``.
 """
 
 from __future__ import annotations
@@ -11,44 +10,24 @@ import asyncio
 import contextlib
 import gc
 import logging
-import os
 import signal
+import sys
 from collections.abc import Awaitable, Callable
-from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
-import typer
 import uvloop
 from rich.console import Console
 
 console = Console()
+"""What ``shoal up`` and the process commands print for people (logs go to stderr)."""
 
-StoreOption = Annotated[
-    str | None,
-    typer.Option(
-        "--store",
-        help="sqlite:///path/shoal.db or etcd://host:port[,host:port...] "
-        "(default: $SHOAL_STORE, else 'store:' in the config file, else a SQLite file)",
-    ),
-]
-ENV_STORE = "SHOAL_STORE"
+SHOAL_MAIN = "shoal.cli.main"
+"""The module every child process runs: a component is started as an operator would."""
 
 
-def resolve_store(option: str | None, default: Path) -> str:
-    """``--store``, else $SHOAL_STORE, else the config's ``store``, else SQLite at ``default``."""
-    from shoal.cli.config import load_config
-    from shoal.cli.errors import CliError
-    from shoal.cli.locations import config_path
-
-    url = option or os.environ.get(ENV_STORE) or None
-    if url is None:
-        configured = load_config().get("store")
-        if configured is not None and not isinstance(configured, str):
-            raise CliError(f"config file {config_path()}: 'store' must be a URL string")
-        url = configured or f"sqlite://{default.resolve()}"
-    if not url.startswith(("sqlite://", "etcd://")):
-        raise CliError(f"unknown store URL {url!r}: use sqlite:///path or etcd://host:port[,...]")
-    return url
+def shoal_argv(*args: str, module: str = SHOAL_MAIN) -> list[str]:
+    """The command line of ``shoal ARGS`` in a child process (this interpreter)."""
+    return [sys.executable, "-m", module, *args]
 
 
 def configure_logging(level: str, one_line: bool = False) -> None:
@@ -108,46 +87,3 @@ def run_until_signal(main: Callable[[], Awaitable[None]], quiet: bool = False) -
     gc.freeze()
     gc.set_threshold(50_000, 20, 100)
     uvloop.run(runner())
-
-
-def _kube_controller(client: Any) -> Any:
-    from shoal.kube.controller import KubeController
-
-    return KubeController(client)
-
-
-def _cluster_observer(client: Any) -> Any:
-    from shoal.kube.observer import ClusterObserver
-
-    return ClusterObserver(client)
-
-
-def _garbage_collector(client: Any) -> Any:
-    from shoal.gc.controller import GarbageCollector
-
-    return GarbageCollector(client)
-
-
-def _reschedule_controller(client: Any) -> Any:
-    from shoal.reschedule.controller import RescheduleTaskController
-
-    return RescheduleTaskController(client)
-
-
-CONTROLLERS: list[tuple[str, str, Callable[[Any], Any]]] = [
-    ("kube-controller", "Run the Kubernetes application controller alone.", _kube_controller),
-    ("cluster-observer", "Run the cluster observer alone.", _cluster_observer),
-    ("garbage-collector", "Run the garbage collector alone.", _garbage_collector),
-    ("reschedule-controller", "Run the RescheduleTask controller alone.", _reschedule_controller),
-]
-
-
-def controllers(client_of: Callable[[str], Any], scheduler_config: Path | None = None) -> list[Any]:
-    """Every controller, each on the client of its own identity (``client_of(component)``)."""
-    from shoal.model.scheduler_config import SchedulerConfig
-    from shoal.scheduler.scheduler import Scheduler
-
-    cfg = SchedulerConfig.load(scheduler_config)
-    return [Scheduler(client_of("scheduler"), cfg)] + [
-        build(client_of(name)) for name, _, build in CONTROLLERS
-    ]

@@ -1,0 +1,149 @@
+"""The components of a Shoal installation, described once, and how each process runs one.
+
+``COMPONENTS`` names the scheduler and every controller with how each is built on a
+client; ``shoal scheduler`` and each controller command, ``shoal up`` in one process
+or one process per component, and the test and bench launcher (``shoal.testing.launch``)
+all start them from this table, with ``run_controller`` and ``run_api``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from shoal.system.process import configure_logging, console, run_until_signal
+
+
+@dataclass(frozen=True)
+class Component:
+    """One controller process: its command name, what it does, how it is built on a client."""
+
+    name: str
+    doc: str
+    build: Callable[[Any], Any]
+
+
+def _kube_controller(client: Any) -> Any:
+    from shoal.kube.controller import KubeController
+
+    return KubeController(client)
+
+
+def _cluster_observer(client: Any) -> Any:
+    from shoal.kube.observer import ClusterObserver
+
+    return ClusterObserver(client)
+
+
+def _garbage_collector(client: Any) -> Any:
+    from shoal.gc.controller import GarbageCollector
+
+    return GarbageCollector(client)
+
+
+def _reschedule_controller(client: Any) -> Any:
+    from shoal.reschedule.controller import RescheduleTaskController
+
+    return RescheduleTaskController(client)
+
+
+SCHEDULER = "scheduler"
+"""The scheduler's command and identity; it is built with its configuration (``scheduler``)."""
+
+CONTROLLERS: tuple[Component, ...] = (
+    Component("kube-controller", "Run the Kubernetes application controller alone.",
+              _kube_controller),
+    Component("cluster-observer", "Run the cluster observer alone.", _cluster_observer),
+    Component("garbage-collector", "Run the garbage collector alone.", _garbage_collector),
+    Component("reschedule-controller", "Run the RescheduleTask controller alone.",
+              _reschedule_controller),
+)  # fmt: skip
+
+NAMES: tuple[str, ...] = (SCHEDULER, *(c.name for c in CONTROLLERS))
+"""Every controller process, the scheduler first: the order they start and get ports in."""
+
+
+def scheduler_config(path: Path | None) -> Any:
+    """The scheduler's configuration from ``path`` (the defaults without one); a
+    ``ConfigError`` names the file, line and field of a mistake."""
+    from shoal.model.scheduler_config import SchedulerConfig
+
+    return SchedulerConfig.load(path)
+
+
+def scheduler(client: Any, config: Any = None, **options: Any) -> Any:
+    """The scheduler on ``client`` with ``config`` (a SchedulerConfig; None: the defaults)."""
+    from shoal.scheduler.scheduler import Scheduler
+
+    return Scheduler(client, config, **options)
+
+
+def controllers(client_of: Callable[[str], Any], config_path: Path | None = None) -> list[Any]:
+    """Every controller, each on the client of its own identity (``client_of(component)``)."""
+    return [scheduler(client_of(SCHEDULER), scheduler_config(config_path))] + [
+        c.build(client_of(c.name)) for c in CONTROLLERS
+    ]
+
+
+def run_api(store_url: str, host: str, port: int, security: Any, log_level: str) -> None:
+    """The API server alone, until a signal."""
+    from shoal.api.server import start_api
+
+    configure_logging(log_level)
+
+    async def main() -> None:
+        server = await start_api(store_url, host, port, log_level="warning", security=security)
+        console.print(f"Shoal API listening on [bold]{server.url}[/] (store {store_url})")
+        try:
+            await server.task
+        finally:
+            await server.stop()
+
+    run_until_signal(main)
+
+
+def run_controller(
+    factory: Callable[[Any], Any],
+    url: str,
+    credentials: Callable[[], Any],
+    *,
+    leader_elect: bool,
+    lease_duration: float,
+    lease_name: str,
+    identity: str | None,
+    metrics_port: int,
+    log_level: str,
+) -> None:
+    """Run one controller alone against an API, optionally only while it holds a lease.
+
+    It authenticates as itself with ``credentials()`` (a ``Credentials``), read once the
+    signal handlers are in place, so that a SIGTERM at start-up stops cleanly.
+    """
+    from shoal.client.rest import ShoalClient
+
+    configure_logging(log_level)
+    if metrics_port:
+        from prometheus_client import start_http_server
+
+        # Loopback unless an operator says otherwise: the metrics name namespaces and clusters.
+        start_http_server(metrics_port, addr=os.environ.get("SHOAL_METRICS_HOST", "127.0.0.1"))
+
+    async def main() -> None:
+        found = credentials()
+        auth: dict[str, Any] = {"token": found.token, "ssl_context": found.ssl_context()}
+        async with ShoalClient(url, **auth) as client:
+            if not leader_elect:
+                await factory(client).run()
+                return
+            from shoal.controllers.elected import run_elected
+
+            # The elector's own connections: renewals never queue behind the controller's.
+            async with ShoalClient(url, timeout=lease_duration / 3, **auth) as lease_client:
+                await run_elected(
+                    lambda: factory(client), lease_client, lease_name, identity, lease_duration
+                )
+
+    run_until_signal(main)
