@@ -33,7 +33,7 @@ def _kube_controller(client: Any) -> Any:
 
 
 def _cluster_observer(client: Any) -> Any:
-    from shoal.kube.observer import ClusterObserver
+    from shoal.observer.controller import ClusterObserver
 
     return ClusterObserver(client)
 

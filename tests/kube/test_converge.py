@@ -124,9 +124,9 @@ async def test_every_online_cluster_is_pruned_now_and_then(
     """Without any change of the cluster (a return the controller could not see while the
     API was away), what Shoal left there is still pruned, within ``prune_interval``."""
     from shoal.kube.controller import KubeController
-    from shoal.kube.observer import ClusterObserver
     from shoal.kube.owners import LABEL_NAME, LABEL_NAMESPACE, LABEL_UID
     from shoal.model.kubernetes import ClusterState
+    from shoal.observer.controller import ClusterObserver
 
     observer = ClusterObserver(client, interval=0.3, timeout=1.0)
     pruning = KubeController(client, poll_interval=0.2, timeout=2.0, prune_interval=0.3)

@@ -12,7 +12,6 @@ from shoal.client.kube import KubeClients, KubeCluster
 from shoal.client.rest import NotFound, ShoalClient
 from shoal.gc.controller import GarbageCollector
 from shoal.kube.controller import KubeController
-from shoal.kube.observer import ClusterObserver
 from shoal.model.base import Metadata
 from shoal.model.core import GlobalMetricsProvider
 from shoal.model.kubernetes import (
@@ -22,6 +21,7 @@ from shoal.model.kubernetes import (
     ClusterState,
     MetricRef,
 )
+from shoal.observer.controller import ClusterObserver
 from shoal.scheduler.scheduler import Scheduler
 from shoal.sim.server import SimServer
 from shoal.testing.sim import running_sim

@@ -10,9 +10,9 @@ import pytest
 from shoal.client.kube import KubeCluster
 from shoal.client.rest import NotFound, ShoalClient
 from shoal.kube.controller import FINALIZER, KubeController
-from shoal.kube.observer import ClusterObserver
 from shoal.model.base import ResourceRef
 from shoal.model.kubernetes import Application, ApplicationState, Cluster, ClusterState
+from shoal.observer.controller import ClusterObserver
 from shoal.scheduler.scheduler import Scheduler
 from shoal.sim.server import SimServer
 from tests.kube.conftest import NS, application, running_on

@@ -15,9 +15,9 @@ import pytest
 
 from shoal.client.kube import KubeCluster
 from shoal.client.rest import ShoalClient
-from shoal.kube.observer import ClusterObserver
 from shoal.model.base import ReasonCode
 from shoal.model.kubernetes import Application, Cluster, ClusterState
+from shoal.observer.controller import ClusterObserver
 from shoal.scheduler.scheduler import Scheduler
 from shoal.sim.server import SimServer
 from tests.kube.conftest import NS, application

@@ -7,8 +7,8 @@ from typing import Any
 
 from shoal.kube.controller import triggered
 from shoal.kube.objects import raw_watch_entries, unread, watch_entries, workload_health
-from shoal.kube.observer import summarize_nodes
 from shoal.model.base import ResourceRef
+from shoal.observer.controller import summarize_nodes
 from tests.kube.conftest import application
 
 

@@ -28,7 +28,6 @@ import pytest
 
 from shoal.client.rest import Conflict, NotFound, ShoalClient
 from shoal.kube.controller import KubeController
-from shoal.kube.observer import ClusterObserver
 from shoal.model.application_status import OWNERS
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import (
@@ -38,6 +37,7 @@ from shoal.model.kubernetes import (
     ClusterSpec,
     MetricRef,
 )
+from shoal.observer.controller import ClusterObserver
 from shoal.scheduler.scheduler import Scheduler
 from shoal.sim.server import SimServer
 from shoal.testing.fleet import app, register

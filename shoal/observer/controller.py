@@ -1,6 +1,6 @@
 """The cluster observer: health, nodes and CRDs of every cluster that has a kubeconfig.
 
-Each cluster's nodes and CRDs are watched (``shoal.kube.reflector``: resumed
+Each cluster's nodes and CRDs are watched (``shoal.observer.reflector``: resumed
 from their resourceVersion, re-listed on 410, after a failure and every
 ``interval`` seconds as a safety net). Any change derives the state (OFFLINE
 when unreachable, CONNECTING for one write when it comes back, NOTREADY
@@ -24,11 +24,11 @@ from shoal.client.kube import ClusterKey, KubeApiError, KubeClients, KubeCluster
 from shoal.client.rest import ApiError, Conflict, ShoalClient, Unreachable
 from shoal.controllers.base import Controller
 from shoal.events import Recorder, reasons
-from shoal.kube.reflector import Reflector
 from shoal.machinery.quantity import number
 from shoal.machinery.types import Obj
 from shoal.model.base import Reason, ReasonCode
 from shoal.model.kubernetes import Cluster, ClusterNode, ClusterState, ClusterStatus
+from shoal.observer.reflector import Reflector
 
 log = logging.getLogger(__name__)
 

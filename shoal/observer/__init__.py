@@ -1,0 +1,1 @@
+"""The cluster observer: each member cluster's health, nodes and custom resources."""
