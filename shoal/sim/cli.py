@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
-import httpx
 import typer
 
 app = typer.Typer(help="Simulated Kubernetes clusters (like KWOK) for demos, tests and benchmarks.")
@@ -47,13 +51,37 @@ DataDirOption = Annotated[
 ]
 
 
-def _admin_request(method: str, url: str, **options: Any) -> httpx.Response:
-    """One admin request; no answer is one line naming the URL and how to choose another."""
+@dataclass(frozen=True)
+class AdminAnswer:
+    """What the sim's admin API answered: the status and the body as text."""
+
+    status_code: int
+    text: str
+
+    def json(self) -> Any:
+        return json.loads(self.text)
+
+
+def _admin_request(
+    method: str, url: str, *, params: dict[str, str] | None = None, json_body: Any = None
+) -> AdminAnswer:
+    """One admin request with the standard library (the command sends one or two: no client
+    library to import); no answer is one line naming the URL and how to choose another."""
+    if params:
+        url += "?" + urllib.parse.urlencode(params)
+    data = None if json_body is None else json.dumps(json_body).encode()
+    request = urllib.request.Request(url, data=data, method=method)
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
     try:
-        return httpx.request(method, url, timeout=10, **options)
-    except httpx.HTTPError as error:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return AdminAnswer(answer.status, answer.read().decode())
+    except urllib.error.HTTPError as error:
+        return AdminAnswer(error.code, error.read().decode(errors="replace"))
+    except (urllib.error.URLError, OSError) as error:
+        reason = getattr(error, "reason", error)
         typer.echo(
-            f"cannot reach the sim admin API at {url} ({type(error).__name__}); "
+            f"cannot reach the sim admin API at {url} ({type(reason).__name__}); "
             "start `shoal up` or `shoal sim`, or give --admin URL",
             err=True,
         )
@@ -171,7 +199,7 @@ def fault(
     if clear:
         resp = _admin_request("DELETE", base, params={"node": node} if node else None)
     elif body:
-        resp = _admin_request("POST", base, json=body)
+        resp = _admin_request("POST", base, json_body=body)
     else:
         resp = _admin_request("GET", base)
     if resp.status_code >= 400:
@@ -180,7 +208,7 @@ def fault(
     typer.echo(resp.text)
 
 
-def _error_line(resp: Any) -> str:
+def _error_line(resp: AdminAnswer) -> str:
     """One line: the Kubernetes Status message (or the body's first line), not the JSON."""
     try:
         message = resp.json().get("message")
