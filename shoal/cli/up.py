@@ -68,22 +68,22 @@ def up(
     """
     from shoal.cli.config import resolve_store
     from shoal.system.demo import previous_port
-    from shoal.system.single import private_data_dir, run_single_process
+    from shoal.system.installation import Installation, private_data_dir
 
     private_data_dir(data_dir)
-    store_url = resolve_store(store, data_dir / "shoal.db")
-    if not single_process:
-        from shoal.system.processes import run_processes
-
-        run_processes(
-            data_dir=data_dir, store_url=store_url, port=port, tls=tls, clusters=clusters,
-            nodes=nodes, demo=demo, exit_after_demo=exit_after_demo, log_level=log_level,
-            scheduler_config=scheduler_config, sim_port=previous_port(data_dir),
-            metrics_port=port + 1 if metrics_port is None else metrics_port,
-        )  # fmt: skip
-        return
-    run_single_process(
-        data_dir=data_dir, store_url=store_url, port=port, tls=tls, clusters=clusters,
-        nodes=nodes, demo=demo, exit_after_demo=exit_after_demo, log_level=log_level,
-        scheduler_config=scheduler_config,
+    installation = Installation(
+        data_dir=data_dir, store_url=resolve_store(store, data_dir / "shoal.db"), port=port,
+        tls=tls, clusters=clusters, nodes=nodes, demo=demo, exit_after_demo=exit_after_demo,
+        log_level=log_level, scheduler_config=scheduler_config,
     )  # fmt: skip
+    if single_process:
+        from shoal.system.single import run_single_process
+
+        run_single_process(installation)
+        return
+    from shoal.system.processes import run_processes
+
+    first_metrics_port = port + 1 if metrics_port is None else metrics_port
+    run_processes(
+        installation, sim_port=previous_port(data_dir), metrics_port=first_metrics_port
+    )

@@ -25,6 +25,7 @@ import yaml
 from shoal.machinery.types import Obj
 from shoal.system.components import NAMES, SCHEDULER
 from shoal.system.demo import banner, create_demo, sample_metrics, saved_token, start_fleet
+from shoal.system.installation import Installation
 from shoal.system.metrics_ports import describe, metrics_args, metrics_ports
 from shoal.system.process import configure_logging, console, run_until_signal
 from shoal.system.supervise import Child, Supervisor
@@ -77,22 +78,12 @@ async def _until_answers(url: str, verify: Any, what: str, proc: Child) -> None:
     raise RuntimeError(f"{what} did not answer on {url}")
 
 
-def run_processes(
-    *,
-    data_dir: Path,
-    store_url: str,
-    port: int,
-    tls: bool,
-    clusters: int,
-    nodes: int,
-    demo: bool,
-    exit_after_demo: bool,
-    log_level: str,
-    scheduler_config: Path | None,
-    sim_port: int,
-    metrics_port: int = 0,
-) -> None:
-    """Start every component as a child, set up the fleet and the demo, supervise until a signal."""
+def run_processes(up: Installation, *, sim_port: int, metrics_port: int = 0) -> None:
+    """Start every component as a child, set up the fleet and the demo, supervise until a
+    signal. The simulator listens on ``sim_port``; the controllers' ``/metrics`` from
+    ``metrics_port`` on (0: none)."""
+    data_dir, store_url, port, tls = up.data_dir, up.store_url, up.port, up.tls
+    clusters, nodes, demo, log_level = up.clusters, up.nodes, up.demo, up.log_level
     from shoal.api.auth import bootstrap
     from shoal.client.credentials import Credentials
     from shoal.client.rest import ShoalClient
@@ -140,7 +131,7 @@ def run_processes(
             )
             console.print(f"[bold green]Shoal API[/] on {url}  (store {store_url})")
             await _start_controllers(
-                supervisor, url, identity, scheduler_config, log_level, metrics_port
+                supervisor, url, identity, up.scheduler_config, log_level, metrics_port
             )
             async with ShoalClient(
                 url, token=setup.tokens[bootstrap.ADMIN], ssl_context=trust
@@ -163,7 +154,7 @@ def run_processes(
                 console.print(f"[bold green]Processes[/]: {pids}; logs in {logs}/")
                 if demo:
                     await create_demo(c, list(fleet), restarted)
-            if exit_after_demo:
+            if up.exit_after_demo:
                 return
             banner(setup, url, data_dir)
             await watcher

@@ -10,43 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-from pathlib import Path
 
 from shoal.system.components import controllers
 from shoal.system.demo import banner, create_demo, sample_metrics, start_sim_fleet
+from shoal.system.installation import Installation
 from shoal.system.process import configure_logging, console, run_until_signal
 
 
-def private_data_dir(data_dir: Path) -> None:
-    """The data directory holds the store, logs, kubeconfigs and keys: only this user may
-    read it. Everything ``shoal up`` and its processes create is 0600 (directories 0700);
-    what an earlier start left is made so too."""
-    os.umask(0o077)
-    data_dir.mkdir(parents=True, exist_ok=True)
-    for path in (data_dir, *data_dir.rglob("*")):
-        if path.is_symlink():
-            continue
-        mode = path.stat().st_mode & 0o777
-        private = mode & 0o700
-        if mode != private:
-            path.chmod(private)
-
-
-def run_single_process(
-    *,
-    data_dir: Path,
-    store_url: str,
-    port: int,
-    tls: bool,
-    clusters: int,
-    nodes: int,
-    demo: bool,
-    exit_after_demo: bool,
-    log_level: str,
-    scheduler_config: Path | None,
-) -> None:
+def run_single_process(up: Installation) -> None:
     """Start everything on this loop; set up the fleet and the demo; run until a signal."""
+    data_dir, store_url, port, tls = up.data_dir, up.store_url, up.port, up.tls
+    clusters, nodes, demo, log_level = up.clusters, up.nodes, up.demo, up.log_level
     from shoal.api.auth import bootstrap
     from shoal.api.auth.roles import component_user
     from shoal.client.credentials import Credentials
@@ -69,7 +43,7 @@ def run_single_process(
             return clients[-1]
 
         client = client_of(bootstrap.ADMIN)
-        running = controllers(client_of, scheduler_config)
+        running = controllers(client_of, up.scheduler_config)
         tasks = [asyncio.create_task(c.run()) for c in running]
         names = ", ".join(type(c).__name__ for c in running)
         console.print(f"[bold green]Controllers[/]: {names}")
@@ -86,7 +60,7 @@ def run_single_process(
             )
             if demo:
                 await create_demo(client, [f"sim-{i + 1}" for i in range(clusters)], restarted)
-            if exit_after_demo:
+            if up.exit_after_demo:
                 return
             banner(setup, server.url, data_dir)
             await asyncio.gather(*tasks)

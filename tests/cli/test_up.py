@@ -49,6 +49,25 @@ async def test_up_places_the_demo(tmp_path: Path) -> None:
 
 
 @pytest.mark.integration
+async def test_up_in_one_process_places_the_demo(tmp_path: Path) -> None:
+    """``--single-process``: the same components from the same table, on one event loop."""
+    port = free_port()
+    proc = await _up(tmp_path, port, "--single-process", "--exit-after-demo")
+    out, _ = await asyncio.wait_for(proc.communicate(), 60)
+    text = out.decode()
+    assert proc.returncode == 0, text
+    assert f"Shoal API on http://127.0.0.1:{port}" in text
+    controllers = re.search(r"Controllers: (.*)", text)
+    assert controllers is not None, text
+    names = controllers.group(1).split(", ")
+    assert names == [
+        "Scheduler", "KubeController", "ClusterObserver", "GarbageCollector",
+        "RescheduleTaskController",
+    ]  # fmt: skip
+    assert "Application demo (constraint: location in (DE, FR)) → sim-2" in text, text
+
+
+@pytest.mark.integration
 @pytest.mark.slow
 async def test_up_restarts_with_what_is_stored(tmp_path: Path) -> None:
     """Labels changed by the user and the placement survive a restart, and the banner shows

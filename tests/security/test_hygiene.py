@@ -13,7 +13,7 @@ import httpx
 
 from shoal.api.server import start_api
 from shoal.machinery.tls import Tls, issue, make_ca, write_pair
-from shoal.system.single import private_data_dir
+from shoal.system.installation import private_data_dir
 from tests.security.conftest import Secured, security
 
 
