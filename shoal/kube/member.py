@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shoal.client.kube import ClusterKey, KubeApiError, KubeCluster, KubeUnreachable
-from shoal.kube.objects import Obj, ident, project
+from shoal.kube.objects import ident, project
 from shoal.kube.owners import Owner, describe, mine, owned, owner_of, refusal
 from shoal.kube.watch import ClusterWatches, ObjKey
+from shoal.machinery.types import Obj
 from shoal.model.base import ReasonCode
 
 log = logging.getLogger(__name__)

@@ -30,10 +30,10 @@ from shoal.client.kube import (
     KubeApiError,
     KubeCluster,
     KubeUnreachable,
-    Obj,
     compacted,
 )
 from shoal.machinery.listwatch import ListWatch
+from shoal.machinery.types import Obj
 
 log = logging.getLogger(__name__)
 

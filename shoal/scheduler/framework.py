@@ -190,7 +190,7 @@ class Framework:
             n, d = scorer.terms(ctx)
             num += n
             den += d
-        # Seed 004: with metrics, the weighted average; without, the stickiness term alone.
+        # With metrics, the weighted average (as Krake scores); without, the stickiness term alone.
         metric_den = group.den
         with np.errstate(divide="ignore", invalid="ignore"):
             scores = np.where(metric_den > 0, num / np.where(den > 0, den, 1.0), num)

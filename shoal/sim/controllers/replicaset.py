@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from shoal.sim.controllers.base import Controllers, Obj
+from shoal.machinery.types import Obj
+from shoal.sim.controllers.base import Controllers
 from shoal.sim.objects import PODS, REPLICASETS, count_ready, pod_active, pod_ready
 
 KEY = REPLICASETS

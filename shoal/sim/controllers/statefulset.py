@@ -6,7 +6,8 @@ deleted and re-created under the same name.
 
 from __future__ import annotations
 
-from shoal.sim.controllers.base import Controllers, Obj
+from shoal.machinery.types import Obj
+from shoal.sim.controllers.base import Controllers
 from shoal.sim.objects import PODS, STATEFULSETS, count_ready, pod_active, template_hash
 
 KEY = STATEFULSETS
