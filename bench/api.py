@@ -215,6 +215,7 @@ async def bench(
                 if response.status >= 300:
                     raise RuntimeError(f"create: {response.status} {await response.text()}")
 
+        cpu = cpu_seconds(process.pid)
         elapsed, lat = await run_many(objects, parallel, create)
         t0 = time.perf_counter() - elapsed
         rows.append((f"creates ({parallel} in flight)", f"{objects / elapsed:,.0f} /s"))
@@ -225,11 +226,15 @@ async def bench(
             )
         )
         done = await asyncio.gather(*live)
+        create_cpu = (cpu_seconds(process.pid) - cpu) / objects
         rows.append(
             (
                 f"watch, live: events to {watchers} watchers",
                 f"{watchers * objects / (max(done) - t0):,.0f} /s",
             )
+        )
+        rows.append(
+            (f"API CPU per create (and its {watchers} watch events)", f"{create_cpu * 1e3:.3f} ms")
         )
 
         reads = objects
@@ -239,8 +244,11 @@ async def bench(
                 await response.read()
                 assert response.status == 200
 
+        cpu = cpu_seconds(process.pid)
         elapsed, lat = await run_many(reads, parallel, read)
+        read_cpu = (cpu_seconds(process.pid) - cpu) / reads
         rows.append((f"reads ({parallel} in flight)", f"{reads / elapsed:,.0f} /s"))
+        rows.append(("API CPU per read", f"{read_cpu * 1e3:.3f} ms"))
         rows.append(
             (
                 "read latency p50 / p99",

@@ -60,6 +60,20 @@ def load(
         raise ConfigError("\n".join(lines)) from None
 
 
+def validate(model: type[M], data: Any, where: str = "settings") -> M:
+    """``model`` from settings already parsed (a mapping built in code or read elsewhere);
+    a ``ConfigError`` names ``where`` and each wrong field."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        lines = [
+            f"{where}: {field_path(tuple(p.get('loc', ())))}: "
+            + str(p.get("msg", "invalid")).removeprefix("Value error, ")
+            for p in error.errors(include_url=False, include_input=False)
+        ]
+        raise ConfigError("\n".join(lines)) from None
+
+
 def _read(path: Path) -> str:
     try:
         return path.read_text()

@@ -55,3 +55,30 @@ def test_the_cli_prints_one_message(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert f"{path}:1: workers: " in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_the_security_file_is_read_the_same_way(tmp_path: Path) -> None:
+    """``api.yaml``: Krake's sections take keys Shoal does not use; Shoal's refuse them, and
+    a mistake names the file, the line and the field."""
+    from shoal.api.auth.config import load
+
+    path = tmp_path / "api.yaml"
+    path.write_text(
+        "etcd: {host: 127.0.0.1}\n"
+        "authentication:\n  allow_anonymous: false\n  strategy:\n"
+        "    keycloak: {enabled: true, endpoint: 'http://kc:9080', realm: r, extra: 1}\n"
+        "limits:\n  max_page: 50\n"
+    )
+    security = load(path)
+    assert security.oidc[0].issuer == "http://kc:9080/realms/r"
+    assert security.limits.max_page == 50
+    path.write_text("authorization: RBAC\nlimits:\n  max_page: 50\n  max_pages: 3\n")
+    with pytest.raises(ConfigError) as caught:
+        load(path)
+    assert str(caught.value).startswith(f"{path}:4: limits.max_pages: ")
+    path.write_text("kubeconfig:\n  allow_files: 'yes'\n")
+    with pytest.raises(ConfigError, match=r":2: kubeconfig.allow_files: "):
+        load(path)
+    path.write_text("authorization: sometimes\n")
+    with pytest.raises(ConfigError, match=r":1: authorization: "):
+        load(path)

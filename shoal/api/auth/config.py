@@ -1,28 +1,31 @@
 """The security configuration of an API server, read from Krake's ``api.yaml`` keys.
 
 An existing Krake ``api.yaml`` works as is (``authentication``,
-``authorization``, ``tls``); Shoal's additions live beside them
-(``static.token_file``, ``oidc``, ``secrets``, ``audit``, ``limits``). Unlike
-Krake, every enabled method is active at once.
+``authorization``, ``tls``, and keys Shoal does not use, such as ``etcd``);
+Shoal's additions live beside them (``static.token_file``, ``oidc``,
+``secrets``, ``audit``, ``limits``, ``kubeconfig``). Unlike Krake, every
+enabled method is active at once.
+
+The file is read by the settings loader every component uses
+(``shoal.machinery.config``): a mistake is one line naming the file, the line
+and the field. Krake's sections accept keys Shoal does not know; Shoal's own
+sections refuse them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-import yaml
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
+from shoal.machinery import config
+from shoal.machinery.config import ConfigError
 from shoal.machinery.tls import Tls
 from shoal.model.validation.kubeconfig import CredentialPolicy
 
 Mode = Literal["always-allow", "always-deny", "RBAC"]
-MODES: tuple[Mode, ...] = ("always-allow", "always-deny", "RBAC")
-
-
-class ConfigError(ValueError):
-    """The security configuration is not valid; the message names the key."""
 
 
 @dataclass(frozen=True)
@@ -35,20 +38,27 @@ class Oidc:
     groups_claim: str = "groups"
 
 
-@dataclass(frozen=True)
-class Limits:
-    """Per-server limits; a flood of one user never starves the others."""
+class Limits(BaseModel):
+    """Per-server limits (``limits:``); a flood of one user never starves the others."""
 
-    max_body: int = 8 * 1024 * 1024
-    max_page: int = 10_000  # a list without limit, or with a larger one, gets this many
-    watches_per_user: int = 100
-    min_heartbeat: float = 1.0  # seconds; more often costs the server a wake-up per watch
-    rate_per_user: float = 1_000.0
-    """Requests per second a user may sustain. One API process on one core serves about
-    2,600 creates or 6,300 reads a second (``bench/api.py``, 2 cores): no tenant may take
-    more than about a third of the writes it can serve. Shoal's own components are not
-    held to it (they batch their writes)."""
-    burst: int = 2_000
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    max_body: int = Field(default=8 * 1024 * 1024, gt=0, description="Bytes of a request body")
+    max_page: int = Field(
+        default=10_000, gt=0, description="Objects a list without limit (or a larger one) gets"
+    )
+    watches_per_user: int = Field(default=100, gt=0)
+    min_heartbeat: float = Field(
+        default=1.0, gt=0, description="Seconds; more often costs the server a wake-up per watch"
+    )
+    rate_per_user: float = Field(
+        default=1_000.0,
+        gt=0,
+        description="Requests per second a user may sustain. One API process on one core "
+        "serves about 2,600 creates or 6,300 reads a second (bench/api.py, 2 cores): no "
+        "tenant may take more than about a third of the writes it can serve. Shoal's own "
+        "components are not held to it (they batch their writes)",
+    )
+    burst: int = Field(default=2_000, gt=0)
 
 
 @dataclass(frozen=True)
@@ -70,125 +80,181 @@ class Security:
     kubeconfig: CredentialPolicy | None = None  # None: the environment's (none allowed)
 
 
-def _section(data: Any, where: str) -> dict[str, Any]:
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise ConfigError(f"{where}: must be a mapping")
-    return data
+# the file -------------------------------------------------------------------------------
 
 
-def _enabled(data: dict[str, Any], name: str) -> dict[str, Any] | None:
-    section = _section(data.get(name), f"authentication.strategy.{name}")
-    return section if section.get("enabled", bool(section)) else None
+class _Krake(BaseModel):
+    """A section Krake defines: keys Shoal does not use are accepted and ignored."""
+
+    model_config = ConfigDict(extra="allow")
 
 
-def _path(value: Any, base: Path, where: str) -> Path:
-    if not isinstance(value, str) or not value:
+class _Shoal(BaseModel):
+    """A section of Shoal's own: an unknown key is a mistake."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class _Strategy(_Krake):
+    enabled: bool | None = None
+
+    @property
+    def on(self) -> bool:
+        """``enabled``, or, without it, whether the section says anything at all."""
+        if self.enabled is not None:
+            return self.enabled
+        return bool(self.model_fields_set or self.model_extra)
+
+
+class _Static(_Strategy):
+    name: str | None = None
+    token_file: str | None = None
+
+
+class _Keycloak(_Strategy):
+    endpoint: str = "http://localhost:9080"
+    realm: str = "krake"
+    audience: str | None = "account"
+    username_claim: str = "preferred_username"
+    groups_claim: str = "groups"
+
+
+class _OidcStrategy(_Strategy):
+    issuer: str | None = None
+    audience: str | None = None
+    username_claim: str = "sub"
+    groups_claim: str = "groups"
+
+
+class _Keystone(_Strategy):
+    endpoint: str = "http://localhost:5000/v3"
+
+
+class _Strategies(_Krake):
+    static: _Static | None = None
+    keycloak: _Keycloak | None = None
+    oidc: _OidcStrategy | None = None
+    keystone: _Keystone | None = None
+
+
+class _Authentication(_Krake):
+    allow_anonymous: bool = False
+    cors_origin: str | None = None
+    strategy: _Strategies | None = None
+
+
+class _TlsSection(_Krake):
+    enabled: bool = False
+    cert: str | None = None
+    key: str | None = None
+    client_ca: str | None = None
+
+
+class _Secrets(_Shoal):
+    key_file: str | None = None
+    key_env: str = "SHOAL_SECRETS_KEY"
+
+
+class _Audit(_Shoal):
+    path: str | None = Field(default=None, description='A file, or "-" for stdout')
+
+
+class _Kubeconfig(_Shoal):
+    allow_exec: list[Annotated[str, Field(min_length=1)]] = Field(
+        default_factory=list, description="Commands a kubeconfig's exec may run"
+    )
+    allow_files: StrictBool = False
+    allow_auth_provider: StrictBool = False
+
+
+class ApiFile(_Krake):
+    """``api.yaml``: Krake's keys and Shoal's."""
+
+    authentication: _Authentication | None = None
+    authorization: Mode = "always-allow"
+    tls: _TlsSection | None = None
+    secrets: _Secrets | None = None
+    audit: _Audit | None = None
+    limits: Limits | None = None
+    kubeconfig: _Kubeconfig | None = None
+
+
+def _path(value: str | None, base: Path, where: str) -> Path:
+    if not value:
         raise ConfigError(f"{where}: must be a file path")
     path = Path(value).expanduser()
     return path if path.is_absolute() else base / path
 
 
-def from_mapping(data: dict[str, Any], base: Path = Path(".")) -> Security:
-    """A Security from a parsed ``api.yaml``; relative paths are relative to ``base``."""
-    authn = _section(data.get("authentication"), "authentication")
-    strategy = _section(authn.get("strategy"), "authentication.strategy")
-    static = _enabled(strategy, "static") or {}
+def _on(strategy: _Strategy | None) -> bool:
+    return strategy is not None and strategy.on
+
+
+def security_of(data: ApiFile, base: Path = Path(".")) -> Security:
+    """The Security an ``api.yaml`` describes; relative paths are relative to ``base``."""
+    authn = data.authentication or _Authentication()
+    strategies = authn.strategy or _Strategies()
+    static = strategies.static if _on(strategies.static) else None
     oidc: list[Oidc] = []
-    keycloak = _enabled(strategy, "keycloak")
-    if keycloak is not None:
-        endpoint = str(keycloak.get("endpoint", "http://localhost:9080")).rstrip("/")
+    if strategies.keycloak is not None and strategies.keycloak.on:
+        keycloak = strategies.keycloak
+        issuer = f"{keycloak.endpoint.rstrip('/')}/realms/{keycloak.realm}"
         oidc.append(
-            Oidc(
-                f"{endpoint}/realms/{keycloak.get('realm', 'krake')}",
-                keycloak.get("audience", "account"),
-                keycloak.get("username_claim", "preferred_username"),
-                keycloak.get("groups_claim", "groups"),
-            )
+            Oidc(issuer, keycloak.audience, keycloak.username_claim, keycloak.groups_claim)
         )
-    generic = _enabled(strategy, "oidc")
-    if generic is not None:
-        if not generic.get("issuer"):
+    if strategies.oidc is not None and strategies.oidc.on:
+        generic = strategies.oidc
+        if not generic.issuer:
             raise ConfigError("authentication.strategy.oidc.issuer: required")
         oidc.append(
             Oidc(
-                str(generic["issuer"]).rstrip("/"),
-                generic.get("audience"),
-                generic.get("username_claim", "sub"),
-                generic.get("groups_claim", "groups"),
+                generic.issuer.rstrip("/"),
+                generic.audience,
+                generic.username_claim,
+                generic.groups_claim,
             )
         )
-    keystone = _enabled(strategy, "keystone")
-    mode = data.get("authorization", "always-allow")
-    if mode not in MODES:
-        raise ConfigError(f"authorization: {mode!r} is not one of {', '.join(MODES)}")
-    tls_data = _section(data.get("tls"), "tls")
+    keystone = strategies.keystone if _on(strategies.keystone) else None
     tls = None
-    if tls_data.get("enabled"):
-        ca = tls_data.get("client_ca")
+    if data.tls is not None and data.tls.enabled:
+        section = data.tls
         tls = Tls(
-            _path(tls_data.get("cert"), base, "tls.cert"),
-            _path(tls_data.get("key"), base, "tls.key"),
-            _path(ca, base, "tls.client_ca") if ca else None,
+            _path(section.cert, base, "tls.cert"),
+            _path(section.key, base, "tls.key"),
+            _path(section.client_ca, base, "tls.client_ca") if section.client_ca else None,
         )
-    secrets = _section(data.get("secrets"), "secrets")
-    audit = _section(data.get("audit"), "audit")
-    limits = _section(data.get("limits"), "limits")
-    unknown = set(limits) - set(Limits.__dataclass_fields__)
-    if unknown:
-        raise ConfigError(f"limits: unknown keys {sorted(unknown)}")
-    token_file = static.get("token_file")
+    secrets = data.secrets or _Secrets()
+    audit = (data.audit or _Audit()).path
+    token_file = static.token_file if static is not None else None
+    policy = data.kubeconfig
     return Security(
-        allow_anonymous=bool(authn.get("allow_anonymous", False)),
-        static_user=static.get("name") if static and not token_file else None,
+        allow_anonymous=authn.allow_anonymous,
+        static_user=static.name if static is not None and not token_file else None,
         token_file=_path(token_file, base, "static.token_file") if token_file else None,
         oidc=tuple(oidc),
-        keystone=str(keystone.get("endpoint", "http://localhost:5000/v3")).rstrip("/")
-        if keystone is not None
-        else None,
-        authorization=mode,
+        keystone=keystone.endpoint.rstrip("/") if keystone is not None else None,
+        authorization=data.authorization,
         tls=tls,
-        secrets_key_file=_path(secrets["key_file"], base, "secrets.key_file")
-        if secrets.get("key_file")
-        else None,
-        secrets_key_env=secrets.get("key_env", "SHOAL_SECRETS_KEY"),
-        audit=str(_path(audit["path"], base, "audit.path"))
-        if audit.get("path") not in (None, "-")
-        else audit.get("path"),
-        limits=Limits(**limits),
-        cors_origin=authn.get("cors_origin"),
-        kubeconfig=_credential_policy(data.get("kubeconfig")),
+        secrets_key_file=(
+            _path(secrets.key_file, base, "secrets.key_file") if secrets.key_file else None
+        ),
+        secrets_key_env=secrets.key_env,
+        audit=str(_path(audit, base, "audit.path")) if audit not in (None, "-") else audit,
+        limits=data.limits or Limits(),
+        cors_origin=authn.cors_origin,
+        kubeconfig=None
+        if policy is None
+        else CredentialPolicy(
+            frozenset(policy.allow_exec), policy.allow_files, policy.allow_auth_provider
+        ),
     )
 
 
-def _credential_policy(data: Any) -> CredentialPolicy | None:
-    """``kubeconfig: {allow_exec: [commands], allow_files: bool, allow_auth_provider: bool}``."""
-    if data is None:
-        return None
-    section = _section(data, "kubeconfig")
-    unknown = set(section) - {"allow_exec", "allow_files", "allow_auth_provider"}
-    if unknown:
-        raise ConfigError(f"kubeconfig: unknown keys {sorted(unknown)}")
-    commands = section.get("allow_exec") or []
-    if not isinstance(commands, list) or not all(isinstance(c, str) and c for c in commands):
-        raise ConfigError("kubeconfig.allow_exec: must be a list of commands")
-    for key in ("allow_files", "allow_auth_provider"):
-        if not isinstance(section.get(key, False), bool):
-            raise ConfigError(f"kubeconfig.{key}: must be true or false")
-    return CredentialPolicy(
-        frozenset(commands),
-        section.get("allow_files", False),
-        section.get("allow_auth_provider", False),
-    )
+def from_mapping(data: dict[str, Any], base: Path = Path(".")) -> Security:
+    """A Security from a parsed ``api.yaml``; relative paths are relative to ``base``."""
+    return security_of(config.validate(ApiFile, data, "api.yaml"), base)
 
 
 def load(path: Path) -> Security:
     """Read an ``api.yaml`` (Krake's or Shoal's)."""
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except (OSError, yaml.YAMLError) as error:
-        raise ConfigError(f"{path}: {error}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: must be a mapping")
-    return from_mapping(data, path.parent)
+    return security_of(config.load(ApiFile, path), path.parent)
