@@ -1,9 +1,10 @@
 """The components of a Shoal installation, described once, and how each process runs one.
 
-``COMPONENTS`` names the scheduler and every controller with how each is built on a
-client; ``shoal scheduler`` and each controller command, ``shoal up`` in one process
-or one process per component, and the test and bench launcher (``shoal.testing.launch``)
-all start them from this table, with ``run_controller`` and ``run_api``.
+``CONTROLLERS`` names every controller with how each is built on a client, and
+``scheduler`` builds the scheduler with its configuration. ``shoal scheduler`` and each
+controller command, ``shoal up`` in one process or one process per component, and the
+test and bench launcher (``shoal.testing.launch``) all start them from here, with
+``run_controller`` and ``run_api``.
 """
 
 from __future__ import annotations
