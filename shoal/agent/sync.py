@@ -23,7 +23,6 @@ from shoal.machinery.types import Obj
 log = logging.getLogger(__name__)
 
 
-
 @dataclass(frozen=True)
 class Feed:
     """One kind the cache follows: where to list it and how to apply what arrives."""

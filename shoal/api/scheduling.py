@@ -24,7 +24,7 @@ from shoal.machinery.names import OBJECT_NAME
 from shoal.model.core import GlobalMetric, GlobalMetricsProvider, Metric, MetricsProvider
 from shoal.model.kubernetes import Application, BindingBatch, Cluster
 from shoal.model.scheduler_config import SchedulerConfig
-from shoal.model.scheduling import SchedulerConfiguration
+from shoal.model.scheduling import PUBLISHED_AS, SchedulerConfiguration
 from shoal.scheduler import plugins as _plugins  # noqa: F401  (registers built-in plugins)
 from shoal.scheduler.application import cluster_backend, request_for
 from shoal.scheduler.backends import Backends
@@ -35,17 +35,14 @@ from shoal.store.base import NotFound
 NAME_PATTERN = OBJECT_NAME.pattern
 
 
-PUBLISHED = "scheduler"
-"""The SchedulerConfiguration the dry run decides with: the scheduler's, by its lease name."""
-
-
 class DryRun:
     def __init__(self, resources: Resources) -> None:
         self.resources = resources
-        self.revision = -1  # of the SchedulerConfiguration in use; 0: none, the defaults
         self._configure(SchedulerConfig(), 0)
 
     def _configure(self, config: SchedulerConfig, revision: int) -> None:
+        """Decide with ``config``, the SchedulerConfiguration at ``revision`` (0: none,
+        the defaults)."""
         self.config = config
         self.revision = revision
         self.framework = Framework(config.plugins)
@@ -56,7 +53,7 @@ class DryRun:
 
     async def _sync_config(self) -> str:
         """Decide with what the scheduler published; say which configuration that is."""
-        key = SchedulerConfiguration.key(PUBLISHED)
+        key = SchedulerConfiguration.key(PUBLISHED_AS)
         try:
             record = await self.resources.store.get(key)
         except NotFound:
@@ -66,7 +63,7 @@ class DryRun:
         if record.revision != self.revision:
             published = decode(SchedulerConfiguration, record.value, record.revision)
             self._configure(published.spec, record.revision)
-        return f"schedulerconfigurations/{PUBLISHED}"
+        return f"schedulerconfigurations/{PUBLISHED_AS}"
 
     async def _sync_metrics(self) -> None:
         store = self.resources.store

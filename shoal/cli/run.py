@@ -82,11 +82,12 @@ def scheduler(
     ] = "shoal",
 ) -> None:
     """Run the scheduler alone against an API."""
+    from shoal.model.scheduler_config import SchedulerConfig
     from shoal.system import components
 
     if flavour not in ("shoal", "krake"):
         raise typer.BadParameter("'shoal' or 'krake'", param_hint="--flavour")
-    settings = components.scheduler_config(config)  # a wrong file fails before anything runs
+    settings = SchedulerConfig.load(config)  # a wrong file fails before anything runs
 
     def build(client: Any) -> Any:
         if flavour == "krake":  # a Krake API stores no SchedulerConfiguration

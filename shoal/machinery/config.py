@@ -3,7 +3,7 @@ and the field, for every component that takes a ``--config``."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -50,14 +50,12 @@ def load(
         return model.model_validate({**data, **(overrides or {})})
     except ValidationError as error:
         root = yaml.compose(text) if text else None  # the lines, only when there is an error
-        lines = []
-        for problem in error.errors(include_url=False, include_input=False):
-            loc = tuple(problem.get("loc", ()))
+
+        def located(loc: tuple[Any, ...]) -> str:
             line = _line_of(root, (*offset, *loc))
-            where = f"{path}:{line}" if path is not None and line else str(path or "defaults")
-            reason = str(problem.get("msg", "invalid")).removeprefix("Value error, ")
-            lines.append(f"{where}: {field_path(loc)}: {reason}")
-        raise ConfigError("\n".join(lines)) from None
+            return f"{path}:{line}" if path is not None and line else str(path or "defaults")
+
+        raise _error(error, located) from None
 
 
 def validate(model: type[M], data: Any, where: str = "settings") -> M:
@@ -66,12 +64,17 @@ def validate(model: type[M], data: Any, where: str = "settings") -> M:
     try:
         return model.model_validate(data)
     except ValidationError as error:
-        lines = [
-            f"{where}: {field_path(tuple(p.get('loc', ())))}: "
-            + str(p.get("msg", "invalid")).removeprefix("Value error, ")
-            for p in error.errors(include_url=False, include_input=False)
-        ]
-        raise ConfigError("\n".join(lines)) from None
+        raise _error(error, lambda loc: where) from None
+
+
+def _error(error: ValidationError, where: Callable[[tuple[Any, ...]], str]) -> ConfigError:
+    """One line per problem: ``where(field): FIELD: REASON``."""
+    lines = []
+    for problem in error.errors(include_url=False, include_input=False):
+        loc = tuple(problem.get("loc", ()))
+        reason = str(problem.get("msg", "invalid")).removeprefix("Value error, ")
+        lines.append(f"{where(loc)}: {field_path(loc)}: {reason}")
+    return ConfigError("\n".join(lines))
 
 
 def _read(path: Path) -> str:

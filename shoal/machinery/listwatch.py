@@ -40,8 +40,7 @@ class ListWatch(Generic[R]):
     retry: float = 0.2
     max_retry: float = 5.0
     resync: float | None = None
-    revision: R | None = field(default=None)
-    lists: int = field(default=0, init=False)  # (re-)lists done (tests, metrics)
+    revision: R | None = field(default=None, init=False)
 
     async def run(self) -> None:
         delay = self.retry
@@ -51,7 +50,6 @@ class ListWatch(Generic[R]):
             try:
                 if self.revision is None or self._resync_due(listed_at):
                     self.revision = await self.list()
-                    self.lists += 1
                     listed_at = time.monotonic()
                     delay = self.retry
                     if self.revision is None:  # nothing to watch here: look again later

@@ -158,6 +158,11 @@ class RescheduleTask(Kind):
     subresources = ("status",)
 
 
+PUBLISHED_AS = "scheduler"
+"""The name a scheduler publishes its configuration under by default (its lease's name),
+and the one the API's dry run decides with."""
+
+
 class SchedulerConfiguration(Kind):
     """The configuration a scheduler decides with, published by the scheduler when it
     starts (and at each term it leads), under the name of its lease (``scheduler``).

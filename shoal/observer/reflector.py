@@ -22,7 +22,6 @@ from shoal.machinery.types import Obj
 log = logging.getLogger(__name__)
 
 
-
 @dataclass(eq=False)
 class Reflector:
     """``items`` (name → object) of the list at ``path``, as the cluster has them now."""
@@ -56,8 +55,8 @@ class Reflector:
 
     async def _events(self, version: str) -> AsyncIterator[str]:
         kube = await self.get_kube()
-        left = int(self.resync) + 1
-        async for event in kube.watch(self.path, version, left):
+        # the server's own limit, past the loop's resync timer, which cuts the watch first
+        async for event in kube.watch(self.path, version, int(self.resync) + 1):
             version = self._apply(event) or version
             yield version
 

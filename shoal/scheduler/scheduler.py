@@ -32,7 +32,7 @@ from shoal.model.core import (
 from shoal.model.infrastructure import Cloud, GlobalCloud
 from shoal.model.kubernetes import AppKey, Application, Cluster, ClusterState
 from shoal.model.scheduler_config import SchedulerConfig
-from shoal.model.scheduling import SchedulerConfiguration
+from shoal.model.scheduling import PUBLISHED_AS, SchedulerConfiguration
 from shoal.scheduler import plugins as _plugins  # noqa: F401  (registers built-in plugins)
 from shoal.scheduler.application import (
     ApplicationHandler,
@@ -77,7 +77,7 @@ class Scheduler(Controller):
         client: ShoalClient,
         config: SchedulerConfig | None = None,
         *,
-        publish_as: str | None = "scheduler",
+        publish_as: str | None = PUBLISHED_AS,
     ) -> None:
         from shoal.controllers.queue import WorkQueue
 

@@ -67,14 +67,6 @@ NAMES: tuple[str, ...] = (SCHEDULER, *(c.name for c in CONTROLLERS))
 """Every controller process, the scheduler first: the order they start and get ports in."""
 
 
-def scheduler_config(path: Path | None) -> Any:
-    """The scheduler's configuration from ``path`` (the defaults without one); a
-    ``ConfigError`` names the file, line and field of a mistake."""
-    from shoal.model.scheduler_config import SchedulerConfig
-
-    return SchedulerConfig.load(path)
-
-
 def scheduler(client: Any, config: Any = None, **options: Any) -> Any:
     """The scheduler on ``client`` with ``config`` (a SchedulerConfig; None: the defaults)."""
     from shoal.scheduler.scheduler import Scheduler
@@ -84,7 +76,9 @@ def scheduler(client: Any, config: Any = None, **options: Any) -> Any:
 
 def controllers(client_of: Callable[[str], Any], config_path: Path | None = None) -> list[Any]:
     """Every controller, each on the client of its own identity (``client_of(component)``)."""
-    return [scheduler(client_of(SCHEDULER), scheduler_config(config_path))] + [
+    from shoal.model.scheduler_config import SchedulerConfig
+
+    return [scheduler(client_of(SCHEDULER), SchedulerConfig.load(config_path))] + [
         c.build(client_of(c.name)) for c in CONTROLLERS
     ]
 

@@ -146,7 +146,7 @@ def run_processes(up: Installation, *, sim_port: int, metrics_port: int = 0) -> 
                 agents = ["--api", url, "--kubeconfigs", str(kube_dir),
                           "--clusters", ",".join(fleet), "--log-level", log_level]  # fmt: skip
                 # The agents answer only the fleet scheduler (``shoal.agent.callers``).
-                callers = {"SHOAL_AGENT_CALLERS": setup.token_of("scheduler")}
+                callers = {"SHOAL_AGENT_CALLERS": setup.token_of(SCHEDULER)}
                 await supervisor.start(
                     Child("agents", agents, {**identity("agent"), **callers}, module=__name__)
                 )

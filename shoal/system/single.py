@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from shoal.system.components import controllers
+from shoal.system.components import SCHEDULER, controllers
 from shoal.system.demo import banner, create_demo, sample_metrics, start_sim_fleet
 from shoal.system.installation import Installation
 from shoal.system.process import configure_logging, console, run_until_signal
@@ -54,7 +54,7 @@ def run_single_process(up: Installation) -> None:
             from shoal.agent.local import start_all  # one agent per cluster (fleet pods)
 
             kubeconfigs = {name: sim.kubeconfig(name) for name in sim.fleet.clusters}
-            scheduler_token = setup.tokens[component_user("scheduler")]
+            scheduler_token = setup.tokens[component_user(SCHEDULER)]
             agents = await start_all(
                 client_of("agent"), kubeconfigs, callers=[scheduler_token], keep=True
             )

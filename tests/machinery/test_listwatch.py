@@ -107,7 +107,7 @@ async def test_resync_lists_again_while_the_watch_is_quiet() -> None:
     await asyncio.wait_for(source.done.wait(), 5)
     assert source.listed == [0]
     async def listed_again() -> None:  # the quiet watch is cut when the resync is due
-        while loop.lists < 2:
+        while len(source.listed) < 2:
             await asyncio.sleep(0.05)
 
     await asyncio.wait_for(listed_again(), 5)
@@ -119,12 +119,15 @@ async def test_resync_lists_again_while_the_watch_is_quiet() -> None:
 
 async def test_nothing_to_watch_looks_again_later() -> None:
     answers: list[int | None] = [None, 7]
+    lists = 0
 
     async def list_() -> int | None:
+        nonlocal lists
+        lists += 1
         return answers.pop(0)
 
     source = Source([(1, None)])
     loop = ListWatch(list_, source.watch, lambda e: False, lambda e: None, max_retry=0.05)
     await _run(loop, source)
-    assert loop.lists == 2
+    assert lists == 2
     assert source.watched_from[0] == 7

@@ -196,14 +196,14 @@ def security_of(data: ApiFile, base: Path = Path(".")) -> Security:
     strategies = authn.strategy or _Strategies()
     static = strategies.static if _on(strategies.static) else None
     oidc: list[Oidc] = []
-    if strategies.keycloak is not None and strategies.keycloak.on:
-        keycloak = strategies.keycloak
+    keycloak = strategies.keycloak if _on(strategies.keycloak) else None
+    if keycloak is not None:
         issuer = f"{keycloak.endpoint.rstrip('/')}/realms/{keycloak.realm}"
         oidc.append(
             Oidc(issuer, keycloak.audience, keycloak.username_claim, keycloak.groups_claim)
         )
-    if strategies.oidc is not None and strategies.oidc.on:
-        generic = strategies.oidc
+    generic = strategies.oidc if _on(strategies.oidc) else None
+    if generic is not None:
         if not generic.issuer:
             raise ConfigError("authentication.strategy.oidc.issuer: required")
         oidc.append(
