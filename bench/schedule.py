@@ -46,7 +46,14 @@ import orjson  # noqa: E402
 from shoal.client.rest import Conflict, ShoalClient, Unreachable  # noqa: E402
 from shoal.model.base import Metadata  # noqa: E402
 from shoal.model.kubernetes import Application, ApplicationSpec  # noqa: E402
-from shoal.testing.fleet import cluster, manifest, metric, provider, register  # noqa: E402
+from shoal.testing.fleet import (  # noqa: E402
+    cluster,
+    deployment,
+    manifest,
+    metric,
+    provider,
+    register,
+)
 from shoal.testing.launch import ApiProcess, controller, stop  # noqa: E402
 
 NS = "default"
@@ -114,7 +121,8 @@ async def counter(url: str, name: str) -> float:
 
 
 async def run_one(
-    n: int, m: int, concurrency: int, workers: int, seed: int, events: bool = True
+    n: int, m: int, concurrency: int, workers: int, seed: int, events: bool = True,
+    spread: int = 0,
 ) -> dict[str, float]:
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory() as tmp:
@@ -175,11 +183,15 @@ async def run_one(
 
                 async def create(i: int) -> None:
                     name = f"a{i:05d}"
+                    spec: dict[str, object] = {"manifest": manifest(name)}
+                    if spread:  # on several clusters, its replicas divided among them
+                        spec["manifest"] = [deployment(name, replicas=2 * spread)]
+                        spec["placement"] = {"clusters": spread, "replicas": "divided"}
                     body = {
                         "api": "kubernetes",
                         "kind": "Application",
                         "metadata": {"name": name, "namespace": NS},
-                        "spec": {"manifest": manifest(name)},
+                        "spec": spec,
                     }
                     path = f"/kubernetes/namespaces/{NS}/applications"
                     for _ in range(5):  # an overloaded API may time a create out: try again
@@ -271,6 +283,10 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=256, help="scheduler workers")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
+        "--spread", type=int, default=0,
+        help="place each application on this many clusters (spec.placement, divided)",
+    )
+    parser.add_argument(
         "--events", choices=("both", "on", "off"), default="both", help="scheduler's events"
     )
     parser.add_argument(
@@ -284,7 +300,9 @@ def main() -> None:
         for k in range(args.repeat):
             # off, on, on, off, ...: a drift of the machine's load weighs on both modes alike
             for events in modes if k % 2 == 0 else modes[::-1]:
-                run = run_one(n, args.apps, args.concurrency, args.workers, args.seed, events)
+                run = run_one(
+                    n, args.apps, args.concurrency, args.workers, args.seed, events, args.spread
+                )
                 rows.append(asyncio.run(run))
     load = " / ".join(f"{a:.2f}" for a in os.getloadavg())
     print(f"\n{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, SQLite store")
@@ -292,13 +310,14 @@ def main() -> None:
     head = f"{'clusters':>8} {'events':>6} {'apps':>6} {'all bound (s)':>13} {'created (s)':>11} "
     print(
         head + f"{'apps/s':>8} {'p50 (s)':>8} {'p99 (s)':>8} {'API cpu':>8} {'sched cpu':>9} "
-        f"{'written':>8}"
+        f"{'written':>8} {'API us/app':>10} {'sched us/app':>12}"
     )
     for r in rows:
         print(
             f"{r['N']:8.0f} {'on' if r['on'] else 'off':>6} {r['M']:6.0f} {r['seconds']:13.2f} "
             f"{r['create_s']:11.2f} {r['rate']:8.0f} {r['p50']:8.3f} {r['p99']:8.3f} "
-            f"{r['api_cpu']:8.2f} {r['sched_cpu']:9.2f} {r['events']:8.0f}"
+            f"{r['api_cpu']:8.2f} {r['sched_cpu']:9.2f} {r['events']:8.0f} "
+            f"{1e6 * r['api_cpu'] / r['M']:10.0f} {1e6 * r['sched_cpu'] / r['M']:12.0f}"
         )
     if len(modes) == 2:
         for n in dict.fromkeys(int(r["N"]) for r in rows):

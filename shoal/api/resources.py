@@ -260,6 +260,17 @@ class Resources:
             f"a Cluster of the application's namespace {namespace!r}",
         )
         cluster = cluster_ref.model_dump(mode="json")
+        placements: list[dict[str, Any]] = []
+        for index, share in enumerate(binding.placements or ()):
+            ref = share.cluster
+            field = f"placements[{index}].cluster"
+            _check_ref(field, ref.kind == "Cluster" and ref.api == "kubernetes",
+                       "a kubernetes Cluster")  # fmt: skip
+            _check_ref(f"{field}.namespace", ref.namespace == namespace,
+                       f"a Cluster of the application's namespace {namespace!r}")  # fmt: skip
+            placements.append({"cluster": ref.model_dump(mode="json"), "replicas": share.replicas})
+        if placements and placements[0]["cluster"] != cluster:
+            _check_ref("cluster", False, "the first cluster of placements")
 
         def bind(data: dict[str, Any]) -> None:
             if data["metadata"].get("deleted") is not None:
@@ -281,9 +292,12 @@ class Resources:
             status["next_retry"] = None
             if binding.explanation is not None:
                 status["scheduling"] = binding.explanation
+            if placements or status.get("placements"):
+                status["placements"] = placements
             owners = data["metadata"].setdefault("owners", [])
-            if cluster not in owners:
-                owners.append(cluster)  # as Krake's API does; its controllers rely on it
+            for ref in [cluster, *(p["cluster"] for p in placements)]:
+                if ref not in owners:
+                    owners.append(ref)  # as Krake's API does; its controllers rely on it
 
         return await self.swap_json(Application, name, namespace, binding.resource_version, bind)
 
@@ -359,10 +373,13 @@ class Resources:
         for record in records:
             if b'"scheduled_to":{' not in record.value or name not in record.value:
                 continue
-            target = (orjson.loads(record.value)["status"] or {}).get("scheduled_to") or {}
-            if target.get("kind") == "Cluster" and target.get("name") == cluster:
-                if target.get("namespace") in (namespace, None):
-                    return True
+            status = orjson.loads(record.value)["status"] or {}
+            targets = [status.get("scheduled_to") or {}]
+            targets += [p.get("cluster") or {} for p in status.get("placements") or ()]
+            for target in targets:
+                if target.get("kind") == "Cluster" and target.get("name") == cluster:
+                    if target.get("namespace") in (namespace, None):
+                        return True
         return False
 
     async def set_application_state(

@@ -161,6 +161,13 @@ def edit_application_json(data: dict[str, Any], edit: Callable[[dict[str, Any]],
     status = _derivation(stored)
     application_status.apply(status)
     stored.update(_dump(status, "state", "reason"))
+    if stored.get("placements"):  # several clusters: each placement's copy, joined
+        status = ApplicationStatus.model_validate(
+            {"placements": stored["placements"], "copies": stored.get("copies") or []},
+            context=TRUSTED,
+        )
+        application_status.join_copies(status)
+        stored.update(_dump(status, "placements"))
 
 
 _DERIVATION = ("state", "reason", "schedule_reason", "deploy_state", "deploy_reason")

@@ -24,6 +24,7 @@ from shoal.events.recorder import KIND_LABEL, NAME_LABEL
 from shoal.model.application_status import staleness
 from shoal.model.base import Kind
 from shoal.model.kubernetes import Application, Cluster
+from shoal.model.placement import describe_shares
 
 EVENTS = 20  # the most recent events shown
 NamespaceOption = typer.Option(DEFAULT_NAMESPACE, "-n", "--namespace", help="Namespace.")
@@ -199,9 +200,40 @@ def app_page(app: dict[str, Any], events: list[dict[str, Any]] | None) -> Page:
         ],
         indent=2,
     )
+    placements_section(page, app)
     decision_section(page, app)
     events_section(page, events)
     return page
+
+
+def placements_section(page: list[str], app: dict[str, Any]) -> None:
+    """Each cluster of an application on several: its share and why (score, room, weight)."""
+    placements = dig(app, "status.placements") or []
+    if not placements:
+        return
+    placement = dig(app, "spec.placement") or {}
+    why = {e.get("cluster"): e for e in dig(app, "status.scheduling.placements") or []}
+    mode = placement.get("replicas", "duplicated")
+    weights = placement.get("weights", "even")
+    weights = weights if isinstance(weights, str) else "static"
+    shares = [p.get("replicas") for p in placements]
+    page.append(f"Placements: {describe_shares(shares)}, replicas {mode}"
+                + (f", weights {weights}" if mode == "divided" else ""))  # fmt: skip
+    rows = []
+    for entry in placements:
+        name = dig(entry, "cluster.name")
+        reason = _reason(entry.get("reason"))
+        note = why.get(name) or {}
+        rows.append([
+            show(name), show(entry.get("replicas") if entry.get("replicas") is not None else "all"),
+            show(entry.get("ready_replicas")), show(entry.get("state")),
+            FORMATS["score"](app, note.get("score")), show(note.get("room")),
+            show(note.get("weight")), show(note.get("spread")), show(note.get("group")),
+            reason if reason != "-" else "",
+        ])  # fmt: skip
+    headers = ["CLUSTER", "SHARE", "READY", "STATE", "SCORE", "ROOM", "WEIGHT", "SPREAD",
+               "GROUP", "REASON"]  # fmt: skip
+    page.extend(table_lines(headers, rows, indent=2))
 
 
 def _quantity(resource: str, value: Any) -> str:

@@ -255,6 +255,23 @@ def _metric_refs(namespaced: bool) -> Reader:
     return read
 
 
+def parse_weights(values: Any, flag: str) -> str | list[dict[str, Any]]:
+    """``even``, ``dynamic``, or static weights ``'CONSTRAINT=WEIGHT'`` (repeatable)."""
+    values = list(values) if isinstance(values, list | tuple) else [values]
+    if len(values) == 1 and values[0] in ("even", "dynamic"):
+        return str(values[0])
+    rules = []
+    for value in values:
+        constraint, _, weight = str(value).rpartition("=")
+        if not constraint.strip() or not weight.strip().isdigit():
+            raise CliError(
+                f"{flag} {value!r}: give even, dynamic, or 'CONSTRAINT=WEIGHT' (repeatable), "
+                "e.g. --weights 'location is DE=2' --weights 'location is FR=1'"
+            )
+        rules.append({"clusters": constraint.strip(), "weight": int(weight)})
+    return rules
+
+
 Reader = Callable[[Any, str, dict[str, Any]], Any]
 """(raw value, flag name, every flag's raw value) → the value of the field."""
 
@@ -270,4 +287,5 @@ READERS: dict[str, Reader] = {
     "yaml": lambda value, flag, given: read_yaml(value),
     "kubeconfig": lambda value, flag, given: load_kubeconfig(value, given.get("context")),
     "global_ref": lambda value, flag, given: {"name": value, "namespaced": False},
+    "weights": lambda value, flag, given: parse_weights(value, flag),
 }

@@ -435,6 +435,17 @@ APPLICATION = KindCommands(
         flag("--retry-limit", "spec.retry_limit", "Placement tries (-1 ∞; unset: scheduler)", int),
         flag("--retry-delay", "spec.retry_delay", "Placement retry s (unset: scheduler).", float),
         flag("--conflict-resolution", "spec.conflict_resolution", "abort or overwrite."),
+        flag("--clusters", "spec.placement.clusters", "Run it on this many clusters.", int),
+        flag("--spread-by", "spec.placement.spread_by",
+             "Cluster label whose values the chosen clusters do not share."),
+        flag("--replicas", "spec.placement.replicas",
+             "divided (shared among the clusters) or duplicated (all on each)."),
+        flag("--weights", "spec.placement.weights",
+             "even, dynamic, or 'CONSTRAINT=WEIGHT' (repeatable): how divided replicas are "
+             "shared.", many=True, read="weights"),
+        flag("--fallback", "spec.placement.fallback",
+             "Cluster group used only while those before cannot hold it (repeatable, in "
+             "order).", many=True, update_help="Fallback groups (replaces)."),
         flag(
             "--hook",
             "spec.hooks",

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from shoal.model.catalog import Column, Entry, entry_of
+from shoal.model.placement import describe_shares
 
 if TYPE_CHECKING:
     from shoal.model.base import Kind
@@ -156,6 +157,13 @@ def _nodes(obj: dict[str, Any], summary: Any) -> str | None:
     return None if total is None else f"{total.get('ready')}/{total.get('count')}"
 
 
+def _placements(obj: dict[str, Any], placements: Any) -> str | None:
+    """``3 clusters (4/3/3)``: an application's clusters and each one's share."""
+    if not placements:
+        return None
+    return describe_shares([p.get("replicas") for p in placements if isinstance(p, dict)])
+
+
 FORMATS: dict[str, Callable[[dict[str, Any], Any], Any]] = {
     "": lambda obj, value: value,
     "age": _age,
@@ -169,6 +177,7 @@ FORMATS: dict[str, Callable[[dict[str, Any], Any], Any]] = {
     "score": _score,
     "cordoned": _cordoned,
     "nodes": _nodes,
+    "placements": _placements,
     "object": _object,
 }
 

@@ -8,6 +8,7 @@ it through the component's Recorder, which never waits.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from shoal.events.recorder import Recorder
@@ -77,6 +78,36 @@ def placed(
     # a better score are two events, never one with the first cause lost.
     events.emit(app, "Migrated", message, key=f"{current.name} to {chosen} ({cause}{why})")
     return True
+
+
+def _shares(placements: Sequence[tuple[str, int | None]]) -> str:
+    return ", ".join(name if n is None else f"{name}: {n}" for name, n in placements)
+
+
+def shares(
+    events: Recorder,
+    app: Application,
+    after: Sequence[tuple[str, int | None]],
+    before: Sequence[tuple[str, int | None]],
+    lost: Sequence[str],
+    *,
+    forced: bool,
+) -> None:
+    """An application on several clusters was placed (``Scheduled``, listing each share),
+    a lost cluster's share moved (``ShareMoved``), or a reschedule divided it again
+    (``Rebalanced``)."""
+    if not before:
+        events.emit(app, "Scheduled", f"Scheduled to {_shares(after)}", key="placements")
+    elif forced:
+        message = f"Rebalanced on request: {_shares(before)} → {_shares(after)}"
+        events.emit(app, "Rebalanced", message, key="rebalanced")
+    elif lost:
+        gained = [(n, r) for n, r in after if (n, r) not in before]
+        message = f"Share of {', '.join(lost)} moved to {_shares(gained) or 'the others'}"
+        events.emit(app, "ShareMoved", f"{message}; now {_shares(after)}", key=", ".join(lost))
+    else:
+        message = f"Scheduled to {_shares(after)} (was {_shares(before)})"
+        events.emit(app, "Scheduled", message, key="placements")
 
 
 def unschedulable(

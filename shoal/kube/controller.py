@@ -31,10 +31,12 @@ from shoal.controllers.base import Controller
 from shoal.controllers.prometheus import timed_apply
 from shoal.controllers.queue import WorkQueue
 from shoal.events import Recorder, reasons
+from shoal.kube import placements
 from shoal.kube.member import KubeFailure, Members, unreachable
 from shoal.kube.objects import (
     Obj,
     cleanup_ref,
+    clusters_of,
     combined_health,
     ident,
     merge_cleanup,
@@ -46,14 +48,13 @@ from shoal.kube.objects import (
     unread,
     watch_entries,
 )
-from shoal.kube.owners import LABEL_UID, Owner, owned
+from shoal.kube.owners import FINALIZER, LABEL_UID, Owner, owned
 from shoal.kube.watch import ClusterWatches
 from shoal.model.base import Reason, ReasonCode, ResourceRef
 from shoal.model.kubernetes import Application, ApplicationState, Cluster, ClusterState
 
 log = logging.getLogger(__name__)
 
-FINALIZER = "shoal.kube/resources"
 
 MAX_BACKOFF = 60.0
 PRUNED_KINDS = (
@@ -107,6 +108,8 @@ class KubeController(Controller):
         # (cluster key, manifest) applied per application, to apply only on change
         self.applied: dict[CacheKey, tuple[CacheKey, list[Obj]]] = {}
         self.applied_at: dict[CacheKey, float] = {}  # loop time of the last apply
+        # each copy of an application on several clusters: (app, cluster) → its manifest
+        self.copies_applied: dict[tuple[CacheKey, CacheKey], list[Obj]] = {}
         self.written: dict[CacheKey, int] = {}  # resource_version of our last write
         self.behind: set[CacheKey] = set()  # reconciles that waited for our last write's event
         self.app_informer: Informer[Application] = Informer(
@@ -195,6 +198,8 @@ class KubeController(Controller):
         self.written.pop(key, None)
         self.behind.discard(key)
         self.baseline.pop(key, None)
+        for copy in [k for k in self.copies_applied if k[0] == key]:
+            del self.copies_applied[copy]
         if self.watches is not None:
             self.watches.set_app(key, ())
 
@@ -220,9 +225,7 @@ class KubeController(Controller):
         for tried in [t for t in self._cleanup_tried if t[1] == key]:
             del self._cleanup_tried[tried]
         for app in self.app_informer.items():
-            refs = [app.status.scheduled_to, app.status.running_on]
-            refs += [cleanup_ref(entry) for entry in app.status.pending_cleanups]
-            if any(ref is not None and ref_key(ref) == key for ref in refs):
+            if any(ref_key(ref) == key for ref in clusters_of(app)):
                 self.queue.add(cache_key(app))
         if key in self.orphans and key not in self._orphan_tasks:
             self._orphan_tasks[key] = asyncio.create_task(self._remove_orphans(cluster))
@@ -274,9 +277,7 @@ class KubeController(Controller):
         # seen its application's binding, so the informer has it now.
         uses: dict[str, set[CacheKey]] = {}
         for app in self.app_informer.items():
-            refs = [app.status.scheduled_to, app.status.running_on]
-            refs += [cleanup_ref(entry) for entry in app.status.pending_cleanups]
-            uses[app.metadata.uid or ""] = {ref_key(r) for r in refs if r is not None}
+            uses[app.metadata.uid or ""] = {ref_key(r) for r in clusters_of(app)}
         pruned = 0
         for path, obj in found:
             meta = obj.get("metadata") or {}
@@ -323,8 +324,12 @@ class KubeController(Controller):
             elif app.status.deploy_state is not ApplicationState.FAILED:  # until retried
                 if app.status.pending_cleanups:
                     app = await self._cleanup(app)
-                if self._acts_on(app):
+                if self._acts_on(app) and app.status.placements:
+                    await placements.deploy(self, app)
+                elif self._acts_on(app):
                     await self._deploy(app)
+                elif placements.withdrawn(self, app):
+                    await placements.withdraw(self, app)
                 elif self._withdrawn(app):
                     await self._withdraw(app)
         except KubeFailure as failure:
@@ -494,6 +499,11 @@ class KubeController(Controller):
             left = await self._remove_from_old(app, status.running_on)
             if left is not None:
                 cleanups = merge_cleanup(cleanups, left)
+        for copy in status.copies:  # it ran on several clusters: only this one is left
+            if copy.cluster != target and copy.cluster != status.running_on:
+                left = await self._remove_from_old(app, copy.cluster)
+                if left is not None:
+                    cleanups = merge_cleanup(cleanups, left)
         if status.deploy_state is not ApplicationState.RUNNING or status.running_on != target:
             reasons.deployed(self.events, app, target.name, health)
         await self._write(
@@ -506,6 +516,7 @@ class KubeController(Controller):
                 "deploy_reason": None,
                 "pending_cleanups": cleanups,
                 "retries": None,
+                "copies": [],
             },
         )
         self.failures.pop(key, None)
@@ -553,7 +564,9 @@ class KubeController(Controller):
             if ref is None or cluster is None or cluster.spec.kubeconfig is None:
                 continue  # the cluster is gone from Shoal
             objects: list[Obj] = list(entry.get("objects") or [])
-            if ref == app.status.scheduled_to:
+            if ref == app.status.scheduled_to or any(
+                ref == p.cluster for p in app.status.placements
+            ):
                 # back where it was: only what the manifest no longer has is stale
                 current = {ident(obj) for obj in app.spec.manifest}
                 objects = [obj for obj in objects if ident(obj) not in current]
@@ -619,7 +632,9 @@ class KubeController(Controller):
         seen = {ident(obj) for obj in objects}
         objects += [obj for obj in app.spec.manifest if ident(obj) not in seen]
         refs: list[ResourceRef] = []
-        for ref in (status.running_on, status.scheduled_to):
+        copies = [c.cluster for c in status.copies]
+        for ref in (status.running_on, status.scheduled_to, *copies,
+                    *(p.cluster for p in status.placements)):  # fmt: skip
             if ref is not None and ref not in refs:
                 refs.append(ref)
         for ref in refs:
@@ -627,7 +642,7 @@ class KubeController(Controller):
             if cluster is None or cluster.spec.kubeconfig is None:
                 continue  # the cluster is gone: nothing left to remove there
             kube = await self._kube(ref, ReasonCode.DELETE_FAILED)
-            recorded = ref == status.running_on
+            recorded = ref == status.running_on or ref in copies
             try:
                 left = await self.members.delete(
                     kube, ref_key(ref), objects, namespace, me, recorded=recorded

@@ -130,18 +130,36 @@ def merge_cleanup(cleanups: list[Obj], entry: Obj) -> list[Obj]:
     return out
 
 
+def clusters_of(app: Application) -> list[ResourceRef]:
+    """Every cluster an application uses: bound to, running on, placed on, copied to, and
+    left a copy on (a pending clean-up)."""
+    status = app.status
+    refs = [status.scheduled_to, status.running_on]
+    refs += [p.cluster for p in status.placements] + [c.cluster for c in status.copies]
+    refs += [cleanup_ref(entry) for entry in status.pending_cleanups]
+    return [ref for ref in refs if ref is not None]
+
+
 def placement(app: Application) -> tuple[Any, ...]:
     """What the watched objects of ``app`` depend on (most events change none of it)."""
     status = app.status
-    return (status.scheduled_to, status.running_on, app.spec.manifest, status.last_applied_manifest)
+    return (
+        status.scheduled_to,
+        status.running_on,
+        app.spec.manifest,
+        status.last_applied_manifest,
+        [p.cluster for p in status.placements],
+        [c.cluster for c in status.copies],
+    )
 
 
 def watch_entries(app: Application) -> set[Entry]:
-    """The objects of ``app`` on the clusters it is bound to or runs on."""
+    """The objects of ``app`` on the clusters it is bound to, placed on or runs on."""
     status = app.status
-    refs = [ref_key(ref) for ref in (status.scheduled_to, status.running_on) if ref is not None]
+    refs = [status.scheduled_to, status.running_on]
+    refs += [p.cluster for p in status.placements] + [c.cluster for c in status.copies]
     objects = [*app.spec.manifest, *status.last_applied_manifest]
-    return _entries(app.metadata.namespace, refs, objects)
+    return _entries(app.metadata.namespace, [ref_key(r) for r in refs if r is not None], objects)
 
 
 def triggered(app: Application) -> bool:
@@ -154,8 +172,10 @@ def triggered(app: Application) -> bool:
 def raw_watch_entries(app: Obj) -> set[Entry]:
     """``watch_entries`` of an application as decoded JSON (no model built)."""
     status: Obj = app.get("status") or {}
-    refs = [(ref.get("namespace"), ref["name"])
-            for ref in (status.get("scheduled_to"), status.get("running_on")) if ref]  # fmt: skip
+    found = [status.get("scheduled_to"), status.get("running_on")]
+    found += [entry.get("cluster") for entry in status.get("placements") or ()]
+    found += [entry.get("cluster") for entry in status.get("copies") or ()]
+    refs = [(ref.get("namespace"), ref["name"]) for ref in found if ref]
     manifest = (app.get("spec") or {}).get("manifest") or []
     objects = [*manifest, *(status.get("last_applied_manifest") or [])]
     return _entries(app["metadata"].get("namespace"), refs, objects)

@@ -21,6 +21,8 @@ LABEL_NAME = PREFIX + "app-name"
 LABEL_UID = PREFIX + "app-uid"
 ANNOTATION_APP = PREFIX + "application"  # "namespace/name"
 ANNOTATION_UID = PREFIX + "application-uid"
+FINALIZER = "shoal.kube/resources"
+"""On an application the kube controller deployed: deleting it first removes its copies."""
 
 
 @dataclass(frozen=True, slots=True)

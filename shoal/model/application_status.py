@@ -47,6 +47,7 @@ OWNERS: dict[str, frozenset[str]] = {
             "scheduler_retries",
             "scheduler_attempts",
             "next_retry",
+            "placements",
         }
     ),
     "kube-controller": frozenset(
@@ -58,6 +59,7 @@ OWNERS: dict[str, frozenset[str]] = {
             "mangled_observer_schema",
             "container_health",
             "pending_cleanups",
+            "copies",
             "retries",
             "scheduled_retry",
             "complete_token",
@@ -133,8 +135,25 @@ def fold_explicit(status: ApplicationStatus) -> None:
 
 
 def apply(status: ApplicationStatus) -> None:
-    """Set ``state`` and ``reason`` from the writers' fields."""
+    """Set ``state`` and ``reason`` from the writers' fields, and how each placement runs."""
     status.state, status.reason = derive(status)
+    if status.placements:
+        join_copies(status)
+
+
+def join_copies(status: ApplicationStatus) -> None:
+    """Each placement's ready replicas, state and reason: those of its cluster's copy."""
+    copies = {(c.cluster.namespace, c.cluster.name): c for c in status.copies}
+    for placement in status.placements:
+        copy = copies.get((placement.cluster.namespace, placement.cluster.name))
+        if copy is None or copy.replicas != placement.replicas:
+            # not applied yet with this share: what runs there now is not its word
+            ready = copy.ready_replicas if copy is not None else 0
+            placement.ready_replicas, placement.state = ready, ApplicationState.PENDING
+            placement.reason = copy.reason if copy is not None else None
+        else:
+            placement.ready_replicas, placement.state = copy.ready_replicas, copy.state
+            placement.reason = copy.reason
 
 
 def foreign_fields(writer: str, fields: Mapping[str, Any]) -> list[str]:

@@ -138,6 +138,7 @@ CATALOG: tuple[Entry, ...] = (
             Column("REASON", "status.reason.code"),
             AGE,
             Column("SCORE", "status.scheduling.score", "score", wide=True),
+            Column("PLACEMENTS", "status.placements", "placements", wide=True),
             Column("ATTEMPTS", "status.scheduler_attempts", wide=True),
             Column("PLACED", "status.scheduled", "age", wide=True),
             Column("LABELS", "metadata.labels", wide=True),

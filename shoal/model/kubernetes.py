@@ -14,12 +14,14 @@ from pydantic import (
     StrictInt,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 from shoal.machinery.names import CRD_NAME
 from shoal.machinery.selectors import ConstraintError, LabelConstraint, MetricConstraint
 from shoal.model.base import (
     Kind,
+    LabelKey,
     Model,
     Reason,
     ResourceRef,
@@ -78,6 +80,72 @@ class Constraints(Model):
     cluster: ClusterConstraints = Field(default_factory=ClusterConstraints)
 
 
+class ClusterWeight(Model):
+    """A static weight: the clusters a label constraint selects get ``weight`` parts."""
+
+    clusters: LabelConstraintText
+    weight: int = Field(ge=0, le=10_000)
+
+
+class ObjectPatch(Model):
+    """A JSON merge patch (RFC 7386) for one manifest object, named by kind and name."""
+
+    kind: str = Field(min_length=1, max_length=63)
+    name: str = Field(min_length=1, max_length=253)
+    merge: dict[str, Any]
+
+
+class Override(Model):
+    """What differs on the clusters a label constraint selects."""
+
+    clusters: LabelConstraintText
+    patch: ObjectPatch
+
+
+ReplicaMode = Literal["divided", "duplicated"]
+WeightMode = Literal["even", "dynamic"]
+
+
+class Placement(Model):
+    """How many clusters run an application, and how its replicas are shared among them."""
+
+    clusters: int = Field(default=1, ge=1, le=100, description="How many clusters run it.")
+    spread_by: LabelKey | None = Field(
+        default=None,
+        description="A cluster label: the chosen clusters carry distinct values of it.",
+    )
+    replicas: ReplicaMode = Field(
+        default="duplicated",
+        description="divided: the replicas are shared among the clusters; duplicated: each "
+        "cluster runs them all.",
+    )
+    weights: WeightMode | list[ClusterWeight] = Field(
+        default="even",
+        description="How divided replicas are shared: even, dynamic (by free capacity), or a "
+        "list of {clusters, weight}.",
+    )
+    fallback: list[LabelConstraintText] = Field(
+        default_factory=list,
+        max_length=10,
+        description="Ordered cluster groups; a group is used only while those before it "
+        "cannot hold the application.",
+    )
+    overrides: list[Override] = Field(default_factory=list, max_length=50)
+
+    @field_validator("weights")
+    @classmethod
+    def _some_weight(cls, weights: WeightMode | list[ClusterWeight]) -> Any:
+        if isinstance(weights, list) and not any(rule.weight > 0 for rule in weights):
+            raise ValueError("a static list needs at least one weight above 0")
+        return weights
+
+    @model_validator(mode="after")
+    def _weights_divide(self) -> Placement:
+        if self.replicas == "duplicated" and self.weights != "even":
+            raise ValueError("weights share divided replicas: set replicas: divided")
+        return self
+
+
 class ApplicationSpec(Model):
     manifest: list[dict[str, Any]] = Field(
         default_factory=list,
@@ -108,6 +176,11 @@ class ApplicationSpec(Model):
         default="abort",
         description="An object of the manifest that another application (or none) owns in"
         " the member cluster: abort (reason CONFLICT) or overwrite (take it over).",
+    )
+    placement: Placement | None = Field(
+        default=None,
+        description="Several clusters, and how replicas are shared (docs/multi-cluster.md); "
+        "unset: one cluster.",
     )
 
 
@@ -150,6 +223,28 @@ class ContainerHealth(Model):
     failed_pods: int = 0
 
 
+class PlacementStatus(Model):
+    """One cluster of a placement: its share (scheduler) and how it runs (from ``copies``)."""
+
+    cluster: ResourceRef
+    replicas: int | None = Field(
+        default=None, description="Its share of the replicas (None: the manifest's own)."
+    )
+    ready_replicas: int = 0
+    state: ApplicationState | None = None
+    reason: Reason | None = None
+
+
+class CopyStatus(Model):
+    """What the kube controller applied on one cluster, and how it runs there."""
+
+    cluster: ResourceRef
+    replicas: int | None = None
+    ready_replicas: int = 0
+    state: ApplicationState | None = None
+    reason: Reason | None = None
+
+
 class ApplicationStatus(Model):
     state: ApplicationState = ApplicationState.PENDING
     reason: Reason | None = None
@@ -190,6 +285,15 @@ class ApplicationStatus(Model):
         default=None, description="Why the deployment is in trouble (kube controller)."
     )
     container_health: ContainerHealth = Field(default_factory=ContainerHealth)
+    placements: list[PlacementStatus] = Field(
+        default_factory=list,
+        description="Every cluster it is placed on, with its share (scheduler) and its ready "
+        "replicas and state (derived from copies). Empty for a one-cluster application.",
+    )
+    copies: list[CopyStatus] = Field(
+        default_factory=list,
+        description="The copies on each cluster of a placement (kube controller).",
+    )
     services: dict[str, Any] = Field(default_factory=dict)
     mangled_observer_schema: list[dict[str, Any]] = Field(default_factory=list)
     last_applied_manifest: list[dict[str, Any]] = Field(default_factory=list)
@@ -374,6 +478,13 @@ class Cluster(_KubernetesKind):
         return ClusterStatus(state=state)
 
 
+class Share(Model):
+    """One cluster of a binding and its share of the replicas."""
+
+    cluster: ResourceRef
+    replicas: int | None = Field(default=None, ge=0)
+
+
 class ApplicationBinding(Model):
     """Body of ``PUT .../applications/{name}/binding`` (Krake's ``ClusterBinding``)."""
 
@@ -386,6 +497,11 @@ class ApplicationBinding(Model):
     triggered: bool = Field(
         default=True,
         description="Set kube_controller_triggered (the scheduler saw the latest spec).",
+    )
+    placements: list[Share] | None = Field(
+        default=None,
+        description="Every cluster and its share, for an application with spec.placement; "
+        "``cluster`` is then the first of them.",
     )
     explanation: dict[str, Any] | None = Field(
         default=None, description="Scheduling explanation stored in status.scheduling."

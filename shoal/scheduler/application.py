@@ -37,9 +37,11 @@ from shoal.model.kubernetes import (
     ApplicationState,
     Cluster,
     ClusterState,
+    Placement,
 )
+from shoal.model.placement import desired_replicas, pod_request
 from shoal.model.scheduler_config import SchedulerConfig
-from shoal.scheduler import report
+from shoal.scheduler import report, spread
 from shoal.scheduler.backends import Backend, Backends, Group
 from shoal.scheduler.binder import Binder
 from shoal.scheduler.framework import Decision, Framework, Request
@@ -183,7 +185,7 @@ class ApplicationHandler(Handler):
                     return Outcome("skipped")
         return Outcome("deferred", retry_in=self.config.backoff.initial)
 
-    def decide(self, app: Application, *, sticky: bool = True) -> Decision:
+    def decide(self, app: Application, *, sticky: bool = True, current: bool = True) -> Decision:
         """The framework's decision, shared by applications that ask the same question.
 
         Applications with the same namespace, constraints and current cluster get
@@ -192,6 +194,8 @@ class ApplicationHandler(Handler):
         again for each.
         """
         request = request_for(app, self.config, sticky=sticky)
+        if not current:  # several clusters: inertia is the placement's own (spread.plan)
+            request.current = None
         group = self.backends.group(app.metadata.namespace)
         if self._cache_version != self.backends.version:
             self._cache.clear()
@@ -218,6 +222,8 @@ class ApplicationHandler(Handler):
         return cached
 
     async def _schedule_once(self, app: Application) -> Outcome:
+        if app.spec.placement is not None:
+            return await self._schedule_placement(app, app.spec.placement)
         status = app.status
         current = status.scheduled_to
         current_backend = (
@@ -278,6 +284,79 @@ class ApplicationHandler(Handler):
         report.bound(self, app, decision, forced)
         return Outcome("bound")
 
+    async def _schedule_placement(self, app: Application, placement: Placement) -> Outcome:
+        """An application on several clusters (``shoal.scheduler.spread``)."""
+        status = app.status
+        spec_updated = self.spec_updated(app)
+        forced = self.forced(app)
+        current = [(p.cluster.name, p.replicas) for p in status.placements]
+        if not current and status.scheduled_to is not None:
+            current = [(status.scheduled_to.name, None)]  # placed before spec.placement was set
+        decision = self.decide(app, sticky=False, current=False)
+        explanation = self._explanation(app, decision, forced)
+        total = desired_replicas(app.spec.manifest)
+        pinned = not app.spec.constraints.migration and not spec_updated
+        plan = spread.plan(
+            placement,
+            decision.ranked(),
+            total,
+            pod_request(app.spec.manifest),
+            [] if forced and not pinned else current,
+        )
+        if pinned and current and {n for n, _ in current} - {n for n, _ in plan.clusters}:
+            # migration: false: a share never moves; it waits for its cluster instead
+            return Outcome("pinned")
+        explanation["placements"] = [pick.explain(placement.spread_by) for pick in plan.picks]
+        if not plan.picks or plan.missing:
+            if plan.missing:
+                held = (total or 0) - plan.missing
+                decision = dataclasses.replace(
+                    decision,
+                    chosen=None,
+                    summary_note=f"{plan.missing} of {total} replicas fit on no cluster "
+                    f"({held} held by {len(plan.picks)} of them)",
+                )
+                explanation["summary"] = decision.summary
+            return await self._no_cluster(app, decision, explanation)
+        if plan.clusters == current and not (spec_updated or forced or status.reason is not None):
+            return Outcome("kept", retry_in=self.config.reschedule_after)
+        first = plan.picks[0].backend
+        await self.binder.bind(
+            {
+                **self._binding(app, _ref(first), spec_updated, explanation, None),
+                "placements": [
+                    {"cluster": _ref_json(pick.backend), "replicas": pick.replicas}
+                    for pick in plan.picks
+                ],
+            }
+        )
+        self.bound += 1
+        report.placed(self, app, plan, current, forced)
+        return Outcome("bound", retry_in=self.config.reschedule_after)
+
+    def _binding(
+        self,
+        app: Application,
+        cluster: ResourceRef,
+        triggered: bool,
+        explanation: dict[str, Any] | None,
+        revision: int | None,
+    ) -> dict[str, Any]:
+        """A binding item as JSON (built directly: no model round trip on the hot path)."""
+        return {
+            "namespace": app.metadata.namespace or "",
+            "name": app.metadata.name,
+            "cluster": {
+                "api": cluster.api,
+                "kind": cluster.kind,
+                "namespace": cluster.namespace,
+                "name": cluster.name,
+            },
+            "resource_version": revision if revision is not None else app.metadata.resource_version,
+            "triggered": triggered,
+            "explanation": explanation,
+        }
+
     async def _bind(
         self,
         app: Application,
@@ -287,23 +366,7 @@ class ApplicationHandler(Handler):
         explanation: dict[str, Any] | None,
         revision: int | None = None,
     ) -> None:
-        await self.binder.bind(
-            {
-                "namespace": app.metadata.namespace or "",
-                "name": app.metadata.name,
-                "cluster": {
-                    "api": cluster.api,
-                    "kind": cluster.kind,
-                    "namespace": cluster.namespace,
-                    "name": cluster.name,
-                },
-                "resource_version": (
-                    revision if revision is not None else app.metadata.resource_version
-                ),
-                "triggered": triggered,
-                "explanation": explanation,
-            }
-        )
+        await self.binder.bind(self._binding(app, cluster, triggered, explanation, revision))
         self.bound += 1
 
     def _explanation(self, app: Application, decision: Decision, forced: bool) -> dict[str, Any]:
@@ -358,6 +421,8 @@ class ApplicationHandler(Handler):
         limit = self.retry_limit(app)
         fields: dict[str, Any] = {"scheduling": explanation, "scheduler_attempts": attempts}
         reason = Reason(code=ReasonCode.RESOURCE_NOT_FOUND, message=decision.summary)
+        if (gone or unmatched) and status.placements:
+            fields["placements"] = []  # the whole placement waits, as one cluster would
         if gone and current is not None:
             fields.update(scheduled_to=None, last_scheduled_to=current)
             reason = Reason(
@@ -446,6 +511,21 @@ def looked_at(group: Group, decision: Decision) -> dict[str, str]:
             named.add(decision.chosen.name)
         backends = [b for b in backends if b.name in named]
     return {b.name: inputs_of(b.obj) for b in backends if isinstance(b.obj, Cluster)}
+
+
+def _ref(backend: Backend) -> ResourceRef:
+    return ResourceRef(
+        api="kubernetes", kind="Cluster", namespace=backend.namespace, name=backend.name
+    )
+
+
+def _ref_json(backend: Backend) -> dict[str, Any]:
+    return {
+        "api": "kubernetes",
+        "kind": "Cluster",
+        "namespace": backend.namespace,
+        "name": backend.name,
+    }
 
 
 def _alive(backend: Backend | None) -> bool:

@@ -73,9 +73,16 @@ class Eviction:
             if app is None or self.wants_pass(app):
                 continue
             target = app.status.scheduled_to
-            if target is None or target.name != cluster:
+            placements = app.status.placements
+            left = [p for p in placements if p.cluster.name != cluster]
+            fields: dict[str, object] = {}
+            if len(left) != len(placements):  # several clusters: this one's share goes
+                fields["placements"] = [p.model_dump(mode="json") for p in left]
+            if target is not None and target.name == cluster:
+                fields.update(scheduled_to=left[0].cluster if left else None,
+                              last_scheduled_to=target)  # fmt: skip
+            if not fields:
                 continue
-            fields: dict[str, object] = {"scheduled_to": None, "last_scheduled_to": target}
             if app.metadata.deleted is None and app.status.schedule_reason is None:
                 fields["schedule_reason"] = Reason(
                     code=ReasonCode.CLUSTER_DELETED, message=f"cluster {cluster} was deleted"

@@ -108,6 +108,25 @@ class Decision:
     ties: list[Backend] = field(default_factory=list)  # every backend with the best score
     namespace: str | None = None  # of an application, when its namespace has no cluster
     revisions: dict[str, str] = field(default_factory=dict)  # inputs of the clusters seen
+    # every backend's score (-inf: dropped) and the backends, for placements on several
+    scores: FloatArray | None = field(default=None, repr=False)
+    backends: Sequence[Backend] = field(default=(), repr=False)
+    _ranked: list[tuple[Backend, float]] | None = field(default=None, repr=False)
+    summary_note: str | None = None  # what else kept it from being placed (replicas missing)
+
+    def ranked(self) -> list[tuple[Backend, float]]:
+        """Every backend that passed the filters, best first (ties: in the group's order).
+
+        Computed once per decision, which applications asking the same share.
+        """
+        if self._ranked is None:
+            if self.scores is None:
+                self._ranked = []
+            else:
+                alive = np.flatnonzero(np.isfinite(self.scores))
+                order = alive[np.argsort(-self.scores[alive], kind="stable")]
+                self._ranked = [(self.backends[int(i)], float(self.scores[i])) for i in order]
+        return self._ranked
 
     @property
     def summary(self) -> str:
@@ -119,6 +138,8 @@ class Decision:
                 f"(clusters are per namespace: register one in {self.namespace!r})"
             )
         head = f"{self.available}/{self.total} clusters available"
+        if self.summary_note is not None:
+            head = f"{self.summary_note}; {head}"
         if not self.rejections:
             return head
         parts = ", ".join(f"{r.count} {r.reason}" for r in self.rejections if r.count)
@@ -207,6 +228,8 @@ class Framework:
             ranking,
             available=available,
             ties=[group.backends[int(i)] for i in ties],
+            scores=scores,
+            backends=group.backends,
         )
 
     def _ranking(

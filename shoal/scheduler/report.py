@@ -7,6 +7,7 @@ changed) are gathered here, so the hot path carries one line per report.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from shoal.controllers import prometheus as stats
@@ -14,6 +15,7 @@ from shoal.events import reasons
 from shoal.model.base import utcnow
 from shoal.model.kubernetes import Application
 from shoal.scheduler.framework import Decision
+from shoal.scheduler.spread import Plan
 
 if TYPE_CHECKING:
     from shoal.scheduler.application import ApplicationHandler
@@ -41,6 +43,25 @@ def bound(handler: ApplicationHandler, app: Application, decision: Decision, for
         cause = "forced" if forced else ("score" if state == "ONLINE" else "cluster")
         stats.MIGRATIONS.labels(cause).inc()
     if current is None and app.metadata.modified is not None:
+        stats.E2E_SECONDS.observe((utcnow() - app.metadata.modified).total_seconds())
+
+
+def placed(
+    handler: ApplicationHandler,
+    app: Application,
+    plan: Plan,
+    before: Sequence[tuple[str, int | None]],
+    forced: bool,
+) -> None:
+    """``app`` (as it was before the pass) was just bound to the clusters of ``plan``."""
+    after = plan.clusters
+    if after == list(before):
+        return  # bound again as it was (its spec changed, a reason cleared)
+    lost = [name for name, _ in before if name not in {n for n, _ in after}]
+    reasons.shares(handler.events, app, after, before, lost, forced=forced)
+    if lost:
+        stats.MIGRATIONS.labels("forced" if forced else "cluster").inc()
+    if not before and app.metadata.modified is not None:
         stats.E2E_SECONDS.observe((utcnow() - app.metadata.modified).total_seconds())
 
 

@@ -55,9 +55,15 @@ log = logging.getLogger(__name__)
 PROVIDER_STATUS_MAX_AGE = 60.0
 
 
+def _targets(app: Application) -> set[tuple[str | None, str]]:
+    """The clusters an application is placed on: its cluster, or each of its placements."""
+    refs = [app.status.scheduled_to, *(p.cluster for p in app.status.placements)]
+    return {(r.namespace, r.name) for r in refs if r is not None}
+
+
 def _copies(app: Application) -> set[tuple[str | None, str]]:
     """The clusters an application's copies run on: where it runs, and what it left."""
-    refs = [app.status.running_on]
+    refs = [app.status.running_on, *(c.cluster for c in app.status.copies)]
     for entry in app.status.pending_cleanups:
         with contextlib.suppress(ValueError):
             refs.append(ResourceRef.model_validate(entry.get("cluster")))
@@ -103,7 +109,7 @@ class Scheduler(Controller):
         self.cluster_queue: WorkQueue[AppKey] = WorkQueue()
         self.waiting: set[AppKey] = set()  # applications no cluster fits yet
         self.on_cluster: dict[tuple[str | None, str], set[AppKey]] = defaultdict(set)
-        self.bound_to: dict[AppKey, tuple[str | None, str]] = {}  # on_cluster, reversed
+        self.bound_to: dict[AppKey, set[tuple[str | None, str]]] = {}  # on_cluster, reversed
         # where an application's copies run (running_on, pending clean-ups): a deleted
         # cluster waits for them to go while it answers
         self.copies_on: dict[tuple[str | None, str], set[AppKey]] = defaultdict(set)
@@ -239,16 +245,16 @@ class Scheduler(Controller):
     def _index(self, app: Application, add: bool = True) -> None:
         """Keep ``on_cluster`` current: O(1) per binding, not a pass over every cluster."""
         key = _key(app)
-        before = self.bound_to.pop(key, None)
-        if before is not None and (apps := self.on_cluster.get(before)) is not None:
-            apps.discard(key)
-            if not apps:
-                self._check_eviction(before)  # the last one left: a deleted cluster may go
-        target = app.status.scheduled_to
-        if add and target is not None:
-            where = (target.namespace, target.name)
+        targets = _targets(app) if add else set()
+        for before in self.bound_to.pop(key, set()) - targets:
+            if (apps := self.on_cluster.get(before)) is not None:
+                apps.discard(key)
+                if not apps:
+                    self._check_eviction(before)  # the last one left: a deleted cluster may go
+        for where in targets:
             self.on_cluster[where].add(key)
-            self.bound_to[key] = where
+        if targets:
+            self.bound_to[key] = targets
         copies = _copies(app) if add else set()
         if copies or key in self.copies_of:
             for gone in self.copies_of.pop(key, set()) - copies:
@@ -281,6 +287,8 @@ class Scheduler(Controller):
         if _ref_key(old.status.scheduled_to) != _ref_key(new.status.scheduled_to) or (
             old.status.running_on != new.status.running_on
             or old.status.pending_cleanups != new.status.pending_cleanups
+            or old.status.placements != new.status.placements
+            or old.status.copies != new.status.copies
         ):
             self._index(new)
         # A state change matters only to an application the scheduler was leaving alone

@@ -68,6 +68,11 @@ export function render(root, namespace, name) {
       h("dt", {}, "Metric constraints"), h("dd", { class: "mono" }, (cc.metrics || []).join("; ") || "—"),
       h("dt", {}, "Migration"), h("dd", {}, c.migration === false ? "pinned" : "allowed"),
       h("dt", {}, "Pods"), h("dd", {}, `${health.running_pods || 0}/${health.desired_pods || 0} running`),
+      (s.placements || []).length ? [h("dt", {}, "Placements"), h("dd", { id: "placements" }, h("ul", { class: "plain" }, s.placements.map((p) =>
+        h("li", {}, link(p.cluster.name, "clusters", p.cluster.namespace || namespace, p.cluster.name),
+          ` ${p.ready_replicas ?? 0}/${p.replicas ?? "all"} ready `, badge(p.state || "PENDING"),
+          p.reason ? h("span", { class: "muted" }, ` · ${p.reason.message || p.reason.code}`) : "")))),
+      ] : null,
       h("dt", {}, "Placed"), h("dd", {}, s.scheduled ? `${clock(s.scheduled)} (${ago(s.scheduled)} ago)` : "—"),
       h("dt", {}, "Last pass"), h("dd", {}, s.last_scheduled ? `${ago(s.last_scheduled)} ago` : "—"),
       h("dt", {}, "Failed attempts"), h("dd", {}, s.scheduler_attempts ?? 0, s.next_retry ? h("span", { class: "muted" }, ` · next try ${clock(s.next_retry)}`) : ""),

@@ -11,7 +11,7 @@ const filters = { namespace: "", selector: "", state: "" };  // kept while the t
 const COLUMNS = [
   { title: "Application", width: "minmax(180px, 2fr)", cell: (a) => [h("b", {}, a.metadata.name), h("span", { class: "muted" }, `  ${a.metadata.namespace}`)] },
   { title: "State", width: "140px", cell: (a) => badge(a.status.state, a.status.reason ? a.status.reason.message : undefined) },
-  { title: "Cluster", width: "minmax(120px, 1fr)", cell: (a) => a.status.scheduled_to ? a.status.scheduled_to.name : h("span", { class: "muted" }, "—") },
+  { title: "Cluster", width: "minmax(120px, 1fr)", cell: (a) => (a.status.placements || []).length > 1 ? a.status.placements.map((p) => `${p.cluster.name} (${p.ready_replicas ?? 0}/${p.replicas ?? "all"})`).join(", ") : a.status.scheduled_to ? a.status.scheduled_to.name : h("span", { class: "muted" }, "—") },
   { title: "Score", width: "90px", cell: (a) => h("span", { class: "mono" }, a.status.scheduling && a.status.scheduling.score != null ? num(a.status.scheduling.score) : "—") },
   { title: "Labels", width: "minmax(140px, 1.5fr)", cell: (a) => Object.entries(a.metadata.labels || {}).map(([k, v]) => `${k}=${v}`).join(", ") },
   { title: "Why", width: "minmax(160px, 2fr)", cell: (a) => h("span", { class: "muted" }, a.status.reason ? a.status.reason.message : (a.status.scheduling || {}).summary || "") },

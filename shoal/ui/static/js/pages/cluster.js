@@ -71,7 +71,7 @@ export function render(root, namespace, name) {
     const c = fleet.clusters.items.get(key);
     if (!c) { fill(head, pageHead(name, { crumbs: link("Clusters", "clusters"), sub: fleet.clusters.loaded ? "No such cluster." : "Loading…" })); return; }
     const cordoned = Boolean(c.spec.unschedulable);
-    const here = fleet.applications.values().filter((a) => a.metadata.namespace === namespace && a.status.scheduled_to && a.status.scheduled_to.name === name);
+    const here = fleet.applications.values().filter((a) => a.metadata.namespace === namespace && ((a.status.scheduled_to && a.status.scheduled_to.name === name) || (a.status.placements || []).some((p) => p.cluster.name === name)));
     const running = fleet.applications.values().filter((a) => a.metadata.namespace === namespace && a.status.running_on && a.status.running_on.name === name);
     if (cordoned) cordon.dataset.cordoned = "yes"; else delete cordon.dataset.cordoned;
     cordon.textContent = cordoned ? "Uncordon" : "Cordon";

@@ -52,7 +52,9 @@ export function render(root) {
     h("section", { class: "card flush" }, h("table", { class: "plain", id: "clusters-table" },
       h("thead", {}, h("tr", {}, ["Cluster", "State", "Labels", "Metrics (weight, normalised)", "Apps", "Nodes and capacity"].map((t) => h("th", {}, t)))), body)));
   const draw = () => {
-    const placed = countBy(fleet.applications.values().filter((a) => a.status.scheduled_to), (a) => `${a.metadata.namespace}/${a.status.scheduled_to.name}`);
+    // an application on several clusters counts on each of them
+    const onEach = fleet.applications.values().flatMap((a) => (a.status.placements || []).length ? a.status.placements.map((p) => `${a.metadata.namespace}/${p.cluster.name}`) : a.status.scheduled_to ? [`${a.metadata.namespace}/${a.status.scheduled_to.name}`] : []);
+    const placed = countBy(onEach, (key) => key);
     const clusters = fleet.clusters.values().sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
     if (!clusters.length) { fill(body, h("tr", {}, h("td", { colspan: 6, class: "empty" }, fleet.clusters.loaded ? "No clusters registered." : "Loading…"))); return; }
     fill(body, clusters.map((c) => h("tr", { dataset: { cluster: c.metadata.name } },

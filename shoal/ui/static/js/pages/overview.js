@@ -8,7 +8,9 @@ import { treemap } from "../charts.js";
 import { feed } from "./parts.js";
 
 const DOTS = 60;  // one square per application up to this many on a cluster, else counts per state
-const placedOn = (app) => app.status.scheduled_to ? `${app.status.scheduled_to.namespace || app.metadata.namespace}/${app.status.scheduled_to.name}` : null;
+// every cluster an application is placed on (several with spec.placement)
+const refs = (app) => (app.status.placements || []).length ? app.status.placements.map((p) => p.cluster) : app.status.scheduled_to ? [app.status.scheduled_to] : [];
+const placedOn = (app) => refs(app).map((ref) => `${ref.namespace || app.metadata.namespace}/${ref.name}`);
 
 export function render(root) {
   const stats = h("div", { class: "grid cols-4" });
@@ -39,7 +41,7 @@ export function render(root) {
         h("div", { class: "muted small" }, "not placed (pending, retrying or failed)")),
     );
     const perCluster = {};
-    for (const app of apps) { const on = placedOn(app); if (on) (perCluster[on] ||= []).push(app); }
+    for (const app of apps) for (const on of placedOn(app)) (perCluster[on] ||= []).push(app);
     const floor = Math.max(0.35, (0.25 * apps.length) / Math.max(1, clusters.length));  // empty clusters stay visible
     const tiles = clusters.map((c) => {
       const key = `${c.metadata.namespace}/${c.metadata.name}`;

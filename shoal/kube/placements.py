@@ -1,0 +1,277 @@
+"""Deploying an application on several clusters: one copy per placement, grown before shrunk.
+
+The scheduler writes ``status.placements`` (each cluster and its share); this
+module gives each cluster its copy (``shoal.model.placement.copy_for``: its
+share of the replicas, and the overrides that match its labels) and records
+what runs there in ``status.copies``, from which the API derives each
+placement's ready replicas and state.
+
+A change moves replicas without losing any: the copies that gain (a new
+cluster, a larger share, a new manifest) are applied first, and only when
+every one of them is ready are the copies that lose shrunk and those of
+clusters no longer used removed. A cluster that does not answer then keeps
+its copy in ``status.pending_cleanups`` until it does (as after a migration).
+The application is RUNNING when every placement's copy is ready.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from shoal.client.informer import cache_key
+from shoal.client.kube import KubeApiError, KubeUnreachable
+from shoal.events import reasons
+from shoal.kube.member import KubeFailure
+from shoal.kube.objects import combined_health, ident, merge_cleanup, ref_key
+from shoal.kube.owners import FINALIZER, Owner
+from shoal.machinery.types import Obj
+from shoal.model.base import Reason, ReasonCode, ResourceRef
+from shoal.model.kubernetes import (
+    Application,
+    ApplicationState,
+    ContainerHealth,
+    CopyStatus,
+    PlacementStatus,
+)
+from shoal.model.placement import REPLICA_FIELDS, copy_for, ready_replicas
+
+if TYPE_CHECKING:
+    from shoal.kube.controller import KubeController
+
+log = logging.getLogger(__name__)
+
+RETRY = 2.0
+"""Seconds before a copy that failed (its cluster does not answer) is tried again; the
+scheduler moves its share meanwhile."""
+
+
+def _grows(placement: PlacementStatus, copy: CopyStatus | None) -> bool:
+    """Its copy gains replicas (or is new): applied in the first step."""
+    if copy is None:
+        return True
+    if placement.replicas is None or copy.replicas is None:
+        return True
+    return placement.replicas >= copy.replicas
+
+
+def manifests(controller: KubeController, app: Application) -> list[list[Obj]]:
+    """Each placement's copy of the manifest, in the order of ``status.placements``."""
+    placements = app.status.placements
+    shares = [p.replicas for p in placements]
+    overrides = app.spec.placement.overrides if app.spec.placement is not None else []
+    out = []
+    for index, placement in enumerate(placements):
+        cluster = controller._cluster(placement.cluster)
+        labels = dict(cluster.metadata.labels) if cluster is not None else {}
+        out.append(copy_for(app.spec.manifest, shares, index, labels, overrides))
+    return out
+
+
+async def _apply(
+    controller: KubeController,
+    app: Application,
+    ref: ResourceRef,
+    manifest: list[Obj],
+    phase: ApplicationState,
+) -> tuple[bool, int, ContainerHealth]:
+    """Apply one cluster's copy if it changed (or drifted); whether it is ready, and counts."""
+    key = cache_key(app)
+    where = ref_key(ref)
+    namespace = app.metadata.namespace or "default"
+    me = Owner.of(app)
+    code = ReasonCode.CREATE_FAILED if phase is ApplicationState.CREATING else (
+        ReasonCode.RECONCILE_FAILED)  # fmt: skip
+    kube = await controller._kube(ref, code)
+    applied = controller.copies_applied.get((key, where))
+    try:
+        if applied == manifest:
+            lives = await controller.members.read_all(kube, where, manifest, namespace)
+            if all(live is not None for live in lives):
+                return _health(manifest, lives)
+        # what the status says this application runs there is its own
+        recorded = {ident(obj) for obj in app.status.last_applied_manifest} if any(
+            ref_key(c.cluster) == where for c in app.status.copies) else set()  # fmt: skip
+        done = await controller.members.apply(
+            kube, where, manifest, namespace, me,
+            recorded=recorded, overwrite=app.spec.conflict_resolution == "overwrite",
+        )  # fmt: skip
+    except (KubeUnreachable, KubeApiError) as error:
+        if isinstance(error, KubeUnreachable):
+            raise KubeFailure(ReasonCode.CLUSTER_NOT_REACHABLE, str(error)) from error
+        raise KubeFailure(code, f"cluster {ref.name}: {error}") from error
+    controller.copies_applied[(key, where)] = manifest
+    for taken in done.taken:
+        message = f"Took over {taken} on {ref.name} (conflict_resolution: overwrite)"
+        controller.events.emit(app, "TookOver", message, type="Warning")
+    return _health(manifest, done.lives)
+
+
+def _health(manifest: list[Obj], lives: list[Obj | None]) -> tuple[bool, int, ContainerHealth]:
+    ready, health = combined_health(lives)
+    first = next(
+        (live for obj, live in zip(manifest, lives, strict=True)
+         if obj.get("kind") in REPLICA_FIELDS),
+        None,
+    )  # fmt: skip
+    return ready, ready_replicas(first), health
+
+
+async def deploy(controller: KubeController, app: Application) -> None:
+    """Bring every placement's copy to its share: grow first, then shrink and remove."""
+    key = cache_key(app)
+    if FINALIZER not in app.metadata.finalizers:
+        # stored before anything is applied: a deletion then always waits for the clean-up
+        app = await controller._set_finalizers(app, [*app.metadata.finalizers, FINALIZER])
+    status = app.status
+    copies = {ref_key(c.cluster): c for c in status.copies}
+    wanted = {ref_key(p.cluster) for p in status.placements}
+    leaving = [c for where, c in copies.items() if where not in wanted]
+    first_time = not status.copies and status.running_on is None
+    phase = ApplicationState.CREATING if first_time else ApplicationState.RECONCILING
+    if any(copies.get(ref_key(p.cluster)) is None for p in status.placements) and not first_time:
+        phase = ApplicationState.MIGRATING
+    copied = manifests(controller, app)
+
+    new_copies: dict[Any, CopyStatus] = dict(copies)
+    health = ContainerHealth()
+    failures: list[str] = []
+    failure_code: ReasonCode | None = None
+    all_ready = True
+    pending = [(p, m) for p, m in zip(status.placements, copied, strict=True)]
+    first_step = [(p, m) for p, m in pending if _grows(p, copies.get(ref_key(p.cluster)))]
+    second_step = [(p, m) for p, m in pending if (p, m) not in first_step]
+
+    async def bring(steps: list[tuple[PlacementStatus, list[Obj]]]) -> bool:
+        nonlocal all_ready, failure_code
+        ready_all = True
+        for placement, manifest in steps:
+            where = ref_key(placement.cluster)
+            try:
+                ready, count, part = await _apply(controller, app, placement.cluster, manifest,
+                                                  phase)  # fmt: skip
+            except KubeFailure as failure:
+                ready_all = False
+                failures.append(f"{placement.cluster.name}: {failure}")
+                failure_code = failure_code or failure.code
+                before = copies.get(where)
+                new_copies[where] = CopyStatus(
+                    cluster=placement.cluster,
+                    replicas=before.replicas if before is not None else placement.replicas,
+                    ready_replicas=before.ready_replicas if before is not None else 0,
+                    state=ApplicationState.DEGRADED,
+                    reason=Reason(code=failure.code, message=str(failure)[:500]),
+                )
+                continue
+            _add(health, part)
+            ready_all = ready_all and ready
+            new_copies[where] = CopyStatus(
+                cluster=placement.cluster,
+                replicas=placement.replicas,
+                ready_replicas=count,
+                state=ApplicationState.RUNNING if ready else phase,
+            )
+        return ready_all
+
+    grown = await bring(first_step)
+    cleanups = list(status.pending_cleanups)
+    if grown:
+        shrunk = await bring(second_step)
+        for copy in leaving:  # clusters no longer used: their copies go now
+            left = await controller._remove_from_old(app, copy.cluster)
+            if left is not None:
+                cleanups = merge_cleanup(cleanups, left)
+            new_copies.pop(ref_key(copy.cluster), None)
+        all_ready = shrunk
+    else:
+        all_ready = False
+        for placement, _ in second_step:  # still running as before: counted as they are
+            before = copies.get(ref_key(placement.cluster))
+            if before is not None:
+                health.running_pods += before.ready_replicas
+    order = [ref_key(p.cluster) for p in status.placements]
+    written = [new_copies[w] for w in order if w in new_copies]
+    written += [c for w, c in new_copies.items() if w not in order]
+    fields: dict[str, Any] = {
+        "copies": written,
+        "container_health": health,
+        "pending_cleanups": cleanups,
+    }
+    not_ready = [
+        c.cluster.name for c in written
+        if c.state is not ApplicationState.RUNNING or ref_key(c.cluster) not in wanted
+    ]  # fmt: skip
+    if all_ready and not not_ready:
+        first = status.placements[0].cluster
+        if status.deploy_state is not ApplicationState.RUNNING:
+            reasons.deployed(controller.events, app, _names(status.placements), health)
+        fields.update(
+            deploy_state=ApplicationState.RUNNING,
+            deploy_reason=None,
+            running_on=first,
+            last_applied_manifest=app.spec.manifest,
+            retries=None,
+        )
+        await controller._write(app, fields)
+        controller.failures.pop(key, None)
+        controller.queue.add_after(key, controller.resync)
+        return
+    fields["deploy_state"] = phase if status.deploy_state is not ApplicationState.RUNNING or (
+        failures or not_ready) else status.deploy_state  # fmt: skip
+    if failures:
+        message = f"placements not ready: {'; '.join(failures)}"
+        fields["deploy_reason"] = Reason(
+            code=failure_code or ReasonCode.KUBERNETES_ERROR, message=message[:1000]
+        )
+    else:
+        fields["deploy_reason"] = None
+    await controller._write(app, fields)
+    if failures:
+        delay = RETRY
+    elif controller.watches is not None:  # readiness comes with the watch events
+        delay = max(controller.poll_interval, controller.fallback)
+    else:
+        delay = controller.poll_interval
+    controller.queue.add_after(key, delay)
+
+
+def _add(total: ContainerHealth, part: ContainerHealth) -> None:
+    total.desired_pods += part.desired_pods
+    total.running_pods += part.running_pods
+    total.completed_pods += part.completed_pods
+    total.failed_pods += part.failed_pods
+
+
+def _names(placements: list[PlacementStatus]) -> str:
+    return ", ".join(p.cluster.name for p in placements)
+
+
+async def withdraw(controller: KubeController, app: Application) -> None:
+    """No placement left (it waits): remove the copies from clusters being deleted."""
+    cleanups = list(app.status.pending_cleanups)
+    keep: list[CopyStatus] = []
+    for copy in app.status.copies:
+        cluster = controller._cluster(copy.cluster)
+        if cluster is None or cluster.metadata.deleted is None:
+            keep.append(copy)
+            continue
+        left = await controller._remove_from_old(app, copy.cluster)
+        if left is not None:
+            cleanups = merge_cleanup(cleanups, left)
+        log.info("application %s/%s: withdrawn from %s, which is being deleted",
+                 app.metadata.namespace, app.metadata.name, copy.cluster.name)  # fmt: skip
+    fields: dict[str, Any] = {"copies": keep, "pending_cleanups": cleanups}
+    if not keep:
+        fields.update(running_on=None, deploy_state=None)
+    await controller._write(app, fields)
+
+
+def withdrawn(controller: KubeController, app: Application) -> bool:
+    """Placed nowhere now, while a copy still runs on a cluster being deleted."""
+    if app.status.placements or app.status.scheduled_to is not None:
+        return False
+    for copy in app.status.copies:
+        cluster = controller._cluster(copy.cluster)
+        if cluster is not None and cluster.metadata.deleted is not None:
+            return True
+    return False

@@ -1,0 +1,177 @@
+"""Which clusters run an application with ``spec.placement``, and each one's share.
+
+The framework filters and ranks the clusters as for any application; this module
+only picks among its ranking and divides the replicas:
+
+- slots: ``placement.clusters`` of them, filled from the fallback groups in
+  order (all clusters when there are none), best score first, skipping a
+  cluster whose ``spread_by`` label value an earlier pick carries;
+- shares: divided replicas go in proportion to the weights (even, dynamic: the
+  room the observer's node totals leave for this application's pods, or a
+  static list), none above a cluster's room; what the picks cannot hold is
+  taken by further clusters of the next groups, and is missing when none is
+  left; duplicated replicas need clusters that hold them all;
+- inertia: a pass that is not forced keeps every current cluster that still
+  fits, with its share, and fills only the slots of those lost: only a lost
+  share moves. A forced pass (reschedule) plans afresh.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from shoal.machinery.resources import Amounts
+from shoal.machinery.selectors import LabelConstraint
+from shoal.model.kubernetes import Cluster, Placement
+from shoal.model.placement import divide, room, weight_of
+from shoal.scheduler.backends import Backend
+
+
+@dataclass
+class Pick:
+    """One chosen cluster, and what its share was computed from (the explanation)."""
+
+    backend: Backend
+    score: float
+    group: int  # index of the fallback group it came from (0 without fallback)
+    room: int | None  # pods of this application it can still hold (None: not known)
+    weight: float
+    replicas: int | None = None  # its share (None: duplicated, it runs them all)
+    kept: bool = False  # a current cluster, kept where it is
+
+    def explain(self, spread_by: str | None) -> dict[str, Any]:
+        entry: dict[str, Any] = {
+            "cluster": self.backend.name,
+            "replicas": self.replicas,
+            "score": round(self.score, 6),
+            "room": self.room,
+            "weight": self.weight,
+            "group": self.group,
+        }
+        if spread_by is not None:
+            entry["spread"] = self.backend.labels.get(spread_by)
+        if self.kept:
+            entry["kept"] = True
+        return entry
+
+
+@dataclass
+class Plan:
+    picks: list[Pick] = field(default_factory=list)
+    missing: int = 0  # replicas no chosen cluster can hold
+    total: int | None = None  # the application's replicas (None: it has none)
+
+    @property
+    def clusters(self) -> list[tuple[str, int | None]]:
+        return [(pick.backend.name, pick.replicas) for pick in self.picks]
+
+
+def _room(backend: Backend, request: Amounts) -> int | None:
+    obj = backend.obj
+    return room(obj.status.node_summary, request) if isinstance(obj, Cluster) else None
+
+
+def plan(
+    placement: Placement,
+    ranked: Sequence[tuple[Backend, float]],
+    total: int | None,
+    request: Amounts,
+    current: Sequence[tuple[str, int | None]] = (),
+) -> Plan:
+    """The clusters and shares for ``placement``, from the framework's ``ranked`` clusters.
+
+    ``current``: the placements it has now, (cluster name, share), kept where
+    they still fit (empty for a forced pass).
+    """
+    groups: list[LabelConstraint | None] = [LabelConstraint.parse(t) for t in placement.fallback]
+    groups = groups or [None]
+    divided = placement.replicas == "divided" and total is not None
+    spread_by = placement.spread_by
+
+    def group_of(backend: Backend) -> int | None:
+        for index, group in enumerate(groups):
+            if group is None or group.matches(backend.labels):
+                return index
+        return None
+
+    now = dict(current)
+    candidates: list[Pick] = []
+    for backend, score in ranked:
+        group = group_of(backend)
+        if group is None:
+            continue
+        free = _room(backend, request)
+        if free is not None and backend.name in now:  # its own pods there count as room
+            own = now[backend.name]
+            free += own if own is not None else (total or 0)
+        weight = weight_of(placement.weights, backend.labels, free) if divided else 1.0
+        if weight <= 0 or free == 0:
+            continue  # a static list leaves it out, or it holds no pod of this application
+        if not divided and total is not None and free is not None and free < total:
+            continue  # duplicated: every cluster runs them all
+        candidates.append(Pick(backend, score, group, free, weight))
+    candidates.sort(key=lambda pick: pick.group)  # stable: best score first in each group
+
+    picks: list[Pick] = []
+    taken: set[str | None] = set()
+
+    def take(pick: Pick) -> None:
+        picks.append(pick)
+        if spread_by is not None:
+            taken.add(pick.backend.labels.get(spread_by))
+
+    def free_slot(pick: Pick) -> bool:
+        return spread_by is None or pick.backend.labels.get(spread_by) not in taken
+
+    for pick in candidates:  # inertia: the current clusters that still fit stay
+        if pick.backend.name in now and free_slot(pick) and len(picks) < placement.clusters:
+            pick.kept = True
+            take(pick)
+    for pick in candidates:
+        if len(picks) >= placement.clusters:
+            break
+        if not pick.kept and free_slot(pick):
+            take(pick)
+
+    result = Plan(picks=picks, total=total)
+    if not divided:
+        return result
+    assert total is not None
+    kept = [pick for pick in picks if pick.kept]
+    same_total = bool(now) and all(n is not None for n in now.values()) and (
+        sum(n or 0 for n in now.values()) == total
+    )
+    if kept and same_total:
+        # Only a lost share moves: the clusters kept keep theirs (as far as they still
+        # hold them); what the lost clusters ran goes to the new picks, or, when no
+        # cluster replaces them, to the clusters kept.
+        for pick in kept:
+            share = now[pick.backend.name] or 0
+            pick.replicas = share if pick.room is None else min(share, pick.room)
+        new = [pick for pick in picks if not pick.kept]
+        movers = new or kept
+        shares, missing = divide(
+            total - sum(pick.replicas or 0 for pick in kept),
+            [pick.weight for pick in movers],
+            [None if p.room is None else p.room - (p.replicas or 0) for p in movers],
+        )
+        for pick, share in zip(movers, shares, strict=True):
+            pick.replicas = (pick.replicas or 0) + share
+    else:
+        shares, missing = divide(total, [p.weight for p in picks], [p.room for p in picks])
+        for pick, share in zip(picks, shares, strict=True):
+            pick.replicas = share
+    # what the picks cannot hold goes to further clusters of the later groups
+    for pick in candidates:
+        if not missing:
+            break
+        if pick in picks or pick.group == 0 or not free_slot(pick):
+            continue  # without fallback groups, only the chosen clusters share them
+        pick.replicas = missing if pick.room is None else min(missing, pick.room)
+        missing -= pick.replicas
+        take(pick)
+    result.picks = [pick for pick in picks if pick.replicas]
+    result.missing = missing
+    return result

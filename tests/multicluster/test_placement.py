@@ -1,0 +1,99 @@
+"""One application on several clusters: spread, division, duplication, overrides, deletion.
+
+Every outcome is read back from the member clusters themselves.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from shoal.client.kube import KubeCluster
+from shoal.client.rest import NotFound, ShoalClient
+from shoal.model.kubernetes import Application, ApplicationState
+from shoal.scheduler.scheduler import Scheduler
+from tests.multicluster.conftest import NS, replicas_on, spread_app
+from tests.util import wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+EVEN = {"clusters": 2, "spread_by": "location", "replicas": "divided", "weights": "even"}
+
+
+async def _running(client: ShoalClient, name: str) -> Application | None:
+    app = await client.get(Application, name, NS)
+    return app if app.status.state is ApplicationState.RUNNING else None
+
+
+async def test_divided_evenly_over_two_locations(
+    client: ShoalClient, kube: dict[str, KubeCluster], control_plane: Scheduler
+) -> None:
+    await client.create(spread_app("web", 10, EVEN))
+    app = await wait_for(lambda: _running(client, "web"), timeout=15, message="web RUNNING")
+
+    live = await replicas_on(kube, "web")
+    assert sorted(live.values()) == [(5, 5), (5, 5)]
+    assert {name[:2] for name in live} == {"de", "fr"}  # one per location
+    placements = app.status.placements
+    shares = {p.cluster.name: (p.replicas, p.ready_replicas, p.state) for p in placements}
+    assert shares == {name: (5, 5, ApplicationState.RUNNING) for name in live}
+    assert app.status.running_on == app.status.placements[0].cluster  # Krake's one cluster
+
+    await client.delete(Application, "web", NS)
+
+    async def gone() -> bool:
+        try:
+            await client.get(Application, "web", NS)
+        except NotFound:
+            return True
+        return False
+
+    await wait_for(gone, timeout=10, message="web deleted")
+    assert await replicas_on(kube, "web") == {}  # no copy left on any cluster
+
+
+async def test_duplicated_runs_every_replica_on_each_cluster(
+    client: ShoalClient, kube: dict[str, KubeCluster], control_plane: Scheduler
+) -> None:
+    placement = {"clusters": 3, "replicas": "duplicated"}
+    await client.create(spread_app("dup", 3, placement))
+    await wait_for(lambda: _running(client, "dup"), timeout=15, message="dup RUNNING")
+    live = await replicas_on(kube, "dup")
+    assert len(live) == 3 and set(live.values()) == {(3, 3)}
+
+
+@pytest.mark.parametrize("sizes", [{"de-1": "2", "fr-1": "6"}])
+async def test_dynamic_weights_follow_free_capacity(
+    client: ShoalClient, kube: dict[str, KubeCluster], control_plane: Scheduler
+) -> None:
+    placement = {**EVEN, "weights": "dynamic", "fallback": ["tier is primary"]}
+    app = spread_app("dyn", 8, placement)
+    container = app.spec.manifest[0]["spec"]["template"]["spec"]["containers"][0]
+    container["resources"] = {"requests": {"cpu": "500m"}}
+    await client.create(app)
+    await wait_for(lambda: _running(client, "dyn"), timeout=15, message="dyn RUNNING")
+    live = await replicas_on(kube, "dyn")
+    # room for 500m pods: de-1 2 nodes x 2 cpu = 8 pods, fr-1 2 x 6 cpu = 24 pods: 1:3
+    assert live == {"de-1": (2, 2), "fr-1": (6, 6)}
+
+
+async def test_overrides_apply_to_the_clusters_they_select(
+    client: ShoalClient, kube: dict[str, KubeCluster], control_plane: Scheduler
+) -> None:
+    image = "eu.registry/web:1"
+    merge = {"spec": {"template": {"spec": {"containers": [{"name": "main", "image": image}]}}}}
+    placement = {
+        **EVEN,
+        "overrides": [
+            {"clusters": "location is FR", "patch": {"kind": "Deployment", "name": "ov",
+                                                     "merge": merge}}
+        ],
+    }
+    await client.create(spread_app("ov", 4, placement))
+    await wait_for(lambda: _running(client, "ov"), timeout=15, message="ov RUNNING")
+    ref = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "ov"}}
+    images = {}
+    for name, api in kube.items():
+        live = await api.read(ref, NS)
+        if live is not None:
+            images[name[:2]] = live["spec"]["template"]["spec"]["containers"][0]["image"]
+    assert images == {"de": "nginx:1", "fr": image}

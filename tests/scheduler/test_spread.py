@@ -1,0 +1,110 @@
+"""Which clusters an application with ``spec.placement`` gets, and each one's share."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from shoal.model.base import Metadata
+from shoal.model.kubernetes import Cluster, Placement
+from shoal.model.placement import copy_for, desired_replicas, divide, room
+from shoal.scheduler.application import cluster_backend
+from shoal.scheduler.backends import Backend
+from shoal.scheduler.spread import plan
+
+
+def _cluster(name: str, pods: int | None = None, **labels: str) -> tuple[Backend, float]:
+    cluster = Cluster(metadata=Metadata(name=name, namespace="default", labels=labels))
+    if pods is not None:  # the observer's node totals: room for ``pods`` pods
+        cluster.status.node_summary = [
+            {"summary": True, "allocatable": {"cpu": 100.0, "pods": float(pods)}}
+        ]
+    return cluster_backend(cluster), 0.0
+
+
+def _placement(**fields: Any) -> Placement:
+    return Placement.model_validate(fields)
+
+
+def test_even_shares_differ_by_at_most_one() -> None:
+    assert divide(10, [1, 1, 1]) == ([4, 3, 3], 0)
+    assert divide(7, [2, 1]) == ([5, 2], 0)  # static weights 2:1, largest remainder
+    ranked = [_cluster(n) for n in ("a", "b", "c", "d")]
+    result = plan(_placement(clusters=3, replicas="divided"), ranked, 10, {"pods": 1})
+    assert result.clusters == [("a", 4), ("b", 3), ("c", 3)]
+
+
+def test_spread_by_picks_distinct_label_values_best_first() -> None:
+    ranked = [_cluster("de-1", location="DE"), _cluster("de-2", location="DE"),
+              _cluster("fr-1", location="FR")]  # fmt: skip
+    placement = _placement(clusters=2, spread_by="location", replicas="divided")
+    assert plan(placement, ranked, 10, {"pods": 1}).clusters == [("de-1", 5), ("fr-1", 5)]
+
+
+def test_a_cluster_gets_what_it_holds_and_the_rest_goes_to_the_others() -> None:
+    ranked = [_cluster("a", pods=2), _cluster("b", pods=100)]
+    result = plan(_placement(clusters=2, replicas="divided"), ranked, 10, {"pods": 1})
+    assert result.clusters == [("a", 2), ("b", 8)] and result.missing == 0
+    short = plan(_placement(clusters=2, replicas="divided"),
+                 [_cluster("a", pods=2), _cluster("b", pods=3)], 10, {"pods": 1})  # fmt: skip
+    assert short.missing == 5  # the application waits, saying how many are missing
+
+
+def test_fallback_group_only_fills_what_the_first_cannot_hold() -> None:
+    ranked = [_cluster("backup", pods=100, tier="backup"), _cluster("main", pods=6, tier="primary")]
+    placement = _placement(
+        clusters=1, replicas="divided", fallback=["tier is primary", "tier is backup"]
+    )
+    assert plan(placement, ranked, 4, {"pods": 1}).clusters == [("main", 4)]
+    assert plan(placement, ranked, 10, {"pods": 1}).clusters == [("main", 6), ("backup", 4)]
+    assert plan(placement, ranked[:1], 10, {"pods": 1}).clusters == [("backup", 10)]
+
+
+def test_only_a_lost_share_moves() -> None:
+    current = [("a", 4), ("b", 3), ("c", 3)]
+    ranked = [_cluster(n) for n in ("d", "a", "c")]  # b is gone; d scores best
+    result = plan(_placement(clusters=3, replicas="divided"), ranked, 10, {"pods": 1}, current)
+    assert sorted(result.clusters) == [("a", 4), ("c", 3), ("d", 3)]
+    # nothing lost: nothing changes, although d now scores better than a
+    ranked = [_cluster(n) for n in ("d", "a", "b", "c")]
+    kept = plan(_placement(clusters=3, replicas="divided"), ranked, 10, {"pods": 1}, current)
+    assert kept.clusters == [("a", 4), ("b", 3), ("c", 3)]
+    # no cluster to replace it: the lost share is spread over the others (3 = 2 + 1)
+    ranked = [_cluster(n) for n in ("a", "c")]
+    assert sorted(plan(_placement(clusters=3, replicas="divided"), ranked, 10, {"pods": 1},
+                       current).clusters) == [("a", 6), ("c", 4)]  # fmt: skip
+
+
+def test_static_weights_and_duplicated_replicas() -> None:
+    ranked = [_cluster("de", location="DE"), _cluster("fr", location="FR"), _cluster("us")]
+    weights = [{"clusters": "location is DE", "weight": 2}, {"clusters": "location is FR",
+                                                             "weight": 1}]  # fmt: skip
+    placement = _placement(clusters=3, replicas="divided", weights=weights)
+    assert plan(placement, ranked, 9, {"pods": 1}).clusters == [("de", 6), ("fr", 3)]
+    small = [_cluster("tiny", pods=2), *ranked[:2]]  # duplicated: each must hold them all
+    assert plan(_placement(clusters=2), small, 3, {"pods": 1}).clusters == [
+        ("de", None), ("fr", None)]  # fmt: skip
+
+
+def test_room_from_the_observed_node_totals() -> None:
+    totals = [{"summary": True, "allocatable": {"cpu": 4.0, "memory": 8.0 * 2**30, "pods": 110.0},
+               "requested": {"cpu": 1.0}}]  # fmt: skip
+    assert room(totals, {"cpu": 500, "pods": 1}) == 6  # (4 - 1) cores / 500m
+    assert room(totals, {"memory": 2**30, "pods": 1}) == 8
+    assert room([], {"pods": 1}) is None  # not observed yet: not known
+
+
+def test_each_copy_divides_every_replicated_object_alike() -> None:
+    manifest = [
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+         "spec": {"replicas": 10}},
+        {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "job"},
+         "spec": {"parallelism": 4, "completions": 8}},
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "conf"}},
+    ]  # fmt: skip
+    assert desired_replicas(manifest) == 10
+    second = copy_for(manifest, [6, 4], 1, {})
+    assert second[0]["spec"]["replicas"] == 4
+    assert (second[1]["spec"]["parallelism"], second[1]["spec"]["completions"]) == (2, 3)
+    assert second[2] == manifest[2]
+    assert copy_for(manifest, [None, None], 0, {})[0]["spec"]["replicas"] == 10  # duplicated
+    assert manifest[0]["spec"]["replicas"] == 10  # the application's manifest is untouched
