@@ -482,7 +482,7 @@ class Share(Model):
     """One cluster of a binding and its share of the replicas."""
 
     cluster: ResourceRef
-    replicas: int | None = Field(default=None, ge=0)
+    replicas: StrictInt | None = Field(default=None, ge=0)
 
 
 class ApplicationBinding(Model):
