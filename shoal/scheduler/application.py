@@ -302,6 +302,7 @@ class ApplicationHandler(Handler):
             total,
             pod_request(app.spec.manifest),
             [] if forced and not pinned else current,
+            decision.find,
         )
         if pinned and current and {n for n, _ in current} - {n for n, _ in plan.clusters}:
             # migration: false: a share never moves; it waits for its cluster instead

@@ -113,6 +113,13 @@ class Decision:
     backends: Sequence[Backend] = field(default=(), repr=False)
     _ranked: list[tuple[Backend, float]] | None = field(default=None, repr=False)
     summary_note: str | None = None  # what else kept it from being placed (replicas missing)
+    _by_name: dict[str, tuple[Backend, float]] | None = field(default=None, repr=False)
+
+    def find(self, name: str) -> tuple[Backend, float] | None:
+        """A backend of ``ranked()`` and its score, by name (None: filtered out)."""
+        if self._by_name is None:
+            self._by_name = {backend.name: (backend, score) for backend, score in self.ranked()}
+        return self._by_name.get(name)
 
     def ranked(self) -> list[tuple[Backend, float]]:
         """Every backend that passed the filters, best first (ties: in the group's order).

@@ -18,7 +18,7 @@ only picks among its ranking and divides the replicas:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,40 +79,44 @@ def plan(
     total: int | None,
     request: Amounts,
     current: Sequence[tuple[str, int | None]] = (),
+    find: Callable[[str], tuple[Backend, float] | None] | None = None,
 ) -> Plan:
     """The clusters and shares for ``placement``, from the framework's ``ranked`` clusters.
 
     ``current``: the placements it has now, (cluster name, share), kept where
-    they still fit (empty for a forced pass).
+    they still fit (empty for a forced pass); ``find`` looks a cluster up in
+    ``ranked`` by name (None: not there). Candidates are looked at best first
+    and only as far as needed: at 10,000 clusters a plan reads a few of them.
     """
     groups: list[LabelConstraint | None] = [LabelConstraint.parse(t) for t in placement.fallback]
     groups = groups or [None]
     divided = placement.replicas == "divided" and total is not None
     spread_by = placement.spread_by
-
-    def group_of(backend: Backend) -> int | None:
-        for index, group in enumerate(groups):
-            if group is None or group.matches(backend.labels):
-                return index
-        return None
-
     now = dict(current)
-    candidates: list[Pick] = []
-    for backend, score in ranked:
-        group = group_of(backend)
+
+    def candidate(backend: Backend, score: float) -> Pick | None:
+        group = next((index for index, g in enumerate(groups)
+                      if g is None or g.matches(backend.labels)), None)  # fmt: skip
         if group is None:
-            continue
+            return None
         free = _room(backend, request)
         if free is not None and backend.name in now:  # its own pods there count as room
             own = now[backend.name]
             free += own if own is not None else (total or 0)
         weight = weight_of(placement.weights, backend.labels, free) if divided else 1.0
         if weight <= 0 or free == 0:
-            continue  # a static list leaves it out, or it holds no pod of this application
+            return None  # a static list leaves it out, or it holds no pod of this application
         if not divided and total is not None and free is not None and free < total:
-            continue  # duplicated: every cluster runs them all
-        candidates.append(Pick(backend, score, group, free, weight))
-    candidates.sort(key=lambda pick: pick.group)  # stable: best score first in each group
+            return None  # duplicated: every cluster runs them all
+        return Pick(backend, score, group, free, weight)
+
+    def in_order(first_group: int = 0) -> Iterator[Pick]:
+        """Candidates group by group, best score first in each, made as they are read."""
+        for index in range(first_group, len(groups)):
+            for backend, score in ranked:
+                pick = candidate(backend, score)
+                if pick is not None and pick.group == index:
+                    yield pick
 
     picks: list[Pick] = []
     taken: set[str | None] = set()
@@ -125,15 +129,21 @@ def plan(
     def free_slot(pick: Pick) -> bool:
         return spread_by is None or pick.backend.labels.get(spread_by) not in taken
 
-    for pick in candidates:  # inertia: the current clusters that still fit stay
-        if pick.backend.name in now and free_slot(pick) and len(picks) < placement.clusters:
+    if find is None and now:
+        found = {backend.name: (backend, score) for backend, score in ranked}
+        find = found.get
+    for name in now:  # inertia: the current clusters that still fit stay, in their order
+        entry = find(name) if find is not None else None
+        pick = candidate(*entry) if entry is not None else None
+        if pick is not None and free_slot(pick) and len(picks) < placement.clusters:
             pick.kept = True
             take(pick)
-    for pick in candidates:
-        if len(picks) >= placement.clusters:
-            break
-        if not pick.kept and free_slot(pick):
-            take(pick)
+    if len(picks) < placement.clusters:
+        for pick in in_order():
+            if pick.backend.name not in now and free_slot(pick):
+                take(pick)
+                if len(picks) >= placement.clusters:
+                    break
 
     result = Plan(picks=picks, total=total)
     if not divided:
@@ -163,15 +173,17 @@ def plan(
         shares, missing = divide(total, [p.weight for p in picks], [p.room for p in picks])
         for pick, share in zip(picks, shares, strict=True):
             pick.replicas = share
-    # what the picks cannot hold goes to further clusters of the later groups
-    for pick in candidates:
-        if not missing:
-            break
-        if pick in picks or pick.group == 0 or not free_slot(pick):
-            continue  # without fallback groups, only the chosen clusters share them
+    # what the picks cannot hold goes to further clusters of the later groups (without
+    # fallback groups, only the chosen clusters share them)
+    chosen = {pick.backend.name for pick in picks}
+    for pick in in_order(first_group=1) if missing else ():
+        if pick.backend.name in chosen or not free_slot(pick):
+            continue
         pick.replicas = missing if pick.room is None else min(missing, pick.room)
         missing -= pick.replicas
         take(pick)
+        if not missing:
+            break
     result.picks = [pick for pick in picks if pick.replicas]
     result.missing = missing
     return result
