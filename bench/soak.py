@@ -19,7 +19,11 @@ the system settle, auditing until every invariant holds or ``--settle`` seconds 
 
 - every application that fits somewhere is RUNNING on the cluster its status names, with
   each of its objects there once; one that fits nowhere is PENDING (its copy may still run
-  where it ran, as in Krake, until a cluster fits);
+  where it ran, as in Krake, until a cluster fits); a quarter of them run on two clusters
+  (``spec.placement``): each of its objects is on each of its placements' clusters and no
+  other, every one of them ONLINE and fitting, and the Deployments' replicas read on the
+  member clusters add up to the desired count (divided) or are all there on each
+  (duplicated);
 - no member cluster holds an object labelled as Shoal's whose application is gone, or
   that sits on a cluster the application does not run on (no orphans);
 - no fleet pod is Scheduled without its member pod, and no member pod is made twice or
@@ -216,14 +220,20 @@ class Soak:
             else ["location is US"]
         manifest: list[Obj] = [{"apiVersion": "v1", "kind": "ConfigMap",
                                 "metadata": {"name": name}, "data": {"v": "0"}}]
-        if self.rng.random() < 0.3:
+        spec: Obj = {"manifest": manifest, "constraints": {"cluster": {"labels": labels}}}
+        several = self.rng.random() < 0.25  # on two clusters, replicas divided or duplicated
+        if several:
+            spec["placement"] = {"clusters": 2,
+                                 "replicas": self.rng.choice(["divided", "duplicated"])}
+        if several or self.rng.random() < 0.3:
             manifest.append({
                 "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
-                "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+                "spec": {"replicas": 4 if several else 1,
+                         "selector": {"matchLabels": {"app": name}},
                          "template": {"metadata": {"labels": {"app": name}},
                                       "spec": {"containers": [{"name": "c", "image": "x"}]}}}})
         return {"api": "kubernetes", "kind": "Application", "metadata": {"name": name},
-                "spec": {"manifest": manifest, "constraints": {"cluster": {"labels": labels}}}}
+                "spec": spec}
 
     async def _apps(self) -> list[Obj]:
         return list((await self.api.get(APPS)).json()["items"])
@@ -248,6 +258,8 @@ class Soak:
             return
         app = self.rng.choice(apps)
         app["spec"]["manifest"][0]["data"] = {"v": str(self.rng.randrange(1000))}
+        if app["spec"].get("placement") and self.rng.random() < 0.5:  # its shares change
+            app["spec"]["manifest"][1]["spec"]["replicas"] = self.rng.choice([2, 3, 4, 6])
         answer = await self.api.put(f"{APPS}/{app['metadata']['name']}", json=app)
         self.note(app["metadata"]["name"], f"update: {answer.status_code}")
 
@@ -490,6 +502,7 @@ class Soak:
         apps = {a["metadata"]["name"]: a for a in await self._apps()}
         online = [c for c in clusters.values() if c["status"]["state"] == "ONLINE"]
         held: dict[tuple[str, str, str], list[str]] = defaultdict(list)  # (kind, name, uid)
+        replicas: dict[tuple[str, str], int] = {}  # (application, cluster) → its Deployment's
         for cluster in self.names:
             for path, kind in ((f"/api/v1/namespaces/{NS}/configmaps", "ConfigMap"),
                                (f"/apis/apps/v1/namespaces/{NS}/deployments", "Deployment")):
@@ -499,10 +512,12 @@ class Soak:
                         continue
                     owner = labels.get(LABEL_NAME, "")
                     held[(kind, owner, labels[LABEL_UID])].append(cluster)
+                    if kind == "Deployment":
+                        replicas[(owner, cluster)] = int(obj["spec"].get("replicas", 1))
                     app = apps.get(owner)
                     if app is None or app["metadata"]["uid"] != labels[LABEL_UID]:
                         wrong.append((owner, f"orphan {kind} on {cluster}: application gone"))
-                    elif (app["status"].get("running_on") or {}).get("name") != cluster:
+                    elif cluster not in _runs_on(app):
                         wrong.append((owner, f"orphan {kind} on {cluster}: it runs elsewhere"))
                     elif labels.get(LABEL_NAMESPACE) != NS:
                         wrong.append((owner, f"{kind} on {cluster} labelled for another namespace"))
@@ -529,10 +544,12 @@ class Soak:
             ):
                 wrong.append((name, f"fits but is {status['state']} (running on {running})"))
                 continue
+            expected = sorted(_runs_on(app))
             for obj in app["spec"]["manifest"]:
                 where = held.get((obj["kind"], name, app["metadata"]["uid"]), [])
-                if where != [running]:
-                    wrong.append((name, f"{obj['kind']} on {where}, expected once on {running}"))
+                if sorted(where) != expected:
+                    wrong.append((name, f"{obj['kind']} on {where}, expected once on {expected}"))
+            wrong += _placement_wrong(app, clusters, replicas)
         pods = {p["metadata"]["uid"]: p for p in (await self.api.get(PODS)).json()["items"]}
         members: dict[str, list[str]] = defaultdict(list)
         for cluster in self.names:
@@ -637,6 +654,42 @@ class Soak:
                 break
             await asyncio.sleep(1)
         return time.monotonic() - start, wrong
+
+
+def _runs_on(app: Obj) -> list[str]:
+    """The clusters an application runs on: each of its placements, or its one cluster."""
+    status = app["status"]
+    placed = [p["cluster"]["name"] for p in status.get("placements") or []]
+    return placed or [n for n in [(status.get("running_on") or {}).get("name")] if n]
+
+
+def _placement_wrong(app: Obj, clusters: dict[str, Obj], replicas: dict[tuple[str, str], int]
+                     ) -> list[tuple[str, str]]:  # fmt: skip
+    """What is wrong with an application on several clusters, read on the member clusters:
+    a placement on a cluster that is not ONLINE or does not fit, or Deployments whose
+    replicas do not add up (divided) or are not all there on each (duplicated)."""
+    placement = app["spec"].get("placement")
+    if not placement:
+        return []
+    name, wrong = app["metadata"]["name"], []
+    placed = _runs_on(app)
+    labels = app["spec"]["constraints"]["cluster"]["labels"]
+    for cluster in placed:
+        found = clusters.get(cluster)
+        if found is None or found["status"]["state"] != "ONLINE":
+            wrong.append((name, f"placed on {cluster}, which is not ONLINE"))
+        elif not _matches(labels, found["metadata"]["labels"]):
+            wrong.append((name, f"placed on {cluster}, which no longer fits"))
+    if len(placed) != len(set(placed)) or not 1 <= len(placed) <= placement["clusters"]:
+        wrong.append((name, f"placed on {placed} for {placement['clusters']} clusters"))
+    total = next(int(o["spec"]["replicas"]) for o in app["spec"]["manifest"]
+                 if o["kind"] == "Deployment")  # fmt: skip
+    counts = [replicas.get((name, cluster), 0) for cluster in placed]
+    if placement["replicas"] == "divided" and sum(counts) != total:
+        wrong.append((name, f"divided replicas {counts} on {placed} do not add up to {total}"))
+    if placement["replicas"] == "duplicated" and set(counts) != {total}:
+        wrong.append((name, f"duplicated replicas {counts} on {placed}, expected {total} each"))
+    return wrong
 
 
 def _clusters(clusters: dict[str, Obj]) -> str:

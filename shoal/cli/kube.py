@@ -62,6 +62,21 @@ def _show_explanation(explanation: dict[str, Any], output: Output, title: str) -
             f"1.0 × {sticky['weight']:g}" if sticky else "",
         )
     console.print(ranking)
+    placements = explanation.get("placements") or []
+    if placements:  # several clusters: each one's share, and what it was computed from
+        shares = Table("CLUSTER", "SHARE", "SCORE", "ROOM", "WEIGHT", "SPREAD", "GROUP")
+        for entry in placements:
+            share = entry.get("replicas")
+            shares.add_row(
+                str(entry.get("cluster")),
+                "all" if share is None else str(share),
+                f"{entry.get('score', 0):.4f}",
+                "?" if entry.get("room") is None else str(entry["room"]),
+                f"{entry.get('weight', 0):g}",
+                str(entry.get("spread") or "-"),
+                str(entry.get("group", 0)) + (" (kept)" if entry.get("kept") else ""),
+            )
+        console.print(shares)
     rejected = explanation.get("rejected", [])
     if rejected:
         table = Table("REASON", "COUNT", "CLUSTERS")

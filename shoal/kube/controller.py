@@ -110,6 +110,7 @@ class KubeController(Controller):
         self.applied_at: dict[CacheKey, float] = {}  # loop time of the last apply
         # each copy of an application on several clusters: (app, cluster) → its manifest
         self.copies_applied: dict[tuple[CacheKey, CacheKey], list[Obj]] = {}
+        self.copies_baseline: dict[tuple[CacheKey, CacheKey], dict[Any, Any]] = {}
         self.written: dict[CacheKey, int] = {}  # resource_version of our last write
         self.behind: set[CacheKey] = set()  # reconciles that waited for our last write's event
         self.app_informer: Informer[Application] = Informer(
@@ -200,6 +201,7 @@ class KubeController(Controller):
         self.baseline.pop(key, None)
         for copy in [k for k in self.copies_applied if k[0] == key]:
             del self.copies_applied[copy]
+            self.copies_baseline.pop(copy, None)
         if self.watches is not None:
             self.watches.set_app(key, ())
 

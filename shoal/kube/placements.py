@@ -23,8 +23,8 @@ from shoal.client.informer import cache_key
 from shoal.client.kube import KubeApiError, KubeUnreachable
 from shoal.events import reasons
 from shoal.kube.member import KubeFailure
-from shoal.kube.objects import combined_health, ident, merge_cleanup, ref_key
-from shoal.kube.owners import FINALIZER, Owner
+from shoal.kube.objects import combined_health, ident, merge_cleanup, project, ref_key
+from shoal.kube.owners import FINALIZER, Owner, owned
 from shoal.machinery.types import Obj
 from shoal.model.base import Reason, ReasonCode, ResourceRef
 from shoal.model.kubernetes import (
@@ -86,9 +86,20 @@ async def _apply(
     applied = controller.copies_applied.get((key, where))
     try:
         if applied == manifest:
-            lives = await controller.members.read_all(kube, where, manifest, namespace)
-            if all(live is not None for live in lives):
+            marked = [owned(obj, me) for obj in manifest]
+            lives = await controller.members.read_all(kube, where, marked, namespace)
+            baseline = controller.copies_baseline.get((key, where), {})
+            drifted = [
+                ident(obj)[1:] for obj, live in zip(marked, lives, strict=True)
+                if live is None or (ident(obj) in baseline
+                                    and project(obj, live) != baseline[ident(obj)])
+            ]  # fmt: skip
+            if not drifted:
                 return _health(manifest, lives)
+            changed = ", ".join(f"{kind} {name}" for kind, _, name in drifted)
+            log.info("application %s/%s: %s changed on %s by someone else; applying again",
+                     namespace, app.metadata.name, changed, ref.name)  # fmt: skip
+            controller.drift_repairs += 1
         # what the status says this application runs there is its own
         recorded = {ident(obj) for obj in app.status.last_applied_manifest} if any(
             ref_key(c.cluster) == where for c in app.status.copies) else set()  # fmt: skip
@@ -101,6 +112,7 @@ async def _apply(
             raise KubeFailure(ReasonCode.CLUSTER_NOT_REACHABLE, str(error)) from error
         raise KubeFailure(code, f"cluster {ref.name}: {error}") from error
     controller.copies_applied[(key, where)] = manifest
+    controller.copies_baseline[(key, where)] = done.baseline
     for taken in done.taken:
         message = f"Took over {taken} on {ref.name} (conflict_resolution: overwrite)"
         controller.events.emit(app, "TookOver", message, type="Warning")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Iterable
 from dataclasses import KW_ONLY, InitVar, dataclass, field
 from typing import Any
 
@@ -25,6 +26,7 @@ from shoal.client.rest import ApiError, Conflict, ShoalClient, Unreachable
 from shoal.controllers.base import Controller
 from shoal.events import Recorder, reasons
 from shoal.machinery.quantity import number
+from shoal.machinery.resources import CPU, add, pod_requests
 from shoal.machinery.types import Obj
 from shoal.model.base import Reason, ReasonCode
 from shoal.model.kubernetes import Cluster, ClusterNode, ClusterState, ClusterStatus
@@ -37,10 +39,14 @@ MAX_NODE_ENTRIES = 50
 PRESSURE = ("MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable")
 CONDITION_KEYS = ("message", "reason", "status", "type")
 NODES = "/api/v1/nodes"
+PODS = "/api/v1/pods"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 # The fields the observer writes (a field-level patch: docs/status-ownership.md).
 OWN_FIELDS = ("state", "reason", "nodes", "node_summary", "custom_resources")
 OWN_REASONS = (ReasonCode.CLUSTER_NOT_REACHABLE, ReasonCode.KUBERNETES_ERROR)
+REQUESTED_EVERY = 5.0
+"""Seconds between two status writes that would change only what the pods request: every
+pod started or stopped is not worth a write (and a watch event to every component)."""
 
 
 def add_quantities(total: dict[str, float], more: dict[str, Any]) -> dict[str, float]:
@@ -54,6 +60,34 @@ def _condition(node: Obj, kind: str) -> bool:
         if cond.get("type") == kind:
             return bool(cond.get("status") == "True")
     return False
+
+
+def pod_usage(pod: Obj) -> Obj | None:
+    """What a pod takes from its node, as the observer keeps it; None when it takes nothing
+    (not bound to a node yet, or finished)."""
+    spec = pod.get("spec") or {}
+    node = spec.get("nodeName")
+    if not node or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        return None
+    return {"node": node, "requests": pod_requests(spec)}
+
+
+def pod_key(pod: Obj) -> str:
+    meta = pod["metadata"]
+    return f"{meta.get('namespace') or ''}/{meta['name']}"
+
+
+def requested(usages: Iterable[Obj]) -> dict[str, float]:
+    """What the pods on the nodes request in total, in the units of ``allocatable``."""
+    total: dict[str, int] = {}
+    for usage in usages:
+        add(total, usage["requests"])
+    return {name: round(value / 1000 if name == CPU else value, 3)
+            for name, value in sorted(total.items())}  # fmt: skip
+
+
+def _without_requested(summary: list[Obj]) -> list[Obj]:
+    return [{k: v for k, v in summary[0].items() if k != "requested"}, *summary[1:]]
 
 
 def summarize_nodes(nodes: list[Obj]) -> tuple[list[Obj], int, bool]:
@@ -115,6 +149,7 @@ class Watched:
 
     nodes: Reflector
     crds: Reflector
+    pods: Reflector
     wake: asyncio.Event
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
 
@@ -147,6 +182,7 @@ class ClusterObserver(Controller):
         self.events = Recorder(self.client, "cluster-observer")
         super().__init__()
         self._written: dict[ClusterKey, Cluster] = {}
+        self._written_at: dict[ClusterKey, float] = {}  # loop time of our last status write
         self.passes = 0  # status derivations (tests, metrics)
         self.writes = 0
 
@@ -208,15 +244,20 @@ class ClusterObserver(Controller):
                 raise KubeUnreachable(f"cluster {key[1]} is gone")
             return await self.kube.get(cluster)
 
-        def reflector(path: str, absent_ok: bool) -> Reflector:
-            return Reflector(
-                path, kube, wake.set, resync=self.interval, retry=self.retry, absent_ok=absent_ok
-            )
+        def reflector(path: str, absent_ok: bool, **options: Any) -> Reflector:
+            return Reflector(path, kube, wake.set, resync=self.interval, retry=self.retry,
+                             absent_ok=absent_ok, **options)  # fmt: skip
 
-        watched = Watched(reflector(NODES, False), reflector(CRDS, True), wake)
+        watched = Watched(
+            reflector(NODES, False),
+            reflector(CRDS, True),
+            reflector(PODS, True, key=pod_key, keep=pod_usage),
+            wake,
+        )
         watched.tasks = [
             asyncio.create_task(watched.nodes.run()),
             asyncio.create_task(watched.crds.run()),
+            asyncio.create_task(watched.pods.run()),
             asyncio.create_task(self._writer(key, watched)),
         ]
         self._watched[key] = watched
@@ -224,6 +265,7 @@ class ClusterObserver(Controller):
     def _stop(self, key: ClusterKey) -> None:
         watched = self._watched.pop(key, None)
         self._written.pop(key, None)
+        self._written_at.pop(key, None)
         if watched is not None:
             watched.cancel()
 
@@ -266,6 +308,10 @@ class ClusterObserver(Controller):
             status = self.derive(cluster, watched)
             if status is None or status == cluster.status:
                 return
+            wait = self._requested_wait(key, cluster.status, status)
+            if wait > 0:  # only the pods' requests moved, and we wrote a moment ago
+                asyncio.get_running_loop().call_later(wait, watched.wake.set)
+                return
             if status.state is ClusterState.CONNECTING:
                 watched.wake.set()  # one write in CONNECTING, then the real state
             fields = {name: getattr(status, name) for name in OWN_FIELDS}
@@ -274,9 +320,24 @@ class ClusterObserver(Controller):
                     Cluster, key[1], key[0], fields, cluster.metadata.resource_version
                 )
                 self.writes += 1
+                self._written_at[key] = asyncio.get_running_loop().time()
                 return
             except Conflict:  # the state may have changed (FAILING_METRICS): derive again
                 cluster = await self.client.get(Cluster, key[1], key[0])
+
+    def _requested_wait(self, key: ClusterKey, old: ClusterStatus, new: ClusterStatus) -> float:
+        """Seconds to hold a write that changes nothing but the totals' ``requested``."""
+        before, after = old.node_summary, new.node_summary
+        if not before or not after or "requested" not in before[0]:
+            return 0.0
+        if _without_requested(before) != _without_requested(after):
+            return 0.0
+        if old.model_copy(update={"node_summary": []}) != new.model_copy(
+            update={"node_summary": []}
+        ):
+            return 0.0
+        since = asyncio.get_running_loop().time() - self._written_at.get(key, float("-inf"))
+        return max(0.0, REQUESTED_EVERY - since)
 
     def derive(self, cluster: Cluster, watched: Watched) -> ClusterStatus | None:
         """The cluster's status with the observer's fields as the watches show them now.
@@ -299,6 +360,8 @@ class ClusterObserver(Controller):
             return None
         nodes = [watched.nodes.items[name] for name in sorted(watched.nodes.items)]
         summary, ready, pressure = summarize_nodes(nodes)
+        if watched.pods.synced:  # room for more pods: allocatable minus requested
+            summary[0]["requested"] = requested(watched.pods.items.values())
         status.node_summary = summary
         status.nodes = krake_nodes(nodes)
         status.custom_resources = sorted(watched.crds.items)

@@ -22,9 +22,22 @@ from shoal.machinery.types import Obj
 log = logging.getLogger(__name__)
 
 
+def _name(obj: Obj) -> str:
+    return str(obj["metadata"]["name"])
+
+
+def _whole(obj: Obj) -> Obj | None:
+    return obj
+
+
 @dataclass(eq=False)
 class Reflector:
-    """``items`` (name → object) of the list at ``path``, as the cluster has them now."""
+    """``items`` (key → object) of the list at ``path``, as the cluster has them now.
+
+    ``key`` names an item (its name; ``namespace/name`` for namespaced lists);
+    ``keep`` is what is kept of it (None: nothing, as if it were not there). An
+    event that changes nothing kept wakes no one.
+    """
 
     path: str
     get_kube: Callable[[], Awaitable[KubeCluster]]
@@ -34,6 +47,8 @@ class Reflector:
     retry: float = 0.25
     max_retry: float = 10.0
     absent_ok: bool = False  # 403/404 on the list is an empty list (no CRD API, no rights)
+    key: Callable[[Obj], str] = _name
+    keep: Callable[[Obj], Obj | None] = _whole
     items: dict[str, Obj] = field(default_factory=dict, init=False)
     synced: bool = field(default=False, init=False)
     error: Exception | None = field(default=None, init=False)
@@ -70,11 +85,12 @@ class Reflector:
                 raise
             data = {"metadata": {"resourceVersion": ""}}
         self.lists += 1
-        self.items = {
-            str(item["metadata"]["name"]): item
-            for item in data.get("items") or []
-            if (item.get("metadata") or {}).get("name")
-        }
+        self.items = {}
+        for item in data.get("items") or []:
+            if (item.get("metadata") or {}).get("name"):
+                kept = self.keep(item)
+                if kept is not None:
+                    self.items[self.key(item)] = kept
         self.synced, self.error = True, None
         self.on_change()
         return str((data.get("metadata") or {}).get("resourceVersion") or "") or None
@@ -85,16 +101,20 @@ class Reflector:
         meta = obj.get("metadata") or {}
         kind = event.get("type")
         name = meta.get("name")
-        if kind in ("ADDED", "MODIFIED") and name:
-            self.items[str(name)] = obj
-        elif kind == "DELETED" and name:
-            self.items.pop(str(name), None)
         version = meta.get("resourceVersion")
         if kind == "BOOKMARK" or not name:
             return str(version) if version else None
+        key = self.key(obj)
+        before = self.items.get(key)
+        kept = self.keep(obj) if kind in ("ADDED", "MODIFIED") else None
+        if kept is None:
+            self.items.pop(key, None)
+        else:
+            self.items[key] = kept
         self.events += 1
-        if self.error is not None:
-            self.error = None
+        if self.error is None and kept == before:
+            return str(version) if version else None  # nothing kept changed
+        self.error = None
         self.on_change()
         return str(version) if version else None
 

@@ -236,10 +236,10 @@ class RescheduleTaskController(Controller):
                 if app.metadata.deleted is not None:
                     continue
                 key = _app_key(app)
-                where = app.status.scheduled_to
-                on = (where.namespace or DEFAULT_NAMESPACE, where.name) if where else None
+                refs = [app.status.scheduled_to, *(p.cluster for p in app.status.placements)]
+                on = {(r.namespace or DEFAULT_NAMESPACE, r.name) for r in refs if r is not None}
                 if key not in chosen and (
-                    on in clusters
+                    bool(on & clusters)
                     or any(
                         ns == key[0] and selector.matches(app.metadata.labels)
                         for ns, selector in selectors

@@ -41,7 +41,9 @@ def _answer(value: Any) -> Any:
     return {k: value[k] for k in _ANSWER if k in value} if isinstance(value, dict) else value
 
 
-_JUDGED = ("state", "reason", "scheduled_to", "last_scheduled", "reschedule_requested")
+_JUDGED = (
+    "state", "reason", "scheduled_to", "last_scheduled", "reschedule_requested", "placements"
+)
 
 if TYPE_CHECKING:
     _Status = ApplicationStatus  # the view's fields are the application's, typed alike

@@ -17,6 +17,7 @@ from shoal.model.scheduling import RescheduleTask, RescheduleTaskSpec, ResourceS
 from shoal.reschedule.controller import RescheduleTaskController
 from shoal.scheduler.scheduler import Scheduler
 from shoal.sim.server import SimServer
+from tests.events.test_scenario import until
 from tests.multicluster.conftest import NS, replicas_on, spread_app
 from tests.util import wait_for
 
@@ -130,6 +131,13 @@ async def test_share_fails_over_and_a_reschedule_brings_it_back(
     assert await replicas_on(kube, "web") == {"de-1": (5, 5), "fr-1": (5, 5)}
     task = await wait_for(lambda: _finished(client, "back"), timeout=10, message="task done")
     assert (task.status.total, task.status.successful, task.status.failed) == (1, 1, 0)
+    # what the events say: the first shares, the share that moved, the division on request
+    scheduled = await until(client, "Application", "web", "Scheduled")
+    assert scheduled.message == "Scheduled to de-1: 5, fr-1: 5"
+    moved = await until(client, "Application", "web", "ShareMoved")
+    assert moved.message == "Share of de-1 moved to de-2: 5; now fr-1: 5, de-2: 5"
+    rebalanced = await until(client, "Application", "web", "Rebalanced")
+    assert rebalanced.message.startswith("Rebalanced on request: fr-1: 5, de-2: 5 → ")
 
 
 async def _finished(client: ShoalClient, name: str) -> RescheduleTask | None:

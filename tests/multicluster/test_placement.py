@@ -9,8 +9,9 @@ import pytest
 
 from shoal.client.kube import KubeCluster
 from shoal.client.rest import NotFound, ShoalClient
-from shoal.model.kubernetes import Application, ApplicationState
+from shoal.model.kubernetes import Application, ApplicationState, Cluster
 from shoal.scheduler.scheduler import Scheduler
+from shoal.testing import fleet
 from tests.multicluster.conftest import NS, replicas_on, spread_app
 from tests.util import wait_for
 
@@ -37,6 +38,22 @@ async def test_divided_evenly_over_two_locations(
     shares = {p.cluster.name: (p.replicas, p.ready_replicas, p.state) for p in placements}
     assert shares == {name: (5, 5, ApplicationState.RUNNING) for name in live}
     assert app.status.running_on == app.status.placements[0].cluster  # Krake's one cluster
+
+    # someone scales one copy by hand: its share is applied again
+    other = app.status.placements[1].cluster.name
+    live_copy = await kube[other].read(
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}}, NS
+    )
+    assert live_copy is not None
+    live_copy["spec"]["replicas"] = 1
+    await kube[other].request(
+        "PUT", f"/apis/apps/v1/namespaces/{NS}/deployments/web", body=live_copy
+    )
+
+    async def repaired() -> bool:
+        return (await replicas_on(kube, "web")).get(other) == (5, 5)
+
+    await wait_for(repaired, timeout=15, message=f"the copy on {other} repaired")
 
     await client.delete(Application, "web", NS)
 
@@ -97,3 +114,26 @@ async def test_overrides_apply_to_the_clusters_they_select(
         if live is not None:
             images[name[:2]] = live["spec"]["template"]["spec"]["containers"][0]["image"]
     assert images == {"de": "nginx:1", "fr": image}
+
+
+@pytest.mark.parametrize("sizes", [{"de-1": "4", "fr-1": "4"}])
+async def test_dynamic_weights_leave_out_what_running_pods_request(
+    client: ShoalClient, kube: dict[str, KubeCluster], control_plane: Scheduler
+) -> None:
+    filler = fleet.deployment("filler", "busy:1", requests={"cpu": "2"}, replicas=2)
+    await kube["fr-1"].apply(filler, NS)  # half of fr-1's 8 cpu, run by someone else
+
+    async def observed() -> bool:
+        cluster = await client.get(Cluster, "fr-1", NS)
+        totals = cluster.status.node_summary[0] if cluster.status.node_summary else {}
+        return (totals.get("requested") or {}).get("cpu") == 4.0
+
+    await wait_for(observed, timeout=15, message="fr-1's requested cpu observed")
+    placement = {**EVEN, "weights": "dynamic", "fallback": ["tier is primary"]}
+    app = spread_app("dyn", 6, placement)
+    container = app.spec.manifest[0]["spec"]["template"]["spec"]["containers"][0]
+    container["resources"] = {"requests": {"cpu": "500m"}}
+    await client.create(app)
+    await wait_for(lambda: _running(client, "dyn"), timeout=15, message="dyn RUNNING")
+    # room for 500m pods: de-1 8 cpu = 16 pods, fr-1 8 - 4 requested = 8 pods: 2:1
+    assert await replicas_on(kube, "dyn") == {"de-1": (4, 4), "fr-1": (2, 2)}
