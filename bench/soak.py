@@ -657,10 +657,15 @@ class Soak:
 
 
 def _runs_on(app: Obj) -> list[str]:
-    """The clusters an application runs on: each of its placements, or its one cluster."""
+    """The clusters an application runs on: each of its placements (or, while it waits, of
+    its copies), or its one cluster."""
     status = app["status"]
     placed = [p["cluster"]["name"] for p in status.get("placements") or []]
-    return placed or [n for n in [(status.get("running_on") or {}).get("name")] if n]
+    if placed:
+        return placed
+    # placed nowhere now (it waits): its copies may run where they ran, as one cluster's may
+    ran = [c["cluster"]["name"] for c in status.get("copies") or []]
+    return ran or [n for n in [(status.get("running_on") or {}).get("name")] if n]
 
 
 def _placement_wrong(app: Obj, clusters: dict[str, Obj], replicas: dict[tuple[str, str], int]

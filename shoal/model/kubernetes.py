@@ -94,6 +94,16 @@ class ObjectPatch(Model):
     name: str = Field(min_length=1, max_length=253)
     merge: dict[str, Any]
 
+    @field_validator("merge")
+    @classmethod
+    def _same_object(cls, merge: dict[str, Any]) -> dict[str, Any]:
+        """An override changes an object, never which object it is."""
+        metadata = merge.get("metadata")
+        named = isinstance(metadata, dict) and ({"name", "namespace"} & set(metadata))
+        if {"apiVersion", "kind"} & set(merge) or named:
+            raise ValueError("may not change apiVersion, kind, metadata.name or namespace")
+        return merge
+
 
 class Override(Model):
     """What differs on the clusters a label constraint selects."""
