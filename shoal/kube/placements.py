@@ -228,8 +228,7 @@ async def deploy(controller: KubeController, app: Application) -> None:
         controller.failures.pop(key, None)
         controller.queue.add_after(key, controller.resync)
         return
-    fields["deploy_state"] = phase if status.deploy_state is not ApplicationState.RUNNING or (
-        failures or not_ready) else status.deploy_state  # fmt: skip
+    fields["deploy_state"] = phase  # a placement is not ready yet: not RUNNING
     if failures:
         message = f"placements not ready: {'; '.join(failures)}"
         fields["deploy_reason"] = Reason(

@@ -25,6 +25,16 @@ async def _running(client: ShoalClient, name: str) -> Application | None:
     return app if app.status.state is ApplicationState.RUNNING else None
 
 
+async def _run_dynamic(client: ShoalClient, replicas: int) -> None:
+    """``dyn``: ``replicas`` pods of 500m on the primaries, divided by their room."""
+    placement = {**EVEN, "weights": "dynamic", "fallback": ["tier is primary"]}
+    app = spread_app("dyn", replicas, placement)
+    container = app.spec.manifest[0]["spec"]["template"]["spec"]["containers"][0]
+    container["resources"] = {"requests": {"cpu": "500m"}}
+    await client.create(app)
+    await wait_for(lambda: _running(client, "dyn"), timeout=15, message="dyn RUNNING")
+
+
 async def test_divided_evenly_over_two_locations(
     client: ShoalClient, kube: dict[str, KubeCluster], control_plane: Scheduler
 ) -> None:
@@ -82,12 +92,7 @@ async def test_duplicated_runs_every_replica_on_each_cluster(
 async def test_dynamic_weights_follow_free_capacity(
     client: ShoalClient, kube: dict[str, KubeCluster], control_plane: Scheduler
 ) -> None:
-    placement = {**EVEN, "weights": "dynamic", "fallback": ["tier is primary"]}
-    app = spread_app("dyn", 8, placement)
-    container = app.spec.manifest[0]["spec"]["template"]["spec"]["containers"][0]
-    container["resources"] = {"requests": {"cpu": "500m"}}
-    await client.create(app)
-    await wait_for(lambda: _running(client, "dyn"), timeout=15, message="dyn RUNNING")
+    await _run_dynamic(client, 8)
     live = await replicas_on(kube, "dyn")
     # room for 500m pods: de-1 2 nodes x 2 cpu = 8 pods, fr-1 2 x 6 cpu = 24 pods: 1:3
     assert live == {"de-1": (2, 2), "fr-1": (6, 6)}
@@ -129,11 +134,6 @@ async def test_dynamic_weights_leave_out_what_running_pods_request(
         return (totals.get("requested") or {}).get("cpu") == 4.0
 
     await wait_for(observed, timeout=15, message="fr-1's requested cpu observed")
-    placement = {**EVEN, "weights": "dynamic", "fallback": ["tier is primary"]}
-    app = spread_app("dyn", 6, placement)
-    container = app.spec.manifest[0]["spec"]["template"]["spec"]["containers"][0]
-    container["resources"] = {"requests": {"cpu": "500m"}}
-    await client.create(app)
-    await wait_for(lambda: _running(client, "dyn"), timeout=15, message="dyn RUNNING")
+    await _run_dynamic(client, 6)
     # room for 500m pods: de-1 8 cpu = 16 pods, fr-1 8 - 4 requested = 8 pods: 2:1
     assert await replicas_on(kube, "dyn") == {"de-1": (4, 4), "fr-1": (2, 2)}
