@@ -18,13 +18,12 @@ import typer
 from shoal.cli.commands import KIND_GROUPS
 from shoal.cli.config import run
 from shoal.cli.names import DEFAULT_NAMESPACE
-from shoal.cli.output import FORMATS, dig, show, table_lines
+from shoal.cli.output import FORMATS, describe_shares, dig, show, table_lines
 from shoal.client.rest import NotFound, ShoalClient
 from shoal.events.recorder import KIND_LABEL, NAME_LABEL
 from shoal.model.application_status import staleness
 from shoal.model.base import Kind
 from shoal.model.kubernetes import Application, Cluster
-from shoal.model.placement import describe_shares
 
 EVENTS = 20  # the most recent events shown
 NamespaceOption = typer.Option(DEFAULT_NAMESPACE, "-n", "--namespace", help="Namespace.")

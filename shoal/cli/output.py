@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from shoal.model.catalog import Column, Entry, entry_of
-from shoal.model.placement import describe_shares
 
 if TYPE_CHECKING:
     from shoal.model.base import Kind
@@ -155,6 +154,12 @@ def _cordoned(obj: dict[str, Any], state: Any) -> Any:
 def _nodes(obj: dict[str, Any], summary: Any) -> str | None:
     total = next((n for n in summary or [] if isinstance(n, dict) and n.get("summary")), None)
     return None if total is None else f"{total.get('ready')}/{total.get('count')}"
+
+
+def describe_shares(counts: list[Any]) -> str:
+    """``3 clusters (4/3/3)``: how many clusters run an application, and each one's share."""
+    numbers = "/".join("all" if count is None else str(count) for count in counts)
+    return f"{len(counts)} {'cluster' if len(counts) == 1 else 'clusters'} ({numbers})"
 
 
 def _placements(obj: dict[str, Any], placements: Any) -> str | None:

@@ -156,13 +156,6 @@ def ready_replicas(live: Obj | None) -> int:
     return int(status.get("readyReplicas") or 0)
 
 
-def describe_shares(counts: Sequence[int | None]) -> str:
-    """``3 clusters (4/3/3)``, as ``-o wide`` and the events show a placement."""
-    numbers = "/".join("all" if count is None else str(count) for count in counts)
-    noun = "cluster" if len(counts) == 1 else "clusters"
-    return f"{len(counts)} {noun} ({numbers})"
-
-
 def weight_of(weights: Any, labels: Mapping[str, str], free: int | None) -> float:
     """A cluster's weight: 1 (even), its room for pods (dynamic), its first matching rule's."""
     if weights == "even":

@@ -83,7 +83,7 @@ async def _describe_and_wide_lists(fleet: Shoal) -> None:
     plain = ok(await shoal_cli(fleet, "kube", "app", "list")).output.splitlines()[0].split()
     wide = ok(await shoal_cli(fleet, "get", "apps", "-o", "wide")).output.splitlines()
     assert "SCORE" not in plain
-    assert wide[0].split()[-4:] == ["SCORE", "ATTEMPTS", "PLACED", "LABELS"]
+    assert wide[0].split()[-5:] == ["SCORE", "PLACEMENTS", "ATTEMPTS", "PLACED", "LABELS"]
     row = next(line for line in wide if line.split()[1] == "web")
     assert "team=shop,tier=web" in row or "tier=web,team=shop" in row
     clusters = ok(await shoal_cli(fleet, "kube", "cluster", "list", "-o", "wide")).output
