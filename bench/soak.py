@@ -100,6 +100,7 @@ class Soak:
         self.removed: set[str] = set()  # acknowledged deletes
         self.cordoned: set[str] = set()
         self.informers: dict[str, int] = {}  # component → informers the audit compared
+        self.several = (0, 0)  # applications with spec.placement, and on two clusters
         self.rng = random.Random(args.seed)
         self.data = data
         self.port = free_port()
@@ -550,6 +551,8 @@ class Soak:
                 if sorted(where) != expected:
                     wrong.append((name, f"{obj['kind']} on {where}, expected once on {expected}"))
             wrong += _placement_wrong(app, clusters, replicas)
+        spread = [a for a in apps.values() if a["spec"].get("placement")]
+        self.several = (len(spread), sum(len(_runs_on(a)) > 1 for a in spread))
         pods = {p["metadata"]["uid"]: p for p in (await self.api.get(PODS)).json()["items"]}
         members: dict[str, list[str]] = defaultdict(list)
         for cluster in self.names:
@@ -744,6 +747,8 @@ async def run(args: argparse.Namespace) -> int:
             print("refused while a component was down: "
                   + ", ".join(f"{k} {v}" for k, v in sorted(soak.errors.items())))
         print(f"components running at the end: {', '.join(sorted(left))}")
+        print(f"applications on several clusters at the end: {soak.several[0]} "
+              f"({soak.several[1]} running on two)")  # fmt: skip
         print("informers compared with the store: "
               + ", ".join(f"{k} {v}" for k, v in sorted(soak.informers.items())))  # fmt: skip
         if not wrong:
