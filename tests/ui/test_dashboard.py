@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from shoal.api.server import start_api
-from shoal.model.kubernetes import Application, Cluster
+from shoal.model.kubernetes import Application, Cluster, Placement
 from shoal.model.pods import Pod
 from shoal.model.scheduling import RescheduleTask
 from shoal.scheduler.scheduler import Scheduler
@@ -325,3 +325,23 @@ async def test_without_a_token_the_dashboard_asks_to_sign_in(tmp_path: Path) -> 
                 await chromium.close()
     finally:
         await server.stop()
+
+
+async def test_an_application_on_several_clusters(shoal: Shoal, browser: Browser) -> None:
+    """Its page lists each cluster with its ready replicas; the list shows every cluster."""
+    app = app_with_labels("web")
+    app.metadata.name = "spread"
+    app.spec.manifest[0]["metadata"]["name"] = "spread"
+    app.spec.manifest[0]["spec"]["replicas"] = 4
+    app.spec.placement = Placement(clusters=2, replicas="divided")
+    await shoal.client.create(app)
+    page = browser.page
+    await browser.open("applications/default/spread")
+    placements = page.locator("#placements")
+    await placements.filter(has_text="sim-1 2/2 ready").wait_for()
+    await placements.filter(has_text="sim-2 2/2 ready").wait_for()
+    await browser.screenshot("application-placements")
+    await browser.open("applications")
+    row = page.locator(".vt-row", has_text="spread")
+    await row.filter(has_text="sim-1 (2/2)").filter(has_text="sim-2 (2/2)").wait_for()
+    assert browser.errors == []

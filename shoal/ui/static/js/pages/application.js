@@ -54,7 +54,9 @@ export function render(root, namespace, name) {
     const on = s.scheduled_to ? s.scheduled_to.name : null;
     fill(head, pageHead(name, {
       crumbs: [link("Applications", "applications"), " / ", namespace],
-      sub: [badge(s.state), " ", on ? ["on ", link(on, "clusters", s.scheduled_to.namespace || namespace, on)] : "not placed", s.reason ? h("span", { class: "muted" }, ` · ${s.reason.message || s.reason.code}`) : ""],
+      sub: [badge(s.state), " ", (s.placements || []).length > 1
+        ? ["on ", s.placements.flatMap((p, i) => [i ? ", " : "", link(p.cluster.name, "clusters", p.cluster.namespace || namespace, p.cluster.name)])]
+        : on ? ["on ", link(on, "clusters", s.scheduled_to.namespace || namespace, on)] : "not placed", s.reason ? h("span", { class: "muted" }, ` · ${s.reason.message || s.reason.code}`) : ""],
       actions: h("div", { class: "actions" }, explain, task, s.state === "FAILED" ? retry : reschedule),
     }));
     decisionTitle.textContent = dryRun ? "Dry run: where it would go now" : "Scheduling decision";
