@@ -152,10 +152,28 @@ class Watched:
     pods: Reflector
     wake: asyncio.Event
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
+    # the nodes' summary, made again only when the nodes changed: (nodes.changes, summary)
+    summary: tuple[int, tuple[list[Obj], int, bool], list[ClusterNode]] | None = None
+    pods_timer: asyncio.TimerHandle | None = None  # a wake for the pods' requests, pending
+    pods_seen: bool = False  # the pods' requests were summed once (the next wait)
 
     def cancel(self) -> None:
         for task in self.tasks:
             task.cancel()
+        if self.pods_timer is not None:
+            self.pods_timer.cancel()
+
+    def pods_changed(self) -> None:
+        """A pod started or stopped: what the pods request is summed at once the first time,
+        then at most every ``REQUESTED_EVERY`` seconds (each pod is not worth a pass)."""
+        if not self.pods_seen:
+            self.wake.set()
+        elif self.pods_timer is None:
+            def due() -> None:
+                self.pods_timer = None
+                self.wake.set()
+
+            self.pods_timer = asyncio.get_running_loop().call_later(REQUESTED_EVERY, due)
 
 
 @dataclass(eq=False)
@@ -248,12 +266,9 @@ class ClusterObserver(Controller):
             return Reflector(path, kube, wake.set, resync=self.interval, retry=self.retry,
                              absent_ok=absent_ok, **options)  # fmt: skip
 
-        watched = Watched(
-            reflector(NODES, False),
-            reflector(CRDS, True),
-            reflector(PODS, True, key=pod_key, keep=pod_usage),
-            wake,
-        )
+        pods = reflector(PODS, True, key=pod_key, keep=pod_usage)
+        watched = Watched(reflector(NODES, False), reflector(CRDS, True), pods, wake)
+        pods.on_change = watched.pods_changed
         watched.tasks = [
             asyncio.create_task(watched.nodes.run()),
             asyncio.create_task(watched.crds.run()),
@@ -358,12 +373,16 @@ class ClusterObserver(Controller):
             return status
         if not (watched.nodes.synced and watched.crds.synced):
             return None
-        nodes = [watched.nodes.items[name] for name in sorted(watched.nodes.items)]
-        summary, ready, pressure = summarize_nodes(nodes)
+        if watched.summary is None or watched.summary[0] != watched.nodes.changes:
+            nodes = [watched.nodes.items[name] for name in sorted(watched.nodes.items)]
+            watched.summary = (watched.nodes.changes, summarize_nodes(nodes), krake_nodes(nodes))
+        status.nodes = list(watched.summary[2])
+        summary, ready, pressure = watched.summary[1]
+        summary = [dict(summary[0]), *summary[1:]]
         if watched.pods.synced:  # room for more pods: allocatable minus requested
             summary[0]["requested"] = requested(watched.pods.items.values())
+            watched.pods_seen = True
         status.node_summary = summary
-        status.nodes = krake_nodes(nodes)
         status.custom_resources = sorted(watched.crds.items)
         if cluster.status.state is ClusterState.FAILING_METRICS:
             pass  # the scheduler's state while the cluster answers

@@ -54,6 +54,7 @@ class Reflector:
     error: Exception | None = field(default=None, init=False)
     lists: int = field(default=0, init=False)  # (re-)lists done (tests, metrics)
     events: int = field(default=0, init=False)  # watch events applied
+    changes: int = field(default=0, init=False)  # lists, failures and events that changed items
 
     async def run(self) -> None:
         """Until cancelled."""
@@ -92,6 +93,7 @@ class Reflector:
                 if kept is not None:
                     self.items[self.key(item)] = kept
         self.synced, self.error = True, None
+        self.changes += 1
         self.on_change()
         return str((data.get("metadata") or {}).get("resourceVersion") or "") or None
 
@@ -115,6 +117,7 @@ class Reflector:
         if self.error is None and kept == before:
             return str(version) if version else None  # nothing kept changed
         self.error = None
+        self.changes += 1
         self.on_change()
         return str(version) if version else None
 
@@ -123,5 +126,6 @@ class Reflector:
         cluster answers)."""
         log.debug("list/watch %s: %s", self.path, error)
         self.error = error
+        self.changes += 1
         self.on_change()
         return True
