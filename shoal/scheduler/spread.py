@@ -184,6 +184,7 @@ def plan(
         take(pick)
         if not missing:
             break
-    result.picks = [pick for pick in picks if pick.replicas]
+    # a cluster whose share is 0 runs nothing (scaled to 0: the best one keeps the objects)
+    result.picks = [pick for pick in picks if pick.replicas] or picks[:1]
     result.missing = missing
     return result

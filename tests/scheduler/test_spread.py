@@ -108,3 +108,12 @@ def test_each_copy_divides_every_replicated_object_alike() -> None:
     assert second[2] == manifest[2]
     assert copy_for(manifest, [None, None], 0, {})[0]["spec"]["replicas"] == 10  # duplicated
     assert manifest[0]["spec"]["replicas"] == 10  # the application's manifest is untouched
+
+
+def test_a_share_of_nothing_runs_nowhere_but_scaled_to_zero_stays_placed() -> None:
+    ranked = [_cluster(n) for n in ("a", "b", "c")]
+    placement = _placement(clusters=3, replicas="divided")
+    assert plan(placement, ranked, 1, {"pods": 1}).clusters == [("a", 1)]
+    assert plan(placement, ranked, 0, {"pods": 1}).clusters == [("a", 0)]
+    assert plan(_placement(clusters=2), ranked, None, {"pods": 1}).clusters == [
+        ("a", None), ("b", None)]  # nothing replicated (ConfigMaps): duplicated on both
