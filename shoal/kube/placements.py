@@ -34,7 +34,7 @@ from shoal.model.kubernetes import (
     CopyStatus,
     PlacementStatus,
 )
-from shoal.model.placement import REPLICA_FIELDS, copy_for, ready_replicas
+from shoal.model.placement import REPLICA_FIELDS, copy_for, desired_replicas, ready_replicas
 
 if TYPE_CHECKING:
     from shoal.kube.controller import KubeController
@@ -137,9 +137,14 @@ async def deploy(controller: KubeController, app: Application) -> None:
         app = await controller._set_finalizers(app, [*app.metadata.finalizers, FINALIZER])
     status = app.status
     copies = {ref_key(c.cluster): c for c in status.copies}
+    running = status.running_on
+    if not copies and running is not None:  # it ran on one cluster: that copy is one of them
+        ran = desired_replicas(status.last_applied_manifest)  # shrunk only after the others grew
+        copies[ref_key(running)] = CopyStatus(cluster=running, replicas=ran,
+                                              state=ApplicationState.RUNNING)  # fmt: skip
     wanted = {ref_key(p.cluster) for p in status.placements}
     leaving = [c for where, c in copies.items() if where not in wanted]
-    first_time = not status.copies and status.running_on is None
+    first_time = not copies
     phase = ApplicationState.CREATING if first_time else ApplicationState.RECONCILING
     if any(copies.get(ref_key(p.cluster)) is None for p in status.placements) and not first_time:
         phase = ApplicationState.MIGRATING
@@ -149,13 +154,14 @@ async def deploy(controller: KubeController, app: Application) -> None:
     health = ContainerHealth()
     failures: list[str] = []
     failure_code: ReasonCode | None = None
-    all_ready = True
-    pending = [(p, m) for p, m in zip(status.placements, copied, strict=True)]
-    first_step = [(p, m) for p, m in pending if _grows(p, copies.get(ref_key(p.cluster)))]
-    second_step = [(p, m) for p, m in pending if (p, m) not in first_step]
+    first_step: list[tuple[PlacementStatus, list[Obj]]] = []
+    second_step: list[tuple[PlacementStatus, list[Obj]]] = []
+    for placement, manifest in zip(status.placements, copied, strict=True):
+        grows = _grows(placement, copies.get(ref_key(placement.cluster)))
+        (first_step if grows else second_step).append((placement, manifest))
 
     async def bring(steps: list[tuple[PlacementStatus, list[Obj]]]) -> bool:
-        nonlocal all_ready, failure_code
+        nonlocal failure_code
         ready_all = True
         for placement, manifest in steps:
             where = ref_key(placement.cluster)

@@ -9,7 +9,7 @@ import pytest
 
 from shoal.client.kube import KubeCluster
 from shoal.client.rest import NotFound, ShoalClient
-from shoal.model.kubernetes import Application, ApplicationState, Cluster
+from shoal.model.kubernetes import Application, ApplicationState, Cluster, Placement
 from shoal.scheduler.scheduler import Scheduler
 from shoal.testing import fleet
 from tests.multicluster.conftest import NS, replicas_on, spread_app
@@ -137,3 +137,38 @@ async def test_dynamic_weights_leave_out_what_running_pods_request(
     await _run_dynamic(client, 6)
     # room for 500m pods: de-1 8 cpu = 16 pods, fr-1 8 - 4 requested = 8 pods: 2:1
     assert await replicas_on(kube, "dyn") == {"de-1": (4, 4), "fr-1": (2, 2)}
+
+
+async def test_one_cluster_to_several_and_back_leaves_no_copy_behind(
+    client: ShoalClient, kube: dict[str, KubeCluster], control_plane: Scheduler
+) -> None:
+    app = spread_app("move", 4, EVEN)
+    app.spec.placement = None
+    app.spec.constraints.cluster.labels = ["tier is backup", "location is DE"]
+    await client.create(app)
+    await wait_for(lambda: _running(client, "move"), timeout=15, message="move on de-2")
+    assert await replicas_on(kube, "move") == {"de-2": (4, 4)}
+
+    async def update(**spec: object) -> None:
+        stored = await client.get(Application, "move", NS)
+        await client.update(stored.model_copy(
+            update={"spec": stored.spec.model_copy(update=spec)}))  # fmt: skip
+
+    constraints = app.spec.constraints.model_copy(deep=True)
+    constraints.cluster.labels = ["tier is primary"]
+    await update(placement=Placement.model_validate(EVEN), constraints=constraints)
+
+    async def spread() -> bool:
+        return await replicas_on(kube, "move") == {"de-1": (2, 2), "fr-1": (2, 2)}
+
+    await wait_for(spread, timeout=15, message="move on de-1 and fr-1 only")
+    constraints = constraints.model_copy(deep=True)
+    constraints.cluster.labels = ["location is FR", "tier is backup"]
+    await update(placement=None, constraints=constraints)
+
+    async def single() -> bool:
+        return await replicas_on(kube, "move") == {"fr-2": (4, 4)}
+
+    await wait_for(single, timeout=15, message="move on fr-2 only")
+    final = await wait_for(lambda: _running(client, "move"), timeout=15, message="RUNNING")
+    assert final.status.copies == [] and final.status.placements == []
