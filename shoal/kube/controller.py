@@ -50,6 +50,7 @@ from shoal.kube.objects import (
 )
 from shoal.kube.owners import FINALIZER, LABEL_UID, Owner, owned
 from shoal.kube.watch import ClusterWatches
+from shoal.model.application_status import placed_on, runs_on
 from shoal.model.base import Reason, ReasonCode, ResourceRef
 from shoal.model.kubernetes import Application, ApplicationState, Cluster, ClusterState
 
@@ -566,9 +567,7 @@ class KubeController(Controller):
             if ref is None or cluster is None or cluster.spec.kubeconfig is None:
                 continue  # the cluster is gone from Shoal
             objects: list[Obj] = list(entry.get("objects") or [])
-            if ref == app.status.scheduled_to or any(
-                ref == p.cluster for p in app.status.placements
-            ):
+            if ref in placed_on(app.status):
                 # back where it was: only what the manifest no longer has is stale
                 current = {ident(obj) for obj in app.spec.manifest}
                 objects = [obj for obj in objects if ident(obj) not in current]
@@ -633,18 +632,14 @@ class KubeController(Controller):
         objects = list(reversed(status.last_applied_manifest or app.spec.manifest))
         seen = {ident(obj) for obj in objects}
         objects += [obj for obj in app.spec.manifest if ident(obj) not in seen]
-        refs: list[ResourceRef] = []
-        copies = [c.cluster for c in status.copies]
-        for ref in (status.running_on, status.scheduled_to, *copies,
-                    *(p.cluster for p in status.placements)):  # fmt: skip
-            if ref is not None and ref not in refs:
-                refs.append(ref)
+        running = runs_on(status)
+        refs = running + [ref for ref in placed_on(status) if ref not in running]
         for ref in refs:
             cluster = self._cluster(ref)
             if cluster is None or cluster.spec.kubeconfig is None:
                 continue  # the cluster is gone: nothing left to remove there
             kube = await self._kube(ref, ReasonCode.DELETE_FAILED)
-            recorded = ref == status.running_on or ref in copies
+            recorded = ref in running  # its status says it applied them there
             try:
                 left = await self.members.delete(
                     kube, ref_key(ref), objects, namespace, me, recorded=recorded
@@ -656,14 +651,18 @@ class KubeController(Controller):
                 return
         # copies left behind by migrations: best effort now, else when the cluster answers
         for entry in status.pending_cleanups:
-            ref = cleanup_ref(entry)
-            cluster = self._cluster(ref)
-            if ref is None or ref in refs or cluster is None or cluster.spec.kubeconfig is None:
+            left_on = cleanup_ref(entry)
+            cluster = self._cluster(left_on)
+            if left_on is None or left_on in refs or cluster is None or (
+                cluster.spec.kubeconfig is None
+            ):
                 continue
             stale: list[Obj] = list(entry.get("objects") or [])
             try:
                 kube = await self.kube.get(cluster)
-                await self.members.delete(kube, ref_key(ref), stale, namespace, me, recorded=True)
+                await self.members.delete(
+                    kube, ref_key(left_on), stale, namespace, me, recorded=True
+                )
             except (KubeUnreachable, KubeApiError):
                 self.orphans.setdefault(cache_key(cluster), []).extend(
                     (namespace, o, me) for o in stale

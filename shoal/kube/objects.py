@@ -11,6 +11,7 @@ from typing import Any
 
 from shoal.kube.watch import ClusterKey, Entry
 from shoal.machinery.types import Obj
+from shoal.model.application_status import placed_on, runs_on
 from shoal.model.base import ResourceRef
 from shoal.model.kubernetes import Application, ContainerHealth
 
@@ -134,32 +135,22 @@ def clusters_of(app: Application) -> list[ResourceRef]:
     """Every cluster an application uses: bound to, running on, placed on, copied to, and
     left a copy on (a pending clean-up)."""
     status = app.status
-    refs = [status.scheduled_to, status.running_on]
-    refs += [p.cluster for p in status.placements] + [c.cluster for c in status.copies]
-    refs += [cleanup_ref(entry) for entry in status.pending_cleanups]
-    return [ref for ref in refs if ref is not None]
+    left = [cleanup_ref(entry) for entry in status.pending_cleanups]
+    return [*placed_on(status), *runs_on(status), *(ref for ref in left if ref is not None)]
 
 
 def placement(app: Application) -> tuple[Any, ...]:
     """What the watched objects of ``app`` depend on (most events change none of it)."""
     status = app.status
-    return (
-        status.scheduled_to,
-        status.running_on,
-        app.spec.manifest,
-        status.last_applied_manifest,
-        [p.cluster for p in status.placements],
-        [c.cluster for c in status.copies],
-    )
+    return (placed_on(status), runs_on(status), app.spec.manifest, status.last_applied_manifest)
 
 
 def watch_entries(app: Application) -> set[Entry]:
     """The objects of ``app`` on the clusters it is bound to, placed on or runs on."""
     status = app.status
-    refs = [status.scheduled_to, status.running_on]
-    refs += [p.cluster for p in status.placements] + [c.cluster for c in status.copies]
+    refs = [*placed_on(status), *runs_on(status)]
     objects = [*app.spec.manifest, *status.last_applied_manifest]
-    return _entries(app.metadata.namespace, [ref_key(r) for r in refs if r is not None], objects)
+    return _entries(app.metadata.namespace, [ref_key(r) for r in refs], objects)
 
 
 def triggered(app: Application) -> bool:

@@ -23,7 +23,14 @@ from shoal.client.informer import cache_key
 from shoal.client.kube import KubeApiError, KubeUnreachable
 from shoal.events import reasons
 from shoal.kube.member import KubeFailure
-from shoal.kube.objects import combined_health, ident, merge_cleanup, project, ref_key
+from shoal.kube.objects import (
+    combined_health,
+    ident,
+    merge_cleanup,
+    project,
+    ref_key,
+    workload_health,
+)
 from shoal.kube.owners import FINALIZER, Owner, owned
 from shoal.machinery.types import Obj
 from shoal.model.base import Reason, ReasonCode, ResourceRef
@@ -34,7 +41,7 @@ from shoal.model.kubernetes import (
     CopyStatus,
     PlacementStatus,
 )
-from shoal.model.placement import REPLICA_FIELDS, copy_for, desired_replicas, ready_replicas
+from shoal.model.placement import REPLICA_FIELDS, copy_for, desired_replicas
 
 if TYPE_CHECKING:
     from shoal.kube.controller import KubeController
@@ -126,7 +133,10 @@ def _health(manifest: list[Obj], lives: list[Obj | None]) -> tuple[bool, int, Co
          if obj.get("kind") in REPLICA_FIELDS),
         None,
     )  # fmt: skip
-    return ready, ready_replicas(first), health
+    if first is None:  # not there (yet), or nothing replicated
+        return ready, 0, health
+    pods = workload_health(first)[1]  # a Job's ready replicas: its running and finished pods
+    return ready, pods.running_pods + pods.completed_pods, health
 
 
 async def deploy(controller: KubeController, app: Application) -> None:

@@ -13,7 +13,7 @@ import hashlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from shoal.model.base import Reason, ReasonCode
+from shoal.model.base import Reason, ReasonCode, ResourceRef
 from shoal.model.kubernetes import ApplicationState, ApplicationStatus, Cluster
 
 #: Reasons that only the scheduler gives (the application is not placed).
@@ -139,6 +139,19 @@ def apply(status: ApplicationStatus) -> None:
     status.state, status.reason = derive(status)
     if status.placements:
         join_copies(status)
+
+
+def placed_on(status: ApplicationStatus) -> list[ResourceRef]:
+    """The clusters an application is placed on: its cluster and each placement's, once."""
+    refs = [status.scheduled_to, *(p.cluster for p in status.placements)]
+    return [ref for i, ref in enumerate(refs) if ref is not None and ref not in refs[:i]]
+
+
+def runs_on(status: ApplicationStatus) -> list[ResourceRef]:
+    """The clusters its copies run on: the one it runs on and each copy's, once (pending
+    clean-ups aside)."""
+    refs = [status.running_on, *(c.cluster for c in status.copies)]
+    return [ref for i, ref in enumerate(refs) if ref is not None and ref not in refs[:i]]
 
 
 def join_copies(status: ApplicationStatus) -> None:

@@ -88,7 +88,9 @@ class ClusterWeight(Model):
 
 
 class ObjectPatch(Model):
-    """A JSON merge patch (RFC 7386) for one manifest object, named by kind and name."""
+    """A merge patch for one manifest object, named by kind and name: a JSON merge patch,
+    except that lists of named items (containers…) merge item by item, as kubectl's
+    strategic merge does (``shoal.machinery.patch.strategic_merge``)."""
 
     kind: str = Field(min_length=1, max_length=63)
     name: str = Field(min_length=1, max_length=253)
@@ -233,8 +235,8 @@ class ContainerHealth(Model):
     failed_pods: int = 0
 
 
-class PlacementStatus(Model):
-    """One cluster of a placement: its share (scheduler) and how it runs (from ``copies``)."""
+class CopyStatus(Model):
+    """What the kube controller applied on one cluster, and how it runs there."""
 
     cluster: ResourceRef
     replicas: int | None = Field(
@@ -245,14 +247,9 @@ class PlacementStatus(Model):
     reason: Reason | None = None
 
 
-class CopyStatus(Model):
-    """What the kube controller applied on one cluster, and how it runs there."""
-
-    cluster: ResourceRef
-    replicas: int | None = None
-    ready_replicas: int = 0
-    state: ApplicationState | None = None
-    reason: Reason | None = None
+class PlacementStatus(CopyStatus):
+    """One cluster of a placement: its share (scheduler), and how it runs there (the API
+    copies ``ready_replicas``, ``state`` and ``reason`` from the cluster's copy)."""
 
 
 class ApplicationStatus(Model):

@@ -146,16 +146,6 @@ def copy_for(
     return out
 
 
-def ready_replicas(live: Obj | None) -> int:
-    """Ready replicas of one live object (a Job: its active and succeeded pods)."""
-    if live is None:
-        return 0
-    status: Obj = live.get("status") or {}
-    if live.get("kind") == "Job":
-        return int(status.get("active") or 0) + int(status.get("succeeded") or 0)
-    return int(status.get("readyReplicas") or 0)
-
-
 def weight_of(weights: Any, labels: Mapping[str, str], free: int | None) -> float:
     """A cluster's weight: 1 (even), its room for pods (dynamic), its first matching rule's."""
     if weights == "even":

@@ -45,8 +45,8 @@ CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 OWN_FIELDS = ("state", "reason", "nodes", "node_summary", "custom_resources")
 OWN_REASONS = (ReasonCode.CLUSTER_NOT_REACHABLE, ReasonCode.KUBERNETES_ERROR)
 REQUESTED_EVERY = 5.0
-"""Seconds between two status writes that would change only what the pods request: every
-pod started or stopped is not worth a write (and a watch event to every component)."""
+"""Seconds between two sums of what the pods request: every pod started or stopped is not
+worth a status write (and a watch event to every component)."""
 
 
 def add_quantities(total: dict[str, float], more: dict[str, Any]) -> dict[str, float]:
@@ -84,10 +84,6 @@ def requested(usages: Iterable[Obj]) -> dict[str, float]:
         add(total, usage["requests"])
     return {name: round(value / 1000 if name == CPU else value, 3)
             for name, value in sorted(total.items())}  # fmt: skip
-
-
-def _without_requested(summary: list[Obj]) -> list[Obj]:
-    return [{k: v for k, v in summary[0].items() if k != "requested"}, *summary[1:]]
 
 
 def summarize_nodes(nodes: list[Obj]) -> tuple[list[Obj], int, bool]:
@@ -154,8 +150,8 @@ class Watched:
     tasks: list[asyncio.Task[None]] = field(default_factory=list)
     # the nodes' summary, made again only when the nodes changed: (nodes.changes, summary)
     summary: tuple[int, tuple[list[Obj], int, bool], list[ClusterNode]] | None = None
-    pods_timer: asyncio.TimerHandle | None = None  # a wake for the pods' requests, pending
-    pods_seen: bool = False  # the pods' requests were summed once (the next wait)
+    pods_timer: asyncio.TimerHandle | None = None  # the next sum of the pods' requests
+    requested: dict[str, float] | None = None  # their last sum (None: not listed yet)
 
     def cancel(self) -> None:
         for task in self.tasks:
@@ -165,15 +161,18 @@ class Watched:
 
     def pods_changed(self) -> None:
         """A pod started or stopped: what the pods request is summed at once the first time,
-        then at most every ``REQUESTED_EVERY`` seconds (each pod is not worth a pass)."""
-        if not self.pods_seen:
-            self.wake.set()
+        then at most every ``REQUESTED_EVERY`` seconds; each sum wakes the status writer."""
+        if not self.pods.synced:
+            return  # nothing to sum yet
+        if self.requested is None:
+            self._sum()
         elif self.pods_timer is None:
-            def due() -> None:
-                self.pods_timer = None
-                self.wake.set()
+            self.pods_timer = asyncio.get_running_loop().call_later(REQUESTED_EVERY, self._sum)
 
-            self.pods_timer = asyncio.get_running_loop().call_later(REQUESTED_EVERY, due)
+    def _sum(self) -> None:
+        self.pods_timer = None
+        self.requested = requested(self.pods.items.values())
+        self.wake.set()
 
 
 @dataclass(eq=False)
@@ -200,7 +199,6 @@ class ClusterObserver(Controller):
         self.events = Recorder(self.client, "cluster-observer")
         super().__init__()
         self._written: dict[ClusterKey, Cluster] = {}
-        self._written_at: dict[ClusterKey, float] = {}  # loop time of our last status write
         self.passes = 0  # status derivations (tests, metrics)
         self.writes = 0
 
@@ -280,7 +278,6 @@ class ClusterObserver(Controller):
     def _stop(self, key: ClusterKey) -> None:
         watched = self._watched.pop(key, None)
         self._written.pop(key, None)
-        self._written_at.pop(key, None)
         if watched is not None:
             watched.cancel()
 
@@ -323,10 +320,6 @@ class ClusterObserver(Controller):
             status = self.derive(cluster, watched)
             if status is None or status == cluster.status:
                 return
-            wait = self._requested_wait(key, cluster.status, status)
-            if wait > 0:  # only the pods' requests moved, and we wrote a moment ago
-                asyncio.get_running_loop().call_later(wait, watched.wake.set)
-                return
             if status.state is ClusterState.CONNECTING:
                 watched.wake.set()  # one write in CONNECTING, then the real state
             fields = {name: getattr(status, name) for name in OWN_FIELDS}
@@ -335,24 +328,9 @@ class ClusterObserver(Controller):
                     Cluster, key[1], key[0], fields, cluster.metadata.resource_version
                 )
                 self.writes += 1
-                self._written_at[key] = asyncio.get_running_loop().time()
                 return
             except Conflict:  # the state may have changed (FAILING_METRICS): derive again
                 cluster = await self.client.get(Cluster, key[1], key[0])
-
-    def _requested_wait(self, key: ClusterKey, old: ClusterStatus, new: ClusterStatus) -> float:
-        """Seconds to hold a write that changes nothing but the totals' ``requested``."""
-        before, after = old.node_summary, new.node_summary
-        if not before or not after or "requested" not in before[0]:
-            return 0.0
-        if _without_requested(before) != _without_requested(after):
-            return 0.0
-        if old.model_copy(update={"node_summary": []}) != new.model_copy(
-            update={"node_summary": []}
-        ):
-            return 0.0
-        since = asyncio.get_running_loop().time() - self._written_at.get(key, float("-inf"))
-        return max(0.0, REQUESTED_EVERY - since)
 
     def derive(self, cluster: Cluster, watched: Watched) -> ClusterStatus | None:
         """The cluster's status with the observer's fields as the watches show them now.
@@ -379,9 +357,8 @@ class ClusterObserver(Controller):
         status.nodes = list(watched.summary[2])
         summary, ready, pressure = watched.summary[1]
         summary = [dict(summary[0]), *summary[1:]]
-        if watched.pods.synced:  # room for more pods: allocatable minus requested
-            summary[0]["requested"] = requested(watched.pods.items.values())
-            watched.pods_seen = True
+        if watched.requested is not None:  # room for more pods: allocatable minus requested
+            summary[0]["requested"] = watched.requested
         status.node_summary = summary
         status.custom_resources = sorted(watched.crds.items)
         if cluster.status.state is ClusterState.FAILING_METRICS:

@@ -37,6 +37,7 @@ from shoal.controllers.base import Controller
 from shoal.controllers.queue import WorkQueue
 from shoal.events import Recorder, reasons
 from shoal.machinery.selectors import LabelSelector
+from shoal.model.application_status import placed_on
 from shoal.model.base import utcnow
 from shoal.model.kubernetes import INACTIVE_STATES, AppKey, ApplicationState
 from shoal.model.scheduling import (
@@ -236,8 +237,7 @@ class RescheduleTaskController(Controller):
                 if app.metadata.deleted is not None:
                     continue
                 key = _app_key(app)
-                refs = [app.status.scheduled_to, *(p.cluster for p in app.status.placements)]
-                on = {(r.namespace or DEFAULT_NAMESPACE, r.name) for r in refs if r is not None}
+                on = {(r.namespace or DEFAULT_NAMESPACE, r.name) for r in placed_on(app.status)}
                 if key not in chosen and (
                     bool(on & clusters)
                     or any(

@@ -217,8 +217,10 @@ class ApplicationHandler(Handler):
             if len(self._cache) < 10_000:
                 self._cache[key] = cached
             return cached
-        if len(cached.ties) > 1:
+        if len(cached.ties) > 1 and current:
             return dataclasses.replace(cached, chosen=self.framework.random.choice(cached.ties))
+        # several clusters read the ranking, not ``chosen``: the shared decision itself, whose
+        # ranking is then sorted once for all (a copy per application would sort it again)
         return cached
 
     async def _schedule_once(self, app: Application) -> Outcome:
@@ -252,9 +254,7 @@ class ApplicationHandler(Handler):
             return await self._no_cluster(app, decision, explanation)
 
         chosen = decision.chosen
-        target = ResourceRef(
-            api="kubernetes", kind="Cluster", namespace=chosen.namespace, name=chosen.name
-        )
+        target = _ref(chosen)
         if (
             current is not None
             and current.name == chosen.name
@@ -326,7 +326,7 @@ class ApplicationHandler(Handler):
             {
                 **self._binding(app, _ref(first), spec_updated, explanation, None),
                 "placements": [
-                    {"cluster": _ref_json(pick.backend), "replicas": pick.replicas}
+                    {"cluster": _ref_json(_ref(pick.backend)), "replicas": pick.replicas}
                     for pick in plan.picks
                 ],
             }
@@ -347,12 +347,7 @@ class ApplicationHandler(Handler):
         return {
             "namespace": app.metadata.namespace or "",
             "name": app.metadata.name,
-            "cluster": {
-                "api": cluster.api,
-                "kind": cluster.kind,
-                "namespace": cluster.namespace,
-                "name": cluster.name,
-            },
+            "cluster": _ref_json(cluster),
             "resource_version": revision if revision is not None else app.metadata.resource_version,
             "triggered": triggered,
             "explanation": explanation,
@@ -520,13 +515,9 @@ def _ref(backend: Backend) -> ResourceRef:
     )
 
 
-def _ref_json(backend: Backend) -> dict[str, Any]:
-    return {
-        "api": "kubernetes",
-        "kind": "Cluster",
-        "namespace": backend.namespace,
-        "name": backend.name,
-    }
+def _ref_json(ref: ResourceRef) -> dict[str, Any]:
+    """A reference as a binding item carries it (built directly: no model dump)."""
+    return {"api": ref.api, "kind": ref.kind, "namespace": ref.namespace, "name": ref.name}
 
 
 def _alive(backend: Backend | None) -> bool:

@@ -21,6 +21,7 @@ from shoal.client.rest import ApiError, Conflict, NotFound, ShoalClient, Unreach
 from shoal.controllers import prometheus as stats
 from shoal.controllers.base import Controller
 from shoal.events import reasons
+from shoal.model.application_status import placed_on, runs_on
 from shoal.model.base import Kind, Metadata, Reason, ResourceRef
 from shoal.model.core import (
     GlobalMetric,
@@ -57,13 +58,12 @@ PROVIDER_STATUS_MAX_AGE = 60.0
 
 def _targets(app: Application) -> set[tuple[str | None, str]]:
     """The clusters an application is placed on: its cluster, or each of its placements."""
-    refs = [app.status.scheduled_to, *(p.cluster for p in app.status.placements)]
-    return {(r.namespace, r.name) for r in refs if r is not None}
+    return {(r.namespace, r.name) for r in placed_on(app.status)}
 
 
 def _copies(app: Application) -> set[tuple[str | None, str]]:
     """The clusters an application's copies run on: where it runs, and what it left."""
-    refs = [app.status.running_on, *(c.cluster for c in app.status.copies)]
+    refs = runs_on(app.status)
     for entry in app.status.pending_cleanups:
         with contextlib.suppress(ValueError):
             refs.append(ResourceRef.model_validate(entry.get("cluster")))
