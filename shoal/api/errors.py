@@ -42,6 +42,14 @@ def install(app: FastAPI) -> None:
         ):
             reason = "must be a JSON object sent with Content-Type: application/json"
             return problem(400, f"body: {reason}", errors=[{"field": "body", "reason": reason}])
+        if request.method == "GET" and all(
+            tuple(e.get("loc", ()))[:1] == ("path",) and e.get("type") == "string_pattern_mismatch"
+            for e in errors
+        ):
+            # Nothing can have that name, so nothing is found: a read answers 404, as
+            # Krake's API does (its controllers probe ``namespaces/None/...`` and expect it).
+            where = ", ".join(str(e["loc"][-1]) for e in errors)
+            return problem(404, f"not found: no object can have that {where}", "NOT_FOUND")
         return invalid(validation_errors(errors))
 
     @app.exception_handler(ValidationError)

@@ -312,13 +312,7 @@ def _application_handlers(res: Resources, at_item: list[inspect.Parameter]) -> _
     async def shutdown(**kw: Any) -> Response:
         app = await res.get(Application, kw["name"], kw["namespace"])
         _check_token(app.status.shutdown_token, kw["body"].token, "shutdown")
-
-        def ready(current: Application) -> bool:
-            current.status.state = ApplicationState.READY_FOR_ACTION
-            return True
-
-        await res.set_application_state(kw["name"], kw["namespace"], ready)
-        return _json(await res.delete(Application, kw["name"], kw["namespace"]))
+        return _json(await res.set_application_state(kw["name"], kw["namespace"], _shut_down))
 
     async def retry(**kw: Any) -> Response:
         return _json(await res.set_application_state(kw["name"], kw["namespace"], _retry))
@@ -341,6 +335,19 @@ def _application_handlers(res: Resources, at_item: list[inspect.Parameter]) -> _
             Application,
         ),
     }
+
+
+def _shut_down(current: Application) -> bool:
+    """The workload confirms it shut down: READY_FOR_ACTION, if its copy was waiting for
+    that (WAITING_FOR_CLEANING, or DEGRADED), as Krake; otherwise nothing changes."""
+    status = current.status
+    application_status.fold_explicit(status)  # a state stored by a Krake client
+    waiting = (ApplicationState.WAITING_FOR_CLEANING, ApplicationState.DEGRADED)
+    if status.deploy_state not in waiting:
+        return False
+    status.deploy_state = ApplicationState.READY_FOR_ACTION
+    application_status.apply(status)
+    return True
 
 
 def _retry(current: Application) -> bool:

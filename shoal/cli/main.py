@@ -64,6 +64,8 @@ EXTENSIONS: list[Extension] = [
             "cluster-observer": "Run the cluster observer alone.",
             "garbage-collector": "Run the garbage collector alone.",
             "reschedule-controller": "Run the RescheduleTask controller alone.",
+            "infrastructure-controller": "Run the infrastructure controller alone (clusters "
+            "built on clouds).",
             "up": "Start Shoal with embedded defaults: API, every controller, a sim fleet, "
             "sample metrics.",
         },

@@ -20,8 +20,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import secrets
 from dataclasses import KW_ONLY, InitVar, dataclass
+from datetime import timedelta
 from typing import Any
+from urllib.parse import urlsplit
+
+import aiohttp
 
 from shoal.client.batcher import Batcher
 from shoal.client.informer import CacheKey, Informer, cache_key
@@ -32,6 +37,7 @@ from shoal.controllers.prometheus import timed_apply
 from shoal.controllers.queue import WorkQueue
 from shoal.events import Recorder, reasons
 from shoal.kube import placements
+from shoal.kube.hooks import HOOKS, HookSettings, settings_from_environment, with_hooks
 from shoal.kube.member import KubeFailure, Members, unreachable
 from shoal.kube.objects import (
     Obj,
@@ -51,7 +57,7 @@ from shoal.kube.objects import (
 from shoal.kube.owners import FINALIZER, LABEL_UID, Owner, owned
 from shoal.kube.watch import ClusterWatches
 from shoal.model.application_status import placed_on, runs_on
-from shoal.model.base import Reason, ReasonCode, ResourceRef
+from shoal.model.base import Reason, ReasonCode, ResourceRef, utcnow
 from shoal.model.kubernetes import Application, ApplicationState, Cluster, ClusterState
 
 log = logging.getLogger(__name__)
@@ -85,7 +91,11 @@ class KubeController(Controller):
     progress_delay: float = 1.0
     prune_interval: float = 60.0  # seconds between two prunes of every ONLINE cluster
 
+    hook_settings: HookSettings | None = None  # None: from the environment (kube.hooks)
+
     def __post_init__(self, timeout: float, watch: bool) -> None:
+        if self.hook_settings is None:
+            self.hook_settings = settings_from_environment(self.client.url)
         # one client (and pool of 100 connections) per cluster; the watches take one each
         # per kind and namespace applied there, so they cannot starve the other requests
         self.kube = KubeClients(timeout=timeout)
@@ -103,6 +113,7 @@ class KubeController(Controller):
         self.queue: WorkQueue[CacheKey] = WorkQueue()
         self.failures: dict[CacheKey, int] = {}
         self.events = Recorder(self.client, "kube-controller")
+        self._http: aiohttp.ClientSession | None = None  # to ask workloads to shut down
         # status writes of concurrent reconciles share requests and store commits
         self.status_writes = Batcher(self.client.patch_status_many)
         self.finalizer_writes = Batcher(self.client.set_finalizers_many)
@@ -159,6 +170,8 @@ class KubeController(Controller):
         await self.events.close()
         await self.status_writes.close()
         await self.finalizer_writes.close()
+        if self._http is not None:
+            await self._http.close()
 
     # events --------------------------------------------------------------------------
 
@@ -327,6 +340,8 @@ class KubeController(Controller):
             elif app.status.deploy_state is not ApplicationState.FAILED:  # until retried
                 if app.status.pending_cleanups:
                     app = await self._cleanup(app)
+                if self._acts_on(app):
+                    app = await self._tokens(app)
                 if self._acts_on(app) and app.status.placements:
                     await placements.deploy(self, app)
                 elif self._acts_on(app):
@@ -337,6 +352,21 @@ class KubeController(Controller):
                     await self._withdraw(app)
         except KubeFailure as failure:
             await self._failed(app, failure)
+
+    def desired(self, app: Application) -> list[Obj]:
+        """The objects to apply: the manifest, with Krake's hooks put in (``kube.hooks``)."""
+        status = app.status
+        tokens = {"complete": status.complete_token, "shutdown": status.shutdown_token}
+        where = (app.metadata.namespace or "default", app.metadata.name)
+        assert self.hook_settings is not None  # set in __post_init__
+        return with_hooks(app.spec.manifest, app.spec.hooks, tokens, where, self.hook_settings)
+
+    async def _tokens(self, app: Application) -> Application:
+        """Each hook's token, made once and stored before the first apply that uses it."""
+        status = app.status
+        missing = {f"{hook}_token": secrets.token_urlsafe(32) for hook in HOOKS
+                   if hook in app.spec.hooks and getattr(status, f"{hook}_token") is None}
+        return await self._write(app, missing) if missing else app
 
     def _withdrawn(self, app: Application) -> bool:
         """Unbound from a cluster that is being deleted, while a copy still runs there."""
@@ -408,7 +438,7 @@ class KubeController(Controller):
             # stored before anything is applied: a deletion then always waits for the clean-up
             app = await self._set_finalizers(app, [*app.metadata.finalizers, FINALIZER])
         status = app.status
-        manifest = app.spec.manifest
+        manifest = self.desired(app)
         namespace = app.metadata.namespace or "default"
         me = Owner.of(app)
         migrating = status.running_on is not None and status.running_on != target
@@ -499,6 +529,8 @@ class KubeController(Controller):
 
         cleanups = list(status.pending_cleanups)
         if migrating and status.running_on is not None:
+            if not await self._shut_down_first(app, [status.running_on]):
+                return
             left = await self._remove_from_old(app, status.running_on)
             if left is not None:
                 cleanups = merge_cleanup(cleanups, left)
@@ -520,10 +552,77 @@ class KubeController(Controller):
                 "pending_cleanups": cleanups,
                 "retries": None,
                 "copies": [],
+                "shutdown_grace_period": None,
             },
         )
         self.failures.pop(key, None)
         self.queue.add_after(key, self.resync)
+
+    async def _shut_down_first(self, app: Application, refs: list[ResourceRef]) -> bool:
+        """Krake's ``shutdown`` hook: whether the copies on ``refs`` may be removed now.
+
+        The first time, the workload on each is asked to shut down (``PUT
+        http://<node>:<nodePort>/shutdown`` of its Service, as Krake calls it) and the
+        application waits in WAITING_FOR_CLEANING. It may be removed once the workload
+        confirmed through the API's ``shutdown`` endpoint (READY_FOR_ACTION), or once
+        ``spec.shutdown_grace_time`` has passed, with a warning event.
+        """
+        status = app.status
+        if "shutdown" not in app.spec.hooks or status.shutdown_token is None or not refs:
+            return True
+        if status.deploy_state is ApplicationState.READY_FOR_ACTION:
+            return True
+        key = cache_key(app)
+        grace = app.spec.shutdown_grace_time
+        deadline = status.shutdown_grace_period
+        now = utcnow()
+        if deadline is None:
+            # waiting first: a workload that confirms at once finds it waiting
+            deadline = now + timedelta(seconds=grace)
+            await self._write(app, {"deploy_state": ApplicationState.WAITING_FOR_CLEANING,
+                                    "deploy_reason": None, "shutdown_grace_period": deadline})
+            for ref in refs:
+                await self._ask_to_shut_down(app, ref)
+            names = ", ".join(ref.name for ref in refs)
+            self.events.emit(app, "ShutdownRequested",
+                             f"Asked the workload on {names} to shut down; waiting up to {grace} s")
+            self.queue.add_after(key, grace)
+            return False
+        if now < deadline:
+            self.queue.add_after(key, (deadline - now).total_seconds())
+            return False
+        self.events.emit(app, "ShutdownTimedOut",
+                         f"No shutdown confirmed within {grace} s: removing it anyway",
+                         type="Warning")  # fmt: skip
+        return True
+
+    async def _ask_to_shut_down(self, app: Application, ref: ResourceRef) -> None:
+        """``PUT /shutdown`` to the workload through its Service (the one named ``shutdown``,
+        else the manifest's first Service), reached on the cluster's host and node port."""
+        services = [o for o in app.status.last_applied_manifest or app.spec.manifest
+                    if o.get("kind") == "Service"]  # fmt: skip
+        services.sort(key=lambda o: (o.get("metadata") or {}).get("name") != "shutdown")
+        problem = "its manifest has no Service"
+        try:
+            kube = await self._kube(ref, ReasonCode.DELETE_FAILED)
+            for service in services[:1]:
+                live = await kube.read(service, app.metadata.namespace or "default")
+                address = _service_address(live, str(kube.api.configuration.host))
+                if address is None:
+                    problem = "its Service has no node port or load balancer address"
+                    break
+                if self._http is None:
+                    self._http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2.0))
+                async with self._http.put(f"http://{address}/shutdown") as answer:
+                    problem = f"{address} answered HTTP {answer.status}"
+                    if answer.status < 400:
+                        return
+        except (KubeFailure, KubeUnreachable, KubeApiError, aiohttp.ClientError,
+                TimeoutError, OSError) as error:  # fmt: skip
+            problem = f"{type(error).__name__}: {error}"
+        self.events.emit(app, "ShutdownNotReached",
+                         f"Could not ask the workload on {ref.name} to shut down: {problem}",
+                         type="Warning")  # fmt: skip
 
     async def _remove_from_old(self, app: Application, old: ResourceRef) -> Obj | None:
         """Delete the old copy after a migration; what could not be removed is returned.
@@ -569,7 +668,7 @@ class KubeController(Controller):
             objects: list[Obj] = list(entry.get("objects") or [])
             if ref in placed_on(app.status):
                 # back where it was: only what the manifest no longer has is stale
-                current = {ident(obj) for obj in app.spec.manifest}
+                current = {ident(obj) for obj in self.desired(app)}
                 objects = [obj for obj in objects if ident(obj) not in current]
                 if not objects:
                     continue
@@ -627,11 +726,14 @@ class KubeController(Controller):
             return
         namespace = app.metadata.namespace or "default"
         me = Owner.of(app)
+        if not await self._shut_down_first(app, runs_on(app.status)):
+            return
         app = await self._write(app, {"deploy_state": ApplicationState.DELETING})
         status = app.status
-        objects = list(reversed(status.last_applied_manifest or app.spec.manifest))
+        desired = self.desired(app)
+        objects = list(reversed(status.last_applied_manifest or desired))
         seen = {ident(obj) for obj in objects}
-        objects += [obj for obj in app.spec.manifest if ident(obj) not in seen]
+        objects += [obj for obj in desired if ident(obj) not in seen]
         running = runs_on(status)
         refs = running + [ref for ref in placed_on(status) if ref not in running]
         for ref in refs:
@@ -752,3 +854,18 @@ class KubeController(Controller):
         if give_up:
             return
         self.queue.add_after(key, min(max(float(delay), 0.1), MAX_BACKOFF))
+
+
+def _service_address(service: Obj | None, cluster_url: str) -> str | None:
+    """``host:port`` of a Service from outside its cluster: a load balancer's address and
+    port, else the cluster's host and the first node port (Krake's ``services`` entry)."""
+    if service is None:
+        return None
+    spec = service.get("spec") or {}
+    ports = spec.get("ports") or [{}]
+    ingress = ((service.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
+    if spec.get("type") == "LoadBalancer" and ingress and ports[0].get("port"):
+        return f"{ingress[0].get('ip') or ingress[0].get('hostname')}:{ports[0]['port']}"
+    node_port = ports[0].get("nodePort")
+    host = urlsplit(cluster_url).hostname
+    return f"{host}:{node_port}" if node_port and host else None

@@ -71,7 +71,7 @@ def manifests(controller: KubeController, app: Application) -> list[list[Obj]]:
     for index, placement in enumerate(placements):
         cluster = controller._cluster(placement.cluster)
         labels = dict(cluster.metadata.labels) if cluster is not None else {}
-        out.append(copy_for(app.spec.manifest, shares, index, labels, overrides))
+        out.append(copy_for(controller.desired(app), shares, index, labels, overrides))
     return out
 
 
@@ -237,7 +237,7 @@ async def deploy(controller: KubeController, app: Application) -> None:
             deploy_state=ApplicationState.RUNNING,
             deploy_reason=None,
             running_on=first,
-            last_applied_manifest=app.spec.manifest,
+            last_applied_manifest=controller.desired(app),
             retries=None,
         )
         await controller._write(app, fields)

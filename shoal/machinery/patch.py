@@ -64,6 +64,23 @@ def merge_patch(target: Any, patch: Any) -> Any:
 # -- RFC 6902 JSON patch ------------------------------------------------------
 
 
+def merge_diff(before: Any, after: Any) -> Any:
+    """The merge patch that turns ``before`` into ``after`` (``merge_patch``'s inverse).
+
+    Keys gone from a mapping are ``None``; anything but two mappings is replaced
+    whole. ``after`` must hold no ``None`` (a merge patch cannot set one).
+    """
+    if not (isinstance(before, dict) and isinstance(after, dict)):
+        return after
+    diff: dict[str, Any] = {key: None for key in before if key not in after}
+    for key, value in after.items():
+        if key not in before:
+            diff[key] = value
+        elif before[key] != value:
+            diff[key] = merge_diff(before[key], value)
+    return diff
+
+
 def _pointer(path: str) -> list[str]:
     if path == "":
         return []

@@ -172,11 +172,14 @@ class ReasonCode(IntEnum):
     CLUSTER_NOT_REACHABLE = 11
     RESOURCE_NOT_FOUND = 12
     CLUSTER_DELETED = 13  # its cluster was deleted; waits for another (Shoal addition)
+    INVALID_TOSCA_MANIFEST = 14
     NO_SUITABLE_RESOURCE = 50
     KUBERNETES_ERROR = 60
     CREATE_FAILED = 70
     RECONCILE_FAILED = 71
+    RECONFIGURE_FAILED = 72
     DELETE_FAILED = 73
+    RETRIEVE_FAILED = 75
     CONFLICT = 74  # an object in the member cluster belongs to another application
     INVALID_METRIC = 91
     UNREACHABLE_METRICS_PROVIDER = 92

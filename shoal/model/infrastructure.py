@@ -14,6 +14,17 @@ from shoal.model.base import Kind, Model, Reason, null_as
 from shoal.model.kubernetes import MetricRef
 
 
+class ImCloud(Model):
+    """One more line of IM's auth data, for a cloud Shoal has no section for (IM's terms)."""
+
+    id: str = Field(min_length=1, pattern=r"^[^;=\n\\]+$")
+    type: str = Field(min_length=1, pattern=r"^[^;=\n\\]+$", description="Dummy, OpenNebula …")
+    host: str | None = Field(default=None, pattern=r"^[^;\n\\]*$")
+    username: str | None = Field(default=None, pattern=r"^[^;\n\\]*$")
+    password: str | None = Field(default=None, pattern=r"^[^;\n\\]*$")
+    token: str | None = Field(default=None, pattern=r"^[^;\n\\]*$")
+
+
 class ImSpec(Model):
     """Where an Infrastructure Manager answers and how to log in: a token, or user and password."""
 
@@ -21,6 +32,11 @@ class ImSpec(Model):
     username: str | None = None
     password: str | None = None
     token: str | None = None
+    clouds: list[ImCloud] = Field(
+        default_factory=list,
+        description="Shoal addition: more clouds IM may build on, sent after the bound cloud's "
+        "login (for example {id: test, type: Dummy}).",
+    )
 
     @model_validator(mode="after")
     def _one_login(self) -> ImSpec:
@@ -29,9 +45,24 @@ class ImSpec(Model):
         return self
 
 
+class SimProviderSpec(Model):
+    """Shoal addition: ``shoal sim`` builds the clusters (demos, tests, benchmarks)."""
+
+    url: str = Field(min_length=1, pattern=r"^https?://", description="The simulator's URL.")
+
+
 class InfrastructureProviderSpec(Model):
-    type: Literal["im"] = "im"
-    im: ImSpec
+    """Who builds clusters: Krake's ``im`` (the Infrastructure Manager) or Shoal's ``sim``."""
+
+    type: Literal["im", "sim"] = "im"
+    im: ImSpec | None = None
+    sim: SimProviderSpec | None = None
+
+    @model_validator(mode="after")
+    def _section_of_type(self) -> InfrastructureProviderSpec:
+        if getattr(self, self.type) is None:
+            raise ValueError(f"a provider of type {self.type} needs spec.{self.type}")
+        return self
 
 
 class _InfrastructureProviderKind(Kind):

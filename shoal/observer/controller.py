@@ -44,6 +44,12 @@ CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 # The fields the observer writes (a field-level patch: docs/status-ownership.md).
 OWN_FIELDS = ("state", "reason", "nodes", "node_summary", "custom_resources")
 OWN_REASONS = (ReasonCode.CLUSTER_NOT_REACHABLE, ReasonCode.KUBERNETES_ERROR)
+BUILDERS_STATES = frozenset({
+    ClusterState.CREATING, ClusterState.RECONCILING,
+    ClusterState.FAILING_RECONCILIATION, ClusterState.DELETING, ClusterState.FAILED,
+})  # fmt: skip
+"""The infrastructure controller's states of a cluster it builds: it hands the cluster
+over by writing CONNECTING, so the observer leaves these (and their reason) alone."""
 REQUESTED_EVERY = 5.0
 """Seconds between two sums of what the pods request: every pod started or stopped is not
 worth a status write (and a watch event to every component)."""
@@ -338,6 +344,12 @@ class ClusterObserver(Controller):
         None while a list is still missing (the first write waits for both).
         """
         self.passes += 1
+        status = self._derive(cluster, watched)
+        if status is not None and cluster.status.state in BUILDERS_STATES:
+            status.state, status.reason = cluster.status.state, cluster.status.reason
+        return status
+
+    def _derive(self, cluster: Cluster, watched: Watched) -> ClusterStatus | None:
         status = cluster.status.model_copy(deep=True)
         error = watched.nodes.error or watched.crds.error
         if error is not None:

@@ -143,6 +143,22 @@ class SimCluster:
         """Add a node (with default capacity and labels unless ``obj`` is given)."""
         return self.create(self.rt(NODES), obj or self.node_object(name))
 
+    def resize(self, nodes: int) -> None:
+        """Grow to ``nodes`` nodes (named ``n-<i>``) or shrink by removing the newest ones."""
+        if nodes < 0:
+            raise ValueError("nodes must be 0 or more")
+        names = list(self.nodes.order)
+        index = len(names)
+        while len(names) < nodes:
+            name = f"n-{index}"
+            index += 1
+            if name in self.nodes:
+                continue
+            self.add_node(name, self.node_object(name, index - 1))
+            names.append(name)
+        for name in reversed(names[nodes:]):
+            self.delete(self.rt(NODES), "", name)
+
     # -- the worker ------------------------------------------------------------------
 
     def start(self) -> None:

@@ -28,10 +28,13 @@ Admin API (JSON):
 - ``POST /admin/clusters`` ``{"name", "nodes", "labels", "cpu", "memory", "max_pods",
   "region", "token"}`` → 201 ``{"cluster": {...}, "kubeconfig": {...}}``
 - ``GET  /admin/clusters/{name}`` / ``DELETE /admin/clusters/{name}``
+- ``PATCH /admin/clusters/{name}`` ``{"nodes": 5}`` grows or shrinks the cluster
 - ``GET  /admin/clusters/{name}/kubeconfig``
 - ``POST /admin/clusters/{name}/faults`` ``{"unreachable": true}`` or
   ``{"node": "n-3", "not_ready": true, "memory_pressure": true, "removed": true}``
 - ``DELETE /admin/clusters/{name}/faults[?node=n-3]`` clears faults
+- ``POST /admin/delay`` ``{"seconds": 2}``: every admin answer comes that much later (a
+  create is done at once, its answer is late): a slow or hanging infrastructure provider
 - ``POST /admin/clusters/{name}/compact`` forgets watch history (watches from older
   resourceVersions then get 410 Gone)
 """
@@ -79,6 +82,7 @@ class SimFleet:
         self.clusters: dict[str, SimCluster] = {}
         self._apis: dict[str, ClusterApi] = {}
         self.ca_data: str | None = None  # base64 PEM of the CA of an HTTPS fleet
+        self.admin_delay = 0.0  # seconds before each admin answer (POST /admin/delay)
 
     # -- clusters --------------------------------------------------------------
 
@@ -211,6 +215,14 @@ class SimFleet:
 
     async def _admin(self, req: Request, parts: list[str]) -> None:
         m = req.method
+        if parts == ["delay"] and m == "POST":
+            body = await req.json()
+            seconds = body.get("seconds") if isinstance(body, dict) else None
+            if not isinstance(seconds, int | float) or isinstance(seconds, bool) or seconds < 0:
+                raise ApiError(422, "Invalid", "seconds: must be a number, 0 or more")
+            self.admin_delay = float(seconds)
+            await respond(req.send, 200, {"seconds": self.admin_delay})
+            return
         if parts[:1] != ["clusters"]:
             raise ApiError(404, "NotFound", "no such admin path")
         if len(parts) == 1:
@@ -229,10 +241,12 @@ class SimFleet:
                                                **cast(ClusterOptions, options))
                 except ValueError as exc:
                     raise ApiError(409, "AlreadyExists", str(exc)) from exc
+                await asyncio.sleep(self.admin_delay)  # made at once, answered late
                 await respond(req.send, 201, {"cluster": cluster.summary(),
                                               "kubeconfig": self.kubeconfig(cluster.name)})
                 return
             raise ApiError(405, "MethodNotAllowed", f"method {m} not allowed")
+        await asyncio.sleep(self.admin_delay)
         name = parts[1]
         if name not in self.clusters:
             raise ApiError(404, "NotFound", f"no simulated cluster {name!r}")
@@ -244,6 +258,13 @@ class SimFleet:
             elif m == "DELETE":
                 await self.remove_cluster(name)
                 await respond(req.send, 200, {"deleted": name})
+            elif m == "PATCH":
+                body = await req.json()
+                nodes = body.get("nodes") if isinstance(body, dict) else None
+                if not isinstance(nodes, int) or isinstance(nodes, bool) or nodes < 0:
+                    raise ApiError(422, "Invalid", "nodes: must be a whole number, 0 or more")
+                cluster.resize(nodes)
+                await respond(req.send, 200, cluster.summary())
             else:
                 raise ApiError(405, "MethodNotAllowed", f"method {m} not allowed")
         elif rest == ["kubeconfig"]:

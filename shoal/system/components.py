@@ -51,6 +51,12 @@ def _reschedule_controller(client: Any) -> Any:
     return RescheduleTaskController(client)
 
 
+def _infrastructure_controller(client: Any) -> Any:
+    from shoal.infrastructure.controller import InfrastructureController
+
+    return InfrastructureController(client)
+
+
 SCHEDULER = "scheduler"
 """The scheduler's command and identity; it is built with its configuration (``scheduler``)."""
 
@@ -61,6 +67,9 @@ CONTROLLERS: tuple[Component, ...] = (
     Component("garbage-collector", "Run the garbage collector alone.", _garbage_collector),
     Component("reschedule-controller", "Run the RescheduleTask controller alone.",
               _reschedule_controller),
+    Component("infrastructure-controller",
+              "Run the infrastructure controller alone (clusters built on clouds).",
+              _infrastructure_controller),
 )  # fmt: skip
 
 NAMES: tuple[str, ...] = (SCHEDULER, *(c.name for c in CONTROLLERS))

@@ -138,7 +138,61 @@ async def start_fleet(
         )
     console.print(table)
     console.print(f"[bold green]Simulator[/] admin API on {admin} (in {data_dir / 'sim.url'})")
+    await sample_clouds(client, admin)
     return restarted
+
+
+async def sample_clouds(client: Any, admin: str) -> None:
+    """The ``sim`` infrastructure provider and two clouds it builds clusters on (DE, FR).
+
+    ``shoal kube cluster create NAME -f docs/examples/cluster.tosca.yaml -L 'location is DE'``
+    then builds a new simulated cluster (docs/clouds.md). The clouds are OpenStack
+    clouds in Krake's terms; the sim provider does not use their Keystone login.
+    """
+    from shoal.client.rest import NotFound
+    from shoal.model.base import Metadata
+    from shoal.model.infrastructure import (
+        CloudSpec,
+        GlobalCloud,
+        GlobalInfrastructureProvider,
+        InfrastructureProviderRef,
+        InfrastructureProviderSpec,
+        OpenstackAuth,
+        OpenstackSpec,
+        PasswordAuth,
+        PasswordProject,
+        PasswordUser,
+        SimProviderSpec,
+    )
+    from shoal.model.kubernetes import MetricRef
+
+    spec = InfrastructureProviderSpec(type="sim", sim=SimProviderSpec(url=admin))
+    try:
+        provider = await client.get(GlobalInfrastructureProvider, "sim")
+        if provider.spec != spec:  # the simulator came back on another port
+            provider.spec = spec
+            await client.update(provider)
+    except NotFound:
+        await client.create(GlobalInfrastructureProvider(metadata=Metadata(name="sim"), spec=spec))
+    login = OpenstackAuth(password=PasswordAuth(
+        user=PasswordUser(username="demo", password="unused-by-sim"),
+        project=PasswordProject(name="demo"),
+    ))  # fmt: skip
+    for location, metric in (("DE", "green_energy"), ("FR", "free_capacity_2")):
+        name = f"cloud-{location.lower()}"
+        cloud = GlobalCloud(
+            metadata=Metadata(name=name, labels={"location": location}),
+            spec=CloudSpec(openstack=OpenstackSpec(
+                url=admin, auth=login, metrics=[MetricRef(name=metric, weight=1.0)],
+                infrastructure_provider=InfrastructureProviderRef(name="sim"),
+            )),
+        )  # fmt: skip
+        try:
+            await client.get(GlobalCloud, name)
+        except NotFound:
+            await client.create(cloud)
+    console.print("[bold green]Clouds[/] cloud-de (location=DE), cloud-fr (location=FR): "
+                  "clusters created on them are built by the sim provider")  # fmt: skip
 
 
 async def _wait_online(client: Any, names: list[str], restarted: bool, timeout: float) -> None:

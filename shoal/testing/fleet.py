@@ -50,7 +50,10 @@ def kubeconfig(name: str = "c", server: str = "https://127.0.0.1:6443") -> dict[
 KUBECONFIG: dict[str, Any] = kubeconfig()
 TOSCA: dict[str, Any] = {
     "tosca_definitions_version": "tosca_simple_yaml_1_0",
-    "topology_template": {"node_templates": {}},
+    "topology_template": {
+        "node_templates": {"node": {"type": "tosca.nodes.Compute"}},
+        "outputs": {"kubeconfig": {"value": "set by the infrastructure provider"}},
+    },
 }
 """The template of a cluster to be created on a cloud (a cluster needs it or a kubeconfig)."""
 

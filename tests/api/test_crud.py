@@ -370,11 +370,19 @@ async def test_complete_and_shutdown_tokens(http: httpx.AsyncClient, sub: str) -
     assert (await http.put(url, json={})).status_code == 401
     response = await http.put(url, json={"token": "s3cret"})
     assert response.status_code == 200, response.text
-    if sub == "shutdown":
-        assert response.json()["status"]["state"] == "READY_FOR_ACTION"
-    assert response.json()["metadata"]["deleted"] is not None
-    assert (await http.get(APPLICATION.item("web"))).status_code == 404
-    assert (await http.put(url, json={"token": "s3cret"})).status_code == 404
+    if sub == "complete":  # deletes the application
+        assert response.json()["metadata"]["deleted"] is not None
+        assert (await http.get(APPLICATION.item("web"))).status_code == 404
+        assert (await http.put(url, json={"token": "s3cret"})).status_code == 404
+        return
+    # shutdown, as Krake: only a copy waiting to be removed becomes READY_FOR_ACTION
+    assert response.json()["status"]["state"] == "PENDING"
+    assert response.json()["metadata"]["deleted"] is None
+    await set_status(http, "web", state="WAITING_FOR_CLEANING")
+    response = await http.put(url, json={"token": "s3cret"})
+    assert response.status_code == 200, response.text
+    assert response.json()["status"]["state"] == "READY_FOR_ACTION"
+    assert response.json()["metadata"]["deleted"] is None
 
 
 # label selectors and paging ---------------------------------------------------------

@@ -100,10 +100,15 @@ CASES = [
     Case("bad finalizer", "POST", APPS,
          app_with(lambda b: b["metadata"].update(finalizers=["no spaces"])),
          field="metadata.finalizers"),
+    # a read of a name nothing can have finds nothing (Krake's controllers rely on the 404);
+    # a write with such a name is refused, naming it
     Case("bad name in url", "GET", "/kubernetes/namespaces/default/applications/Bad_Name", None,
-         422, "name"),
-    Case("bad namespace in url", "GET", "/kubernetes/namespaces/NS!/applications", None, 422,
+         404, "name"),
+    Case("bad namespace in url", "GET", "/kubernetes/namespaces/NS!/applications", None, 404,
          "namespace"),
+    Case("bad name in url, written", "PUT",
+         "/kubernetes/namespaces/default/applications/Bad_Name", APPLICATION.body("web", "default"),
+         422, "name"),
     # constraints
     Case("unparsable label constraint", "POST", APPS,
          app_with(lambda b: b["spec"]["constraints"]["cluster"].update(labels=["location is"])),

@@ -61,10 +61,36 @@ async def test_several_contexts_are_a_warning_not_a_refusal(http: httpx.AsyncCli
 
 async def test_a_cluster_to_be_created_needs_tosca_instead(http: httpx.AsyncClient) -> None:
     body = CLUSTER.body("to-build", "default")
-    body["spec"] = {"kubeconfig": {}, "tosca": {"tosca_definitions_version": "v1"}}
+    tosca = {"tosca_definitions_version": "tosca_simple_yaml_1_0",
+             "topology_template": {"outputs": {"kubeconfig": {"value": "x"}}}}
+    body["spec"] = {"kubeconfig": {}, "tosca": tosca}
     response = await http.post(CLUSTER.collection(), json=body)
     assert response.status_code == 200, response.text
     assert response.json()["status"]["state"] == "PENDING"
+
+
+async def test_a_broken_tosca_template_is_refused_naming_the_field(
+    http: httpx.AsyncClient,
+) -> None:
+    body = CLUSTER.body("broken", "default")
+    nodes = {"x": {"type": "tosca.nodes.Nope"}}
+    outputs = {"kubeconfig": {"value": "x"}}
+    body["spec"] = {"tosca": {"tosca_definitions_version": "tosca_simple_yaml_1_0",
+                              "topology_template": {"node_templates": nodes,
+                                                    "outputs": outputs}}}  # fmt: skip
+    response = await http.post(CLUSTER.collection(), json=body)
+    assert response.status_code == 422, response.text
+    error = response.json()["errors"][0]
+    assert error["field"] == "spec.tosca"
+    assert 'Type "tosca.nodes.Nope" is not a valid type' in error["reason"]
+    body["spec"] = {"tosca": "https://example.com/cluster.yaml"}
+    response = await http.post(CLUSTER.collection(), json=body)
+    assert response.status_code == 422, response.text
+    assert "SHOAL_TOSCA_URLS" in response.json()["errors"][0]["reason"]
+    body["spec"] = {"tosca": {"tosca_definitions_version": "tosca_simple_yaml_1_0"}}
+    response = await http.post(CLUSTER.collection(), json=body)
+    assert response.status_code == 422, response.text
+    assert "outputs.kubeconfig is required" in response.json()["errors"][0]["reason"]
 
 
 async def test_exec_credentials_are_refused_unless_allowed(http: httpx.AsyncClient) -> None:

@@ -157,8 +157,15 @@ def test_every_sample_body_of_the_suite_is_accepted(http: TestClient, sample: Sa
 
 
 def test_the_docs_examples_are_accepted(http: TestClient) -> None:
+    """Manifests as an application's, TOSCA templates (``*.tosca.yaml``) as a cluster's."""
     for path in sorted(EXAMPLES.glob("*.yaml")):
         items = [d for d in yaml.safe_load_all(path.read_text()) if d]
+        if path.name.endswith(".tosca.yaml"):
+            body = BY_KIND["Cluster"].body("x", "default")
+            body["spec"] = {"tosca": items[0],
+                            "constraints": {"cloud": {"labels": ["location is DE"]}}}  # fmt: skip
+            _accepted_and_equal(http, BY_KIND["Cluster"], body)
+            continue
         body = BY_KIND["Application"].body("x", "default")
         body["spec"]["manifest"] = items
         _accepted_and_equal(http, BY_KIND["Application"], body)

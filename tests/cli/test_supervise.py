@@ -16,7 +16,7 @@ from tests.util import free_port, wait_for
 ENV = {"COLUMNS": "200", "PATH": "/usr/bin:/bin"}
 COMPONENTS = {
     "api", "sim", "scheduler", "kube-controller", "cluster-observer", "garbage-collector",
-    "reschedule-controller", "agents",
+    "reschedule-controller", "infrastructure-controller", "agents",
 }  # fmt: skip
 
 

@@ -5,17 +5,21 @@ showing what is stored."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import signal
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
+import yaml
 
 from tests.cli.conftest import process
 from tests.util import free_port, wait_for
 
 ENV = {"COLUMNS": "200", "PATH": "/usr/bin:/bin"}
+ROOT = Path(__file__).resolve().parents[2]
 
 
 async def _up(data: Path, port: int, *args: str) -> asyncio.subprocess.Process:
@@ -62,7 +66,7 @@ async def test_up_in_one_process_places_the_demo(tmp_path: Path) -> None:
     names = controllers.group(1).split(", ")
     assert names == [
         "Scheduler", "KubeController", "ClusterObserver", "GarbageCollector",
-        "RescheduleTaskController",
+        "RescheduleTaskController", "InfrastructureController",
     ]  # fmt: skip
     assert "Application demo (constraint: location in (DE, FR)) → sim-2" in text, text
 
@@ -101,3 +105,60 @@ async def test_up_restarts_with_what_is_stored(tmp_path: Path) -> None:
     assert "location=US" in text and "location=FR, tier=gold" in text, text  # stored labels
     assert "Application demo (constraint: location in (DE, FR)) → sim-2 (stored)" in text
     assert "1/3 clusters available: 2 label location in (DE, FR)" in text
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+async def test_up_builds_a_cluster_on_a_cloud_as_docs_clouds_shows(tmp_path: Path) -> None:
+    """docs/clouds.md under ``shoal up``: create on the DE cloud, ONLINE, kubectl sees its two
+    nodes, an application runs there; deleted, the simulated cluster is gone."""
+    port = free_port()
+    up = await _up(tmp_path, port)
+    try:
+        await wait_for((tmp_path / "security" / "config.yaml").exists, timeout=60,
+                       message="shoal up's banner")  # fmt: skip
+        example = str(ROOT / "docs" / "examples" / "cluster.tosca.yaml")
+        await _shoal(tmp_path, "kube", "cluster", "create", "edge-1", "-f", example,
+                     "--cloud-constraint", "location is DE", "-l", "site=edge")  # fmt: skip
+
+        async def online() -> dict[str, Any] | None:
+            text = await _shoal(tmp_path, "kube", "cluster", "get", "edge-1", "-o", "json")
+            cluster: dict[str, Any] = json.loads(text)
+            return cluster if cluster["status"]["state"] == "ONLINE" else None
+
+        cluster = await wait_for(online, timeout=60, interval=0.2, message="edge-1 ONLINE")
+        assert cluster["status"]["scheduled_to"]["name"] == "cloud-de"
+        kubeconfig = tmp_path / "edge-1.yaml"
+        kubeconfig.write_text(yaml.safe_dump(cluster["spec"]["kubeconfig"]))
+        nodes = await _kubectl(kubeconfig, "get", "nodes", "-o", "name")
+        assert nodes.split() == ["node/n-0", "node/n-1"]
+        await _shoal(tmp_path, "kube", "app", "create", "web", "-f",
+                     str(ROOT / "docs" / "examples" / "web.yaml"), "-L", "site is edge")
+
+        async def running() -> bool:
+            return "edge-1" in await _shoal(tmp_path, "get", "app", "web")
+
+        await wait_for(running, timeout=60, interval=0.2, message="web on edge-1")
+        await _shoal(tmp_path, "kube", "app", "delete", "web")
+        await _shoal(tmp_path, "kube", "cluster", "delete", "edge-1")
+        sim = cluster["status"]["cluster_id"]
+
+        async def removed() -> bool:
+            listed = await _shoal(tmp_path, "sim", "list", "--data-dir", str(tmp_path))
+            return sim not in listed and "edge-1" not in await _shoal(tmp_path, "get", "clusters")
+
+        await wait_for(removed, timeout=60, interval=0.2, message="edge-1 removed")
+    finally:
+        up.send_signal(signal.SIGINT)
+        out, _ = await asyncio.wait_for(up.communicate(), 30)
+    assert "Traceback" not in out.decode(), out.decode()
+
+
+async def _kubectl(kubeconfig: Path, *args: str) -> str:
+    proc = await asyncio.create_subprocess_exec(
+        "kubectl", "--kubeconfig", str(kubeconfig), *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    out, _ = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, out.decode()
+    return out.decode()

@@ -19,6 +19,7 @@ MODULES = {
     "scheduler": "krake.controller.scheduler",
     "kubernetes_application": "krake.controller.kubernetes.application",
     "garbage_collector": "krake.controller.gc",
+    "infrastructure": "krake.controller.infrastructure",
 }
 LOG = {
     "version": 1,
@@ -42,6 +43,8 @@ def config(name: str, api_url: str) -> dict[str, Any]:
     }
     if name == "scheduler":
         out.update(reschedule_after=60, stickiness=0.1)
+    if name == "infrastructure":
+        out["poll_interval"] = 0.5  # Krake's default waits 30 s between two looks
     if name == "kubernetes_application":
         out["hooks"] = {"complete": dict(_HOOK), "shutdown": dict(_HOOK)}
     return out
@@ -52,7 +55,7 @@ class KrakeControllers:
     python: str
     api_url: str
     tmp: Path
-    names: tuple[str, ...] = tuple(MODULES)
+    names: tuple[str, ...] = ("scheduler", "kubernetes_application", "garbage_collector")
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
 
     def start(self) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from shoal.client.kube import KubeClients, KubeCluster
-from shoal.client.rest import ShoalClient
+from shoal.client.rest import NotFound, ShoalClient
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Application, ApplicationState, Cluster, ClusterSpec
 from shoal.sim.server import SimServer
@@ -53,6 +53,15 @@ async def running_on(client: ShoalClient, name: str) -> str | None:
     if app.status.state is ApplicationState.RUNNING and app.status.running_on is not None:
         return app.status.running_on.name
     return None
+
+
+async def gone(client: ShoalClient, name: str) -> bool:
+    """Whether application ``name`` is deleted (its finalizers done)."""
+    try:
+        await client.get(Application, name, NS)
+    except NotFound:
+        return True
+    return False
 
 
 def deployment(name: str, replicas: int = 2) -> dict[str, Any]:

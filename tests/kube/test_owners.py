@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 
 from shoal.client.kube import KubeCluster
-from shoal.client.rest import NotFound, ShoalClient
+from shoal.client.rest import ShoalClient
 from shoal.kube.controller import KubeController
 from shoal.kube.owners import LABEL_NAME, LABEL_NAMESPACE, LABEL_UID, Owner, owner_of
 from shoal.model.base import ReasonCode, ResourceRef
 from shoal.model.events import Event
 from shoal.model.kubernetes import Application, ApplicationState, Cluster
-from tests.kube.conftest import NS, deployment
+from tests.kube.conftest import NS, deployment, gone
 from tests.util import wait_for
 
 pytestmark = pytest.mark.integration
@@ -56,14 +56,6 @@ async def refused(client: ShoalClient, name: str) -> Application | None:
     app = await client.get(Application, name, NS)
     reason = app.status.reason
     return app if reason is not None and reason.code is ReasonCode.CONFLICT else None
-
-
-async def gone(client: ShoalClient, name: str) -> bool:
-    try:
-        await client.get(Application, name, NS)
-    except NotFound:
-        return True
-    return False
 
 
 def owner(app: Application) -> Owner:

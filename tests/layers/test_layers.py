@@ -32,6 +32,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "observer": BASE | {"controllers"},
     "gc": BASE | {"controllers"},
     "reschedule": BASE | {"controllers"},
+    "infrastructure": BASE | {"controllers"},
     "agent": BASE,
     "sim": {"machinery"},
     # the dry run runs the scheduler's own decision code (one decision, two callers); ui:
@@ -40,7 +41,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "ui": set(),
     # the composition root: every component described once, and how each process starts
     "system": BASE
-    | {"controllers", "scheduler", "kube", "observer", "gc", "reschedule", "agent", "sim", "api"},
+    | {"controllers", "scheduler", "kube", "observer", "gc", "reschedule", "infrastructure",
+       "agent", "sim", "api"},
     # the kubectl-like client, whose process commands hand over to ``system``; the launcher
     # of tests and benchmarks starts processes as ``system`` does
     "cli": {"*"},

@@ -43,8 +43,10 @@ async def test_a_cloud_binding_stays_in_the_namespace_and_names_a_cloud(
     secured: Secured,
 ) -> None:
     admin, bob = secured["admin"], secured["bob"]
+    tosca = {"tosca_definitions_version": "tosca_simple_yaml_1_0",
+             "topology_template": {"outputs": {"kubeconfig": {"value": "x"}}}}
     body = {"api": "kubernetes", "kind": "Cluster", "metadata": {"name": "to-build"},
-            "spec": {"kubeconfig": {}, "tosca": {"tosca_definitions_version": "v1"}}}  # fmt: skip
+            "spec": {"kubeconfig": {}, "tosca": tosca}}  # fmt: skip
     answer = await bob.post("/kubernetes/namespaces/b/clusters", json=body)
     assert answer.status_code == 200, answer.text
     cloud = {

@@ -68,6 +68,6 @@ def test_the_default_roles_pass_the_rule_checks() -> None:
     from shoal.model.validation import check
 
     roles = [obj for obj in defaults() if isinstance(obj, Role)]
-    assert len(roles) == 7
+    assert len(roles) == 8
     for role in roles:
         assert [f for f in check(role) if not f.warning] == [], role.metadata.name

@@ -2,7 +2,9 @@
 
 Each component gets only what it does: the scheduler reads the fleet and
 metrics and writes bindings and status; the kube controller and the cluster
-observer read kubeconfigs (``secrets`` on clusters); the garbage collector
+observer read kubeconfigs (``secrets`` on clusters); the infrastructure
+controller reads the providers' and clouds' logins and writes the kubeconfigs
+of the clusters it builds; the garbage collector
 updates and deletes but never reads a secret in clear (an update that sends
 the redacted placeholder back keeps the stored value). Components run as
 ``system:<component>``; anyone in group ``shoal:admins`` may do everything.
@@ -24,6 +26,7 @@ COMPONENTS = (
     "cluster-observer",
     "garbage-collector",
     "reschedule-controller",
+    "infrastructure-controller",
     "agent",
 )
 
@@ -83,6 +86,19 @@ _RULES: dict[str, list[RoleRule]] = {
         _rule("scheduling", ["rescheduletasks"], [*_READ, "update", "delete"]),
         _rule("scheduling", ["rescheduletasks/status"], ["update"]),
         _rule("core", ["users"], ["impersonate"]),  # a task acts for its requester
+        _LEASES,
+        _EVENTS,
+    ],
+    "infrastructure-controller": [
+        # it writes the kubeconfig of the clusters it builds, and their finalizer
+        _rule("kubernetes", ["clusters"], [*_READ, "secrets", "update"]),
+        _rule("kubernetes", ["clusters/status"], ["update"]),
+        _rule("infrastructure", ["clouds", "globalclouds"], [*_READ, "secrets"]),
+        _rule(
+            "infrastructure",
+            ["infrastructureproviders", "globalinfrastructureproviders"],
+            [*_READ, "secrets"],
+        ),
         _LEASES,
         _EVENTS,
     ],

@@ -7,6 +7,7 @@ from typing import Any
 
 from shoal.machinery.paths import join
 from shoal.model.base import Kind
+from shoal.model.tosca import problems as tosca_problems
 from shoal.model.validation.findings import Finding
 from shoal.model.validation.kubeconfig import check_kubeconfig
 from shoal.model.validation.manifest import check_manifest
@@ -49,6 +50,9 @@ def _cluster(obj: Any) -> Iterator[Finding]:
             )
     else:
         yield from check_kubeconfig(spec.kubeconfig, "spec.kubeconfig")
+    if spec.tosca:
+        for problem in tosca_problems(spec.tosca):
+            yield Finding("spec.tosca", problem)
     for index, metric in enumerate(spec.metrics):
         yield from identifier(metric.name, join("spec.metrics", index, "name"), "a metric name")
 

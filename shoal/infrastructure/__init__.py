@@ -1,0 +1,1 @@
+"""Clusters built on clouds: providers and the infrastructure controller."""
