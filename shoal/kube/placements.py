@@ -205,6 +205,8 @@ async def deploy(controller: KubeController, app: Application) -> None:
     cleanups = list(status.pending_cleanups)
     if grown:
         shrunk = await bring(second_step)
+        if leaving and not await controller._shut_down_first(app, [c.cluster for c in leaving]):
+            return  # their workloads are asked to shut down first (Krake's shutdown hook)
         for copy in leaving:  # clusters no longer used: their copies go now
             left = await controller._remove_from_old(app, copy.cluster)
             if left is not None:
@@ -239,6 +241,7 @@ async def deploy(controller: KubeController, app: Application) -> None:
             running_on=first,
             last_applied_manifest=controller.desired(app),
             retries=None,
+            shutdown_grace_period=None,
         )
         await controller._write(app, fields)
         controller.failures.pop(key, None)

@@ -48,11 +48,12 @@ async def control_plane(client: ShoalClient, clusters: list[Cluster]) -> AsyncIt
 
 
 def app_with(name: str, hooks: list[str], location: str, *objects: dict[str, Any],
-             grace: int = 30) -> Application:  # fmt: skip
+             grace: int = 30, placement: dict[str, Any] | None = None) -> Application:  # fmt: skip
+    spread = {"placement": placement} if placement is not None else {}
     return Application.model_validate({
         "metadata": {"name": name, "namespace": NS},
         "spec": {"manifest": [deployment(name, replicas=1), *objects], "hooks": hooks,
-                 "shutdown_grace_time": grace,
+                 "shutdown_grace_time": grace, **spread,
                  "constraints": {"cluster": {"labels": [f"location is {location}"]}}},
     })  # fmt: skip
 
@@ -131,15 +132,19 @@ async def workload(kube: dict[str, KubeCluster]) -> AsyncIterator[dict[str, Any]
 
 
 @pytest.mark.usefixtures("control_plane")
+@pytest.mark.parametrize("placement", [None, {"clusters": 1}], ids=["one-cluster", "placement"])
 async def test_a_migration_waits_for_the_workload_to_confirm_its_shutdown(
-    client: ShoalClient, kube: dict[str, KubeCluster], workload: dict[str, Any]
+    client: ShoalClient, kube: dict[str, KubeCluster], workload: dict[str, Any],
+    placement: dict[str, Any] | None,
 ) -> None:
+    """A move to another cluster, of an application on one cluster or of one with
+    ``spec.placement`` (whose copy on a cluster it no longer uses goes)."""
     service = {
         "apiVersion": "v1", "kind": "Service", "metadata": {"name": "shutdown"},
         "spec": {"type": "NodePort", "selector": {"app": "svc"},
                  "ports": [{"port": 80, "nodePort": workload["port"]}]},
     }  # fmt: skip
-    await client.create(app_with("svc", ["shutdown"], "DE", service))
+    await client.create(app_with("svc", ["shutdown"], "DE", service, placement=placement))
     assert await wait_for(lambda: running_on(client, "svc"), timeout=20, interval=0.1) == "de"
     app = await client.get(Application, "svc", NS)
     app.spec.constraints.cluster.labels = ["location is FR"]  # type: ignore[list-item]
