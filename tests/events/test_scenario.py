@@ -136,6 +136,18 @@ async def test_one_application_told_by_its_events(client: ShoalClient, sim: SimS
 
         await wait_for(lambda: deployed_on("a"), timeout=20, message="deployed on a")
         await set_values(client, {"a": 0.4, "b": 0.6})  # a keeps it: (0.4 + 1) / 2 > 0.6
+        # The request must meet these values: a pass on the old ones (a 0.95) answers it
+        # by staying on a, and nothing would move it after.
+        scheduler = components[0][0]
+        assert isinstance(scheduler, Scheduler)
+
+        def sees(name: str, value: float) -> bool:
+            seen = scheduler.metrics.lookup(f"m-{name}", False, None)
+            return getattr(seen, "value", None) == value
+
+        await wait_for(
+            lambda: sees("a", 0.4) and sees("b", 0.6), timeout=20, message="new values seen"
+        )
         task = RescheduleTaskSpec(target_ref_resource=[ResourceSelector(namespace=NS, name="web")])
         await client.create(RescheduleTask(metadata=Metadata(name="back"), spec=task))
         requested = await until(client, "Application", "web", "RescheduleRequested")
