@@ -1,10 +1,19 @@
 """The embedded store: one SQLite file in WAL mode, no server.
 
 All statements run synchronously on the event loop thread. Each is a few tens
-of microseconds, and running them without an ``await`` makes every write and
-its fan-out to watchers atomic with respect to other coroutines: a watcher
-registers and reads history in one step, so no event falls in between. One
-API process owns a SQLite file; use etcd for several API servers.
+of microseconds, and running them without an ``await`` makes every write's
+compare-and-swap atomic with respect to other coroutines. One API process owns
+a SQLite file; use etcd for several API servers.
+
+Group commit. The writes of one turn of the event loop share one transaction:
+each runs its statements at once (so the next write's compare-and-swap sees
+it), and the transaction commits in a callback after the turn, once for all
+of them. A write answers only after that commit, and watchers and readers see
+nothing before it: reads go through a second, read-only connection, which
+sees committed data only, and a read of a key the open group wrote waits for
+its commit. At 64 creates in flight one commit serves several writes, and the
+commit was the largest single cost of a write. An in-memory store has no
+second connection to read from, and commits every write on its own.
 """
 
 from __future__ import annotations
@@ -40,11 +49,35 @@ class _Watcher:
     dropped: bool = False
 
 
+@dataclass(eq=False)
+class _Group:
+    """The open transaction: the writes made since it began, committed together."""
+
+    start: int  # the store revision before its first write
+    done: asyncio.Future[None] | None  # None: committed by the write itself (in memory)
+    events: list[base.Event] = field(default_factory=list)
+    keys: set[str] = field(default_factory=set)
+    broken: BaseException | None = None  # a statement failed half-way: roll all back
+
+
+def _in_memory(path: str) -> bool:
+    return path == ":memory:" or path.startswith("file::memory:") or "mode=memory" in path
+
+
 class SqliteStore:
-    """Store protocol on SQLite. ``history`` revisions of events are kept for watches."""
+    """Store protocol on SQLite. ``history`` revisions of events are kept for watches.
+
+    ``group_commit`` (default: on for a file) shares one commit among the writes
+    of one event loop turn; an in-memory database always commits each write.
+    """
 
     def __init__(
-        self, path: str = ":memory:", *, history: int = 200_000, watch_queue: int = 100_000
+        self,
+        path: str = ":memory:",
+        *,
+        history: int = 200_000,
+        watch_queue: int = 100_000,
+        group_commit: bool = True,
     ) -> None:
         self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
@@ -56,13 +89,22 @@ class SqliteStore:
         self._watch_queue = watch_queue
         self._watchers: set[_Watcher] = set()
         row = self._db.execute("SELECT value FROM meta WHERE name='revision'").fetchone()
-        self._revision: int = row[0] if row else 0
+        self._revision: int = row[0] if row else 0  # the last write's, committed or not
+        self._committed = self._revision  # what readers and watchers may see
         row = self._db.execute("SELECT value FROM meta WHERE name='compacted'").fetchone()
         self._compacted: int = row[0] if row else 0
         self._writes_since_compaction = 0
-        self._batch: list[base.Event] | None = None
+        self._group: _Group | None = None
+        self._in_batch = False
+        self.commits = 0  # transactions committed: writes / commits is the group size
+        self._grouped = group_commit and not _in_memory(path)
+        self._reader = self._db
+        if self._grouped:
+            self._reader = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            self._reader.execute("PRAGMA query_only=1")
+            self._reader.execute("PRAGMA cache_size=-65536")
         self._checkpointer: _Checkpointer | None = None
-        if path != ":memory:" and not path.startswith("file::memory:"):
+        if not _in_memory(path):
             # Checkpoints fsync: run them beside the event loop, not inside a commit.
             self._db.execute("PRAGMA wal_autocheckpoint=0")
             self._checkpointer = _Checkpointer(path)
@@ -70,7 +112,13 @@ class SqliteStore:
     # reads -----------------------------------------------------------------
 
     async def get(self, key: str) -> base.Record:
-        row = self._db.execute("SELECT value, revision FROM kv WHERE key=?", (key,)).fetchone()
+        db = self._reader
+        if self._in_batch:
+            db = self._db  # a batch reads its own writes: they commit with it
+        else:
+            while (group := self._group) is not None and key in group.keys:
+                await _settled(group)
+        row = db.execute("SELECT value, revision FROM kv WHERE key=?", (key,)).fetchone()
         if row is None:
             raise base.NotFound(key)
         return base.Record(key, row[0], row[1])
@@ -87,11 +135,11 @@ class SqliteStore:
         if limit is not None:
             sql += " LIMIT ?"
             params = (*params, limit)
-        rows = self._db.execute(sql, params).fetchall()
-        return [base.Record(k, v, r) for k, v, r in rows], self._revision
+        rows = self._reader.execute(sql, params).fetchall()
+        return [base.Record(k, v, r) for k, v, r in rows], self._committed
 
     async def revision(self) -> int:
-        return self._revision
+        return self._committed
 
     async def check_revision(self, revision: int) -> None:
         if revision < self._compacted:
@@ -100,23 +148,37 @@ class SqliteStore:
     # writes ----------------------------------------------------------------
 
     def _current(self, key: str) -> tuple[bytes, int] | None:
+        """The key as the next write sees it: with the open group's writes."""
         row = self._db.execute("SELECT value, revision FROM kv WHERE key=?", (key,)).fetchone()
         return (row[0], row[1]) if row else None
 
-    def _commit(self, kind: base.EventType, key: str, value: bytes) -> int:
+    def _open(self) -> _Group:
+        """The open transaction, begun now if there is none."""
+        group = self._group
+        if group is None:
+            self._db.execute("BEGIN IMMEDIATE")
+            done: asyncio.Future[None] | None = None
+            if self._grouped:
+                loop = asyncio.get_running_loop()
+                done = loop.create_future()
+                loop.call_soon(self._close)  # after this turn's other writes
+            group = self._group = _Group(self._revision, done)
+        return group
+
+    def _write(self, kind: base.EventType, key: str, value: bytes) -> int:
+        """One write's statements in the open transaction; its revision."""
+        group = self._open()
         revision = self._revision + 1
         db = self._db
-        own = self._batch is None
-        if own:
-            db.execute("BEGIN IMMEDIATE")
+        if kind is base.EventType.ADDED:  # the primary key refuses an existing key
+            # A refused INSERT undoes only itself: the transaction stays as it was.
+            db.execute(
+                "INSERT INTO kv(key, value, revision) VALUES (?, ?, ?)", (key, value, revision)
+            )
         try:
             if kind is base.EventType.DELETED:
                 db.execute("DELETE FROM kv WHERE key=?", (key,))
-            elif kind is base.EventType.ADDED:  # the primary key refuses an existing key
-                db.execute(
-                    "INSERT INTO kv(key, value, revision) VALUES (?, ?, ?)", (key, value, revision)
-                )
-            else:
+            elif kind is base.EventType.MODIFIED:
                 db.execute(
                     "INSERT OR REPLACE INTO kv(key, value, revision) VALUES (?, ?, ?)",
                     (key, value, revision),
@@ -125,59 +187,104 @@ class SqliteStore:
                 "INSERT INTO log(revision, type, key, value) VALUES (?, ?, ?, ?)",
                 (revision, _TYPE_CODE[kind], key, value),
             )
-            if own:
-                db.execute(
-                    "INSERT OR REPLACE INTO meta(name, value) VALUES ('revision', ?)", (revision,)
-                )
-                db.execute("COMMIT")
-        except BaseException:
-            if own:
-                db.execute("ROLLBACK")
+        except BaseException as error:
+            group.broken = error
+            if group.done is None and not self._in_batch:
+                with contextlib.suppress(BaseException):
+                    self._close()  # rolls back
             raise
         self._revision = revision
-        event = base.Event(kind, key, value, revision)
-        if self._batch is not None:
-            self._batch.append(event)  # watchers see it once the batch commits
-        else:
-            self._fan_out(event)
-        self._writes_since_compaction += 1
-        if own and self._writes_since_compaction >= 10_000:
-            self._auto_compact()
+        group.events.append(base.Event(kind, key, value, revision))
+        group.keys.add(key)
         return revision
+
+    def _close(self) -> None:
+        """Commit the open transaction, then hand its events to watchers and its writers."""
+        group, self._group = self._group, None
+        if group is None:
+            return
+        db = self._db
+        try:
+            if group.broken is not None:
+                raise group.broken
+            if group.events:
+                db.execute(
+                    "INSERT OR REPLACE INTO meta(name, value) VALUES ('revision', ?)",
+                    (self._revision,),
+                )
+            db.execute("COMMIT")
+        except BaseException as error:
+            with contextlib.suppress(sqlite3.Error):
+                db.execute("ROLLBACK")
+            self._revision = group.start
+            if group.done is None:
+                raise
+            if not group.done.done():
+                group.done.set_exception(base.Unavailable(f"commit failed: {error}"))
+                group.done.exception()  # retrieved: no warning when no writer waits any more
+            return
+        self.commits += 1
+        self._committed = self._revision
+        for event in group.events:
+            self._fan_out(event)
+        if group.done is not None and not group.done.done():
+            group.done.set_result(None)
+        self._writes_since_compaction += len(group.events)
+        if self._writes_since_compaction >= 10_000:
+            self._auto_compact()
+
+    async def _answered(self) -> None:
+        """Return once the open group committed (a write answers after its commit)."""
+        group = self._group
+        if group is None or self._in_batch:
+            return  # a batch's writes are answered at its end
+        if group.done is None:
+            self._close()
+        else:
+            await asyncio.shield(group.done)
+
+    async def _settle(self) -> None:
+        """Before a refusal: let the open group commit, so a read after it shows why."""
+        group = self._group
+        if group is not None and not self._in_batch:
+            if group.done is None:
+                self._close()
+            else:
+                await _settled(group)
 
     @contextlib.asynccontextmanager
     async def batch(self) -> AsyncIterator[None]:
         """Group the writes of the block into one SQLite transaction (one commit).
 
-        Each write still is its own compare-and-swap with its own revision;
-        watchers see the events after the commit. The store's methods never
-        suspend, so no other coroutine's write can fall inside the block (the
-        caller must not await anything else in it). Nested blocks join the
-        outer one; an error rolls the whole block back.
+        Each write still is its own compare-and-swap with its own revision, and
+        reads in the block see its writes; watchers see the events after the
+        commit. The store's methods never suspend inside a block, so no other
+        coroutine's write can fall inside it (the caller must not await anything
+        else in it). Nested blocks join the outer one; an error rolls the whole
+        block back (a savepoint), and leaves other writes of the group alone.
         """
-        if self._batch is not None:
+        if self._in_batch:
             yield
             return
-        start = self._revision
-        self._db.execute("BEGIN IMMEDIATE")
-        self._batch = []
+        group = self._open()
+        start, mark = self._revision, len(group.events)
+        self._db.execute("SAVEPOINT batch")
+        self._in_batch = True
         try:
             yield
-            self._db.execute(
-                "INSERT OR REPLACE INTO meta(name, value) VALUES ('revision', ?)",
-                (self._revision,),
-            )
-            self._db.execute("COMMIT")
         except BaseException:
-            self._db.execute("ROLLBACK")
-            self._revision = start
-            self._batch = None
+            self._in_batch = False
+            if group.broken is None:
+                self._db.execute("ROLLBACK TO batch")
+                self._db.execute("RELEASE batch")
+                self._revision = start
+                del group.events[mark:]
+            if group.done is None:
+                self._close()
             raise
-        events, self._batch = self._batch, None
-        for event in events:
-            self._fan_out(event)
-        if self._writes_since_compaction >= 10_000:
-            self._auto_compact()
+        self._in_batch = False
+        self._db.execute("RELEASE batch")
+        await self._answered()
 
     def _fan_out(self, event: base.Event) -> None:
         for watcher in tuple(self._watchers):
@@ -193,27 +300,38 @@ class SqliteStore:
 
     async def create(self, key: str, value: bytes) -> int:
         # No read first: the INSERT's constraint is the existence check (a tenth of a
-        # create's CPU). A refused statement leaves an enclosing batch's transaction open.
+        # create's CPU).
         try:
-            return self._commit(base.EventType.ADDED, key, value)
+            revision = self._write(base.EventType.ADDED, key, value)
         except sqlite3.IntegrityError:
+            await self._settle()
             raise base.AlreadyExists(key) from None
+        await self._answered()
+        return revision
 
     async def update(self, key: str, value: bytes, expected_revision: int | None = None) -> int:
         current = self._current(key)
         if current is None:
+            await self._settle()
             raise base.NotFound(key)
         if expected_revision is not None and current[1] != expected_revision:
+            await self._settle()
             raise base.Conflict(key, expected_revision, current[1])
-        return self._commit(base.EventType.MODIFIED, key, value)
+        revision = self._write(base.EventType.MODIFIED, key, value)
+        await self._answered()
+        return revision
 
     async def delete(self, key: str, expected_revision: int | None = None) -> int:
         current = self._current(key)
         if current is None:
+            await self._settle()
             raise base.NotFound(key)
         if expected_revision is not None and current[1] != expected_revision:
+            await self._settle()
             raise base.Conflict(key, expected_revision, current[1])
-        return self._commit(base.EventType.DELETED, key, current[0])
+        revision = self._write(base.EventType.DELETED, key, current[0])
+        await self._answered()
+        return revision
 
     # history ---------------------------------------------------------------
 
@@ -224,7 +342,8 @@ class SqliteStore:
             self._compact(target)
 
     def _compact(self, revision: int) -> None:
-        revision = min(revision, self._revision)
+        """Drop history up to ``revision``; only between groups (no transaction open)."""
+        revision = min(revision, self._committed)
         if revision <= self._compacted:
             return
         self._db.execute("BEGIN IMMEDIATE")
@@ -236,15 +355,20 @@ class SqliteStore:
         self._compacted = revision
 
     async def compact(self, revision: int) -> None:
+        while (group := self._group) is not None:
+            if group.done is None:
+                self._close()
+            else:
+                await _settled(group)
         self._compact(revision)
 
     async def watch(
         self, prefix: str, from_revision: int | None = None
     ) -> AsyncIterator[base.Event]:
         watcher = _Watcher(prefix, base.prefix_end(prefix))
-        # Register and read the current revision with no await in between: every
-        # later write reaches the queue, every earlier one is in the log.
-        head = self._revision
+        # Register and read the committed revision with no await in between: every
+        # later commit reaches the queue, every earlier one is in the log.
+        head = self._committed
         if from_revision is not None and from_revision < self._compacted:
             raise base.Compacted(from_revision, self._compacted)
         self._watchers.add(watcher)
@@ -256,7 +380,7 @@ class SqliteStore:
                         # base.Compacted while we yielded: the rest of the log is gone.
                         # End the stream; resuming from here raises base.Compacted.
                         return
-                    rows = self._db.execute(
+                    rows = self._reader.execute(
                         "SELECT revision, type, key, value FROM log WHERE revision > ? "
                         "AND revision <= ? AND key >= ? AND key < ? ORDER BY revision LIMIT 1000",
                         (after, head, watcher.start, watcher.end),
@@ -275,12 +399,24 @@ class SqliteStore:
             self._watchers.discard(watcher)
 
     async def close(self) -> None:
+        if self._group is not None:
+            with contextlib.suppress(BaseException):
+                self._close()  # the writes made so far are answered: keep them
         for watcher in tuple(self._watchers):
             watcher.queue.put_nowait(None)
         self._watchers.clear()
         if self._checkpointer is not None:
             self._checkpointer.stop()
+        if self._reader is not self._db:
+            self._reader.close()
         self._db.close()
+
+
+async def _settled(group: _Group) -> None:
+    """Wait until ``group`` committed or failed (its failure is its writers' to report)."""
+    if group.done is not None:
+        with contextlib.suppress(Exception):
+            await asyncio.shield(group.done)
 
 
 class _Checkpointer:

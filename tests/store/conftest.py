@@ -1,6 +1,8 @@
 """Store fixtures: every contract test runs once per implementation.
 
-``store_factory`` (sync) builds a fresh, unconnected store, so tests that run
+SQLite runs twice: in memory (a commit per write) and on a file (group
+commit, reads on a second connection). ``store_factory`` (sync) builds a
+fresh, unconnected store, so tests that run
 their own event loop (hypothesis state machines) can open stores inside it;
 ``store`` is a ready store for the test's loop; ``prefix`` is a key prefix
 unique to the test (the etcd server is shared by the session).
@@ -8,8 +10,10 @@ unique to the test (the etcd server is shared by the session).
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 
 import pytest
 
@@ -21,10 +25,15 @@ from tests.fixtures.etcd import etcd_cluster, etcd_server, etcd_url  # noqa: F40
 StoreFactory = Callable[[], Store]
 
 
-@pytest.fixture(params=["sqlite", pytest.param("etcd", marks=pytest.mark.integration)])
-def store_factory(request: pytest.FixtureRequest) -> StoreFactory:
+@pytest.fixture(
+    params=["sqlite", "sqlite-file", pytest.param("etcd", marks=pytest.mark.integration)]
+)
+def store_factory(request: pytest.FixtureRequest, tmp_path: Path) -> StoreFactory:
     if request.param == "sqlite":
-        return lambda: SqliteStore(":memory:")
+        return lambda: SqliteStore(":memory:")  # one commit per write
+    if request.param == "sqlite-file":  # group commit, reads on a second connection
+        files = itertools.count()
+        return lambda: SqliteStore(str(tmp_path / f"store-{next(files)}.db"))
     url: str = request.getfixturevalue("etcd_url")
     return lambda: EtcdStore.from_url(url)
 
