@@ -43,10 +43,12 @@ from typing import Any
 import aiohttp
 import orjson
 
+from shoal.testing.fleet import cluster as fleet_cluster
 from shoal.testing.fleet import deployment
 
 NS = f"bench-{os.getpid()}"  # fresh on a shared etcd too
 APPS = f"/kubernetes/namespaces/{NS}/applications"
+CLUSTER = {"api": "kubernetes", "kind": "Cluster", "namespace": NS, "name": "c-1"}
 
 SERVER = """
 import sys, uvicorn, uvloop
@@ -253,6 +255,60 @@ async def bench(
             (
                 "read latency p50 / p99",
                 p50_p99(lat, 1),
+            )
+        )
+
+        # bindings, status patches and watch delivery: the writes placement and
+        # running rest on; CPU per operation is the figure to compare
+        cluster = fleet_cluster("c-1").model_dump(mode="json")
+        cluster["metadata"]["namespace"] = NS
+        async with http.post(f"/kubernetes/namespaces/{NS}/clusters", json=cluster) as response:
+            assert response.status < 300, await response.text()
+        batch = 100
+
+        async def bind(i: int) -> None:
+            items = [
+                {"namespace": NS, "name": f"app-{j:06d}", "cluster": CLUSTER}
+                for j in range(i * batch, min(objects, (i + 1) * batch))
+            ]
+            async with http.post("/scheduling/bindings", json={"bindings": items}) as response:
+                results = (await response.json())["results"]
+                assert all(r["status"] == 200 for r in results), results[:3]
+
+        cpu = cpu_seconds(process.pid)
+        await run_many(-(-objects // batch), 4, bind)
+        bind_cpu = (cpu_seconds(process.pid) - cpu) / objects
+        rows.append((f"API CPU per binding (batches of {batch})", f"{bind_cpu * 1e6:.0f} µs"))
+
+        async def patch_statuses(round_: int) -> float:
+            """API CPU seconds per status patch of every application."""
+
+            async def patch(i: int) -> None:
+                health = {"desired_pods": 2, "running_pods": round_}
+                body = {"status": {"container_health": health}}
+                async with http.patch(f"{APPS}/app-{i:06d}/status", json=body) as response:
+                    await response.read()
+                    assert response.status == 200, await response.text()
+
+            cpu = cpu_seconds(process.pid)
+            await run_many(objects, parallel, patch)
+            return (cpu_seconds(process.pid) - cpu) / objects
+
+        patch_cpu = await patch_statuses(1)
+        rows.append(("API CPU per status patch (no watcher)", f"{patch_cpu * 1e6:.0f} µs"))
+        async with http.get(APPS, params={"limit": "1"}) as response:
+            now = (await response.json())["metadata"]["resource_version"]
+        params = {"watch": "", "resource_version": now}
+        watching = [
+            asyncio.create_task(watcher(http, APPS, params, objects)) for _ in range(watchers)
+        ]
+        await asyncio.sleep(0.3)
+        watched_cpu = await patch_statuses(2)
+        await asyncio.gather(*watching)
+        rows.append(
+            (
+                "API CPU per watch event delivered",
+                f"{(watched_cpu - patch_cpu) / watchers * 1e6:.0f} µs",
             )
         )
 

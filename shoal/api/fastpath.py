@@ -1,8 +1,11 @@
-"""Lean endpoints for the two requests placement throughput rests on.
+"""Lean endpoints for the requests placement and running rest on.
 
 Creating an application and committing a batch of bindings are what the
-scheduler's throughput is made of; through FastAPI's dependency machinery
-about half of such a request's CPU is spent outside Shoal's own logic. These
+scheduler's throughput is made of, and status patches of applications and
+clusters what the kube controller and the observer write most; through
+FastAPI's dependency machinery about half of such a request's CPU is spent
+outside Shoal's own logic (a status patch: 750 µs, of which the patch itself
+is 250). These
 plain Starlette endpoints parse and validate the same models, call the same
 ``Resources`` methods and raise into the same error handlers. They are
 matched before the FastAPI routes of the same paths, which stay registered
@@ -24,7 +27,8 @@ from shoal.api.batch import results_response
 from shoal.api.resources import Resources
 from shoal.machinery.names import OBJECT_NAME
 from shoal.machinery.problems import from_validation_error, problem
-from shoal.model.kubernetes import Application, BindingBatch
+from shoal.model.base import Kind
+from shoal.model.kubernetes import Application, BindingBatch, Cluster
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -68,8 +72,33 @@ def routes(resources: Resources) -> list[Route]:
             return batch
         return results_response(await resources.bind_many(batch))
 
+    def patch_status(kind: type[Kind]) -> Route:
+        async def endpoint(request: Request) -> Response:
+            request.scope["route"] = route
+            params = request.path_params
+            try:
+                body = door.parsed(request.scope, await request.body())
+            except door.MalformedBody as error:
+                reason = f"malformed JSON: {error}"
+                return problem(400, f"body: {reason}", errors=[{"field": "body", "reason": reason}])
+            user = request.scope.get("shoal.user")
+            with dry_run(query_is_dry(request.query_params)):
+                content = await resources.patch_status(
+                    kind,
+                    params["name"],
+                    params.get("namespace"),
+                    body,
+                    None if user is None else user.name,
+                )
+            return Response(content, media_type="application/json")
+
+        where = "/namespaces/{namespace}" if kind.namespaced else ""
+        path = f"/{kind.api_name()}{where}/{kind.plural}/{{name}}/status"
+        route = Route(path, endpoint, methods=["PATCH"])
+        return route
+
     create_route = Route(
         "/kubernetes/namespaces/{namespace}/applications", create_application, methods=["POST"]
     )
     bind_route = Route("/scheduling/bindings", bind_applications, methods=["POST"])
-    return [create_route, bind_route]
+    return [create_route, bind_route, patch_status(Application), patch_status(Cluster)]
