@@ -23,6 +23,8 @@ then deletes it. Nothing polls the API: informers feed a work queue.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import gc
 import logging
 import time
@@ -111,9 +113,11 @@ class RescheduleTaskController(Controller):
         self.resync = resync
         self.queue: WorkQueue[str] = WorkQueue()
         # Only the fields targets are judged by: a third of the CPU of decoding whole applications.
-        self.apps: Informer[ApplicationView] = Informer(
-            client, ApplicationView, on_change=self._app_event, on_delete=self._app_event
-        )
+        # Followed only while a task is unfinished: with none, no application event reaches
+        # this process (every create, binding and status patch of every application).
+        self.apps: Informer[ApplicationView] = self._apps_informer()
+        self._apps_run: asyncio.Task[None] | None = None
+        self._apps_started = asyncio.Lock()
         self.tasks: Informer[TaskView] = Informer(
             client,
             TaskView,
@@ -131,13 +135,43 @@ class RescheduleTaskController(Controller):
     # lifecycle -------------------------------------------------------------------
 
     async def start(self) -> None:
-        await self.start_informers(self.apps)  # targets are judged from this cache
         await self.start_informers(self.tasks)
         self.spawn_workers(self.workers, self.queue, self.reconcile, self._retry)
 
     async def stop(self) -> None:
         await super().stop()
+        await self._drop_apps()
         await self.events.close()
+
+    # the applications, while a task needs them -------------------------------------
+
+    def _apps_informer(self) -> Informer[ApplicationView]:
+        return Informer(
+            self.client, ApplicationView, on_change=self._app_event, on_delete=self._app_event
+        )
+
+    async def _need_apps(self) -> None:
+        """Targets are selected and judged from this cache: list and follow them now."""
+        async with self._apps_started:
+            if self._apps_run is None:
+                self._apps_run = asyncio.create_task(self.apps.run())
+        await self.apps.wait_synced()
+
+    def _unfinished(self) -> bool:
+        return any(
+            task.status.phase is not TaskPhase.Finished and task.metadata.deleted is None
+            for task in self.tasks.items()
+        )
+
+    async def _drop_apps(self) -> None:
+        """No task left to work: stop following applications and forget them."""
+        run, self._apps_run = self._apps_run, None
+        if run is None:
+            return
+        self.apps = self._apps_informer()
+        run.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await run
 
     # events ----------------------------------------------------------------------
 
@@ -152,6 +186,7 @@ class RescheduleTaskController(Controller):
             self.queue.add_after(name, self.debounce)
 
     def _task_deleted(self, task: TaskView) -> None:
+        self.queue.add(task.metadata.name)  # the last one gone: stop following applications
         self._unwatch(task.metadata.name)
         self.progress.pop(task.metadata.name, None)
         self.sent.pop(task.metadata.uid or "", None)
@@ -176,14 +211,19 @@ class RescheduleTaskController(Controller):
         task = self.tasks.get(name)
         if task is None or task.metadata.deleted is not None:
             self._unwatch(name)
+            if not self._unfinished():
+                await self._drop_apps()
             return
         status = task.status
         if status.phase is TaskPhase.Finished:
             self._unwatch(name)
             self.sent.pop(task.metadata.uid or "", None)
             self.progress.pop(name, None)
+            if not self._unfinished():
+                await self._drop_apps()
             await self._expire(task)
             return
+        await self._need_apps()
         if status.trigger_time is None:  # written with the targets
             await self._observe(task)
             return

@@ -140,6 +140,30 @@ async def test_seed_story_back_to_the_primary(client: ShoalClient, running: Runn
     await wait_for(deleted, message="task deleted by its TTL")
 
 
+async def test_applications_are_followed_only_while_a_task_is_unfinished(
+    client: ShoalClient, running: Running
+) -> None:
+    """Every application event costs the controller a decode: with no task, none reach it."""
+    await running.start(scheduler)
+    tasks = await running.start(RescheduleTaskController)
+    await client.create(application("web"))
+    await wait_for(lambda: _is(client, "web", "a"), message="web on a")
+    assert tasks._apps_run is None and tasks.apps.lists == 0  # nothing listed, nothing watched
+
+    spec = RescheduleTaskSpec(
+        target_ref_resource=[ResourceSelector(namespace="default", name="web")]
+    )
+    await client.create(RescheduleTask(metadata=Metadata(name="once"), spec=spec))
+    task = await wait_for(lambda: finished(client, "once"), message="task finished")
+    assert (task.status.total, task.status.successful) == (1, 1)  # judged from the cache
+    await wait_for(lambda: tasks._apps_run is None, message="applications no longer followed")
+    assert tasks.apps.lists == 0  # and forgotten: a fresh cache for the next task
+
+    await client.create(RescheduleTask(metadata=Metadata(name="twice"), spec=spec))
+    task = await wait_for(lambda: finished(client, "twice"), message="second task finished")
+    assert (task.status.total, task.status.successful) == (1, 1)
+
+
 async def test_failures_are_reported(client: ShoalClient, running: Running) -> None:
     await running.start(scheduler)
     await running.start(RescheduleTaskController)
