@@ -14,8 +14,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-import orjson
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from shoal.machinery.patch import merge_patch  # RFC 7386
 from shoal.machinery.problems import ProblemError, validation_errors
@@ -92,7 +91,17 @@ def check_writer(kind: type[Kind], user: str | None, fields: dict[str, Any]) -> 
 
 
 def patcher(kind: type[Kind], fields: dict[str, Any]) -> Callable[[dict[str, Any]], bool | None]:
-    """The change for ``Resources.swap_json``: merge, validate, derive; False when unchanged."""
+    """The change for ``Resources.swap_json``: merge, validate, derive; False when unchanged.
+
+    Only the fields the patch touches are read as a model, with what an
+    application's ``state``, ``reason`` and placements derive from: the others
+    were valid when they were stored. A cluster's patch of its conditions no
+    longer reads its node list, nor an application's health patch its manifest.
+    """
+    model = status_model(kind)
+    touched = set(fields)
+    if kind is Application:
+        touched |= _DERIVED_FROM
 
     def change(data: dict[str, Any]) -> bool | None:
         before = data.get("status") or {}
@@ -100,10 +109,14 @@ def patcher(kind: type[Kind], fields: dict[str, Any]) -> Callable[[dict[str, Any
         if kind is Application:  # a stored state no field gives: fold it in first
             merged = _folded(before)
         merged = merge_patch(merged, fields)
-        status = validated_status(kind, merged)
+        read = {key: merged[key] for key in touched if key in merged}
+        status = validated(model, read)
         if isinstance(status, ApplicationStatus):
             application_status.apply(status)
-        new = orjson.loads(status.model_dump_json()) if status is not None else merged
+        written = set(fields)
+        if kind is Application:  # and what apply() wrote, where the stored status has it
+            written |= {"state", "reason"} | (_DERIVED & merged.keys())
+        new = {**merged, **status.model_dump(mode="json", include=written)}
         if new == before:
             return False
         data["status"] = new
@@ -112,13 +125,17 @@ def patcher(kind: type[Kind], fields: dict[str, Any]) -> Callable[[dict[str, Any
     return change
 
 
-def validated_status(kind: type[Kind], data: dict[str, Any]) -> Any:
-    """The status model of ``kind`` from patched JSON; 422 naming the field when invalid."""
+def status_model(kind: type[Kind]) -> type[BaseModel]:
+    """The model of ``kind``'s status; 404 when it has none."""
     field = kind.model_fields.get("status")
     factory = field.default_factory if field is not None else None
     if factory is None:
         raise ProblemError(404, f"{kind.kind_name()} has no status")
-    model = type(factory())  # type: ignore[call-arg]
+    return type(factory())  # type: ignore[call-arg]
+
+
+def validated(model: type[BaseModel], data: dict[str, Any]) -> Any:
+    """``data`` read as ``model``; 422 naming each wrong field when invalid."""
     try:
         return model.model_validate(data)
     except ValidationError as error:
@@ -171,6 +188,8 @@ def edit_application_json(data: dict[str, Any], edit: Callable[[dict[str, Any]],
 
 
 _DERIVATION = ("state", "reason", "schedule_reason", "deploy_state", "deploy_reason")
+_DERIVED = frozenset(("state", "reason", "placements"))  # what ``apply`` writes
+_DERIVED_FROM = frozenset((*_DERIVATION, "placements", "copies"))  # what it reads
 
 
 def _derivation(status: dict[str, Any]) -> ApplicationStatus:
