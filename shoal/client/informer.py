@@ -84,7 +84,6 @@ class Informer(Generic[K]):
     number: int = field(default_factory=lambda: next(_NUMBERS), init=False)
 
     def __post_init__(self, on_change: ChangeHandler[K] | None) -> None:
-        _LIVE.add(self)
         if on_change is not None:
             self.on_add = self.on_add or (lambda obj: on_change(obj, None))
             self.on_update = self.on_update or (lambda old, new: on_change(new, old))
@@ -117,15 +116,19 @@ class Informer(Generic[K]):
         await asyncio.wait_for(self.synced.wait(), timeout)
 
     async def run(self) -> None:
-        """List and watch until cancelled."""
-        await ListWatch(
-            self._relist,
-            self._events,
-            compacted=lambda error: isinstance(error, Gone),
-            failed=self._failed,
-            retry=self.retry_delay,
-            max_retry=5.0,
-        ).run()
+        """List and watch until cancelled; ``/metrics`` shows it meanwhile."""
+        _LIVE.add(self)
+        try:
+            await ListWatch(
+                self._relist,
+                self._events,
+                compacted=lambda error: isinstance(error, Gone),
+                failed=self._failed,
+                retry=self.retry_delay,
+                max_retry=5.0,
+            ).run()
+        finally:
+            _LIVE.discard(self)
 
     async def _events(self, revision: int) -> AsyncIterator[int]:
         """Apply each event from ``revision`` on; the cache's revision after each."""
@@ -244,7 +247,7 @@ _LIVE: weakref.WeakSet[Informer[Any]] = weakref.WeakSet()
 
 
 class _InformerCollector(Collector):
-    """Where each live informer of this process stands: the last revision it saw and how
+    """Where each running informer of this process stands: the last revision it saw and how
     many objects it holds. Compared with the store, they say whether its watch caught up
     (the chaos soak checks this for every component)."""
 
