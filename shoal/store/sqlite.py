@@ -54,7 +54,9 @@ class _Group:
     """The open transaction: the writes made since it began, committed together."""
 
     start: int  # the store revision before its first write
-    done: asyncio.Future[None] | None  # None: committed by the write itself (in memory)
+    # the writers waiting for its commit, one future each (a cancelled one leaves the
+    # others alone); None: each write commits itself (in memory)
+    waiters: list[asyncio.Future[None]] | None
     events: list[base.Event] = field(default_factory=list)
     keys: set[str] = field(default_factory=set)
     broken: BaseException | None = None  # a statement failed half-way: roll all back
@@ -157,12 +159,11 @@ class SqliteStore:
         group = self._group
         if group is None:
             self._db.execute("BEGIN IMMEDIATE")
-            done: asyncio.Future[None] | None = None
+            waiters: list[asyncio.Future[None]] | None = None
             if self._grouped:
-                loop = asyncio.get_running_loop()
-                done = loop.create_future()
-                loop.call_soon(self._close)  # after this turn's other writes
-            group = self._group = _Group(self._revision, done)
+                waiters = []
+                asyncio.get_running_loop().call_soon(self._close)  # after this turn's writes
+            group = self._group = _Group(self._revision, waiters)
         return group
 
     def _write(self, kind: base.EventType, key: str, value: bytes) -> int:
@@ -189,7 +190,7 @@ class SqliteStore:
             )
         except BaseException as error:
             group.broken = error
-            if group.done is None and not self._in_batch:
+            if group.waiters is None and not self._in_batch:
                 with contextlib.suppress(BaseException):
                     self._close()  # rolls back
             raise
@@ -217,18 +218,19 @@ class SqliteStore:
             with contextlib.suppress(sqlite3.Error):
                 db.execute("ROLLBACK")
             self._revision = group.start
-            if group.done is None:
+            if group.waiters is None:
                 raise
-            if not group.done.done():
-                group.done.set_exception(base.Unavailable(f"commit failed: {error}"))
-                group.done.exception()  # retrieved: no warning when no writer waits any more
+            for waiter in group.waiters:
+                if not waiter.done():
+                    waiter.set_exception(base.Unavailable(f"commit failed: {error}"))
             return
         self.commits += 1
         self._committed = self._revision
         for event in group.events:
             self._fan_out(event)
-        if group.done is not None and not group.done.done():
-            group.done.set_result(None)
+        for waiter in group.waiters or ():
+            if not waiter.done():
+                waiter.set_result(None)
         self._writes_since_compaction += len(group.events)
         if self._writes_since_compaction >= 10_000:
             self._auto_compact()
@@ -238,16 +240,16 @@ class SqliteStore:
         group = self._group
         if group is None or self._in_batch:
             return  # a batch's writes are answered at its end
-        if group.done is None:
+        if group.waiters is None:
             self._close()
         else:
-            await asyncio.shield(group.done)
+            await _committed(group)
 
     async def _settle(self) -> None:
         """Before a refusal: let the open group commit, so a read after it shows why."""
         group = self._group
         if group is not None and not self._in_batch:
-            if group.done is None:
+            if group.waiters is None:
                 self._close()
             else:
                 await _settled(group)
@@ -279,7 +281,7 @@ class SqliteStore:
                 self._db.execute("RELEASE batch")
                 self._revision = start
                 del group.events[mark:]
-            if group.done is None:
+            if group.waiters is None:
                 self._close()
             raise
         self._in_batch = False
@@ -356,7 +358,7 @@ class SqliteStore:
 
     async def compact(self, revision: int) -> None:
         while (group := self._group) is not None:
-            if group.done is None:
+            if group.waiters is None:
                 self._close()
             else:
                 await _settled(group)
@@ -412,11 +414,19 @@ class SqliteStore:
         self._db.close()
 
 
+def _committed(group: _Group) -> asyncio.Future[None]:
+    """A future of this writer's own, done when ``group`` committed (or failed)."""
+    waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    assert group.waiters is not None
+    group.waiters.append(waiter)
+    return waiter
+
+
 async def _settled(group: _Group) -> None:
     """Wait until ``group`` committed or failed (its failure is its writers' to report)."""
-    if group.done is not None:
+    if group.waiters is not None:
         with contextlib.suppress(Exception):
-            await asyncio.shield(group.done)
+            await _committed(group)
 
 
 class _Checkpointer:
