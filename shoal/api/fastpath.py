@@ -5,8 +5,7 @@ scheduler's throughput is made of, and status patches of applications and
 clusters what the kube controller and the observer write most; through
 FastAPI's dependency machinery about half of such a request's CPU is spent
 outside Shoal's own logic (a status patch: 750 µs, of which the patch itself
-is 250). These
-plain Starlette endpoints parse and validate the same models, call the same
+is 250). These plain Starlette endpoints parse and validate the same models, call the same
 ``Resources`` methods and raise into the same error handlers. They are
 matched before the FastAPI routes of the same paths, which stay registered
 to document them in ``/openapi.json``.
@@ -33,16 +32,26 @@ from shoal.model.kubernetes import Application, BindingBatch, Cluster
 M = TypeVar("M", bound=BaseModel)
 
 
-async def parse_body(request: Request, model: type[M]) -> M | Response:
+def _bad_body(reason: str) -> Response:
+    return problem(400, f"body: {reason}", errors=[{"field": "body", "reason": reason}])
+
+
+async def read_json(request: Request) -> Any:
+    """The request's body as strict JSON (parsed once, see ``shoal.api.body``), or the
+    400 problem that says why not (the caller tells them apart by ``Response``)."""
     raw = await request.body()
     try:
-        data: Any = door.parsed(request.scope, raw)
+        return door.parsed(request.scope, raw)
     except door.MalformedBody as error:
-        reason = f"malformed JSON: {error}"
-        return problem(400, f"body: {reason}", errors=[{"field": "body", "reason": reason}])
+        return _bad_body(f"malformed JSON: {error}")
+
+
+async def parse_body(request: Request, model: type[M]) -> M | Response:
+    data = await read_json(request)
+    if isinstance(data, Response):
+        return data
     if not isinstance(data, dict):
-        reason = "must be a JSON object"
-        return problem(400, f"body: {reason}", errors=[{"field": "body", "reason": reason}])
+        return _bad_body("must be a JSON object")
     try:
         return model.model_validate(data)
     except ValidationError as error:
@@ -76,11 +85,9 @@ def routes(resources: Resources) -> list[Route]:
         async def endpoint(request: Request) -> Response:
             request.scope["route"] = route
             params = request.path_params
-            try:
-                body = door.parsed(request.scope, await request.body())
-            except door.MalformedBody as error:
-                reason = f"malformed JSON: {error}"
-                return problem(400, f"body: {reason}", errors=[{"field": "body", "reason": reason}])
+            body = await read_json(request)
+            if isinstance(body, Response):
+                return body
             user = request.scope.get("shoal.user")
             with dry_run(query_is_dry(request.query_params)):
                 content = await resources.patch_status(
