@@ -117,7 +117,6 @@ class RescheduleTaskController(Controller):
         # this process (every create, binding and status patch of every application).
         self.apps: Informer[ApplicationView] = self._apps_informer()
         self._apps_run: asyncio.Task[None] | None = None
-        self._apps_started = asyncio.Lock()
         self.tasks: Informer[TaskView] = Informer(
             client,
             TaskView,
@@ -152,9 +151,8 @@ class RescheduleTaskController(Controller):
 
     async def _need_apps(self) -> None:
         """Targets are selected and judged from this cache: list and follow them now."""
-        async with self._apps_started:
-            if self._apps_run is None:
-                self._apps_run = asyncio.create_task(self.apps.run())
+        if self._apps_run is None:  # no await between the check and the set: no lock needed
+            self._apps_run = asyncio.create_task(self.apps.run())
         await self.apps.wait_synced()
 
     def _unfinished(self) -> bool:
