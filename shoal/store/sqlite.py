@@ -235,24 +235,29 @@ class SqliteStore:
         if self._writes_since_compaction >= 10_000:
             self._auto_compact()
 
-    async def _answered(self) -> None:
-        """Return once the open group committed (a write answers after its commit)."""
+    async def _end_group(self, *, report: bool) -> None:
+        """Let the open group commit: at once in memory (it has no waiters), else by waiting
+        for the commit after this loop turn. ``report``: its failure is raised here (the
+        writer's answer); otherwise it is left to the group's writers to report."""
         group = self._group
-        if group is None or self._in_batch:
-            return  # a batch's writes are answered at its end
+        if group is None:
+            return
         if group.waiters is None:
             self._close()
-        else:
+        elif report:
             await _committed(group)
+        else:
+            await _settled(group)
+
+    async def _answered(self) -> None:
+        """Return once the open group committed (a write answers after its commit)."""
+        if not self._in_batch:  # a batch's writes are answered at its end
+            await self._end_group(report=True)
 
     async def _settle(self) -> None:
         """Before a refusal: let the open group commit, so a read after it shows why."""
-        group = self._group
-        if group is not None and not self._in_batch:
-            if group.waiters is None:
-                self._close()
-            else:
-                await _settled(group)
+        if not self._in_batch:
+            await self._end_group(report=False)
 
     @contextlib.asynccontextmanager
     async def batch(self) -> AsyncIterator[None]:
@@ -357,11 +362,8 @@ class SqliteStore:
         self._compacted = revision
 
     async def compact(self, revision: int) -> None:
-        while (group := self._group) is not None:
-            if group.waiters is None:
-                self._close()
-            else:
-                await _settled(group)
+        while self._group is not None:
+            await self._end_group(report=False)
         self._compact(revision)
 
     async def watch(
