@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from shoal.api.app import create_app
 from shoal.api.auth import Protection, Security, protect
 from shoal.machinery.server import Served, listen, serve
+from shoal.model.validation import schemas
 from shoal.store.base import Store
 from shoal.store.factory import open_store
 
@@ -47,6 +48,7 @@ async def start_api(
 
     Without ``security`` the API is open (anonymous, always-allow): library use and tests.
     """
+    schemas.warm()  # before the first create, which would otherwise pay for it (once a process)
     own = isinstance(store, str)
     the_store = open_store(store) if isinstance(store, str) else store
     protection = protect(security, the_store) if security is not None else None

@@ -95,10 +95,8 @@ def controllers(client_of: Callable[[str], Any], config_path: Path | None = None
 def run_api(store_url: str, host: str, port: int, security: Any, log_level: str) -> None:
     """The API server alone, until a signal."""
     from shoal.api.server import start_api
-    from shoal.model.validation import schemas
 
     configure_logging(log_level)
-    schemas.warm()  # before the first create, which would otherwise pay for it
 
     async def main() -> None:
         server = await start_api(store_url, host, port, log_level="warning", security=security)
