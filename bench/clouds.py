@@ -38,10 +38,10 @@ import yaml  # noqa: E402
 from bench.e2e import components, cpu_snapshot, peak_rss  # noqa: E402
 from shoal.client.rest import ShoalClient  # noqa: E402
 from shoal.infrastructure.controller import key  # noqa: E402
+from shoal.infrastructure.sim import sample_objects  # noqa: E402
 from shoal.model.kubernetes import Cluster  # noqa: E402
 from shoal.testing.launch import ApiProcess, controller, free_port, spawn_shoal, stop  # noqa: E402
 from shoal.testing.wait import wait_for  # noqa: E402
-from tests.infrastructure.conftest import provider_objects  # noqa: E402
 
 NS = "default"
 TEMPLATE = yaml.safe_load((ROOT / "docs" / "examples" / "cluster.tosca.yaml").read_text())
@@ -79,7 +79,9 @@ async def run(n: int, tmp: Path) -> None:
         for name in ("scheduler", "infrastructure-controller", "cluster-observer"):
             procs.append(controller(name, api.url, log=tmp / f"{name}.log"))
         async with ShoalClient(api.url, max_connections=32) as client:
-            await provider_objects(client, sim_url)
+            provider, clouds = sample_objects(sim_url)
+            for obj in (provider, *clouds):
+                await client.create(obj)
             await asyncio.sleep(2.0)  # the controllers list and watch before the burst
             names = [f"edge-{i:04d}" for i in range(n)]
             created: dict[str, float] = {}

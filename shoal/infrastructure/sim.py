@@ -9,6 +9,7 @@ a simulated cluster share one size: the first template's).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import aiohttp
@@ -20,8 +21,55 @@ from shoal.infrastructure.providers import (
     ProviderError,
     answer,
 )
-from shoal.model.base import ReasonCode
+from shoal.model.base import Metadata, ReasonCode
+from shoal.model.infrastructure import (
+    CloudSpec,
+    GlobalCloud,
+    GlobalInfrastructureProvider,
+    InfrastructureProviderRef,
+    InfrastructureProviderSpec,
+    OpenstackAuth,
+    OpenstackSpec,
+    PasswordAuth,
+    PasswordProject,
+    PasswordUser,
+    SimProviderSpec,
+)
+from shoal.model.kubernetes import MetricRef
 from shoal.model.tosca import NodeGroup, node_shape
+
+LOCATIONS = ("DE", "FR")
+
+
+def sample_objects(
+    sim_url: str, metrics: Mapping[str, str] | None = None
+) -> tuple[GlobalInfrastructureProvider, list[GlobalCloud]]:
+    """The ``sim`` provider on ``sim_url`` and two clouds it builds clusters on, cloud-de and
+    cloud-fr (labelled ``location``), each with the metric ``metrics`` names for its location.
+
+    The demo (``shoal up``), the tests and ``bench/clouds.py`` make the same ones. The clouds
+    are OpenStack clouds in Krake's terms; the sim provider does not use their Keystone login.
+    """
+    provider = GlobalInfrastructureProvider(
+        metadata=Metadata(name="sim"),
+        spec=InfrastructureProviderSpec(type="sim", sim=SimProviderSpec(url=sim_url)),
+    )
+    login = OpenstackAuth(password=PasswordAuth(
+        user=PasswordUser(username="demo", password="unused-by-sim"),
+        project=PasswordProject(name="demo"),
+    ))  # fmt: skip
+    clouds = []
+    for location in LOCATIONS:
+        metric = (metrics or {}).get(location)
+        clouds.append(GlobalCloud(
+            metadata=Metadata(name=f"cloud-{location.lower()}", labels={"location": location}),
+            spec=CloudSpec(openstack=OpenstackSpec(
+                url=sim_url, auth=login,
+                metrics=[] if metric is None else [MetricRef(name=metric, weight=1.0)],
+                infrastructure_provider=InfrastructureProviderRef(name="sim"),
+            )),
+        ))  # fmt: skip
+    return provider, clouds
 
 
 class SimProvider:

@@ -150,45 +150,20 @@ async def sample_clouds(client: Any, admin: str) -> None:
     clouds in Krake's terms; the sim provider does not use their Keystone login.
     """
     from shoal.client.rest import NotFound
-    from shoal.model.base import Metadata
-    from shoal.model.infrastructure import (
-        CloudSpec,
-        GlobalCloud,
-        GlobalInfrastructureProvider,
-        InfrastructureProviderRef,
-        InfrastructureProviderSpec,
-        OpenstackAuth,
-        OpenstackSpec,
-        PasswordAuth,
-        PasswordProject,
-        PasswordUser,
-        SimProviderSpec,
-    )
-    from shoal.model.kubernetes import MetricRef
+    from shoal.infrastructure.sim import sample_objects
+    from shoal.model.infrastructure import GlobalCloud, GlobalInfrastructureProvider
 
-    spec = InfrastructureProviderSpec(type="sim", sim=SimProviderSpec(url=admin))
+    provider, clouds = sample_objects(admin, {"DE": "green_energy", "FR": "free_capacity_2"})
     try:
-        provider = await client.get(GlobalInfrastructureProvider, "sim")
-        if provider.spec != spec:  # the simulator came back on another port
-            provider.spec = spec
-            await client.update(provider)
+        stored = await client.get(GlobalInfrastructureProvider, "sim")
+        if stored.spec != provider.spec:  # the simulator came back on another port
+            stored.spec = provider.spec
+            await client.update(stored)
     except NotFound:
-        await client.create(GlobalInfrastructureProvider(metadata=Metadata(name="sim"), spec=spec))
-    login = OpenstackAuth(password=PasswordAuth(
-        user=PasswordUser(username="demo", password="unused-by-sim"),
-        project=PasswordProject(name="demo"),
-    ))  # fmt: skip
-    for location, metric in (("DE", "green_energy"), ("FR", "free_capacity_2")):
-        name = f"cloud-{location.lower()}"
-        cloud = GlobalCloud(
-            metadata=Metadata(name=name, labels={"location": location}),
-            spec=CloudSpec(openstack=OpenstackSpec(
-                url=admin, auth=login, metrics=[MetricRef(name=metric, weight=1.0)],
-                infrastructure_provider=InfrastructureProviderRef(name="sim"),
-            )),
-        )  # fmt: skip
+        await client.create(provider)
+    for cloud in clouds:
         try:
-            await client.get(GlobalCloud, name)
+            await client.get(GlobalCloud, cloud.metadata.name)
         except NotFound:
             await client.create(cloud)
     console.print("[bold green]Clouds[/] cloud-de (location=DE), cloud-fr (location=FR): "

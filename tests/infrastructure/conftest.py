@@ -20,21 +20,8 @@ import yaml
 
 from shoal.client.rest import ShoalClient
 from shoal.infrastructure.controller import InfrastructureController
+from shoal.infrastructure.sim import sample_objects
 from shoal.kube.controller import KubeController
-from shoal.model.base import Metadata
-from shoal.model.infrastructure import (
-    CloudSpec,
-    GlobalCloud,
-    GlobalInfrastructureProvider,
-    InfrastructureProviderRef,
-    InfrastructureProviderSpec,
-    OpenstackAuth,
-    OpenstackSpec,
-    PasswordAuth,
-    PasswordProject,
-    PasswordUser,
-    SimProviderSpec,
-)
 from shoal.model.kubernetes import Cluster
 from shoal.observer.controller import ClusterObserver
 from shoal.scheduler.scheduler import Scheduler
@@ -68,22 +55,10 @@ def cluster_on_cloud(name: str, location: str, tosca: dict[str, Any] | None = No
 
 
 async def provider_objects(client: ShoalClient, sim_url: str) -> None:
-    """The ``sim`` provider and the clouds cloud-de and cloud-fr."""
-    await client.create(GlobalInfrastructureProvider(
-        metadata=Metadata(name="sim"),
-        spec=InfrastructureProviderSpec(type="sim", sim=SimProviderSpec(url=sim_url)),
-    ))  # fmt: skip
-    login = OpenstackAuth(password=PasswordAuth(
-        user=PasswordUser(username="u", password="p"), project=PasswordProject(name="p")
-    ))  # fmt: skip
-    for location in ("DE", "FR"):
-        await client.create(GlobalCloud(
-            metadata=Metadata(name=f"cloud-{location.lower()}", labels={"location": location}),
-            spec=CloudSpec(openstack=OpenstackSpec(
-                url=sim_url, auth=login,
-                infrastructure_provider=InfrastructureProviderRef(name="sim"),
-            )),
-        ))  # fmt: skip
+    """The ``sim`` provider and the clouds cloud-de and cloud-fr (no metrics)."""
+    provider, clouds = sample_objects(sim_url)
+    for obj in (provider, *clouds):
+        await client.create(obj)
 
 
 async def sim_clusters(sim: SimServer) -> dict[str, int]:
