@@ -51,10 +51,13 @@ from shoal.model.infrastructure import (
     GlobalInfrastructureProvider,
     InfrastructureProvider,
 )
-from shoal.model.kubernetes import Cluster, ClusterState
+from shoal.model.kubernetes import BUILDING_STATES, Cluster, ClusterState
 from shoal.model.tosca import allowed_url
 
 log = logging.getLogger(__name__)
+
+NOT_HANDED_OVER = (BUILDING_STATES | {ClusterState.PENDING}) - {ClusterState.DELETING}
+"""States in which a built cluster's kubeconfig is still this controller's to write."""
 
 FINALIZER = "infrastructure_resources_deletion"
 """Krake's name: Krake's own infrastructure controller and this one hold the same."""
@@ -316,9 +319,7 @@ class InfrastructureController(Controller):
         """Built: its kubeconfig into the spec, then CONNECTING for the observer."""
         ref = (cluster.metadata.namespace, cluster.metadata.name)
         self._building.pop(ref, None)
-        if cluster.status.state not in (ClusterState.CREATING, ClusterState.RECONCILING,
-                                        ClusterState.FAILING_RECONCILIATION, ClusterState.FAILED,
-                                        ClusterState.PENDING):  # fmt: skip
+        if cluster.status.state not in NOT_HANDED_OVER:
             if cluster.spec.kubeconfig is not None:
                 return  # the observer's now
         kubeconfig = await provider.kubeconfig(infrastructure_id)

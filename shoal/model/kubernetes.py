@@ -407,6 +407,14 @@ class ClusterState(StrEnumByName):
     DEGRADED = "DEGRADED"
 
 
+BUILDING_STATES = frozenset({
+    ClusterState.CREATING, ClusterState.RECONCILING,
+    ClusterState.FAILING_RECONCILIATION, ClusterState.DELETING, ClusterState.FAILED,
+})  # fmt: skip
+"""The states of a cluster the infrastructure controller builds on a cloud: it hands the
+cluster over by writing CONNECTING, and the observer leaves these (and their reason) alone."""
+
+
 class NodeCondition(Model):
     message: str = ""
     reason: str = ""

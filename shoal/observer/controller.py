@@ -29,7 +29,13 @@ from shoal.machinery.quantity import number
 from shoal.machinery.resources import CPU, add, pod_requests
 from shoal.machinery.types import Obj
 from shoal.model.base import Reason, ReasonCode
-from shoal.model.kubernetes import Cluster, ClusterNode, ClusterState, ClusterStatus
+from shoal.model.kubernetes import (
+    BUILDING_STATES,
+    Cluster,
+    ClusterNode,
+    ClusterState,
+    ClusterStatus,
+)
 from shoal.observer.reflector import Reflector
 
 log = logging.getLogger(__name__)
@@ -44,12 +50,6 @@ CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 # The fields the observer writes (a field-level patch: docs/status-ownership.md).
 OWN_FIELDS = ("state", "reason", "nodes", "node_summary", "custom_resources")
 OWN_REASONS = (ReasonCode.CLUSTER_NOT_REACHABLE, ReasonCode.KUBERNETES_ERROR)
-BUILDERS_STATES = frozenset({
-    ClusterState.CREATING, ClusterState.RECONCILING,
-    ClusterState.FAILING_RECONCILIATION, ClusterState.DELETING, ClusterState.FAILED,
-})  # fmt: skip
-"""The infrastructure controller's states of a cluster it builds: it hands the cluster
-over by writing CONNECTING, so the observer leaves these (and their reason) alone."""
 REQUESTED_EVERY = 5.0
 """Seconds between two sums of what the pods request: every pod started or stopped is not
 worth a status write (and a watch event to every component)."""
@@ -345,7 +345,7 @@ class ClusterObserver(Controller):
         """
         self.passes += 1
         status = self._derive(cluster, watched)
-        if status is not None and cluster.status.state in BUILDERS_STATES:
+        if status is not None and cluster.status.state in BUILDING_STATES:
             status.state, status.reason = cluster.status.state, cluster.status.reason
         return status
 
