@@ -8,7 +8,6 @@ finishes it; the simulator then holds one cluster for it, not two.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,15 +21,6 @@ from shoal.testing.wait import wait_for
 from tests.infrastructure.conftest import NS, cluster_on_cloud, provider_objects, sim_clusters
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def api_process(tmp_path: Path) -> Iterator[ApiProcess]:
-    server = ApiProcess(f"sqlite://{tmp_path / 'shoal.db'}", log=tmp_path / "api.log")
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 async def test_killed_mid_create_leaves_exactly_one(

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -39,15 +39,6 @@ APPS = int(os.environ.get("SHOAL_KUBE_KILL_APPS", "400"))
 CLUSTERS = int(os.environ.get("SHOAL_KUBE_KILL_CLUSTERS", "4"))
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-
-@pytest.fixture
-def api_process(tmp_path: Path) -> Iterator[ApiProcess]:
-    api = ApiProcess(f"sqlite://{tmp_path / 'shoal.db'}", log=tmp_path / "api.log")
-    try:
-        yield api
-    finally:
-        api.stop()
 
 
 @pytest.fixture

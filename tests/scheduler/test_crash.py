@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -13,15 +12,6 @@ from tests.scheduler import helpers as h
 from tests.util import wait_for
 
 APPS = 2000
-
-
-@pytest.fixture
-def api_process(tmp_path: Path) -> Iterator[ApiProcess]:
-    api = ApiProcess(f"sqlite://{tmp_path / 'shoal.db'}")
-    try:
-        yield api
-    finally:
-        api.stop()
 
 
 @pytest.fixture
