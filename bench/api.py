@@ -54,7 +54,7 @@ SERVER = """
 import sys, uvicorn, uvloop
 from pathlib import Path
 from shoal.api.app import create_app
-from shoal.machinery.server import listen
+from shoal.machinery.server import listen, tune_gc
 from shoal.store.factory import open_store
 store_url, port, secured = sys.argv[1], int(sys.argv[2]), len(sys.argv) > 3
 store = open_store(store_url)
@@ -85,6 +85,7 @@ async def main():
         await protection.start()
     await server.serve(sockets=[sock])
 
+tune_gc()  # as `shoal api` (shoal.system.process) does
 uvloop.run(main())
 """
 TOKEN = "bench-token"

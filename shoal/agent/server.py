@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import gc
 import logging
 import os
 import signal
@@ -26,7 +25,7 @@ from shoal.agent.agent import Agent
 from shoal.agent.app import create_app
 from shoal.agent.callers import from_environment
 from shoal.agent.config import AgentConfig
-from shoal.machinery.server import Served, listen, serve
+from shoal.machinery.server import Served, listen, serve, tune_gc
 from shoal.machinery.tls import Tls
 from shoal.machinery.types import Obj
 
@@ -116,8 +115,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
         await run_agent(kubeconfig, config, args.host, args.port)
 
-    gc.freeze()  # as every Shoal process (``shoal.system.process``): fewer full collections
-    gc.set_threshold(50_000, 20, 100)
+    tune_gc()
     with contextlib.suppress(KeyboardInterrupt, asyncio.CancelledError):
         uvloop.run(serve())
 

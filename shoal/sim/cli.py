@@ -148,14 +148,11 @@ def serve(
         finally:
             await sim.stop()
 
-    import gc
-
     import uvloop  # as every Shoal server: the loop's own work in C
 
-    # Stored objects are acyclic dicts, hundreds of thousands of them under load: collect
-    # the young generation less often, so full collections do not keep walking them all.
-    gc.freeze()
-    gc.set_threshold(50_000, 20, 100)
+    from shoal.machinery.server import tune_gc
+
+    tune_gc()
     with contextlib.suppress(KeyboardInterrupt):
         uvloop.run(run())
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import signal
 import sys
@@ -81,9 +80,7 @@ def run_until_signal(main: Callable[[], Awaitable[None]], quiet: bool = False) -
         with contextlib.suppress(asyncio.CancelledError):
             await task
 
-    # Informer caches and stores hold hundreds of thousands of small objects: collect the
-    # young generation less often, so that full collections do not keep walking them all
-    # (two thirds of a task controller's time went to the collector at 10,000 applications).
-    gc.freeze()
-    gc.set_threshold(50_000, 20, 100)
+    from shoal.machinery.server import tune_gc  # uvicorn: not at the CLI's start
+
+    tune_gc()
     uvloop.run(runner())
