@@ -182,6 +182,62 @@ async def test_on_change_reports_only_changed_metrics() -> None:
         assert err(cache.lookup("a", True, "ns")) == ReasonCode.UNKNOWN_METRIC
 
 
+class CountingCache(MetricCache):
+    """Counts lookups: a refresh's cost is the number it makes."""
+
+    lookups = 0
+
+    def lookup(
+        self, name: str, namespaced: bool, namespace: str | None
+    ) -> MetricValue | MetricError:
+        self.lookups += 1
+        return super().lookup(name, namespaced, namespace)
+
+
+async def test_a_refresh_looks_up_only_the_values_that_moved(fake_ksqldb: FakeKsqlDB) -> None:
+    rows = fake_ksqldb.tables["METRICS"].rows
+    rows.update({f"k{i}": i / 1000 for i in range(1000)})
+    kafka = MetricsProviderSpec(
+        type="kafka",
+        kafka=KafkaSpec(
+            url=fake_ksqldb.url, table="metrics", comparison_column="name", value_column="val"
+        ),
+    )
+    calls: list[set[MetricKey]] = []
+    async with CountingCache(on_change=calls.append) as cache:
+        cache.set_provider(gprovider("kafka", kafka))
+        for i in range(1000):  # two metrics read each value
+            cache.set_metric(gmetric(f"k{i}", "kafka", lo=0, hi=1))
+            cache.set_metric(gmetric(f"alias-{i}", "kafka", f"k{i}", lo=0, hi=1))
+        await cache.refresh_now()
+        assert len(calls[-1]) == 2000
+        cache.lookups = 0
+        assert await cache.refresh_now() == set()
+        assert cache.lookups == 0  # nothing fetched moved: nothing looked up
+
+        rows["k5"] = 0.5
+        del rows["k7"]
+        changed = await cache.refresh_now()
+        key = lambda name: (False, None, name)  # noqa: E731
+        assert changed == {key("k5"), key("alias-5"), key("k7"), key("alias-7")}
+        assert calls[-1] == changed
+        assert cache.lookups == 4
+        assert cache.lookup("alias-5", False, None) == MetricValue(0.5, 0.5)
+        assert err(cache.lookup("alias-7", False, None)) is not None
+        rows["k7"] = 0.25
+        assert await cache.refresh_now() == {key("k7"), key("alias-7")}
+
+        # what is in use changes: every metric is compared again, once
+        cache.set_metric(gmetric("k1", "kafka", lo=0, hi=0.01))
+        cache.remove_metric("GlobalMetric", None, "alias-2")
+        cache.lookups = 0
+        assert await cache.refresh_now() == {key("k1"), key("alias-2")}
+        assert cache.lookups == 1999
+        assert cache.lookup("k1", False, None) == MetricValue(0.001, 0.1)
+        rows["k1"] = 0.002
+        assert await cache.refresh_now() == {key("k1"), key("alias-1")}
+
+
 async def test_unreachable_provider_health_and_prometheus_metrics() -> None:
     calls: list[set[MetricKey]] = []
     down = MetricsProviderSpec(

@@ -132,6 +132,13 @@ class MetricCache:
         self._lock = asyncio.Lock()
         self._wake = asyncio.Event()
         self._refreshes = 0
+        # Bumped by every change of which metrics are in use or of how a value is read
+        # (metrics, providers, tracking). Between two such changes a refresh looks up only
+        # the metrics whose fetched value changed: at 30,000 metrics, comparing them all
+        # held the scheduler's loop for half a second every refresh.
+        self._version = 0
+        self._plan_of: tuple[int, dict[ProviderKey, list[str]]] = (-1, {})
+        self._readers_of: tuple[int, dict[tuple[ProviderKey, str], list[MetricKey]]] = (-1, {})
 
     # ------------------------------------------------------------------ feeding
 
@@ -139,6 +146,8 @@ class MetricCache:
         key = _metric_key(obj)
         old = self._metrics.get(key)
         self._metrics[key] = obj
+        if old is None or old.spec != obj.spec:
+            self._version += 1
         if old is None or old.spec.provider != obj.spec.provider:
             self._wake.set()
 
@@ -147,6 +156,7 @@ class MetricCache:
         key = _key(kind == "Metric", namespace, name)
         self._metrics.pop(key, None)
         self._wanted.discard(key)
+        self._version += 1
 
     def set_provider(self, obj: MetricsProvider | GlobalMetricsProvider) -> None:
         key = _key(isinstance(obj, MetricsProvider), obj.metadata.namespace, obj.metadata.name)
@@ -159,6 +169,7 @@ class MetricCache:
             current.spec = obj.spec
         else:
             self._providers[key] = _Provider(spec=obj.spec, label=provider_label(key))
+        self._version += 1
         self._wake.set()
 
     def remove_provider(self, kind: str, namespace: str | None, name: str) -> None:
@@ -166,6 +177,7 @@ class MetricCache:
         key = _key(kind == "MetricsProvider", namespace, name)
         current = self._providers.pop(key, None)
         self._values.pop(key, None)
+        self._version += 1
         if current is not None:
             self._retire(current)
             for metric in (FETCH_SECONDS, FETCH_ERRORS):
@@ -178,6 +190,7 @@ class MetricCache:
         """Declare the metrics in use, as ``(namespaced, namespace, name)``; None = all known."""
         self._tracked = None if refs is None else {_key(*ref) for ref in refs}
         self._wanted.clear()
+        self._version += 1
         self._wake.set()
 
     def _retire(self, provider: _Provider) -> None:
@@ -215,6 +228,7 @@ class MetricCache:
         if raw is None:
             if key not in self._wanted and not self._in_use_contains(key):
                 self._wanted.add(key)
+                self._version += 1
                 self._wake.set()
             return MetricError(
                 ReasonCode.UNREACHABLE_METRICS_PROVIDER,
@@ -276,7 +290,12 @@ class MetricCache:
         base = set(self._metrics) if self._tracked is None else self._tracked & set(self._metrics)
         return base | (self._wanted & set(self._metrics))
 
-    def _plan(self, pending_only: bool) -> dict[ProviderKey, set[str]]:
+    def _plan(self, pending_only: bool) -> dict[ProviderKey, list[str]]:
+        """Per provider, the names to fetch (sorted): of every metric in use, or of those
+        with no value yet. The whole plan is kept until what is in use changes."""
+        version, kept = self._plan_of
+        if not pending_only and version == self._version:
+            return kept
         plan: dict[ProviderKey, set[str]] = {}
         for key in self._in_use():
             metric = self._metrics[key]
@@ -286,7 +305,10 @@ class MetricCache:
             if pending_only and metric.spec.provider.metric in self._values.get(pkey, {}):
                 continue
             plan.setdefault(pkey, set()).add(metric.spec.provider.metric)
-        return plan
+        names = {pkey: sorted(wanted) for pkey, wanted in plan.items()}
+        if not pending_only:
+            self._plan_of = (self._version, names)
+        return names
 
     async def refresh_now(self) -> set[MetricKey]:
         """Fetch every metric in use (one fetch per provider); the metrics that changed."""
@@ -301,14 +323,16 @@ class MetricCache:
             await self._close_retired()
             plan = self._plan(pending_only)
             keys = list(plan)
-            results = await asyncio.gather(*(self._fetch(k, sorted(plan[k])) for k in keys))
+            results = await asyncio.gather(*(self._fetch(k, plan[k]) for k in keys))
+            fetched = dict(zip(keys, results, strict=True))
+            moved = _moved(self._values, fetched, whole=not pending_only)
             if pending_only:
-                for pkey, result in zip(keys, results, strict=True):
+                for pkey, result in fetched.items():
                     self._values.setdefault(pkey, {}).update(result)
             else:
-                self._values = dict(zip(keys, results, strict=True))
+                self._values = fetched
             self._refreshes += 1
-            changed = self._diff()
+            changed = self._diff(moved)
         if changed and self.on_change is not None:
             outcome = self.on_change(changed)
             if inspect.isawaitable(outcome):
@@ -337,10 +361,11 @@ class MetricCache:
         if not result:
             error = MetricError(ReasonCode.UNREACHABLE_METRICS_PROVIDER, message)
             result = dict.fromkeys(names, error)
-        for name in names:  # a client that forgets a metric did not find it
-            result.setdefault(
-                name, MetricError(ReasonCode.UNKNOWN_METRIC, f"no value of {name!r} returned")
-            )
+        if not result.keys() >= set(names):
+            for name in names:  # a client that forgets a metric did not find it
+                if name not in result:
+                    message = f"no value of {name!r} returned"
+                    result[name] = MetricError(ReasonCode.UNKNOWN_METRIC, message)
         latency = time.monotonic() - started
         h = provider.health
         h.fetches += 1
@@ -368,10 +393,33 @@ class MetricCache:
             h.last_error = None
         return result
 
-    def _diff(self) -> set[MetricKey]:
-        now = {key: self.lookup(key[2], key[0], key[1]) for key in self._in_use()}
-        changed = {k for k in now.keys() | self._seen.keys() if now.get(k) != self._seen.get(k)}
-        self._seen = now
+    def _diff(self, moved: set[tuple[ProviderKey, str]]) -> set[MetricKey]:
+        """The metrics in use whose value or error is not what the last diff saw.
+
+        After a change of what is in use, every metric is looked up again; otherwise only
+        the readers of the fetched values that ``moved``.
+        """
+        version, readers = self._readers_of
+        if version != self._version:
+            version = self._version  # a lookup below may bump it: the next diff is whole
+            in_use = self._in_use()
+            now = {key: self.lookup(key[2], key[0], key[1]) for key in in_use}
+            seen = self._seen
+            changed = {k for k in now.keys() | seen.keys() if now.get(k) != seen.get(k)}
+            self._seen = now
+            readers = {}
+            for key in in_use:
+                spec = self._metrics[key].spec.provider
+                readers.setdefault((_key(key[0], key[1], spec.name), spec.metric), []).append(key)
+            self._readers_of = (version, readers)
+            return changed
+        changed = set()
+        for value in moved:
+            for key in readers.get(value, ()):
+                now_value = self.lookup(key[2], key[0], key[1])
+                if now_value != self._seen.get(key):
+                    self._seen[key] = now_value
+                    changed.add(key)
         return changed
 
     def _client(self) -> aiohttp.ClientSession:
@@ -432,3 +480,28 @@ def _key(namespaced: bool, namespace: str | None, name: str) -> MetricKey:
 
 def _metric_key(obj: Metric | GlobalMetric) -> MetricKey:
     return _key(isinstance(obj, Metric), obj.metadata.namespace, obj.metadata.name)
+
+
+_ABSENT = object()
+
+
+def _moved(
+    before: dict[ProviderKey, dict[str, float | MetricError]],
+    fetched: dict[ProviderKey, dict[str, float | MetricError]],
+    *,
+    whole: bool,
+) -> set[tuple[ProviderKey, str]]:
+    """The ``(provider, name)`` values that ``fetched`` changes; ``whole``: it replaces
+    ``before`` (what it lacks is gone), else it adds to it."""
+    moved: set[tuple[ProviderKey, str]] = set()
+    for pkey, result in fetched.items():
+        old = before.get(pkey, {})
+        if old == result:
+            continue
+        moved.update((pkey, n) for n, v in result.items() if old.get(n, _ABSENT) != v)
+        if whole:
+            moved.update((pkey, n) for n in old.keys() - result.keys())
+    if whole:
+        for pkey in before.keys() - fetched.keys():
+            moved.update((pkey, n) for n in before[pkey])
+    return moved
