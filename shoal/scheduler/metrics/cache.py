@@ -49,6 +49,8 @@ MetricKey = tuple[bool, str | None, str]
 #: ``(namespaced, namespace, name)`` of a MetricsProvider or GlobalMetricsProvider.
 ProviderKey = tuple[bool, str | None, str]
 OnChange = Callable[[set[MetricKey]], Awaitable[None] | None]
+#: A value a provider serves: the provider and the name it is fetched by.
+Value = tuple[ProviderKey, str]
 
 FETCH_SECONDS = Histogram(
     "shoal_metrics_provider_fetch_seconds",
@@ -132,13 +134,14 @@ class MetricCache:
         self._lock = asyncio.Lock()
         self._wake = asyncio.Event()
         self._refreshes = 0
-        # Bumped by every change of which metrics are in use or of how a value is read
-        # (metrics, providers, tracking). Between two such changes a refresh looks up only
-        # the metrics whose fetched value changed: at 30,000 metrics, comparing them all
-        # held the scheduler's loop for half a second every refresh.
-        self._version = 0
-        self._plan_of: tuple[int, dict[ProviderKey, list[str]]] = (-1, {})
-        self._readers_of: tuple[int, dict[tuple[ProviderKey, str], list[MetricKey]]] = (-1, {})
+        # A refresh looks up only the metrics whose fetched value moved or whose definition
+        # changed (at 30,000 metrics, looking them all up held the scheduler's loop for half
+        # a second every refresh). The index says which metrics in use read which value.
+        self._readers: dict[Value, set[MetricKey]] = {}
+        self._reads: dict[MetricKey, Value] = {}
+        self._dirty: set[MetricKey] = set()  # to look up at the next diff
+        self._reindex_all = False  # tracking changed: index every metric again
+        self._plan_all: dict[ProviderKey, list[str]] | None = None  # None: to be made
 
     # ------------------------------------------------------------------ feeding
 
@@ -147,7 +150,7 @@ class MetricCache:
         old = self._metrics.get(key)
         self._metrics[key] = obj
         if old is None or old.spec != obj.spec:
-            self._version += 1
+            self._index(key)
         if old is None or old.spec.provider != obj.spec.provider:
             self._wake.set()
 
@@ -156,7 +159,7 @@ class MetricCache:
         key = _key(kind == "Metric", namespace, name)
         self._metrics.pop(key, None)
         self._wanted.discard(key)
-        self._version += 1
+        self._index(key)
 
     def set_provider(self, obj: MetricsProvider | GlobalMetricsProvider) -> None:
         key = _key(isinstance(obj, MetricsProvider), obj.metadata.namespace, obj.metadata.name)
@@ -169,7 +172,7 @@ class MetricCache:
             current.spec = obj.spec
         else:
             self._providers[key] = _Provider(spec=obj.spec, label=provider_label(key))
-        self._version += 1
+        self._provider_changed(key)
         self._wake.set()
 
     def remove_provider(self, kind: str, namespace: str | None, name: str) -> None:
@@ -177,7 +180,7 @@ class MetricCache:
         key = _key(kind == "MetricsProvider", namespace, name)
         current = self._providers.pop(key, None)
         self._values.pop(key, None)
-        self._version += 1
+        self._provider_changed(key)
         if current is not None:
             self._retire(current)
             for metric in (FETCH_SECONDS, FETCH_ERRORS):
@@ -190,7 +193,7 @@ class MetricCache:
         """Declare the metrics in use, as ``(namespaced, namespace, name)``; None = all known."""
         self._tracked = None if refs is None else {_key(*ref) for ref in refs}
         self._wanted.clear()
-        self._version += 1
+        self._reindex_all = True
         self._wake.set()
 
     def _retire(self, provider: _Provider) -> None:
@@ -228,7 +231,7 @@ class MetricCache:
         if raw is None:
             if key not in self._wanted and not self._in_use_contains(key):
                 self._wanted.add(key)
-                self._version += 1
+                self._index(key)
                 self._wake.set()
             return MetricError(
                 ReasonCode.UNREACHABLE_METRICS_PROVIDER,
@@ -290,25 +293,57 @@ class MetricCache:
         base = set(self._metrics) if self._tracked is None else self._tracked & set(self._metrics)
         return base | (self._wanted & set(self._metrics))
 
+    def _index(self, key: MetricKey) -> None:
+        """Index the metric again (it came, went, changed, or came into use); look it up at
+        the next diff."""
+        self._dirty.add(key)
+        self._plan_all = None
+        old = self._reads.pop(key, None)
+        if old is not None:
+            readers = self._readers[old]
+            readers.discard(key)
+            if not readers:
+                del self._readers[old]
+        if key in self._wanted or self._in_use_contains(key):
+            ref = self._metrics[key].spec.provider
+            value = (_key(key[0], key[1], ref.name), ref.metric)
+            self._reads[key] = value
+            self._readers.setdefault(value, set()).add(key)
+
+    def _provider_changed(self, key: ProviderKey) -> None:
+        """Its metrics' lookups change (a provider that is not there is their error)."""
+        self._plan_all = None
+        self._dirty.update(metric for metric, (pkey, _) in self._reads.items() if pkey == key)
+
+    def _indexed(self) -> dict[Value, set[MetricKey]]:
+        """Which metrics in use read which value, made again whole when tracking changed
+        (every metric is then looked up at the next diff)."""
+        if self._reindex_all:
+            self._reindex_all = False
+            self._plan_all = None
+            self._dirty.update(self._reads, self._seen)
+            self._readers, self._reads = {}, {}
+            for key in self._in_use():
+                self._index(key)
+        return self._readers
+
     def _plan(self, pending_only: bool) -> dict[ProviderKey, list[str]]:
         """Per provider, the names to fetch (sorted): of every metric in use, or of those
-        with no value yet. The whole plan is kept until what is in use changes."""
-        version, kept = self._plan_of
-        if not pending_only and version == self._version:
-            return kept
-        plan: dict[ProviderKey, set[str]] = {}
-        for key in self._in_use():
-            metric = self._metrics[key]
-            pkey = _key(key[0], key[1], metric.spec.provider.name)
-            if pkey not in self._providers:
-                continue
-            if pending_only and metric.spec.provider.metric in self._values.get(pkey, {}):
-                continue
-            plan.setdefault(pkey, set()).add(metric.spec.provider.metric)
-        names = {pkey: sorted(wanted) for pkey, wanted in plan.items()}
+        with no value yet. The whole plan is kept until a metric in use changes."""
+        readers = self._indexed()
+        if not pending_only and self._plan_all is not None:
+            return self._plan_all
+        plan: dict[ProviderKey, list[str]] = {}
+        for pkey, name in readers:
+            if pkey in self._providers and not (
+                pending_only and name in self._values.get(pkey, {})
+            ):
+                plan.setdefault(pkey, []).append(name)
+        for names in plan.values():
+            names.sort()
         if not pending_only:
-            self._plan_of = (self._version, names)
-        return names
+            self._plan_all = plan
+        return plan
 
     async def refresh_now(self) -> set[MetricKey]:
         """Fetch every metric in use (one fetch per provider); the metrics that changed."""
@@ -393,33 +428,25 @@ class MetricCache:
             h.last_error = None
         return result
 
-    def _diff(self, moved: set[tuple[ProviderKey, str]]) -> set[MetricKey]:
-        """The metrics in use whose value or error is not what the last diff saw.
-
-        After a change of what is in use, every metric is looked up again; otherwise only
-        the readers of the fetched values that ``moved``.
-        """
-        version, readers = self._readers_of
-        if version != self._version:
-            version = self._version  # a lookup below may bump it: the next diff is whole
-            in_use = self._in_use()
-            now = {key: self.lookup(key[2], key[0], key[1]) for key in in_use}
-            seen = self._seen
-            changed = {k for k in now.keys() | seen.keys() if now.get(k) != seen.get(k)}
-            self._seen = now
-            readers = {}
-            for key in in_use:
-                spec = self._metrics[key].spec.provider
-                readers.setdefault((_key(key[0], key[1], spec.name), spec.metric), []).append(key)
-            self._readers_of = (version, readers)
-            return changed
-        changed = set()
+    def _diff(self, moved: set[Value]) -> set[MetricKey]:
+        """The metrics whose value or error is not what the last diff saw (one that is no
+        longer in use counts as changed): those that read a value that ``moved``, and those
+        indexed again since."""
+        readers = self._indexed()
+        look = self._dirty
+        self._dirty = set()
         for value in moved:
-            for key in readers.get(value, ()):
-                now_value = self.lookup(key[2], key[0], key[1])
-                if now_value != self._seen.get(key):
-                    self._seen[key] = now_value
+            look.update(readers.get(value, ()))
+        changed: set[MetricKey] = set()
+        seen = self._seen
+        for key in look:
+            if key in self._reads:
+                now = self.lookup(key[2], key[0], key[1])
+                if now != seen.get(key):
+                    seen[key] = now
                     changed.add(key)
+            elif seen.pop(key, None) is not None:
+                changed.add(key)
         return changed
 
     def _client(self) -> aiohttp.ClientSession:
@@ -490,10 +517,10 @@ def _moved(
     fetched: dict[ProviderKey, dict[str, float | MetricError]],
     *,
     whole: bool,
-) -> set[tuple[ProviderKey, str]]:
-    """The ``(provider, name)`` values that ``fetched`` changes; ``whole``: it replaces
-    ``before`` (what it lacks is gone), else it adds to it."""
-    moved: set[tuple[ProviderKey, str]] = set()
+) -> set[Value]:
+    """The values that ``fetched`` changes; ``whole``: it replaces ``before`` (what it
+    lacks is gone), else it adds to it."""
+    moved: set[Value] = set()
     for pkey, result in fetched.items():
         old = before.get(pkey, {})
         if old == result:
