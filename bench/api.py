@@ -2,6 +2,9 @@
 
 The API runs in its own process (uvicorn over ``create_app``), the load
 generator (aiohttp) in this one, so they do not share a core.
+The last row is the floor: the CPU per GET of a bare ASGI app on the same
+server, loop and collector settings, the part of every request that is not
+Shoal's.
 
     .venv/bin/python bench/api.py [--store sqlite|etcd|etcd://host:port] [--objects 10000]
                                   [--rbac]
@@ -36,7 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +92,27 @@ tune_gc()  # as `shoal api` (shoal.system.process) does
 uvloop.run(main())
 """
 TOKEN = "bench-token"
+
+
+FLOOR_SERVER = r"""
+import sys
+import uvicorn, uvloop
+from shoal.machinery.server import listen, tune_gc
+
+async def app(scope, receive, send):
+    if scope["type"] == "http":
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": b'{"ok":true}'})
+
+sock = listen("127.0.0.1", int(sys.argv[1]))
+config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+tune_gc()
+uvloop.run(uvicorn.Server(config).serve(sockets=[sock]))
+"""
+"""A bare ASGI app on the same server, loop and collector settings as the API: the CPU of a
+request that Shoal's code adds nothing to (the floor of any request to the API)."""
+
 
 
 def application(name: str) -> dict[str, Any]:
@@ -281,7 +305,8 @@ async def bench(
         bind_cpu = (cpu_seconds(process.pid) - cpu) / objects
         rows.append((f"API CPU per binding (batches of {batch})", f"{bind_cpu * 1e6:.0f} µs"))
 
-        async def patch_statuses(round_: int) -> float:
+        async def patch_statuses(round_: int, delivered: Sequence[Awaitable[Any]] = ()) -> float:
+            """API CPU per status patch, counted until ``delivered`` (the watchers) are done."""
             """API CPU seconds per status patch of every application."""
 
             async def patch(i: int) -> None:
@@ -293,6 +318,7 @@ async def bench(
 
             cpu = cpu_seconds(process.pid)
             await run_many(objects, parallel, patch)
+            await asyncio.gather(*delivered)
             return (cpu_seconds(process.pid) - cpu) / objects
 
         patch_cpu = await patch_statuses(1)
@@ -304,8 +330,7 @@ async def bench(
             asyncio.create_task(watcher(http, APPS, params, objects)) for _ in range(watchers)
         ]
         await asyncio.sleep(0.3)
-        watched_cpu = await patch_statuses(2)
-        await asyncio.gather(*watching)
+        watched_cpu = await patch_statuses(2, watching)
         rows.append(
             (
                 "API CPU per watch event delivered",
@@ -366,6 +391,23 @@ async def bench(
         )
         rows.append(("server RSS after", f"{rss_mib(process.pid):.0f} MiB"))
     return rows
+
+
+async def floor_cost(
+    port: int, process: subprocess.Popen[bytes], requests: int, parallel: int
+) -> float:
+    """CPU seconds per GET of ``FLOOR_SERVER`` (running as ``process``), from its own process."""
+    connector = aiohttp.TCPConnector(limit=parallel + 4)
+    async with aiohttp.ClientSession(f"http://127.0.0.1:{port}", connector=connector) as http:
+        await wait_ready(http, process)
+
+        async def get(i: int) -> None:
+            async with http.get("/x") as response:
+                await response.read()
+
+        cpu = cpu_seconds(process.pid)
+        await run_many(requests, parallel, get)
+        return (cpu_seconds(process.pid) - cpu) / requests
 
 
 async def guard_cost(tokens: Path, key: Path, passes: int = 20_000) -> float:
@@ -556,6 +598,15 @@ def main() -> None:
                 process.wait(10)
             except subprocess.TimeoutExpired:
                 process.kill()
+    port = free_port()
+    process = subprocess.Popen([sys.executable, "-c", FLOOR_SERVER, str(port)],
+                               cwd=Path(__file__).resolve().parent.parent)  # fmt: skip
+    try:
+        floor = asyncio.run(floor_cost(port, process, args.objects, args.parallel))
+    finally:
+        process.terminate()
+        process.wait(10)
+    rows.append(("floor: CPU per GET of a bare ASGI app, same server", f"{floor * 1e6:.0f} µs"))
     width = max(len(name) for name, _ in rows)
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
     print(
