@@ -57,7 +57,8 @@ SERVER = """
 import sys, uvicorn, uvloop
 from pathlib import Path
 from shoal.api.app import create_app
-from shoal.machinery.server import listen, tune_gc
+from shoal.machinery.memory import tune_gc
+from shoal.machinery.server import listen
 from shoal.store.factory import open_store
 store_url, port, secured = sys.argv[1], int(sys.argv[2]), len(sys.argv) > 3
 store = open_store(store_url)
@@ -97,7 +98,8 @@ TOKEN = "bench-token"
 FLOOR_SERVER = r"""
 import sys
 import uvicorn, uvloop
-from shoal.machinery.server import listen, tune_gc
+from shoal.machinery.memory import tune_gc
+from shoal.machinery.server import listen
 
 async def app(scope, receive, send):
     if scope["type"] == "http":

@@ -25,7 +25,8 @@ from shoal.agent.agent import Agent
 from shoal.agent.app import create_app
 from shoal.agent.callers import from_environment
 from shoal.agent.config import AgentConfig
-from shoal.machinery.server import Served, listen, serve, tune_gc
+from shoal.machinery.memory import tune_gc
+from shoal.machinery.server import Served, listen, serve
 from shoal.machinery.tls import Tls
 from shoal.machinery.types import Obj
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import socket
 from collections.abc import Iterator
@@ -22,19 +21,6 @@ import uvicorn
 from shoal.machinery.tls import Tls, tls_options
 
 log = logging.getLogger("uvicorn.error")  # where uvicorn says the same of its own shutdown
-
-
-def tune_gc() -> None:
-    """Collect less often, as every Shoal server process does before it serves.
-
-    Informer caches, stores and the simulator hold hundreds of thousands of small acyclic
-    objects: with Python's default thresholds the young generation is collected every 700
-    allocations, and full collections keep walking them all (two thirds of a task
-    controller's time at 10,000 applications; a tenth of an API create's). What exists at
-    start is frozen out of the collector's sight.
-    """
-    gc.freeze()
-    gc.set_threshold(50_000, 20, 100)
 
 
 def listen(host: str, port: int, backlog: int = 2048) -> socket.socket:

@@ -15,6 +15,8 @@ from typing import Annotated, Any
 
 import typer
 
+from shoal.machinery.memory import tune_gc
+
 app = typer.Typer(help="Simulated Kubernetes clusters (like KWOK) for demos, tests and benchmarks.")
 
 ADMIN_FILE = "sim.url"
@@ -149,8 +151,6 @@ def serve(
             await sim.stop()
 
     import uvloop  # as every Shoal server: the loop's own work in C
-
-    from shoal.machinery.server import tune_gc
 
     tune_gc()
     with contextlib.suppress(KeyboardInterrupt):

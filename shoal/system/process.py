@@ -17,6 +17,8 @@ from typing import Any
 import uvloop
 from rich.console import Console
 
+from shoal.machinery.memory import tune_gc
+
 console = Console()
 """What ``shoal up`` and the process commands print for people (logs go to stderr)."""
 
@@ -79,8 +81,6 @@ def run_until_signal(main: Callable[[], Awaitable[None]], quiet: bool = False) -
                 loop.add_signal_handler(sig, task.cancel)
         with contextlib.suppress(asyncio.CancelledError):
             await task
-
-    from shoal.machinery.server import tune_gc  # uvicorn: not at the CLI's start
 
     tune_gc()
     uvloop.run(runner())
