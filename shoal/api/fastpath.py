@@ -5,10 +5,10 @@ scheduler's throughput is made of, and status patches of applications and
 clusters what the kube controller and the observer write most; through
 FastAPI's dependency machinery about half of such a request's CPU is spent
 outside Shoal's own logic (a status patch: 750 µs, of which the patch itself
-is 250). These plain Starlette endpoints parse and validate the same models, call the same
-``Resources`` methods and raise into the same error handlers. They are
-matched before the FastAPI routes of the same paths, which stay registered
-to document them in ``/openapi.json``.
+is 250). These plain Starlette endpoints parse and validate the same models,
+call the same ``Resources`` methods and raise into the same error handlers.
+They are matched before the FastAPI routes of the same paths, which stay
+registered to document them in ``/openapi.json``.
 """
 
 from __future__ import annotations
