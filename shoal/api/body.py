@@ -5,12 +5,17 @@ to the handler (``{"items": NaN, "items": [...]}``). So every body is parsed
 here, once: orjson refuses NaN, Infinity and broken UTF-8; the standard
 library's scanner then refuses duplicate keys, which orjson would silently
 resolve. The value is kept in the ASGI scope, so the guard authorises exactly
-what the handler acts on (about 5 µs for an application's body).
+what the handler acts on.
+
+The standard library's pass calls Python for every object: 20 µs for an
+application, 25 µs per item of a batch of bindings. Most bodies are proved
+free of repeated keys at C speed instead (``_no_key_lost``): 2 µs for either.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import MutableMapping
 from typing import Any
 
@@ -35,6 +40,27 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 _DECODER = json.JSONDecoder(object_pairs_hook=_unique)
+_BLANK_BEFORE_COLON = re.compile(rb'"[ \t\n\r]+:')
+
+
+def _no_key_lost(raw: bytes, value: Any) -> bool:
+    """Whether parsing ``raw`` into ``value`` provably dropped no repeated key.
+
+    Written back by orjson, ``value`` has no repeat. When that is ``raw`` byte for
+    byte (Shoal's own clients write with orjson), ``raw`` has none either.
+    Otherwise count: with no ``\\u`` escape and no blank between a closing quote
+    and a colon, every ``":`` in ``raw`` ends a key or is a quote and a colon
+    inside a string (written ``\\":``). orjson writes the same, so its count is
+    lower by one for each key (and everything inside it) that a repeat dropped.
+    Equal counts: nothing was dropped. With escapes or blanks, the caller checks
+    key by key.
+    """
+    again = orjson.dumps(value)
+    if again == raw:
+        return True
+    if b"\\u" in raw or _BLANK_BEFORE_COLON.search(raw):
+        return False
+    return raw.count(b'":') == again.count(b'":')
 
 
 def loads(raw: bytes) -> Any:
@@ -43,7 +69,7 @@ def loads(raw: bytes) -> Any:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as error:
         raise MalformedBody(str(error)) from None
-    if isinstance(value, dict | list) and raw.count(b":") > 1:
+    if isinstance(value, dict | list) and raw.count(b":") > 1 and not _no_key_lost(raw, value):
         _DECODER.decode(raw.decode())  # only to refuse duplicate keys
     return value
 
