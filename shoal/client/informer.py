@@ -11,6 +11,11 @@ says no handler needs is cached undecoded, and its model is built only when
 ``get`` or ``items`` reads it (building models is most of a watch's cost). The
 next event that reaches the handlers comes as an update of the last decoded
 copy, or as an addition when there is none.
+
+``reads`` is the other way to say so: it names, from the decoded JSON, what the
+handlers read of an object. An update whose ``reads`` equals the last event's
+for that object is quiet. Every listing forgets them, so the first event after
+one always reaches the handlers.
 """
 
 from __future__ import annotations
@@ -72,12 +77,17 @@ class Informer(Generic[K]):
     retry_delay: float = 0.2
     # (raw object) -> True when no handler needs the event: it is cached undecoded
     quiet: Callable[[dict[str, Any]], bool] | None = None
+    # (raw object) -> what the handlers read of it: an update that leaves it equal is quiet
+    reads: Callable[[dict[str, Any]], object] | None = None
     cache: dict[tuple[str | None, str], K] = field(default_factory=dict, init=False, repr=False)
     # objects newer than their ``cache`` entry, decoded when read
     _raw: dict[tuple[str | None, str], dict[str, Any]] = field(
         default_factory=dict, init=False, repr=False
     )
     _known: dict[tuple[str | None, str], K] = field(default_factory=dict, init=False, repr=False)
+    _read: dict[tuple[str | None, str], object] = field(
+        default_factory=dict, init=False, repr=False
+    )
     revision: int = field(default=0, init=False)
     synced: asyncio.Event = field(default_factory=asyncio.Event, init=False, repr=False)
     lists: int = field(default=0, init=False)  # how many times it listed (tests, metrics)
@@ -132,11 +142,11 @@ class Informer(Generic[K]):
 
     async def _events(self, revision: int) -> AsyncIterator[int]:
         """Apply each event from ``revision`` on; the cache's revision after each."""
-        if self.quiet is not None:
+        if self.quiet is not None or self.reads is not None:
             async for raw in self.client.watch_json(
                 self.kind, self.namespace, resource_version=revision, heartbeat=self.heartbeat
             ):
-                await self._apply_raw(raw, self.quiet)
+                await self._apply_raw(raw)
                 yield self.revision
             return
         async for event in self.client.watch(
@@ -158,6 +168,7 @@ class Informer(Generic[K]):
         result = await self.client.list(self.kind, self.namespace)
         self.lists += 1
         self.items()  # handlers compare with the decoded objects
+        self._read.clear()  # the handlers see the listing itself
         fresh = {cache_key(obj): obj for obj in result.items}
         old = self.cache
         self.cache = dict(fresh)
@@ -174,9 +185,17 @@ class Informer(Generic[K]):
         self.synced.set()
         return self.revision
 
-    async def _apply_raw(
-        self, event: dict[str, Any], quiet: Callable[[dict[str, Any]], bool]
-    ) -> None:
+    def _quiet(self, key: CacheKey, raw: dict[str, Any]) -> bool:
+        """No handler needs this update of ``key``: ``quiet`` says so, or ``reads`` is as before."""
+        unchanged = False
+        if self.reads is not None:
+            now = self.reads(raw)
+            before = self._read.get(key, _UNSEEN)
+            self._read[key] = now
+            unchanged = before == now
+        return unchanged or (self.quiet is not None and self.quiet(raw))
+
+    async def _apply_raw(self, event: dict[str, Any]) -> None:
         raw = event["object"]
         meta = raw["metadata"]
         revision = int(meta.get("resource_version") or 0)
@@ -184,7 +203,9 @@ class Informer(Generic[K]):
             return
         key = (meta.get("namespace"), meta["name"])
         known = self._known.pop(key, None)
-        if event["type"] != "DELETED" and quiet(raw):
+        if event["type"] == "DELETED":
+            self._read.pop(key, None)
+        elif self._quiet(key, raw):
             self.revision = revision
             if known is not None and known.metadata.resource_version == revision:
                 self.cache[key] = known
@@ -214,6 +235,9 @@ class Informer(Generic[K]):
             await _call(self.on_add, obj)
         else:
             await _call(self.on_update, previous, obj)
+
+
+_UNSEEN = object()
 
 
 async def _call(handler: Callable[..., object] | None, *args: object) -> None:

@@ -70,6 +70,28 @@ def _copies(app: Application) -> set[tuple[str | None, str]]:
     return {(r.namespace, r.name) for r in refs if r is not None}
 
 
+def _reads(raw: dict[str, Any]) -> tuple[Any, ...]:
+    """What the application handlers below read, from the decoded JSON: an update that
+    leaves it equal (a finalizer, a hook token, most progress) is not decoded at all.
+
+    Keep it in step with ``_app_updated`` and ``_index``
+    (``tests/scheduler/test_quiet_events.py`` checks that it is).
+    """
+    meta = raw["metadata"]
+    status = raw.get("status") or {}
+    return (
+        meta.get("modified"),
+        meta.get("deleted"),
+        status.get("state"),
+        status.get("scheduled_to"),
+        status.get("placements"),
+        status.get("running_on"),
+        status.get("copies"),
+        status.get("pending_cleanups"),
+        status.get("reschedule_requested"),
+    )
+
+
 def _key(obj: Kind) -> AppKey:
     return (obj.metadata.namespace or "", obj.metadata.name)
 
@@ -128,6 +150,7 @@ class Scheduler(Controller):
             on_add=self._app_added,
             on_update=self._app_updated,
             on_delete=self._app_deleted,
+            reads=_reads,
         )
         self.cluster_informer: Informer[Cluster] = Informer(
             client, Cluster, on_change=self._cluster_changed, on_delete=self._cluster_deleted

@@ -141,6 +141,31 @@ async def test_quiet_events_are_cached_undecoded_and_call_no_handler(client: Sho
         assert sorted(o.spec.backoff for o in informer.items()) == sorted([2, 3, default])
 
 
+async def test_an_update_that_leaves_what_handlers_read_is_quiet(client: ShoalClient) -> None:
+    """``reads``: handlers read only ``spec.backoff`` here, so a label change is not theirs."""
+    recorder = Recorder()
+    informer = recorder.informer(client)
+    informer.reads = lambda raw: raw["spec"].get("backoff")
+    async with running(informer):
+        app = await client.create(application("a"))
+        await wait_for(lambda: len(recorder.calls) == 1)
+        app.metadata.labels = {"seen": "no"}
+        app = await client.update(app)
+        await wait_for(lambda: informer.revision >= (app.metadata.resource_version or 0))
+        assert [c[0] for c in recorder.calls] == ["add"]
+        cached = informer.get("a", "default")  # the quiet update, decoded when read
+        assert cached is not None and cached.metadata.labels == {"seen": "no"}
+        app.spec.backoff = 9
+        app = await client.update(app)
+        await wait_for(lambda: len(recorder.calls) == 2)
+        assert recorder.calls[1] == ("update", "a", app.metadata.resource_version)
+        await client.delete(Application, "a", "default")
+        again = await client.create(application("a"))  # what it reads, as the first time
+        await wait_for(lambda: len(recorder.calls) == 4)
+        assert [c[0] for c in recorder.calls[2:]] == ["delete", "add"]
+        assert recorder.calls[3][2] == again.metadata.resource_version
+
+
 async def test_two_phase_delete_is_an_update_then_a_delete(client: ShoalClient) -> None:
     app = application("a")
     app.metadata.finalizers = ["shoal/kube"]
