@@ -309,7 +309,6 @@ async def bench(
 
         async def patch_statuses(round_: int, delivered: Sequence[Awaitable[Any]] = ()) -> float:
             """API CPU per status patch, counted until ``delivered`` (the watchers) are done."""
-            """API CPU seconds per status patch of every application."""
 
             async def patch(i: int) -> None:
                 health = {"desired_pods": 2, "running_pods": round_}
