@@ -191,7 +191,7 @@ class ShoalClient:
         headers: Mapping[str, str] | None = None,
     ) -> Any:
         """Send one request; the decoded JSON answer, or an ApiError."""
-        content = orjson.dumps(body) if body is not None else None
+        content = orjson.dumps(body, default=_wire) if body is not None else None
         try:
             async with self.session.request(
                 method, self.url + path, data=content, params=_params(params), headers=headers
@@ -271,7 +271,7 @@ class ShoalClient:
         other writers' fields are never sent back stale; with ``resource_version``
         the write is refused (Conflict) if the object changed since.
         """
-        body: dict[str, Any] = {"status": _jsonable(fields)}
+        body: dict[str, Any] = {"status": dict(fields)}
         if resource_version is not None:
             body["metadata"] = {"resource_version": resource_version}
         path = item_path(kind, name, namespace) + "/status"
@@ -321,7 +321,7 @@ class ShoalClient:
         ``resource_version``; a result has ``status`` and, on 200, the new
         ``resource_version``.
         """
-        body = {"items": [{**item, "status": _jsonable(item["status"])} for item in items]}
+        body = {"items": [{**item, "status": dict(item["status"])} for item in items]}
         data = await self.request("POST", "/scheduling/applicationstatuses", body=body)
         results: Sequence[dict[str, Any]] = data["results"]
         return results
@@ -429,13 +429,8 @@ def _dump(obj: Kind) -> dict[str, Any]:
     return obj.model_dump(mode="json")
 
 
-def _jsonable(fields: Mapping[str, Any]) -> dict[str, Any]:
-    """Models (nested too), enums and datetimes in their wire form."""
-    out: dict[str, Any] = orjson.loads(orjson.dumps(dict(fields), default=_wire))
-    return out
-
-
 def _wire(value: Any) -> Any:
+    """Models (nested too) in their wire form, for bodies; orjson writes enums and datetimes."""
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
     raise TypeError(f"{type(value).__name__} is not JSON")
