@@ -26,7 +26,7 @@ import asyncio
 import itertools
 import logging
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 import aiohttp
 import orjson
@@ -38,6 +38,7 @@ from shoal.client.rest import (
     ShoalClient,
     Unreachable,
     WatchEvent,
+    WatchOptions,
     collection_path,
     item_path,
     raise_for,
@@ -149,19 +150,11 @@ class KrakeApi(ShoalClient):
             raise Unreachable(f"{self.url}: watch {kind.plural}: {error!r}") from error
 
     async def watch_json(
-        self,
-        kind: type[Any],
-        namespace: str | None = None,
-        *,
-        resource_version: int | None = None,
-        heartbeat: float = 10.0,
-        label_selector: str | None = None,
+        self, kind: type[Any], namespace: str | None = None, **options: Unpack[WatchOptions]
     ) -> AsyncIterator[dict[str, Any]]:
         """``watch``'s objects as JSON: Krake's own lack the revisions and the fields kept
         here, which informers reading JSON (``reads``, ``quiet``) need."""
-        events = self.watch(kind, namespace, resource_version=resource_version,
-                            heartbeat=heartbeat, label_selector=label_selector)  # fmt: skip
-        async for event in events:
+        async for event in self.watch(kind, namespace, **options):
             yield {"type": event.type, "object": event.object.model_dump(mode="json")}
 
     async def update_status(self, obj: Any) -> Any:
