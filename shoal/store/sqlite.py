@@ -14,6 +14,13 @@ sees committed data only, and a read of a key the open group wrote waits for
 its commit. At 64 creates in flight one commit serves several writes, and the
 commit was the largest single cost of a write. An in-memory store has no
 second connection to read from, and commits every write on its own.
+
+Each value is written once, to the watch log; the key table holds each key's
+revision, which names its log row. Applications with their explanations are
+4–5 KB: stored in both tables they spilled into overflow pages twice per
+write, and a row that large in a ``WITHOUT ROWID`` table is slow to change.
+Measured alone, a write's CPU fell from 50–100 µs to 25 µs. Compaction keeps
+the log rows that keys still name.
 """
 
 from __future__ import annotations
@@ -31,14 +38,35 @@ _TYPE_CODE = {base.EventType.ADDED: 0, base.EventType.MODIFIED: 1, base.EventTyp
 _CODE_TYPE = {code: kind for kind, code in _TYPE_CODE.items()}
 
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS kv (
-    key TEXT PRIMARY KEY, value BLOB NOT NULL, revision INTEGER NOT NULL
-) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, revision INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS log (
     revision INTEGER PRIMARY KEY, type INTEGER NOT NULL, key TEXT NOT NULL, value BLOB NOT NULL
 );
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 """
+# A key's value: its log row.
+_GET = "SELECT log.value, kv.revision FROM kv JOIN log ON log.revision = kv.revision WHERE kv.key=?"
+
+
+def _migrate(db: sqlite3.Connection) -> None:
+    """Bring a store written by an earlier Shoal (values in the key table too) to this
+    schema: every key's value goes to the log row its revision names (the same write,
+    where compaction kept it), then the key table drops its values."""
+    if "value" not in {row[1] for row in db.execute("PRAGMA table_info(kv)")}:
+        return
+    db.execute("BEGIN IMMEDIATE")
+    db.execute(
+        "INSERT OR IGNORE INTO log(revision, type, key, value) "
+        "SELECT revision, 1, key, value FROM kv"
+    )
+    db.execute(
+        "CREATE TABLE kv_keys (key TEXT PRIMARY KEY, revision INTEGER NOT NULL) WITHOUT ROWID"
+    )
+    db.execute("INSERT INTO kv_keys(key, revision) SELECT key, revision FROM kv")
+    db.execute("DROP TABLE kv")
+    db.execute("ALTER TABLE kv_keys RENAME TO kv")
+    db.execute("COMMIT")
+
 
 
 @dataclass(eq=False)
@@ -87,6 +115,7 @@ class SqliteStore:
         self._db.execute("PRAGMA temp_store=MEMORY")
         self._db.execute("PRAGMA cache_size=-65536")
         self._db.executescript(_SCHEMA)
+        _migrate(self._db)
         self._history = history
         self._watch_queue = watch_queue
         self._watchers: set[_Watcher] = set()
@@ -120,7 +149,7 @@ class SqliteStore:
         else:
             while (group := self._group) is not None and key in group.keys:
                 await _settled(group)
-        row = db.execute("SELECT value, revision FROM kv WHERE key=?", (key,)).fetchone()
+        row = db.execute(_GET, (key,)).fetchone()
         if row is None:
             raise base.NotFound(key)
         return base.Record(key, row[0], row[1])
@@ -132,7 +161,10 @@ class SqliteStore:
         op = ">="
         if start_after is not None and start_after >= prefix:
             start, op = start_after, ">"
-        sql = f"SELECT key, value, revision FROM kv WHERE key {op} ? AND key < ? ORDER BY key"
+        sql = (
+            "SELECT kv.key, log.value, kv.revision FROM kv JOIN log ON log.revision = kv.revision "
+            f"WHERE kv.key {op} ? AND kv.key < ? ORDER BY kv.key"
+        )
         params: tuple[object, ...] = (start, base.prefix_end(prefix))
         if limit is not None:
             sql += " LIMIT ?"
@@ -149,10 +181,10 @@ class SqliteStore:
 
     # writes ----------------------------------------------------------------
 
-    def _current(self, key: str) -> tuple[bytes, int] | None:
-        """The key as the next write sees it: with the open group's writes."""
-        row = self._db.execute("SELECT value, revision FROM kv WHERE key=?", (key,)).fetchone()
-        return (row[0], row[1]) if row else None
+    def _current(self, key: str) -> int | None:
+        """The key's revision as the next write sees it: with the open group's writes."""
+        row = self._db.execute("SELECT revision FROM kv WHERE key=?", (key,)).fetchone()
+        return row[0] if row else None
 
     def _open(self) -> _Group:
         """The open transaction, begun now if there is none."""
@@ -173,17 +205,12 @@ class SqliteStore:
         db = self._db
         if kind is base.EventType.ADDED:  # the primary key refuses an existing key
             # A refused INSERT undoes only itself: the transaction stays as it was.
-            db.execute(
-                "INSERT INTO kv(key, value, revision) VALUES (?, ?, ?)", (key, value, revision)
-            )
+            db.execute("INSERT INTO kv(key, revision) VALUES (?, ?)", (key, revision))
         try:
             if kind is base.EventType.DELETED:
                 db.execute("DELETE FROM kv WHERE key=?", (key,))
             elif kind is base.EventType.MODIFIED:
-                db.execute(
-                    "INSERT OR REPLACE INTO kv(key, value, revision) VALUES (?, ?, ?)",
-                    (key, value, revision),
-                )
+                db.execute("UPDATE kv SET revision=? WHERE key=?", (revision, key))
             db.execute(
                 "INSERT INTO log(revision, type, key, value) VALUES (?, ?, ?, ?)",
                 (revision, _TYPE_CODE[kind], key, value),
@@ -321,15 +348,15 @@ class SqliteStore:
         if current is None:
             await self._settle()
             raise base.NotFound(key)
-        if expected_revision is not None and current[1] != expected_revision:
+        if expected_revision is not None and current != expected_revision:
             await self._settle()
-            raise base.Conflict(key, expected_revision, current[1])
+            raise base.Conflict(key, expected_revision, current)
         revision = self._write(base.EventType.MODIFIED, key, value)
         await self._answered()
         return revision
 
     async def delete(self, key: str, expected_revision: int | None = None) -> int:
-        current = self._current(key)
+        current = self._db.execute(_GET, (key,)).fetchone()  # with the open group's writes
         if current is None:
             await self._settle()
             raise base.NotFound(key)
@@ -354,7 +381,11 @@ class SqliteStore:
         if revision <= self._compacted:
             return
         self._db.execute("BEGIN IMMEDIATE")
-        self._db.execute("DELETE FROM log WHERE revision <= ?", (revision,))
+        self._db.execute(  # a key's current value is its log row: keep those
+            "DELETE FROM log WHERE revision <= ? AND NOT EXISTS "
+            "(SELECT 1 FROM kv WHERE kv.key = log.key AND kv.revision = log.revision)",
+            (revision,),
+        )
         self._db.execute(
             "INSERT OR REPLACE INTO meta(name, value) VALUES ('compacted', ?)", (revision,)
         )
