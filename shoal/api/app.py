@@ -127,7 +127,7 @@ def create_app(
     app.include_router(scheduling.build_router(resources))
     hot: tuple[type[Kind], ...] = (Application, Cluster)
     kinds = (*hot, *(k for k in registry.KINDS if k not in hot))
-    app.include_router(build_router(resources, kinds))
+    app.include_router(build_router(kinds))  # built once per process
     app.include_router(reschedule.build_router(resources))
     app.include_router(events.build_router(resources))  # POST /core/events (batches)
     app.include_router(fleet.build_router(resources))  # POST /scheduling/podstatuses

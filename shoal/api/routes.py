@@ -7,6 +7,7 @@ every route. Responses are the stored bytes, not re-serialised models.
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import json
 from collections.abc import AsyncIterator, Callable, Coroutine
@@ -68,6 +69,16 @@ def _p(name: str, annotation: Any, default: Any) -> inspect.Parameter:
     return inspect.Parameter(
         name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=default
     )
+
+
+# Every endpoint takes the request: its app's Resources (``app.state.resources``).
+_REQUEST = inspect.Parameter("request", inspect.Parameter.KEYWORD_ONLY, annotation=Request)
+
+
+def _res(kw: dict[str, Any]) -> Resources:
+    """The Resources of the app that received the request (routes are shared by apps)."""
+    resources: Resources = kw["request"].app.state.resources
+    return resources
 
 
 def _json(content: bytes) -> Response:
@@ -171,7 +182,15 @@ _PATCH_EXAMPLE = {"metadata": {"resource_version": 42}, "status": {"deploy_state
 _Handlers = dict[str, tuple[Callable[..., Any], list[inspect.Parameter], type[BaseModel] | None]]
 
 
-def build_router(resources: Resources, kinds: tuple[type[Kind], ...]) -> APIRouter:
+@functools.cache
+def build_router(kinds: tuple[type[Kind], ...]) -> APIRouter:
+    """The routes of ``kinds``, built once per process and shared by every app in it.
+
+    FastAPI analyses each route's signature and models when it is added: about
+    0.1 s for the hundred-odd routes of the registry, at every API start (the
+    test suite starts hundreds). An included router is kept by reference, so
+    its endpoints find their app's ``Resources`` in the request, not in a closure.
+    """
     router = APIRouter(route_class=StrictJsonRoute)
     for kind in kinds:
         api, plural = kind.api_name(), kind.plural
@@ -181,8 +200,9 @@ def build_router(resources: Resources, kinds: tuple[type[Kind], ...]) -> APIRout
             "every": f"/{api}/{plural}",
             "item": (collection or f"/{api}/{plural}") + "/{name}",
         }
-        for verb, (endpoint, params, model) in _kind_handlers(resources, kind).items():
+        for verb, (endpoint, params, model) in _kind_handlers(kind).items():
             method, path, name, summary = _VERBS[verb]
+            params = [*params, _REQUEST]
             if method != "GET":
                 endpoint, params = with_dry_run(endpoint, params)
             router.add_api_route(
@@ -226,7 +246,7 @@ def _list_params() -> list[inspect.Parameter]:
     ]
 
 
-def _kind_handlers(res: Resources, kind: type[Kind]) -> _Handlers:
+def _kind_handlers(kind: type[Kind]) -> _Handlers:
     """The endpoints of one kind, by verb, with the parameters FastAPI validates."""
     ns_params = [_p("namespace", str, _name_param("Namespace"))] if kind.namespaced else []
     at_item = [*ns_params, _p("name", str, _name_param(kind.kind_name()))]
@@ -237,12 +257,12 @@ def _kind_handlers(res: Resources, kind: type[Kind]) -> _Handlers:
         return kwargs.get("namespace") if kind.namespaced else None
 
     async def create(**kw: Any) -> Response:
-        return _json(await res.create(kind, kw["body"], ns(kw)))
+        return _json(await _res(kw).create(kind, kw["body"], ns(kw)))
 
     async def list_(**kw: Any) -> Response:
         if kw["watch"] is not None and kw["watch"].lower() not in ("false", "0", "no"):
-            return await _watch(res, kind, ns(kw), kw)
-        items, revision, token = await res.list_bytes(
+            return await _watch(_res(kw), kind, ns(kw), kw)
+        items, revision, token = await _res(kw).list_bytes(
             kind,
             ns(kw),
             kw["label_selector"],
@@ -257,24 +277,24 @@ def _kind_handlers(res: Resources, kind: type[Kind]) -> _Handlers:
         return await list_(**kw)
 
     async def read(**kw: Any) -> Response:
-        return _json(await res.get_bytes(kind, kw["name"], ns(kw)))
+        return _json(await _res(kw).get_bytes(kind, kw["name"], ns(kw)))
 
     async def update(**kw: Any) -> Response:
-        return _json(await res.update(kind, kw["body"], kw["name"], ns(kw)))
+        return _json(await _res(kw).update(kind, kw["body"], kw["name"], ns(kw)))
 
     async def delete(**kw: Any) -> Response:
-        return _json(await res.delete(kind, kw["name"], ns(kw), kw.get("force", False)))
+        return _json(await _res(kw).delete(kind, kw["name"], ns(kw), kw.get("force", False)))
 
     async def status(**kw: Any) -> Response:
-        return _json(await res.update_status(kind, kw["body"], kw["name"], ns(kw)))
+        return _json(await _res(kw).update_status(kind, kw["body"], kw["name"], ns(kw)))
 
     async def patch_status(**kw: Any) -> Response:
         user = kw["request"].scope.get("shoal.user")
         name = None if user is None else user.name
-        return _json(await res.patch_status(kind, kw["name"], ns(kw), kw["body"], name))
+        return _json(await _res(kw).patch_status(kind, kw["name"], ns(kw), kw["body"], name))
 
     async def bind_cloud(**kw: Any) -> Response:
-        return _json(await res.bind_cluster(kw["name"], ns(kw), kw["body"]))
+        return _json(await _res(kw).bind_cluster(kw["name"], ns(kw), kw["body"]))
 
     handlers: _Handlers = {
         "create": (create, [*ns_params, _p("body", kind, Body())], kind),
@@ -291,35 +311,34 @@ def _kind_handlers(res: Resources, kind: type[Kind]) -> _Handlers:
     if "status" in kind.subresources:
         handlers["status"] = (status, with_body, kind)
         patch_body = _p("body", dict[str, Any], Body(examples=[_PATCH_EXAMPLE]))
-        request = _p("request", Request, inspect.Parameter.empty)
-        handlers["patch_status"] = (patch_status, [*at_item, patch_body, request], kind)
+        handlers["patch_status"] = (patch_status, [*at_item, patch_body], kind)
     if kind is Application:
-        handlers.update(_application_handlers(res, at_item))
+        handlers.update(_application_handlers(at_item))
     elif "binding" in kind.subresources:
         handlers["bind_cloud"] = (bind_cloud, [*at_item, _p("body", ClusterBinding, Body())], kind)
     return handlers
 
 
-def _application_handlers(res: Resources, at_item: list[inspect.Parameter]) -> _Handlers:
+def _application_handlers(at_item: list[inspect.Parameter]) -> _Handlers:
     async def bind_cluster(**kw: Any) -> Response:
-        return _json(await res.bind_application(kw["name"], kw["namespace"], kw["body"]))
+        return _json(await _res(kw).bind_application(kw["name"], kw["namespace"], kw["body"]))
 
     async def complete(**kw: Any) -> Response:
-        app = await res.get(Application, kw["name"], kw["namespace"])
+        app = await _res(kw).get(Application, kw["name"], kw["namespace"])
         _check_token(app.status.complete_token, kw["body"].token, "complete")
-        return _json(await res.delete(Application, kw["name"], kw["namespace"]))
+        return _json(await _res(kw).delete(Application, kw["name"], kw["namespace"]))
 
     async def shutdown(**kw: Any) -> Response:
-        app = await res.get(Application, kw["name"], kw["namespace"])
+        app = await _res(kw).get(Application, kw["name"], kw["namespace"])
         _check_token(app.status.shutdown_token, kw["body"].token, "shutdown")
-        return _json(await res.set_application_state(kw["name"], kw["namespace"], _shut_down))
+        return _json(await _res(kw).set_application_state(kw["name"], kw["namespace"], _shut_down))
 
     async def retry(**kw: Any) -> Response:
-        return _json(await res.set_application_state(kw["name"], kw["namespace"], _retry))
+        return _json(await _res(kw).set_application_state(kw["name"], kw["namespace"], _retry))
 
     async def patch_finalizers(**kw: Any) -> Response:
         name, namespace = kw["name"], kw["namespace"]
-        return _json(await res.patch_finalizers(Application, name, namespace, kw["body"]))
+        return _json(await _res(kw).patch_finalizers(Application, name, namespace, kw["body"]))
 
     def body(model: type[BaseModel]) -> list[inspect.Parameter]:
         return [*at_item, _p("body", model, Body())]
