@@ -68,6 +68,7 @@ sys.path.insert(0, str(ROOT))
 
 from shoal.kube.owners import LABEL_NAME, LABEL_NAMESPACE, LABEL_UID  # noqa: E402
 from shoal.machinery.resources import amount, pod_requests  # noqa: E402
+from shoal.system.components import NAMES  # noqa: E402
 from tests.fixtures.etcd import EtcdCluster, running_etcd_cluster  # noqa: E402
 from tests.util import free_port  # noqa: E402
 
@@ -209,7 +210,7 @@ class Soak:
                 continue
             text = [w.decode() for w in words if w]
             name = "agents" if "shoal.system.processes" in text else next(
-                (w for w in text if w in KILLABLE or w == "sim"), "?")
+                (w for w in text if w in KILLABLE or w in NAMES or w == "sim"), "?")
             found[name] = (int(entry.name), text)
         return found
 
