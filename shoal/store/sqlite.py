@@ -37,15 +37,19 @@ from shoal.store import base
 _TYPE_CODE = {base.EventType.ADDED: 0, base.EventType.MODIFIED: 1, base.EventType.DELETED: 2}
 _CODE_TYPE = {code: kind for kind, code in _TYPE_CODE.items()}
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, revision INTEGER NOT NULL) WITHOUT ROWID;
+_KEY_TABLE = (
+    "CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, revision INTEGER NOT NULL) WITHOUT ROWID"
+)
+_SCHEMA = f"""
+{_KEY_TABLE};
 CREATE TABLE IF NOT EXISTS log (
     revision INTEGER PRIMARY KEY, type INTEGER NOT NULL, key TEXT NOT NULL, value BLOB NOT NULL
 );
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
 """
-# A key's value: its log row.
-_GET = "SELECT log.value, kv.revision FROM kv JOIN log ON log.revision = kv.revision WHERE kv.key=?"
+# A key's value is its log row.
+_WITH_VALUES = "FROM kv JOIN log ON log.revision = kv.revision"
+_GET = f"SELECT log.value, kv.revision {_WITH_VALUES} WHERE kv.key=?"
 
 
 def _migrate(db: sqlite3.Connection) -> None:
@@ -59,14 +63,11 @@ def _migrate(db: sqlite3.Connection) -> None:
         "INSERT OR IGNORE INTO log(revision, type, key, value) "
         "SELECT revision, 1, key, value FROM kv"
     )
-    db.execute(
-        "CREATE TABLE kv_keys (key TEXT PRIMARY KEY, revision INTEGER NOT NULL) WITHOUT ROWID"
-    )
-    db.execute("INSERT INTO kv_keys(key, revision) SELECT key, revision FROM kv")
-    db.execute("DROP TABLE kv")
-    db.execute("ALTER TABLE kv_keys RENAME TO kv")
+    db.execute("ALTER TABLE kv RENAME TO kv_earlier")
+    db.execute(_KEY_TABLE)
+    db.execute("INSERT INTO kv(key, revision) SELECT key, revision FROM kv_earlier")
+    db.execute("DROP TABLE kv_earlier")
     db.execute("COMMIT")
-
 
 
 @dataclass(eq=False)
@@ -162,7 +163,7 @@ class SqliteStore:
         if start_after is not None and start_after >= prefix:
             start, op = start_after, ">"
         sql = (
-            "SELECT kv.key, log.value, kv.revision FROM kv JOIN log ON log.revision = kv.revision "
+            f"SELECT kv.key, log.value, kv.revision {_WITH_VALUES} "
             f"WHERE kv.key {op} ? AND kv.key < ? ORDER BY kv.key"
         )
         params: tuple[object, ...] = (start, base.prefix_end(prefix))
