@@ -324,14 +324,16 @@ def _application_handlers(at_item: list[inspect.Parameter]) -> _Handlers:
         return _json(await _res(kw).bind_application(kw["name"], kw["namespace"], kw["body"]))
 
     async def complete(**kw: Any) -> Response:
-        app = await _res(kw).get(Application, kw["name"], kw["namespace"])
+        res = _res(kw)
+        app = await res.get(Application, kw["name"], kw["namespace"])
         _check_token(app.status.complete_token, kw["body"].token, "complete")
-        return _json(await _res(kw).delete(Application, kw["name"], kw["namespace"]))
+        return _json(await res.delete(Application, kw["name"], kw["namespace"]))
 
     async def shutdown(**kw: Any) -> Response:
-        app = await _res(kw).get(Application, kw["name"], kw["namespace"])
+        res = _res(kw)
+        app = await res.get(Application, kw["name"], kw["namespace"])
         _check_token(app.status.shutdown_token, kw["body"].token, "shutdown")
-        return _json(await _res(kw).set_application_state(kw["name"], kw["namespace"], _shut_down))
+        return _json(await res.set_application_state(kw["name"], kw["namespace"], _shut_down))
 
     async def retry(**kw: Any) -> Response:
         return _json(await _res(kw).set_application_state(kw["name"], kw["namespace"], _retry))
