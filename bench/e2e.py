@@ -40,8 +40,6 @@ import contextlib
 import json
 import os
 import shlex
-import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -61,7 +59,7 @@ import httpx  # noqa: E402
 import orjson  # noqa: E402
 import yaml  # noqa: E402
 
-from bench.schedule import cpu_seconds  # noqa: E402
+from bench.schedule import cpu_seconds, start_profiles, stop_profiles  # noqa: E402
 from shoal.client.rest import (  # noqa: E402
     ApiError,
     Conflict,
@@ -165,28 +163,6 @@ def cpu_snapshot(procs: dict[str, int]) -> dict[str, float]:
         with contextlib.suppress(OSError):
             out[name] = cpu_seconds(pid)
     return out
-
-
-def start_profiles(procs: dict[str, int], wanted: str, label: str) -> list[subprocess.Popen[bytes]]:
-    """``py-spy record`` (raw folded stacks) on each component named in ``wanted``."""
-    spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
-    out = []
-    for name in filter(None, wanted.split(",")):
-        if name not in procs:
-            raise SystemExit(f"--py-spy: no component {name!r} (have {', '.join(procs)})")
-        path = f"/tmp/e2e-{label.split()[0]}-{name}.txt"
-        print(f"py-spy on {name} (pid {procs[name]}) → {path}", flush=True)
-        argv = [spy, "record", "-p", str(procs[name]), "-f", "raw", "-r", "100", "-o", path]
-        out.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-    return out
-
-
-def stop_profiles(profilers: list[subprocess.Popen[bytes]]) -> None:
-    """SIGINT makes py-spy write what it sampled."""
-    for proc in profilers:
-        proc.send_signal(signal.SIGINT)
-    for proc in profilers:
-        proc.wait(30)
 
 
 # --- the workload ------------------------------------------------------------------------------
@@ -382,7 +358,7 @@ async def measure(
     groups = len(names) // 2
     await prepare(client, sim.kubeconfigs)
     procs = components(roots)
-    profilers = start_profiles(procs, args.py_spy, label)
+    profilers = start_profiles(procs, args.py_spy, f"e2e-{label.split()[0]}")
     watched = Watched()
     revision = (await client.list(Application, NS)).revision
     watch = asyncio.create_task(watched.watch(client, revision))

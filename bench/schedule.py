@@ -29,6 +29,8 @@ import asyncio
 import contextlib
 import os
 import random
+import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -100,6 +102,33 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def start_profiles(
+    procs: dict[str, int], wanted: str, label: str
+) -> list[subprocess.Popen[bytes]]:
+    """``py-spy record`` (raw folded stacks) on each component named in ``wanted``.
+
+    Each goes to ``/tmp/<label>-<component>.txt``: ``pip install py-spy``.
+    """
+    spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    out = []
+    for name in filter(None, wanted.split(",")):
+        if name not in procs:
+            raise SystemExit(f"--py-spy: no component {name!r} (have {', '.join(procs)})")
+        path = f"/tmp/{label}-{name}.txt"
+        print(f"py-spy on {name} (pid {procs[name]}) → {path}", flush=True)
+        argv = [spy, "record", "-p", str(procs[name]), "-f", "raw", "-r", "200", "-o", path]
+        out.append(subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    return out
+
+
+def stop_profiles(profilers: list[subprocess.Popen[bytes]]) -> None:
+    """SIGINT makes py-spy write what it sampled."""
+    for proc in profilers:
+        proc.send_signal(signal.SIGINT)
+    for proc in profilers:
+        proc.wait(30)
+
+
 async def count_events(client: ShoalClient) -> int:
     total, params = 0, {"limit": 1000}
     while True:
@@ -122,7 +151,7 @@ async def counter(url: str, name: str) -> float:
 
 async def run_one(
     n: int, m: int, concurrency: int, workers: int, seed: int, events: bool = True,
-    spread: int = 0,
+    spread: int = 0, py_spy: str = "",
 ) -> dict[str, float]:
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory() as tmp:
@@ -204,6 +233,8 @@ async def run_one(
                             failures.append(str(error))
                     raise RuntimeError(f"could not create {name}")
 
+                procs = {"api": api.proc.pid, "scheduler": sched.pid}
+                profilers = start_profiles(procs, py_spy, f"schedule-{n}")
                 t0 = time.time()
                 creating = asyncio.create_task(bounded(m, concurrency, create))
                 last = 0
@@ -226,6 +257,7 @@ async def run_one(
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await watcher
                 t1 = max(bound_at.values())
+                stop_profiles(profilers)
                 # The recorder's last flush (every second) is part of the burst's cost:
                 # both modes' CPU is read after it (the quiet seconds cost both the same).
                 await asyncio.sleep(2.5)
@@ -287,6 +319,9 @@ def main() -> None:
         help="place each application on this many clusters (spec.placement, divided)",
     )
     parser.add_argument(
+        "--py-spy", default="", help="processes to profile during the burst: api,scheduler"
+    )
+    parser.add_argument(
         "--events", choices=("both", "on", "off"), default="both", help="scheduler's events"
     )
     parser.add_argument(
@@ -301,7 +336,8 @@ def main() -> None:
             # off, on, on, off, ...: a drift of the machine's load weighs on both modes alike
             for events in modes if k % 2 == 0 else modes[::-1]:
                 run = run_one(
-                    n, args.apps, args.concurrency, args.workers, args.seed, events, args.spread
+                    n, args.apps, args.concurrency, args.workers, args.seed, events, args.spread,
+                    args.py_spy,
                 )
                 rows.append(asyncio.run(run))
     load = " / ".join(f"{a:.2f}" for a in os.getloadavg())
