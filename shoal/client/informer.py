@@ -98,6 +98,26 @@ class Informer(Generic[K]):
             self.on_add = self.on_add or (lambda obj: on_change(obj, None))
             self.on_update = self.on_update or (lambda old, new: on_change(new, old))
 
+    def also(
+        self,
+        *,
+        on_add: Handler[K] | None = None,
+        on_update: UpdateHandler[K] | None = None,
+        on_delete: Handler[K] | None = None,
+        on_change: ChangeHandler[K] | None = None,
+    ) -> None:
+        """More handlers on this cache, called after the ones it has: one cache of a kind
+        serves every part of a process that follows it. Added before the first listing,
+        so that they see it."""
+        if self.lists:
+            raise RuntimeError(f"{self.kind.plural}: handlers added after the first listing")
+        if on_change is not None:
+            on_add = on_add or (lambda obj: on_change(obj, None))
+            on_update = on_update or (lambda old, new: on_change(new, old))
+        self.on_add = _chained(self.on_add, on_add)
+        self.on_update = _chained(self.on_update, on_update)
+        self.on_delete = _chained(self.on_delete, on_delete)
+
     def get(self, name: str, namespace: str | None = None) -> K | None:
         return self._current((namespace, name))
 
@@ -249,6 +269,20 @@ async def _call(handler: Callable[..., object] | None, *args: object) -> None:
             await result
     except Exception:
         log.exception("informer handler %r failed", handler)
+
+
+def _chained(
+    first: Callable[..., object] | None, then: Callable[..., object] | None
+) -> Any:
+    """One handler that calls ``first``, then ``then``; each failure is logged alone."""
+    if first is None or then is None:
+        return first or then
+
+    async def both(*args: object) -> None:
+        await _call(first, *args)
+        await _call(then, *args)
+
+    return both
 
 
 @contextlib.asynccontextmanager

@@ -177,7 +177,7 @@ class Scheduler(Controller):
         self.fleet_pods: FleetPipeline | None = None
         watch_state(self)  # queue sizes, applications per cluster and state on /metrics
         if self.config.fleet.enabled:
-            self.fleet_pods = FleetPipeline(client, self.config.fleet)
+            self.fleet_pods = FleetPipeline(client, self.config.fleet, self.cluster_informer)
 
     def _informer_of(self, kind: type[Kind]) -> Informer[Any]:
         return next(i for i in self.informers if i.kind is kind)

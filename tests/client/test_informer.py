@@ -113,6 +113,33 @@ async def test_initial_list_then_events_once_each(client: ShoalClient) -> None:
         assert informer.lists == 1
 
 
+async def test_one_cache_serves_two_sets_of_handlers(client: ShoalClient) -> None:
+    """``also``: a second part of a process follows the same cache, and sees every change,
+    the listing included; one handler's failure does not keep the change from the other."""
+    await client.create(application("a"))
+    first, second = Recorder(), Recorder()
+    informer = first.informer(client, "default")
+
+    def failing(obj: Application) -> None:
+        first.add(obj)
+        raise RuntimeError("a handler that fails")
+
+    informer.on_add = failing
+    informer.also(on_add=second.add, on_update=second.update, on_delete=second.delete)
+    async with running(informer):
+        await client.create(application("b"))
+        a = await client.get(Application, "a", "default")
+        a.spec.backoff = 4
+        await client.update(a)
+        await client.delete(Application, "b", "default")
+        await wait_for(lambda: len(second.calls) >= 4)
+        assert second.calls == first.calls
+        assert [what for what, _, _ in second.calls] == ["add", "add", "update", "delete"]
+        assert informer.lists == 1
+        with pytest.raises(RuntimeError, match="after the first listing"):
+            informer.also(on_add=second.add)
+
+
 async def test_quiet_events_are_cached_undecoded_and_call_no_handler(client: ShoalClient) -> None:
     recorder = Recorder()
     informer = recorder.informer(client)

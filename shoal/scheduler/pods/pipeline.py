@@ -44,7 +44,12 @@ NO_LIVE_AGENT = "waiting: no cluster agent answers (every one is marked)"
 
 
 class FleetPipeline(Controller):
-    def __init__(self, client: ShoalClient, config: FleetConfig | None = None) -> None:
+    def __init__(
+        self,
+        client: ShoalClient,
+        config: FleetConfig | None = None,
+        clusters: Informer[Cluster] | None = None,
+    ) -> None:
         super().__init__()
         self.client = client
         self.config = config or FleetConfig()
@@ -63,10 +68,12 @@ class FleetPipeline(Controller):
         self.pods: Informer[Pod] = Informer(client, Pod, on_add=self._pod_seen,
                                             on_update=lambda old, new: self._pod_seen(new),
                                             on_delete=self._pod_deleted)
-        self.clusters: Informer[Cluster] = Informer(
-            client, Cluster, on_add=self.agents.cluster_changed,
-            on_update=lambda old, new: self.agents.cluster_changed(new),
-            on_delete=self.agents.cluster_deleted)
+        # the scheduler's cache of clusters when it runs this pipeline: one per process
+        self.clusters = clusters or Informer(client, Cluster)
+        self._own_clusters = clusters is None
+        self.clusters.also(on_add=self.agents.cluster_changed,
+                           on_update=lambda old, new: self.agents.cluster_changed(new),
+                           on_delete=self.agents.cluster_deleted)
 
     def mine(self, pod: Pod) -> bool:
         return self.mine_uid(pod.metadata.uid or pod.metadata.name)
@@ -76,7 +83,9 @@ class FleetPipeline(Controller):
             zlib.crc32(uid.encode()) % self.config.shards == self.config.shard)
 
     async def start(self) -> None:
-        await self.start_informers(self.clusters)
+        if self._own_clusters:
+            await self.start_informers(self.clusters)
+        await self.clusters.wait_synced()
         await self.start_informers(self.pods)
         self.spawn(self.agents.probe())
         self.spawn(self.status.run())
