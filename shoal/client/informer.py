@@ -36,6 +36,7 @@ from prometheus_client.registry import Collector
 
 from shoal.client.rest import Gone, ShoalClient, Unreachable, WatchEvent
 from shoal.machinery.listwatch import ListWatch
+from shoal.machinery.memory import settle
 from shoal.model.base import TRUSTED, Kind
 
 log = logging.getLogger(__name__)
@@ -203,6 +204,7 @@ class Informer(Generic[K]):
             if key not in fresh:
                 await _call(self.on_delete, obj)
         self.synced.set()
+        settle()  # the cache's objects live long: out of the collector's sight
         return self.revision
 
     def _quiet(self, key: CacheKey, raw: dict[str, Any]) -> bool:

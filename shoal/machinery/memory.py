@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gc
 
+_tuned = False  # this process is a Shoal server: tune_gc ran
+
 
 def tune_gc() -> None:
     """Collect less often, as every Shoal server process does before it serves.
@@ -14,5 +16,22 @@ def tune_gc() -> None:
     controller's time at 10,000 applications; a tenth of an API create's). What exists at
     start is frozen out of the collector's sight.
     """
+    global _tuned
+    _tuned = True
     gc.freeze()
     gc.set_threshold(50_000, 20, 100)
+
+
+def settle() -> None:
+    """Freeze what exists now, after a cache was filled, in a server process (else nothing).
+
+    A listing brings a cache's objects at once: 10,000 clusters are 600,000 objects
+    that hold no cycles and live as long as the process. Left to the collector, each
+    collection of the middle generation walked them again until they were promoted
+    (0.3 to 0.5 s per pass in the scheduler, a third of its CPU in a burst after start).
+    Frozen, they are never walked; they are still freed as usual when replaced. A test
+    process does not tune the collector and freezes nothing: cyclic garbage that exists
+    when freezing would never be reclaimed.
+    """
+    if _tuned:
+        gc.freeze()
