@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import os
 import random
 import subprocess
@@ -37,6 +36,7 @@ import yaml  # noqa: E402
 from shoal.agent.agent import connect  # noqa: E402
 from shoal.agent.pod import UID_ANNOTATION  # noqa: E402
 from shoal.client.rest import ShoalClient, collection_path  # noqa: E402
+from shoal.machinery.memory import settle, tune_gc  # noqa: E402
 from shoal.machinery.resources import Amounts, add, amounts, pod_requests  # noqa: E402
 from shoal.model.kubernetes import Cluster  # noqa: E402
 from shoal.model.pods import Pod  # noqa: E402
@@ -237,7 +237,7 @@ async def serve_fleet(api_url: str, clusters: int, nodes: int, prefix: str) -> N
     async with ShoalClient(api_url) as client:
         await register_clusters(client, sim, labels)
         await start_agents(client, sim)
-        gc.freeze()  # the nodes and caches made so far: never walked by the collector again
+        settle()  # the nodes and caches made so far: never walked by the collector again
         print("ready", flush=True)
         await asyncio.Event().wait()
 
@@ -320,5 +320,5 @@ async def measure(client: ShoalClient, api: ApiProcess, fleets: list[int],
 
 
 if __name__ == "__main__":
-    gc.set_threshold(50_000, 20, 100)  # as every Shoal process (``shoal.system.process``)
+    tune_gc()  # as every Shoal process (``shoal.system.process``)
     uvloop.run(main())  # as every Shoal process (the fleet processes stand for agents and sims)
