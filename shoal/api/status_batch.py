@@ -61,32 +61,46 @@ class StatusPatchBatch(Model):
     items: list[StatusPatchItem] = Field(max_length=1000)
 
 
+async def patch_statuses(
+    resources: Resources, items: list[StatusPatchItem], writer: str | None
+) -> list[dict[str, Any]]:
+    """Each item's status merge patch, as ``writer``, in one commit: one result per item."""
+
+    async def one(item: StatusPatchItem) -> bytes:
+        patch: dict[str, Any] = {"status": item.status}
+        if item.resource_version is not None:
+            patch["metadata"] = {"resource_version": item.resource_version}
+        return await resources.patch_status(Application, item.name, item.namespace, patch, writer)
+
+    return await each_item(resources.store, items, one)
+
+
+async def set_finalizers(
+    resources: Resources, items: list[FinalizersItem]
+) -> list[dict[str, Any]]:
+    """Each item's finalizers, in one commit: one result per item."""
+
+    async def one(item: FinalizersItem) -> bytes:
+        metadata: dict[str, Any] = {"finalizers": item.finalizers}
+        if item.resource_version is not None:
+            metadata["resource_version"] = item.resource_version
+        body = {"metadata": metadata}
+        return await resources.patch_finalizers(Application, item.name, item.namespace, body)
+
+    return await each_item(resources.store, items, one)
+
+
 def build_router(resources: Resources) -> APIRouter:
+    """The documented routes; ``shoal.api.fastpath`` answers the same requests first."""
     router = APIRouter(route_class=StrictJsonRoute)
 
     async def patch_many(request: Request, body: StatusPatchBatch = Body()) -> Response:
         user = request.scope.get("shoal.user")
         writer = None if user is None else user.name
-
-        async def one(item: StatusPatchItem) -> bytes:
-            patch: dict[str, Any] = {"status": item.status}
-            if item.resource_version is not None:
-                patch["metadata"] = {"resource_version": item.resource_version}
-            return await resources.patch_status(
-                Application, item.name, item.namespace, patch, writer
-            )
-
-        return results_response(await each_item(resources.store, body.items, one))
+        return results_response(await patch_statuses(resources, body.items, writer))
 
     async def finalizers_many(body: FinalizersBatch) -> list[dict[str, Any]]:
-        async def one(item: FinalizersItem) -> bytes:
-            metadata: dict[str, Any] = {"finalizers": item.finalizers}
-            if item.resource_version is not None:
-                metadata["resource_version"] = item.resource_version
-            body = {"metadata": metadata}
-            return await resources.patch_finalizers(Application, item.name, item.namespace, body)
-
-        return await each_item(resources.store, body.items, one)
+        return await set_finalizers(resources, body.items)
 
     add_batch_route(
         router,

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 
 from shoal.api.server import start_api
 from shoal.client.rest import Conflict, ShoalClient
@@ -124,6 +125,33 @@ async def test_a_batch_of_patches_answers_per_item(
     answer = await http.post("/scheduling/applicationstatuses", json={"items": [{"name": "b2"}]})
     assert answer.status_code == 422
     assert answer.headers["content-type"] == "application/problem+json"
+
+
+async def test_batches_of_statuses_and_finalizers_refuse_bad_bodies_by_field(
+    http: httpx.AsyncClient,
+) -> None:
+    """The batches' bodies are held to their models: each problem names its field."""
+    item = {"namespace": "default", "name": "x"}
+    for path, good in (
+        ("/scheduling/applicationstatuses", {**item, "status": {}}),
+        ("/scheduling/applicationfinalizers", {**item, "finalizers": []}),
+    ):
+        answer = await http.post(path, json={"items": [good]})
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["results"][0]["status"] == 404
+        for body, status, field in (
+            (b"{", 400, "body"),
+            (b"[]", 400, "body"),
+            (b'{"items": [], "items": []}', 400, "body"),
+            (orjson.dumps({"items": [{**good, "name": ""}]}), 422, "items[0].name"),
+            (orjson.dumps({"items": [good] * 1001}), 422, "items"),
+            (orjson.dumps({"items": [good], "extra": 1}), 422, "extra"),
+        ):
+            headers = {"content-type": "application/json"}
+            answer = await http.post(path, content=body, headers=headers)
+            assert answer.status_code == status, (path, body[:40], answer.text)
+            assert answer.headers["content-type"] == "application/problem+json"
+            assert answer.json()["errors"][0]["field"] == field, answer.text
 
 
 async def test_bookkeeping_updates_leave_modified_alone(http: httpx.AsyncClient) -> None:
