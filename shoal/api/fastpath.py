@@ -22,7 +22,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from shoal.api import body as door
-from shoal.api import status_batch
+from shoal.api import fleet, status_batch
 from shoal.api.admission import dry_run, query_is_dry
 from shoal.api.batch import results_response
 from shoal.api.resources import Resources
@@ -30,6 +30,7 @@ from shoal.machinery.names import OBJECT_NAME
 from shoal.machinery.problems import from_validation_error, problem
 from shoal.model.base import Kind
 from shoal.model.kubernetes import Application, BindingBatch, Cluster
+from shoal.model.pods import Pod, PodStatusBatch
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -61,20 +62,25 @@ async def parse_body(request: Request, model: type[M]) -> M | Response:
 
 
 def routes(resources: Resources) -> list[Route]:
-    async def create_application(request: Request) -> Response:
-        request.scope["route"] = create_route  # the metrics middleware labels by route
-        namespace = request.path_params["namespace"]
-        if len(namespace) > 63 or not OBJECT_NAME.match(namespace):
-            reason = "must be a valid name (lower case letters, digits, '-', '_')"
-            return problem(
-                422, f"namespace: {reason}", errors=[{"field": "namespace", "reason": reason}]
-            )
-        app = await parse_body(request, Application)
-        if isinstance(app, Response):
-            return app
-        with dry_run(query_is_dry(request.query_params)):
-            content = await resources.create(Application, app, namespace)
-        return Response(content, media_type="application/json")
+    def create(kind: type[Kind]) -> Route:
+        async def endpoint(request: Request) -> Response:
+            request.scope["route"] = route  # the metrics middleware labels by route
+            namespace = request.path_params["namespace"]
+            if len(namespace) > 63 or not OBJECT_NAME.match(namespace):
+                reason = "must be a valid name (lower case letters, digits, '-', '_')"
+                return problem(
+                    422, f"namespace: {reason}", errors=[{"field": "namespace", "reason": reason}]
+                )
+            obj = await parse_body(request, kind)
+            if isinstance(obj, Response):
+                return obj
+            with dry_run(query_is_dry(request.query_params)):
+                content = await resources.create(kind, obj, namespace)
+            return Response(content, media_type="application/json")
+
+        path = f"/{kind.api_name()}/namespaces/{{namespace}}/{kind.plural}"
+        route = Route(path, endpoint, methods=["POST"])
+        return route
 
     async def bind_applications(request: Request) -> Response:
         request.scope["route"] = bind_route
@@ -115,6 +121,13 @@ def routes(resources: Resources) -> list[Route]:
         writer = None if user is None else user.name
         return results_response(await status_batch.patch_statuses(resources, batch.items, writer))
 
+    async def write_pod_statuses(request: Request) -> Response:
+        request.scope["route"] = pod_statuses_route
+        batch = await parse_body(request, PodStatusBatch)
+        if isinstance(batch, Response):
+            return batch
+        return results_response(await fleet.write_statuses(resources, batch.items))
+
     async def set_finalizers(request: Request) -> Response:
         request.scope["route"] = finalizers_route
         batch = await parse_body(request, status_batch.FinalizersBatch)
@@ -122,15 +135,15 @@ def routes(resources: Resources) -> list[Route]:
             return batch
         return results_response(await status_batch.set_finalizers(resources, batch.items))
 
-    create_route = Route(
-        "/kubernetes/namespaces/{namespace}/applications", create_application, methods=["POST"]
-    )
     bind_route = Route("/scheduling/bindings", bind_applications, methods=["POST"])
     statuses_route = Route(status_batch.PATH, patch_statuses, methods=["POST"])
     finalizers_route = Route(status_batch.FINALIZERS_PATH, set_finalizers, methods=["POST"])
+    pod_statuses_route = Route(fleet.PATH, write_pod_statuses, methods=["POST"])
     return [
-        create_route,
+        create(Application),
+        create(Pod),  # the fleet's pods, at hundreds per second
         bind_route,
+        pod_statuses_route,
         statuses_route,
         finalizers_route,
         patch_status(Application),

@@ -20,27 +20,38 @@ from shoal.api.routes import StrictJsonRoute
 from shoal.machinery.problems import ProblemError
 from shoal.model.pods import Pod, PodStatusBatch, PodStatusItem
 
+PATH = "/scheduling/podstatuses"
+
+
+async def write_statuses(
+    resources: Resources, items: list[PodStatusItem]
+) -> list[dict[str, Any]]:
+    """Each item's pod status, on the pod of its uid, in one commit: one result per item."""
+
+    async def one(item: PodStatusItem) -> bytes:
+        status = orjson.loads(item.status.model_dump_json())
+
+        def change(data: dict[str, Any]) -> bool:
+            if data["metadata"].get("uid") != item.uid:
+                raise ProblemError(404, f"Pod {item.name!r} of uid {item.uid} not found")
+            data["status"] = status
+            return True
+
+        return await resources.swap_json(Pod, item.name, item.namespace, None, change)
+
+    return await each_item(resources.store, items, one)
+
 
 def build_router(resources: Resources) -> APIRouter:
+    """The documented route; ``shoal.api.fastpath`` answers the same requests first."""
     router = APIRouter(route_class=StrictJsonRoute)
 
     async def write_many(body: PodStatusBatch) -> list[dict[str, Any]]:
-        async def one(item: PodStatusItem) -> bytes:
-            status = orjson.loads(item.status.model_dump_json())
-
-            def change(data: dict[str, Any]) -> bool:
-                if data["metadata"].get("uid") != item.uid:
-                    raise ProblemError(404, f"Pod {item.name!r} of uid {item.uid} not found")
-                data["status"] = status
-                return True
-
-            return await resources.swap_json(Pod, item.name, item.namespace, None, change)
-
-        return await each_item(resources.store, body.items, one)
+        return await write_statuses(resources, body.items)
 
     add_batch_route(
         router,
-        "/scheduling/podstatuses",
+        PATH,
         PodStatusBatch,
         write_many,
         name="update_pods_status_many",
