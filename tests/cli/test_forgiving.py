@@ -16,6 +16,7 @@ import yaml
 from click.testing import CliRunner
 
 from shoal.api.server import ApiServer
+from shoal.cli import complete as complete_names
 from shoal.cli.main import app
 from shoal.client.rest import ShoalClient
 from shoal.model.base import Metadata
@@ -284,23 +285,29 @@ async def test_a_plain_get_imports_nothing_heavy(api: ApiServer) -> None:
 # completion ------------------------------------------------------------------------
 
 
+async def _complete(url: str, line: str) -> list[str]:
+    """What the shell's completion offers for ``line`` (click's bash protocol)."""
+    words = f"shoal --api {url} {line}"
+    env = {
+        "_SHOAL_COMPLETE": "bash_complete",
+        "COMP_WORDS": words,
+        "COMP_CWORD": str(len(words.split()) - (0 if words.endswith(" ") else 1)),
+    }
+    result = await asyncio.to_thread(CliRunner().invoke, app, [], env=env, prog_name="shoal")
+    return [line.split(",", 1)[1] for line in result.output.splitlines() if line]
+
+
 async def test_completion_of_kinds_namespaces_and_names(
-    api: ApiServer, shoal: Shoal, manifest: str
+    api: ApiServer, shoal: Shoal, manifest: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Completion gives the API one second, then offers nothing (the next test). This
+    # API shares the test's event loop and a busy machine: the test waits on the answer.
+    monkeypatch.setattr(complete_names, "TIMEOUT", 30.0)
     await cli_ok(shoal, f"kube app create web -f {manifest}")
     await cli_ok(shoal, f"kube app create worker -n prod -f {manifest}")
 
     async def complete(line: str) -> list[str]:
-        words = f"shoal --api {api.url} {line}"
-        env = {
-            "_SHOAL_COMPLETE": "bash_complete",
-            "COMP_WORDS": words,
-            "COMP_CWORD": str(len(words.split()) - (0 if words.endswith(" ") else 1)),
-        }
-        result = await asyncio.to_thread(
-            CliRunner().invoke, app, [], env=env, prog_name="shoal"
-        )
-        return [line.split(",", 1)[1] for line in result.output.splitlines() if line]
+        return await _complete(api.url, line)
 
     assert "applications" in await complete("get appl")
     assert await complete("get app w") == ["web"]
@@ -308,6 +315,15 @@ async def test_completion_of_kinds_namespaces_and_names(
     assert "prod" in await complete("get app -n ")
     assert await complete("kube app get w") == ["web"]
     assert "app" in await complete("kube a")
+
+
+async def test_completion_without_an_api_offers_names_of_kinds_only() -> None:
+    """A shell's completion never hangs on an absent API: it offers no names, at once."""
+    from tests.util import free_port
+
+    url = f"http://127.0.0.1:{free_port()}"
+    assert await _complete(url, "get app w") == []
+    assert "applications" in await _complete(url, "get appl")
 
 
 async def test_an_unreachable_krake_is_named(shoal: Shoal) -> None:
