@@ -21,9 +21,9 @@ def tune_gc() -> None:
     the young generation fills far past the threshold between passes, and each pass
     walks it all. At 200,000 instead of 50,000, passes are fewer and most of the
     young objects they would have walked (an event's decoded JSON, an object's
-    previous copy) are freed before: the kube controller's collections took 150–290
-    ms of CPU per 2,000 applications instead of 320–350, the scheduler's 130–150
-    instead of 215–265 (``bench/e2e.py``, ``gc.callbacks``).
+    previous copy) are freed before: the kube controller's collections took 145–290
+    ms of CPU per 2,000 applications instead of 315–350, the scheduler's 130–155
+    instead of 215–265 (``bench/e2e.py``; docs/performance.md, fifth round).
     """
     global _tuned
     _tuned = True
