@@ -26,6 +26,20 @@ async def _up(data: Path, port: int, *args: str) -> asyncio.subprocess.Process:
     return await process("up", "--port", str(port), "--data-dir", str(data), *args, env=ENV)
 
 
+async def _until_up(proc: asyncio.subprocess.Process, data: Path) -> None:
+    """Until ``shoal up`` prints its banner (the CLI's configuration is written); when it
+    exits first, the failure shows what it printed."""
+    config = data / "security" / "config.yaml"
+    await wait_for(
+        lambda: config.exists() or proc.returncode is not None,
+        timeout=60,
+        message="shoal up's banner",
+    )
+    if proc.returncode is not None:
+        out, _ = await proc.communicate()
+        raise AssertionError(f"shoal up exited with {proc.returncode}:\n{out.decode()[-4000:]}")
+
+
 async def _shoal(data: Path, *args: str) -> str:
     env = {**ENV, "SHOAL_CONFIG": str(data / "security" / "config.yaml")}
     proc = await process(*args, env=env)
@@ -78,8 +92,7 @@ async def test_up_restarts_with_what_is_stored(tmp_path: Path) -> None:
     them; nothing it recovers from prints a traceback."""
     port = free_port()
     first = await _up(tmp_path, port)
-    config = tmp_path / "security" / "config.yaml"
-    await wait_for(config.exists, timeout=60, message="shoal up's banner")
+    await _until_up(first, tmp_path)
     await _shoal(tmp_path, "kube", "cluster", "update", "sim-1", "-l", "location=US")
     await _shoal(tmp_path, "kube", "cluster", "update", "sim-2", "-l", "tier=gold")
     # The simulator's admin API is found in the data directory, with no flag.
@@ -115,8 +128,7 @@ async def test_up_builds_a_cluster_on_a_cloud_as_docs_clouds_shows(tmp_path: Pat
     port = free_port()
     up = await _up(tmp_path, port)
     try:
-        await wait_for((tmp_path / "security" / "config.yaml").exists, timeout=60,
-                       message="shoal up's banner")  # fmt: skip
+        await _until_up(up, tmp_path)
         example = str(ROOT / "docs" / "examples" / "cluster.tosca.yaml")
         await _shoal(tmp_path, "kube", "cluster", "create", "edge-1", "-f", example,
                      "--cloud-constraint", "location is DE", "-l", "site=edge")  # fmt: skip
@@ -149,7 +161,8 @@ async def test_up_builds_a_cluster_on_a_cloud_as_docs_clouds_shows(tmp_path: Pat
 
         await wait_for(removed, timeout=60, interval=0.2, message="edge-1 removed")
     finally:
-        up.send_signal(signal.SIGINT)
+        if up.returncode is None:
+            up.send_signal(signal.SIGINT)
         out, _ = await asyncio.wait_for(up.communicate(), 30)
     assert "Traceback" not in out.decode(), out.decode()
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.test_up import _shoal, _up
+from tests.cli.test_up import _shoal, _until_up, _up
 from tests.util import free_port, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -17,8 +17,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 async def test_up_places_a_fleet_pod(tmp_path: Path) -> None:
     proc = await _up(tmp_path, free_port(), "--no-demo")
     try:
-        await wait_for((tmp_path / "security" / "config.yaml").exists, timeout=60,
-                       message="shoal up's banner")
+        await _until_up(proc, tmp_path)
         await _shoal(tmp_path, "fleet", "pod", "create", "web", "--image", "nginx",
                      "--cpu", "250m", "--memory", "64Mi")
 
@@ -31,5 +30,6 @@ async def test_up_places_a_fleet_pod(tmp_path: Path) -> None:
         explained = await _shoal(tmp_path, "fleet", "pod", "explain", "web")
         assert "Scheduled on sim-" in explained and "sampling" in explained
     finally:
-        proc.send_signal(signal.SIGINT)
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGINT)
         await asyncio.wait_for(proc.communicate(), 30)
