@@ -24,6 +24,7 @@ from starlette.routing import Route
 from shoal.api import body as door
 from shoal.api import fleet, status_batch
 from shoal.api.admission import dry_run, query_is_dry
+from shoal.api.auth.context import writer
 from shoal.api.batch import results_response
 from shoal.api.resources import Resources
 from shoal.machinery.names import OBJECT_NAME
@@ -96,14 +97,9 @@ def routes(resources: Resources) -> list[Route]:
             body = await read_json(request)
             if isinstance(body, Response):
                 return body
-            user = request.scope.get("shoal.user")
             with dry_run(query_is_dry(request.query_params)):
                 content = await resources.patch_status(
-                    kind,
-                    params["name"],
-                    params.get("namespace"),
-                    body,
-                    None if user is None else user.name,
+                    kind, params["name"], params.get("namespace"), body, writer(request.scope)
                 )
             return Response(content, media_type="application/json")
 
@@ -117,9 +113,8 @@ def routes(resources: Resources) -> list[Route]:
         batch = await parse_body(request, status_batch.StatusPatchBatch)
         if isinstance(batch, Response):
             return batch
-        user = request.scope.get("shoal.user")
-        writer = None if user is None else user.name
-        return results_response(await status_batch.patch_statuses(resources, batch.items, writer))
+        items, by = batch.items, writer(request.scope)
+        return results_response(await status_batch.patch_statuses(resources, items, by))
 
     async def write_pod_statuses(request: Request) -> Response:
         request.scope["route"] = pod_statuses_route

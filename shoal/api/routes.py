@@ -21,7 +21,7 @@ from starlette.responses import Response, StreamingResponse
 
 from shoal.api import body as door
 from shoal.api.admission import with_dry_run
-from shoal.api.auth.context import VISIBLE_NAMESPACE
+from shoal.api.auth.context import VISIBLE_NAMESPACE, writer
 from shoal.api.codec import list_body, with_revision
 from shoal.api.field_selector import parse_field_selector
 from shoal.api.metrics import WATCHES
@@ -289,8 +289,7 @@ def _kind_handlers(kind: type[Kind]) -> _Handlers:
         return _json(await _res(kw).update_status(kind, kw["body"], kw["name"], ns(kw)))
 
     async def patch_status(**kw: Any) -> Response:
-        user = kw["request"].scope.get("shoal.user")
-        name = None if user is None else user.name
+        name = writer(kw["request"].scope)
         return _json(await _res(kw).patch_status(kind, kw["name"], ns(kw), kw["body"], name))
 
     async def bind_cloud(**kw: Any) -> Response:

@@ -17,6 +17,7 @@ from fastapi import APIRouter, Body, Request
 from pydantic import Field, StrictInt
 from starlette.responses import Response
 
+from shoal.api.auth.context import writer
 from shoal.api.batch import add_batch_route, each_item, results_response
 from shoal.api.resources import Resources
 from shoal.api.routes import StrictJsonRoute
@@ -95,9 +96,7 @@ def build_router(resources: Resources) -> APIRouter:
     router = APIRouter(route_class=StrictJsonRoute)
 
     async def patch_many(request: Request, body: StatusPatchBatch = Body()) -> Response:
-        user = request.scope.get("shoal.user")
-        writer = None if user is None else user.name
-        return results_response(await patch_statuses(resources, body.items, writer))
+        return results_response(await patch_statuses(resources, body.items, writer(request.scope)))
 
     async def finalizers_many(body: FinalizersBatch) -> list[dict[str, Any]]:
         return await set_finalizers(resources, body.items)

@@ -10,8 +10,9 @@ by its placeholder comes from someone who may see it. Without security
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
+from typing import Any
 
 VISIBLE_NAMESPACE: ContextVar[Callable[[str | None], bool] | None] = ContextVar(
     "shoal_visible_namespace", default=None
@@ -20,3 +21,11 @@ VISIBLE_NAMESPACE: ContextVar[Callable[[str | None], bool] | None] = ContextVar(
 
 WRITER_SEES_SECRETS: ContextVar[bool] = ContextVar("shoal_writer_sees_secrets", default=True)
 """Whether the writer may read the secrets of the kind it writes."""
+
+
+def writer(scope: Mapping[str, Any]) -> str | None:
+    """The name of the user the guard let in (``scope["shoal.user"]``); None without security.
+
+    A status patch is checked against the fields its writer owns."""
+    user = scope.get("shoal.user")
+    return None if user is None else str(user.name)
