@@ -14,6 +14,7 @@ registered to document them in ``/openapi.json``.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -83,13 +84,6 @@ def routes(resources: Resources) -> list[Route]:
         route = Route(path, endpoint, methods=["POST"])
         return route
 
-    async def bind_applications(request: Request) -> Response:
-        request.scope["route"] = bind_route
-        batch = await parse_body(request, BindingBatch)
-        if isinstance(batch, Response):
-            return batch
-        return results_response(await resources.bind_many(batch))
-
     def patch_status(kind: type[Kind]) -> Route:
         async def endpoint(request: Request) -> Response:
             request.scope["route"] = route
@@ -108,39 +102,44 @@ def routes(resources: Resources) -> list[Route]:
         route = Route(path, endpoint, methods=["PATCH"])
         return route
 
-    async def patch_statuses(request: Request) -> Response:
-        request.scope["route"] = statuses_route
-        batch = await parse_body(request, status_batch.StatusPatchBatch)
-        if isinstance(batch, Response):
-            return batch
-        items, by = batch.items, writer(request.scope)
-        return results_response(await status_batch.patch_statuses(resources, items, by))
+    def batch(
+        path: str,
+        model: type[M],
+        run: Callable[[Request, M], Awaitable[list[dict[str, Any]]]],
+    ) -> Route:
+        """``POST path``: a ``model`` body, one result per item (``shoal.api.batch``)."""
 
-    async def write_pod_statuses(request: Request) -> Response:
-        request.scope["route"] = pod_statuses_route
-        batch = await parse_body(request, PodStatusBatch)
-        if isinstance(batch, Response):
-            return batch
-        return results_response(await fleet.write_statuses(resources, batch.items))
+        async def endpoint(request: Request) -> Response:
+            request.scope["route"] = route
+            body = await parse_body(request, model)
+            if isinstance(body, Response):
+                return body
+            return results_response(await run(request, body))
 
-    async def set_finalizers(request: Request) -> Response:
-        request.scope["route"] = finalizers_route
-        batch = await parse_body(request, status_batch.FinalizersBatch)
-        if isinstance(batch, Response):
-            return batch
-        return results_response(await status_batch.set_finalizers(resources, batch.items))
+        route = Route(path, endpoint, methods=["POST"])
+        return route
 
-    bind_route = Route("/scheduling/bindings", bind_applications, methods=["POST"])
-    statuses_route = Route(status_batch.PATH, patch_statuses, methods=["POST"])
-    finalizers_route = Route(status_batch.FINALIZERS_PATH, set_finalizers, methods=["POST"])
-    pod_statuses_route = Route(fleet.PATH, write_pod_statuses, methods=["POST"])
     return [
         create(Application),
         create(Pod),  # the fleet's pods, at hundreds per second
-        bind_route,
-        pod_statuses_route,
-        statuses_route,
-        finalizers_route,
+        batch("/scheduling/bindings", BindingBatch, lambda _, b: resources.bind_many(b)),
+        batch(
+            fleet.PATH,
+            PodStatusBatch,
+            lambda _, b: fleet.write_statuses(resources, b.items),
+        ),
+        batch(
+            status_batch.PATH,
+            status_batch.StatusPatchBatch,
+            lambda request, b: status_batch.patch_statuses(
+                resources, b.items, writer(request.scope)
+            ),
+        ),
+        batch(
+            status_batch.FINALIZERS_PATH,
+            status_batch.FinalizersBatch,
+            lambda _, b: status_batch.set_finalizers(resources, b.items),
+        ),
         patch_status(Application),
         patch_status(Cluster),
     ]
