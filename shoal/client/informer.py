@@ -96,8 +96,9 @@ class Informer(Generic[K]):
 
     def __post_init__(self, on_change: ChangeHandler[K] | None) -> None:
         if on_change is not None:
-            self.on_add = self.on_add or (lambda obj: on_change(obj, None))
-            self.on_update = self.on_update or (lambda old, new: on_change(new, old))
+            add, update = _split(on_change)
+            self.on_add = self.on_add or add
+            self.on_update = self.on_update or update
 
     def also(
         self,
@@ -113,8 +114,8 @@ class Informer(Generic[K]):
         if self.lists:
             raise RuntimeError(f"{self.kind.plural}: handlers added after the first listing")
         if on_change is not None:
-            on_add = on_add or (lambda obj: on_change(obj, None))
-            on_update = on_update or (lambda old, new: on_change(new, old))
+            add, update = _split(on_change)
+            on_add, on_update = on_add or add, on_update or update
         self.on_add = _chained(self.on_add, on_add)
         self.on_update = _chained(self.on_update, on_update)
         self.on_delete = _chained(self.on_delete, on_delete)
@@ -271,6 +272,11 @@ async def _call(handler: Callable[..., object] | None, *args: object) -> None:
             await result
     except Exception:
         log.exception("informer handler %r failed", handler)
+
+
+def _split(on_change: ChangeHandler[K]) -> tuple[Handler[K], UpdateHandler[K]]:
+    """``on_change(new, old)`` as an addition handler and an update handler."""
+    return (lambda obj: on_change(obj, None)), (lambda old, new: on_change(new, old))
 
 
 def _chained(
