@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.conftest import process
-from tests.util import free_port, wait_for
+from tests.util import up_port, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 AGE = re.compile(r"^\d+[smhd]$")
@@ -87,7 +87,7 @@ async def test_readme_quick_start(tmp_path: Path) -> None:
         "HOME": str(tmp_path),  # no ~/.config/shoal of the developer's
         "COLUMNS": "200",
     }
-    port = free_port()
+    port = up_port()
     up = await process("up", "--port", str(port), env=env, cwd=tmp_path)
     try:
         config = tmp_path / "data" / "security" / "config.yaml"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.cli.conftest import process
-from tests.util import free_port, wait_for
+from tests.util import up_port, wait_for
 
 ENV = {"COLUMNS": "200", "PATH": "/usr/bin:/bin"}
 COMPONENTS = {
@@ -50,7 +50,7 @@ def alive(pid: int) -> bool:
 @pytest.mark.integration
 async def test_children_restarted_logged_and_stopped(tmp_path: Path) -> None:
     up = await process(
-        "up", "--port", str(free_port()), "--data-dir", str(tmp_path), "--no-demo",
+        "up", "--port", str(up_port()), "--data-dir", str(tmp_path), "--no-demo",
         "--clusters", "2", "--nodes", "2", env=ENV,
     )  # fmt: skip
     lines: list[str] = []

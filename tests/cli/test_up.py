@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from tests.cli.conftest import process
-from tests.util import free_port, wait_for
+from tests.util import up_port, wait_for
 
 ENV = {"COLUMNS": "200", "PATH": "/usr/bin:/bin"}
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,7 +50,7 @@ async def _shoal(data: Path, *args: str) -> str:
 
 @pytest.mark.integration
 async def test_up_places_the_demo(tmp_path: Path) -> None:
-    port = free_port()
+    port = up_port()
     proc = await _up(tmp_path, port, "--exit-after-demo")
     out, _ = await asyncio.wait_for(proc.communicate(), 60)
     text = out.decode()
@@ -69,7 +69,7 @@ async def test_up_places_the_demo(tmp_path: Path) -> None:
 @pytest.mark.integration
 async def test_up_in_one_process_places_the_demo(tmp_path: Path) -> None:
     """``--single-process``: the same components from the same table, on one event loop."""
-    port = free_port()
+    port = up_port()
     proc = await _up(tmp_path, port, "--single-process", "--exit-after-demo")
     out, _ = await asyncio.wait_for(proc.communicate(), 60)
     text = out.decode()
@@ -90,7 +90,7 @@ async def test_up_in_one_process_places_the_demo(tmp_path: Path) -> None:
 async def test_up_restarts_with_what_is_stored(tmp_path: Path) -> None:
     """Labels changed by the user and the placement survive a restart, and the banner shows
     them; nothing it recovers from prints a traceback."""
-    port = free_port()
+    port = up_port()
     first = await _up(tmp_path, port)
     await _until_up(first, tmp_path)
     await _shoal(tmp_path, "kube", "cluster", "update", "sim-1", "-l", "location=US")
@@ -125,7 +125,7 @@ async def test_up_restarts_with_what_is_stored(tmp_path: Path) -> None:
 async def test_up_builds_a_cluster_on_a_cloud_as_docs_clouds_shows(tmp_path: Path) -> None:
     """docs/clouds.md under ``shoal up``: create on the DE cloud, ONLINE, kubectl sees its two
     nodes, an application runs there; deleted, the simulated cluster is gone."""
-    port = free_port()
+    port = up_port()
     up = await _up(tmp_path, port)
     try:
         await _until_up(up, tmp_path)

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from tests.cli.test_up import _shoal, _until_up, _up
-from tests.util import free_port, wait_for
+from tests.util import up_port, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 async def test_up_places_a_fleet_pod(tmp_path: Path) -> None:
-    proc = await _up(tmp_path, free_port(), "--no-demo")
+    proc = await _up(tmp_path, up_port(), "--no-demo")
     try:
         await _until_up(proc, tmp_path)
         await _shoal(tmp_path, "fleet", "pod", "create", "web", "--image", "nginx",
