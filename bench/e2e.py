@@ -25,7 +25,10 @@ their own) and ``up`` (``shoal up`` with its own clusters; ``--up-args`` adds
 flags, e.g. ``--single-process``).
 
     .venv/bin/python bench/e2e.py [--apps 2000] [--clusters 20] [--nodes 50]
-        [--mode processes,up] [--no-wave] [--py-spy sim,kube-controller]
+        [--mode processes,up] [--no-wave] [--py-spy sim,kube-controller] [--batch 1]
+
+``--batch B`` creates the applications B to a request (``POST
+/kubernetes/applications``, as ``shoal create -f`` sends a file of them).
 
 ``--keep DIR`` keeps each set-up's data directory (logs, store). ``--py-spy`` records the
 named components from the burst to the end of the wave
@@ -286,24 +289,40 @@ def bodies(n: int, groups: int) -> list[tuple[str, bytes]]:
 
 
 async def burst(
-    client: ShoalClient, todo: list[tuple[str, bytes]], clients: int
+    client: ShoalClient, todo: list[tuple[str, bytes]], clients: int, batch: int = 1
 ) -> dict[str, float]:
+    """Create every application: one request each from ``clients`` in flight, or ``batch``
+    to a request (``POST /kubernetes/applications``) with ``clients / batch`` in flight."""
     created: dict[str, float] = {}
-    url = client.url + collection_path(Application, NS)
-    queue = iter(todo)
+    if batch == 1:
+        url = client.url + collection_path(Application, NS)
+        requests = [([name], body) for name, body in todo]
+    else:
+        url = client.url + collection_path(Application)
+        requests = [
+            ([name for name, _ in chunk], b'{"items":[%s]}' % b",".join(b for _, b in chunk))
+            for chunk in (todo[i : i + batch] for i in range(0, len(todo), batch))
+        ]
+        clients = max(2, clients // batch)
+    queue = iter(requests)
 
     async def creator() -> None:
-        for name, body in queue:
+        for names, body in queue:
             for _ in range(5):
-                created[name] = time.monotonic()
+                now = time.monotonic()
+                created.update((name, now) for name in names)
                 try:
                     async with client.session.post(url, data=body) as response:
                         data = await response.read()
                 except (aiohttp.ClientError, TimeoutError):
                     continue
-                if response.status < 400 or response.status == 409:
-                    break
-                raise error_for(response.status, orjson.loads(data))
+                if response.status >= 400 and response.status != 409:
+                    raise error_for(response.status, orjson.loads(data))
+                results = orjson.loads(data).get("results", []) if batch > 1 else []
+                refused = [r for r in results if r["status"] not in (200, 409)]
+                if refused:
+                    raise RuntimeError(f"refused: {refused[:3]}")
+                break
 
     await asyncio.gather(*(creator() for _ in range(clients)))
     return created
@@ -367,7 +386,7 @@ async def measure(
     cpu0 = cpu_snapshot(procs)
     own0 = time.process_time()
     t0 = time.monotonic()
-    created = await burst(client, todo, args.clients)
+    created = await burst(client, todo, args.clients, args.batch)
     t_created = time.monotonic() - t0
     await wait_for(
         lambda: len(watched.running) >= n, timeout=args.timeout, interval=0.05,
@@ -510,7 +529,8 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> None:
     load = " ".join(f"{x:.1f}" for x in os.getloadavg())
     print(
         f"\n{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, load average {load}; "
-        f"{args.clusters} sim clusters x {args.nodes} nodes, {args.clients} clients"
+        f"{args.clusters} sim clusters x {args.nodes} nodes, {args.clients} clients, "
+        + ("single creates" if args.batch == 1 else f"creates in batches of {args.batch}")
     )
     print(
         "| set-up | apps | all running | apps/s | create→bound p50/p99 | bound→running p50/p99 "
@@ -576,6 +596,11 @@ if __name__ == "__main__":
     parser.add_argument("--clusters", type=int, default=20, help="even: clusters go in pairs")
     parser.add_argument("--nodes", type=int, default=50)
     parser.add_argument("--clients", type=int, default=16, help="creates in flight")
+    parser.add_argument(
+        "--batch", type=int, default=1,
+        help="applications per create request (POST /kubernetes/applications); 1: single "
+        "creates. Requests in flight: clients / batch, at least 2",
+    )
     parser.add_argument("--mode", default="processes", help="processes, up, or both: processes,up")
     parser.add_argument("--up-args", default="", help="more flags for shoal up")
     parser.add_argument("--timeout", type=float, default=300.0)

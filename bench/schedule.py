@@ -19,7 +19,11 @@ the CPU the API's event loop spent in ``POST /core/events`` itself (its
 run's noise does not blur).
 
     .venv/bin/python bench/schedule.py [--clusters 10,100,1000] [--apps 5000]
-        [--events both] [--repeat 3]
+        [--events both] [--repeat 3] [--batch 1]
+
+``--batch B`` creates the applications B to a request (``POST
+/kubernetes/applications``, as ``shoal create -f`` sends a file of them)
+instead of one request each.
 """
 
 from __future__ import annotations
@@ -151,7 +155,7 @@ async def counter(url: str, name: str) -> float:
 
 async def run_one(
     n: int, m: int, concurrency: int, workers: int, seed: int, events: bool = True,
-    spread: int = 0, py_spy: str = "",
+    spread: int = 0, py_spy: str = "", batch: int = 1,
 ) -> dict[str, float]:
     rng = random.Random(seed)
     with tempfile.TemporaryDirectory() as tmp:
@@ -210,33 +214,49 @@ async def run_one(
 
                 failures: list[str] = []
 
-                async def create(i: int) -> None:
+                def body(i: int) -> dict[str, object]:
                     name = f"a{i:05d}"
                     spec: dict[str, object] = {"manifest": manifest(name)}
                     if spread:  # on several clusters, its replicas divided among them
                         spec["manifest"] = [deployment(name, replicas=2 * spread)]
                         spec["placement"] = {"clusters": spread, "replicas": "divided"}
-                    body = {
+                    return {
                         "api": "kubernetes",
                         "kind": "Application",
                         "metadata": {"name": name, "namespace": NS},
                         "spec": spec,
                     }
-                    path = f"/kubernetes/namespaces/{NS}/applications"
+
+                async def post(path: str, data: dict[str, object]) -> None:
                     for _ in range(5):  # an overloaded API may time a create out: try again
                         try:
-                            await client.request("POST", path, body=body)
-                            return
+                            answer = await client.request("POST", path, body=data)
                         except Conflict:
                             return  # the timed-out attempt went through after all
                         except Unreachable as error:
                             failures.append(str(error))
-                    raise RuntimeError(f"could not create {name}")
+                            continue
+                        if answer and "results" in answer:  # a batch: each item on its own
+                            results = answer["results"]
+                            refused = [r for r in results if r["status"] not in (200, 409)]
+                            if refused:
+                                raise RuntimeError(f"refused: {refused[:3]}")
+                        return
+                    raise RuntimeError(f"could not post to {path}")
+
+                async def create(i: int) -> None:
+                    if batch == 1:
+                        await post(f"/kubernetes/namespaces/{NS}/applications", body(i))
+                    else:  # the i-th batch of applications, one request
+                        items = [body(j) for j in range(i * batch, min(m, (i + 1) * batch))]
+                        await post("/kubernetes/applications", {"items": items})
 
                 procs = {"api": api.proc.pid, "scheduler": sched.pid}
                 profilers = start_profiles(procs, py_spy, f"schedule-{n}")
                 t0 = time.time()
-                creating = asyncio.create_task(bounded(m, concurrency, create))
+                requests = m if batch == 1 else -(-m // batch)
+                in_flight = concurrency if batch == 1 else max(2, concurrency // batch)
+                creating = asyncio.create_task(bounded(requests, in_flight, create))
                 last = 0
                 print(f"\nN={n} clusters, M={m} applications")
                 print(f"{'t (s)':>6} {'bound':>7} {'bound/s':>8}")
@@ -312,6 +332,11 @@ def main() -> None:
     parser.add_argument("--clusters", default="10,100,1000")
     parser.add_argument("--apps", type=int, default=5000)
     parser.add_argument("--concurrency", type=int, default=64, help="creates in flight")
+    parser.add_argument(
+        "--batch", type=int, default=1,
+        help="applications per create request (POST /kubernetes/applications); 1: single "
+        "creates. Batches in flight: concurrency / batch, at least 2",
+    )
     parser.add_argument("--workers", type=int, default=256, help="scheduler workers")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
@@ -337,11 +362,12 @@ def main() -> None:
             for events in modes if k % 2 == 0 else modes[::-1]:
                 run = run_one(
                     n, args.apps, args.concurrency, args.workers, args.seed, events, args.spread,
-                    args.py_spy,
+                    args.py_spy, args.batch,
                 )
                 rows.append(asyncio.run(run))
     load = " / ".join(f"{a:.2f}" for a in os.getloadavg())
-    print(f"\n{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, SQLite store")
+    how = "single creates" if args.batch == 1 else f"creates in batches of {args.batch}"
+    print(f"\n{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, SQLite store, {how}")
     print(f"load average at start {load0[0]:.2f}, at end (1/5/15 min) {load}")
     head = f"{'clusters':>8} {'events':>6} {'apps':>6} {'all bound (s)':>13} {'created (s)':>11} "
     print(

@@ -22,6 +22,7 @@ from starlette.routing import Match, Route
 from shoal import ui
 from shoal.api import (
     admission,
+    creates,
     errors,
     events,
     fastpath,
@@ -132,6 +133,7 @@ def create_app(
     app.include_router(events.build_router(resources))  # POST /core/events (batches)
     app.include_router(fleet.build_router(resources))  # POST /scheduling/podstatuses
     app.include_router(status_batch.build_router(resources))  # application status batches
+    app.include_router(creates.build_router(resources))  # creates in batches
     ui.mount(app)  # the web dashboard at /ui/
 
     @app.get("/healthz", tags=["health"], summary="The process is up")

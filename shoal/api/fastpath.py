@@ -23,7 +23,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from shoal.api import body as door
-from shoal.api import fleet, status_batch
+from shoal.api import creates, fleet, status_batch
 from shoal.api.admission import dry_run, query_is_dry
 from shoal.api.auth.context import writer
 from shoal.api.batch import results_response
@@ -119,9 +119,16 @@ def routes(resources: Resources) -> list[Route]:
         route = Route(path, endpoint, methods=["POST"])
         return route
 
+    def create_batch(kind: type[Kind]) -> Route:
+        async def run(request: Request, body: creates.CreateBatch) -> list[dict[str, Any]]:
+            return await creates.create_requested(resources, kind, request, body)
+
+        return batch(creates.path_of(kind), creates.CreateBatch, run)
+
     return [
         create(Application),
         create(Pod),  # the fleet's pods, at hundreds per second
+        *(create_batch(kind) for kind in creates.KINDS),
         batch("/scheduling/bindings", BindingBatch, lambda _, b: resources.bind_many(b)),
         batch(
             fleet.PATH,

@@ -6,9 +6,12 @@ document, and each wrong field on its own line with the line of the file it
 is on (``m.yaml:12: spec.manifest[0].spec.template: expected object``); the
 command then exits 1. An unknown kind gets the nearest known ones suggested.
 ``apply`` leaves an object whose spec, labels and other fields already are as
-written alone, and says ``unchanged``. ``--dry-run=server`` sends each object
-with ``?dry_run=true``: the API runs every check and stores nothing;
-``--dry-run=client`` only checks what Shoal can check locally.
+written alone, and says ``unchanged``. Consecutive applications (or fleet pods)
+are created in one request (``POST /kubernetes/applications``), in file order;
+``apply`` then compares and updates those that already existed, one by one.
+``--dry-run=server`` sends each object with ``?dry_run=true``: the API runs
+every check and stores nothing; ``--dry-run=client`` only checks what Shoal can
+check locally.
 """
 
 from __future__ import annotations
@@ -105,15 +108,29 @@ def send_documents(
 
     async def work(client: ShoalClient) -> dict[int, tuple[Kind, str]]:
         done: dict[int, tuple[Kind, str]] = {}
-        for index, obj in enumerate(objects):
-            if obj is None:
-                continue
-            try:
-                done[index] = await _send(client, obj, create, server)
-            except ApiError as error:
-                what = _what(path, index, docs[index])
-                where = place_in_file(path, index)
-                errors[index] = problem_message(error.status, error.problem, what, where)
+
+        def refused(index: int, error: ApiError) -> None:
+            what = _what(path, index, docs[index])
+            where = place_in_file(path, index)
+            errors[index] = problem_message(error.status, error.problem, what, where)
+
+        for batch in _runs(objects):
+            if len(batch) > 1:  # one request for a run of applications (or pods)
+                answers = await client.create_many([obj for _, obj in batch], dry_run=server)
+                for (index, _), answer in zip(batch, answers, strict=True):
+                    if isinstance(answer, ApiError):
+                        if not create and answer.title == "RESOURCE_ALREADY_EXISTS":
+                            continue  # apply: compared and updated below, as alone
+                        refused(index, answer)
+                    else:
+                        done[index] = answer, "created"
+            for index, obj in batch:
+                if index in done or index in errors:
+                    continue
+                try:
+                    done[index] = await _send(client, obj, create, server)
+                except ApiError as error:
+                    refused(index, error)
         return done
 
     if dry_run == "client":
@@ -134,6 +151,21 @@ def send_documents(
         lines = [errors[i] for i in sorted(errors)]
         lines.append(f"{refused} of {len(docs)} object(s) refused")
         raise CliError("\n".join(lines))
+
+
+def _runs(objects: list[Kind | None]) -> list[list[tuple[int, Kind]]]:
+    """The objects in file order, as runs: consecutive objects of one kind created in
+    batches share a run (one request), every other object is a run of its own."""
+    runs: list[list[tuple[int, Kind]]] = []
+    for index, obj in enumerate(objects):
+        if obj is None:
+            continue
+        last = runs[-1][-1][1] if runs else None
+        if last is not None and type(last) is type(obj) and type(obj).created_in_batches:
+            runs[-1].append((index, obj))
+        else:
+            runs.append([(index, obj)])
+    return runs
 
 
 def _as_written(obj: Kind) -> dict[str, Any]:

@@ -211,6 +211,30 @@ class ShoalClient:
         data = await self.request("POST", path, body=_dump(obj), params=_dry(dry_run))
         return type(obj).model_validate(data, context=TRUSTED)
 
+    async def create_many(
+        self, objects: Sequence[K], *, dry_run: bool = False, chunk: int = 1000
+    ) -> list[K | ApiError]:
+        """Create objects of one kind (Application or Pod) in batches of ``chunk``, each
+        one request and one store commit: per object, in order, the object as stored or
+        the ApiError of its own problem (one refused object leaves the others alone)."""
+        if not objects:
+            return []
+        kind = type(objects[0])
+        if any(type(obj) is not kind for obj in objects):
+            raise ValueError("create_many: every object must be of one kind")
+        out: list[K | ApiError] = []
+        for start in range(0, len(objects), chunk):
+            items = [_dump(obj) for obj in objects[start : start + chunk]]
+            data = await self.request(
+                "POST", collection_path(kind), body={"items": items}, params=_dry(dry_run)
+            )
+            for result in data["results"]:
+                if result["status"] == 200:
+                    out.append(kind.model_validate(result["object"], context=TRUSTED))
+                else:
+                    out.append(error_for(result["status"], result))
+        return out
+
     async def get(self, kind: type[K], name: str, namespace: str | None = None) -> K:
         return kind.model_validate(
             await self.request("GET", item_path(kind, name, namespace)), context=TRUSTED

@@ -210,6 +210,9 @@ class Kind(Model):
     plural: ClassVar[str]
     namespaced: ClassVar[bool]
     subresources: ClassVar[tuple[str, ...]] = ()
+    # Created in batches too (``POST /{api}/{plural}``, shoal.api.creates): kinds made in
+    # bulk, without secret fields (a batch's answer shows each object as written).
+    created_in_batches: ClassVar[bool] = False
 
     @classmethod
     def key_prefix(cls, namespace: str | None = None) -> str:

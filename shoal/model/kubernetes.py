@@ -340,6 +340,7 @@ class Application(_KubernetesKind):
         default_factory=ApplicationStatus
     )
     plural, subresources = "applications", ("status", "binding", "complete", "shutdown", "retry")
+    created_in_batches = True
 
 
 def _no_kubeconfig(config: Any) -> Any:

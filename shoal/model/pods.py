@@ -142,6 +142,7 @@ class Pod(Kind):
     plural = "pods"
     namespaced = True
     subresources = ("status",)
+    created_in_batches = True
 
 
 class PodStatusItem(Model):

@@ -31,6 +31,8 @@ _BATCHES = [
     "/scheduling/applicationstatuses",
     "/scheduling/applicationfinalizers",
     "/core/events",
+    "/kubernetes/applications",
+    "/scheduling/pods",
 ]
 _PATHS += _BATCHES
 writes = schema.include(method="POST", path=_PATHS)

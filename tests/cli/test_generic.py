@@ -101,6 +101,57 @@ async def test_apply_reports_every_error_in_file_order(
     assert "3 of 4 object(s) refused" in err
 
 
+def _posts(route: str) -> float:
+    from shoal.api.metrics import REQUESTS
+
+    return sum(
+        sample.value
+        for metric in REQUESTS.collect()
+        for sample in metric.samples
+        if sample.name.endswith("_total")
+        and sample.labels["method"] == "POST"
+        and sample.labels["route"] == route
+    )
+
+
+async def test_a_file_of_applications_is_created_in_one_request(
+    shoal: Shoal, client: ShoalClient, tmp_path: Path
+) -> None:
+    """Consecutive applications go in one batch; the one the API refuses is reported with
+    its document and field, and the rest are created; apply then updates one by one."""
+
+    def app(name: str, manifest: str = "{apiVersion: v1, kind: ConfigMap, metadata: {name: c}}"):
+        return f"api: kubernetes\nkind: Application\nmetadata: {{name: {name}}}\n" \
+               f"spec:\n  manifest:\n  - {manifest}\n"
+
+    refused = "{apiVersion: apps/v1, kind: Deployment, metadata: {name: d}, spec: {replicas: x}}"
+    path = tmp_path / "apps.yaml"
+    path.write_text("---\n".join([app("a1"), app("a2", refused), app("a3"), app("a4")]))
+    batches, singles = _posts("/kubernetes/applications"), _posts(
+        "/kubernetes/namespaces/{namespace}/applications"
+    )
+    result = await shoal("create", "-f", str(path))
+    assert result.exit_code == 1, result.output
+    assert result.stdout.splitlines() == [
+        f"Application default/{name} created" for name in ("a1", "a3", "a4")
+    ]
+    assert "document 2" in result.stderr and "spec.manifest[0].spec.replicas" in result.stderr
+    assert _posts("/kubernetes/applications") == batches + 1
+    assert _posts("/kubernetes/namespaces/{namespace}/applications") == singles
+    listed = await client.list(Application, "default")
+    assert sorted(a.metadata.name for a in listed.items) == ["a1", "a3", "a4"]
+    # apply: the existing ones are compared (one changed), the new one created
+    path.write_text("---\n".join([app("a1"), app("a3", "{apiVersion: v1, kind: Secret, "
+                                                  "metadata: {name: s}}"), app("a5")]))
+    result = ok(await shoal("apply", "-f", str(path)))
+    assert result.stdout.splitlines() == [
+        "Application default/a1 unchanged",
+        "Application default/a3 configured",
+        "Application default/a5 created",
+    ]
+    assert (await client.get(Application, "a3", "default")).spec.manifest[0]["kind"] == "Secret"
+
+
 async def test_generic_get_list_delete(shoal: Shoal, client: ShoalClient) -> None:
     await client.create(metric("a"))
     await client.create(metric("b"))

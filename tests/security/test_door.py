@@ -89,6 +89,33 @@ async def test_the_audit_log_names_each_item_of_a_batch(secured: Secured, tmp_pa
     assert batch[-1]["items"] == ["a/alice-app", "b/nothing-here"]
 
 
+async def test_a_batch_create_is_authorised_item_by_item(
+    secured: Secured, tmp_path: Path
+) -> None:
+    """Bob may create in b only: his items in a, or naming no namespace, get their own
+    403 and are not stored; his item in b is created, and the audit log names all three."""
+    items = [application("x", "a"), application("y", "b"), application("z", "a")]
+    del items[2]["metadata"]["namespace"]
+    answer = await secured["bob"].post("/kubernetes/applications", json={"items": items})
+    assert answer.status_code == 200, answer.text
+    results = answer.json()["results"]
+    assert [(r["namespace"], r["name"], r["status"]) for r in results] == [
+        ("a", "x", 403),
+        ("b", "y", 200),
+        (None, "z", 403),
+    ]
+    assert "may not create kubernetes/applications in 'a'" in results[0]["detail"]
+    admin = secured["admin"]
+    listed = (await admin.get("/kubernetes/applications")).json()["items"]
+    assert [(i["metadata"]["namespace"], i["metadata"]["name"]) for i in listed] == [("b", "y")]
+    # All refused: nothing reaches the route.
+    answer = await secured["bob"].post("/kubernetes/applications", json={"items": items[:1]})
+    assert [r["status"] for r in answer.json()["results"]] == [403]
+    lines = [orjson.loads(line) for line in (tmp_path / "audit.jsonl").read_bytes().splitlines()]
+    batch = [e for e in lines if e["uri"] == "/kubernetes/applications" and e["verb"] == "create"]
+    assert batch[0]["user"] == "bob" and batch[0]["items"] == ["a/x", "b/y", "None/z"]
+
+
 async def test_a_query_parameter_is_read_once(secured: Secured) -> None:
     alice = secured["alice"]
     path = "/kubernetes/namespaces/a/applications"

@@ -1,6 +1,6 @@
 """Guard work that needs the request body: batches answered per item, requesters stamped.
 
-A batch (``/scheduling/bindings``, ``/scheduling/reschedules``) is checked
+A batch (``/scheduling/bindings``, ``/kubernetes/applications``) is checked
 item by item: the items the user may not touch get their own 403 result and
 never reach the route; the others go through, and the answer is merged back
 in the original order. A new RescheduleTask gets ``spec.requested_by``.
@@ -61,35 +61,49 @@ def stamp_requester(data: Any, user: User) -> dict[str, Any] | None:
                                                                "groups": groups}}}
 
 
-def item_names(data: Any, field: str) -> list[str] | None:
+def _at(item: Any, path: tuple[str, ...]) -> Any:
+    """The value at ``path`` in a batch item (None where the item has none)."""
+    for key in path:
+        item = item.get(key) if isinstance(item, dict) else None
+    return item
+
+
+def item_names(data: Any, field: str, namespace: tuple[str, ...]) -> list[str] | None:
     """``namespace/name`` of each item of a batch, for the audit log."""
     items = data.get(field) if isinstance(data, dict) else None
     if not isinstance(items, list):
         return None
+    name = (*namespace[:-1], "name")
     return [
-        f"{item.get('namespace')}/{item.get('name')}" if isinstance(item, dict) else "?"
+        f"{_at(item, namespace)}/{_at(item, name)}" if isinstance(item, dict) else "?"
         for item in items
     ]
 
 
 def split_batch(
-    data: Any, field: str, grant: Grant, forbidden: Callable[[str], str]
+    data: Any,
+    field: str,
+    namespace_at: tuple[str, ...],
+    grant: Grant,
+    forbidden: Callable[[str], str],
 ) -> tuple[dict[str, Any], dict[int, dict[str, Any]]] | None:
     """(the body with only the allowed items, the 403 results by position); None: as is.
 
     ``data`` is the body as parsed at the door, the value the route acts on. An item
-    that names no namespace is refused unless the user may update everywhere.
+    that names no namespace (at ``namespace_at``) is refused unless the user may act
+    everywhere.
     """
     items = data.get(field) if isinstance(data, dict) else None
     if not isinstance(items, list):
         return None
     refused: dict[int, dict[str, Any]] = {}
+    name_at = (*namespace_at[:-1], "name")
     for i, item in enumerate(items):
-        namespace = item.get("namespace") if isinstance(item, dict) else None
+        namespace = _at(item, namespace_at)
         if not isinstance(namespace, str) or not grant.allows(namespace):
             refused[i] = {
                 "namespace": namespace,
-                "name": item.get("name") if isinstance(item, dict) else None,
+                "name": _at(item, name_at),
                 "status": 403,
                 "title": "FORBIDDEN",
                 "detail": forbidden(namespace)

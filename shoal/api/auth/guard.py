@@ -29,7 +29,15 @@ from shoal.api.auth.limits import PerUser
 from shoal.api.auth.rbac import Authorizer, Grant
 from shoal.api.auth.roles import COMPONENTS, component_user
 from shoal.api.auth.secrets import Path_, paths_of_resource, redact
-from shoal.api.auth.target import ANY_USER, BATCHES, PUBLIC, PUBLIC_PREFIX, Target, target
+from shoal.api.auth.target import (
+    ANY_USER,
+    BATCHES,
+    PUBLIC,
+    PUBLIC_PREFIX,
+    Batch,
+    Target,
+    target,
+)
 from shoal.machinery.problems import problem
 
 Scope = MutableMapping[str, Any]
@@ -173,23 +181,23 @@ class Guard:
         await _answer(scope, receive, send, 403, detail)
 
     async def _batch(
-        self, scope: Scope, receive: Receive, send: Send, user: User, batch: tuple[str, str, str]
+        self, scope: Scope, receive: Receive, send: Send, user: User, batch: Batch
     ) -> None:
-        """A batch of subresource updates, authorised item by item (403 results for the rest)."""
-        field, api, resource = batch
-        grant = self.authz.grant(user, api, resource, "update")
-        what = Target(api, resource, "update", None, None, False)
+        """A batch of writes, each authorised in its namespace (403 results for the rest)."""
+        field, api, resource, verb = batch.field, batch.api, batch.resource, batch.verb
+        grant = self.authz.grant(user, api, resource, verb)
+        what = Target(api, resource, verb, None, None, False)
         scope["shoal.target"] = what
         data = scope.get(door.SCOPE_KEY)
-        scope["shoal.items"] = bodies.item_names(data, field)
+        scope["shoal.items"] = bodies.item_names(data, field, batch.namespace)
         if grant.everywhere:
             await self.app(scope, receive, send)
             return
 
         def forbidden(namespace: str) -> str:
-            return f"user {user.name!r} may not update {api}/{resource} in {namespace!r}"
+            return f"user {user.name!r} may not {verb} {api}/{resource} in {namespace!r}"
 
-        split = bodies.split_batch(data, field, grant, forbidden)
+        split = bodies.split_batch(data, field, batch.namespace, grant, forbidden)
         if split is None:
             await self.app(scope, receive, send)
             return

@@ -16,13 +16,35 @@ PUBLIC = frozenset({"/healthz", "/readyz", "/ui"})
 PUBLIC_PREFIX = "/ui/"  # the dashboard's static files; each API call it makes needs a token
 ANY_USER = frozenset({"/metrics", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
 
-# Batch routes: each item is the subresource update of one object in its namespace.
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """A batch route: each item is one object's write in its own namespace, authorised
+    on its own (``verb`` on ``api``/``resource`` in the namespace at ``namespace``)."""
+
+    field: str  # the body's list of items
+    api: str
+    resource: str
+    verb: str = "update"
+    namespace: tuple[str, ...] = ("namespace",)  # where an item names its namespace
+
+
+_CREATED = ("metadata", "namespace")  # a created object names its namespace in its metadata
+
 BATCHES = {
-    "/scheduling/bindings": ("bindings", "kubernetes", "applications/binding"),
-    "/scheduling/reschedules": ("items", "kubernetes", "applications/reschedule"),
-    "/scheduling/podstatuses": ("items", "scheduling", "pods/status"),
-    "/scheduling/applicationstatuses": ("items", "kubernetes", "applications/status"),
-    "/scheduling/applicationfinalizers": ("items", "kubernetes", "applications"),
+    "/scheduling/bindings": Batch("bindings", "kubernetes", "applications/binding"),
+    "/scheduling/reschedules": Batch("items", "kubernetes", "applications/reschedule"),
+    "/scheduling/podstatuses": Batch("items", "scheduling", "pods/status"),
+    "/scheduling/applicationstatuses": Batch("items", "kubernetes", "applications/status"),
+    "/scheduling/applicationfinalizers": Batch("items", "kubernetes", "applications"),
+    # creates in batches (shoal.api.creates), on the collection of every namespace
+    **{
+        f"/{kind.api_name()}/{kind.plural}": Batch(
+            "items", kind.api_name(), kind.plural, "create", _CREATED
+        )
+        for kind in registry.KINDS
+        if kind.created_in_batches
+    },
 }
 
 _METHOD_VERBS = {"POST": "create", "PUT": "update", "PATCH": "update", "DELETE": "delete"}
