@@ -24,9 +24,8 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field, ValidationError
 from starlette.responses import Response
 
-from shoal.api.admission import dry, dry_run, query_is_dry
+from shoal.api.admission import dry_run, query_is_dry
 from shoal.api.batch import results_response
-from shoal.api.codec import revision_of
 from shoal.api.resources import Resources
 from shoal.api.routes import StrictJsonRoute
 from shoal.machinery.problems import ProblemError, validation_errors
@@ -107,7 +106,7 @@ async def create_many(
                 continue
             meta = obj.metadata
             try:
-                value = await resources.create(kind, obj, meta.namespace)
+                value, revision = await resources.create_at(kind, obj, meta.namespace)
             except AlreadyExists:
                 where = f" in namespace {meta.namespace!r}" if meta.namespace else ""
                 detail = f"{kind.kind_name()} {meta.name!r}{where} already exists"
@@ -122,7 +121,7 @@ async def create_many(
                     "namespace": meta.namespace,
                     "name": meta.name,
                     "status": 200,
-                    "resource_version": None if dry() else revision_of(value),
+                    "resource_version": revision,
                     "object": orjson.Fragment(value),
                 })
     return results

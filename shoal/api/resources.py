@@ -125,6 +125,12 @@ class Resources:
     # writes ------------------------------------------------------------------
 
     async def create(self, kind: type[K], body: K, namespace: str | None) -> bytes:
+        return (await self.create_at(kind, body, namespace))[0]
+
+    async def create_at(
+        self, kind: type[K], body: K, namespace: str | None
+    ) -> tuple[bytes, int | None]:
+        """The created object's wire bytes and its revision (None in a dry run)."""
         if kind.namespaced:
             if body.metadata.namespace not in (None, namespace):
                 raise ProblemError(
@@ -148,9 +154,9 @@ class Resources:
         value = encode(body)
         if dry():
             await self._refuse_existing(kind, body)
-            return value
+            return value, None
         revision = await self.store.create(body.store_key(), value)
-        return with_revision(value, revision)
+        return with_revision(value, revision), revision
 
     async def update(self, kind: type[K], body: K, name: str, namespace: str | None) -> bytes:
         _check_identity(body, name, namespace)
