@@ -31,7 +31,7 @@ from shoal.api.routes import StrictJsonRoute
 from shoal.machinery.problems import ProblemError, validation_errors
 from shoal.model import registry
 from shoal.model.base import Kind, check_name
-from shoal.store.base import AlreadyExists, Conflict
+from shoal.store.base import AlreadyExists
 
 MAX_ITEMS = 1000
 KINDS = tuple(kind for kind in registry.KINDS if kind.created_in_batches)
@@ -111,8 +111,6 @@ async def create_many(
                 where = f" in namespace {meta.namespace!r}" if meta.namespace else ""
                 detail = f"{kind.kind_name()} {meta.name!r}{where} already exists"
                 results.append(_refused(item, 409, detail, "RESOURCE_ALREADY_EXISTS"))
-            except Conflict as error:  # pragma: no cover - a create expects no revision
-                results.append(_refused(item, 409, str(error)))
             except ProblemError as error:
                 results.append(_refused(item, error.status, error.detail, error.title,
                                         error.errors))
