@@ -70,6 +70,20 @@ def _copies(app: Application) -> set[tuple[str | None, str]]:
     return {(r.namespace, r.name) for r in refs if r is not None}
 
 
+# What the scheduler reads of an application's explanation (``status.scheduling``).
+SCHEDULING_READ = ("spec_modified", "reschedule_requested", "summary")
+
+
+def _kept(raw: dict[str, Any]) -> dict[str, Any]:
+    """An application event's object as the scheduler caches it: of its explanation, only
+    what the scheduler reads (the rest, the ranking and the rejected clusters, is most of
+    the object; it is never written back, since the scheduler patches its own fields)."""
+    status = raw.get("status")
+    if status and (scheduling := status.get("scheduling")):
+        status["scheduling"] = {k: scheduling[k] for k in SCHEDULING_READ if k in scheduling}
+    return raw
+
+
 def _reads(raw: dict[str, Any]) -> tuple[Any, ...]:
     """What the application handlers below read, from the decoded JSON: an update that
     leaves it equal (a finalizer, a hook token, most progress) is not decoded at all.
@@ -151,6 +165,7 @@ class Scheduler(Controller):
             on_update=self._app_updated,
             on_delete=self._app_deleted,
             reads=_reads,
+            keep=_kept,
         )
         self.cluster_informer: Informer[Cluster] = Informer(
             client, Cluster, on_change=self._cluster_changed, on_delete=self._cluster_deleted

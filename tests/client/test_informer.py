@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -191,6 +192,33 @@ async def test_an_update_that_leaves_what_handlers_read_is_quiet(client: ShoalCl
         await wait_for(lambda: len(recorder.calls) == 4)
         assert [c[0] for c in recorder.calls[2:]] == ["delete", "add"]
         assert recorder.calls[3][2] == again.metadata.resource_version
+
+
+async def test_keep_trims_what_is_built_from_events(client: ShoalClient) -> None:
+    """``keep``: an event's object is built from what the process reads (here its labels
+    are dropped), whether it reaches the handlers or waits undecoded until read."""
+    recorder = Recorder()
+    informer = recorder.informer(client)
+    informer.quiet = lambda raw: raw["spec"].get("backoff") == 7
+
+    def keep(raw: dict[str, Any]) -> dict[str, Any]:
+        raw["metadata"]["labels"] = {}
+        return raw
+
+    informer.keep = keep
+    async with running(informer):
+        for name, backoff in (("loud", 1), ("quiet", 7)):
+            app = application(name)
+            app.metadata.labels = {"big": "yes"}
+            app.spec.backoff = backoff
+            created = await client.create(app)
+        await wait_for(lambda: informer.revision >= (created.metadata.resource_version or 0))
+        assert [c[:2] for c in recorder.calls] == [("add", "loud")]
+        for name in ("loud", "quiet"):
+            cached = informer.get(name, "default")
+            assert cached is not None and cached.metadata.labels == {}, name
+        stored = await client.get(Application, "quiet", "default")
+        assert stored.metadata.labels == {"big": "yes"}  # the store keeps everything
 
 
 async def test_two_phase_delete_is_an_update_then_a_delete(client: ShoalClient) -> None:

@@ -14,12 +14,14 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from shoal.api.server import ApiServer
 from shoal.client.rest import ShoalClient
 from shoal.model.base import Reason, ReasonCode, ResourceRef
 from shoal.model.kubernetes import Application, ApplicationState
 from shoal.scheduler import scheduler as module
 from shoal.scheduler.scheduler import Scheduler
 from tests.scheduler import helpers as h
+from tests.util import wait_for
 
 T1, T2 = datetime(2030, 1, 1, tzinfo=UTC), datetime(2030, 1, 2, tzinfo=UTC)
 CLUSTERS = [None, *(ResourceRef(api="kubernetes", kind="Cluster", namespace=h.NS, name=n)
@@ -109,3 +111,46 @@ def test_a_finalizer_or_a_hook_token_is_quiet_and_a_binding_is_not() -> None:
     assert module._reads(app.model_dump(mode="json")) == first
     app.status.scheduled_to = CLUSTERS[1]
     assert module._reads(app.model_dump(mode="json")) != first
+
+
+def test_the_scheduler_keeps_every_key_of_the_explanation_it_reads() -> None:
+    """Its cache drops the rest of ``status.scheduling``: a key read from it anywhere in the
+    scheduler and missing from ``SCHEDULING_READ`` would always read as absent."""
+    import re
+    from pathlib import Path
+
+    package = Path(module.__file__).parent
+    read = {
+        key
+        for path in package.glob("*.py")
+        for key in re.findall(r'\.scheduling or \{\}\)\.get\("(\w+)"\)', path.read_text())
+    }
+    assert read, "the pattern no longer finds the scheduler's reads: update this test"
+    assert read <= set(module.SCHEDULING_READ), read - set(module.SCHEDULING_READ)
+    explanation = {"summary": "s", "spec_modified": "t", "ranking": [{"cluster": "a"}] * 25}
+    raw = application({"modified": T1, "deleted": None, "finalizers": [],
+                       "state": ApplicationState.PENDING, "reason": None, "scheduled_to": None,
+                       "running_on": None, "placements": [], "copies": [],
+                       "pending_cleanups": [], "reschedule_requested": None,
+                       "spec_modified": None, "kube_controller_triggered": None,
+                       "complete_token": None}).model_dump(mode="json")  # fmt: skip
+    raw["status"]["scheduling"] = explanation
+    assert module._kept(raw)["status"]["scheduling"] == {"summary": "s", "spec_modified": "t"}
+
+
+async def test_the_scheduler_caches_the_explanation_it_reads_only(
+    api: ApiServer, client: ShoalClient
+) -> None:
+    await h.register(client, h.cluster("a"))
+    async with h.running(api.url, h.fast_config()) as scheduler:
+        await client.create(h.app("web"))
+        assert await h.wait_bound(client, "web") == "a"
+        stored = (await h.get_app(client, "web")).status.scheduling or {}
+        assert {"ranking", "summary", "spec_modified"} <= set(stored)
+
+        def cached() -> dict[str, Any] | None:
+            app = scheduler.app_informer.get("web", h.NS)
+            return app.status.scheduling if app and app.status.scheduled_to else None
+
+        kept = await wait_for(cached, timeout=5, message="the binding in the cache")
+        assert kept == {k: stored[k] for k in module.SCHEDULING_READ if k in stored}
