@@ -17,10 +17,11 @@ handlers read of an object. An update whose ``reads`` equals the last event's
 for that object is quiet. Every listing forgets them, so the first event after
 one always reaches the handlers.
 
-``keep`` trims an event's object to what the process reads before it is built
-(the scheduler drops most of an application's 5 KB explanation): fewer objects
-to build, and to keep, which Python's collector walks once each in a burst. A
-listing's objects are kept whole (they are put out of the collector's sight).
+``keep`` trims an event's object to what the process reads, before anything
+else reads it (the scheduler keeps three keys of an application's 5 KB
+explanation, the kube controller none): fewer objects to build, and to keep,
+which Python's collector walks once each in a burst. A listing's objects are
+kept whole (they are put out of the collector's sight).
 """
 
 from __future__ import annotations
@@ -85,7 +86,8 @@ class Informer(Generic[K]):
     quiet: Callable[[dict[str, Any]], bool] | None = None
     # (raw object) -> what the handlers read of it: an update that leaves it equal is quiet
     reads: Callable[[dict[str, Any]], object] | None = None
-    # (raw object) -> the part of it this process reads, decoded in place of the whole
+    # (raw object) -> the part of it this process reads, in place of the whole (first:
+    # ``quiet`` and ``reads`` see what it keeps)
     keep: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     cache: dict[tuple[str | None, str], K] = field(default_factory=dict, init=False, repr=False)
     # objects newer than their ``cache`` entry, decoded when read
@@ -148,13 +150,8 @@ class Informer(Generic[K]):
     def _current(self, key: tuple[str | None, str]) -> K | None:
         raw = self._raw.pop(key, None)
         if raw is not None:
-            self.cache[key] = self._decode(raw)
+            self.cache[key] = self.kind.model_validate(raw, context=TRUSTED)
         return self.cache.get(key)
-
-    def _decode(self, raw: dict[str, Any]) -> K:
-        if self.keep is not None:
-            raw = self.keep(raw)
-        return self.kind.model_validate(raw, context=TRUSTED)
 
     async def wait_synced(self, timeout: float | None = None) -> None:
         await asyncio.wait_for(self.synced.wait(), timeout)
@@ -238,6 +235,8 @@ class Informer(Generic[K]):
             return
         key = (meta.get("namespace"), meta["name"])
         known = self._known.pop(key, None)
+        if self.keep is not None:  # what waits undecoded is trimmed too
+            raw = self.keep(raw)
         if event["type"] == "DELETED":
             self._read.pop(key, None)
         elif self._quiet(key, raw):
@@ -248,7 +247,8 @@ class Informer(Generic[K]):
             else:
                 self._raw[key] = raw
             return
-        await self._apply(WatchEvent(event["type"], self._decode(raw), revision))
+        obj = self.kind.model_validate(raw, context=TRUSTED)
+        await self._apply(WatchEvent(event["type"], obj, revision))
 
     async def _apply(self, event: WatchEvent[K]) -> None:
         if event.revision <= self.revision:

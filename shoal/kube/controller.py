@@ -77,6 +77,16 @@ PRUNED_KINDS = (
 an application's manifest names."""
 
 
+
+
+def _unexplained(raw: dict[str, Any]) -> dict[str, Any]:
+    """An application event's object without the scheduler's explanation, which the kube
+    controller never reads nor writes back (its status writes are patches of its own
+    fields): most of the object, built and kept for nothing."""
+    status = raw.get("status")
+    if status and status.get("scheduling") is not None:
+        status["scheduling"] = None
+    return raw
 @dataclass(eq=False)
 class KubeController(Controller):
     client: ShoalClient
@@ -131,6 +141,7 @@ class KubeController(Controller):
             on_change=self._app_event,
             on_delete=self._app_deleted,
             quiet=self._quiet,
+            keep=_unexplained,
         )
         self.cluster_informer: Informer[Cluster] = Informer(
             self.client, Cluster, on_change=self._cluster_event, on_delete=self._cluster_deleted

@@ -67,6 +67,7 @@ async def _app(client: ShoalClient, name: str) -> Application:
 async def test_deploy_and_delete(
     client: ShoalClient,
     kube: dict[str, KubeCluster],
+    controller: KubeController,
     control_plane: tuple[Scheduler, ClusterObserver],
 ) -> None:
     await client.create(application("web", labels=["location is FR"]))
@@ -84,6 +85,15 @@ async def test_deploy_and_delete(
     assert app.status.container_health.running_pods == 2
     assert await _ready(kube["fr"], "web")
     assert await _deployment(kube["de"], "web") is None
+    # the scheduler's explanation is stored, and not kept by the kube controller
+    assert app.status.scheduling and app.status.scheduling.get("summary")
+
+    def cached() -> Application | None:
+        seen = controller.app_informer.get("web", NS)
+        return seen if seen is not None and seen.status.running_on is not None else None
+
+    seen = await wait_for(cached, timeout=5, message="RUNNING in the controller's cache")
+    assert seen.status.scheduling is None
 
     # the observer reports nodes and keeps the cluster ONLINE
     cluster = await client.get(Cluster, "fr", NS)
