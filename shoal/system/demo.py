@@ -56,20 +56,18 @@ def _shoal_command() -> str:
 
 def previous_port(data_dir: Path) -> int:
     """The simulator's port of the last run, so that stored kubeconfigs stay valid; else a free
-    one (kept for the whole run: a restarted simulator comes back on it)."""
-    import socket
-
+    one (kept for the whole run: a restarted simulator comes back on it). A new one lies
+    below the kernel's ephemeral range: the simulator binds it only once started, and an
+    outgoing connection could take a port of that range first."""
+    from shoal.machinery.ports import free_ports, listenable
     from shoal.sim.cli import read_admin_url
 
     url = read_admin_url(data_dir)
-    with socket.socket() as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the sim binds
-        if url is not None:
-            with contextlib.suppress(OSError):
-                probe.bind(("127.0.0.1", int(url.rsplit(":", 1)[1])))
-                return int(probe.getsockname()[1])
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    if url is not None:
+        port = int(url.rsplit(":", 1)[1])
+        if listenable(port):
+            return port
+    return free_ports(1)
 
 
 async def start_sim_fleet(client: Any, data_dir: Path, count: int, nodes: int) -> tuple[Any, bool]:

@@ -8,19 +8,9 @@ written once keeps finding them from run to run.
 
 from __future__ import annotations
 
-import contextlib
-import socket
 from collections.abc import Sequence
 
-
-def _free(port: int) -> bool:
-    """Whether a server could listen on ``port`` of the loopback address now."""
-    with socket.socket() as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the metrics server
-        with contextlib.suppress(OSError):
-            probe.bind(("127.0.0.1", port))
-            return True
-    return False
+from shoal.machinery.ports import listenable
 
 
 def metrics_ports(first: int, names: Sequence[str]) -> dict[str, int | None]:
@@ -32,7 +22,7 @@ def metrics_ports(first: int, names: Sequence[str]) -> dict[str, int | None]:
     if not first:
         return {}
     ports = {name: first + offset for offset, name in enumerate(names)}
-    return {name: port if _free(port) else None for name, port in ports.items()}
+    return {name: port if listenable(port) else None for name, port in ports.items()}
 
 
 def metrics_args(ports: dict[str, int | None], name: str) -> list[str]:

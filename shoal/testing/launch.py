@@ -12,57 +12,18 @@ from __future__ import annotations
 
 import contextlib
 import os
-import random
 import signal
-import socket
 import subprocess
 from pathlib import Path
 
 import aiohttp
 
+from shoal.machinery.ports import free_port, free_ports
 from shoal.system.process import shoal_argv
 from shoal.testing.wait import wait_for
 
 ROOT = str(Path(__file__).resolve().parents[2])
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that is free right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _ephemeral_low() -> int:
-    """The first port the kernel hands to outgoing connections (Linux; 32768 elsewhere)."""
-    try:
-        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        return 32768
-
-
-def free_ports(count: int) -> int:
-    """The first of ``count`` consecutive TCP ports on 127.0.0.1, all free right now.
-
-    For a server that listens on a run of ports, as ``shoal up`` does (its API on the
-    first, each component's metrics on the next ones). They are taken below the
-    kernel's ephemeral range: ``free_port``'s ports come from that range, and there
-    an outgoing connection of any other test may take one before the server binds it.
-    """
-    rng = random.Random()
-    low = _ephemeral_low()
-    for _ in range(200):
-        first = rng.randrange(10_000, low - count)
-        try:
-            with contextlib.ExitStack() as held:
-                for port in range(first, first + count):
-                    sock = held.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
-                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as servers do
-                    sock.bind(("127.0.0.1", port))
-        except OSError:
-            continue
-        return first
-    raise RuntimeError(f"no {count} consecutive free ports below {low}")
+__all__ = ["free_port", "free_ports"]  # where tests and benches find them
 
 
 def shoal_env(config: str = os.devnull) -> dict[str, str]:
