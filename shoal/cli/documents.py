@@ -115,9 +115,15 @@ def send_documents(
             errors[index] = problem_message(error.status, error.problem, what, where)
 
         for batch in _runs(objects):
+            answers: list[Kind | ApiError] = []
             if len(batch) > 1:  # one request for a run of applications (or pods)
-                answers = await client.create_many([obj for _, obj in batch], dry_run=server)
-                for (index, _), answer in zip(batch, answers, strict=True):
+                try:
+                    answers = await client.create_many([o for _, o in batch], dry_run=server)
+                except ApiError as error:
+                    if error.status not in (404, 405):
+                        raise
+                    # an API from before creates in batches: one request each, below
+                for (index, _), answer in zip(batch, answers, strict=False):
                     if isinstance(answer, ApiError):
                         if not create and answer.title == "RESOURCE_ALREADY_EXISTS":
                             continue  # apply: compared and updated below, as alone

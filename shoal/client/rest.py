@@ -212,22 +212,36 @@ class ShoalClient:
         return type(obj).model_validate(data, context=TRUSTED)
 
     async def create_many(
-        self, objects: Sequence[K], *, dry_run: bool = False, chunk: int = 1000
+        self,
+        objects: Sequence[K],
+        *,
+        dry_run: bool = False,
+        chunk: int = 1000,
+        max_bytes: int = 4 * 2**20,
     ) -> list[K | ApiError]:
-        """Create objects of one kind (Application or Pod) in batches of ``chunk``, each
-        one request and one store commit: per object, in order, the object as stored or
-        the ApiError of its own problem (one refused object leaves the others alone)."""
+        """Create objects of one kind (Application or Pod) in batches, each one request and
+        one store commit, of at most ``chunk`` objects and about ``max_bytes`` (the API
+        refuses bodies over 8 MiB): per object, in order, the object as stored or the
+        ApiError of its own problem (one refused object leaves the others alone)."""
         if not objects:
             return []
         kind = type(objects[0])
         if any(type(obj) is not kind for obj in objects):
             raise ValueError("create_many: every object must be of one kind")
+        batches: list[list[bytes]] = [[]]
+        size = 0
+        for obj in objects:
+            item = orjson.dumps(_dump(obj))
+            if batches[-1] and (len(batches[-1]) >= chunk or size + len(item) > max_bytes):
+                batches.append([])
+                size = 0
+            batches[-1].append(item)
+            size += len(item) + 1
         out: list[K | ApiError] = []
-        for start in range(0, len(objects), chunk):
-            items = [_dump(obj) for obj in objects[start : start + chunk]]
-            data = await self.request(
-                "POST", collection_path(kind), body={"items": items}, params=_dry(dry_run)
-            )
+        for items in batches:
+            body = orjson.Fragment(b'{"items":[%s]}' % b",".join(items))
+            data = await self.request("POST", collection_path(kind), body=body,
+                                      params=_dry(dry_run))  # fmt: skip
             for result in data["results"]:
                 if result["status"] == 200:
                     out.append(kind.model_validate(result["object"], context=TRUSTED))

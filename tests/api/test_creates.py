@@ -119,13 +119,29 @@ def test_the_kinds_created_in_batches_have_no_secrets() -> None:
 async def test_the_client_creates_in_chunks_and_answers_per_object(client: ShoalClient) -> None:
     objects = [Application.model_validate(app(f"c{i}")) for i in range(5)]
     await client.create(objects[3])
+    sent: list[int] = []
+    request = client.request
+
+    async def counted(method: str, path: str, **kw: Any) -> Any:
+        sent.append(len(orjson.dumps(kw.get("body"))))
+        return await request(method, path, **kw)
+
+    client.request = counted  # type: ignore[method-assign]
     answers = await client.create_many(objects, chunk=2)
+    assert len(sent) == 3  # 2 + 2 + 1
+    sent.clear()
+    size = len(orjson.dumps(objects[0].model_dump(mode="json")))
+    more = [Application.model_validate(app(f"s{i}")) for i in range(4)]
+    assert len(await client.create_many(more, max_bytes=2 * size + 10)) == 4
+    assert len(sent) == 2 and all(n < 2 * size + 40 for n in sent)  # by size: 2 + 2
+    client.request = request  # type: ignore[method-assign]
     assert [type(a).__name__ for a in answers] == ["Application"] * 3 + ["Conflict", "Application"]
     assert isinstance(answers[3], Conflict)
     created = [a for a in answers if isinstance(a, Application)]
     assert all(a.metadata.uid and a.metadata.resource_version for a in created)
     listed = await client.list(Application, "a")
-    assert sorted(a.metadata.name for a in listed.items) == [f"c{i}" for i in range(5)]
+    names = sorted(a.metadata.name for a in listed.items)
+    assert names == [f"c{i}" for i in range(5)] + [f"s{i}" for i in range(4)]
     bad = Application.model_validate(app("bad"))
     bad.metadata.namespace = "Not A Name"
     (refused,) = await client.create_many([bad])

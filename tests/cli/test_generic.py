@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -150,6 +151,29 @@ async def test_a_file_of_applications_is_created_in_one_request(
         "Application default/a5 created",
     ]
     assert (await client.get(Application, "a3", "default")).spec.manifest[0]["kind"] == "Secret"
+
+
+async def test_a_file_is_created_one_by_one_where_the_api_has_no_batches(
+    shoal: Shoal, client: ShoalClient, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """An API from before creates in batches answers the batch route 405: the CLI then
+    sends each application alone, as it used to."""
+    from shoal.client.rest import ApiError
+    from shoal.client.rest import ShoalClient as Client
+
+    async def old_api(self: Client, objects: Any, **kw: Any) -> Any:
+        raise ApiError(405, {"title": "METHOD_NOT_ALLOWED", "detail": "Method Not Allowed"})
+
+    monkeypatch.setattr(Client, "create_many", old_api)
+    doc = "api: kubernetes\nkind: Application\nmetadata: {{name: {}}}\nspec:\n  manifest:\n" \
+          "  - {{apiVersion: v1, kind: ConfigMap, metadata: {{name: c}}}}\n"
+    path = tmp_path / "apps.yaml"
+    path.write_text("---\n".join(doc.format(name) for name in ("o1", "o2")))
+    result = ok(await shoal("create", "-f", str(path)))
+    assert result.stdout.splitlines() == [
+        "Application default/o1 created",
+        "Application default/o2 created",
+    ]
 
 
 async def test_generic_get_list_delete(shoal: Shoal, client: ShoalClient) -> None:
