@@ -120,9 +120,10 @@ def send_documents(
                 try:
                     answers = await client.create_many([o for _, o in batch], dry_run=server)
                 except ApiError as error:
-                    if error.status not in (404, 405):
+                    if error.status not in (403, 404, 405):
                         raise
-                    # an API from before creates in batches: one request each, below
+                    # An API from before creates in batches (405; its guard answers 403 to
+                    # a create across namespaces): one request each, below.
                 for (index, _), answer in zip(batch, answers, strict=False):
                     if isinstance(answer, ApiError):
                         if not create and answer.title == "RESOURCE_ALREADY_EXISTS":
