@@ -51,10 +51,9 @@ class CreateBatch(BaseModel):
     )
 
 
-def _refused(item: Any, status: int, detail: str, title: str | None = None,
-             errors: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    error = ProblemError(status, detail, title, errors)
-    metadata = item.get("metadata") if isinstance(item, dict) else None
+def _refused(item: dict[str, Any], error: ProblemError) -> dict[str, Any]:
+    """An item's result: its problem, named by the namespace and name it gave."""
+    metadata = item.get("metadata")
     metadata = metadata if isinstance(metadata, dict) else {}
     result: dict[str, Any] = {
         "namespace": metadata.get("namespace"),
@@ -63,8 +62,8 @@ def _refused(item: Any, status: int, detail: str, title: str | None = None,
         "title": error.title,
         "detail": error.detail,
     }
-    if errors:
-        result["errors"] = errors
+    if error.errors:
+        result["errors"] = error.errors
     return result
 
 
@@ -75,7 +74,7 @@ def _model(kind: type[Kind], item: dict[str, Any]) -> Kind | dict[str, Any]:
     except ValidationError as error:
         errors = validation_errors(error.errors(include_url=False, include_input=False))
         detail = "; ".join(f"{e['field']}: {e['reason']}" for e in errors[:10])
-        return _refused(item, 422, detail, errors=errors)
+        return _refused(item, ProblemError(422, detail, errors=errors))
     if kind.namespaced:
         field = "metadata.namespace"
         namespace = obj.metadata.namespace
@@ -85,7 +84,7 @@ def _model(kind: type[Kind], item: dict[str, Any]) -> Kind | dict[str, Any]:
             check_name(namespace)  # in a single create the URL's pattern checks it
         except ValueError as error:
             errors = [{"field": field, "reason": str(error)}]
-            return _refused(item, 422, f"{field}: {error}", errors=errors)
+            return _refused(item, ProblemError(422, f"{field}: {error}", errors=errors))
     return obj
 
 
@@ -110,10 +109,10 @@ async def create_many(
             except AlreadyExists:
                 where = f" in namespace {meta.namespace!r}" if meta.namespace else ""
                 detail = f"{kind.kind_name()} {meta.name!r}{where} already exists"
-                results.append(_refused(item, 409, detail, "RESOURCE_ALREADY_EXISTS"))
+                exists = ProblemError(409, detail, "RESOURCE_ALREADY_EXISTS")
+                results.append(_refused(item, exists))
             except ProblemError as error:
-                results.append(_refused(item, error.status, error.detail, error.title,
-                                        error.errors))
+                results.append(_refused(item, error))
             else:
                 results.append({
                     "namespace": meta.namespace,
