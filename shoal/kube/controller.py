@@ -77,8 +77,6 @@ PRUNED_KINDS = (
 an application's manifest names."""
 
 
-
-
 def _unexplained(raw: dict[str, Any]) -> dict[str, Any]:
     """An application event's object without the scheduler's explanation, which the kube
     controller never reads nor writes back (its status writes are patches of its own
@@ -87,6 +85,8 @@ def _unexplained(raw: dict[str, Any]) -> dict[str, Any]:
     if status and status.get("scheduling") is not None:
         status["scheduling"] = None
     return raw
+
+
 @dataclass(eq=False)
 class KubeController(Controller):
     client: ShoalClient

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import aiohttp
 
-from shoal.machinery.ports import free_port, free_ports
+from shoal.machinery.ports import free_port as free_port  # tests and benches take them here
+from shoal.machinery.ports import free_ports as free_ports
 from shoal.system.process import shoal_argv
 from shoal.testing.wait import wait_for
 
 ROOT = str(Path(__file__).resolve().parents[2])
-__all__ = ["free_port", "free_ports"]  # where tests and benches find them
 
 
 def shoal_env(config: str = os.devnull) -> dict[str, str]:
