@@ -15,7 +15,7 @@ from typing import Any
 
 from fastapi import Query
 
-from shoal.machinery.problems import ProblemError
+from shoal.machinery.problems import invalid_error
 from shoal.model import validation
 from shoal.model.base import Kind
 from shoal.model.validation import schemas
@@ -30,8 +30,7 @@ def admit(obj: Kind) -> None:
     findings = validation.check(obj)
     errors = [f.as_error() for f in findings if not f.warning]
     if errors:
-        detail = "; ".join(f"{e['field']}: {e['reason']}" for e in errors[:10])
-        raise ProblemError(422, detail, errors=errors)
+        raise invalid_error(errors)
     warnings = _WARNINGS.get()
     if warnings is not None:
         warnings.extend(f"{f.field}: {f.reason}" for f in findings if f.warning)

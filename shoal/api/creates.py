@@ -28,7 +28,7 @@ from shoal.api.admission import dry_run, query_is_dry
 from shoal.api.batch import results_response
 from shoal.api.resources import Resources
 from shoal.api.routes import StrictJsonRoute
-from shoal.machinery.problems import ProblemError, validation_errors
+from shoal.machinery.problems import ProblemError, invalid_error, validation_problem
 from shoal.model import registry
 from shoal.model.base import Kind, check_name
 from shoal.store.base import AlreadyExists
@@ -72,9 +72,7 @@ def _model(kind: type[Kind], item: dict[str, Any]) -> Kind | dict[str, Any]:
     try:
         obj = kind.model_validate(item)
     except ValidationError as error:
-        errors = validation_errors(error.errors(include_url=False, include_input=False))
-        detail = "; ".join(f"{e['field']}: {e['reason']}" for e in errors[:10])
-        return _refused(item, ProblemError(422, detail, errors=errors))
+        return _refused(item, validation_problem(error))
     if kind.namespaced:
         field = "metadata.namespace"
         namespace = obj.metadata.namespace
@@ -83,8 +81,7 @@ def _model(kind: type[Kind], item: dict[str, Any]) -> Kind | dict[str, Any]:
                 raise ValueError("required: an item of a batch names its namespace")
             check_name(namespace)  # in a single create the URL's pattern checks it
         except ValueError as error:
-            errors = [{"field": field, "reason": str(error)}]
-            return _refused(item, ProblemError(422, f"{field}: {error}", errors=errors))
+            return _refused(item, invalid_error([{"field": field, "reason": str(error)}]))
     return obj
 
 

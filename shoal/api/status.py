@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from shoal.machinery.patch import merge_patch  # RFC 7386
-from shoal.machinery.problems import ProblemError, validation_errors
+from shoal.machinery.problems import ProblemError, invalid_error, validation_problem
 from shoal.model import application_status
 from shoal.model.base import TRUSTED, Finalizer, Kind
 from shoal.model.kubernetes import Application, ApplicationStatus
@@ -144,11 +144,7 @@ def validated(model: type[BaseModel], data: dict[str, Any]) -> Any:
 
 def _refused(error: ValidationError, *where: str) -> ProblemError:
     """A 422 naming each wrong field, its path starting at ``where``."""
-    errors = validation_errors(
-        [{**e, "loc": (*where, *e["loc"])} for e in error.errors(include_url=False)]
-    )
-    detail = "; ".join(f"{e['field']}: {e['reason']}" for e in errors[:10])
-    return ProblemError(422, detail, errors=errors)
+    return validation_problem(error, where)
 
 
 def _folded(stored: dict[str, Any]) -> dict[str, Any]:
@@ -204,4 +200,4 @@ def _dump(status: ApplicationStatus, *fields: str) -> dict[str, Any]:
 
 
 def _invalid(field: str, reason: str) -> ProblemError:
-    return ProblemError(422, f"{field}: {reason}", errors=[{"field": field, "reason": reason}])
+    return invalid_error([{"field": field, "reason": reason}])

@@ -80,14 +80,26 @@ def validation_errors(errors: list[Any]) -> list[dict[str, Any]]:
     return out
 
 
-def invalid(errors: list[dict[str, Any]]) -> Response:
+def invalid_error(errors: list[dict[str, Any]]) -> ProblemError:
+    """The 422 of wrong fields (``field``, ``reason``), the first ten in its detail."""
     detail = "; ".join(f"{e['field']}: {e['reason']}" for e in errors[:10])
-    return problem(422, detail, errors=errors)
+    return ProblemError(422, detail, errors=errors)
 
 
-def from_validation_error(error: ValidationError, prefix: tuple[str, ...] = ()) -> Response:
+def invalid(errors: list[dict[str, Any]]) -> Response:
+    error = invalid_error(errors)
+    return problem(error.status, error.detail, errors=error.errors)
+
+
+def validation_problem(error: ValidationError, prefix: tuple[str, ...] = ()) -> ProblemError:
+    """A pydantic error as the 422 naming each wrong field (under ``prefix``)."""
     errors = [
         {**e, "loc": (*prefix, *e.get("loc", ()))}
         for e in error.errors(include_url=False, include_input=False)
     ]
-    return invalid(validation_errors(errors))
+    return invalid_error(validation_errors(errors))
+
+
+def from_validation_error(error: ValidationError, prefix: tuple[str, ...] = ()) -> Response:
+    found = validation_problem(error, prefix)
+    return problem(found.status, found.detail, errors=found.errors)
