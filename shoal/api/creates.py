@@ -29,7 +29,7 @@ from shoal.api.batch import results_response
 from shoal.api.resources import Resources
 from shoal.api.routes import StrictJsonRoute
 from shoal.machinery.problems import ProblemError, invalid_error, validation_problem
-from shoal.model import registry
+from shoal.model import catalog, registry
 from shoal.model.base import Kind, check_name
 from shoal.store.base import AlreadyExists
 
@@ -39,7 +39,7 @@ KINDS = tuple(kind for kind in registry.KINDS if kind.created_in_batches)
 
 def path_of(kind: type[Kind]) -> str:
     """The collection of every namespace: ``/{api}/{plural}``."""
-    return f"/{kind.api_name()}/{kind.plural}"
+    return catalog.entry_of(kind.api_name(), kind.kind_name()).collection_path()
 
 
 class CreateBatch(BaseModel):

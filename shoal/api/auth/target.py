@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shoal.model import registry
+from shoal.model import catalog, registry
 
 # Paths anyone may read, and paths any authenticated user may read (no tenant data).
 PUBLIC = frozenset({"/healthz", "/readyz", "/ui"})
@@ -39,7 +39,7 @@ BATCHES = {
     "/scheduling/applicationfinalizers": Batch("items", "kubernetes", "applications"),
     # creates in batches (shoal.api.creates), on the collection of every namespace
     **{
-        f"/{kind.api_name()}/{kind.plural}": Batch(
+        catalog.entry_of(kind.api_name(), kind.kind_name()).collection_path(): Batch(
             "items", kind.api_name(), kind.plural, "create", _CREATED
         )
         for kind in registry.KINDS
