@@ -42,6 +42,11 @@ class WorkQueue(Generic[T]):
     def waiting(self) -> int:
         return len(self._deadline)
 
+    @property
+    def in_progress(self) -> int:
+        """Keys a worker holds now."""
+        return len(self._processing)
+
     def add(self, key: T) -> None:
         if self._closed:
             return

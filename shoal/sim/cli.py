@@ -165,6 +165,8 @@ def fault(
     unreachable: Annotated[bool, typer.Option("--unreachable", help="Drop all connections.")
                            ] = False,
     reachable: Annotated[bool, typer.Option("--reachable", help="Serve again.")] = False,
+    latency: Annotated[float | None, typer.Option(
+        "--latency", min=0, help="Seconds before each Kubernetes API answer (0: none).")] = None,
     node: Annotated[str | None, typer.Option("--node", help="Node to act on.")] = None,
     not_ready: Annotated[bool, typer.Option("--not-ready", help="Node NotReady.")] = False,
     ready: Annotated[bool, typer.Option("--ready", help="Node Ready again.")] = False,
@@ -183,6 +185,8 @@ def fault(
     body: dict[str, Any] = {}
     if unreachable or reachable:
         body["unreachable"] = unreachable and not reachable
+    if latency is not None:
+        body["latency"] = latency
     if node:
         body["node"] = node
         if not_ready or ready:

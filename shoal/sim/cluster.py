@@ -133,6 +133,10 @@ class SimCluster:
     def unreachable(self) -> bool:
         return self.fault_injector.unreachable
 
+    @property
+    def latency(self) -> float:
+        return self.fault_injector.latency
+
     # -- nodes ---------------------------------------------------------------------
 
     def node_object(self, name: str, index: int | None = None) -> Obj:

@@ -1,4 +1,4 @@
-"""Injected faults: an unreachable cluster, and nodes NotReady, under memory pressure or gone.
+"""Injected faults: an unreachable or slow cluster; nodes NotReady, under pressure or gone.
 
 A node fault changes what the node reports (conditions, the matching
 ``node.kubernetes.io/*`` NoSchedule taints); the scheduler, kubelet and
@@ -45,6 +45,9 @@ class Faults:
         self.nodes = nodes
         self.new_node = new_node
         self.unreachable = False
+        # Seconds before each answer of the cluster's Kubernetes API: a cluster behind a slow
+        # link (an edge site), whose requests are all in flight at once under a burst.
+        self.latency = 0.0
         self.node_faults: dict[str, NodeFault] = {}
         self.removed_nodes: dict[str, Obj] = {}
 
@@ -110,6 +113,7 @@ class Faults:
     def clear(self, node: str | None = None) -> None:
         if node is None:
             self.set_unreachable(False)
+            self.latency = 0.0
             nodes = list(self.node_faults)
         else:
             nodes = [node] if node in self.node_faults else []
@@ -119,6 +123,7 @@ class Faults:
     def report(self) -> Obj:
         return {
             "unreachable": self.unreachable,
+            "latency": self.latency,
             "nodes": {
                 n: {k: v for k, v in vars(f).items() if v}
                 for n, f in sorted(self.node_faults.items())

@@ -183,6 +183,8 @@ class ClusterApi:
         if auth and auth != f"Bearer {cluster.token}":
             await respond_error(req.send, ApiError(401, "Unauthorized", "Unauthorized"))
             return
+        if cluster.latency:
+            await asyncio.sleep(cluster.latency)
         cluster.start()
         try:
             await self.route(req)

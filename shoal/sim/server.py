@@ -30,7 +30,8 @@ Admin API (JSON):
 - ``GET  /admin/clusters/{name}`` / ``DELETE /admin/clusters/{name}``
 - ``PATCH /admin/clusters/{name}`` ``{"nodes": 5}`` grows or shrinks the cluster
 - ``GET  /admin/clusters/{name}/kubeconfig``
-- ``POST /admin/clusters/{name}/faults`` ``{"unreachable": true}`` or
+- ``POST /admin/clusters/{name}/faults`` ``{"unreachable": true}``, ``{"latency": 0.5}``
+  (every answer of the cluster's Kubernetes API comes that many seconds late) or
   ``{"node": "n-3", "not_ready": true, "memory_pressure": true, "removed": true}``
 - ``DELETE /admin/clusters/{name}/faults[?node=n-3]`` clears faults
 - ``POST /admin/delay`` ``{"seconds": 2}``: every admin answer comes that much later (a
@@ -159,6 +160,10 @@ class SimFleet:
     def set_unreachable(self, name: str, unreachable: bool = True) -> None:
         """Make a cluster drop every connection (clients see network errors)."""
         self.cluster(name).set_unreachable(unreachable)
+
+    def set_latency(self, name: str, seconds: float) -> None:
+        """Answer each of the cluster's Kubernetes API requests ``seconds`` late."""
+        self.cluster(name).fault_injector.latency = seconds
 
     def set_node_fault(
         self,
@@ -293,6 +298,11 @@ class SimFleet:
             cluster.set_unreachable(bool(body["unreachable"]))
         if "reachable" in body:
             cluster.set_unreachable(not bool(body["reachable"]))
+        if "latency" in body:
+            seconds = body["latency"]
+            if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
+                raise ApiError(422, "Invalid", "latency: must be a number of seconds, 0 or more")
+            cluster.fault_injector.latency = float(seconds)
         node = body.get("node")
         if node:
             def opt(key: str, inverse: str | None = None) -> bool | None:

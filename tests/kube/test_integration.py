@@ -191,3 +191,41 @@ async def test_migration_keeps_old_copy_until_new_is_ready(
     assert window_seen, "never saw MIGRATING with the old copy alive and the new one not ready"
     assert await _deployment(kube["de"], "mig") is None
     assert await _ready(kube["fr"], "mig")
+
+
+async def test_a_burst_to_a_slow_cluster_is_applied_all_at_once(
+    client: ShoalClient, sim: SimServer, kube: dict[str, KubeCluster]
+) -> None:
+    """An apply mostly waits on its member cluster. With every answer of ``fr`` a second
+    late, the applications of a burst there are all in the controller's hands at once (its
+    default workers), not a few dozen at a time, and each runs there once."""
+    sim.fleet.set_latency("fr", 1.0)
+    controller = KubeController(client, poll_interval=0.2)
+    scheduler = Scheduler(client, fast_config())  # no observer: fr is slow, not gone
+    await controller.start()
+    await scheduler.start()
+    try:
+        names = [f"burst-{i:03}" for i in range(150)]
+        created = await client.create_many(
+            [application(name, labels=["location is FR"], replicas=1) for name in names]
+        )
+        assert all(isinstance(app, Application) for app in created), created
+        peak = await wait_for(
+            lambda: controller.queue.in_progress >= 120 and controller.queue.in_progress,
+            timeout=30,
+            message="120 applications in the controller's hands at once",
+        )
+        assert peak > 64  # the former default number of workers
+
+        async def all_running() -> bool:
+            return all([await running_on(client, name) == "fr" for name in names])
+
+        await wait_for(all_running, timeout=90, interval=0.5, message="150 RUNNING on fr")
+        sim.fleet.set_latency("fr", 0.0)
+        for cluster, expected in (("fr", names), ("de", [])):
+            path = await kube[cluster].collection("apps/v1", "Deployment", NS)
+            listed = (await kube[cluster].request("GET", path))["items"]
+            assert sorted(d["metadata"]["name"] for d in listed) == expected, cluster
+    finally:
+        await scheduler.stop()
+        await controller.stop()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -336,7 +337,9 @@ async def test_node_faults(sim: SimServer, api: httpx.AsyncClient) -> None:
     await wait_for(lambda: ready(3), message="3 ready again")
     sim.fleet.clear_faults("alpha")
     assert (await api.get(f"/api/v1/nodes/{victim}")).status_code == 200
-    assert sim.fleet.cluster("alpha").faults() == {"unreachable": False, "nodes": {}}
+    assert sim.fleet.cluster("alpha").faults() == {
+        "unreachable": False, "latency": 0.0, "nodes": {}
+    }
 
 
 async def test_unreachable_is_a_connection_error(sim: SimServer, api: httpx.AsyncClient) -> None:
@@ -348,6 +351,27 @@ async def test_unreachable_is_a_connection_error(sim: SimServer, api: httpx.Asyn
         assert (await beta.get("/api/v1/nodes")).status_code == 200
     sim.fleet.set_unreachable("alpha", False)
     assert (await api.get("/api/v1/nodes")).status_code == 200
+
+
+async def test_latency_answers_late_and_ends(sim: SimServer, api: httpx.AsyncClient) -> None:
+    """A slow cluster answers every Kubernetes API request that late; the others do not wait."""
+    async with httpx.AsyncClient(base_url=sim.url) as admin:
+        r = await admin.post("/admin/clusters/alpha/faults", json={"latency": 0.3})
+        assert r.status_code == 200 and r.json()["latency"] == 0.3
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        answers = await asyncio.gather(*(api.get("/api/v1/nodes") for _ in range(3)))
+        assert all(a.status_code == 200 for a in answers)
+        assert loop.time() - started >= 0.3
+        assert sim.fleet.cluster("beta").latency == 0.0
+        for bad in (-1, True, "1"):
+            r = await admin.post("/admin/clusters/alpha/faults", json={"latency": bad})
+            assert r.status_code == 422 and "latency" in r.json()["message"], bad
+        r = await admin.post("/admin/clusters/alpha/faults", json={"latency": 0})
+        assert r.json()["latency"] == 0.0
+        sim.fleet.set_latency("alpha", 0.2)
+        r = await admin.delete("/admin/clusters/alpha/faults")
+        assert r.json()["latency"] == 0.0 and sim.fleet.cluster("alpha").latency == 0.0
 
 
 async def test_admin_api(sim: SimServer) -> None:
@@ -366,7 +390,7 @@ async def test_admin_api(sim: SimServer) -> None:
         assert listing["delta"]["nodes"] == 7 and listing["delta"]["ready_nodes"] == 6
         assert listing["delta"]["faults"]["unreachable"] is True
         r = await client.delete("/admin/clusters/delta/faults")
-        assert r.json() == {"unreachable": False, "nodes": {}}
+        assert r.json() == {"unreachable": False, "latency": 0.0, "nodes": {}}
         assert (await client.post("/admin/clusters", json={"name": "delta"})).status_code == 409
         assert (await client.delete("/admin/clusters/delta")).status_code == 200
         assert (await client.get("/admin/clusters/delta")).status_code == 404

@@ -44,6 +44,11 @@ async def test_cli_serve_and_fault(tmp_path: Path) -> None:
                 "clusters"]}
             assert listing["c1"]["nodes"] == 4 and listing["c1"]["ready_nodes"] == 3
             assert listing["c0"]["ready_nodes"] == 4
+            slow = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "shoal.sim", "fault", "c1", "--admin", admin,
+                "--latency", "0.25", stdout=asyncio.subprocess.PIPE)
+            text, _ = await slow.communicate()
+            assert slow.returncode == 0 and b'"latency":0.25' in text, text
             wrong = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "shoal.sim", "fault", "c1", "--admin", admin,
                 "--node", "n-9", "--not-ready", stderr=asyncio.subprocess.PIPE)
