@@ -187,10 +187,15 @@ def scores(names: list[str], flipped: bool) -> dict[str, float]:
     return {n: (0.1 if (i % 2 == 0) == flipped else 0.9) for i, n in enumerate(names)}
 
 
-async def prepare(client: ShoalClient, kubeconfigs: dict[str, dict[str, Any]]) -> None:
+async def prepare(
+    client: ShoalClient, kubeconfigs: dict[str, dict[str, Any]], agents: bool = False
+) -> None:
     """The provider and one metric per cluster; each cluster labelled with its pair.
 
     Clusters that exist (``shoal up``'s) get the labels and metrics; others are created.
+    With ``agents`` (``shoal up`` runs one per cluster) it also waits until each cluster's
+    agent has registered: agents that still start during the burst put their start (a TLS
+    context each, most of it) into the CPU per application.
     """
     names = list(kubeconfigs)
     with contextlib.suppress(Conflict):
@@ -214,10 +219,14 @@ async def prepare(client: ShoalClient, kubeconfigs: dict[str, dict[str, Any]]) -
 
     async def online() -> bool:
         listed = (await client.list(Cluster, NS)).items
-        up = {c.metadata.name for c in listed if c.status.state is ClusterState.ONLINE}
+        up = {
+            c.metadata.name
+            for c in listed
+            if c.status.state is ClusterState.ONLINE and (c.status.agent or not agents)
+        }
         return set(names) <= up
 
-    await wait_for(online, timeout=60, interval=0.2, message="clusters ONLINE")
+    await wait_for(online, timeout=60, interval=0.2, message="clusters ONLINE, agents in")
 
 
 async def flip(client: ShoalClient, names: list[str]) -> None:
@@ -375,7 +384,7 @@ async def measure(
 ) -> dict[str, Any]:
     names = list(sim.kubeconfigs)
     groups = len(names) // 2
-    await prepare(client, sim.kubeconfigs)
+    await prepare(client, sim.kubeconfigs, agents=label.startswith("shoal up"))
     procs = components(roots)
     profilers = start_profiles(procs, args.py_spy, f"e2e-{label.split()[0]}")
     watched = Watched()
