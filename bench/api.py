@@ -33,7 +33,6 @@ import argparse
 import asyncio
 import contextlib
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -46,6 +45,7 @@ from typing import Any
 import aiohttp
 import orjson
 
+from shoal.machinery.ports import free_ports
 from shoal.testing.fleet import cluster as fleet_cluster
 from shoal.testing.fleet import deployment
 
@@ -131,12 +131,6 @@ def application(name: str, namespace: str | None = None) -> dict[str, Any]:
             "constraints": {"cluster": {"labels": ["location is DE"], "metrics": ["load < 0.5"]}},
         },
     }
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def rss_mib(pid: int) -> float:
@@ -561,7 +555,7 @@ def compare_schemas(objects: int, parallel: int, rounds: int) -> None:
         for mode in ("on", "off") if round_ % 2 == 0 else ("off", "on"):
             env = {**os.environ, "SHOAL_MANIFEST_SCHEMAS": mode}
             with tempfile.TemporaryDirectory() as tmp:
-                port = free_port()
+                port = free_ports(1)  # bound later, by the server process
                 process = subprocess.Popen(
                     [sys.executable, "-c", SERVER, f"sqlite://{tmp}/shoal.db", str(port)],
                     cwd=Path(__file__).resolve().parent.parent, env=env,
@@ -639,7 +633,7 @@ def main() -> None:
             store_url = args.store
         else:
             raise SystemExit(f"unknown store {args.store!r}: sqlite, etcd or etcd://host:port")
-        port = free_port()
+        port = free_ports(1)  # bound later, by the server process
         secured: list[str] = []
         if args.rbac:
             tokens, key = Path(tmp, "tokens.csv"), Path(tmp, "secrets.key")
@@ -666,7 +660,7 @@ def main() -> None:
                 process.wait(10)
             except subprocess.TimeoutExpired:
                 process.kill()
-    port = free_port()
+    port = free_ports(1)  # bound later, by the server process
     process = subprocess.Popen([sys.executable, "-c", FLOOR_SERVER, str(port)],
                                cwd=Path(__file__).resolve().parent.parent)  # fmt: skip
     try:

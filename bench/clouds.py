@@ -40,7 +40,7 @@ from shoal.client.rest import ShoalClient  # noqa: E402
 from shoal.infrastructure.controller import key  # noqa: E402
 from shoal.infrastructure.sim import sample_objects  # noqa: E402
 from shoal.model.kubernetes import Cluster  # noqa: E402
-from shoal.testing.launch import ApiProcess, controller, free_port, spawn_shoal, stop  # noqa: E402
+from shoal.testing.launch import ApiProcess, controller, free_ports, spawn_shoal, stop  # noqa: E402
 from shoal.testing.wait import wait_for  # noqa: E402
 
 NS = "default"
@@ -61,7 +61,7 @@ async def sim_clusters(url: str) -> dict[str, int]:
 
 async def run(n: int, tmp: Path) -> None:
     api = ApiProcess(f"sqlite://{tmp / 'shoal.db'}", log=tmp / "api.log")
-    sim_port = free_port()
+    sim_port = free_ports(1)  # the sim process binds it later
     sim_url = f"http://127.0.0.1:{sim_port}"
     procs = [api.proc, spawn_shoal("sim", "--clusters", "0", "--port", str(sim_port),
                                    "--out", str(tmp / "kube"), log=tmp / "sim.log")]  # fmt: skip

@@ -85,7 +85,7 @@ from shoal.testing.fleet import cluster, deployment, metric, provider  # noqa: E
 from shoal.testing.launch import (  # noqa: E402
     ApiProcess,
     controller,
-    free_port,
+    free_ports,
     spawn_shoal,
     stop,
 )
@@ -481,7 +481,7 @@ async def run_processes(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         kube_dir = tmp / "kubeconfigs"
         sim = spawn_shoal(
             "sim", "--clusters", str(args.clusters), "--nodes", str(args.nodes),
-            "--port", str(free_port()), "--out", str(kube_dir), log=tmp / "sim.log",
+            "--port", str(free_ports(1)), "--out", str(kube_dir), log=tmp / "sim.log",
         )  # fmt: skip
         procs.append(sim)
         api = ApiProcess(f"sqlite://{tmp / 'shoal.db'}", log=tmp / "api.log")
@@ -505,7 +505,7 @@ async def run_processes(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
 
 
 async def run_up(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
-    port = free_port()
+    port = free_ports(1)  # shoal up binds it later
     config = tmp / "scheduler.json"
     config.write_text(json.dumps(SCHEDULER))
     extra = shlex.split(args.up_args)

@@ -70,7 +70,7 @@ from shoal.kube.owners import LABEL_NAME, LABEL_NAMESPACE, LABEL_UID  # noqa: E4
 from shoal.machinery.resources import amount, pod_requests  # noqa: E402
 from shoal.system.components import NAMES  # noqa: E402
 from tests.fixtures.etcd import EtcdCluster, running_etcd_cluster  # noqa: E402
-from tests.util import free_port  # noqa: E402
+from tests.util import free_port, free_ports  # noqa: E402
 
 NS = "default"
 APPS = f"/kubernetes/namespaces/{NS}/applications"
@@ -104,7 +104,7 @@ class Soak:
         self.several = (0, 0)  # applications with spec.placement, and on two clusters
         self.rng = random.Random(args.seed)
         self.data = data
-        self.port = free_port()
+        self.port = free_ports(1)  # shoal up binds it later
         self.actions: Counter[str] = Counter()
         self.kills: Counter[str] = Counter()
         self.errors: Counter[str] = Counter()
@@ -128,7 +128,8 @@ class Soak:
         self.up = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "shoal.cli.main", "up", "--port", str(self.port),
             "--data-dir", str(self.data), "--clusters", str(self.args.clusters), "--no-demo",
-            "--metrics-port", str(free_port()), "--log-level", self.args.log_level, *store,
+            "--metrics-port", str(free_ports(len(NAMES))),
+            "--log-level", self.args.log_level, *store,
             stdout=log, stderr=asyncio.subprocess.STDOUT, env=env, cwd=ROOT,
         )  # fmt: skip
         config = self.data / "security" / "config.yaml"
@@ -167,7 +168,7 @@ class Soak:
                     raise RuntimeError("shoal up started no API server")
                 await asyncio.sleep(0.2)
             command = self.components()["api"][1]
-            port = free_port()
+            port = free_ports(1)  # the API process binds it later
             command[command.index("--port") + 1] = str(port)
             self.api_2_command = command
             self.apis.append(self._client(f"http://127.0.0.1:{port}"))

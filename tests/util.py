@@ -9,7 +9,7 @@ from shoal.system.components import NAMES
 from shoal.testing.launch import free_port, free_ports
 from shoal.testing.wait import wait_for
 
-__all__ = ["free_port", "up_port", "wait_for"]
+__all__ = ["free_port", "free_ports", "up_port", "wait_for"]
 
 
 def up_port() -> int:

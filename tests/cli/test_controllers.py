@@ -13,7 +13,7 @@ from shoal.api.server import ApiServer
 from shoal.client.rest import ShoalClient
 from shoal.model.base import Metadata
 from shoal.model.scheduling import RescheduleTask, RescheduleTaskSpec
-from tests.util import free_port, wait_for
+from tests.util import free_ports, wait_for
 
 
 async def _start(name: str, api: ApiServer, *extra: str) -> asyncio.subprocess.Process:
@@ -65,7 +65,7 @@ async def test_controller_runs_alone_and_stops_cleanly(api: ApiServer, name: str
 async def test_reschedule_controller_alone_with_leader_election_and_metrics(
     api: ApiServer, client: ShoalClient
 ) -> None:
-    port = free_port()
+    port = free_ports(1)  # the controller process binds it later
     proc = await _start(
         "reschedule-controller",
         api,

@@ -26,7 +26,7 @@ from shoal.model.kubernetes import Cluster
 from shoal.observer.controller import ClusterObserver
 from shoal.scheduler.scheduler import Scheduler
 from shoal.sim.server import SimServer
-from shoal.testing.launch import free_port, stop
+from shoal.testing.launch import free_ports, stop
 from shoal.testing.sim import running_sim
 from shoal.testing.wait import wait_for
 from tests.scheduler.helpers import fast_config
@@ -103,7 +103,7 @@ def im_process(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     python = subprocess.run(
         [str(ROOT / "scripts" / "im-env")], capture_output=True, text=True, check=True
     ).stdout.strip()
-    port = free_port()
+    port = free_ports(1)  # IM's process binds it later
     with open(tmp_path / "im.out", "ab") as log:
         proc = subprocess.Popen(
             [python, str(Path(__file__).with_name("im_server.py")), str(port), str(tmp_path)],

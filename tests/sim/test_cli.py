@@ -11,13 +11,13 @@ import pytest
 import yaml
 
 from shoal.sim.server import SimThread
-from tests.util import free_port, wait_for
+from tests.util import free_ports, wait_for
 
 pytestmark = pytest.mark.integration
 
 
 async def test_cli_serve_and_fault(tmp_path: Path) -> None:
-    port = free_port()
+    port = free_ports(1)  # the sim process binds it later
     out = tmp_path / "kc"
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "shoal.sim", "--clusters", "2", "--nodes", "4", "--port",
