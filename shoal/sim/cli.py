@@ -228,4 +228,15 @@ def list_clusters(admin: AdminOption = None, data_dir: DataDirOption = Path("dat
         raise typer.Exit(1)
     for c in resp.json()["clusters"]:
         typer.echo(f"{c['name']}\tnodes={c['nodes']}\tready={c['ready_nodes']}\t"
-                   f"pods={c['pods']}\tfaults={c['faults']}")
+                   f"pods={c['pods']}\tfaults={faults_text(c['faults'])}")
+
+
+def faults_text(faults: dict[str, Any]) -> str:
+    """A cluster's faults (``GET /admin/clusters``) in a word each, ``none`` without any:
+    ``unreachable,latency=0.5s,n-3:not_ready+memory_pressure``."""
+    words = ["unreachable"] if faults.get("unreachable") else []
+    if faults.get("latency"):
+        words.append(f"latency={faults['latency']:g}s")
+    for node, fault in sorted((faults.get("nodes") or {}).items()):
+        words.append(f"{node}:" + "+".join(sorted(fault)))
+    return ",".join(words) or "none"

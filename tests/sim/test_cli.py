@@ -49,6 +49,13 @@ async def test_cli_serve_and_fault(tmp_path: Path) -> None:
                 "--latency", "0.25", stdout=asyncio.subprocess.PIPE)
             text, _ = await slow.communicate()
             assert slow.returncode == 0 and b'"latency":0.25' in text, text
+            listing = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "shoal.sim", "list", "--admin", admin,
+                stdout=asyncio.subprocess.PIPE)
+            text, _ = await listing.communicate()
+            lines = dict(line.split("\t", 1) for line in text.decode().splitlines())
+            assert lines["c0"].endswith("\tfaults=none"), lines
+            assert lines["c1"].endswith("\tfaults=latency=0.25s,n-2:not_ready"), lines
             wrong = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "shoal.sim", "fault", "c1", "--admin", admin,
                 "--node", "n-9", "--not-ready", stderr=asyncio.subprocess.PIPE)
