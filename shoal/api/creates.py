@@ -29,17 +29,11 @@ from shoal.api.batch import results_response
 from shoal.api.resources import Resources
 from shoal.api.routes import StrictJsonRoute
 from shoal.machinery.problems import ProblemError, invalid_error, validation_problem
-from shoal.model import catalog, registry
+from shoal.model import registry
 from shoal.model.base import Kind, check_name
 from shoal.store.base import AlreadyExists
 
 MAX_ITEMS = 1000
-KINDS = tuple(kind for kind in registry.KINDS if kind.created_in_batches)
-
-
-def path_of(kind: type[Kind]) -> str:
-    """The collection of every namespace: ``/{api}/{plural}``."""
-    return catalog.entry_of(kind.api_name(), kind.kind_name()).collection_path()
 
 
 class CreateBatch(BaseModel):
@@ -132,7 +126,7 @@ async def create_requested(
 def build_router(resources: Resources) -> APIRouter:
     """The documented routes; ``shoal.api.fastpath`` answers the same requests first."""
     router = APIRouter(route_class=StrictJsonRoute)
-    for kind in KINDS:
+    for path, kind in registry.BATCH_CREATES.items():
         name = kind.kind_name()
 
         def endpoint(kind: type[Kind] = kind) -> Any:
@@ -142,7 +136,7 @@ def build_router(resources: Resources) -> APIRouter:
             return create_batch
 
         router.add_api_route(
-            path_of(kind),
+            path,
             endpoint(),
             methods=["POST"],
             name=f"create_{kind.plural}_many",

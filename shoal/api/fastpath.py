@@ -30,6 +30,7 @@ from shoal.api.batch import results_response
 from shoal.api.resources import Resources
 from shoal.machinery.names import OBJECT_NAME
 from shoal.machinery.problems import from_validation_error, problem
+from shoal.model import registry
 from shoal.model.base import Kind
 from shoal.model.kubernetes import Application, BindingBatch, Cluster
 from shoal.model.pods import Pod, PodStatusBatch
@@ -119,16 +120,16 @@ def routes(resources: Resources) -> list[Route]:
         route = Route(path, endpoint, methods=["POST"])
         return route
 
-    def create_batch(kind: type[Kind]) -> Route:
+    def create_batch(path: str, kind: type[Kind]) -> Route:
         async def run(request: Request, body: creates.CreateBatch) -> list[dict[str, Any]]:
             return await creates.create_requested(resources, kind, request, body)
 
-        return batch(creates.path_of(kind), creates.CreateBatch, run)
+        return batch(path, creates.CreateBatch, run)
 
     return [
         create(Application),
         create(Pod),  # the fleet's pods, at hundreds per second
-        *(create_batch(kind) for kind in creates.KINDS),
+        *(create_batch(path, kind) for path, kind in registry.BATCH_CREATES.items()),
         batch("/scheduling/bindings", BindingBatch, lambda _, b: resources.bind_many(b)),
         batch(
             fleet.PATH,

@@ -107,6 +107,15 @@ def register(kind: type[Kind], resource: Resource | None = None) -> type[Kind]:
 BY_PLURAL: dict[tuple[str, str], type[Kind]] = {(k.api_name(), k.plural): k for k in KINDS}
 BY_KIND: dict[tuple[str, str], type[Kind]] = {(k.api_name(), k.kind_name()): k for k in KINDS}
 
+BATCH_CREATES: dict[str, type[Kind]] = {
+    catalog.entry_of(k.api_name(), k.kind_name()).collection_path(): k
+    for k in KINDS
+    if k.created_in_batches
+}
+"""The kinds created in batches (``Kind.created_in_batches``), by the path of their batch
+create (the collection of every namespace): the API's endpoint serves these paths and its
+guard authorises their items, from this one table."""
+
 
 def kind_for(api: str, kind: str) -> type[Kind]:
     try:

@@ -10,9 +10,9 @@ import httpx
 import orjson
 
 from shoal.api.auth.secrets import paths_of_resource
-from shoal.api.creates import KINDS
 from shoal.client.rest import Conflict, Invalid, ShoalClient
 from shoal.model.kubernetes import Application
+from shoal.model.registry import BATCH_CREATES
 from tests.api.conftest import start_watch
 
 PATH = "/kubernetes/applications"
@@ -111,8 +111,8 @@ async def test_bad_batch_bodies_are_refused_by_field(http: httpx.AsyncClient) ->
 
 def test_the_kinds_created_in_batches_have_no_secrets() -> None:
     """A batch's answer shows each object as written: no secret field to hide."""
-    assert KINDS
-    for kind in KINDS:
+    assert BATCH_CREATES
+    for kind in BATCH_CREATES.values():
         assert paths_of_resource(kind.api_name(), kind.plural) is None, kind
 
 

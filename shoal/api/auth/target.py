@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from shoal.model import catalog, registry
+from shoal.model import registry
 
 # Paths anyone may read, and paths any authenticated user may read (no tenant data).
 PUBLIC = frozenset({"/healthz", "/readyz", "/ui"})
@@ -39,11 +39,8 @@ BATCHES = {
     "/scheduling/applicationfinalizers": Batch("items", "kubernetes", "applications"),
     # creates in batches (shoal.api.creates), on the collection of every namespace
     **{
-        catalog.entry_of(kind.api_name(), kind.kind_name()).collection_path(): Batch(
-            "items", kind.api_name(), kind.plural, "create", _CREATED
-        )
-        for kind in registry.KINDS
-        if kind.created_in_batches
+        path: Batch("items", kind.api_name(), kind.plural, "create", _CREATED)
+        for path, kind in registry.BATCH_CREATES.items()
     },
 }
 
