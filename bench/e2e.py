@@ -381,10 +381,12 @@ async def measure(
     roots: list[int],
     args: argparse.Namespace,
     label: str,
+    agents: bool = False,
 ) -> dict[str, Any]:
+    """One burst on a running set-up; ``agents``: one registers per cluster (``shoal up``)."""
     names = list(sim.kubeconfigs)
     groups = len(names) // 2
-    await prepare(client, sim.kubeconfigs, agents=label.startswith("shoal up"))
+    await prepare(client, sim.kubeconfigs, agents=agents)
     procs = components(roots)
     profilers = start_profiles(procs, args.py_spy, f"e2e-{label.split()[0]}")
     watched = Watched()
@@ -529,7 +531,7 @@ async def run_up(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         url = f"http://127.0.0.1:{port}"
         async with ShoalClient(url, token=token, max_connections=args.clients + 8) as client:
             label = "shoal up " + " ".join(extra) if extra else "shoal up"
-            return await measure(client, Sim(kubeconfigs), [proc.pid], args, label)
+            return await measure(client, Sim(kubeconfigs), [proc.pid], args, label, agents=True)
     finally:
         stop(proc)
 
