@@ -486,7 +486,9 @@ async def run_processes(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
             "--port", str(free_ports(1)), "--out", str(kube_dir), log=tmp / "sim.log",
         )  # fmt: skip
         procs.append(sim)
-        api = ApiProcess(f"sqlite://{tmp / 'shoal.db'}", log=tmp / "api.log")
+        # as shoal up runs it: Shoal's kube controller deploys, so applications are created
+        # with its finalizer (shoal api --kube-finalizer)
+        api = ApiProcess(f"sqlite://{tmp / 'shoal.db'}", log=tmp / "api.log", kube_finalizer=True)
         procs.append(api.proc)
         await api.wait_ready()
         paths = [kube_dir / f"sim-{i}.yaml" for i in range(args.clusters)]

@@ -39,7 +39,7 @@ from shoal.api.routes import build_router
 from shoal.machinery.problems import problem
 from shoal.model import registry
 from shoal.model.base import Kind
-from shoal.model.kubernetes import Application, Cluster
+from shoal.model.kubernetes import KUBE_FINALIZER, Application, Cluster
 from shoal.model.validation.kubeconfig import set_credential_policy
 from shoal.store.base import Store
 
@@ -96,14 +96,27 @@ class _TooLarge(HTTPException):
 
 
 def create_app(
-    store: Store, *, title: str = "Shoal", security: Protection | None = None
+    store: Store,
+    *,
+    title: str = "Shoal",
+    security: Protection | None = None,
+    kube_finalizer: bool = False,
 ) -> FastAPI:
-    """The app over ``store``; with ``security``, every request passes its Guard."""
+    """The app over ``store``; with ``security``, every request passes its Guard.
+
+    ``kube_finalizer``: each new application gets the kube controller's finalizer at
+    its creation, which spares the kube controller a write (and every watcher an
+    event) per application. Only where Shoal's kube controller deploys: Krake's never
+    removes it.
+    """
     if security is not None:
         store = security.store  # secret fields sealed on the way to the store
     # Which kubeconfig credentials that act on this host tenants may give (none by default).
     set_credential_policy(security.security.kubeconfig if security is not None else None)
-    resources = Resources(store)
+    at_create: dict[type[Kind], tuple[str, ...]] = (
+        {Application: (KUBE_FINALIZER,)} if kube_finalizer else {}
+    )
+    resources = Resources(store, finalizers_at_create=at_create)
     admission.log_schema_status()  # once per server: are manifests held to Kubernetes' schemas
 
     @asynccontextmanager

@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import orjson
@@ -53,8 +53,16 @@ def _spec_fields(kind: type[Kind]) -> list[str]:
 class Resources:
     """Operations on the objects of one store, shared by every route."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        finalizers_at_create: Mapping[type[Kind], tuple[str, ...]] | None = None,
+    ) -> None:
         self.store = store
+        # Finalizers every new object of a kind gets, as Kubernetes' admission gives a PVC
+        # its protection: the controller that removes one then needs no write to add it.
+        self.finalizers_at_create = dict(finalizers_at_create or {})
 
     # reads -------------------------------------------------------------------
 
@@ -149,6 +157,9 @@ class Resources:
         meta.created = now
         meta.modified = now
         meta.deleted = None
+        added = self.finalizers_at_create.get(kind)
+        if added:
+            meta.finalizers = [*meta.finalizers, *(f for f in added if f not in meta.finalizers)]
         if "status" in kind.model_fields:
             object.__setattr__(body, "status", body.initial_status())
         value = encode(body)

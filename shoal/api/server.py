@@ -43,10 +43,12 @@ async def start_api(
     *,
     log_level: str = "warning",
     security: Security | None = None,
+    kube_finalizer: bool = False,
 ) -> ApiServer:
     """Start the API on ``host:port`` (0: any free port) and return once it accepts requests.
 
     Without ``security`` the API is open (anonymous, always-allow): library use and tests.
+    ``kube_finalizer``: see ``create_app``.
     """
     schemas.warm()  # before the first create, which would otherwise pay for it (once a process)
     own = isinstance(store, str)
@@ -54,7 +56,7 @@ async def start_api(
     protection = protect(security, the_store) if security is not None else None
     if protection is not None:
         await protection.start()
-    app = create_app(the_store, security=protection)
+    app = create_app(the_store, security=protection, kube_finalizer=kube_finalizer)
     tls = security.tls if security is not None else None
     served = await serve(app, listen(host, port), host, tls=tls, log_level=log_level)
     return ApiServer(served.url, the_store, served, own, protection)

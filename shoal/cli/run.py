@@ -37,6 +37,16 @@ def api(
             "authorization, tls) and Shoal's (secrets, audit, limits); without it, open",
         ),
     ] = None,
+    kube_finalizer: Annotated[
+        bool,
+        typer.Option(
+            "--kube-finalizer",
+            help="Give each new application the kube controller's finalizer "
+            "(shoal.kube/resources) when it is created, which spares the kube controller a "
+            "write per application. For Shoal's kube controller (shoal up sets it); not "
+            "under Krake's, which never removes it",
+        ),
+    ] = False,
 ) -> None:
     """Run the API server alone."""
     from shoal.api.auth.config import load
@@ -45,7 +55,7 @@ def api(
 
     store_url = resolve_store(store, Path("shoal.db"))
     security = load(config) if config is not None else None
-    run_api(store_url, host, port, security, log_level)
+    run_api(store_url, host, port, security, log_level, kube_finalizer=kube_finalizer)
 
 
 def _run_controller(

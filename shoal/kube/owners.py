@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from shoal.machinery.types import Obj
-from shoal.model.kubernetes import Application
+from shoal.model.kubernetes import KUBE_FINALIZER, Application
 
 PREFIX = "shoal.dev/"
 LABEL_NAMESPACE = PREFIX + "app-namespace"
@@ -21,8 +21,7 @@ LABEL_NAME = PREFIX + "app-name"
 LABEL_UID = PREFIX + "app-uid"
 ANNOTATION_APP = PREFIX + "application"  # "namespace/name"
 ANNOTATION_UID = PREFIX + "application-uid"
-FINALIZER = "shoal.kube/resources"
-"""On an application the kube controller deployed: deleting it first removes its copies."""
+FINALIZER = KUBE_FINALIZER
 
 
 @dataclass(frozen=True, slots=True)

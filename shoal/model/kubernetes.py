@@ -471,6 +471,11 @@ class ClusterStatus(Model):
     )
 
 
+KUBE_FINALIZER = "shoal.kube/resources"
+"""On an application the kube controller deploys: deleting it first removes its copies
+from the member clusters (docs/kube.md). The kube controller writes it before its first
+apply, or the API gives it to each new application (``shoal api --kube-finalizer``)."""
+
 EVICTION_FINALIZER = "shoal.scheduler/eviction"
 """On a cluster with applications: deleting it moves them first (docs/scheduler.md)."""
 

@@ -92,14 +92,25 @@ def controllers(client_of: Callable[[str], Any], config_path: Path | None = None
     ]
 
 
-def run_api(store_url: str, host: str, port: int, security: Any, log_level: str) -> None:
+def run_api(
+    store_url: str,
+    host: str,
+    port: int,
+    security: Any,
+    log_level: str,
+    *,
+    kube_finalizer: bool = False,
+) -> None:
     """The API server alone, until a signal."""
     from shoal.api.server import start_api
 
     configure_logging(log_level)
 
     async def main() -> None:
-        server = await start_api(store_url, host, port, log_level="warning", security=security)
+        server = await start_api(
+            store_url, host, port, log_level="warning", security=security,
+            kube_finalizer=kube_finalizer,
+        )  # fmt: skip
         console.print(f"Shoal API listening on [bold]{server.url}[/] (store {store_url})")
         try:
             await server.task

@@ -108,7 +108,8 @@ def run_processes(up: Installation, *, sim_port: int, metrics_port: int = 0) -> 
         trust = Credentials(ca=str(setup.ca)).ssl_context() if tls else None
         try:
             api = Child("api", ["api", "--store", store_url, "--port", str(port),
-                                "--config", str(api_config), "--log-level", log_level])  # fmt: skip
+                                "--config", str(api_config), "--log-level", log_level,
+                                "--kube-finalizer"])  # fmt: skip
             admin = f"http://127.0.0.1:{sim_port}"
             write_admin_url(data_dir, admin)
             fleet: dict[str, tuple[int, dict[str, str]]] = {}

@@ -32,7 +32,9 @@ def run_single_process(up: Installation) -> None:
         from shoal.api.server import start_api
         from shoal.client.rest import ShoalClient
 
-        server = await start_api(store_url, "127.0.0.1", port, security=setup.security)
+        server = await start_api(
+            store_url, "127.0.0.1", port, security=setup.security, kube_finalizer=True
+        )
         console.print(f"[bold green]Shoal API[/] on {server.url}  (store {store_url})")
         trust = Credentials(ca=str(setup.ca)).ssl_context() if tls else None
         clients: list[ShoalClient] = []

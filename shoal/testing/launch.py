@@ -97,12 +97,20 @@ def controller(
 class ApiProcess:
     """``shoal api --store URL --port N`` on a free port, in a process of its own."""
 
-    def __init__(self, store: str, *, log: Path | None = None, cpu: int | None = None) -> None:
+    def __init__(
+        self,
+        store: str,
+        *,
+        log: Path | None = None,
+        cpu: int | None = None,
+        kube_finalizer: bool = False,
+    ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        extra = ["--kube-finalizer"] if kube_finalizer else []
         self.proc = spawn_shoal(
             "api", "--store", store, "--port", str(self.port), "--log-level", "warning",
-            log=log, cpu=cpu,
+            *extra, log=log, cpu=cpu,
         )  # fmt: skip
 
     async def wait_ready(self, timeout: float = 30.0) -> None:
