@@ -8,21 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from shoal.api.server import ApiServer, start_api
+from shoal.api.server import ApiServer
 from shoal.client.rest import ShoalClient
-from shoal.store.sqlite import SqliteStore
 from shoal.testing.launch import ApiProcess
+from tests.util import api_server
 
 
 @pytest.fixture
 async def api() -> AsyncIterator[ApiServer]:
     """The API on an in-memory SQLite store, on a free loopback port."""
-    server = await start_api(SqliteStore(":memory:"))
-    server.own_store = True
-    try:
+    async with api_server() as server:
         yield server
-    finally:
-        await server.stop()
 
 
 @pytest.fixture

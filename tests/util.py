@@ -1,15 +1,33 @@
-"""Small helpers shared by the tests: free ports and waiting on conditions.
+"""Small helpers shared by the tests: an API on a fresh store, free ports and waiting on
+conditions.
 
-They are ``shoal.testing``'s, which the benches use too.
+Ports and waiting are ``shoal.testing``'s, which the benches use too.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from shoal.api.server import ApiServer, start_api
+from shoal.store.sqlite import SqliteStore
 from shoal.system.components import NAMES
 from shoal.testing.launch import free_port, free_ports
 from shoal.testing.wait import wait_for
 
-__all__ = ["free_port", "free_ports", "up_port", "wait_for"]
+__all__ = ["api_server", "free_port", "free_ports", "up_port", "wait_for"]
+
+
+@contextlib.asynccontextmanager
+async def api_server(**options: Any) -> AsyncIterator[ApiServer]:
+    """The API on an in-memory SQLite store, on a free loopback port (``start_api`` options)."""
+    server = await start_api(SqliteStore(":memory:"), **options)
+    server.own_store = True
+    try:
+        yield server
+    finally:
+        await server.stop()
 
 
 def up_port() -> int:

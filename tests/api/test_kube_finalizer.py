@@ -9,23 +9,18 @@ from typing import Any
 import httpx
 import pytest
 
-from shoal.api.server import start_api
 from shoal.model.kubernetes import KUBE_FINALIZER
-from shoal.store.sqlite import SqliteStore
 from shoal.testing import fleet
 from tests.api.test_creates import app
+from tests.util import api_server
 
 APPS = "/kubernetes/namespaces/a/applications"
 
 
 async def _http(kube_finalizer: bool) -> AsyncIterator[httpx.AsyncClient]:
-    server = await start_api(SqliteStore(":memory:"), kube_finalizer=kube_finalizer)
-    server.own_store = True
-    try:
+    async with api_server(kube_finalizer=kube_finalizer) as server:
         async with httpx.AsyncClient(base_url=server.url) as http:
             yield http
-    finally:
-        await server.stop()
 
 
 @pytest.fixture

@@ -11,16 +11,15 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from shoal.api.server import ApiServer, start_api
+from shoal.api.server import ApiServer
 from shoal.client.kube import KubeCluster
 from shoal.client.rest import ShoalClient
 from shoal.kube.controller import FINALIZER, KubeController
 from shoal.model.kubernetes import Application, ApplicationState, Cluster
 from shoal.scheduler.scheduler import Scheduler
-from shoal.store.sqlite import SqliteStore
 from tests.kube.conftest import NS, application, gone
 from tests.scheduler.helpers import fast_config
-from tests.util import wait_for
+from tests.util import api_server, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -28,12 +27,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 @pytest.fixture
 async def api() -> AsyncIterator[ApiServer]:
     """The suite's API fixture, with the kube controller's finalizer given at creation."""
-    server = await start_api(SqliteStore(":memory:"), kube_finalizer=True)
-    server.own_store = True
-    try:
+    async with api_server(kube_finalizer=True) as server:
         yield server
-    finally:
-        await server.stop()
 
 
 @pytest.fixture
