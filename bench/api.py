@@ -366,38 +366,18 @@ async def bench(
         patch_cpu = await patch_statuses(1)
         rows.append(("API CPU per status patch (no watcher)", f"{patch_cpu * 1e6:.0f} µs"))
 
-        small = 10  # the kube controller's batches are small while applications trickle in
-
-        async def patch_batch(i: int) -> None:
-            health = {"desired_pods": 2, "running_pods": 3}
-            items = [
-                {"namespace": NS, "name": f"app-{j:06d}", "status": {"container_health": health}}
-                for j in range(i * small, min(objects, (i + 1) * small))
-            ]
-            path = "/scheduling/applicationstatuses"
-            async with http.post(path, json={"items": items}) as response:
-                results = (await response.json())["results"]
-                assert all(r["status"] == 200 for r in results), results[:3]
-
-        cpu = cpu_seconds(process.pid)
-        await run_many(-(-objects // small), 8, patch_batch)
-        batch_cpu = (cpu_seconds(process.pid) - cpu) / objects
-        rows.append(
-            (f"API CPU per status patch (batches of {small})", f"{batch_cpu * 1e6:.0f} µs")
-        )
-
-        # Watch delivery, live: the same batched writes with and without 10 watchers, in
-        # alternating rounds. A delivery costs a few µs, within the noise of one write
-        # alone, so the writes are the cheapest there are (statuses in batches of 100).
-        async def patch_round(value: int, delivered: Sequence[Awaitable[Any]] = ()) -> float:
-            """API CPU per status written, counted until ``delivered`` (the watchers) end."""
+        async def patch_in_batches(
+            value: int, size: int, parallel: int, delivered: Sequence[Awaitable[Any]] = ()
+        ) -> float:
+            """API CPU per status written in batches of ``size``, counted until ``delivered``
+            (the watchers) end."""
 
             async def patch(i: int) -> None:
                 health = {"desired_pods": 2, "running_pods": value}
                 items = [
                     {"namespace": NS, "name": f"app-{j:06d}",
                      "status": {"container_health": health}}
-                    for j in range(i * batch, min(objects, (i + 1) * batch))
+                    for j in range(i * size, min(objects, (i + 1) * size))
                 ]  # fmt: skip
                 path = "/scheduling/applicationstatuses"
                 async with http.post(path, json={"items": items}) as response:
@@ -405,14 +385,23 @@ async def bench(
                     assert all(r["status"] == 200 for r in results), results[:3]
 
             cpu = cpu_seconds(process.pid)
-            await run_many(-(-objects // batch), 4, patch)
+            await run_many(-(-objects // size), parallel, patch)
             await asyncio.gather(*delivered)
             return (cpu_seconds(process.pid) - cpu) / objects
 
+        small = 10  # the kube controller's batches are small while applications trickle in
+        batch_cpu = await patch_in_batches(3, small, 8)
+        rows.append(
+            (f"API CPU per status patch (batches of {small})", f"{batch_cpu * 1e6:.0f} µs")
+        )
+
+        # Watch delivery, live: the same batched writes with and without 10 watchers, in
+        # alternating rounds. A delivery costs a few µs, within the noise of one write
+        # alone, so the writes are the cheapest there are (statuses in batches of 100).
         alone: list[float] = []
         watched: list[float] = []
         for round_ in range(3):
-            alone.append(await patch_round(10 + 2 * round_))
+            alone.append(await patch_in_batches(10 + 2 * round_, batch, 4))
             async with http.get(APPS, params={"limit": "1"}) as response:
                 now = (await response.json())["metadata"]["resource_version"]
             params = {"watch": "", "resource_version": now}
@@ -420,7 +409,7 @@ async def bench(
                 asyncio.create_task(watcher(http, APPS, params, objects)) for _ in range(watchers)
             ]
             await asyncio.sleep(0.3)
-            watched.append(await patch_round(11 + 2 * round_, watching))
+            watched.append(await patch_in_batches(11 + 2 * round_, batch, 4, watching))
         delivered = (statistics.median(watched) - statistics.median(alone)) / watchers
         rows.append(
             (
