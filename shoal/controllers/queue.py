@@ -4,7 +4,8 @@
 - A key added while a worker holds it is queued again when the worker is done,
   so no change is lost and no key is processed by two workers at once.
 - ``add_after`` keeps the earliest deadline of a key: a later request never
-  postpones an earlier one (a stream of events cannot starve a timer).
+  postpones an earlier one (a stream of events cannot starve a timer), unless it
+  says it ``replace``s it.
 - An added key wakes one idle worker, not all of them (a scheduler runs 256), and
   one idle worker at a time waits for the earliest timer.
 """
@@ -59,13 +60,18 @@ class WorkQueue(Generic[T]):
         self._ready.append(key)
         self._wake_one()
 
-    def add_after(self, key: T, delay: float) -> None:
+    def add_after(self, key: T, delay: float, *, replace: bool = False) -> None:
+        """Add ``key`` in ``delay`` seconds, unless it already waits for an earlier time.
+
+        ``replace``: this delay replaces the pending one, even an earlier one. For a
+        worker that just brought its key to rest: what it waited for then is done.
+        """
         if delay <= 0:
             self.add(key)
             return
         when = time.monotonic() + delay
         current = self._deadline.get(key)
-        if current is not None and current <= when:
+        if current is not None and current <= when and not replace:
             return
         self._deadline[key] = when
         heapq.heappush(self._timers, (when, next(self._seq), key))

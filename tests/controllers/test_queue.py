@@ -85,3 +85,31 @@ async def test_one_key_wakes_one_idle_worker() -> None:
     assert got == ["a"]
     assert looks <= 3, f"{looks} idle workers looked at the queue for one key"
     await _stop(queue, tasks)
+
+
+def test_add_after_keeps_the_earliest_time_unless_told_to_replace_it() -> None:
+    queue: WorkQueue[str] = WorkQueue()
+    queue.add_after("k", 1.0)
+    first = queue.deadline("k")
+    assert first is not None
+    queue.add_after("k", 60.0)  # a later request never postpones an earlier one
+    assert queue.deadline("k") == first
+    queue.add_after("k", 60.0, replace=True)  # the worker brought it to rest
+    later = queue.deadline("k")
+    assert later is not None and later > first + 50
+    queue.add_after("k", 0.5, replace=True)  # an earlier one still wins
+    again = queue.deadline("k")
+    assert again is not None and again < first
+
+
+async def test_a_replaced_time_adds_the_key_only_at_its_new_time() -> None:
+    queue: WorkQueue[str] = WorkQueue()
+    got: list[str] = []
+    tasks = await _workers(queue, 2, got)
+    queue.add_after("moved", 0.05)
+    queue.add_after("moved", 0.4, replace=True)
+    queue.add_after("kept", 0.1)
+    await wait_for(lambda: got == ["kept"], timeout=5, message="the timer that was kept")
+    assert "moved" not in got  # its first time has passed: replaced, not served
+    await wait_for(lambda: got == ["kept", "moved"], timeout=5, message="the new time")
+    await _stop(queue, tasks)
