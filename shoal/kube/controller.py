@@ -21,6 +21,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
+from collections.abc import Awaitable
 from dataclasses import KW_ONLY, InitVar, dataclass
 from datetime import timedelta
 from typing import Any
@@ -50,6 +51,7 @@ from shoal.kube.objects import (
     project,
     ref_key,
     stub,
+    tells_anything,
     triggered,
     unread,
     watch_entries,
@@ -116,7 +118,9 @@ class KubeController(Controller):
         # per kind and namespace applied there, so they cannot starve the other requests
         self.kube = KubeClients(timeout=timeout)
         self.watches: ClusterWatches | None = (
-            ClusterWatches(self._watch_client, self.queue_add) if watch else None
+            ClusterWatches(self._watch_client, self.queue_add, wakes=tells_anything)
+            if watch
+            else None
         )
         self.members = Members(self.watches, self._exists)
         # projection of each applied object right after our apply (drift detection)
@@ -140,6 +144,8 @@ class KubeController(Controller):
         self.copies_applied: dict[tuple[CacheKey, CacheKey], list[Obj]] = {}
         self.copies_baseline: dict[tuple[CacheKey, CacheKey], dict[Any, Any]] = {}
         self.written: dict[CacheKey, int] = {}  # resource_version of our last write
+        # writes not yet answered: the revisions of the events that came meanwhile
+        self.early: dict[CacheKey, list[int]] = {}
         self.behind: set[CacheKey] = set()  # reconciles that waited for our last write's event
         self.app_informer: Informer[Application] = Informer(
             self.client,
@@ -200,7 +206,10 @@ class KubeController(Controller):
         if old is not None and old.status.retries and not app.status.retries:
             self.failures.pop(key, None)  # retried by a user: the waits start afresh
         echo = old is not None and app.metadata.resource_version == self.written.get(key)
-        if not echo or key in self.behind:
+        if not echo and old is not None and key in self.early and key not in self.behind:
+            # perhaps the echo of the write in flight, come before its answer: decided then
+            self.early[key].append(app.metadata.resource_version or 0)
+        elif not echo or key in self.behind:
             # the echo of our own last write tells nothing new, unless a reconcile waited for it
             self.behind.discard(key)
             self.queue.add(key)
@@ -573,7 +582,8 @@ class KubeController(Controller):
             },
         )
         self.failures.pop(key, None)
-        self.queue.add_after(key, self.resync)
+        # at rest: the timers set on its way (progress, readiness, retries) have nothing left
+        self.queue.add_after(key, self.resync, replace=not cleanups)
 
     async def _shut_down_first(self, app: Application, refs: list[ResourceRef]) -> bool:
         """Krake's ``shutdown`` hook: whether the copies on ``refs`` may be removed now.
@@ -795,8 +805,9 @@ class KubeController(Controller):
         """Write the finalizers alone (``metadata.modified`` stays), on our copy's revision."""
         meta = app.metadata
         item = {"namespace": meta.namespace, "name": meta.name, "finalizers": finalizers}
-        version = await self.finalizer_writes.write(
-            {**item, "resource_version": meta.resource_version}
+        version = await self._answered(
+            cache_key(app),
+            self.finalizer_writes.write({**item, "resource_version": meta.resource_version}),
         )
         metadata = meta.model_copy(update={"finalizers": finalizers, "resource_version": version})
         # the same as stored: its echo needs no decoding
@@ -814,15 +825,40 @@ class KubeController(Controller):
         changed = {name: value for name, value in fields.items() if getattr(status, name) != value}
         if not changed:
             return app
-        item = {"namespace": app.metadata.namespace, "name": app.metadata.name, "status": changed}
-        version = await self.status_writes.write(item)
+        key = cache_key(app)
+        item = {"namespace": key[0], "name": key[1], "status": changed}
+        version = await self._answered(key, self.status_writes.write(item))
         # what the API stored, as far as the controller reads it back (state and reason,
         # derived by the API, come with the watch event)
         metadata = app.metadata.model_copy(update={"resource_version": version})
         written = app.model_copy(
             update={"metadata": metadata, "status": status.model_copy(update=changed)}
         )
+        if written.status.pending_cleanups:  # copies left where they could not be removed
+            self.queue.add_after(key, self.cleanup_retry)
         return self._wrote(written)
+
+    async def _answered(self, key: CacheKey, write: Awaitable[int]) -> int:
+        """The revision one of our writes of ``key`` made, recorded as ours (``written``).
+
+        Its event may come before its answer. The events of ``key`` meanwhile are held
+        (``early``) until the answer says which one was its echo: the others queue a
+        reconcile, as does any of them when the write failed.
+        """
+        if key in self.early:  # another write of it is in flight: that one decides
+            return await write
+        early = self.early[key] = []
+        try:
+            version = await write
+        except BaseException:
+            if self.early.pop(key, None):
+                self.queue.add(key)
+            raise
+        self.early.pop(key, None)
+        self.written[key] = max(self.written.get(key, 0), version)
+        if any(revision != version for revision in early):
+            self.queue.add(key)
+        return version
 
     def _wrote(self, app: Application) -> Application:
         key = cache_key(app)

@@ -114,16 +114,21 @@ class Members:
             lives: list[Obj | None] = []
             baseline: dict[tuple[str, str, str | None, str], Any] = {}
             for obj in marked:
+                seen = obj_key(obj, namespace)
+                if self.watches is not None:
+                    self.watches.applying(cluster, seen, (me.namespace, me.name))
                 try:
                     result = await kube.apply(obj, namespace)
-                except KubeApiError as error:
-                    if error.status == 404:
+                except BaseException as error:
+                    if self.watches is not None:
+                        self.watches.observe(cluster, seen, None)
+                    if isinstance(error, KubeApiError) and error.status == 404:
                         kube.namespaces.clear()  # a namespace may have gone: ask again
                     raise
+                if self.watches is not None:
+                    self.watches.observe(cluster, seen, result)
                 baseline[ident(obj)] = project(obj, result)
                 lives.append(result)
-                if self.watches is not None:
-                    self.watches.observe(cluster, obj_key(obj, namespace), result)
             return Applied(lives, baseline, taken)
         finally:
             for key in claimed:

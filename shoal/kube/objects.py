@@ -62,6 +62,30 @@ def workload_health(obj: Obj) -> tuple[bool, ContainerHealth]:
     return True, ContainerHealth()
 
 
+_BOOKKEEPING = frozenset(("resourceVersion", "managedFields"))
+
+
+def tells_anything(before: Obj | None, after: Obj) -> bool:
+    """Whether a newer version of a live object can change a reconcile's outcome.
+
+    A reconcile reads a live object's fields outside ``status`` (drift, ownership,
+    deletion) and, of its status, only its readiness and pods (``workload_health``).
+    The server's bookkeeping (resourceVersion, managedFields) tells nothing.
+    """
+    if before is None:
+        return True
+    for key in before.keys() | after.keys():
+        if key == "metadata":
+            old, new = before.get(key) or {}, after.get(key) or {}
+            if {k: v for k, v in old.items() if k not in _BOOKKEEPING} != {
+                k: v for k, v in new.items() if k not in _BOOKKEEPING
+            }:
+                return True
+        elif key != "status" and before.get(key) != after.get(key):
+            return True
+    return workload_health(before) != workload_health(after)
+
+
 def ident(obj: Obj) -> tuple[str, str, str | None, str]:
     meta = obj.get("metadata") or {}
     return (obj["apiVersion"], obj["kind"], meta.get("namespace"), meta["name"])
@@ -175,15 +199,21 @@ def raw_watch_entries(app: Obj) -> set[Entry]:
 def unread(app: Obj, written: int | None, entries: set[Entry] | None) -> bool:
     """An application event the kube controller need not decode (``app`` as JSON).
 
-    Three of an application's four events are: its creation (not yet bound:
-    a reconcile finds nothing to do) and the echoes of the controller's own
-    writes (``written``: finalizer, RUNNING). ``entries`` (the watched objects,
-    None when nothing is watched) must stay the same.
+    Two of an application's three events are: its creation (not yet bound:
+    a reconcile finds nothing to do) and the echo of the controller's own
+    write (``written``: RUNNING). ``entries`` (the watched objects, None when
+    nothing is watched) must stay the same. An application unbound while it
+    runs somewhere (its cluster is being deleted) is read: it is withdrawn.
     """
     meta = app["metadata"]
     if meta.get("resource_version") != written:  # not our echo
         status = app.get("status") or {}
-        if meta.get("deleted") or status.get("scheduled_to") or status.get("pending_cleanups"):
+        if (
+            meta.get("deleted")
+            or status.get("scheduled_to")
+            or status.get("running_on")
+            or status.get("pending_cleanups")
+        ):
             return False
     return entries is None or raw_watch_entries(app) == entries
 

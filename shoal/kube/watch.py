@@ -67,6 +67,8 @@ class ClusterWatches:
     get_kube: Callable[[ClusterKey], Awaitable[KubeCluster | None]]
     on_event: Callable[[CacheKey], None]
     _: KW_ONLY
+    # (the object as last kept or None, the event's) -> whether the event wakes its applications
+    wakes: Callable[[Obj | None, Obj], bool] = lambda before, after: True
     timeout_seconds: int = 300
     retry: float = 0.5
     max_retry: float = 10.0
@@ -76,6 +78,11 @@ class ClusterWatches:
     _tasks: dict[Target, asyncio.Task[None]] = field(default_factory=dict, init=False, repr=False)
     _synced: set[Target] = field(default_factory=set, init=False, repr=False)
     _objects: dict[Target, dict[str, Obj]] = field(default_factory=dict, init=False, repr=False)
+    # objects being applied: by whom, and the versions of their events meanwhile, held
+    # from the applier until the answer
+    _held: dict[Entry, tuple[CacheKey, list[int | None]]] = field(
+        default_factory=dict, init=False, repr=False
+    )
     events: int = field(default=0, init=False)  # events that woke an application (tests, metrics)
     lists: int = field(default=0, init=False)
 
@@ -117,12 +124,32 @@ class ClusterWatches:
             return False, None
         return True, self._objects.get(target, {}).get(name)
 
-    def observe(self, cluster: ClusterKey, obj: ObjKey, live: Obj) -> None:
-        """``live`` came back from a write: keep it unless the watch has seen a newer one."""
+    def applying(self, cluster: ClusterKey, obj: ObjKey, app: CacheKey) -> None:
+        """``app`` is writing ``obj``. The write's own event may come before its answer:
+        events of ``obj`` meanwhile wake ``app`` only once ``observe`` tells them apart."""
+        self._held.setdefault((cluster, obj), (app, []))
+
+    def observe(self, cluster: ClusterKey, obj: ObjKey, live: Obj | None) -> None:
+        """``live`` came back from a write (None: the write failed): keep it unless the watch
+        has seen a newer one, and wake the object's other applications if it is news to them.
+        An event held meanwhile that is newer than ``live``, or any after a failure, wakes the
+        writer."""
         api_version, kind, namespace, name = obj
-        objects = self._objects.get((cluster, api_version, kind, namespace))
-        if objects is not None and newer(live, objects.get(name)):
+        target = (cluster, api_version, kind, namespace)
+        app, held = self._held.pop((cluster, obj), (None, []))
+        objects = self._objects.get(target)
+        if live is not None and objects is not None and newer(live, before := objects.get(name)):
             objects[name] = live
+            if self.wakes(before, live):  # news to the object's other applications
+                for other in self._index.get((cluster, obj), set()) - {app}:
+                    self.events += 1
+                    self.on_event(other)
+        mine = None if live is None else _version(live)
+        if app is not None and any(
+            mine is None or version is None or version > mine for version in held
+        ):
+            self.events += 1
+            self.on_event(app)
 
     @property
     def targets(self) -> set[Target]:
@@ -166,7 +193,9 @@ class ClusterWatches:
 
     # one watch ----------------------------------------------------------------------
 
-    def _notify(self, target: Target, name: str | None) -> None:
+    def _notify(self, target: Target, name: str | None, version: int | None = None) -> None:
+        """Wake the applications of ``name`` (all of ``target`` after a list), but one that
+        is applying it: it learns of the event (``version``) when its answer comes."""
         cluster, api_version, kind, namespace = target
         if name is None:  # after a list: everybody on the target
             apps = {
@@ -176,19 +205,35 @@ class ClusterWatches:
                 for app in keys
             }
         else:
-            apps = set(self._index.get((cluster, (api_version, kind, namespace, name)), ()))
+            entry = (cluster, (api_version, kind, namespace, name))
+            apps = set(self._index.get(entry, ()))
+            held = self._held.get(entry)
+            if held is not None and held[0] in apps:
+                apps.discard(held[0])
+                held[1].append(version)
         for app in apps:
             self.events += 1
             self.on_event(app)
 
-    def _keep(self, target: Target, event: str, obj: Obj) -> None:
+    def _keep(self, target: Target, event: str, obj: Obj) -> bool:
+        """Keep what the event says of its object; whether it wakes the object's applications.
+
+        An update older than what is kept tells nothing new, nor one that ``wakes`` finds
+        changes nothing they read (a Deployment's status moves several times on its way to
+        ready, and again after). A deletion always does."""
         objects = self._objects.setdefault(target, {})
         name = obj["metadata"]["name"]
+        before = objects.get(name)
         if event == "DELETED":
-            if newer(obj, objects.get(name)):
+            if newer(obj, before):
                 objects.pop(name, None)
-        elif newer(obj, objects.get(name)):
+            wakes = True
+        elif not newer(obj, before):
+            return False
+        else:
             objects[name] = obj
+            wakes = self.wakes(before, obj)
+        return wakes
 
     async def _run(self, target: Target) -> None:
         cluster, api_version, kind, namespace = target
@@ -220,9 +265,11 @@ class ClusterWatches:
                 meta = obj.get("metadata") or {}
                 version = str(meta.get("resourceVersion") or version)
                 kind_of_event = event.get("type")
-                if kind_of_event in ("ADDED", "MODIFIED", "DELETED"):
-                    self._keep(target, kind_of_event, obj)
-                    self._notify(target, meta.get("name"))
+                if kind_of_event in ("ADDED", "MODIFIED", "DELETED") and self._keep(
+                    target, kind_of_event, obj
+                ):
+                    deleted = kind_of_event == "DELETED"
+                    self._notify(target, meta.get("name"), None if deleted else _version(obj))
                 yield version
 
         def failed(error: Exception) -> None:

@@ -13,6 +13,7 @@ import yaml
 from shoal.client.kube import KubeCluster
 from shoal.client.rest import ShoalClient
 from shoal.kube.controller import KubeController
+from shoal.kube.objects import tells_anything
 from shoal.kube.watch import ClusterWatches
 from shoal.model.base import ReasonCode, ResourceRef
 from shoal.model.kubernetes import Application, ApplicationState, Cluster
@@ -278,3 +279,98 @@ async def test_watch_resumes_and_relists_when_compacted(
         assert watches.targets == set()
     finally:
         await watches.stop()
+
+
+async def test_a_writers_own_event_wakes_only_the_others(kube: dict[str, KubeCluster]) -> None:
+    """The event of an apply may come before its answer: it wakes the object's other
+    applications at once, and the writer only if something newer than its answer came."""
+    woken: list[tuple[str | None, str]] = []
+
+    async def get_kube(key: tuple[str | None, str]) -> KubeCluster:
+        return kube[key[1]]
+
+    watches = ClusterWatches(
+        get_kube, woken.append, wakes=tells_anything, retry=0.05, max_retry=0.2
+    )
+    writer, other, de = (NS, "writer"), (NS, "other"), (NS, "de")
+    cm = ("v1", "ConfigMap", NS, "cm")
+    watches.set_app(writer, {(de, cm)})
+    watches.set_app(other, {(de, cm)})
+    collection = f"/api/v1/namespaces/{NS}/configmaps"
+
+    def config_map(value: str) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"},
+                "data": {"k": value}}  # fmt: skip
+
+    try:
+        await wait_for(lambda: watches.watched(writer, de), timeout=5, message="watch up")
+        await wait_for(lambda: len(woken) == 2, timeout=5, message="the list wakes both")
+        woken.clear()
+
+        # its own write: the event comes while it waits, and wakes the other alone
+        watches.applying(de, cm, writer)
+        answer = await kube["de"].request("POST", collection, body=config_map("1"))
+        await wait_for(lambda: woken == [other], timeout=5, message="the other woken")
+        watches.observe(de, cm, answer)
+        await asyncio.sleep(0.2)
+        assert woken == [other]
+
+        # someone else wrote after it: that is news to the writer too
+        woken.clear()
+        watches.applying(de, cm, writer)
+        answer = await kube["de"].request("PUT", f"{collection}/cm", body=config_map("2"))
+        await kube["de"].request("PUT", f"{collection}/cm", body=config_map("3"))
+        await wait_for(lambda: woken == [other, other], timeout=5, message="both events")
+        watches.observe(de, cm, answer)
+        assert woken == [other, other, writer]
+
+        # a write that failed: whatever came meanwhile wakes the writer
+        woken.clear()
+        watches.applying(de, cm, writer)
+        await kube["de"].request("PUT", f"{collection}/cm", body=config_map("5"))
+        await wait_for(lambda: woken == [other], timeout=5, message="the other woken")
+        watches.observe(de, cm, None)
+        assert woken == [other, writer]
+    finally:
+        await watches.stop()
+
+
+async def test_the_echo_of_a_write_come_before_its_answer_queues_nothing(
+    client: ShoalClient,
+) -> None:
+    """A status write's event may beat its answer: held until the answer says whose it is."""
+    controller = KubeController(client)  # not started: its queue is looked at, not worked
+    app = await client.create(application("echo"))
+    key = (NS, "echo")
+
+    def version(rv: int) -> Application:
+        return app.model_copy(
+            update={"metadata": app.metadata.model_copy(update={"resource_version": rv})}
+        )
+
+    async def write(answer: int, *events: int) -> None:
+        future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        task = asyncio.create_task(controller._answered(key, future))
+        await asyncio.sleep(0)
+        for rv in events:
+            controller._app_event(version(rv), app)
+        assert len(controller.queue) == 0  # held while the write is in flight
+        future.set_result(answer)
+        assert await task == answer
+
+    await write(40, 40)  # its own echo
+    assert len(controller.queue) == 0 and controller.written[key] == 40
+    await write(42, 41, 42)  # another's write came meanwhile
+    assert len(controller.queue) == 1 and controller.written[key] == 42
+    controller.queue.done(await controller.queue.get())
+    controller._app_event(version(42), app)  # an echo after its answer, as before
+    assert len(controller.queue) == 0
+
+    future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+    task = asyncio.create_task(controller._answered(key, future))
+    await asyncio.sleep(0)
+    controller._app_event(version(43), app)
+    future.set_exception(ConnectionResetError())
+    with pytest.raises(ConnectionResetError):
+        await task
+    assert len(controller.queue) == 1  # a failed write: what came meanwhile is looked at

@@ -6,7 +6,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from shoal.kube.controller import triggered
-from shoal.kube.objects import raw_watch_entries, unread, watch_entries, workload_health
+from shoal.kube.objects import (
+    raw_watch_entries,
+    tells_anything,
+    unread,
+    watch_entries,
+    workload_health,
+)
 from shoal.model.base import ResourceRef
 from shoal.observer.controller import summarize_nodes
 from tests.kube.conftest import application
@@ -40,6 +46,10 @@ def test_raw_watch_entries_match_the_model() -> None:
     app.status.running_on = cluster
     app.status.last_applied_manifest = app.spec.manifest
     assert raw_watch_entries(app.model_dump(mode="json")) == watch_entries(app) == entries
+    app.status.scheduled_to = None  # unbound where it runs (its cluster is being deleted)
+    unbound = app.model_dump(mode="json", exclude_defaults=True)
+    assert raw_watch_entries(unbound) == entries
+    assert not unread(unbound, None, entries)  # a reconcile withdraws it
 
 
 def test_workload_health() -> None:
@@ -76,6 +86,35 @@ def _node(name: str, ready: bool, pressure: bool = False) -> dict[str, object]:
             ],
         },
     }
+
+
+def test_tells_anything_of_a_live_object() -> None:
+    """What wakes an application: its objects' fields, their readiness, and not the rest."""
+    dep: dict[str, Any] = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "d", "resourceVersion": "7", "generation": 1, "labels": {"a": "1"}},
+        "spec": {"replicas": 1},
+        "status": {"observedGeneration": 1, "replicas": 1, "updatedReplicas": 1},
+    }
+
+    def changed(**fields: Any) -> dict[str, Any]:
+        new = {**dep, "metadata": {**dep["metadata"], "resourceVersion": "8"}}
+        for name, value in fields.items():
+            part, key = name.split("__")
+            new[part] = {**new[part], key: value}
+        return new
+
+    assert tells_anything(None, dep)  # first seen
+    assert not tells_anything(dep, dep)
+    assert not tells_anything(dep, changed())  # bookkeeping alone
+    assert not tells_anything(dep, changed(metadata__managedFields=[{"manager": "x"}]))
+    assert not tells_anything(dep, changed(status__conditions=[{"type": "Progressing"}]))
+    assert tells_anything(dep, changed(status__readyReplicas=1))  # now ready
+    assert tells_anything(dep, changed(spec__replicas=2))  # drift
+    assert tells_anything(dep, changed(metadata__labels={"a": "2"}))  # ownership
+    assert tells_anything(dep, changed(metadata__deletionTimestamp="2026-11-27T00:00:00Z"))
+    assert tells_anything(dep, {**changed(), "data": {"k": "v"}})  # a field it did not have
 
 
 def test_summarize_nodes_is_compact() -> None:
