@@ -21,6 +21,11 @@ run's noise does not blur).
     .venv/bin/python bench/schedule.py [--clusters 10,100,1000] [--apps 5000]
         [--events both] [--repeat 3] [--batch 1]
 
+The last two columns say what bounds the rate on a machine the run has to
+itself: the load generator's own CPU per application, and the machine's
+cores divided by the CPU per application of the API, the scheduler and the
+load generator together.
+
 ``--batch B`` creates the applications B to a request (``POST
 /kubernetes/applications``, as ``shoal create -f`` sends a file of them)
 instead of one request each.
@@ -173,7 +178,7 @@ async def run_one(
                 )
                 sched = controller("scheduler", url, "--config", str(config), cpu=1)
                 await synced(client)
-                cpu0 = cpu_seconds(api.proc.pid), cpu_seconds(sched.pid)
+                cpu0 = cpu_seconds(api.proc.pid), cpu_seconds(sched.pid), cpu_seconds(os.getpid())
 
                 start_rev = (await client.list(Application, NS)).revision
                 bound_at: dict[str, float] = {}
@@ -277,6 +282,7 @@ async def run_one(
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await watcher
                 t1 = max(bound_at.values())
+                own_cpu = cpu_seconds(os.getpid()) - cpu0[2]  # the load generator's
                 stop_profiles(profilers)
                 # The recorder's last flush (every second) is part of the burst's cost:
                 # both modes' CPU is read after it (the quiet seconds cost both the same).
@@ -295,6 +301,7 @@ async def run_one(
                     "p99": lat[min(len(lat) - 1, int(len(lat) * 0.99))],
                     "api_cpu": cpu1[0] - cpu0[0],
                     "sched_cpu": cpu1[1] - cpu0[1],
+                    "bench_cpu": own_cpu,
                     "events": written,
                     "store_cpu": store_cpu,
                     "on": float(events),
@@ -372,15 +379,24 @@ def main() -> None:
     head = f"{'clusters':>8} {'events':>6} {'apps':>6} {'all bound (s)':>13} {'created (s)':>11} "
     print(
         head + f"{'apps/s':>8} {'p50 (s)':>8} {'p99 (s)':>8} {'API cpu':>8} {'sched cpu':>9} "
-        f"{'written':>8} {'API us/app':>10} {'sched us/app':>12}"
+        f"{'written':>8} {'API us/app':>10} {'sched us/app':>12} {'bench us/app':>12} "
+        f"{'at most/s':>9}"
     )
     for r in rows:
+        # every process of the run shares the machine's cores: their CPU per application
+        # bounds the rate, whatever each process's own speed
+        total = (r["api_cpu"] + r["sched_cpu"] + r["bench_cpu"]) / r["M"]
         print(
             f"{r['N']:8.0f} {'on' if r['on'] else 'off':>6} {r['M']:6.0f} {r['seconds']:13.2f} "
             f"{r['create_s']:11.2f} {r['rate']:8.0f} {r['p50']:8.3f} {r['p99']:8.3f} "
             f"{r['api_cpu']:8.2f} {r['sched_cpu']:9.2f} {r['events']:8.0f} "
-            f"{1e6 * r['api_cpu'] / r['M']:10.0f} {1e6 * r['sched_cpu'] / r['M']:12.0f}"
+            f"{1e6 * r['api_cpu'] / r['M']:10.0f} {1e6 * r['sched_cpu'] / r['M']:12.0f} "
+            f"{1e6 * r['bench_cpu'] / r['M']:12.0f} {(os.cpu_count() or 1) / total:9.0f}"
         )
+    print(
+        "bench us/app: the load generator's own CPU (its clients and its watch). at most/s: "
+        "the cores divided by the CPU per application of the API, the scheduler and the bench"
+    )
     if len(modes) == 2:
         for n in dict.fromkeys(int(r["N"]) for r in rows):
             offs = [r for r in rows if r["N"] == n and not r["on"]]
