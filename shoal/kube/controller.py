@@ -811,7 +811,7 @@ class KubeController(Controller):
         )
         metadata = meta.model_copy(update={"finalizers": finalizers, "resource_version": version})
         # the same as stored: its echo needs no decoding
-        return self.app_informer.known(self._wrote(app.model_copy(update={"metadata": metadata})))
+        return self.app_informer.known(app.model_copy(update={"metadata": metadata}))
 
     async def _write(self, app: Application, fields: dict[str, Any]) -> Application:
         """Patch those of the controller's own status fields that differ (docs/status-ownership.md).
@@ -836,7 +836,7 @@ class KubeController(Controller):
         )
         if written.status.pending_cleanups:  # copies left where they could not be removed
             self.queue.add_after(key, self.cleanup_retry)
-        return self._wrote(written)
+        return written
 
     async def _answered(self, key: CacheKey, write: Awaitable[int]) -> int:
         """The revision one of our writes of ``key`` made, recorded as ours (``written``).
@@ -859,12 +859,6 @@ class KubeController(Controller):
         if any(revision != version for revision in early):
             self.queue.add(key)
         return version
-
-    def _wrote(self, app: Application) -> Application:
-        key = cache_key(app)
-        version = app.metadata.resource_version or 0
-        self.written[key] = max(self.written.get(key, 0), version)
-        return app
 
     async def _failed(self, app: Application, failure: KubeFailure) -> None:
         """Record the reason and retry with the application's backoff settings."""

@@ -141,15 +141,12 @@ class ClusterWatches:
         if live is not None and objects is not None and newer(live, before := objects.get(name)):
             objects[name] = live
             if self.wakes(before, live):  # news to the object's other applications
-                for other in self._index.get((cluster, obj), set()) - {app}:
-                    self.events += 1
-                    self.on_event(other)
+                self._wake(self._index.get((cluster, obj), set()) - {app})
         mine = None if live is None else _version(live)
         if app is not None and any(
             mine is None or version is None or version > mine for version in held
         ):
-            self.events += 1
-            self.on_event(app)
+            self._wake([app])
 
     @property
     def targets(self) -> set[Target]:
@@ -211,6 +208,9 @@ class ClusterWatches:
             if held is not None and held[0] in apps:
                 apps.discard(held[0])
                 held[1].append(version)
+        self._wake(apps)
+
+    def _wake(self, apps: Iterable[CacheKey]) -> None:
         for app in apps:
             self.events += 1
             self.on_event(app)
@@ -227,13 +227,11 @@ class ClusterWatches:
         if event == "DELETED":
             if newer(obj, before):
                 objects.pop(name, None)
-            wakes = True
-        elif not newer(obj, before):
+            return True
+        if not newer(obj, before):
             return False
-        else:
-            objects[name] = obj
-            wakes = self.wakes(before, obj)
-        return wakes
+        objects[name] = obj
+        return self.wakes(before, obj)
 
     async def _run(self, target: Target) -> None:
         cluster, api_version, kind, namespace = target
