@@ -56,11 +56,17 @@ from shoal.kube.objects import (
     unread,
     watch_entries,
 )
-from shoal.kube.owners import FINALIZER, LABEL_UID, Owner, owned
+from shoal.kube.owners import LABEL_UID, Owner, owned
 from shoal.kube.watch import ClusterWatches
 from shoal.model.application_status import placed_on, runs_on
 from shoal.model.base import Reason, ReasonCode, ResourceRef, utcnow
-from shoal.model.kubernetes import Application, ApplicationState, Cluster, ClusterState
+from shoal.model.kubernetes import (
+    KUBE_FINALIZER,
+    Application,
+    ApplicationState,
+    Cluster,
+    ClusterState,
+)
 
 log = logging.getLogger(__name__)
 
@@ -460,9 +466,9 @@ class KubeController(Controller):
         key = cache_key(app)
         target = app.status.scheduled_to
         assert target is not None
-        if FINALIZER not in app.metadata.finalizers:
+        if KUBE_FINALIZER not in app.metadata.finalizers:
             # stored before anything is applied: a deletion then always waits for the clean-up
-            app = await self._set_finalizers(app, [*app.metadata.finalizers, FINALIZER])
+            app = await self._set_finalizers(app, [*app.metadata.finalizers, KUBE_FINALIZER])
         status = app.status
         manifest = self.desired(app)
         namespace = app.metadata.namespace or "default"
@@ -749,7 +755,7 @@ class KubeController(Controller):
 
     async def _delete(self, app: Application) -> None:
         """Remove what the application owns from its clusters, then its finalizer."""
-        if FINALIZER not in app.metadata.finalizers:
+        if KUBE_FINALIZER not in app.metadata.finalizers:
             return
         namespace = app.metadata.namespace or "default"
         me = Owner.of(app)
@@ -797,7 +803,7 @@ class KubeController(Controller):
                     (namespace, o, me) for o in stale
                 )
         with contextlib.suppress(NotFound):
-            kept = [f for f in app.metadata.finalizers if f != FINALIZER]
+            kept = [f for f in app.metadata.finalizers if f != KUBE_FINALIZER]
             app = await self._set_finalizers(app, kept)
         reasons.deleted(self.events, app, len(refs))
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from shoal.machinery.types import Obj
-from shoal.model.kubernetes import KUBE_FINALIZER, Application
+from shoal.model.kubernetes import Application
 
 PREFIX = "shoal.dev/"
 LABEL_NAMESPACE = PREFIX + "app-namespace"
@@ -21,7 +21,6 @@ LABEL_NAME = PREFIX + "app-name"
 LABEL_UID = PREFIX + "app-uid"
 ANNOTATION_APP = PREFIX + "application"  # "namespace/name"
 ANNOTATION_UID = PREFIX + "application-uid"
-FINALIZER = KUBE_FINALIZER
 
 
 @dataclass(frozen=True, slots=True)

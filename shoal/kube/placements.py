@@ -31,10 +31,11 @@ from shoal.kube.objects import (
     ref_key,
     workload_health,
 )
-from shoal.kube.owners import FINALIZER, Owner, owned
+from shoal.kube.owners import Owner, owned
 from shoal.machinery.types import Obj
 from shoal.model.base import Reason, ReasonCode, ResourceRef
 from shoal.model.kubernetes import (
+    KUBE_FINALIZER,
     Application,
     ApplicationState,
     ContainerHealth,
@@ -142,9 +143,9 @@ def _health(manifest: list[Obj], lives: list[Obj | None]) -> tuple[bool, int, Co
 async def deploy(controller: KubeController, app: Application) -> None:
     """Bring every placement's copy to its share: grow first, then shrink and remove."""
     key = cache_key(app)
-    if FINALIZER not in app.metadata.finalizers:
+    if KUBE_FINALIZER not in app.metadata.finalizers:
         # stored before anything is applied: a deletion then always waits for the clean-up
-        app = await controller._set_finalizers(app, [*app.metadata.finalizers, FINALIZER])
+        app = await controller._set_finalizers(app, [*app.metadata.finalizers, KUBE_FINALIZER])
     status = app.status
     copies = {ref_key(c.cluster): c for c in status.copies}
     running = status.running_on

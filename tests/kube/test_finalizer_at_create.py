@@ -14,8 +14,8 @@ import pytest
 from shoal.api.server import ApiServer
 from shoal.client.kube import KubeCluster
 from shoal.client.rest import ShoalClient
-from shoal.kube.controller import FINALIZER, KubeController
-from shoal.model.kubernetes import Application, ApplicationState, Cluster
+from shoal.kube.controller import KubeController
+from shoal.model.kubernetes import KUBE_FINALIZER, Application, ApplicationState, Cluster
 from shoal.scheduler.scheduler import Scheduler
 from tests.kube.conftest import NS, application, gone
 from tests.scheduler.helpers import fast_config
@@ -65,7 +65,7 @@ async def test_deployed_without_a_finalizer_write_and_cleaned_up(
                 versions.append(event.object)
                 if event.object.status.state is ApplicationState.RUNNING:
                     break
-    assert [v.metadata.finalizers for v in versions] == [[FINALIZER]] * len(versions)
+    assert [v.metadata.finalizers for v in versions] == [[KUBE_FINALIZER]] * len(versions)
     assert versions[0].status.scheduled_to is None  # created with it, before any binding
     for before, after in itertools.pairwise(versions):
         # each write changed the status: none was the finalizer's alone
@@ -88,7 +88,7 @@ async def test_never_placed_application_is_removed_when_deleted(
 
     await wait_for(waiting, timeout=10, message="nowhere told that no cluster fits")
     app = await client.get(Application, "nowhere", NS)
-    assert app.status.scheduled_to is None and app.metadata.finalizers == [FINALIZER]
+    assert app.status.scheduled_to is None and app.metadata.finalizers == [KUBE_FINALIZER]
 
     await client.delete(Application, "nowhere", NS)
     await wait_for(lambda: gone(client, "nowhere"), timeout=15, message="nowhere removed")

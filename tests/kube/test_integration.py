@@ -9,9 +9,15 @@ import pytest
 
 from shoal.client.kube import KubeCluster
 from shoal.client.rest import NotFound, ShoalClient
-from shoal.kube.controller import FINALIZER, KubeController
+from shoal.kube.controller import KubeController
 from shoal.model.base import ResourceRef
-from shoal.model.kubernetes import Application, ApplicationState, Cluster, ClusterState
+from shoal.model.kubernetes import (
+    KUBE_FINALIZER,
+    Application,
+    ApplicationState,
+    Cluster,
+    ClusterState,
+)
 from shoal.observer.controller import ClusterObserver
 from shoal.scheduler.scheduler import Scheduler
 from shoal.sim.server import SimServer
@@ -79,7 +85,7 @@ async def test_deploy_and_delete(
     app = await wait_for(running, timeout=15, message="web RUNNING")
     assert app.status.running_on is not None and app.status.running_on.name == "fr"
     assert app.status.scheduled_to == app.status.running_on
-    assert FINALIZER in app.metadata.finalizers
+    assert KUBE_FINALIZER in app.metadata.finalizers
     assert app.status.last_applied_manifest == app.spec.manifest
     assert app.status.container_health.desired_pods == 2
     assert app.status.container_health.running_pods == 2
