@@ -102,7 +102,7 @@ class KubeController(Controller):
     # Reconciles in flight. Each mostly waits: on the API for the finalizer and status
     # writes, on the member cluster for the apply. Under a burst those round trips take
     # 40-60 ms each, so 64 workers capped the controller near 400 applications per second
-    # while its core was not busy, and the wait grew in its queue (docs/performance.md,
+    # while its core was not busy, and the wait grew in its queue (docs/performance-rounds.md,
     # seventh round). Writes go in batches and each cluster's client keeps at most 100
     # connections, so more workers mean larger batches, not more requests.
     workers: int = 256

@@ -23,7 +23,7 @@ def tune_gc() -> None:
     young objects they would have walked (an event's decoded JSON, an object's
     previous copy) are freed before: the kube controller's collections took 145–290
     ms of CPU per 2,000 applications instead of 315–350, the scheduler's 130–155
-    instead of 215–265 (``bench/e2e.py``; docs/performance.md, fifth round).
+    instead of 215–265 (``bench/e2e.py``; docs/performance-rounds.md, fifth round).
     """
     global _tuned
     _tuned = True
