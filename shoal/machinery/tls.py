@@ -21,6 +21,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from shoal.machinery.files import write_atomically
+
 Peer = tuple[str, tuple[str, ...]]
 
 
@@ -168,7 +170,6 @@ def write_pair(directory: Path, name: str, pair: tuple[bytes, bytes]) -> tuple[P
     """Write ``name.key`` (mode 0600) and ``name.crt``; their paths."""
     directory.mkdir(parents=True, exist_ok=True)
     key_path, cert_path = directory / f"{name}.key", directory / f"{name}.crt"
-    key_path.touch(mode=0o600)
-    key_path.write_bytes(pair[0])
-    cert_path.write_bytes(pair[1])
+    write_atomically(key_path, pair[0], private=True)
+    write_atomically(cert_path, pair[1])
     return key_path, cert_path

@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 import typer
 
+from shoal.machinery.files import write_atomically
 from shoal.machinery.memory import tune_gc
 
 app = typer.Typer(help="Simulated Kubernetes clusters (like KWOK) for demos, tests and benchmarks.")
@@ -26,7 +27,7 @@ DEFAULT_ADMIN = "http://127.0.0.1:8443"
 
 
 def write_admin_url(data_dir: Path, url: str) -> None:
-    (data_dir / ADMIN_FILE).write_text(url + "\n")
+    write_atomically(data_dir / ADMIN_FILE, url + "\n")
 
 
 def read_admin_url(data_dir: Path) -> str | None:

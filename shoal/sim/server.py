@@ -53,6 +53,7 @@ from typing import Any, Unpack, cast
 import orjson
 import yaml
 
+from shoal.machinery.files import write_atomically
 from shoal.machinery.server import Served, listen, serve
 from shoal.machinery.tls import Tls
 from shoal.machinery.types import Obj
@@ -151,7 +152,7 @@ class SimFleet:
         written = {}
         for name in names or list(self.clusters):
             path = out / f"{name}.yaml"
-            path.write_text(yaml.safe_dump(self.kubeconfig(name), sort_keys=False))
+            write_atomically(path, yaml.safe_dump(self.kubeconfig(name), sort_keys=False))
             written[name] = path
         return written
 

@@ -11,6 +11,7 @@ from typing import Any
 import yaml
 from rich.table import Table
 
+from shoal.machinery.files import write_atomically
 from shoal.system.process import console
 
 
@@ -110,7 +111,7 @@ async def start_fleet(
         name = f"sim-{i + 1}"
         location = locations[i % len(locations)]
         kubeconfig = await add(name, nodes, {"location": location})
-        (kube_dir / f"{name}.yaml").write_text(yaml.safe_dump(kubeconfig))
+        write_atomically(kube_dir / f"{name}.yaml", yaml.safe_dump(kubeconfig))
         metrics = [
             MetricRef(name="green_energy", weight=1.0),
             MetricRef(name=f"free_capacity_{i + 1}", weight=0.5),

@@ -22,6 +22,7 @@ import aiohttp
 import typer
 import yaml
 
+from shoal.machinery.files import write_atomically
 from shoal.machinery.types import Obj
 from shoal.system.components import NAMES, SCHEDULER
 from shoal.system.demo import banner, create_demo, sample_metrics, saved_token, start_fleet
@@ -38,8 +39,7 @@ def _plain_api_config(directory: Path) -> Path:
     config = yaml.safe_load((directory / "api.yaml").read_text()) or {}
     config.pop("tls", None)
     path = directory / "api-http.yaml"
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
-    return path
+    return write_atomically(path, yaml.safe_dump(config, sort_keys=False))
 
 
 def sim_adder(admin: str, kube_dir: Path) -> AddCluster:

@@ -20,6 +20,7 @@ import yaml
 from shoal.api.auth.config import Security, load
 from shoal.api.auth.roles import ADMINS, COMPONENTS, component_user
 from shoal.api.auth.secrets import new_key
+from shoal.machinery.files import write_atomically
 from shoal.machinery.tls import issue, make_ca, write_pair
 
 ADMIN = "admin"
@@ -42,13 +43,7 @@ class Setup:
     def write_client_config(self, url: str) -> Path:
         """The CLI's configuration for this API: its URL, the admin token, the CA."""
         text = yaml.safe_dump({"api": url, "token": self.tokens[ADMIN], "ca": str(self.ca)})
-        _write_private(self.client_config, text)
-        return self.client_config
-
-
-def _write_private(path: Path, text: str) -> None:
-    path.touch(mode=0o600)
-    path.write_text(text)
+        return write_atomically(self.client_config, text, private=True)
 
 
 def _read_tokens(path: Path) -> dict[str, str]:
@@ -78,10 +73,10 @@ def ensure(
     if not tokens_path.exists():
         users = [(ADMIN, ADMINS)] + [(component_user(c), "") for c in COMPONENTS]
         lines = [f'{random.token_urlsafe(32)},{u},{u},"{g}"' for u, g in users]
-        _write_private(tokens_path, "\n".join(lines) + "\n")
+        write_atomically(tokens_path, "\n".join(lines) + "\n", private=True)
     key_path = directory / "secrets.key"
     if not key_path.exists():
-        _write_private(key_path, new_key() + "\n")
+        write_atomically(key_path, new_key() + "\n", private=True)
     api_yaml = directory / "api.yaml"
     if not api_yaml.exists():
         config = {
@@ -94,7 +89,7 @@ def ensure(
             "secrets": {"key_file": "secrets.key"},
             "audit": {"path": "audit.jsonl"},
         }
-        api_yaml.write_text(yaml.safe_dump(config, sort_keys=False))
+        write_atomically(api_yaml, yaml.safe_dump(config, sort_keys=False))
     security = load(api_yaml)
     if not tls:
         security = dataclasses.replace(security, tls=None)
