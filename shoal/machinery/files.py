@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from pathlib import Path
 
 
@@ -17,10 +18,13 @@ def write_atomically(path: Path, data: str | bytes, *, private: bool = False) ->
     over ``path`` in one step. ``private``: mode 0600 from the start (keys, tokens).
     """
     content = data.encode() if isinstance(data, str) else data
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
-    descriptor = os.open(temporary, flags, 0o600 if private else 0o644)
+    # beside it (a rename within one file system); one per writing thread
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    mode = 0o600 if private else 0o644
+    descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
     try:
+        if private:  # even over a temporary that a crash left with another mode
+            os.fchmod(descriptor, mode)
         with os.fdopen(descriptor, "wb") as out:
             out.write(content)
             out.flush()
