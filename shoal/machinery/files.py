@@ -13,7 +13,7 @@ def write_atomically(path: Path, data: str | bytes, *, private: bool = False) ->
 
     ``path.write_text`` creates the file first and fills it after: a process that waits
     for the file to exist (the CLI after ``shoal up``, ``kubectl`` after ``shoal sim``)
-    can read it empty, and a crash in between leaves it truncated (a secrets key, lost).
+    can read it empty, and a crash in between leaves it so (a secrets key, a token list).
     Here the data goes to a temporary file beside it, reaches the disk, and is renamed
     over ``path`` in one step. ``private``: mode 0600 from the start (keys, tokens).
     """
