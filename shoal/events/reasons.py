@@ -14,7 +14,13 @@ from typing import Any, Protocol
 from shoal.events.recorder import Recorder
 from shoal.model.base import Kind, Reason, ResourceRef
 from shoal.model.events import EventType
-from shoal.model.kubernetes import Application, ApplicationState, Cluster, ContainerHealth
+from shoal.model.kubernetes import (
+    Application,
+    ApplicationState,
+    Cluster,
+    ClusterState,
+    ContainerHealth,
+)
 
 
 class _Decision(Protocol):
@@ -170,6 +176,12 @@ def deleted(events: Recorder, app: Application, clusters: int) -> None:
 
 # cluster observer -----------------------------------------------------------------------
 
+LIFECYCLE = frozenset({
+    ClusterState.ONLINE, ClusterState.PENDING, ClusterState.CREATING, ClusterState.CONNECTING,
+    ClusterState.RECONCILING, ClusterState.DELETING,
+})  # fmt: skip
+"""A cluster's normal steps: entering one is a Normal event, entering any other a Warning."""
+
 
 def cluster_state(events: Recorder, cluster: Cluster, old: Cluster | None) -> None:
     """A cluster's state changed (whoever wrote it): ``Online``, ``Offline``, ``NotReady``…"""
@@ -185,8 +197,29 @@ def cluster_state(events: Recorder, cluster: Cluster, old: Cluster | None) -> No
         message += f": {cluster.status.reason.message}"
     elif cluster.status.metrics_reasons:
         message += f": failing metrics {', '.join(sorted(cluster.status.metrics_reasons))}"
-    kind: EventType = "Normal" if state == "ONLINE" else "Warning"
+    kind: EventType = "Normal" if cluster.status.state in LIFECYCLE else "Warning"
     events.emit(cluster, reason, message[:1000], type=kind, key=state)
+
+
+# infrastructure controller --------------------------------------------------------------
+
+
+def infrastructure_step(events: Recorder, cluster: Cluster, step: str, message: str) -> None:
+    """A normal step of a cluster built on a cloud: ``Creating``, ``Created``,
+    ``Reconciling``, ``Reconciled``, ``Deleting``."""
+    events.emit(cluster, step, message)
+
+
+def infrastructure_failed(events: Recorder, cluster: Cluster, cause: str, message: str) -> None:
+    """A provider's call failed. One event per cause (the reason code), counted over the
+    retries, its message the latest attempt's (which attempt, when the next is)."""
+    events.emit(cluster, "InfrastructureFailed", message[:1000], type="Warning", key=cause)
+
+
+def infrastructure_gone(events: Recorder, cluster: Cluster, provider: str, ident: str) -> None:
+    """The provider no longer knows the cluster's infrastructure: it is built again."""
+    message = f"{provider} no longer knows {ident}; building it again"
+    events.emit(cluster, "InfrastructureGone", message, type="Warning", key=ident)
 
 
 # reschedule task controller -------------------------------------------------------------

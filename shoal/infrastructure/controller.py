@@ -9,11 +9,20 @@ InfrastructureProvider build it, and follows Krake's cluster states:
   ``ONLINE``);
 - a new ``spec.tosca`` → ``RECONCILING`` (changed in place) → ``CONNECTING``;
 - ``FAILED`` with the reason when the provider refuses, fails or does not answer,
-  tried again with a growing delay (at once when the template changes);
+  tried again after 2, 4, 8 … seconds, up to ``retry_cap``. Nothing but a change
+  the user makes brings a retry forward: a new ``spec.tosca``, or the cluster's
+  deletion. Events, resyncs and the echo of the controller's own writes wait
+  for the retry's time. A retry keeps the cluster FAILED until the provider
+  accepts the call;
 - on deletion, once every other finalizer is gone (the scheduler's eviction has
   moved the cluster's applications away), ``DELETING``; the finalizer
   ``infrastructure_resources_deletion`` goes when the provider no longer knows
-  the infrastructure.
+  the infrastructure, at once when no id was recorded and the provider finds
+  none under the cluster's key (a cluster that FAILED before anything was made).
+
+Events: each step is a Normal event (``Creating``, ``Created``, ``Reconciling``,
+``Reconciled``, ``Deleting``); a failure is one Warning ``InfrastructureFailed``
+per cause (its reason code), counted, whose message is the latest attempt's.
 
 Crash safety: the infrastructure is made under a key that names this cluster
 for ever (``key``), and the controller asks the provider for it (``find``)
@@ -26,6 +35,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -35,6 +45,7 @@ from shoal.client.informer import CacheKey, Informer
 from shoal.client.rest import ApiError, Conflict, NotFound, ShoalClient, Unreachable
 from shoal.controllers.base import Controller
 from shoal.controllers.queue import WorkQueue
+from shoal.events import reasons
 from shoal.events.recorder import Recorder
 from shoal.infrastructure.providers import (
     InfrastructureNotFound,
@@ -52,6 +63,7 @@ from shoal.model.infrastructure import (
     InfrastructureProvider,
 )
 from shoal.model.kubernetes import BUILDING_STATES, Cluster, ClusterState
+from shoal.model.scheduler_config import Backoff
 from shoal.model.tosca import allowed_url
 
 log = logging.getLogger(__name__)
@@ -74,6 +86,23 @@ def bound_to_cloud(cluster: Cluster) -> bool:
     return bound is not None and bound.kind in CLOUD_KINDS
 
 
+@dataclass(slots=True)
+class _Failing:
+    """A cluster whose last attempt failed: how often, on what, and when to try again."""
+
+    attempts: int
+    subject: Any  # what was tried: ("build", spec.tosca) or ("delete",)
+    due: float  # monotonic time of the next attempt
+    reason: Reason  # what the cluster shows until then
+
+
+def _subject(cluster: Cluster) -> Any:
+    """What the user asks of the cluster: a change of it retries a failure at once."""
+    if cluster.metadata.deleted is not None:
+        return ("delete",)
+    return ("build", cluster.spec.tosca)
+
+
 class InfrastructureController(Controller):
     def __init__(
         self,
@@ -82,6 +111,7 @@ class InfrastructureController(Controller):
         poll: float = 2.0,
         timeout: float = 30.0,
         create_timeout: float = 900.0,
+        retry_delay: float = 2.0,
         retry_cap: float = 300.0,
         workers: int = 8,
     ) -> None:
@@ -90,7 +120,8 @@ class InfrastructureController(Controller):
         self.poll = poll  # seconds between two looks at an infrastructure being built
         self.timeout = timeout  # for one call to a provider
         self.create_timeout = create_timeout  # for a build, from create to configured
-        self.retry_cap = retry_cap
+        # after a failure: retry_delay seconds, doubled at each failure, up to retry_cap
+        self.backoff = Backoff(initial=retry_delay, factor=2.0, cap=retry_cap)
         self.workers = workers
         self.informer: Informer[Cluster] = Informer(
             client, Cluster, on_change=self._changed, on_delete=self._removed
@@ -99,7 +130,7 @@ class InfrastructureController(Controller):
         self.events = Recorder(client, "infrastructure-controller")
         self._session: aiohttp.ClientSession | None = None
         self._written: dict[CacheKey, Cluster] = {}
-        self._failures: dict[CacheKey, tuple[int, Any]] = {}  # attempts, template they failed on
+        self._failures: dict[CacheKey, _Failing] = {}
         self._building: dict[CacheKey, float] = {}  # monotonic start of a build being watched
 
     async def start(self) -> None:
@@ -162,29 +193,35 @@ class InfrastructureController(Controller):
         await self._guarded(cluster, self._build)
 
     async def _guarded(self, cluster: Cluster, step: Any) -> None:
-        """Run ``step``; a provider's failure makes the cluster FAILED, retried later."""
+        """Run ``step`` unless a failure's retry is not due yet; a provider's failure makes
+        the cluster FAILED and sets the next retry (2, 4 … ``retry_cap`` seconds)."""
         ref = (cluster.metadata.namespace, cluster.metadata.name)
-        attempts, failed_on = self._failures.get(ref, (0, None))
-        if attempts and cluster.status.state is ClusterState.FAILED:
-            wait = self.queue.deadline(ref)
-            if failed_on == cluster.spec.tosca and wait is not None and wait > time.monotonic():
-                return  # its retry is due later; a new template is tried at once
+        subject = _subject(cluster)
+        failing = self._failures.get(ref)
+        if failing is not None and failing.subject != subject:
+            del self._failures[ref]  # the user changed the cluster: tried at once, from 2 s
+            failing = None
+        if failing is not None:
+            wait = failing.due - time.monotonic()
+            if wait > 0:
+                if cluster.status.state is not ClusterState.FAILED:
+                    # the write of the failure did not happen (a conflict): it does now
+                    await self._status(cluster, state=ClusterState.FAILED, reason=failing.reason)
+                self.queue.add_after(ref, wait)
+                return
         try:
             await step(cluster)
         except ProviderError as error:
-            attempts += 1
-            self._failures[ref] = (attempts, cluster.spec.tosca)
-            delay = min(self.poll * 2 ** (attempts - 1), self.retry_cap)
+            attempts = (failing.attempts if failing is not None else 0) + 1
+            delay = self.backoff.delay(attempts)
             message = f"{error.message} (attempt {attempts}; next in {delay:g} s)"
-            log.warning("cluster %s/%s: %s", *ref, message)
-            await self._status(cluster, state=ClusterState.FAILED,
-                               reason=Reason(code=error.code, message=message[:1000]))  # fmt: skip
-            self.events.emit(cluster, "InfrastructureFailed", message, type="Warning",
-                             key=f"{error.code.name}")  # fmt: skip
+            reason = Reason(code=error.code, message=message[:1000])
+            self._failures[ref] = _Failing(attempts, subject, time.monotonic() + delay, reason)
             self.queue.add_after(ref, delay)
-        else:
-            if attempts and cluster.metadata.deleted is None:
-                self._failures.pop(ref, None)
+            log.warning("cluster %s/%s: %s", *ref, message)
+            reasons.infrastructure_failed(self.events, cluster, error.code.name, message)
+            await self._status(self._current(ref) or cluster, state=ClusterState.FAILED,
+                               reason=reason)  # fmt: skip
 
     async def _provider(self, cluster: Cluster) -> Provider:
         """The client of the provider of the cloud the cluster is bound to."""
@@ -257,12 +294,14 @@ class InfrastructureController(Controller):
         infrastructure_id = status.cluster_id
         if not _is_applied(cluster):
             template = await self._template(cluster)
-            if status.state is not ClusterState.RECONCILING:
+            if status.state not in (ClusterState.RECONCILING, ClusterState.FAILED):
                 cluster = await self._status(cluster, state=ClusterState.RECONCILING, reason=None)
             await provider.reconcile(infrastructure_id, template)
             self._building[ref] = time.monotonic()
-            await self._status(cluster, last_applied_tosca=_applied(cluster))
-            self.events.emit(cluster, "Reconciling", f"{provider.name} changes {infrastructure_id}")
+            await self._status(cluster, state=ClusterState.RECONCILING, reason=None,
+                               last_applied_tosca=_applied(cluster))  # fmt: skip
+            reasons.infrastructure_step(self.events, cluster, "Reconciling",
+                                        f"{provider.name} changes {infrastructure_id}")  # fmt: skip
             self.queue.add(ref)
             return
         try:
@@ -271,16 +310,17 @@ class InfrastructureController(Controller):
             # gone at the provider: forget it, and build it again (as Krake does)
             await self._status(cluster, cluster_id=None, running_on=None, last_applied_tosca=None,
                                state=ClusterState.PENDING, reason=None)  # fmt: skip
-            self.events.emit(cluster, "InfrastructureGone",
-                             f"{provider.name} no longer knows {infrastructure_id}; building "
-                             "it again", type="Warning")  # fmt: skip
+            reasons.infrastructure_gone(self.events, cluster, provider.name, infrastructure_id)
             return
         if state is InfrastructureState.CONFIGURED:
             await self._connect(cluster, provider, infrastructure_id)
             return
         if state is InfrastructureState.FAILED:
-            code = (ReasonCode.CREATE_FAILED if status.state is ClusterState.CREATING
-                    else ReasonCode.RECONCILE_FAILED)  # fmt: skip
+            failing = self._failures.get(ref)
+            creating = status.state is ClusterState.CREATING or (
+                failing is not None and failing.reason.code is ReasonCode.CREATE_FAILED
+            )
+            code = ReasonCode.CREATE_FAILED if creating else ReasonCode.RECONCILE_FAILED
             raise ProviderError(f"{provider.name} reports infrastructure {infrastructure_id} "
                                 "failed", code)  # fmt: skip
         if state is InfrastructureState.UNCONFIGURED:
@@ -299,20 +339,23 @@ class InfrastructureController(Controller):
     async def _create(self, cluster: Cluster, provider: Provider) -> None:
         ref = (cluster.metadata.namespace, cluster.metadata.name)
         template = await self._template(cluster)
-        if cluster.status.state is not ClusterState.CREATING:
+        if cluster.status.state not in (ClusterState.CREATING, ClusterState.FAILED):
             cluster = await self._status(cluster, state=ClusterState.CREATING, reason=None)
         name = key(cluster)
+        # never create without looking first: a create whose answer was lost (a timeout,
+        # a crash) made one all the same, and the provider's create makes another each time
         infrastructure_id = await provider.find(name)
         made = infrastructure_id is None
         if infrastructure_id is None:
             infrastructure_id = await provider.create(name, template)
         await self._status(
             cluster, cluster_id=infrastructure_id, running_on=cluster.status.scheduled_to,
-            last_applied_tosca=_applied(cluster),
+            last_applied_tosca=_applied(cluster), state=ClusterState.CREATING, reason=None,
         )  # fmt: skip
         self._building[ref] = time.monotonic()
         verb = "creates" if made else "had created"
-        self.events.emit(cluster, "Creating", f"{provider.name} {verb} {infrastructure_id}")
+        reasons.infrastructure_step(self.events, cluster, "Creating",
+                                    f"{provider.name} {verb} {infrastructure_id}")  # fmt: skip
         self.queue.add(ref)  # a first look at once (the simulator builds in no time), then polls
 
     async def _connect(self, cluster: Cluster, provider: Provider, infrastructure_id: str) -> None:
@@ -322,6 +365,7 @@ class InfrastructureController(Controller):
         if cluster.status.state not in NOT_HANDED_OVER:
             if cluster.spec.kubeconfig is not None:
                 return  # the observer's now
+        first = cluster.spec.kubeconfig is None  # built, not changed
         kubeconfig = await provider.kubeconfig(infrastructure_id)
         if cluster.spec.kubeconfig != kubeconfig:
             stored = await self.client.get(Cluster, cluster.metadata.name,
@@ -331,8 +375,14 @@ class InfrastructureController(Controller):
             stored.spec.kubeconfig = kubeconfig
             cluster = self._keep(await self.client.update(stored))
         await self._status(cluster, state=ClusterState.CONNECTING, reason=None)
-        self.events.emit(cluster, "Created", f"{provider.name} built {infrastructure_id}; "
-                         "connecting")  # fmt: skip
+        self._failures.pop(ref, None)  # handed over: a later failure backs off from 2 s again
+        if first:
+            message = f"{provider.name} built {infrastructure_id}; connecting"
+            reasons.infrastructure_step(self.events, cluster, "Created", message)
+        else:
+            reasons.infrastructure_step(self.events, cluster, "Reconciled",
+                                        f"{provider.name} changed {infrastructure_id}; "
+                                        "connecting")  # fmt: skip
 
     # deleting ----------------------------------------------------------------------------
 
@@ -355,8 +405,8 @@ class InfrastructureController(Controller):
                     if cluster.status.state is not ClusterState.DELETING:
                         await self._status(cluster, state=ClusterState.DELETING, reason=None,
                                            cluster_id=infrastructure_id)  # fmt: skip
-                        self.events.emit(cluster, "Deleting",
-                                         f"{provider.name} deletes {infrastructure_id}")
+                        message = f"{provider.name} deletes {infrastructure_id}"
+                        reasons.infrastructure_step(self.events, cluster, "Deleting", message)
                     self.queue.add_after(ref, self.poll)
                     return
         latest = self._current(ref) or cluster

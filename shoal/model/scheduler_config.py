@@ -26,8 +26,13 @@ class Backoff(BaseModel):
     cap: float = Field(default=60.0, gt=0, description="Longest delay")
 
     def delay(self, attempt: int) -> float:
-        """Delay before attempt ``attempt + 1`` (``attempt`` ≥ 1 failed so far)."""
-        return float(min(self.cap, self.initial * self.factor ** max(attempt - 1, 0)))
+        """Delay before attempt ``attempt + 1`` (``attempt`` ≥ 1 failed so far); the cap
+        however many attempts (a float power overflows past about 2**1023)."""
+        try:
+            grown = self.initial * self.factor ** max(attempt - 1, 0)
+        except OverflowError:
+            return float(self.cap)
+        return float(min(self.cap, grown))
 
 
 class Plugins(BaseModel):
