@@ -1,0 +1,343 @@
+"""The infrastructure controller against an IM whose create is not idempotent (as IM's is
+not), and which fails, answers late or never finishes on cue (``fake_im``).
+
+Every outcome is read from the provider: its inventory (which infrastructures exist, made
+for which cluster) and its call log (which call, when). A back-off is measured as the time
+between two creates the provider received.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import yaml
+
+from shoal.client.rest import NotFound, ShoalClient
+from shoal.infrastructure.controller import InfrastructureController, key
+from shoal.kube.controller import KubeController
+from shoal.model.base import Metadata
+from shoal.model.events import Event
+from shoal.model.infrastructure import (
+    CloudSpec,
+    GlobalCloud,
+    GlobalInfrastructureProvider,
+    ImSpec,
+    InfrastructureProviderRef,
+    InfrastructureProviderSpec,
+    OpenstackAuth,
+    OpenstackSpec,
+    PasswordAuth,
+    PasswordProject,
+    PasswordUser,
+)
+from shoal.model.kubernetes import Application, Cluster, ClusterSpec, ClusterState
+from shoal.model.scheduler_config import Backoff
+from shoal.observer.controller import ClusterObserver
+from shoal.scheduler.scheduler import Scheduler
+from shoal.sim.objects import DEPLOYMENTS
+from shoal.sim.server import SimServer
+from shoal.testing import fleet
+from shoal.testing.wait import wait_for
+from tests.infrastructure.conftest import NS, cluster_on_cloud, template
+from tests.infrastructure.fake_im import FakeIm, running_fake_im
+from tests.scheduler.helpers import fast_config
+
+# a gap between two attempts is at least the back-off, less a timer's rounding
+EARLY = 0.05
+
+
+@pytest.fixture
+async def im() -> AsyncIterator[FakeIm]:
+    async with running_fake_im() as server:
+        yield server
+
+
+@pytest.fixture
+async def im_cloud(client: ShoalClient, im: FakeIm) -> None:
+    """The provider ``im`` on the fake IM, and the cloud ``os-de`` (DE) that names it."""
+    await client.create(GlobalInfrastructureProvider(
+        metadata=Metadata(name="im"),
+        spec=InfrastructureProviderSpec(type="im", im=ImSpec(
+            url=im.url, username="shoal", password="secret")),
+    ))  # fmt: skip
+    await client.create(GlobalCloud(
+        metadata=Metadata(name="os-de", labels={"location": "DE"}),
+        spec=CloudSpec(openstack=OpenstackSpec(
+            url="http://127.0.0.1:9/v3",
+            auth=OpenstackAuth(password=PasswordAuth(
+                user=PasswordUser(username="u", password="p"), project=PasswordProject(name="t"),
+            )),
+            infrastructure_provider=InfrastructureProviderRef(name="im"),
+        )),
+    ))  # fmt: skip
+
+
+async def running(*parts: Any) -> list[Any]:
+    for part in parts:
+        await part.start()
+    return list(parts)
+
+
+async def stopped(parts: list[Any]) -> None:
+    for part in reversed(parts):
+        await part.stop()
+
+
+def with_kubeconfig(kubeconfig: dict[str, Any], workers: int = 1) -> dict[str, Any]:
+    """The example template with a ``kubeconfig`` output, as IM gives a built cluster's."""
+    tosca = template(workers=workers)
+    tosca["topology_template"]["outputs"] = {"kubeconfig": {"value": yaml.safe_dump(kubeconfig)}}
+    return tosca
+
+
+def create_times(im: FakeIm) -> list[float]:
+    return [c.when for c in im.calls if c.method == "POST" and c.path == ""]
+
+
+def gaps(times: list[float]) -> list[float]:
+    return [b - a for a, b in itertools.pairwise(times)]
+
+
+async def reason_of(client: ShoalClient, name: str) -> str:
+    cluster = await client.get(Cluster, name, NS)
+    return cluster.status.reason.message if cluster.status.reason is not None else ""
+
+
+async def gone(client: ShoalClient, name: str) -> bool:
+    try:
+        await client.get(Cluster, name, NS)
+    except NotFound:
+        return True
+    return False
+
+
+def test_the_back_off_doubles_up_to_its_cap_however_many_attempts() -> None:
+    backoff = Backoff(initial=2.0, factor=2.0, cap=300.0)
+    assert [backoff.delay(n) for n in (1, 2, 3, 4, 8, 9)] == [2, 4, 8, 16, 256, 300]
+    assert backoff.delay(1025) == backoff.delay(10**6) == 300.0  # 2**1024 overflows a float
+
+
+@pytest.mark.usefixtures("im_cloud")
+async def test_a_refused_create_backs_off_and_only_a_new_template_tries_earlier(
+    client: ShoalClient, im: FakeIm
+) -> None:
+    im.refuse_create = (500, "the cloud is out of quota")
+    parts = await running(
+        Scheduler(client, fast_config()),
+        InfrastructureController(client, poll=0.1, timeout=2.0, retry_delay=1.0, retry_cap=4.0),
+    )
+    try:
+        await client.create(cluster_on_cloud("edge-1", "DE"))
+
+        async def attempts(n: int) -> bool:
+            return len(create_times(im)) >= n
+
+        await wait_for(lambda: attempts(4), timeout=30, interval=0.05, message="4 creates")
+        # 1, 2, then 4 s (the cap) between creates: never sooner
+        spaced = gaps(create_times(im)[:4])
+        assert [round(g) for g in spaced] == [1, 2, 4], spaced
+        assert all(g >= want - EARLY for g, want in zip(spaced, (1, 2, 4), strict=True)), spaced
+        assert "(attempt 3; next in 4 s)" in await reason_of(client, "edge-1") or (
+            "(attempt 4; next in 4 s)" in await reason_of(client, "edge-1")
+        )
+
+        # changes that are not the user's template wait for the retry: a label, its echo
+        await wait_for(lambda: attempts(5), timeout=30, interval=0.05, message="a 5th create")
+        fifth = create_times(im)[4]
+        cluster = await client.get(Cluster, "edge-1", NS)
+        cluster.metadata.labels["touched"] = "yes"
+        await client.update(cluster)
+        await wait_for(lambda: attempts(6), timeout=30, interval=0.05, message="a 6th create")
+        assert create_times(im)[5] - fifth >= 4 - EARLY
+
+        # one Warning per cause, counted over the attempts, not one per attempt
+        async def counted() -> list[Event]:
+            events = [e for e in (await client.list(Event, NS)).items
+                      if e.involved_object.name == "edge-1" and e.type == "Warning"]  # fmt: skip
+            return events if events and events[0].count >= 5 else []
+
+        warnings = await wait_for(counted, timeout=20, interval=0.1, message="5 counted")
+        assert [(e.reason, e.involved_object.kind) for e in warnings] == [
+            ("InfrastructureFailed", "Cluster")
+        ]
+        assert "out of quota" in warnings[0].message
+
+        # the user's new template: tried at once, and the back-off starts again from 1 s
+        sixth = create_times(im)[5]
+        cluster = await client.get(Cluster, "edge-1", NS)
+        cluster.spec.tosca = template(workers=3)
+        await client.update(cluster)
+        await wait_for(lambda: attempts(7), timeout=30, interval=0.05, message="a 7th create")
+        assert create_times(im)[6] - sixth < 4 - EARLY
+        await wait_for(lambda: attempts(8), timeout=30, interval=0.05, message="an 8th create")
+        assert 1 - EARLY <= create_times(im)[7] - create_times(im)[6] < 2
+        assert im.infrastructures == {}
+    finally:
+        await stopped(parts)
+
+
+@pytest.mark.usefixtures("im_cloud")
+async def test_a_create_whose_answer_was_lost_is_found_not_made_twice(
+    client: ShoalClient, im: FakeIm, sim: SimServer
+) -> None:
+    sim.fleet.add_cluster("built", 1)
+    im.create_delay = 2.0  # made at once, answered after the controller gave up (1 s)
+    parts = await running(
+        Scheduler(client, fast_config()),
+        InfrastructureController(client, poll=0.1, timeout=1.0, retry_delay=1.0, retry_cap=4.0),
+    )
+    try:
+        created = await client.create(
+            cluster_on_cloud("edge-1", "DE", tosca=with_kubeconfig(sim.kubeconfig("built")))
+        )
+
+        async def connected() -> Cluster | None:
+            cluster = await client.get(Cluster, "edge-1", NS)
+            return cluster if cluster.spec.kubeconfig is not None else None
+
+        cluster = await wait_for(connected, timeout=30, interval=0.05, message="edge-1 built")
+        assert im.count("POST") == 1
+        assert list(im.infrastructures) == im.marked(key(created)) == ["inf-1"]
+        assert cluster.status.cluster_id == "inf-1"
+        assert cluster.spec.kubeconfig == sim.kubeconfig("built")
+    finally:
+        await stopped(parts)
+
+
+@pytest.mark.usefixtures("im_cloud")
+async def test_a_cluster_deleted_before_its_id_was_recorded_leaks_nothing(
+    client: ShoalClient, im: FakeIm
+) -> None:
+    im.create_delay = 2.0  # the controller waits for the answer (5 s) while it is deleted
+    parts = await running(
+        Scheduler(client, fast_config()),
+        InfrastructureController(client, poll=0.1, timeout=5.0, retry_delay=1.0, retry_cap=4.0),
+    )
+    try:
+        created = await client.create(cluster_on_cloud("edge-1", "DE"))
+
+        async def made() -> bool:
+            return bool(im.marked(key(created)))
+
+        await wait_for(made, timeout=30, interval=0.02, message="the create reached IM")
+        assert (await client.get(Cluster, "edge-1", NS)).status.cluster_id is None
+        await client.delete(Cluster, "edge-1", NS)
+        await wait_for(lambda: gone(client, "edge-1"), timeout=30, interval=0.1,
+                       message="edge-1 removed")  # fmt: skip
+        assert im.infrastructures == {}
+        assert im.count("DELETE", "/inf-1") == 1
+    finally:
+        await stopped(parts)
+
+
+@pytest.mark.usefixtures("im_cloud")
+async def test_deleting_a_failed_cluster_with_nothing_made_finishes_at_once(
+    client: ShoalClient, im: FakeIm
+) -> None:
+    im.refuse_create = (400, "Error parsing the TOSCA template: no compute node")
+    parts = await running(
+        Scheduler(client, fast_config()),
+        InfrastructureController(client, poll=0.1, timeout=2.0, retry_delay=60.0, retry_cap=60.0),
+    )
+    try:
+        await client.create(cluster_on_cloud("edge-1", "DE"))
+
+        async def failed() -> bool:
+            cluster = await client.get(Cluster, "edge-1", NS)
+            return cluster.status.state is ClusterState.FAILED
+
+        await wait_for(failed, timeout=30, interval=0.05, message="edge-1 FAILED")
+        assert "next in 60 s" in await reason_of(client, "edge-1")
+        await client.delete(Cluster, "edge-1", NS)
+        # well before its next build attempt (60 s): the provider holds nothing for it
+        await wait_for(lambda: gone(client, "edge-1"), timeout=20, interval=0.1,
+                       message="edge-1 removed")  # fmt: skip
+        assert im.infrastructures == {}
+        assert im.count("POST") == 1
+        assert im.count("DELETE") == 0
+    finally:
+        await stopped(parts)
+
+
+@pytest.mark.usefixtures("im_cloud")
+async def test_a_build_that_never_finishes_times_out_and_backs_off(
+    client: ShoalClient, im: FakeIm
+) -> None:
+    im.build_time = None  # IM's machines never get configured
+    parts = await running(
+        Scheduler(client, fast_config()),
+        InfrastructureController(
+            client, poll=0.1, timeout=2.0, create_timeout=1.5, retry_delay=30.0, retry_cap=30.0
+        ),
+    )
+    try:
+        await client.create(cluster_on_cloud("edge-1", "DE"))
+
+        async def timed_out() -> bool:
+            return "not configured after 1.5 s" in await reason_of(client, "edge-1")
+
+        await wait_for(timed_out, timeout=30, interval=0.05, message="the create timeout")
+        created = create_times(im)[0]
+        polls = [c.when for c in im.calls if c.method == "GET" and c.path.endswith("/state")]
+        assert polls[-1] - created >= 1.5  # polled for its whole time, and no longer
+        # its 30 s back-off: no more polls for now (a window of 1 s)
+        await asyncio.sleep(1.0)
+        assert im.count("GET", "/state", since=polls[-1] + 0.01) == 0
+        assert list(im.infrastructures) == ["inf-1"]  # kept: a retry follows it again
+    finally:
+        await stopped(parts)
+
+
+@pytest.mark.usefixtures("im_cloud")
+async def test_the_infrastructure_is_deleted_only_once_its_applications_moved(
+    client: ShoalClient, im: FakeIm, sim: SimServer
+) -> None:
+    sim.fleet.add_cluster("built", 2)
+    sim.fleet.add_cluster("spare", 2)
+    left_on_built: list[Any] = []
+    im.on_delete = lambda ident: left_on_built.append(
+        sim.fleet.cluster("built").store.get(DEPLOYMENTS, NS, "web")
+    )
+    parts = await running(
+        ClusterObserver(client, interval=0.3, timeout=0.5),
+        KubeController(client, poll_interval=0.2, timeout=1.0),
+        Scheduler(client, fast_config()),
+        InfrastructureController(client, poll=0.1, timeout=2.0, retry_delay=1.0, retry_cap=4.0),
+    )
+    try:
+        await client.create(cluster_on_cloud(
+            "edge-1", "DE", tosca=with_kubeconfig(sim.kubeconfig("built"), 2), site="edge"
+        ))  # fmt: skip
+
+        async def online(name: str) -> bool:
+            cluster = await client.get(Cluster, name, NS)
+            return cluster.status.state is ClusterState.ONLINE
+
+        await wait_for(lambda: online("edge-1"), timeout=30, interval=0.1, message="edge-1")
+        await client.create(Application.model_validate({
+            "metadata": {"name": "web", "namespace": NS},
+            "spec": {"manifest": [fleet.deployment("web", "nginx:1", replicas=2)],
+                     "constraints": {"cluster": {"labels": ["site is edge"]}}},
+        }))  # fmt: skip
+
+        async def deployed_on_built() -> bool:
+            return sim.fleet.cluster("built").store.get(DEPLOYMENTS, NS, "web") is not None
+
+        await wait_for(deployed_on_built, timeout=30, interval=0.1, message="web on built")
+        await client.create(Cluster(
+            metadata=Metadata(name="spare", namespace=NS, labels={"site": "edge"}),
+            spec=ClusterSpec(kubeconfig=sim.kubeconfig("spare")),
+        ))  # fmt: skip
+        await wait_for(lambda: online("spare"), timeout=30, interval=0.1, message="spare")
+        await client.delete(Cluster, "edge-1", NS)
+        await wait_for(lambda: gone(client, "edge-1"), timeout=60, interval=0.1,
+                       message="edge-1 removed")  # fmt: skip
+        assert im.infrastructures == {}
+        assert left_on_built == [None]  # when IM was told to delete, web had left it
+        assert sim.fleet.cluster("spare").store.get(DEPLOYMENTS, NS, "web") is not None
+    finally:
+        await stopped(parts)
