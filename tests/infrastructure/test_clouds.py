@@ -112,7 +112,14 @@ async def test_a_cluster_is_built_grown_used_and_deleted(
     assert current.status.last_applied_tosca == template(workers=4)
     assert current.status.cluster_id == infrastructure
     assert await sim_clusters(sim) == {infrastructure: 4}
-    await has_events(client, "edge-1", "Reconciling")
+    await has_events(client, "edge-1", "Reconciling", "Reconciled")
+    # every step so far is a Normal event, and the grow did not say Created again
+    events = [e for e in (await client.list(Event, NS)).items
+              if e.involved_object.name == "edge-1"]  # fmt: skip
+    assert [e.reason for e in events if e.type == "Warning"] == []
+    created = [e for e in events if e.reason == "Created"]
+    assert len(created) == 1 and created[0].count == 1
+    assert {"Creating", "Connecting", "Online", "Reconciling"} <= {e.reason for e in events}
 
     # and back to three: the newest node goes, the application's pods run on the others
     current.spec.tosca = template(workers=3)
