@@ -37,6 +37,7 @@ from shoal.model.kubernetes import Cluster, ClusterState
 from shoal.sim.server import SimServer
 from shoal.testing.wait import wait_for
 from tests.infrastructure.conftest import NS, template
+from tests.infrastructure.fake_im import running_fake_im
 
 pytestmark = pytest.mark.integration
 
@@ -62,6 +63,15 @@ def objects(im_url: str) -> tuple[GlobalInfrastructureProvider, GlobalCloud]:
     return provider, cloud
 
 
+async def listed(session: aiohttp.ClientSession, im_url: str) -> list[str]:
+    """The ids of the infrastructures IM lists (``GET /infrastructures``)."""
+    provider, cloud = objects(im_url)
+    headers = {"Authorization": auth_header(provider, cloud), "Accept": "application/json"}
+    async with session.get(f"{im_url}/infrastructures", headers=headers) as answer:
+        body = await answer.json(content_type=None)
+    return [entry["uri"].rstrip("/").rsplit("/", 1)[-1] for entry in body.get("uri-list", [])]
+
+
 def with_kubeconfig(kubeconfig: dict[str, Any]) -> dict[str, Any]:
     """The example template with a ``kubeconfig`` output, as IM gives a real cluster's."""
     tosca = template(workers=1)
@@ -80,6 +90,16 @@ def test_the_auth_header_is_krakes() -> None:
 
 
 async def test_create_poll_outputs_reconcile_delete(im_url: str, sim: SimServer) -> None:
+    await create_poll_outputs_reconcile_delete(im_url, sim)
+
+
+async def test_the_stand_in_answers_as_im_does(sim: SimServer) -> None:
+    """``fake_im``, which other tests use to fail on cue, passes the same steps as IM."""
+    async with running_fake_im() as fake:
+        await create_poll_outputs_reconcile_delete(fake.url, sim)
+
+
+async def create_poll_outputs_reconcile_delete(im_url: str, sim: SimServer) -> None:
     sim.fleet.add_cluster("built", 1)
     provider, cloud = objects(im_url)
     async with aiohttp.ClientSession() as session:
@@ -88,6 +108,11 @@ async def test_create_poll_outputs_reconcile_delete(im_url: str, sim: SimServer)
         made = await im.create("edge-1-0123abcd", with_kubeconfig(sim.kubeconfig("built")))
         assert await im.find("edge-1-0123abcd") == made  # IM kept Shoal's mark
         assert await im.find("other-0123abcd") is None
+        # a create is not idempotent: the same one again makes a second infrastructure
+        once = await im.create("twice-0123abcd", template(workers=1))
+        twice = await im.create("twice-0123abcd", template(workers=1))
+        assert len({made, once, twice}) == 3
+        assert {made, once, twice} <= set(await listed(session, im_url))
 
         async def configured() -> bool:
             return await im.state(made) is InfrastructureState.CONFIGURED
