@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import Any
 
+from shoal.api.auth.authn import User
+
 VISIBLE_NAMESPACE: ContextVar[Callable[[str | None], bool] | None] = ContextVar(
     "shoal_visible_namespace", default=None
 )
@@ -23,9 +25,9 @@ WRITER_SEES_SECRETS: ContextVar[bool] = ContextVar("shoal_writer_sees_secrets", 
 """Whether the writer may read the secrets of the kind it writes."""
 
 
-def writer(scope: Mapping[str, Any]) -> str | None:
-    """The name of the user the guard let in (``scope["shoal.user"]``); None without security.
+def writer(scope: Mapping[str, Any]) -> User | None:
+    """The user the guard let in (``scope["shoal.user"]``); None without security.
 
-    A status patch is checked against the fields its writer owns."""
+    A status write is checked against the fields its writer owns."""
     user = scope.get("shoal.user")
-    return None if user is None else str(user.name)
+    return user if isinstance(user, User) else None
