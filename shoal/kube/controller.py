@@ -530,9 +530,15 @@ class KubeController(Controller):
                     self.drift_repairs += 1
                     apply = True
             if apply:
+                # what its status says it runs there (imported from Krake) is labelled its own
+                recorded = (
+                    {ident(obj) for obj in status.last_applied_manifest}
+                    if status.running_on == target
+                    else set()
+                )
                 done = await timed_apply(target.name, self.members.apply(
                     kube, where, manifest, namespace, me,
-                    overwrite=app.spec.conflict_resolution == "overwrite",
+                    recorded=recorded, overwrite=app.spec.conflict_resolution == "overwrite",
                 ))  # fmt: skip
                 self.baseline[key] = done.baseline
                 for taken in done.taken:

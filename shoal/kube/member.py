@@ -108,6 +108,7 @@ class Members:
         namespace: str,
         me: Owner,
         *,
+        recorded: set[tuple[str, str, str | None, str]],
         overwrite: bool,
     ) -> Applied:
         """Apply ``manifest`` as ``me``'s, or raise ``KubeFailure(CONFLICT)`` naming the owner.
@@ -120,7 +121,7 @@ class Members:
         claimed: list[Claim] = []
         try:
             taken = await self._check(kube, cluster, marked, namespace, me, claimed,
-                                      overwrite=overwrite)  # fmt: skip
+                                      recorded=recorded, overwrite=overwrite)  # fmt: skip
             namespaces = {namespace} | {
                 str(o["metadata"]["namespace"]) for o in marked if o["metadata"].get("namespace")
             }
@@ -159,6 +160,7 @@ class Members:
         me: Owner,
         claimed: list[Claim],
         *,
+        recorded: set[tuple[str, str, str | None, str]],
         overwrite: bool,
     ) -> list[Taken]:
         """Refuse or claim each object; the objects taken over from another owner."""
@@ -168,7 +170,8 @@ class Members:
             other = self._claimed(cluster, obj, namespace, me)
             if other is not None and (live is None or owner_of(live) is None):
                 live = owned(obj, other)  # being applied for another application
-            why = refusal(obj, live, me, overwrite=overwrite, exists=self.exists)
+            why = refusal(obj, live, me, recorded=ident(obj) in recorded, overwrite=overwrite,
+                          exists=self.exists)  # fmt: skip
             if why is not None:
                 raise KubeFailure(ReasonCode.CONFLICT, f"{why} on cluster {cluster[1]}")
             previous = former_owner(live, me, self.exists)

@@ -97,11 +97,18 @@ def refusal(
     live: Obj | None,
     me: Owner,
     *,
+    recorded: bool = False,
     overwrite: bool,
     exists: Callable[[Owner], bool],
 ) -> str | None:
     """Why ``me`` may not apply ``obj`` over ``live``; None when it may.
 
+    ``recorded``: the application's own status, as its controller wrote it, says
+    it applied this object on that cluster (imported from Krake, whose objects
+    carry no owner): an object without an owner there is labelled as its own.
+    Only a component writes that status (docs/status-ownership.md), and only a
+    cluster of the application's namespace is acted on. Deleting never relies on
+    it (``mine``).
     ``exists`` tells whether an owning application still exists in Shoal: an
     object left by a deleted application of the same namespace and name
     (recreated) is taken back. An owner of another namespace is not believed
@@ -123,6 +130,8 @@ def refusal(
         return None
     if owner is not None:
         return f"{describe(obj)} is owned by {owner}"
+    if recorded:
+        return None
     return (
         f"{describe(obj)} exists without an owner (spec.conflict_resolution: overwrite adopts it)"
     )

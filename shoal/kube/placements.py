@@ -111,9 +111,12 @@ async def _apply(
             log.info("application %s/%s: %s changed on %s by someone else; applying again",
                      namespace, app.metadata.name, changed, ref.name)  # fmt: skip
             controller.drift_repairs += 1
+        # what its status says it runs there (imported from Krake) is labelled its own
+        recorded = {ident(obj) for obj in app.status.last_applied_manifest} if any(
+            ref_key(c.cluster) == where for c in app.status.copies) else set()  # fmt: skip
         done = await controller.members.apply(
             kube, where, manifest, namespace, me,
-            overwrite=app.spec.conflict_resolution == "overwrite",
+            recorded=recorded, overwrite=app.spec.conflict_resolution == "overwrite",
         )  # fmt: skip
     except (KubeUnreachable, KubeApiError) as error:
         if isinstance(error, KubeUnreachable):

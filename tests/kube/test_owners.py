@@ -252,6 +252,10 @@ def test_an_object_without_owner_is_overwritten_only_when_asked() -> None:
     assert refusal(obj, live(), ME, overwrite=True, exists=always_exists) is None
     assert refusal(obj, live(ME.labels), ME, overwrite=False, exists=always_exists) is None
     assert refusal(obj, None, ME, overwrite=False, exists=always_exists) is None
+    # its own status, as the controller wrote it, records it there (imported from Krake):
+    # labelled its own at the next apply; deleting it still needs the label
+    assert refusal(obj, live(), ME, recorded=True, overwrite=False, exists=always_exists) is None
+    assert not mine(live(), ME)
 
 
 def test_an_owner_of_another_namespace_is_neither_believed_nor_named() -> None:
