@@ -404,7 +404,7 @@ class KubeController(Controller):
     def _withdrawn(self, app: Application) -> bool:
         """Unbound from a cluster that is being deleted, while a copy still runs there."""
         running = app.status.running_on
-        if app.status.scheduled_to is not None or running is None:
+        if app.status.scheduled_to is not None or running is None or outside(app, running):
             return False
         cluster = self._cluster(running)
         return cluster is not None and cluster.metadata.deleted is not None

@@ -310,7 +310,7 @@ def withdrawn(controller: KubeController, app: Application) -> bool:
     if app.status.placements or app.status.scheduled_to is not None:
         return False
     for copy in app.status.copies:
-        cluster = controller._cluster(copy.cluster)
+        cluster = None if outside(app, copy.cluster) else controller._cluster(copy.cluster)
         if cluster is not None and cluster.metadata.deleted is not None:
             return True
     return False
