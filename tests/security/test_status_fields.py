@@ -428,3 +428,28 @@ async def test_events_name_no_application_of_another_namespace(world: World) -> 
         assert bobs_uid not in event["message"] and "b/web" not in event["message"]
     taken = await alices.read(configmap("shared"), "a")
     assert taken is not None and taken["metadata"]["labels"][LABEL_UID] != bobs_uid
+
+
+async def test_without_rbac_users_are_not_told_apart_but_components_are(tmp_path: Path) -> None:
+    """Krake's ``always-allow`` (and its ``static`` user): every request is allowed, so any
+    user writes any field; a component still keeps to its own."""
+    server = await start_api(
+        f"sqlite://{tmp_path / 'shoal.db'}",
+        security=security(tmp_path, authorization="always-allow"),
+    )
+
+    def as_user(user: str) -> httpx.AsyncClient:
+        token = {"authorization": f"Bearer {TOKENS[user]}"}
+        return httpx.AsyncClient(base_url=server.url, headers=token, timeout=30)
+
+    try:
+        async with as_user("alice") as alice, as_user("system:kube-controller") as kube:
+            answer = await alice.post(APPS.format(ns="a"), json=app("x", "a", [configmap("x")]))
+            assert answer.status_code == 200, answer.text
+            path = f"{APPS.format(ns='a')}/x/status"
+            answer = await alice.patch(path, json={"status": {"running_on": ref("a", "c")}})
+            assert answer.status_code == 200, answer.text
+            answer = await kube.patch(path, json={"status": {"scheduled_to": ref("a", "c")}})
+            assert answer.status_code == 403, answer.text
+    finally:
+        await server.stop()

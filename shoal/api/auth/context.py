@@ -15,6 +15,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from shoal.api.auth.authn import User
+from shoal.api.auth.roles import COMPONENTS, component_user
 
 VISIBLE_NAMESPACE: ContextVar[Callable[[str | None], bool] | None] = ContextVar(
     "shoal_visible_namespace", default=None
@@ -26,8 +27,19 @@ WRITER_SEES_SECRETS: ContextVar[bool] = ContextVar("shoal_writer_sees_secrets", 
 
 
 def writer(scope: Mapping[str, Any]) -> User | None:
-    """The user the guard let in (``scope["shoal.user"]``); None without security.
+    """The user the guard let in (``scope["shoal.user"]``), whose status writes are checked
+    against the fields it owns; None when any field may be written.
 
-    A status write is checked against the fields its writer owns."""
+    None without security, and for any user but a component without RBAC: where
+    every request is allowed (Krake's ``always-allow``, its ``static`` user), users
+    are not told apart, and a component still keeps to its own fields.
+    """
     user = scope.get("shoal.user")
-    return user if isinstance(user, User) else None
+    if not isinstance(user, User):
+        return None
+    if scope.get("shoal.rbac") is False and user.name not in _COMPONENTS:
+        return None
+    return user
+
+
+_COMPONENTS = frozenset(component_user(name) for name in COMPONENTS)
