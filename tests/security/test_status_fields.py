@@ -142,7 +142,7 @@ async def world(tmp_path: Path) -> AsyncIterator[World]:
             cluster = {
                 "api": "kubernetes",
                 "kind": "Cluster",
-                "metadata": {"name": f"{user}-cluster", "namespace": namespace},
+                "metadata": {"name": f"cluster-{namespace}", "namespace": namespace},
                 "spec": {"kubeconfig": copy.deepcopy(sim.kubeconfig(member)), "metrics": []},
             }
             path = f"/kubernetes/namespaces/{namespace}/clusters"
@@ -167,7 +167,7 @@ async def bobs_web(world: World) -> dict[str, Any]:
     bob = world.http["bob"]
     answer = await bob.post(APPS.format(ns="b"), json=app("web", "b", [deployment("web", "bob:1")]))
     assert answer.status_code == 200, answer.text
-    bind = {"cluster": ref("b", "bob-cluster")}
+    bind = {"cluster": ref("b", "cluster-b")}
     answer = await bob.put(f"{APPS.format(ns='b')}/web/binding", json=bind)
     assert answer.status_code == 200, answer.text
 
@@ -195,8 +195,8 @@ async def test_a_tenant_writes_no_field_that_steers_a_controller(world: World) -
     )
     assert answer.status_code == 200, answer.text
     steer = {
-        "scheduled_to": ref("b", "bob-cluster"),
-        "placements": [{"cluster": ref("b", "bob-cluster"), "replicas": 1}],
+        "scheduled_to": ref("b", "cluster-b"),
+        "placements": [{"cluster": ref("b", "cluster-b"), "replicas": 1}],
         "kube_controller_triggered": "2099-01-01T00:00:00Z",
     }
     path = f"{APPS.format(ns='a')}/web/status"
@@ -258,7 +258,7 @@ async def test_a_tenant_writes_no_field_that_steers_a_controller(world: World) -
                             message="alice's events")  # fmt: skip
     assert not [e for e in events if e["reason"] == "TookOver"]
     bobs_uid = before["metadata"]["labels"][LABEL_UID]
-    assert all(bobs_uid not in e["message"] and "bob-cluster" not in e["message"]
+    assert all(bobs_uid not in e["message"] and "cluster-b" not in e["message"]
                for e in events)  # fmt: skip
 
 
@@ -269,7 +269,7 @@ async def test_a_controller_group_writes_the_controllers_fields(world: World) ->
     )
     assert answer.status_code == 200, answer.text
     path = f"{APPS.format(ns='a')}/k/status"
-    running = {"running_on": ref("a", "alice-cluster"), "deploy_state": "RUNNING"}
+    running = {"running_on": ref("a", "cluster-a"), "deploy_state": "RUNNING"}
     answer = await world.http["krake"].patch(path, json={"status": running})
     assert answer.status_code == 200, answer.text
     body = answer.json()
@@ -290,7 +290,7 @@ async def test_a_controller_group_writes_the_controllers_fields(world: World) ->
 
 async def test_a_tenant_cannot_steer_a_cluster_build(world: World) -> None:
     """A cluster's status (its cloud, its build) is its components'."""
-    path = "/kubernetes/namespaces/a/clusters/alice-cluster/status"
+    path = "/kubernetes/namespaces/a/clusters/cluster-a/status"
     cloud = {"api": "infrastructure", "kind": "Cloud", "namespace": "b", "name": "bobs"}
     answer = await world.http["alice"].patch(path, json={"status": {"scheduled_to": cloud}})
     assert answer.status_code == 403, answer.text
@@ -313,7 +313,7 @@ async def test_status_never_makes_the_controller_delete_what_it_did_not_make(
     answer = await alice.post(APPS.format(ns="a"), json=app("thief", "a", [configmap("notes")]))
     assert answer.status_code == 200, answer.text
     objects = [configmap("notes", "b"), NAMESPACE_OBJ]
-    cluster = ref("b", "bob-cluster")
+    cluster = ref("b", "cluster-b")
     writes = {
         "pending_cleanups": [{"cluster": cluster, "objects": objects}],
         "copies": [{"cluster": cluster, "replicas": 1}],
@@ -355,7 +355,7 @@ async def test_an_unlabelled_object_is_never_an_applications(world: World) -> No
     manifest = [configmap("cfg")]
     answer = await alice.post(APPS.format(ns="a"), json=app("mine", "a", manifest))
     assert answer.status_code == 200, answer.text
-    bind = {"cluster": ref("a", "alice-cluster")}
+    bind = {"cluster": ref("a", "cluster-a")}
     answer = await alice.put(f"{APPS.format(ns='a')}/mine/binding", json=bind)
     assert answer.status_code == 200, answer.text
 
@@ -365,7 +365,7 @@ async def test_an_unlabelled_object_is_never_an_applications(world: World) -> No
     await wait_for(running, timeout=30, message="alice's application RUNNING")
     # its status made to list the object made by hand as a copy left behind there (an
     # administrator's write): the clean-up leaves it, and so does the deletion
-    left = [{"cluster": ref("a", "alice-cluster"), "objects": [configmap("by-hand", "a")]}]
+    left = [{"cluster": ref("a", "cluster-a"), "objects": [configmap("by-hand", "a")]}]
     path = f"{APPS.format(ns='a')}/mine/status"
     answer = await world.http["admin"].patch(path, json={"status": {"pending_cleanups": left}})
     assert answer.status_code == 200, answer.text
@@ -398,7 +398,7 @@ async def test_events_name_no_application_of_another_namespace(world: World) -> 
 
     answer = await alice.post(APPS.format(ns="a"), json=app("careful", "a", [configmap("shared")]))
     assert answer.status_code == 200, answer.text
-    bind = {"cluster": ref("a", "alice-cluster")}
+    bind = {"cluster": ref("a", "cluster-a")}
     answer = await alice.put(f"{APPS.format(ns='a')}/careful/binding", json=bind)
     assert answer.status_code == 200, answer.text
 
