@@ -140,7 +140,7 @@ def check_writer(kind: type[Kind], user: User | None, fields: Iterable[str]) -> 
 
 
 def changed_fields(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
-    """The status fields a whole-status write changes (a field absent reads as its default)."""
+    """The status fields a whole-status write changes, from the stored and written dumps."""
     return sorted(k for k in {*before, *after} if before.get(k) != after.get(k))
 
 
