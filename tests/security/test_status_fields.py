@@ -250,6 +250,22 @@ async def test_a_tenant_writes_no_field_that_steers_a_controller(world: World) -
 
     message = await wait_for(refused, timeout=15, message="alice's application refused")
     assert "bob" not in message and "'b'" not in message
+    # the same on one cluster, without placements
+    answer = await alice.post(
+        APPS.format(ns="a"), json=app("single", "a", manifest, conflict_resolution="overwrite")
+    )
+    assert answer.status_code == 200, answer.text
+    one = {k: v for k, v in steer.items() if k != "placements"}
+    answer = await world.http["admin"].patch(
+        f"{APPS.format(ns='a')}/single/status", json={"status": one}
+    )
+    assert answer.status_code == 200, answer.text
+
+    async def single_refused() -> bool:
+        reason = (await world.status("alice", "single", "a")).get("deploy_reason") or {}
+        return "outside the application's namespace" in (reason.get("message") or "")
+
+    await wait_for(single_refused, timeout=15, message="the single-cluster one refused")
     live = await world.bobs.read(deployment("web", "bob:1"), "b")
     assert image(live) == "bob:1"
     assert live is not None and live["metadata"]["uid"] == before["metadata"]["uid"]
