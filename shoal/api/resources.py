@@ -14,9 +14,11 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import orjson
+from pydantic import BaseModel
 
 from shoal.api import status as status_patch
 from shoal.api.admission import admit, dry
+from shoal.api.auth.authn import User
 from shoal.api.auth.secrets import secret_paths
 from shoal.api.auth.store import kept_path
 from shoal.api.batch import each_item
@@ -210,8 +212,9 @@ class Resources:
         raise AlreadyExists(body.store_key())
 
     async def update_status(
-        self, kind: type[K], body: K, name: str, namespace: str | None
+        self, kind: type[K], body: K, name: str, namespace: str | None, user: User | None = None
     ) -> bytes:
+        """Krake's whole-status write; the fields it changes are checked as a patch's are."""
         _check_identity(body, name, namespace)
         status = getattr(body, "status", None)
         if isinstance(status, ApplicationStatus):
@@ -219,8 +222,15 @@ class Resources:
             application_status.apply(status)
 
         def change(current: K) -> bool:
-            if getattr(current, "status", None) == status:
+            stored = getattr(current, "status", None)
+            if stored == status:
                 return False
+            if isinstance(stored, BaseModel) and isinstance(status, BaseModel):
+                changed = status_patch.changed_fields(
+                    stored.model_dump(mode="json"), status.model_dump(mode="json")
+                )
+                derived = application_status.OWNERS["derived"] if kind is Application else ()
+                status_patch.check_writer(kind, user, [f for f in changed if f not in derived])
             object.__setattr__(current, "status", status)
             return True
 
@@ -232,7 +242,7 @@ class Resources:
         name: str,
         namespace: str | None,
         body: Any,
-        user: str | None = None,
+        user: User | None = None,
     ) -> bytes:
         """Merge the writer's own status fields into the stored object (compare-and-swap)."""
         fields, expected = status_patch.parse(body)

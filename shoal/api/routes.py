@@ -286,7 +286,8 @@ def _kind_handlers(kind: type[Kind]) -> _Handlers:
         return _json(await _res(kw).delete(kind, kw["name"], ns(kw), kw.get("force", False)))
 
     async def status(**kw: Any) -> Response:
-        return _json(await _res(kw).update_status(kind, kw["body"], kw["name"], ns(kw)))
+        name = writer(kw["request"].scope)
+        return _json(await _res(kw).update_status(kind, kw["body"], kw["name"], ns(kw), name))
 
     async def patch_status(**kw: Any) -> Response:
         name = writer(kw["request"].scope)

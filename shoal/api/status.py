@@ -11,16 +11,18 @@ and ``reason`` are then derived (``shoal.model.application_status``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from shoal.api.auth.authn import User
+from shoal.api.auth.roles import ADMINS, COMPONENTS, component_user
 from shoal.machinery.patch import merge_patch  # RFC 7386
 from shoal.machinery.problems import ProblemError, invalid_error, validation_problem
 from shoal.model import application_status
 from shoal.model.base import TRUSTED, Finalizer, Kind
-from shoal.model.kubernetes import Application, ApplicationStatus
+from shoal.model.kubernetes import Application, ApplicationStatus, Cluster, ClusterStatus
 
 log = logging.getLogger(__name__)
 
@@ -66,28 +68,85 @@ def parse_finalizers(body: Any) -> tuple[list[str], int | None]:
     return finalizers, expected
 
 
-def check_writer(kind: type[Kind], user: str | None, fields: dict[str, Any]) -> None:
-    """A component may patch only its own fields of an application (403 names the field)."""
-    if kind is not Application:
-        return
-    derived = sorted(application_status.OWNERS["derived"] & set(fields))
-    if derived:
-        raise _invalid(
-            f"status.{derived[0]}",
-            "is derived from the writers' fields (docs/status-ownership.md); not written",
-        )
-    writer = application_status.WRITERS.get(user or "")
+#: Members of this group write every component's status fields: controllers that run
+#: under a name of their own, such as Krake's (docs/from-krake.md).
+CONTROLLERS = "shoal:controllers"
+
+#: The writer a user is when it is no component: it owns no status field.
+TENANT = "tenant"
+
+
+def writer_of(user: User | None) -> str | None:
+    """Whose status fields ``user`` writes: a component's, ``TENANT`` (none), None (any).
+
+    Without security, anonymous (an API that lets anyone write), an administrator,
+    the controllers' group and the other components write any field; the
+    scheduler, kube controller and observer their own; every other user none.
+    """
+    if user is None or user.anonymous:
+        return None
+    component = application_status.WRITERS.get(user.name)
+    if component is not None:
+        return component
+    if ADMINS in user.groups or CONTROLLERS in user.groups:
+        return None
+    if user.name in _COMPONENT_USERS:
+        return None
+    return TENANT
+
+
+_COMPONENT_USERS = frozenset(component_user(name) for name in COMPONENTS)
+
+#: A cluster's status is its components' (docs/status-ownership.md, "Clusters"):
+#: its cloud and build steer the infrastructure controller, its state the scheduler.
+_CLUSTER_FIELDS = frozenset(ClusterStatus.model_fields)
+
+
+def check_writer(kind: type[Kind], user: User | None, fields: Iterable[str]) -> None:
+    """A writer may write only its own status fields (403 names the field).
+
+    A component patches only its fields of an application; a tenant no field
+    any component owns, of an application or a cluster: those fields steer the
+    controllers, which act with the credentials of the clusters they name.
+    """
+    fields = set(fields)
+    if kind is Application:
+        derived = sorted(application_status.OWNERS["derived"] & fields)
+        if derived:
+            raise _invalid(
+                f"status.{derived[0]}",
+                "is derived from the writers' fields (docs/status-ownership.md); not written",
+            )
+    writer = writer_of(user)
     if writer is None:
         return
-    foreign = application_status.foreign_fields(writer, fields)
+    if writer == TENANT:
+        owned = _CLUSTER_FIELDS if kind is Cluster else _APPLICATION_FIELDS
+        foreign = sorted(fields & owned) if kind in (Application, Cluster) else []
+        whose = "of a Shoal component, not written by users"
+    elif kind is Application:
+        foreign = application_status.foreign_fields(writer, fields)
+        whose = f"not a field of the {writer}"
+    else:
+        return
     if foreign:
         raise ProblemError(
             403,
-            f"status.{foreign[0]}: not a field of the {writer} (docs/status-ownership.md)",
+            f"status.{foreign[0]}: {whose} (docs/status-ownership.md)",
             errors=[
                 {"field": f"status.{name}", "reason": "owned by another writer"} for name in foreign
             ],
         )
+
+
+def changed_fields(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    """The status fields a whole-status write changes, from the stored and written dumps."""
+    return sorted(k for k in {*before, *after} if before.get(k) != after.get(k))
+
+
+_APPLICATION_FIELDS = frozenset().union(
+    *(fields for owner, fields in application_status.OWNERS.items() if owner != "derived")
+)
 
 
 def patcher(kind: type[Kind], fields: dict[str, Any]) -> Callable[[dict[str, Any]], bool | None]:

@@ -17,6 +17,7 @@ from fastapi import APIRouter, Body, Request
 from pydantic import Field, StrictInt
 from starlette.responses import Response
 
+from shoal.api.auth.authn import User
 from shoal.api.auth.context import writer
 from shoal.api.batch import add_batch_route, each_item, results_response
 from shoal.api.resources import Resources
@@ -63,7 +64,7 @@ class StatusPatchBatch(Model):
 
 
 async def patch_statuses(
-    resources: Resources, items: list[StatusPatchItem], writer: str | None
+    resources: Resources, items: list[StatusPatchItem], writer: User | None
 ) -> list[dict[str, Any]]:
     """Each item's status merge patch, as ``writer``, in one commit: one result per item."""
 

@@ -170,6 +170,16 @@ def deploy_failed(
     events.emit(app, "DeployFailed", text[:1000], type="Warning", key=code)
 
 
+def took_over(events: Recorder, app: Application, what: str, former: str, cluster: str) -> None:
+    """An object of another application (of the same namespace: the only one an object on
+    the application's clusters can name) taken over, as ``conflict_resolution: overwrite``
+    asked. ``former``: that application's name."""
+    former = f"{app.metadata.namespace or 'default'}/{former}"
+    message = (f"Took over {what} from application {former} on {cluster} "
+               "(conflict_resolution: overwrite)")  # fmt: skip
+    events.emit(app, "TookOver", message[:1000], type="Warning")
+
+
 def deleted(events: Recorder, app: Application, clusters: int) -> None:
     events.emit(app, "Deleted", f"Removed from {clusters} cluster(s)")
 

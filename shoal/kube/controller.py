@@ -47,6 +47,7 @@ from shoal.kube.objects import (
     combined_health,
     ident,
     merge_cleanup,
+    outside,
     placement,
     project,
     ref_key,
@@ -403,7 +404,7 @@ class KubeController(Controller):
     def _withdrawn(self, app: Application) -> bool:
         """Unbound from a cluster that is being deleted, while a copy still runs there."""
         running = app.status.running_on
-        if app.status.scheduled_to is not None or running is None:
+        if app.status.scheduled_to is not None or running is None or outside(app, running):
             return False
         cluster = self._cluster(running)
         return cluster is not None and cluster.metadata.deleted is not None
@@ -426,6 +427,20 @@ class KubeController(Controller):
             app.metadata.name,
             running.name,
         )
+
+    def _elsewhere(self, app: Application, ref: ResourceRef | None) -> bool:
+        """``ref`` names a cluster outside the application's namespace: nothing is done there,
+        and a warning event says so (without naming it: it is another tenant's)."""
+        if not outside(app, ref):
+            return False
+        assert ref is not None
+        log.warning("application %s/%s: its status names cluster %s/%s, outside its "
+                    "namespace: not acted on", app.metadata.namespace, app.metadata.name,
+                    ref.namespace, ref.name)  # fmt: skip
+        message = (f"A cluster its status names is outside namespace {app.metadata.namespace}: "
+                   "nothing was done there")  # fmt: skip
+        self.events.emit(app, "OutsideNamespace", message, type="Warning")
+        return True
 
     def _cluster(self, ref: ResourceRef | None) -> Cluster | None:
         if ref is None:
@@ -482,13 +497,13 @@ class KubeController(Controller):
             phase, code = ApplicationState.RECONCILING, ReasonCode.RECONCILE_FAILED
         else:
             phase, code = ApplicationState.RUNNING, ReasonCode.RECONCILE_FAILED
-        if target.namespace != app.metadata.namespace:
-            # The API refuses such a binding; a store written some other way is not trusted
-            # with another tenant's cluster credentials.
+        if outside(app, target):
+            # The API refuses such a binding, and the field to tenants; a store written some
+            # other way is not trusted with another tenant's cluster credentials.
             raise KubeFailure(
                 code,
-                f"cluster {target.namespace}/{target.name} is outside the application's "
-                f"namespace {app.metadata.namespace!r}: not deployed",
+                f"its cluster is outside the application's namespace "
+                f"{app.metadata.namespace!r}: not deployed",
             )
         kube = await self._kube(target, code)
         where = ref_key(target)
@@ -515,7 +530,7 @@ class KubeController(Controller):
                     self.drift_repairs += 1
                     apply = True
             if apply:
-                # what the status says this application runs there is its own
+                # what its status says it runs there (imported from Krake) is labelled its own
                 recorded = (
                     {ident(obj) for obj in status.last_applied_manifest}
                     if status.running_on == target
@@ -528,15 +543,14 @@ class KubeController(Controller):
                 self.baseline[key] = done.baseline
                 for taken in done.taken:
                     log.warning(
-                        "application %s/%s takes over %s (conflict_resolution: overwrite)",
-                        namespace, app.metadata.name, taken,
+                        "application %s/%s takes over %s from %s (conflict_resolution: "
+                        "overwrite)", namespace, app.metadata.name, taken.what, taken.owner,
                     )  # fmt: skip
-                    message = f"Took over {taken} on {target.name} (conflict_resolution: overwrite)"
-                    self.events.emit(app, "TookOver", message, type="Warning")
+                    reasons.took_over(self.events, app, taken.what, taken.owner.name, target.name)
                 if status.running_on == target:  # prune what the manifest no longer has
                     keep = {ident(obj) for obj in manifest}
                     stale = [o for o in status.last_applied_manifest if ident(o) not in keep]
-                    await self.members.delete(kube, where, stale, namespace, me, recorded=True)
+                    await self.members.delete(kube, where, stale, namespace, me)
                 self.applied[key] = (where, manifest)
                 self.applied_at[key] = asyncio.get_running_loop().time()
                 lives = done.lives
@@ -636,6 +650,8 @@ class KubeController(Controller):
                     if o.get("kind") == "Service"]  # fmt: skip
         services.sort(key=lambda o: (o.get("metadata") or {}).get("name") != "shutdown")
         problem = "its manifest has no Service"
+        if self._elsewhere(app, ref):
+            return
         try:
             kube = await self._kube(ref, ReasonCode.DELETE_FAILED)
             for service in services[:1]:
@@ -666,13 +682,11 @@ class KubeController(Controller):
         """
         namespace = app.metadata.namespace or "default"
         objects = app.status.last_applied_manifest or app.spec.manifest
-        if self._cluster(old) is None:
+        if self._elsewhere(app, old) or self._cluster(old) is None:
             return None  # the cluster is gone from Shoal: nothing to come back to
         try:
             kube = await self._kube(old, ReasonCode.DELETE_FAILED)
-            await self.members.delete(
-                kube, ref_key(old), objects, namespace, Owner.of(app), recorded=True
-            )
+            await self.members.delete(kube, ref_key(old), objects, namespace, Owner.of(app))
         except (KubeFailure, KubeUnreachable, KubeApiError) as error:
             log.warning(
                 "application %s/%s: old copy on %s not removed yet: %s",
@@ -695,8 +709,10 @@ class KubeController(Controller):
         now = asyncio.get_running_loop().time()
         for entry in app.status.pending_cleanups:
             ref = cleanup_ref(entry)
+            if ref is None or self._elsewhere(app, ref):
+                continue  # dropped: no cluster, or one it never ran on
             cluster = self._cluster(ref)
-            if ref is None or cluster is None or cluster.spec.kubeconfig is None:
+            if cluster is None or cluster.spec.kubeconfig is None:
                 continue  # the cluster is gone from Shoal
             objects: list[Obj] = list(entry.get("objects") or [])
             if ref in placed_on(app.status):
@@ -713,9 +729,7 @@ class KubeController(Controller):
             self._cleanup_tried[(key, ref_key(ref))] = now
             try:
                 kube = await self.kube.get(cluster)
-                await self.members.delete(
-                    kube, ref_key(ref), objects, namespace, Owner.of(app), recorded=True
-                )
+                await self.members.delete(kube, ref_key(ref), objects, namespace, Owner.of(app))
             except (KubeUnreachable, KubeApiError) as error:
                 log.info(
                     "application %s/%s: old copy on %s still not removed: %s",
@@ -741,7 +755,7 @@ class KubeController(Controller):
             left: list[tuple[str, Obj, Owner]] = []
             for namespace, obj, owner in self.orphans.get(key, []):
                 try:
-                    await self.members.delete(kube, key, [obj], namespace, owner, recorded=True)
+                    await self.members.delete(kube, key, [obj], namespace, owner)
                 except (KubeUnreachable, KubeApiError):
                     left.append((namespace, obj, owner))
             if left:
@@ -771,14 +785,11 @@ class KubeController(Controller):
         refs = running + [ref for ref in placed_on(status) if ref not in running]
         for ref in refs:
             cluster = self._cluster(ref)
-            if cluster is None or cluster.spec.kubeconfig is None:
-                continue  # the cluster is gone: nothing left to remove there
+            if self._elsewhere(app, ref) or cluster is None or cluster.spec.kubeconfig is None:
+                continue  # the cluster is gone, or not the application's: nothing to remove
             kube = await self._kube(ref, ReasonCode.DELETE_FAILED)
-            recorded = ref in running  # its status says it applied them there
             try:
-                left = await self.members.delete(
-                    kube, ref_key(ref), objects, namespace, me, recorded=recorded
-                )
+                left = await self.members.delete(kube, ref_key(ref), objects, namespace, me)
             except (KubeUnreachable, KubeApiError) as error:
                 raise unreachable(error, ReasonCode.DELETE_FAILED) from error
             if left:
@@ -787,17 +798,15 @@ class KubeController(Controller):
         # copies left behind by migrations: best effort now, else when the cluster answers
         for entry in status.pending_cleanups:
             left_on = cleanup_ref(entry)
+            if left_on is None or left_on in refs or self._elsewhere(app, left_on):
+                continue
             cluster = self._cluster(left_on)
-            if left_on is None or left_on in refs or cluster is None or (
-                cluster.spec.kubeconfig is None
-            ):
+            if cluster is None or cluster.spec.kubeconfig is None:
                 continue
             stale: list[Obj] = list(entry.get("objects") or [])
             try:
                 kube = await self.kube.get(cluster)
-                await self.members.delete(
-                    kube, ref_key(left_on), stale, namespace, me, recorded=True
-                )
+                await self.members.delete(kube, ref_key(left_on), stale, namespace, me)
             except (KubeUnreachable, KubeApiError):
                 self.orphans.setdefault(cache_key(cluster), []).extend(
                     (namespace, o, me) for o in stale

@@ -19,7 +19,15 @@ from typing import Any
 
 from shoal.client.kube import ClusterKey, KubeApiError, KubeCluster, KubeUnreachable
 from shoal.kube.objects import ident, project
-from shoal.kube.owners import Owner, describe, mine, owned, owner_of, refusal
+from shoal.kube.owners import (
+    Owner,
+    describe,
+    former_owner,
+    mine,
+    owned,
+    owner_of,
+    refusal,
+)
 from shoal.kube.watch import ClusterWatches, ObjKey
 from shoal.machinery.types import Obj
 from shoal.model.base import ReasonCode
@@ -42,13 +50,21 @@ def obj_key(obj: Obj, namespace: str) -> ObjKey:
     return (api_version, kind, ns or namespace, name)
 
 
+@dataclass(frozen=True, slots=True)
+class Taken:
+    """An object taken over from another application of the same namespace."""
+
+    what: str  # "Deployment web"
+    owner: Owner
+
+
 @dataclass
 class Applied:
     """What one apply left: the live objects and the projection of each (drift baseline)."""
 
     lives: list[Obj | None]
     baseline: dict[tuple[str, str, str | None, str], Any]
-    taken: list[str] = field(default_factory=list)  # objects taken over from their owner
+    taken: list[Taken] = field(default_factory=list)  # objects taken over from their owner
 
 
 @dataclass(eq=False)
@@ -146,27 +162,21 @@ class Members:
         *,
         recorded: set[tuple[str, str, str | None, str]],
         overwrite: bool,
-    ) -> list[str]:
+    ) -> list[Taken]:
         """Refuse or claim each object; the objects taken over from another owner."""
-        taken: list[str] = []
+        taken: list[Taken] = []
         for obj in marked:
             live = await self.read(kube, cluster, obj, namespace)
             other = self._claimed(cluster, obj, namespace, me)
             if other is not None and (live is None or owner_of(live) is None):
                 live = owned(obj, other)  # being applied for another application
-            why = refusal(
-                obj,
-                live,
-                me,
-                recorded=ident(obj) in recorded,
-                overwrite=overwrite,
-                exists=self.exists,
-            )
+            why = refusal(obj, live, me, recorded=ident(obj) in recorded, overwrite=overwrite,
+                          exists=self.exists)  # fmt: skip
             if why is not None:
                 raise KubeFailure(ReasonCode.CONFLICT, f"{why} on cluster {cluster[1]}")
-            previous = owner_of(live)
-            if previous is not None and previous.uid != me.uid and self.exists(previous):
-                taken.append(f"{describe(obj)} from {previous}")
+            previous = former_owner(live, me, self.exists)
+            if previous is not None:
+                taken.append(Taken(describe(obj), previous))
             key = (cluster, obj_key(obj, namespace))
             self.claims[key] = me
             claimed.append(key)
@@ -179,26 +189,24 @@ class Members:
         objects: list[Obj],
         namespace: str,
         me: Owner,
-        *,
-        recorded: bool,
     ) -> int:
         """Delete those of ``objects`` that ``me`` owns; how many a DELETE removed now.
 
         A deletion is done once a pass removes nothing (the watch or a read no
         longer shows the objects).
 
-        ``recorded``: the application's status says it applied these objects on
-        that cluster, so an object without owner labels (applied before objects
-        carried them) is its own too. Objects of other owners are left alone.
+        Only objects that carry ``me``'s owner label (or its annotation, where
+        labels were cut) are its own: one without an owner, or of another
+        owner, is left alone, whatever the application's status lists.
         """
         removed = 0
         for obj in objects:
             live = await self.read(kube, cluster, obj, namespace)
-            if not mine(live, me, recorded=recorded):
-                if live is not None and owner_of(live) is not None:
+            if not mine(live, me):
+                if live is not None:
                     log.info(
-                        "%s on %s belongs to %s: %s leaves it",
-                        describe(obj), cluster[1], owner_of(live), me,
+                        "%s on %s is not %s's (owner: %s): left alone",
+                        describe(obj), cluster[1], me, owner_of(live),
                     )  # fmt: skip
                 continue
             assert live is not None

@@ -155,6 +155,17 @@ def merge_cleanup(cleanups: list[Obj], entry: Obj) -> list[Obj]:
     return out
 
 
+def outside(app: Application, ref: ResourceRef | None) -> bool:
+    """``ref`` names a cluster outside the application's namespace: never acted on.
+
+    The API binds an application only to clusters of its namespace and lets
+    no tenant write the status fields that name clusters; the controller still
+    checks each reference where it uses it, since it acts with that cluster's
+    credentials.
+    """
+    return ref is not None and ref.namespace != app.metadata.namespace
+
+
 def clusters_of(app: Application) -> list[ResourceRef]:
     """Every cluster an application uses: bound to, running on, placed on, copied to, and
     left a copy on (a pending clean-up)."""
@@ -219,6 +230,8 @@ def unread(app: Obj, written: int | None, entries: set[Entry] | None) -> bool:
 
 
 def _entries(namespace: str | None, refs: list[ClusterKey], objects: list[Obj]) -> set[Entry]:
+    """Each object on each cluster of the application's namespace (no other is watched)."""
+    refs = [ref for ref in refs if ref[0] == namespace]
     namespace = namespace or "default"
     entries: set[Entry] = set()
     for ref in refs:

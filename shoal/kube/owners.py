@@ -69,11 +69,21 @@ def owner_of(live: Obj | None) -> Owner | None:
 
 
 def owned(obj: Obj, owner: Owner) -> Obj:
-    """A copy of manifest object ``obj`` that names ``owner`` (its own labels kept)."""
+    """A copy of manifest object ``obj`` that names ``owner`` (its own labels kept).
+
+    Labels and annotations of Shoal's own (``shoal.dev/``) that the manifest
+    carries are dropped: only the controller says who owns an object.
+    """
     meta = dict(obj.get("metadata") or {})
-    meta["labels"] = {**(meta.get("labels") or {}), **owner.labels}
-    meta["annotations"] = {**(meta.get("annotations") or {}), **owner.annotations}
+    meta["labels"] = {**_not_shoals(meta.get("labels")), **owner.labels}
+    meta["annotations"] = {**_not_shoals(meta.get("annotations")), **owner.annotations}
     return {**obj, "metadata": meta}
+
+
+def _not_shoals(values: object) -> dict[str, object]:
+    if not isinstance(values, dict):
+        return {}
+    return {k: v for k, v in values.items() if not str(k).startswith(PREFIX)}
 
 
 def describe(obj: Obj) -> str:
@@ -87,25 +97,33 @@ def refusal(
     live: Obj | None,
     me: Owner,
     *,
-    recorded: bool,
+    recorded: bool = False,
     overwrite: bool,
     exists: Callable[[Owner], bool],
 ) -> str | None:
     """Why ``me`` may not apply ``obj`` over ``live``; None when it may.
 
-    ``recorded``: the application's own status says it applied this object on
-    that cluster (it ran there before objects carried owners, or was imported
-    from Krake), so the object is its own. ``exists`` tells whether an owning
-    application still exists in Shoal: an object left by a deleted
-    application of the same namespace and name (recreated) is taken back.
+    ``recorded``: the application's own status, as its controller wrote it, says
+    it applied this object on that cluster (imported from Krake, whose objects
+    carry no owner): an object without an owner there is labelled as its own.
+    Only a component writes that status (docs/status-ownership.md), and only a
+    cluster of the application's namespace is acted on. Deleting never relies on
+    it (``mine``).
+    ``exists`` tells whether an owning application still exists in Shoal: an
+    object left by a deleted application of the same namespace and name
+    (recreated) is taken back. An owner of another namespace is not believed
+    (a cluster serves the applications of its own namespace only): the object
+    is as good as without an owner, and nothing is said of that namespace.
     """
     if live is None:
         return None
     owner = owner_of(live)
     if owner is not None and owner.uid == me.uid:
         return None
+    if owner is not None and owner.namespace != me.namespace:
+        owner = None
     if owner is not None and not exists(owner):
-        if (owner.namespace, owner.name) == (me.namespace, me.name):
+        if owner.name == me.name:
             return None  # left by an earlier application of this name
         owner = None  # its application is gone: as good as without an owner
     if overwrite:
@@ -119,11 +137,16 @@ def refusal(
     )
 
 
-def mine(live: Obj | None, me: Owner, *, recorded: bool) -> bool:
-    """Whether ``me`` may delete ``live``: it owns it, or applied it before objects had owners."""
-    if live is None:
-        return False
+def mine(live: Obj | None, me: Owner) -> bool:
+    """Whether ``me`` may delete ``live``: it carries ``me``'s owner label (or annotation,
+    where labels were cut). An object without an owner is never an application's."""
     owner = owner_of(live)
-    if owner is None:
-        return recorded
-    return owner.uid == me.uid
+    return owner is not None and owner.uid == me.uid
+
+
+def former_owner(live: Obj | None, me: Owner, exists: Callable[[Owner], bool]) -> Owner | None:
+    """The application of ``me``'s namespace that owned ``live`` and still exists, if any."""
+    owner = owner_of(live)
+    if owner is None or owner.uid == me.uid or owner.namespace != me.namespace:
+        return None
+    return owner if exists(owner) else None

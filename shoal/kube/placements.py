@@ -27,6 +27,7 @@ from shoal.kube.objects import (
     combined_health,
     ident,
     merge_cleanup,
+    outside,
     project,
     ref_key,
     workload_health,
@@ -90,6 +91,8 @@ async def _apply(
     me = Owner.of(app)
     code = ReasonCode.CREATE_FAILED if phase is ApplicationState.CREATING else (
         ReasonCode.RECONCILE_FAILED)  # fmt: skip
+    if outside(app, ref):  # checked where it acts, whatever wrote the placement
+        raise KubeFailure(code, "a cluster outside the application's namespace: not deployed")
     kube = await controller._kube(ref, code)
     applied = controller.copies_applied.get((key, where))
     try:
@@ -108,7 +111,7 @@ async def _apply(
             log.info("application %s/%s: %s changed on %s by someone else; applying again",
                      namespace, app.metadata.name, changed, ref.name)  # fmt: skip
             controller.drift_repairs += 1
-        # what the status says this application runs there is its own
+        # what its status says it runs there (imported from Krake) is labelled its own
         recorded = {ident(obj) for obj in app.status.last_applied_manifest} if any(
             ref_key(c.cluster) == where for c in app.status.copies) else set()  # fmt: skip
         done = await controller.members.apply(
@@ -122,8 +125,7 @@ async def _apply(
     controller.copies_applied[(key, where)] = manifest
     controller.copies_baseline[(key, where)] = done.baseline
     for taken in done.taken:
-        message = f"Took over {taken} on {ref.name} (conflict_resolution: overwrite)"
-        controller.events.emit(app, "TookOver", message, type="Warning")
+        reasons.took_over(controller.events, app, taken.what, taken.owner.name, ref.name)
     return _health(manifest, done.lives)
 
 
@@ -147,6 +149,12 @@ async def deploy(controller: KubeController, app: Application) -> None:
         # stored before anything is applied: a deletion then always waits for the clean-up
         app = await controller._set_finalizers(app, [*app.metadata.finalizers, KUBE_FINALIZER])
     status = app.status
+    if any(outside(app, p.cluster) for p in status.placements):
+        raise KubeFailure(
+            ReasonCode.CREATE_FAILED,
+            f"a placement names a cluster outside the application's namespace "
+            f"{app.metadata.namespace!r}: not deployed",
+        )
     copies = {ref_key(c.cluster): c for c in status.copies}
     running = status.running_on
     if not copies and running is not None:  # it ran on one cluster: that copy is one of them
@@ -302,7 +310,7 @@ def withdrawn(controller: KubeController, app: Application) -> bool:
     if app.status.placements or app.status.scheduled_to is not None:
         return False
     for copy in app.status.copies:
-        cluster = controller._cluster(copy.cluster)
+        cluster = None if outside(app, copy.cluster) else controller._cluster(copy.cluster)
         if cluster is not None and cluster.metadata.deleted is not None:
             return True
     return False

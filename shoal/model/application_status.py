@@ -169,7 +169,7 @@ def join_copies(status: ApplicationStatus) -> None:
             placement.reason = copy.reason
 
 
-def foreign_fields(writer: str, fields: Mapping[str, Any]) -> list[str]:
+def foreign_fields(writer: str, fields: Iterable[str]) -> list[str]:
     """Fields of a patch that belong to another writer (or are derived)."""
     own = OWNERS.get(writer, frozenset())
     return sorted(name for name in fields if name not in own)

@@ -11,7 +11,18 @@ import pytest
 from shoal.client.kube import KubeCluster
 from shoal.client.rest import ShoalClient
 from shoal.kube.controller import KubeController
-from shoal.kube.owners import LABEL_NAME, LABEL_NAMESPACE, LABEL_UID, Owner, owner_of
+from shoal.kube.owners import (
+    ANNOTATION_UID,
+    LABEL_NAME,
+    LABEL_NAMESPACE,
+    LABEL_UID,
+    Owner,
+    former_owner,
+    mine,
+    owned,
+    owner_of,
+    refusal,
+)
 from shoal.model.base import ReasonCode, ResourceRef
 from shoal.model.events import Event
 from shoal.model.kubernetes import Application, ApplicationState, Cluster
@@ -193,3 +204,105 @@ async def test_a_conflict_waits_longer_each_time_and_retry_tries_at_once(
     # the scheduler passes a retried application at once; here, as it would, bind it again
     await client.bind(await client.get(Application, "second", NS), DE)
     await wait_for(lambda: running(client, "second"), timeout=15, message="second RUNNING")
+
+
+# the ownership rule, from the live object alone -------------------------------------------
+
+ME = Owner(NS, "web", "uid-me")
+
+
+def live(labels: dict[str, str] | None = None, notes: dict[str, str] | None = None) -> Any:
+    meta: dict[str, Any] = {"name": "web", "labels": labels or {}, "annotations": notes or {}}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta}
+
+
+def never_exists(owner: Owner) -> bool:
+    return False
+
+
+def always_exists(owner: Owner) -> bool:
+    return True
+
+
+def test_only_an_object_carrying_its_owner_label_is_mine() -> None:
+    assert mine(live(ME.labels), ME)
+    assert mine(live(notes=ME.annotations), ME)  # labels cut: the annotations say it
+    assert not mine(live(), ME)  # made by hand: never an application's
+    assert not mine(live({"app": "web"}, {"note": "x"}), ME)
+    assert not mine(live(Owner(NS, "web", "uid-other").labels), ME)
+    assert not mine(None, ME)
+
+
+def test_a_manifests_own_owner_labels_do_not_decide_who_owns_it() -> None:
+    forged = live({LABEL_UID: "uid-other", LABEL_NAME: "other", "app": "web"},
+                  {ANNOTATION_UID: "uid-other", "note": "kept"})  # fmt: skip
+    marked = owned(forged, ME)
+    assert owner_of(marked) == ME
+    assert marked["metadata"]["labels"]["app"] == "web"
+    assert marked["metadata"]["annotations"]["note"] == "kept"
+    assert marked["metadata"]["annotations"][ANNOTATION_UID] == "uid-me"
+    # a manifest naming only the annotation of another owner gets ours too
+    assert owner_of(owned(live(notes={ANNOTATION_UID: "uid-other"}), ME)) == ME
+
+
+def test_an_object_without_owner_is_overwritten_only_when_asked() -> None:
+    obj = live()
+    why = refusal(obj, live(), ME, overwrite=False, exists=always_exists)
+    assert why is not None and "without an owner" in why
+    assert refusal(obj, live(), ME, overwrite=True, exists=always_exists) is None
+    assert refusal(obj, live(ME.labels), ME, overwrite=False, exists=always_exists) is None
+    assert refusal(obj, None, ME, overwrite=False, exists=always_exists) is None
+    # its own status, as the controller wrote it, records it there (imported from Krake):
+    # labelled its own at the next apply; deleting it still needs the label
+    assert refusal(obj, live(), ME, recorded=True, overwrite=False, exists=always_exists) is None
+    assert not mine(live(), ME)
+
+
+def test_an_owner_of_another_namespace_is_neither_believed_nor_named() -> None:
+    """A cluster serves its own namespace's applications: another's owner label is forged
+    or stale, and saying whether that application exists would tell its existence."""
+    theirs = live(Owner("b", "secret-app", "uid-b").labels)
+    for exists in (always_exists, never_exists):
+        why = refusal(live(), theirs, ME, overwrite=False, exists=exists)
+        assert why is not None and "without an owner" in why and "secret-app" not in why
+        assert former_owner(theirs, ME, exists) is None
+        assert refusal(live(), theirs, ME, overwrite=True, exists=exists) is None
+    ours = Owner(NS, "first", "uid-first")
+    why = refusal(live(), live(ours.labels), ME, overwrite=False, exists=always_exists)
+    assert why is not None and f"application {NS}/first" in why
+    assert former_owner(live(ours.labels), ME, always_exists) == ours
+    assert former_owner(live(ours.labels), ME, never_exists) is None
+    # left by an earlier application of the same name: taken back
+    earlier = live(Owner(NS, "web", "uid-earlier").labels)
+    assert refusal(live(), earlier, ME, overwrite=False, exists=never_exists) is None
+
+
+async def test_an_object_whose_labels_were_cut_is_still_deleted_with_its_application(
+    client: ShoalClient, kube: dict[str, KubeCluster]
+) -> None:
+    """The annotations name the owner where a tool stripped the labels.
+
+    The labels are cut while no controller runs (a running one applies them again at
+    once, as drift), and the application is deleted before the next one starts.
+    """
+    de = kube["de"]
+    first = KubeController(client, poll_interval=0.2, resync=60.0, timeout=2.0)
+    await first.start()
+    try:
+        await deploy(client, shared("cut"))
+        await wait_for(lambda: running(client, "cut"), timeout=15, message="cut RUNNING")
+    finally:
+        await first.stop()
+    path = await de.path(deployment("shared"), NS)
+    strip = {"metadata": {"labels": {LABEL_UID: None, LABEL_NAME: None, LABEL_NAMESPACE: None}}}
+    await de.request("PATCH", path, body=strip, content_type="application/merge-patch+json")
+    stripped = await de.read(deployment("shared"), NS)
+    assert stripped is not None and LABEL_UID not in (stripped["metadata"].get("labels") or {})
+    await client.delete(Application, "cut", NS)
+    second = KubeController(client, poll_interval=0.2, resync=60.0, timeout=2.0)
+    await second.start()
+    try:
+        await wait_for(lambda: gone(client, "cut"), timeout=15, message="cut deleted")
+    finally:
+        await second.stop()
+    assert await de.read(deployment("shared"), NS) is None

@@ -14,6 +14,9 @@ from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import Any
 
+from shoal.api.auth.authn import User
+from shoal.api.auth.roles import COMPONENTS, component_user
+
 VISIBLE_NAMESPACE: ContextVar[Callable[[str | None], bool] | None] = ContextVar(
     "shoal_visible_namespace", default=None
 )
@@ -23,9 +26,20 @@ WRITER_SEES_SECRETS: ContextVar[bool] = ContextVar("shoal_writer_sees_secrets", 
 """Whether the writer may read the secrets of the kind it writes."""
 
 
-def writer(scope: Mapping[str, Any]) -> str | None:
-    """The name of the user the guard let in (``scope["shoal.user"]``); None without security.
+def writer(scope: Mapping[str, Any]) -> User | None:
+    """The user the guard let in (``scope["shoal.user"]``), whose status writes are checked
+    against the fields it owns; None when any field may be written.
 
-    A status patch is checked against the fields its writer owns."""
+    None without security, and for any user but a component without RBAC: where
+    every request is allowed (Krake's ``always-allow``, its ``static`` user), users
+    are not told apart, and a component still keeps to its own fields.
+    """
     user = scope.get("shoal.user")
-    return None if user is None else str(user.name)
+    if not isinstance(user, User):
+        return None
+    if scope.get("shoal.rbac") is False and user.name not in _COMPONENTS:
+        return None
+    return user
+
+
+_COMPONENTS = frozenset(component_user(name) for name in COMPONENTS)

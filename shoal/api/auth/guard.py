@@ -100,6 +100,7 @@ class Guard:
                 return
             user = impersonated
         scope["shoal.user"] = user
+        scope["shoal.rbac"] = self.rbac  # who writes which status field (context.writer)
         if self.rbac and user.anonymous:
             if method == "PUT" and HOOK_CALL.match(scope["path"]):
                 # a workload calling its hook: the hook's token, checked by the route, is
