@@ -90,6 +90,18 @@ def _terms(entry: dict[str, Any]) -> str:
     return ", ".join(parts) or "-"
 
 
+def chosen_text(scheduling: dict[str, Any]) -> str | None:
+    """The cluster(s) a decision chose: every one of a multi-cluster placement, in order."""
+    several = scheduling.get("chosen_clusters")
+    if isinstance(several, list) and len(several) > 1:
+        return ", ".join(str(name) for name in several)
+    chosen = scheduling.get("chosen")
+    score = scheduling.get("score")
+    if chosen and isinstance(score, int | float):
+        return f"{chosen} (score {score:.4f})"
+    return str(chosen) if chosen else None
+
+
 def decision_section(page: Page, obj: dict[str, Any]) -> None:
     """The last decision: summary, the ranking with its score terms, the rejections."""
     scheduling = dig(obj, "status.scheduling")
@@ -97,13 +109,11 @@ def decision_section(page: Page, obj: dict[str, Any]) -> None:
         page.append("Last decision:  <none yet>")
         return
     page.append("Last decision:")
-    chosen = scheduling.get("chosen")
-    score = scheduling.get("score")
     _fields(
         page,
         [
             ("Summary", scheduling.get("summary")),
-            ("Chosen", f"{chosen} (score {score:.4f})" if chosen and score is not None else chosen),
+            ("Chosen", chosen_text(scheduling)),
             ("Forced", scheduling.get("forced", False)),
             ("Decided", scheduling.get("time")),
             *([("Stale", "; ".join(scheduling["stale"]) or "no")] if "stale" in scheduling else []),

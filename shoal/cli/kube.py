@@ -8,6 +8,7 @@ import typer
 
 from shoal.cli.commands import KIND_GROUPS, apply_flags, flag_param, read_flags
 from shoal.cli.config import run
+from shoal.cli.describe import chosen_text
 from shoal.cli.errors import CliError
 from shoal.cli.inputs import read_mappings
 from shoal.cli.kinds import APPLICATION, CLUSTER_CONSTRAINTS, MANIFEST
@@ -40,10 +41,9 @@ def _show_explanation(explanation: dict[str, Any], output: Output, title: str) -
         console.print(f"configuration: {explanation['configuration']}")
     for change in explanation.get("stale") or []:
         console.print(f"[bold yellow]stale[/]: {change}")
-    if explanation.get("chosen"):
-        console.print(
-            f"chosen: [bold cyan]{explanation['chosen']}[/] (score {explanation['score']:.4f})"
-        )
+    chosen = chosen_text(explanation)
+    if chosen:
+        console.print(f"chosen: [bold cyan]{chosen}[/]")
     ranking = Table("CLUSTER", "SCORE", "METRICS (value, normalised × weight)", "STICKINESS")
     for entry in explanation.get("ranking", []):
         metrics = ", ".join(
