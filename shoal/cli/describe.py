@@ -20,7 +20,7 @@ from shoal.cli.config import run
 from shoal.cli.names import DEFAULT_NAMESPACE
 from shoal.cli.output import FORMATS, describe_shares, dig, show, table_lines
 from shoal.client.rest import NotFound, ShoalClient
-from shoal.events.recorder import KIND_LABEL, NAME_LABEL
+from shoal.events.recorder import KIND_LABEL, NAME_LABEL, UID_LABEL
 from shoal.model.application_status import staleness
 from shoal.model.base import Kind
 from shoal.model.kubernetes import Application, Cluster
@@ -137,11 +137,15 @@ def decision_section(page: Page, obj: dict[str, Any]) -> None:
 async def events_of(client: ShoalClient, obj: dict[str, Any]) -> list[dict[str, Any]] | None:
     """The object's most recent events, newest last; None when the API keeps no events.
 
-    The recorder labels each event with its object's kind and name, so a label selector
-    asks for this object's only; the kind and namespace are checked again here.
+    The API labels each event with its object's kind, name and uid, so a label selector
+    asks for this object's only (not those of an object deleted before under its name);
+    the kind, namespace and uid are checked again here.
     """
     namespace = dig(obj, "metadata.namespace") or DEFAULT_NAMESPACE
+    uid = dig(obj, "metadata.uid")
     selector = f"{KIND_LABEL}={obj.get('kind')},{NAME_LABEL}={dig(obj, 'metadata.name')}"
+    if uid:
+        selector += f",{UID_LABEL}={uid}"
     path = f"/core/namespaces/{namespace}/events"
     try:
         listed = await client.request("GET", path, params={"label_selector": selector})
@@ -153,6 +157,7 @@ async def events_of(client: ShoalClient, obj: dict[str, Any]) -> list[dict[str, 
         for e in listed.get("items") or []
         if (dig(e, "involved_object.kind"), dig(e, "involved_object.name")) == about
         and dig(e, "involved_object.namespace") in (None, namespace)
+        and (not uid or dig(e, "involved_object.uid") == uid)
     ]
     mine.sort(key=lambda e: str(e.get("last_timestamp") or ""))
     return mine[-EVENTS:]
