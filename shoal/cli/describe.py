@@ -323,23 +323,49 @@ def cluster_page(
         nodes,
         "<not observed yet>",
     )
+    namespace = dig(cluster, "metadata.namespace") or DEFAULT_NAMESPACE
+    name = dig(cluster, "metadata.name")
     rows = [
         [
             show(dig(a, "metadata.name")),
             show(dig(a, "status.state")),
+            _share_on(a, namespace, name),
             show(FORMATS["ref"](a, dig(a, "status.running_on"))),
             _age(a, dig(a, "status.scheduled")),
         ]
         for a in apps
     ]
-    _table(page, "Applications", ["NAME", "STATE", "RUNNING_ON", "PLACED"], rows, "<none>")
+    headers = ["NAME", "STATE", "SHARE", "RUNNING_ON", "PLACED"]
+    _table(page, "Applications", headers, rows, "<none>")
     events_section(page, events)
     return page
 
 
+def _is(ref: Any, namespace: str, name: str) -> bool:
+    return (
+        isinstance(ref, dict)
+        and ref.get("name") == name
+        and (ref.get("namespace") or namespace) == namespace
+    )
+
+
 def _placed_on(app: dict[str, Any], namespace: str, name: str) -> bool:
-    ref = dig(app, "status.scheduled_to") or {}
-    return ref.get("name") == name and (ref.get("namespace") or namespace) == namespace
+    """Placed on the cluster: as its one cluster, or with a share of its replicas."""
+    placements = dig(app, "status.placements") or []
+    return _is(dig(app, "status.scheduled_to"), namespace, name) or any(
+        _is(p.get("cluster"), namespace, name) for p in placements if isinstance(p, dict)
+    )
+
+
+def _share_on(app: dict[str, Any], namespace: str, name: str) -> str:
+    """What of the application the cluster runs: ``all`` (its one cluster, or every
+    replica: duplicated), ``4 of 10`` (its share of divided replicas)."""
+    placements = [p for p in dig(app, "status.placements") or [] if isinstance(p, dict)]
+    mine = next((p for p in placements if _is(p.get("cluster"), namespace, name)), None)
+    if mine is None or len(placements) < 2 or mine.get("replicas") is None:
+        return "all"
+    total = sum(p.get("replicas") or 0 for p in placements)
+    return f"{mine['replicas']} of {total}"
 
 
 async def describe_app(client: ShoalClient, name: str, namespace: str) -> Page:
@@ -352,13 +378,29 @@ async def describe_app(client: ShoalClient, name: str, namespace: str) -> Page:
     return app_page(app, await events_of(client, app))
 
 
+async def _items(client: ShoalClient, path: str) -> list[dict[str, Any]]:
+    """Every item of a collection, following its ``continue`` pages."""
+    items: list[dict[str, Any]] = []
+    params: dict[str, Any] = {}
+    while True:
+        page = await client.request("GET", path, params=params)
+        items.extend(page.get("items") or [])
+        token = (page.get("metadata") or {}).get("continue")
+        if not token:
+            return items
+        params["continue"] = token
+
+
 async def describe_cluster(client: ShoalClient, name: str, namespace: str) -> Page:
     base = f"/kubernetes/namespaces/{namespace}"
     cluster: dict[str, Any] = await client.request("GET", f"{base}/clusters/{name}")
-    # Only the applications on it leave the API (it still reads the namespace's).
-    on_it = {"field_selector": f"status.scheduled_to.name={name}"}
-    listed = await client.request("GET", f"{base}/applications", params=on_it)
-    apps = [a for a in listed.get("items") or [] if _placed_on(a, namespace, name)]
+    # A share of a multi-cluster application is an entry of its placements list, which a
+    # field selector cannot test: the namespace's applications are read and sorted here.
+    apps = [
+        a
+        for a in await _items(client, f"{base}/applications")
+        if _placed_on(a, namespace, name)
+    ]
     return cluster_page(cluster, apps, await events_of(client, cluster))
 
 
