@@ -19,14 +19,15 @@ from shoal.cli.commands import KIND_GROUPS
 from shoal.cli.config import run
 from shoal.cli.names import DEFAULT_NAMESPACE
 from shoal.cli.output import FORMATS, describe_shares, dig, show, table_lines
+from shoal.cli.params import names_argument, namespace_option
 from shoal.client.rest import NotFound, ShoalClient
 from shoal.events.recorder import KIND_LABEL, NAME_LABEL, UID_LABEL
 from shoal.model.application_status import staleness
 from shoal.model.base import Kind
+from shoal.model.catalog import BY_KIND
 from shoal.model.kubernetes import Application, Cluster
 
 EVENTS = 20  # the most recent events shown
-NamespaceOption = typer.Option(DEFAULT_NAMESPACE, "-n", "--namespace", help="Namespace.")
 
 Page = list[str]
 
@@ -409,8 +410,8 @@ def _command(kind: type[Kind], what: str, page: Callable[..., Awaitable[Page]], 
 
     def describe(
         ctx: typer.Context,
-        name: str = typer.Argument(..., help=f"{what.capitalize()} name."),
-        namespace: str = NamespaceOption,
+        name: str = names_argument(BY_KIND[("kubernetes", kind.__name__)], f"{what} name."),
+        namespace: str = namespace_option(),
     ) -> None:
         typer.echo("\n".join(run(ctx, lambda client: page(client, name, namespace))))
 
@@ -419,13 +420,13 @@ def _command(kind: type[Kind], what: str, page: Callable[..., Awaitable[Page]], 
 
 _command(
     Application,
-    "application",
+    "Application",
     describe_app,
     "Spec, status, the last decision's ranking and recent events of an application.",
 )
 _command(
     Cluster,
-    "cluster",
+    "Cluster",
     describe_cluster,
     "Status, metrics, nodes, applications placed there and recent events of a cluster.",
 )

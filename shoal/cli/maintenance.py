@@ -28,18 +28,19 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from shoal.cli.commands import KIND_GROUPS
 from shoal.cli.config import run
 from shoal.cli.errors import CliError
-from shoal.cli.names import DEFAULT_NAMESPACE
 from shoal.cli.output import Output
+from shoal.cli.params import names_argument, namespace_option
 from shoal.cli.reschedule import report_task, task_name, watch_task
 from shoal.client.rest import Conflict, Gone, ShoalClient
 from shoal.model.application_status import placed_on, runs_on
 from shoal.model.base import Metadata
+from shoal.model.catalog import BY_KIND
 from shoal.model.kubernetes import Application, Cluster
 from shoal.model.scheduling import RescheduleTask, RescheduleTaskSpec
 
 clusters = KIND_GROUPS[Cluster]
-NamespaceOption = typer.Option(DEFAULT_NAMESPACE, "-n", "--namespace", help="Namespace.")
-NameArgument = typer.Argument(..., help="Cluster name.")
+NamespaceOption = namespace_option()
+NameArgument = names_argument(BY_KIND[("kubernetes", "Cluster")], "Cluster name.")
 
 
 async def set_unschedulable(
