@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import json
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -151,6 +154,48 @@ async def test_explain_and_describe_name_the_fallback_cluster_chosen_as_alice(
             assert page.exit_code == 0, page.output
             chosen = [line for line in page.output.splitlines() if "Chosen:" in line]
             assert chosen and "primary" in chosen[0] and "backup" not in chosen[0], page.output
+        finally:
+            await scheduler.stop()
+            await scheduler.client.close()
+
+
+async def test_a_dry_run_leaves_no_session_open_when_the_scheduler_publishes(
+    secured: Secured, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
+) -> None:  # fmt: skip
+    """``shoal up``'s first start: the demo's dry run ran on the defaults, then the scheduler
+    published its configuration and the API's dry runs took it, dropping the metric cache
+    (and its HTTP session) of the defaults: "Unclosed client session" in api.log."""
+    url = secured.server.url
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text(MANIFEST)
+    monkeypatch.setenv("SHOAL_TOKEN", TOKENS["alice"])
+    async with ShoalClient(url, token=TOKENS["admin"]) as admin:
+        await admin.create(sample.provider("st", {"green": 0.7}))
+        await admin.create(sample.metric("green", "st"))
+        cluster = sample.cluster("de-1", metrics={"green": 1})
+        cluster.metadata.namespace = "a"
+        await sample.register(admin, cluster)
+
+        async def dry_run() -> dict[str, Any]:
+            args = ("kube", "app", "dryrun", "-n", "a", "-f", str(manifest), "-o", "json")
+            result = await invoke("--api", url, *args)
+            assert result.exit_code == 0, result.output
+            answer: dict[str, Any] = json.loads(result.output)
+            assert answer["chosen"] == "de-1"
+            return answer
+
+        assert (await dry_run())["configuration"].startswith("defaults")
+        scheduler = Scheduler(ShoalClient(url, token=TOKENS["admin"]))
+        await scheduler.start()
+        try:
+            async def published() -> bool:
+                return not (await dry_run())["configuration"].startswith("defaults")
+
+            with caplog.at_level(logging.ERROR, logger="asyncio"):
+                await wait_for(published, message="the dry run on the published configuration")
+                gc.collect()
+            assert "Unclosed client session" not in caplog.text
         finally:
             await scheduler.stop()
             await scheduler.client.close()
