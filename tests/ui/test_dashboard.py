@@ -392,3 +392,39 @@ async def test_several_clusters_page_follows_moved_shares_and_a_cluster_back(
 async def _placed_shares(shoal: Shoal, name: str) -> list[tuple[str, int | None]]:
     app = await shoal.app(name)
     return [(p.cluster.name, p.replicas) for p in app.status.placements]
+
+
+async def test_an_application_created_again_has_only_its_own_events(
+    shoal: Shoal, browser: Browser
+) -> None:
+    """Events belong to a uid: `again`, deleted and created under the same name, does not
+    show the first one's Unschedulable on its page."""
+    from shoal.client.rest import NotFound
+
+    first = app_with_labels("nowhere")  # location is US: no cluster
+    first.metadata.name = "again"
+    first.spec.manifest[0]["metadata"]["name"] = "again"
+    await shoal.client.create(first)
+    page = browser.page
+    await browser.open("applications/default/again")
+    await page.locator("#events li", has_text="Unschedulable").first.wait_for(timeout=30_000)
+
+    await shoal.client.delete(Application, "again", "default")
+
+    async def gone() -> bool:
+        try:
+            await shoal.app("again")
+        except NotFound:
+            return True
+        return False
+
+    await wait_for(gone, message="the first again deleted")
+    second = app_with_labels("web")
+    second.metadata.name = "again"
+    second.spec.manifest[0]["metadata"]["name"] = "again"
+    await shoal.client.create(second)
+    await browser.open("applications/default/again")
+    await page.locator("#events li", has_text="Scheduled").first.wait_for(timeout=30_000)
+    events = await _text(browser, "#events")
+    assert "Unschedulable" not in events, events
+    assert browser.errors == []
