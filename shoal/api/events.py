@@ -31,7 +31,7 @@ from shoal.api.routes import StrictJsonRoute
 from shoal.events import metrics
 from shoal.machinery.problems import ProblemError
 from shoal.model.base import Metadata, check_label_value, utcnow
-from shoal.model.events import KIND_LABEL, NAME_LABEL, Event, EventBatch
+from shoal.model.events import KIND_LABEL, NAME_LABEL, UID_LABEL, Event, EventBatch
 from shoal.model.validation.kinds import involved_in_namespace
 from shoal.store.base import AlreadyExists
 
@@ -74,8 +74,8 @@ def stored(item: Item, namespace: str, now: str, uid: str) -> bytes:
 
 
 def _labels(item: Item) -> dict[str, str]:
-    """The event's labels and the involved object's kind and name (when label values can
-    hold them): the server labels events, so every writer's are found by the object's
+    """The event's labels and the involved object's kind, name and uid (when label values
+    can hold them): the server labels events, so every writer's are found by the object's
     selector and a batch carries and validates no labels of its own."""
     involved = item["involved_object"]
     extra = item["metadata"].get("labels")
@@ -84,6 +84,9 @@ def _labels(item: Item) -> dict[str, str]:
         labels[KIND_LABEL] = involved["kind"]
         if _label_value(involved["name"]):
             labels[NAME_LABEL] = involved["name"]
+        uid = involved.get("uid")
+        if uid and _label_value(uid):
+            labels[UID_LABEL] = uid
     return labels
 
 

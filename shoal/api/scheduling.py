@@ -58,12 +58,19 @@ class DryRun:
             record = await self.resources.store.get(key)
         except NotFound:
             if self.revision != 0:
-                self._configure(SchedulerConfig(), 0)
+                await self._reconfigure(SchedulerConfig(), 0)
             return "defaults: no scheduler has published its configuration"
         if record.revision != self.revision:
             published = decode(SchedulerConfiguration, record.value, record.revision)
-            self._configure(published.spec, record.revision)
+            await self._reconfigure(published.spec, record.revision)
         return f"schedulerconfigurations/{PUBLISHED_AS}"
+
+    async def _reconfigure(self, config: SchedulerConfig, revision: int) -> None:
+        """``_configure``, and close the metric cache it replaces (its HTTP session, opened
+        by the dry runs before the scheduler published its configuration)."""
+        replaced = self.metrics
+        self._configure(config, revision)
+        await replaced.close()
 
     async def _sync_metrics(self) -> None:
         store = self.resources.store

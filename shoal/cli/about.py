@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 from importlib.metadata import PackageNotFoundError, version
+from typing import Any
 
 import typer
 
+from shoal.cli import complete
 from shoal.cli.errors import CliError
-from shoal.cli.names import DEFAULT_NAMESPACE, resolve
+from shoal.cli.names import resolve
+from shoal.cli.params import namespace_option
+from shoal.model.catalog import BY_KIND
+
+DESCRIBED = ("Application", "Cluster")
 
 
 def version_command() -> None:
@@ -18,18 +24,31 @@ def version_command() -> None:
         typer.echo("shoal (not installed as a package)")
 
 
+def _described_kinds(incomplete: str) -> list[str]:
+    """The names of the kinds that have a describe page (app, cluster, ...)."""
+    names = [n for kind in DESCRIBED for n in BY_KIND[("kubernetes", kind)].names]
+    return [n for n in names if n.startswith(incomplete.lower())]
+
+
+def _names(ctx: Any, incomplete: str) -> list[str]:  # typer's context: click's, vendored
+    """The names of the objects of the kind given first (``shoal describe app <TAB>``)."""
+    return complete.names_of_kind_argument(ctx, None, incomplete)
+
+
 def describe_command(
     ctx: typer.Context,
-    kind: str = typer.Argument(..., help="Kind: app, cluster (or their other names)."),
-    name: str = typer.Argument(..., help="Name of the object."),
-    namespace: str = typer.Option(DEFAULT_NAMESPACE, "-n", "--namespace", help="Namespace."),
+    kind: str = typer.Argument(
+        ..., help="Kind: app, cluster (or their other names).", autocompletion=_described_kinds
+    ),
+    name: str = typer.Argument(..., help="Name of the object.", autocompletion=_names),
+    namespace: str = namespace_option(),
 ) -> None:
     """The describe page of an application or a cluster (shoal kube app|cluster describe)."""
     from shoal.cli.config import run
     from shoal.cli.describe import describe_app, describe_cluster
 
     entry = resolve(kind)
-    pages = {"Application": describe_app, "Cluster": describe_cluster}
+    pages = dict(zip(DESCRIBED, (describe_app, describe_cluster), strict=True))
     page = pages.get(entry.kind)
     if page is None:
         raise CliError(

@@ -19,14 +19,15 @@ from shoal.cli.commands import KIND_GROUPS
 from shoal.cli.config import run
 from shoal.cli.names import DEFAULT_NAMESPACE
 from shoal.cli.output import FORMATS, describe_shares, dig, show, table_lines
+from shoal.cli.params import names_argument, namespace_option
 from shoal.client.rest import NotFound, ShoalClient
-from shoal.events.recorder import KIND_LABEL, NAME_LABEL
+from shoal.events.recorder import KIND_LABEL, NAME_LABEL, UID_LABEL
 from shoal.model.application_status import staleness
 from shoal.model.base import Kind
+from shoal.model.catalog import BY_KIND
 from shoal.model.kubernetes import Application, Cluster
 
 EVENTS = 20  # the most recent events shown
-NamespaceOption = typer.Option(DEFAULT_NAMESPACE, "-n", "--namespace", help="Namespace.")
 
 Page = list[str]
 
@@ -90,6 +91,18 @@ def _terms(entry: dict[str, Any]) -> str:
     return ", ".join(parts) or "-"
 
 
+def chosen_text(scheduling: dict[str, Any]) -> str | None:
+    """The cluster(s) a decision chose: every one of a multi-cluster placement, in order."""
+    several = scheduling.get("chosen_clusters")
+    if isinstance(several, list) and len(several) > 1:
+        return ", ".join(str(name) for name in several)
+    chosen = scheduling.get("chosen")
+    score = scheduling.get("score")
+    if chosen and isinstance(score, int | float):
+        return f"{chosen} (score {score:.4f})"
+    return str(chosen) if chosen else None
+
+
 def decision_section(page: Page, obj: dict[str, Any]) -> None:
     """The last decision: summary, the ranking with its score terms, the rejections."""
     scheduling = dig(obj, "status.scheduling")
@@ -97,13 +110,11 @@ def decision_section(page: Page, obj: dict[str, Any]) -> None:
         page.append("Last decision:  <none yet>")
         return
     page.append("Last decision:")
-    chosen = scheduling.get("chosen")
-    score = scheduling.get("score")
     _fields(
         page,
         [
             ("Summary", scheduling.get("summary")),
-            ("Chosen", f"{chosen} (score {score:.4f})" if chosen and score is not None else chosen),
+            ("Chosen", chosen_text(scheduling)),
             ("Forced", scheduling.get("forced", False)),
             ("Decided", scheduling.get("time")),
             *([("Stale", "; ".join(scheduling["stale"]) or "no")] if "stale" in scheduling else []),
@@ -127,11 +138,15 @@ def decision_section(page: Page, obj: dict[str, Any]) -> None:
 async def events_of(client: ShoalClient, obj: dict[str, Any]) -> list[dict[str, Any]] | None:
     """The object's most recent events, newest last; None when the API keeps no events.
 
-    The recorder labels each event with its object's kind and name, so a label selector
-    asks for this object's only; the kind and namespace are checked again here.
+    The API labels each event with its object's kind, name and uid, so a label selector
+    asks for this object's only (not those of an object deleted before under its name);
+    the kind, namespace and uid are checked again here.
     """
     namespace = dig(obj, "metadata.namespace") or DEFAULT_NAMESPACE
+    uid = dig(obj, "metadata.uid")
     selector = f"{KIND_LABEL}={obj.get('kind')},{NAME_LABEL}={dig(obj, 'metadata.name')}"
+    if uid:
+        selector += f",{UID_LABEL}={uid}"
     path = f"/core/namespaces/{namespace}/events"
     try:
         listed = await client.request("GET", path, params={"label_selector": selector})
@@ -143,6 +158,7 @@ async def events_of(client: ShoalClient, obj: dict[str, Any]) -> list[dict[str, 
         for e in listed.get("items") or []
         if (dig(e, "involved_object.kind"), dig(e, "involved_object.name")) == about
         and dig(e, "involved_object.namespace") in (None, namespace)
+        and (not uid or dig(e, "involved_object.uid") == uid)
     ]
     mine.sort(key=lambda e: str(e.get("last_timestamp") or ""))
     return mine[-EVENTS:]
@@ -308,23 +324,49 @@ def cluster_page(
         nodes,
         "<not observed yet>",
     )
+    namespace = dig(cluster, "metadata.namespace") or DEFAULT_NAMESPACE
+    name = dig(cluster, "metadata.name")
     rows = [
         [
             show(dig(a, "metadata.name")),
             show(dig(a, "status.state")),
+            _share_on(a, namespace, name),
             show(FORMATS["ref"](a, dig(a, "status.running_on"))),
             _age(a, dig(a, "status.scheduled")),
         ]
         for a in apps
     ]
-    _table(page, "Applications", ["NAME", "STATE", "RUNNING_ON", "PLACED"], rows, "<none>")
+    headers = ["NAME", "STATE", "SHARE", "RUNNING_ON", "PLACED"]
+    _table(page, "Applications", headers, rows, "<none>")
     events_section(page, events)
     return page
 
 
+def _is(ref: Any, namespace: str, name: str) -> bool:
+    return (
+        isinstance(ref, dict)
+        and ref.get("name") == name
+        and (ref.get("namespace") or namespace) == namespace
+    )
+
+
 def _placed_on(app: dict[str, Any], namespace: str, name: str) -> bool:
-    ref = dig(app, "status.scheduled_to") or {}
-    return ref.get("name") == name and (ref.get("namespace") or namespace) == namespace
+    """Placed on the cluster: as its one cluster, or with a share of its replicas."""
+    placements = dig(app, "status.placements") or []
+    return _is(dig(app, "status.scheduled_to"), namespace, name) or any(
+        _is(p.get("cluster"), namespace, name) for p in placements if isinstance(p, dict)
+    )
+
+
+def _share_on(app: dict[str, Any], namespace: str, name: str) -> str:
+    """What of the application the cluster runs: ``all`` (its one cluster, or every
+    replica: duplicated), ``4 of 10`` (its share of divided replicas)."""
+    placements = [p for p in dig(app, "status.placements") or [] if isinstance(p, dict)]
+    mine = next((p for p in placements if _is(p.get("cluster"), namespace, name)), None)
+    if mine is None or len(placements) < 2 or mine.get("replicas") is None:
+        return "all"
+    total = sum(p.get("replicas") or 0 for p in placements)
+    return f"{mine['replicas']} of {total}"
 
 
 async def describe_app(client: ShoalClient, name: str, namespace: str) -> Page:
@@ -337,13 +379,29 @@ async def describe_app(client: ShoalClient, name: str, namespace: str) -> Page:
     return app_page(app, await events_of(client, app))
 
 
+async def _items(client: ShoalClient, path: str) -> list[dict[str, Any]]:
+    """Every item of a collection, following its ``continue`` pages."""
+    items: list[dict[str, Any]] = []
+    params: dict[str, Any] = {}
+    while True:
+        page = await client.request("GET", path, params=params)
+        items.extend(page.get("items") or [])
+        token = (page.get("metadata") or {}).get("continue")
+        if not token:
+            return items
+        params["continue"] = token
+
+
 async def describe_cluster(client: ShoalClient, name: str, namespace: str) -> Page:
     base = f"/kubernetes/namespaces/{namespace}"
     cluster: dict[str, Any] = await client.request("GET", f"{base}/clusters/{name}")
-    # Only the applications on it leave the API (it still reads the namespace's).
-    on_it = {"field_selector": f"status.scheduled_to.name={name}"}
-    listed = await client.request("GET", f"{base}/applications", params=on_it)
-    apps = [a for a in listed.get("items") or [] if _placed_on(a, namespace, name)]
+    # A share of a multi-cluster application is an entry of its placements list, which a
+    # field selector cannot test: the namespace's applications are read and sorted here.
+    apps = [
+        a
+        for a in await _items(client, f"{base}/applications")
+        if _placed_on(a, namespace, name)
+    ]
     return cluster_page(cluster, apps, await events_of(client, cluster))
 
 
@@ -352,8 +410,8 @@ def _command(kind: type[Kind], what: str, page: Callable[..., Awaitable[Page]], 
 
     def describe(
         ctx: typer.Context,
-        name: str = typer.Argument(..., help=f"{what.capitalize()} name."),
-        namespace: str = NamespaceOption,
+        name: str = names_argument(BY_KIND[("kubernetes", kind.__name__)], f"{what} name."),
+        namespace: str = namespace_option(),
     ) -> None:
         typer.echo("\n".join(run(ctx, lambda client: page(client, name, namespace))))
 
@@ -362,13 +420,13 @@ def _command(kind: type[Kind], what: str, page: Callable[..., Awaitable[Page]], 
 
 _command(
     Application,
-    "application",
+    "Application",
     describe_app,
     "Spec, status, the last decision's ranking and recent events of an application.",
 )
 _command(
     Cluster,
-    "cluster",
+    "Cluster",
     describe_cluster,
     "Status, metrics, nodes, applications placed there and recent events of a cluster.",
 )

@@ -78,6 +78,12 @@ def _run(verb: str, entry: Entry | None) -> Any:
     return callback
 
 
+FOR_HELP = (
+    "Events only (shoal get events --for app/web): those of one object, KIND/NAME "
+    "(app/web, cluster/c1); of the object that has that name now, not of one deleted before."
+)
+
+
 def read_command(verb: str, entry: Entry | None, help: str) -> click.Command:
     """``list``, ``get`` or ``delete`` of one kind, or of any kind (``entry`` None: by KIND)."""
     hidden = entry is not None and not entry.namespaced
@@ -95,8 +101,7 @@ def read_command(verb: str, entry: Entry | None, help: str) -> click.Command:
             help="A cluster: remove it at once, without waiting for its applications to move.",
         ))  # fmt: skip
     if entry is None and verb != "delete":
-        help = "Events only: those of one object, KIND/NAME (app/web, cluster/c1)."
-        params.append(click.Option(["--for", "involved"], metavar="KIND/NAME", help=help))
+        params.append(click.Option(["--for", "involved"], metavar="KIND/NAME", help=FOR_HELP))
     params.append(output_option())
     return click.Command(verb, callback=_run(verb, entry), params=params, help=help)
 

@@ -8,18 +8,30 @@ import typer
 
 from shoal.cli.commands import KIND_GROUPS, apply_flags, flag_param, read_flags
 from shoal.cli.config import run
+from shoal.cli.describe import chosen_text
 from shoal.cli.errors import CliError
 from shoal.cli.inputs import read_mappings
 from shoal.cli.kinds import APPLICATION, CLUSTER_CONSTRAINTS, MANIFEST
-from shoal.cli.names import DEFAULT_NAMESPACE
 from shoal.cli.output import Output, print_data
-from shoal.cli.params import CTX, command, namespace, output, output_option, param
+from shoal.cli.params import (
+    CTX,
+    command,
+    name_argument,
+    names_argument,
+    namespace,
+    namespace_option,
+    output,
+    output_option,
+    param,
+)
 from shoal.cli.verbs import new_object
 from shoal.model.application_status import staleness
+from shoal.model.catalog import BY_KIND
 from shoal.model.kubernetes import Application, Cluster
 
 applications = KIND_GROUPS[Application]
-NamespaceOption = typer.Option(DEFAULT_NAMESPACE, "-n", "--namespace", help="Namespace.")
+NamespaceOption = namespace_option()
+APPLICATION_ENTRY = BY_KIND[("kubernetes", "Application")]
 
 # explanations -------------------------------------------------------------------
 
@@ -40,10 +52,9 @@ def _show_explanation(explanation: dict[str, Any], output: Output, title: str) -
         console.print(f"configuration: {explanation['configuration']}")
     for change in explanation.get("stale") or []:
         console.print(f"[bold yellow]stale[/]: {change}")
-    if explanation.get("chosen"):
-        console.print(
-            f"chosen: [bold cyan]{explanation['chosen']}[/] (score {explanation['score']:.4f})"
-        )
+    chosen = chosen_text(explanation)
+    if chosen:
+        console.print(f"chosen: [bold cyan]{chosen}[/]")
     ranking = Table("CLUSTER", "SCORE", "METRICS (value, normalised × weight)", "STICKINESS")
     for entry in explanation.get("ranking", []):
         metrics = ", ".join(
@@ -92,7 +103,7 @@ def _show_explanation(explanation: dict[str, Any], output: Output, title: str) -
 @applications.command("explain")
 def app_explain(
     ctx: typer.Context,
-    name: str = typer.Argument(..., help="Application name."),
+    name: str = names_argument(APPLICATION_ENTRY, "Application name."),
     namespace: str = NamespaceOption,
     output: Output = output_option(),
 ) -> None:
@@ -194,7 +205,7 @@ applications.command("retry", help=_retry.__doc__)(
     command(
         [
             CTX,
-            param("name", str, typer.Argument(..., help="Application name.")),
+            name_argument(APPLICATION_ENTRY, "Application name."),
             namespace(),
             output(),
         ],

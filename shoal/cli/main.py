@@ -226,7 +226,7 @@ def add_command(function: Callable[..., Any], name: str, help: str | None = None
     """Add one function as a typer command (``shoal NAME``)."""
     import typer
 
-    single = typer.Typer()
+    single = typer.Typer(rich_markup_mode=None)
     single.command(name, help=help)(function)
     ADDED[name] = single
 
@@ -274,7 +274,7 @@ def _load(module_name: str, name: str | None) -> dict[str, Any]:
     import typer
 
     if module_name not in _LOADED:
-        scratch = typer.Typer()
+        scratch = typer.Typer(rich_markup_mode=None)  # plain help: see _load
         _install(scratch, module_name, name)
         _LOADED[module_name] = _commands(scratch)
     return _LOADED[module_name]
@@ -291,7 +291,7 @@ def _plugins() -> dict[str, Any]:
 
     found: dict[str, Any] = {}
     for entry in entries:
-        scratch = typer.Typer()
+        scratch = typer.Typer(rich_markup_mode=None)  # plain help: see _load
         try:
             entry.load()(scratch)
             found.update(_commands(scratch))

@@ -8,9 +8,10 @@ Cordoning sets ``spec.unschedulable`` (a compare-and-swap write, redone on a
 409); the scheduler's ``cordon`` filter then rejects the cluster for every new
 placement, with the reason "cordoned". Applications already there stay until
 something forces a pass: ``drain`` creates a RescheduleTask for every
-application on the cluster and follows it until the cluster is empty (nothing
-scheduled or running there), except the targets the task could not move,
-which it reports (pinned applications, no other cluster fits).
+application on the cluster (its one cluster, or a share of its replicas) and
+follows it until the cluster is empty (nothing placed or running there),
+except the targets the task could not move, which it reports (pinned
+applications, no other cluster fits).
 """
 
 from __future__ import annotations
@@ -27,17 +28,19 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from shoal.cli.commands import KIND_GROUPS
 from shoal.cli.config import run
 from shoal.cli.errors import CliError
-from shoal.cli.names import DEFAULT_NAMESPACE
 from shoal.cli.output import Output
+from shoal.cli.params import names_argument, namespace_option
 from shoal.cli.reschedule import report_task, task_name, watch_task
 from shoal.client.rest import Conflict, Gone, ShoalClient
+from shoal.model.application_status import placed_on, runs_on
 from shoal.model.base import Metadata
+from shoal.model.catalog import BY_KIND
 from shoal.model.kubernetes import Application, Cluster
 from shoal.model.scheduling import RescheduleTask, RescheduleTaskSpec
 
 clusters = KIND_GROUPS[Cluster]
-NamespaceOption = typer.Option(DEFAULT_NAMESPACE, "-n", "--namespace", help="Namespace.")
-NameArgument = typer.Argument(..., help="Cluster name.")
+NamespaceOption = namespace_option()
+NameArgument = names_argument(BY_KIND[("kubernetes", "Cluster")], "Cluster name.")
 
 
 async def set_unschedulable(
@@ -56,20 +59,37 @@ async def set_unschedulable(
 
 
 def _on(app: Application, namespace: str, name: str) -> bool:
-    """Whether the application is scheduled or still running on the cluster."""
-    for ref in (app.status.scheduled_to, app.status.running_on):
-        if ref is not None and ref.name == name and (ref.namespace or namespace) == namespace:
+    """Whether the application is placed or still running on the cluster: as its one
+    cluster, or with a share of its replicas (an application on several clusters)."""
+    for ref in (*placed_on(app.status), *runs_on(app.status)):
+        if ref.name == name and (ref.namespace or namespace) == namespace:
             return True
     return False
 
 
+def _a_share(app: Application) -> bool:
+    """Whether the application runs on several clusters (what it has on one is a share)."""
+    return app.spec.placement is not None or len(app.status.placements) > 1
+
+
 @dataclass
 class Drain:
-    """What a drain did: its task, and the applications still on the cluster."""
+    """What a drain did: its task, the applications that were on the cluster (``shares``:
+    those of them with a share of their replicas there), and those still on it."""
 
     task: RescheduleTask
     total: int
     left: set[str] = field(default_factory=set)
+    shares: int = 0
+
+    def moved(self) -> str:
+        """``3 applications moved (1 of them a share of its replicas)``."""
+        text = f"{self.total} application{'' if self.total == 1 else 's'} moved"
+        if self.shares:
+            several = self.shares != 1
+            text += f" ({self.shares} of them {'shares' if several else 'a share'} of "
+            text += f"{'their' if several else 'its'} replicas)"
+        return text
 
 
 async def drain(
@@ -87,8 +107,9 @@ async def drain(
     """
     await set_unschedulable(client, name, namespace, True)
     listed = await client.list(Application, namespace)
-    on = {a.metadata.name for a in listed.items if _on(a, namespace, name)}
-    total = len(on)
+    there = [a for a in listed.items if _on(a, namespace, name)]
+    on = {a.metadata.name for a in there}
+    total, shares = len(on), sum(1 for a in there if _a_share(a))
     progress(total, total)
     task = RescheduleTask(
         metadata=Metadata(name=task_name(f"drain-{name}")),
@@ -126,7 +147,7 @@ async def drain(
                     task = finished.result()
                     failed = {t.name for t in task.status.targets if t.result == "Failed"}
                     if on <= failed:
-                        return Drain(task, total, set(on))
+                        return Drain(task, total, set(on), shares)
                 changed.clear()
                 waiting = asyncio.create_task(changed.wait())
                 pending = {waiting} if finished.done() else {waiting, finished}
@@ -190,4 +211,4 @@ def drain_command(
     if done.left:
         typer.echo(f"cluster {namespace}/{name} drained except: {', '.join(sorted(done.left))}")
         raise typer.Exit(1)
-    typer.echo(f"cluster {namespace}/{name} drained: {done.total} applications moved")
+    typer.echo(f"cluster {namespace}/{name} drained: {done.moved()}")

@@ -43,8 +43,9 @@ def output() -> Param:
     return param("output", Output, output_option())
 
 
-def namespace(hidden: bool = False, help: str = "Namespace.") -> Param:
-    option = typer.Option(
+def namespace_option(hidden: bool = False, help: str = "Namespace.") -> Any:
+    """``-n/--namespace``, completed with the namespaces that hold clusters or applications."""
+    return typer.Option(
         DEFAULT_NAMESPACE,
         "-n",
         "--namespace",
@@ -52,16 +53,23 @@ def namespace(hidden: bool = False, help: str = "Namespace.") -> Param:
         hidden=hidden,
         autocompletion=lambda ctx, incomplete: complete.namespaces(ctx, None, incomplete),
     )
-    return param("namespace", str, option)
+
+
+def namespace(hidden: bool = False, help: str = "Namespace.") -> Param:
+    return param("namespace", str, namespace_option(hidden, help))
+
+
+def names_argument(entry: Entry, help: str = "Name.") -> Any:
+    """A NAME argument (or NAMES...) of one kind, completed with the names of that kind."""
+    names = complete.names_of(entry)
+    return typer.Argument(
+        ..., help=help, autocompletion=lambda ctx, incomplete: names(ctx, None, incomplete)
+    )
 
 
 def name_argument(entry: Entry, help: str = "Name.") -> Param:
     """The NAME argument of a verb of one kind, completed with the names of that kind."""
-    names = complete.names_of(entry)
-    argument = typer.Argument(
-        ..., help=help, autocompletion=lambda ctx, incomplete: names(ctx, None, incomplete)
-    )
-    return param("name", str, argument)
+    return param("name", str, names_argument(entry, help))
 
 
 def list_options(hidden: bool) -> list[Param]:

@@ -25,10 +25,22 @@ from rich.table import Table
 from shoal.cli.config import run
 from shoal.cli.errors import CliError
 from shoal.cli.output import Output, print_objects
-from shoal.cli.params import CTX, ShoalGroup, command, namespace, output, output_option, param
+from shoal.cli.params import (
+    CTX,
+    ShoalGroup,
+    command,
+    names_argument,
+    namespace,
+    output,
+    output_option,
+    param,
+)
 from shoal.cli.verbs import build
 from shoal.client.rest import Gone, NotFound, ShoalClient
+from shoal.model.catalog import BY_KIND
 from shoal.model.scheduling import RescheduleTask, TaskPhase
+
+APPLICATION = BY_KIND[("kubernetes", "Application")]
 
 app = typer.Typer(
     cls=ShoalGroup,
@@ -128,7 +140,7 @@ app.command("app", help="Reschedule the named applications.")(
     command(
         [
             CTX,
-            param("names", list[str], typer.Argument(..., help="Application names.")),
+            param("names", list[str], names_argument(APPLICATION, "Application names.")),
             *TASK_OPTIONS,
         ],
         _by_name,
@@ -139,7 +151,7 @@ app.command("app", help="Reschedule the named applications.")(
 @app.command("results")
 def results(
     ctx: typer.Context,
-    name: str = typer.Argument(..., help="Task name."),
+    name: str = names_argument(BY_KIND[("scheduling", "RescheduleTask")], "Task name."),
     output: Output = output_option(),
 ) -> None:
     """The result of every target of a task."""

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from shoal.events.recorder import Recorder
-from shoal.model.base import Kind, Reason, ResourceRef
+from shoal.model.base import Kind, Reason, ReasonCode, ResourceRef
 from shoal.model.events import EventType
 from shoal.model.kubernetes import (
     Application,
@@ -193,18 +193,34 @@ LIFECYCLE = frozenset({
 """A cluster's normal steps: entering one is a Normal event, entering any other a Warning."""
 
 
+#: Why a cluster is OFFLINE, by its reason's code, in its users' words.
+OFFLINE_BECAUSE = {
+    ReasonCode.CLUSTER_NOT_REACHABLE: "its API cannot be reached",
+    ReasonCode.KUBERNETES_ERROR: "its API answers with an error",
+}
+
+
 def cluster_state(events: Recorder, cluster: Cluster, old: Cluster | None) -> None:
-    """A cluster's state changed (whoever wrote it): ``Online``, ``Offline``, ``NotReady``…"""
+    """A cluster's state changed (whoever wrote it): ``Online``, ``Offline``, ``NotReady``…
+
+    The nodes ready are told only when they were seen: an OFFLINE cluster's node summary
+    is the last one observed before it stopped answering, so its event says why instead.
+    """
     if old is None or old.status.state == cluster.status.state:
         return
     state = cluster.status.state.value
     reason = "".join(part.capitalize() for part in state.split("_"))
     message = f"{old.status.state.value} → {state}"
+    why = cluster.status.reason
     summary = next((n for n in cluster.status.node_summary if n.get("summary")), None)
-    if summary is not None:
+    if cluster.status.state is ClusterState.OFFLINE:
+        because = OFFLINE_BECAUSE.get(why.code) if why is not None else None
+        if because is not None:
+            message += f", {because}"
+    elif summary is not None:
         message += f", {summary.get('ready')}/{summary.get('count')} nodes ready"
-    if cluster.status.reason is not None and cluster.status.reason.message:
-        message += f": {cluster.status.reason.message}"
+    if why is not None and why.message:
+        message += f": {why.message}"
     elif cluster.status.metrics_reasons:
         message += f": failing metrics {', '.join(sorted(cluster.status.metrics_reasons))}"
     kind: EventType = "Normal" if cluster.status.state in LIFECYCLE else "Warning"

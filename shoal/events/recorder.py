@@ -26,11 +26,11 @@ from typing import Any
 from shoal.client.rest import ApiError, ShoalClient, Unreachable
 from shoal.events import metrics
 from shoal.model.base import Kind, utcnow
-from shoal.model.events import DEFAULT_TTL, KIND_LABEL, NAME_LABEL, EventType
+from shoal.model.events import DEFAULT_TTL, KIND_LABEL, NAME_LABEL, UID_LABEL, EventType
 
 log = logging.getLogger(__name__)
 
-__all__ = ["KIND_LABEL", "NAME_LABEL", "Recorder", "event_name", "involved"]
+__all__ = ["KIND_LABEL", "NAME_LABEL", "UID_LABEL", "Recorder", "event_name", "involved"]
 
 PATH = "/core/events"
 MAX_BATCH = 1000  # the API's limit per request

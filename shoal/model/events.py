@@ -24,6 +24,8 @@ DEFAULT_TTL = 3600.0
 #: a label selector finds an object's events.
 KIND_LABEL = "involved.shoal/kind"
 NAME_LABEL = "involved.shoal/name"
+#: and its uid: an object recreated under the same name has its own events.
+UID_LABEL = "involved.shoal/uid"
 
 EventType = Literal["Normal", "Warning"]
 

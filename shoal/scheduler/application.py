@@ -308,6 +308,7 @@ class ApplicationHandler(Handler):
             # migration: false: a share never moves; it waits for its cluster instead
             return Outcome("pinned")
         explanation["placements"] = [pick.explain(placement.spread_by) for pick in plan.picks]
+        report.chosen(explanation, plan)
         if not plan.picks or plan.missing:
             if plan.missing:
                 held = (total or 0) - plan.missing

@@ -46,6 +46,25 @@ def bound(handler: ApplicationHandler, app: Application, decision: Decision, for
         stats.E2E_SECONDS.observe((utcnow() - app.metadata.modified).total_seconds())
 
 
+def chosen(explanation: dict[str, Any], plan: Plan) -> None:
+    """Name in ``explanation`` the clusters ``plan`` chose, not the framework's best score.
+
+    With fallback groups, a cap on clusters or ``spread_by``, the best-scoring
+    cluster may run nothing: ``chosen`` is the first pick (the application's
+    ``scheduled_to``), ``chosen_clusters`` every pick in order; a plan that leaves
+    replicas unplaced chose nothing.
+    """
+    if not plan.picks or plan.missing:
+        explanation.update(chosen=None, score=None, chosen_clusters=[])
+        return
+    first = plan.picks[0]
+    explanation.update(
+        chosen=first.backend.name,
+        score=first.score,
+        chosen_clusters=[pick.backend.name for pick in plan.picks],
+    )
+
+
 def placed(
     handler: ApplicationHandler,
     app: Application,

@@ -13,6 +13,7 @@ from click.testing import CliRunner, Result
 
 from shoal.api.server import ApiServer
 from shoal.cli.main import app
+from tests.security.conftest import secured  # noqa: F401  (the API as shoal up secures it)
 
 Shoal = Callable[..., Awaitable[Result]]
 

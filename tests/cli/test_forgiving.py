@@ -23,6 +23,7 @@ from shoal.model.base import Metadata
 from shoal.model.core import GlobalMetricsProvider
 from shoal.model.kubernetes import Application
 from shoal.model.scheduling import RescheduleTask
+from shoal.testing import fleet
 from shoal.testing.fleet import kubeconfig
 from tests.cli.conftest import Shoal, cli, cli_ok, invoke, ok
 
@@ -335,3 +336,30 @@ async def test_an_unreachable_krake_is_named(shoal: Shoal) -> None:
     assert result.exit_code == 2, result.output
     assert f"cannot reach the Krake API at {krake}" in result.stderr
     assert "Shoal API" not in result.stderr
+
+
+async def test_completion_of_names_for_describe_explain_reschedule_and_cluster_verbs(
+    api: ApiServer, shoal: Shoal, manifest: str, client: ShoalClient,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    monkeypatch.setattr(complete_names, "TIMEOUT", 30.0)
+    await cli_ok(shoal, f"kube app create web -f {manifest}")
+    await cli_ok(shoal, f"kube app create worker -n prod -f {manifest}")
+    await client.create(fleet.cluster("edge-1"))
+
+    async def complete(line: str) -> list[str]:
+        return await _complete(api.url, line)
+
+    assert sorted(await complete("describe ap")) == ["app", "application", "applications", "apps"]
+    assert await complete("describe app w") == ["web"]
+    assert await complete("describe cluster e") == ["edge-1"]
+    assert await complete("describe app -n prod w") == ["worker"]
+    assert await complete("kube app describe w") == ["web"]
+    assert await complete("kube app explain w") == ["web"]
+    assert await complete("kube app explain -n prod w") == ["worker"]
+    assert await complete("kube app retry w") == ["web"]
+    assert await complete("reschedule app w") == ["web"]
+    assert await complete("reschedule app web w") == ["web"]
+    assert await complete("kube cluster describe e") == ["edge-1"]
+    assert await complete("kube cluster drain e") == ["edge-1"]
+    assert "prod" in await complete("kube cluster describe -n ")

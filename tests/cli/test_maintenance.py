@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
-from shoal.model.kubernetes import Application, Cluster
+from shoal.model.kubernetes import Application, Cluster, Placement
 from shoal.testing.wait import wait_for
 from tests.cli.conftest import invoke, ok
+from tests.kube.conftest import application
 from tests.ui.fleet import APPS, Shoal, app_with_labels, running_shoal
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -77,6 +78,22 @@ async def _describe_and_wide_lists(fleet: Shoal) -> None:
     assert "3/3 ready" in cluster and "n-" in cluster  # nodes from the observer
     here = [n for n, c in where.items() if c == "sim-1"]
     assert here and all(f"\n  {n} " in cluster for n in here)
+    assert re.search(r"\n  web\s+\S+\s+all\s", cluster) or web != "sim-1", cluster
+
+    # an application on two clusters: each cluster's page lists it with its share
+    spread = application("spread", ["location in (DE, FR)"], replicas=4)
+    spread.spec.placement = Placement(clusters=2, replicas="divided")
+    await fleet.client.create(spread)
+
+    async def on_two() -> Application | None:
+        app = await fleet.app("spread")
+        return app if len(app.status.placements) == 2 else None
+
+    placed = await wait_for(on_two, timeout=20, message="spread on two clusters")
+    assert {p.cluster.name for p in placed.status.placements} == {"sim-1", "sim-2"}
+    for name in ("sim-1", "sim-2"):
+        page = ok(await shoal_cli(fleet, "kube", "cluster", "describe", name)).output
+        assert re.search(r"\n  spread\s+\S+\s+2 of 4\s", page), page
     missing = await shoal_cli(fleet, "kube", "cluster", "describe", "no-such")
     assert missing.exit_code != 0 and "no-such" in missing.output
 
@@ -125,15 +142,20 @@ async def _cordon_uncordon_drain(fleet: Shoal) -> None:
     await wait_for(placed, timeout=20, message="de-late on sim-1 after uncordon")
 
     # sim-2 (FR): everything there can go elsewhere; the drain waits until it is empty.
+    # spread's share there counts: it moves to sim-1, the one other cluster in DE or FR
     before = await _where(fleet)
-    on_two = sorted(n for n, c in before.items() if c == "sim-2")
+    on_two = sorted(n for n, c in before.items() if c == "sim-2" and n != "spread")
     drained = ok(await shoal_cli(fleet, "kube", "cluster", "drain", "sim-2", "--timeout", "60"))
-    assert f"cluster default/sim-2 drained: {len(on_two)} applications moved" in drained.output
+    moved = f"{len(on_two) + 1} applications moved (1 of them a share of its replicas)"
+    assert f"cluster default/sim-2 drained: {moved}" in drained.output, drained.output
     after = await _where(fleet)
     assert all(after[n] not in ("sim-2", "moving", None) for n in on_two), after
+    spread = await fleet.app("spread")
+    assert [(p.cluster.name, p.replicas) for p in spread.status.placements] == [("sim-1", 4)]
+    assert {c.cluster.name for c in spread.status.copies} == {"sim-1"}
     assert (await client.get(Cluster, "sim-2", "default")).spec.unschedulable
     again = ok(await shoal_cli(fleet, "kube", "cluster", "drain", "sim-2", "--timeout", "30"))
-    assert "cluster default/sim-2 drained: 0 applications moved" in again.output
+    assert "cluster default/sim-2 drained: 0 applications moved" in again.output, again.output
     unknown = await shoal_cli(fleet, "kube", "cluster", "drain", "no-such")
     assert unknown.exit_code != 0 and "no-such" in unknown.output
 

@@ -108,6 +108,8 @@ async def test_up_restarts_with_what_is_stored(tmp_path: Path) -> None:
     first.send_signal(signal.SIGINT)
     out, _ = await asyncio.wait_for(first.communicate(), 30)
     assert "Traceback" not in out.decode(), out.decode()
+    api_log = (tmp_path / "logs" / "api.log").read_text()
+    assert "Unclosed client session" not in api_log, api_log  # the first start's dry runs
     assert f"scheduler http://127.0.0.1:{port + 1}/metrics" in out.decode(), out.decode()
 
     again = await _up(tmp_path, port, "--exit-after-demo")

@@ -15,7 +15,9 @@ import pytest
 
 from shoal.client.kube import KubeCluster
 from shoal.client.rest import ShoalClient
+from shoal.events.recorder import KIND_LABEL, NAME_LABEL
 from shoal.model.base import ReasonCode
+from shoal.model.events import Event
 from shoal.model.kubernetes import Application, Cluster, ClusterState
 from shoal.observer.controller import ClusterObserver
 from shoal.scheduler.scheduler import Scheduler
@@ -112,6 +114,16 @@ async def test_unreachable_is_offline_until_it_answers_again(
     cluster = await client.get(Cluster, "fr", NS)
     assert cluster.status.reason is not None
     assert cluster.status.reason.code is ReasonCode.CLUSTER_NOT_REACHABLE
+    assert cluster.status.node_summary[0]["ready"] == 2  # the last seen, not seen now
+
+    async def offline_event() -> Event | None:
+        selector = f"{KIND_LABEL}=Cluster,{NAME_LABEL}=fr"
+        listed = await client.list(Event, NS, label_selector=selector)
+        return next((e for e in listed.items if e.reason == "Offline"), None)
+
+    offline = await wait_for(offline_event, timeout=10, message="the Offline event")
+    assert offline.message.startswith("ONLINE → OFFLINE, its API cannot be reached: ")
+    assert "nodes ready" not in offline.message, offline.message  # not seen: not told
     await _fault(sim, "fr")
     await wait_for(lambda: _state_is(client, "fr", ClusterState.ONLINE), timeout=5, interval=0.05)
     assert (await client.get(Cluster, "fr", NS)).status.reason is None

@@ -345,3 +345,86 @@ async def test_an_application_on_several_clusters(shoal: Shoal, browser: Browser
     row = page.locator(".vt-row", has_text="spread")
     await row.filter(has_text="sim-1 (2/2)").filter(has_text="sim-2 (2/2)").wait_for()
     assert browser.errors == []
+
+
+async def test_several_clusters_page_follows_moved_shares_and_a_cluster_back(
+    shoal: Shoal, browser: Browser
+) -> None:
+    """sim-2 goes OFFLINE: its share moves to sim-1 (ShareMoved in the migration history) and
+    the decision rejects sim-2 "not ONLINE". sim-2 comes back: the panel says so, without
+    a new decision. A reschedule divides it again (Rebalanced in the history)."""
+    app = app_with_labels("web")
+    app.metadata.name = "spread"
+    app.spec.manifest[0]["metadata"]["name"] = "spread"
+    app.spec.manifest[0]["spec"]["replicas"] = 4
+    app.spec.placement = Placement(clusters=2, replicas="divided")
+    await shoal.client.create(app)
+    page = browser.page
+    await browser.open("applications/default/spread")
+    placements = page.locator("#placements")
+    await placements.filter(has_text="sim-1 2/2 ready").wait_for()
+    await placements.filter(has_text="sim-2 2/2 ready").wait_for()
+    await page.locator("#chosen", has_text="sim-1, sim-2").or_(
+        page.locator("#chosen", has_text="sim-2, sim-1")).wait_for()  # fmt: skip
+
+    shoal.sim.fleet.set_unreachable("sim-2")
+    moved = page.locator("#migrations li", has_text="sim-2 → sim-1")
+    await moved.filter(has_text="share moved").wait_for(timeout=30_000)
+    rejected = page.locator("#decision tr", has_text="not ONLINE")
+    await rejected.filter(has_text="sim-2").wait_for()
+    await page.locator("#chosen", has_text="sim-1").wait_for()
+    assert await page.locator("#since").count() == 0  # the decision is current
+
+    shoal.sim.fleet.set_unreachable("sim-2", False)
+    await page.locator("#since", has_text="sim-2: ONLINE again").wait_for(timeout=30_000)
+    await page.locator("#decision tr.outdated", has_text="not ONLINE").wait_for()
+    await browser.screenshot("application-share-moved")
+    assert await _placed_shares(shoal, "spread") == [("sim-1", 4)]  # no move back on its own
+
+    await page.click("#reschedule")
+    await page.locator("#migrations li", has_text="rebalanced").wait_for(timeout=30_000)
+    await page.locator("#decision tr.outdated").wait_for(state="detached")
+    assert await page.locator("#since").count() == 0  # a new decision
+    assert sorted(await _placed_shares(shoal, "spread")) == [("sim-1", 2), ("sim-2", 2)]
+    assert browser.errors == []
+
+
+async def _placed_shares(shoal: Shoal, name: str) -> list[tuple[str, int | None]]:
+    app = await shoal.app(name)
+    return [(p.cluster.name, p.replicas) for p in app.status.placements]
+
+
+async def test_an_application_created_again_has_only_its_own_events(
+    shoal: Shoal, browser: Browser
+) -> None:
+    """Events belong to a uid: `again`, deleted and created under the same name, does not
+    show the first one's Unschedulable on its page."""
+    from shoal.client.rest import NotFound
+
+    first = app_with_labels("nowhere")  # location is US: no cluster
+    first.metadata.name = "again"
+    first.spec.manifest[0]["metadata"]["name"] = "again"
+    await shoal.client.create(first)
+    page = browser.page
+    await browser.open("applications/default/again")
+    await page.locator("#events li", has_text="Unschedulable").first.wait_for(timeout=30_000)
+
+    await shoal.client.delete(Application, "again", "default")
+
+    async def gone() -> bool:
+        try:
+            await shoal.app("again")
+        except NotFound:
+            return True
+        return False
+
+    await wait_for(gone, message="the first again deleted")
+    second = app_with_labels("web")
+    second.metadata.name = "again"
+    second.spec.manifest[0]["metadata"]["name"] = "again"
+    await shoal.client.create(second)
+    await browser.open("applications/default/again")
+    await page.locator("#events li", has_text="Scheduled").first.wait_for(timeout=30_000)
+    events = await _text(browser, "#events")
+    assert "Unschedulable" not in events, events
+    assert browser.errors == []

@@ -16,8 +16,9 @@ function record(entry) {
   listeners.forEach((fn) => fn(entry));
 }
 
-const ref = (obj) => ({ kind: obj.kind, namespace: obj.metadata.namespace, name: obj.metadata.name });
+const ref = (obj) => ({ kind: obj.kind, namespace: obj.metadata.namespace, name: obj.metadata.name, uid: obj.metadata.uid });
 const target = (status) => status && status.scheduled_to ? status.scheduled_to.name : null;
+const shareNames = (status) => ((status && status.placements) || []).map((p) => p.cluster.name);
 
 function watchApplications(list) {
   list.onChange((type, obj, old) => {
@@ -26,11 +27,20 @@ function watchApplications(list) {
     if (type === "ADDED") { record({ time: now, type: "Normal", reason: "Created", message: "application created", involved }); return; }
     if (type === "DELETED") { record({ time: now, type: "Normal", reason: "Deleted", message: "application deleted", involved }); return; }
     if (!old) return;
-    const from = target(old.status), to = target(obj.status);
-    if (from !== to && to) {
-      const reason = from ? "Migrated" : "Scheduled";
-      const message = from ? `${from} → ${to}` : `placed on ${to}`;
-      record({ time: now, type: "Normal", reason, message, involved, from, to });
+    const before = shareNames(old.status), after = shareNames(obj.status);
+    if (before.length > 1 || after.length > 1) {  // on several clusters: a share moved
+      const lost = before.filter((n) => !after.includes(n)), gained = after.filter((n) => !before.includes(n));
+      if (lost.length && after.length) {
+        const to = gained.length ? gained.join(", ") : after.join(", ");
+        record({ time: now, type: "Normal", reason: "ShareMoved", message: `Share of ${lost.join(", ")} moved to ${to}`, involved, from: lost.join(", "), to });
+      }
+    } else {
+      const from = target(old.status), to = target(obj.status);
+      if (from !== to && to) {
+        const reason = from ? "Migrated" : "Scheduled";
+        const message = from ? `${from} → ${to}` : `placed on ${to}`;
+        record({ time: now, type: "Normal", reason, message, involved, from, to });
+      }
     }
     if (old.status.state !== obj.status.state) {
       const bad = ["FAILED", "DEGRADED"].includes(obj.status.state);
@@ -69,10 +79,18 @@ export function startActivity() {
 const EVENTS = "/core/events";
 // The labels the API's event recorder puts on each event, so that a selector finds them.
 const KIND_LABEL = "involved.shoal/kind", NAME_LABEL = "involved.shoal/name";
-const MIGRATED = /^Migrated from (\S+) .*? to (\S+) \(/;
+// What moved, from each kind of move's message (shoal.events.reasons): one application's
+// cluster, a lost cluster's share (an application on several), a division on request.
+const MOVES = {
+  Migrated: /^Migrated from (\S+) .*? to (\S+) \(/,
+  ShareMoved: /^Share of (.+?) moved to (.+?); now /,
+  Rebalanced: /^Rebalanced on request: (.+) → (.+)$/,
+};
+export const MOVE_REASONS = Object.keys(MOVES);
 
 export function fromEvent(event) {
-  const moved = event.reason === "Migrated" ? MIGRATED.exec(event.message || "") : null;
+  const pattern = MOVES[event.reason];
+  const moved = pattern ? pattern.exec(event.message || "") : null;
   return {
     time: event.last_timestamp || event.first_timestamp || event.metadata.created,
     first: event.first_timestamp,
@@ -82,7 +100,8 @@ export function fromEvent(event) {
   };
 }
 
-/** The live list of one object's events (a label selector), followed while the page shows it. */
+/** The live list of one object's events (a label selector), followed while the page shows it.
+ * It holds those of every object that had the name; `activity` keeps its uid's. */
 function eventsOf({ kind, namespace, name }) {
   const path = `/core/namespaces/${encodeURIComponent(namespace || "default")}/events`;
   return live(path, `${KIND_LABEL}=${kind},${NAME_LABEL}=${name}`);
@@ -128,10 +147,12 @@ function merged() {
 }
 
 /** Newest first: server events (if any), else observed changes and what the lists tell. */
-export function activity({ kind, namespace, name } = {}, limit = 200, source = null) {
+export function activity({ kind, namespace, name, uid } = {}, limit = 200, source = null) {
   const all = source || serverEvents({ kind, namespace, name }) || merged();
+  // an object created again under a deleted one's name has its own history: its uid's
   const wanted = all.filter((e) => (!kind || e.involved.kind === kind)
-    && (!name || (e.involved.name === name && (e.involved.namespace || "") === (namespace || ""))));
+    && (!name || (e.involved.name === name && (e.involved.namespace || "") === (namespace || "")))
+    && (!uid || !e.involved.uid || e.involved.uid === uid));
   wanted.sort((a, b) => (a.time < b.time ? 1 : a.time > b.time ? -1 : 0));
   return wanted.slice(0, limit);
 }
@@ -145,9 +166,10 @@ export function onActivity(fn, involved = {}) {
   return () => { listeners.delete(fn); offs.forEach((off) => off()); };
 }
 
-/** Moves from one cluster to another: the server's Migrated events, else the observed ones. */
+/** Moves from one cluster to another: the server's Migrated, ShareMoved and Rebalanced
+ * events, else the observed ones. */
 export function migrations(involved) {
-  const moved = (e) => /migrat/i.test(e.reason || "") && e.reason !== "MIGRATING";  // not the state
+  const moved = (e) => MOVE_REASONS.includes(e.reason);
   if (serverEvents(involved)) return activity(involved, 500).filter(moved);
   return activity(involved, 500, observed).filter(moved);
 }

@@ -7,7 +7,17 @@ import { ago, badge, card, clock, fill, h, link, pageHead, toast } from "../dom.
 import { fleet, follow } from "../live.js";
 import { explanation, timeline } from "./parts.js";
 
+// How a move of an application on several clusters is named in its history.
+const MOVED = { ShareMoved: "share moved", Rebalanced: "rebalanced" };
+
 const base = (ns, name) => `/kubernetes/namespaces/${encodeURIComponent(ns)}/applications/${encodeURIComponent(name)}`;
+
+/** The namespace's clusters as they are now, by name: what the last decision saw may have
+ * changed since (a cluster back ONLINE), and the decision panel says so. */
+function clustersOf(namespace) {
+  if (!fleet.clusters.loaded) return null;
+  return new Map(fleet.clusters.values().filter((c) => (c.metadata.namespace || "default") === namespace).map((c) => [c.metadata.name, c]));
+}
 
 async function act(button, label, fn) {
   button.disabled = true;
@@ -60,7 +70,7 @@ export function render(root, namespace, name) {
       actions: h("div", { class: "actions" }, explain, task, s.state === "FAILED" ? retry : reschedule),
     }));
     decisionTitle.textContent = dryRun ? "Dry run: where it would go now" : "Scheduling decision";
-    fill(decision, explanation(dryRun || s.scheduling, on),
+    fill(decision, explanation(dryRun || s.scheduling, on, dryRun ? null : clustersOf(namespace)),
       dryRun ? h("div", { style: { marginTop: "12px" } }, h("button", { class: "secondary", onclick: () => { dryRun = null; draw(); } }, "Back to the last decision")) : null);
     const c = app.spec.constraints || {};
     const cc = c.cluster || {};
@@ -82,17 +92,19 @@ export function render(root, namespace, name) {
     drawActivity();
   };
   const drawActivity = () => {
-    const about = { kind: "Application", namespace, name };
+    // its own events: those of its uid, not of an application deleted before under its name
+    const about = { kind: "Application", namespace, name, uid: app ? app.metadata.uid : undefined };
     const moved = migrations(about);
     fill(moves, moved.length
       ? h("ul", { class: "timeline" }, moved.map((m) => h("li", { class: "move", title: m.message },
           h("div", {}, m.from && m.to ? [h("b", {}, m.from), " → ", h("b", {}, m.to)] : m.message,
+            MOVED[m.reason] ? h("span", { class: "muted small" }, ` · ${MOVED[m.reason]}`) : null,
             m.count > 1 ? h("span", { class: "muted small" }, ` ×${m.count}`) : null),
           m.from && m.component ? h("div", { class: "small" }, m.message.replace(/^Migrated /, "")) : null,
           h("div", { class: "muted small" }, `${clock(m.time)} · ${ago(m.time)} ago`))))
       : h("div", { class: "empty" }, app && app.status.scheduled_to ? `On ${app.status.scheduled_to.name} since ${ago(app.status.scheduled)} ago; ${serverEvents(about) ? "no migration in its events (kept an hour)" : "no migration seen since this page was opened"}.` : "Not placed yet."));
     fill(events, timeline(activity(about, 100), serverEvents(about) ? "No events (they are kept an hour)." : "Nothing happened to this application since this page was opened."));
   };
-  const offs = [follow([fleet.applications], draw), onActivity(drawActivity, { kind: "Application", namespace, name })];
+  const offs = [follow([fleet.applications, fleet.clusters], draw), onActivity(drawActivity, { kind: "Application", namespace, name })];
   return () => offs.forEach((off) => off());
 }

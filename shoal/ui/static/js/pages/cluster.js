@@ -116,7 +116,11 @@ export function render(root, namespace, name) {
       : h("div", { class: "empty" }, "No applications run here."));
   };
   const about = { kind: "Cluster", namespace, name };
-  const drawEvents = () => fill(events, timeline(activity(about, 100),
+  const current = () => {  // this cluster's events: those of its uid, not a deleted namesake's
+    const c = fleet.clusters.items.get(key);
+    return { ...about, uid: c ? c.metadata.uid : undefined };
+  };
+  const drawEvents = () => fill(events, timeline(activity(current(), 100),
     serverEvents(about) ? "No events (they are kept an hour)." : "Nothing happened to this cluster since this page was opened."));
   const offs = [follow([fleet.clusters, fleet.applications], draw), onValues(draw), onActivity(drawEvents, about)];
   return () => offs.forEach((off) => off());
