@@ -1,5 +1,6 @@
-"""Krake's hooks as shipped: a workload's call with its hook token and no login reaches the
-hook's token check, under the security ``shoal up`` runs with."""
+"""As shipped: Krake's hooks (a workload's call with its hook token and no login reaches the
+hook's token check) and the components' metrics (only for the scrape token), under the
+security ``shoal up`` runs with."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ import httpx
 import pytest
 import yaml
 
+from shoal.system.components import NAMES
 from shoal.testing.wait import wait_for
 from tests.cli.conftest import process
+from tests.fixtures.prometheus import start_prometheus
 from tests.security.conftest import Secured, application
 from tests.util import up_port
 
@@ -79,6 +82,45 @@ async def _member_read(kubeconfig: dict[str, Any], path: str) -> httpx.Response:
         return await member.get(path)
 
 
+async def _metrics_need_the_scrape_token(
+    data: Path, port: int, admin: httpx.AsyncClient, admin_token: str
+) -> None:
+    """The scheduler's and the kube controller's metrics name namespaces and clusters:
+    they answer only the scrape token, which the API's ``/metrics`` takes too."""
+    scrape = (data / "security" / "metrics.token").read_text().strip()
+    assert (data / "security" / "metrics.token").stat().st_mode & 0o077 == 0
+    async with httpx.AsyncClient(timeout=30) as http:
+        for component in (port + 1, port + 2):  # the scheduler, the kube controller
+            url = f"http://127.0.0.1:{component}/metrics"
+            for headers in ({}, {"authorization": f"Bearer {admin_token}"},
+                            {"authorization": "Bearer " + scrape[:-1]}):  # fmt: skip
+                refused = await http.get(url, headers=headers)
+                assert refused.status_code == 401, (url, headers, refused.text)
+                assert "default" not in refused.text and "sim-" not in refused.text
+
+            async def scraped(url: str = url) -> str | None:
+                answer = await http.get(url, headers={"authorization": f"Bearer {scrape}"})
+                assert answer.status_code == 200, answer.text
+                return answer.text if "shoal_informer_objects" in answer.text else None
+
+            await wait_for(scraped, timeout=30, interval=0.2, message=f"{url} scraped")
+    api = await admin.get("/metrics", headers={"authorization": f"Bearer {scrape}"})
+    assert api.status_code == 200 and "shoal_api_requests_total" in api.text
+    # Prometheus configured as docs/observability.md shows: every target up, the board's
+    # applications per cluster answered
+    targets = tuple(f"127.0.0.1:{p}" for p in range(port, port + 1 + len(NAMES)))
+    token_file = data / "security" / "metrics.token"
+    with start_prometheus({"shoal_probe": 1}, targets=targets, credentials_file=token_file) as prom:
+
+        def all_up() -> bool:
+            up = prom.query('up{job="shoal"}')
+            return len(up) == len(targets) and all(r["value"][1] == "1" for r in up)
+
+        prom.wait_until(all_up, 60, "every shoal target up")
+        board = 'sum by (cluster, state) (shoal_applications{cluster!=""})'
+        prom.wait_until(lambda: bool(prom.query(board)), 60, "applications per cluster")
+
+
 @pytest.mark.integration
 async def test_under_shoal_up_a_workload_completes_with_its_token(tmp_path: Path) -> None:
     """The workload reads its token and URL from the Secret on its member cluster, as its
@@ -114,6 +156,7 @@ async def test_under_shoal_up_a_workload_completes_with_its_token(tmp_path: Path
                 return app if ok else None
 
             app = await wait_for(running, timeout=90, interval=0.2, message="batch RUNNING")
+            await _metrics_need_the_scrape_token(tmp_path, port, admin, config["token"])
             cluster = app["status"]["scheduled_to"]["name"]
             member = await admin.get(f"/kubernetes/namespaces/default/clusters/{cluster}")
             kubeconfig = member.json()["spec"]["kubeconfig"]
