@@ -99,7 +99,7 @@ class Guard:
         except Unauthenticated as error:
             if method == "PUT" and HOOK_CALL.match(scope["path"]) and _no_credentials(scope):
                 # a workload calling its hook: the hook's token, checked by the route, is
-                # its credential (docs/kube.md, "Application hooks")
+                # its credential (docs/clouds.md, "Application hooks")
                 scope["shoal.user"] = ANONYMOUS_USER
                 await self.app(scope, receive, send)
                 return
