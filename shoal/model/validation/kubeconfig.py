@@ -108,7 +108,7 @@ def check_credentials(config: Any, path: str, policy: CredentialPolicy) -> Itera
                         )
             run = inner.get("exec")
             command = run.get("command") if isinstance(run, dict) else None
-            if command is not None and not isinstance(command, str):
+            if command is not None and not isinstance(command, str):  # never run
                 yield Finding(
                     join(where, "exec", "command"),
                     f"must be a string (the program; its arguments go in args), "
