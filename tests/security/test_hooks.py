@@ -34,6 +34,10 @@ async def test_a_hook_call_without_login_reaches_the_token_check(secured: Secure
         answer = await anonymous.put(path, json={"token": "a-guess"})
         assert answer.status_code == 401, answer.text
         assert f"token: not the {hook} token of this application" in answer.text
+    # an application that does not exist is answered alike: no login tells what exists
+    missing = await anonymous.put(HOOK.replace("alice-app", "nothing"), json={"token": "x"})
+    assert missing.status_code == 401, missing.text
+    assert "token: not the complete token of this application" in missing.text
     # a credential presented is checked as such: a wrong one is never anonymous
     answer = await anonymous.put(HOOK, json={"token": "x"},
                                  headers={"authorization": "Bearer wrong"})  # fmt: skip
