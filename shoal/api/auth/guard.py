@@ -99,8 +99,12 @@ class Guard:
         except Unauthenticated as error:
             if method == "PUT" and HOOK_CALL.match(scope["path"]) and _no_credentials(scope):
                 # a workload calling its hook: the hook's token, checked by the route, is
-                # its credential (docs/clouds.md, "Application hooks")
+                # its credential (docs/clouds.md, "Application hooks"). Such calls share
+                # one user's rate: guesses cannot flood the API.
                 scope["shoal.user"] = ANONYMOUS_USER
+                if not self.limits.take(ANONYMOUS_USER.name, time.monotonic()):
+                    await _answer(scope, receive, send, 429, "hook calls: too many requests")
+                    return
                 await self.app(scope, receive, send)
                 return
             await _answer(scope, receive, send, 401, str(error))
