@@ -212,7 +212,7 @@ async def bench(
     rbac: bool = False,
 ) -> list[tuple[str, str]]:
     rows: list[tuple[str, str]] = []
-    connector = aiohttp.TCPConnector(limit=parallel + watchers + 4)
+    connector = aiohttp.TCPConnector(limit=parallel + watchers + 4, keepalive_timeout=2)
     headers = {"content-type": "application/json"}
     if rbac:
         headers["authorization"] = f"Bearer {TOKEN}"
