@@ -14,6 +14,7 @@ import pytest
 
 from shoal.api.auth.config import Limits
 from shoal.api.server import start_api
+from shoal.testing.wait import wait_for
 from tests.security.conftest import Secured, application, security, token_file
 from tests.util import free_port
 
@@ -91,13 +92,15 @@ async def test_flood_of_bad_requests(tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{port}"
     try:
         async with aiohttp.ClientSession(url) as probe:
-            for _ in range(200):
+
+            async def healthy() -> bool:
                 try:
                     async with probe.get("/healthz") as r:
-                        if r.status == 200:
-                            break
+                        return r.status == 200
                 except aiohttp.ClientError:
-                    await asyncio.sleep(0.05)
+                    return False
+
+            await wait_for(healthy, timeout=60, message="the API process up")
         bad: list[tuple[str, str, dict[str, str], bytes]] = [
             ("GET", "/kubernetes/applications", {}, b""),
             ("POST", "/kubernetes/namespaces/a/applications", {}, b"{not json"),
