@@ -74,7 +74,8 @@ if secured:
     security = Security(allow_anonymous=False, token_file=tokens, authorization="RBAC",
                         secrets_key_file=Path(key), limits=Limits(rate_per_user=1e12, burst=10**12))
     protection = protect(security, store)
-    rule = RoleRule(api="", resources=[""], namespaces=[namespace], verbs=[""])
+    rule = RoleRule(api="", resources=[""], namespaces=[namespace, namespace + "-batch"],
+                    verbs=[""])
     grants = [Role(metadata=Metadata(name="bench"), rules=[rule]),
               RoleBinding(metadata=Metadata(name="bench"), users=["bench"], roles=["bench"])]
 sock = listen("127.0.0.1", port)
@@ -211,7 +212,7 @@ async def bench(
     rbac: bool = False,
 ) -> list[tuple[str, str]]:
     rows: list[tuple[str, str]] = []
-    connector = aiohttp.TCPConnector(limit=parallel + watchers + 4)
+    connector = aiohttp.TCPConnector(limit=parallel + watchers + 4, keepalive_timeout=2)
     headers = {"content-type": "application/json"}
     if rbac:
         headers["authorization"] = f"Bearer {TOKEN}"

@@ -617,8 +617,11 @@ class Soak:
             if "--metrics-port" not in command:
                 continue
             port = command[command.index("--metrics-port") + 1]
+            scrape = (self.data / "security" / "metrics.token").read_text().strip()
             try:
-                async with httpx.AsyncClient(timeout=5) as http:
+                async with httpx.AsyncClient(
+                    timeout=5, headers={"authorization": f"Bearer {scrape}"}
+                ) as http:
                     text = (await http.get(f"http://127.0.0.1:{port}/metrics")).text
             except httpx.HTTPError as error:
                 wrong.append((name, f"metrics unreachable: {error}"))

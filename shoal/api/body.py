@@ -64,12 +64,42 @@ def _no_key_lost(raw: bytes, value: Any) -> bool:
     return raw.count(b'":') == again.count(b'":')
 
 
+MAX_DEPTH = 128
+"""Arrays and objects nested deeper are refused. Whatever the API stores or sends is written
+by orjson, which writes at most 254 levels: an object keeps to that with its wrappers
+(a stored object's fields, a list, a watch event) around a body of ``MAX_DEPTH``."""
+_ORJSON_DEPTH = 254
+_PADDING = _ORJSON_DEPTH - MAX_DEPTH
+
+
+def _within_depth(raw: bytes, value: Any) -> bool:
+    """Whether ``value`` nests at most ``MAX_DEPTH`` arrays and objects.
+
+    Only a body with more openers than that can be deeper (two counts at C speed). Then
+    orjson writes it inside ``_PADDING`` more levels: it refuses beyond its own limit.
+    """
+    if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
+        return True
+    for _ in range(_PADDING):
+        value = [value]
+    try:
+        orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return False
+    return True
+
+
 def loads(raw: bytes) -> Any:
-    """``raw`` as JSON, refusing NaN, Infinity, broken UTF-8 and duplicate keys."""
+    """``raw`` as JSON, refusing NaN, Infinity, broken UTF-8, duplicate keys and nesting
+    deeper than ``MAX_DEPTH``."""
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as error:
+        if str(error).startswith("depth limit exceeded"):
+            raise MalformedBody(f"nested deeper than {MAX_DEPTH} arrays and objects") from None
         raise MalformedBody(str(error)) from None
+    if not _within_depth(raw, value):
+        raise MalformedBody(f"nested deeper than {MAX_DEPTH} arrays and objects")
     if isinstance(value, dict | list) and raw.count(b":") > 1 and not _no_key_lost(raw, value):
         _DECODER.decode(raw.decode())  # only to refuse duplicate keys
     return value

@@ -20,7 +20,7 @@ from shoal.api import status as status_patch
 from shoal.api.admission import admit, dry
 from shoal.api.auth.authn import User
 from shoal.api.auth.secrets import secret_paths
-from shoal.api.auth.store import kept_path
+from shoal.api.auth.store import SecuredStore, kept_path
 from shoal.api.batch import each_item
 from shoal.api.codec import decode, encode, rfc3339, with_revision
 from shoal.api.field_selector import parse_field_selector
@@ -483,6 +483,8 @@ class Resources:
                 return with_revision(record.value, record.revision)
             value, remove = new
             if dry():
+                if isinstance(self.store, SecuredStore):  # the write's own checks, no write
+                    await self.store.check_update(key, value)
                 return with_revision(value, record.revision)
             try:
                 if remove:

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 from shoal.api.app import create_app
 from shoal.api.auth import Protection, Security, protect
-from shoal.machinery.server import Served, listen, serve
+from shoal.api.auth.config import Limits
+from shoal.machinery.server import ClientLimits, Served, listen, serve
 from shoal.model.validation import schemas
 from shoal.store.base import Store
 from shoal.store.factory import open_store
@@ -58,5 +59,9 @@ async def start_api(
         await protection.start()
     app = create_app(the_store, security=protection, kube_finalizer=kube_finalizer)
     tls = security.tls if security is not None else None
-    served = await serve(app, listen(host, port), host, tls=tls, log_level=log_level)
+    limits = security.limits if security is not None else Limits()
+    clients = ClientLimits(limits.request_timeout, limits.connections_per_client)
+    served = await serve(
+        app, listen(host, port), host, tls=tls, log_level=log_level, clients=clients
+    )
     return ApiServer(served.url, the_store, served, own, protection)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from shoal.machinery.tls import Tls, tls_options
 
@@ -94,6 +95,87 @@ class _Server(uvicorn.Server):
             await self.lifespan.shutdown()
 
 
+@dataclass(frozen=True)
+class ClientLimits:
+    """What one client may hold of a server: a request (headers and body) must arrive
+    within ``request_timeout`` seconds of the connection or of the previous answer, and
+    one address keeps at most ``connections`` connections open. Without them, clients
+    that send half a request and wait hold a connection each, for ever."""
+
+    request_timeout: float = 30.0
+    connections: int = 256
+
+
+def _answer(status: str, text: str) -> bytes:
+    body = text.encode()
+    head = f"HTTP/1.1 {status}\r\ncontent-type: text/plain\r\nconnection: close\r\n"
+    return f"{head}content-length: {len(body)}\r\n\r\n".encode() + body
+
+
+def limited(base: type[HttpToolsProtocol], limits: ClientLimits) -> type[HttpToolsProtocol]:
+    """``base`` (uvicorn's httptools protocol, or a subclass) held to ``limits``; the
+    connections are counted per server (each call counts its own)."""
+    per_address: dict[str, int] = {}
+    timeout = limits.request_timeout
+    late = _answer("408 Request Timeout", f"request not received within {timeout:g} s")
+    crowded = _answer("429 Too Many Requests",
+                      f"at most {limits.connections} connections per client")  # fmt: skip
+
+    class Limited(base):  # type: ignore[valid-type,misc]
+        _address: str | None = None
+        _timer: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:
+            super().connection_made(transport)
+            address = self.client[0] if self.client else ""
+            if per_address.get(address, 0) >= limits.connections:
+                transport.write(crowded)
+                transport.close()
+                return
+            per_address[address] = per_address.get(address, 0) + 1
+            self._address = address
+            self._arm()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            if self._address is not None:
+                left = per_address[self._address] - 1
+                if left:
+                    per_address[self._address] = left
+                else:
+                    del per_address[self._address]
+                self._address = None
+            super().connection_lost(exc)
+
+        def on_message_complete(self) -> None:
+            self._disarm()
+            super().on_message_complete()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.transport.is_closing() and not self.pipeline:
+                self._arm()  # the next request has the same time to arrive
+
+        def _arm(self) -> None:
+            self._disarm()
+            self._timer = self.loop.call_later(timeout, self._too_slow)
+
+        def _disarm(self) -> None:
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+
+        def _too_slow(self) -> None:
+            self._timer = None
+            if self.transport.is_closing():
+                return
+            if self.cycle is None or not self.cycle.response_started:
+                self.transport.write(late)
+            self.transport.close()
+
+    return Limited
+
+
 @dataclass
 class Served:
     """A running server: its URL, and ``stop``."""
@@ -125,20 +207,28 @@ async def serve(
     tls: Tls | None = None,
     log_level: str = "warning",
     grace: int = 1,
+    clients: ClientLimits | None = None,
     **options: Any,
 ) -> Served:
     """Serve ``app`` on ``sock`` (bound by ``listen(host, …)``) and return once it accepts
     connections. The URL names ``host`` as given, so that it matches a certificate's name.
 
+    ``clients``: what one client may hold (httptools' protocol, uvicorn's default here).
     ``options``: more ``uvicorn.Config`` keywords (``http="httptools"``…).
     """
+    options = {**options, **tls_options(tls)}  # a TLS listener with a client CA sets its http
+    if clients is not None:
+        base = options.get("http", HttpToolsProtocol)
+        if not isinstance(base, type):
+            base = HttpToolsProtocol
+        options["http"] = limited(base, clients)
     config = uvicorn.Config(
         app,
         log_level=log_level,
         access_log=False,
         lifespan="off",
         timeout_graceful_shutdown=grace,
-        **{**options, **tls_options(tls)},  # a TLS listener with a client CA sets its own http
+        **options,
     )
     server = _Server(config)
     task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))

@@ -146,11 +146,13 @@ def select_job_pods_by_uid(job: Obj) -> None:
 
 
 class Defaults:
-    """Fills defaults and server-owned status; holds the Service IP allocator."""
+    """Fills defaults and server-owned status; holds the Service IP and node port
+    allocators."""
 
     def __init__(self, new_node: Callable[[str], Obj]) -> None:
         self._new_node = new_node
         self._service_ips = 0
+        self._node_ports = 0
         self._by_key: dict[str, Callable[[Obj, Any, Obj | None], None]] = {
             NAMESPACES: self._namespace,
             PODS: self._pod,
@@ -237,10 +239,21 @@ class Defaults:
                 n = self._service_ips
                 spec["clusterIP"] = f"10.96.{(n >> 8) & 255}.{n & 255}"
         spec.setdefault("clusterIPs", [spec["clusterIP"]])
-        for p in spec.get("ports") or ():
+        old_ports = ((old or {}).get("spec") or {}).get("ports") or []
+        for index, p in enumerate(spec.get("ports") or ()):
             p.setdefault("protocol", "TCP")
             p.setdefault("targetPort", p.get("port"))
+            if spec["type"] in ("NodePort", "LoadBalancer") and not p.get("nodePort"):
+                kept = old_ports[index].get("nodePort") if index < len(old_ports) else None
+                p["nodePort"] = kept or self._next_node_port()
         obj.setdefault("status", {"loadBalancer": {}})
+
+    def _next_node_port(self) -> int:
+        """The next of Kubernetes' default node port range, 30000-32767 (as a cluster
+        allocates one to every port of a NodePort or LoadBalancer Service)."""
+        port = 30000 + self._node_ports % 2768
+        self._node_ports += 1
+        return port
 
     @staticmethod
     def _crd(obj: Obj, spec: Obj, old: Obj | None) -> None:

@@ -141,10 +141,12 @@ def run_controller(
 
     configure_logging(log_level)
     if metrics_port:
-        from prometheus_client import start_http_server
+        from shoal.controllers.prometheus import TOKEN_SETTING, serve_metrics
 
-        # Loopback unless an operator says otherwise: the metrics name namespaces and clusters.
-        start_http_server(metrics_port, addr=os.environ.get("SHOAL_METRICS_HOST", "127.0.0.1"))
+        # Loopback unless an operator says otherwise, and for the scrape token when one is
+        # set: the metrics name namespaces and clusters.
+        host = os.environ.get("SHOAL_METRICS_HOST", "127.0.0.1")
+        serve_metrics(metrics_port, host, os.environ.get(TOKEN_SETTING))
 
     async def main() -> None:
         found = credentials()

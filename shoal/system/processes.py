@@ -87,6 +87,7 @@ def run_processes(up: Installation, *, sim_port: int, metrics_port: int = 0) -> 
     from shoal.api.auth import bootstrap
     from shoal.client.credentials import Credentials
     from shoal.client.rest import ShoalClient
+    from shoal.controllers.prometheus import TOKEN_SETTING
     from shoal.sim.cli import write_admin_url
 
     configure_logging(log_level, one_line=log_level.lower() != "debug")
@@ -101,7 +102,8 @@ def run_processes(up: Installation, *, sim_port: int, metrics_port: int = 0) -> 
     supervisor = Supervisor(logs, lambda line: console.print(f"[bold yellow]supervisor[/]: {line}"))
 
     def identity(component: str) -> dict[str, str]:
-        return {**base_env, "SHOAL_TOKEN": setup.token_of(component)}
+        scrape = {TOKEN_SETTING: setup.tokens[bootstrap.METRICS]}  # for its /metrics
+        return {**base_env, "SHOAL_TOKEN": setup.token_of(component), **scrape}
 
     async def main() -> None:
         watcher = asyncio.create_task(supervisor.run())
@@ -184,7 +186,8 @@ async def _start_controllers(
         await supervisor.start(Child(name, args, identity(name)))
     console.print(f"[bold green]Scheduler and controllers[/], a process each: {', '.join(NAMES)}")
     if ports:
-        console.print(f"[bold green]Their metrics[/]: {describe(ports, metrics_port)}")
+        console.print(f"[bold green]Their metrics[/]: {describe(ports, metrics_port)} "
+                      "(bearer token: security/metrics.token)")  # fmt: skip
 
 
 def run_agents(

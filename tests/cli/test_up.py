@@ -100,8 +100,10 @@ async def test_up_restarts_with_what_is_stored(tmp_path: Path) -> None:
     assert "sim-2\tnodes=5" in listed
     placed = await _shoal(tmp_path, "get", "app", "demo")
     assert "sim-2" in placed, placed
-    # Each component process serves its own metrics: the scheduler on the API port + 1.
-    async with httpx.AsyncClient() as http:
+    # Each component process serves its own metrics: the scheduler on the API port + 1,
+    # to scrapes with the token shoal up made for them.
+    scrape = (tmp_path / "security" / "metrics.token").read_text().strip()
+    async with httpx.AsyncClient(headers={"authorization": f"Bearer {scrape}"}) as http:
         scraped = (await http.get(f"http://127.0.0.1:{port + 1}/metrics")).text
     bound = re.search(r'^shoal_scheduler_attempts_total\{result="bound"\} (\S+)$', scraped, re.M)
     assert bound is not None and float(bound[1]) >= 1, scraped

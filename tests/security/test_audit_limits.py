@@ -14,6 +14,7 @@ import pytest
 
 from shoal.api.auth.config import Limits
 from shoal.api.server import start_api
+from shoal.testing.wait import wait_for
 from tests.security.conftest import Secured, application, security, token_file
 from tests.util import free_port
 
@@ -91,13 +92,15 @@ async def test_flood_of_bad_requests(tmp_path: Path) -> None:
     url = f"http://127.0.0.1:{port}"
     try:
         async with aiohttp.ClientSession(url) as probe:
-            for _ in range(200):
+
+            async def healthy() -> bool:
                 try:
                     async with probe.get("/healthz") as r:
-                        if r.status == 200:
-                            break
+                        return r.status == 200
                 except aiohttp.ClientError:
-                    await asyncio.sleep(0.05)
+                    return False
+
+            await wait_for(healthy, timeout=60, message="the API process up")
         bad: list[tuple[str, str, dict[str, str], bytes]] = [
             ("GET", "/kubernetes/applications", {}, b""),
             ("POST", "/kubernetes/namespaces/a/applications", {}, b"{not json"),
@@ -154,12 +157,15 @@ async def test_flood_of_bad_requests(tmp_path: Path) -> None:
 
 
 def test_page_size_is_clamped() -> None:
-    from shoal.api.auth.guard import _checked_query
+    from shoal.api.auth.guard import _checked_query, _read_query
+
+    def checked(query: bytes) -> bytes | str:
+        params = _read_query(query)
+        assert isinstance(params, dict)
+        return _checked_query(params, "list", limits)
 
     limits = Limits(max_page=2)
-    query = b"limit=50&label_selector=a%3Db"
-    assert _checked_query(query, "list", limits) == b"label_selector=a%3Db&limit=2"
-    assert _checked_query(b"limit=1", "list", limits) == b"limit=1"
-    assert _checked_query(b"", "list_all", limits) == b"limit=2"
-    assert _checked_query(b"limit=%2B20000", "list", limits) == "limit: must be a whole number "\
-        "of at least 1, not '+20000'"
+    assert checked(b"limit=50&label_selector=a%3Db") == b"label_selector=a%3Db&limit=2"
+    assert checked(b"limit=1") == b"limit=1"
+    assert _checked_query({}, "list_all", limits) == b"limit=2"
+    assert checked(b"limit=%2B20000") == "limit: must be a whole number of at least 1, not '+20000'"

@@ -3,17 +3,30 @@ parameters are read once; lists are paged and watches beat no faster than the fl
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from pathlib import Path
 
 import httpx
 import orjson
 
 from shoal.api.auth.config import Limits
+from shoal.api.auth.secrets import REDACTED
+from shoal.api.body import MAX_DEPTH
 from shoal.api.server import start_api
 from shoal.client.rest import ShoalClient
 from shoal.model.kubernetes import Application
+from shoal.testing.wait import wait_for
 from tests.api.conftest import start_watch
-from tests.security.conftest import Secured, application, security
+from tests.security.conftest import (
+    Secured,
+    application,
+    cluster,
+    eventually,
+    grant,
+    role,
+    security,
+)
 
 BATCHES = {
     "/scheduling/applicationfinalizers": ("items", {"finalizers": ["bob.was/here"]}),
@@ -49,8 +62,7 @@ async def test_a_body_that_two_parsers_read_differently_is_refused(secured: Secu
         for body in (
             b'{"%s": NaN, "%s": [%s]}' % (field.encode(), field.encode(), item),
             b'{"%s": [], "%s": [%s]}' % (field.encode(), field.encode(), item),
-            b'{"%s": [{"namespace": "b", "namespace": "a", "name": "alice-app"}]}'
-            % field.encode(),
+            b'{"%s": [{"namespace": "b", "namespace": "a", "name": "alice-app"}]}' % field.encode(),
         ):
             answer = await bob.post(path, content=body, headers=headers)
             assert answer.status_code == 400, (path, body, answer.text)
@@ -89,9 +101,7 @@ async def test_the_audit_log_names_each_item_of_a_batch(secured: Secured, tmp_pa
     assert batch[-1]["items"] == ["a/alice-app", "b/nothing-here"]
 
 
-async def test_a_batch_create_is_authorised_item_by_item(
-    secured: Secured, tmp_path: Path
-) -> None:
+async def test_a_batch_create_is_authorised_item_by_item(secured: Secured, tmp_path: Path) -> None:
     """Bob may create in b only: his items in a, or naming no namespace, get their own
     403 and are not stored; his item in b is created, and the audit log names all three."""
     items = [application("x", "a"), application("y", "b"), application("z", "a")]
@@ -173,5 +183,167 @@ async def test_a_list_without_limit_gets_one_page_and_clients_follow_it(tmp_path
         async with ShoalClient(server.url, token="admin-token") as client:
             listed = await client.list(Application)
             assert len(listed.items) == 7
+    finally:
+        await server.stop()
+
+
+# The door reads what the route reads ---------------------------------------------------
+
+
+async def _streams(client: httpx.AsyncClient, url: str, count: int) -> list[int]:
+    """Open ``count`` streams of ``url`` at once and hold them: each one's status."""
+    statuses: list[int] = []
+    stack = contextlib.AsyncExitStack()
+    async with stack:
+        for _ in range(count):
+            response = await stack.enter_async_context(client.stream("GET", url))
+            statuses.append(response.status_code)
+    return statuses
+
+
+async def test_an_encoded_query_key_is_the_key_the_route_reads(tmp_path: Path) -> None:
+    """``%77atch`` is ``watch`` to the route: to the guard too (watch cap, heartbeat floor)."""
+    limits = Limits(watches_per_user=2)
+    server = await start_api(
+        f"sqlite://{tmp_path / 'shoal.db'}", security=security(tmp_path, limits=limits)
+    )
+    try:
+        async with httpx.AsyncClient(
+            base_url=server.url, headers={"authorization": "Bearer admin-token"}, timeout=30
+        ) as admin:
+            path = "/kubernetes/namespaces/a/applications"
+            for query in ("%77atch=1&heartbeat=0.001", "watch=1&%68eartbeat=0.001",
+                          "w%61tch&heartbeat=0"):  # fmt: skip
+                answer = await admin.get(f"{path}?{query}")
+                assert answer.status_code == 400, (query, answer.text)
+                assert "heartbeat: must be at least 1 seconds" in answer.json()["detail"]
+            answer = await admin.get(f"{path}?watch=1&%77atch=1")
+            assert answer.status_code == 400 and "given more than once" in answer.text
+            statuses = await _streams(admin, f"{path}?%77atch=1&heartbeat=5", 3)
+            assert statuses == [200, 200, 429], statuses
+    finally:
+        await server.stop()
+
+
+def _nested(depth: int) -> bytes:
+    """An application whose manifest nests ``depth`` arrays and objects in all."""
+    inner = b"1"
+    for _ in range(depth - 5):  # within the body, spec, manifest, the ConfigMap and data
+        inner = b"[" + inner + b"]"
+    return (
+        b'{"api":"kubernetes","kind":"Application","metadata":{"name":"deep"},'
+        b'"spec":{"manifest":[{"apiVersion":"v1","kind":"ConfigMap","metadata":'
+        b'{"name":"deep"},"data":{"x":' + inner + b"}}]}}"
+    )
+
+
+async def test_a_body_nested_too_deep_is_a_400(secured: Secured) -> None:
+    """Deeper than the door allows (and deeper than orjson writes back: 255–1,024 gave 500s)."""
+    alice = secured["alice"]
+    headers = {"content-type": "application/json"}
+    path = "/kubernetes/namespaces/a/applications"
+    for depth in (129, 255, 600, 1024, 2000):
+        for target in (path, "/kubernetes/applications", "/scheduling/applicationstatuses"):
+            answer = await alice.post(target, content=_nested(depth), headers=headers)
+            assert answer.status_code == 400, (depth, target, answer.text)
+            assert f"nested deeper than {MAX_DEPTH}" in answer.json()["detail"], answer.text
+    missing = await alice.get(f"{path}/deep")
+    assert missing.status_code == 404
+    # at the limit: the door lets it through, and the route answers (a manifest's check)
+    answer = await alice.post(path, content=_nested(MAX_DEPTH), headers=headers)
+    assert answer.status_code in (200, 422), answer.text
+
+
+async def test_a_list_for_the_exec_command_is_a_422_naming_it(secured: Secured) -> None:
+    body = cluster("c1", "a")
+    body["spec"]["kubeconfig"]["users"][0]["user"] = {
+        "exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": ["sh", "-c", "id"]}
+    }
+    answer = await secured["alice"].post("/kubernetes/namespaces/a/clusters", json=body)
+    assert answer.status_code == 422, answer.text
+    fields = [e["field"] for e in answer.json()["errors"]]
+    assert "spec.kubeconfig.users[0].user.exec.command" in fields, fields
+    assert "must be a string" in answer.text
+    missing = await secured["alice"].get("/kubernetes/namespaces/a/clusters/c1")
+    assert missing.status_code == 404
+
+
+async def test_a_dry_run_answers_as_the_write_would(secured: Secured) -> None:
+    """A placeholder sent to a new server: the dry run is refused as the write is."""
+    bob, alice, kube = secured["bob"], secured["alice"], secured["system:kube-controller"]
+    path = "/kubernetes/namespaces/b/clusters/c1"
+    await bob.post("/kubernetes/namespaces/b/clusters", json=cluster("c1", "b", "bobs-token"))
+    await grant(secured["admin"], "alice", role("clusters-editor-b", "*", ("clusters",), ("b",),
+                                                ("get", "list", "update")))  # fmt: skip
+
+    async def readable() -> bool:
+        return (await alice.get(path)).status_code == 200
+
+    await eventually(readable)
+    body = (await alice.get(path)).json()
+    assert body["spec"]["kubeconfig"]["users"][0]["user"]["token"] == REDACTED
+    body["spec"]["kubeconfig"]["clusters"][0]["cluster"]["server"] = "https://127.0.0.1:9/x"
+    for query in ("?dry_run=true", "?dryRun=All", ""):
+        answer = await alice.put(path + query, json=body)
+        assert answer.status_code == 403, (query, answer.text)
+        assert "spec.kubeconfig.clusters" in answer.json()["detail"]
+    stored = (await kube.get(path)).json()["spec"]["kubeconfig"]
+    assert stored["clusters"][0]["cluster"]["server"] == "https://127.0.0.1:6443"
+
+
+async def _read_all(reader: asyncio.StreamReader) -> bytes:
+    return await reader.read()  # until the server closes the connection
+
+
+async def test_slow_and_crowding_clients_are_cut_off(tmp_path: Path) -> None:
+    """Half-sent requests are answered 408 and closed after the request timeout; one
+    client's connections beyond the cap are refused, and its others still served."""
+    limits = Limits(request_timeout=1.0, connections_per_client=4)
+    server = await start_api(
+        f"sqlite://{tmp_path / 'shoal.db'}", security=security(tmp_path, limits=limits)
+    )
+    host, port = "127.0.0.1", int(server.url.rsplit(":", 1)[1])
+    try:
+        held = [await asyncio.open_connection(host, port) for _ in range(4)]
+        for _, writer in held[:2]:  # half the headers; half a body
+            writer.write(b"GET /healthz HTTP/1.1\r\nhost: x\r\n")
+        held[2][1].write(
+            b"POST /kubernetes/namespaces/a/applications HTTP/1.1\r\nhost: x\r\n"
+            b"authorization: Bearer admin-token\r\ncontent-length: 100\r\n\r\n{"
+        )
+        crowded = await asyncio.open_connection(host, port)
+        refused = await asyncio.wait_for(_read_all(crowded[0]), 10)
+        assert refused.startswith(b"HTTP/1.1 429"), refused
+        assert b"at most 4 connections per client" in refused
+        for reader, _ in held[:3]:
+            late = await asyncio.wait_for(_read_all(reader), 10)
+            assert late.startswith(b"HTTP/1.1 408"), late
+        # the cut connections no longer count: a new one is served
+        async with httpx.AsyncClient(base_url=server.url) as http:
+            assert (await http.get("/healthz")).status_code == 200
+        for _, writer in held:
+            writer.close()
+    finally:
+        await server.stop()
+
+
+async def test_a_request_that_arrives_in_time_is_not_cut(tmp_path: Path) -> None:
+    """The timeout is for a request to arrive, not for its answer: a watch outlives it."""
+    limits = Limits(request_timeout=0.5)
+    server = await start_api(
+        f"sqlite://{tmp_path / 'shoal.db'}", security=security(tmp_path, limits=limits)
+    )
+    try:
+        async with httpx.AsyncClient(
+            base_url=server.url, headers={"authorization": "Bearer admin-token"}
+        ) as admin:
+            path = "/kubernetes/namespaces/a/applications"
+            watch = await start_watch(admin, path, heartbeat=1)
+            assert watch.status == 200
+            await wait_for(lambda: watch.heartbeats >= 2, timeout=20, message="2 heartbeats")
+            assert not watch.ended.is_set()
+            await admin.post(path, json=application("late", "a"))
+            await wait_for(lambda: watch.events, timeout=20, message="the watch's event")
+            await watch.stop()
     finally:
         await server.stop()

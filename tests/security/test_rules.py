@@ -47,17 +47,17 @@ def test_wildcards() -> None:
 
 
 def test_targets_from_paths() -> None:
-    t = target("GET", "/kubernetes/applications", b"watch=")
+    t = target("GET", "/kubernetes/applications", {"watch": ""})
     assert (t.resource, t.verb, t.namespace, t.every) == ("applications", "watch", None, True)
-    t = target("GET", "/kubernetes/applications", b"limit=5")
+    t = target("GET", "/kubernetes/applications", {"limit": "5"})
     assert (t.verb, t.every) == ("list_all", True)
-    t = target("PUT", "/kubernetes/namespaces/a/applications/x/binding", b"")
+    t = target("PUT", "/kubernetes/namespaces/a/applications/x/binding", {})
     assert (t.resource, t.verb, t.namespace, t.name) == ("applications/binding", "update", "a", "x")
-    t = target("POST", "/scheduling/namespaces/b/dryrun", b"")
+    t = target("POST", "/scheduling/namespaces/b/dryrun", {})
     assert (t.api, t.resource, t.verb, t.namespace) == ("scheduling", "dryrun", "create", "b")
-    t = target("GET", "/scheduling/namespaces/b/pods/p1", b"")  # a kind added later: covered
+    t = target("GET", "/scheduling/namespaces/b/pods/p1", {})  # a kind added later: covered
     assert (t.resource, t.verb, t.namespace, t.name) == ("pods", "get", "b", "p1")
-    t = target("GET", "/kubernetes/applications", b"watch=false")
+    t = target("GET", "/kubernetes/applications", {"watch": "false"})
     assert t.verb == "list_all"
 
 

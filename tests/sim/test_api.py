@@ -19,21 +19,30 @@ Obj = dict[str, Any]
 @pytest.fixture
 async def api(sim: SimServer) -> AsyncIterator[httpx.AsyncClient]:
     token = sim.fleet.cluster("alpha").token
-    async with httpx.AsyncClient(base_url=f"{sim.url}/clusters/alpha",
-                                 headers={"Authorization": f"Bearer {token}"},
-                                 timeout=10) as client:
+    async with httpx.AsyncClient(
+        base_url=f"{sim.url}/clusters/alpha",
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=10,
+    ) as client:
         yield client
 
 
 def deployment(name: str, replicas: int = 2, cpu: str = "100m", image: str = "nginx:1") -> Obj:
     return {
-        "apiVersion": "apps/v1", "kind": "Deployment",
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
         "metadata": {"name": name},
         "spec": {
             "replicas": replicas,
             "selector": {"matchLabels": {"app": name}},
-            "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [
-                {"name": "c", "image": image, "resources": {"requests": {"cpu": cpu}}}]}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {
+                    "containers": [
+                        {"name": "c", "image": image, "resources": {"requests": {"cpu": cpu}}}
+                    ]
+                },
+            },
         },
     }
 
@@ -58,16 +67,18 @@ async def test_discovery(api: httpx.AsyncClient) -> None:
 
 async def test_unauthorized_and_unknown_cluster(sim: SimServer) -> None:
     async with httpx.AsyncClient(base_url=sim.url) as client:
-        r = await client.get("/clusters/alpha/api/v1/nodes",
-                             headers={"Authorization": "Bearer nope"})
+        r = await client.get(
+            "/clusters/alpha/api/v1/nodes", headers={"Authorization": "Bearer nope"}
+        )
         assert r.status_code == 401
         r = await client.get("/clusters/nope/api/v1/nodes")
         assert r.status_code == 404
 
 
 async def test_nodes_have_capacity_labels_and_conditions(sim: SimServer) -> None:
-    sim.fleet.add_cluster("gamma", nodes=4, node_labels={"tier": "edge"}, cpu="4",
-                          memory="8Gi", region="eu-west")
+    sim.fleet.add_cluster(
+        "gamma", nodes=4, node_labels={"tier": "edge"}, cpu="4", memory="8Gi", region="eu-west"
+    )
     async with httpx.AsyncClient(base_url=f"{sim.url}/clusters/gamma") as client:
         nodes = (await client.get("/api/v1/nodes")).json()["items"]
     assert len(nodes) == 4
@@ -93,8 +104,7 @@ async def test_crud_errors_are_status_objects(api: httpx.AsyncClient) -> None:
     r = await api.post("/api/v1/namespaces/default/configmaps", json=cm)
     assert r.status_code == 409 and r.json()["reason"] == "AlreadyExists"
     stale = dict(created, data={"a": "2"})
-    assert (await api.put("/api/v1/namespaces/default/configmaps/c", json=stale)).status_code \
-        == 200
+    assert (await api.put("/api/v1/namespaces/default/configmaps/c", json=stale)).status_code == 200
     r = await api.put("/api/v1/namespaces/default/configmaps/c", json=stale)
     assert r.status_code == 409 and r.json()["reason"] == "Conflict"
     bad = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "Bad_Name"}}
@@ -102,12 +112,17 @@ async def test_crud_errors_are_status_objects(api: httpx.AsyncClient) -> None:
     assert r.status_code == 422 and r.json()["reason"] == "Invalid"
     r = await api.post("/api/v1/namespaces/nope/configmaps", json=cm)
     assert r.status_code == 404
-    r = await api.patch("/api/v1/namespaces/default/configmaps/c", content=b'{"data":{"b":"3"}}',
-                        headers={"Content-Type": "application/merge-patch+json"})
+    r = await api.patch(
+        "/api/v1/namespaces/default/configmaps/c",
+        content=b'{"data":{"b":"3"}}',
+        headers={"Content-Type": "application/merge-patch+json"},
+    )
     assert r.json()["data"] == {"a": "2", "b": "3"}
-    r = await api.patch("/api/v1/namespaces/default/configmaps/c",
-                        content=b'[{"op":"remove","path":"/data/a"}]',
-                        headers={"Content-Type": "application/json-patch+json"})
+    r = await api.patch(
+        "/api/v1/namespaces/default/configmaps/c",
+        content=b'[{"op":"remove","path":"/data/a"}]',
+        headers={"Content-Type": "application/json-patch+json"},
+    )
     assert r.json()["data"] == {"b": "3"}
     r = await api.delete("/api/v1/namespaces/default/configmaps/c")
     assert r.status_code == 200 and r.json()["status"] == "Success"
@@ -128,27 +143,33 @@ async def test_deployment_runs_and_rolls(api: httpx.AsyncClient) -> None:
     assert all(p["status"]["phase"] == "Running" and p["spec"]["nodeName"] for p in running)
     old_names = {p["metadata"]["name"] for p in running}
     # a template change replaces the pods
-    r = await api.patch("/apis/apps/v1/namespaces/default/deployments/web",
-                        content=orjson.dumps({"spec": {"template": {"spec": {"containers": [
-                            {"name": "c", "image": "nginx:2"}]}}}}),
-                        headers={"Content-Type": "application/strategic-merge-patch+json"})
+    r = await api.patch(
+        "/apis/apps/v1/namespaces/default/deployments/web",
+        content=orjson.dumps(
+            {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:2"}]}}}}
+        ),
+        headers={"Content-Type": "application/strategic-merge-patch+json"},
+    )
     assert r.status_code == 200
     assert r.json()["metadata"]["generation"] == 2
 
     async def rolled() -> bool:
         ps = await pods(api, "app=web")
         return len(ps) == 3 and all(
-            p["spec"]["containers"][0]["image"] == "nginx:2"
-            and p["status"]["phase"] == "Running" for p in ps)
+            p["spec"]["containers"][0]["image"] == "nginx:2" and p["status"]["phase"] == "Running"
+            for p in ps
+        )
 
     await wait_for(rolled, message="rolled pods")
     assert not old_names & {p["metadata"]["name"] for p in await pods(api, "app=web")}
     rs = (await api.get("/apis/apps/v1/namespaces/default/replicasets")).json()["items"]
     assert len(rs) == 1
     # scale subresource
-    r = await api.patch("/apis/apps/v1/namespaces/default/deployments/web/scale",
-                        content=b'{"spec":{"replicas":1}}',
-                        headers={"Content-Type": "application/merge-patch+json"})
+    r = await api.patch(
+        "/apis/apps/v1/namespaces/default/deployments/web/scale",
+        content=b'{"spec":{"replicas":1}}',
+        headers={"Content-Type": "application/merge-patch+json"},
+    )
     assert r.json()["spec"]["replicas"] == 1
     await wait_for(lambda: _count(api, "app=web", 1), message="scaled down")
     # cascading delete
@@ -162,8 +183,9 @@ async def _count(api: httpx.AsyncClient, selector: str, n: int) -> bool:
 
 
 async def test_pending_when_nothing_fits(api: httpx.AsyncClient) -> None:
-    await api.post("/apis/apps/v1/namespaces/default/deployments",
-                   json=deployment("big", 1, cpu="64"))
+    await api.post(
+        "/apis/apps/v1/namespaces/default/deployments", json=deployment("big", 1, cpu="64")
+    )
 
     async def unschedulable() -> Obj | None:
         ps = await pods(api, "app=big")
@@ -176,33 +198,45 @@ async def test_pending_when_nothing_fits(api: httpx.AsyncClient) -> None:
     pod = await wait_for(unschedulable, message="Unschedulable condition")
     assert pod["status"]["phase"] == "Pending" and not pod["spec"].get("nodeName")
     # 3 nodes x 8 cpu: 7 pods of 3 cpu fit (2 per node), the 4th per node does not
-    await api.post("/apis/apps/v1/namespaces/default/deployments",
-                   json=deployment("mid", 7, cpu="3"))
+    await api.post(
+        "/apis/apps/v1/namespaces/default/deployments", json=deployment("mid", 7, cpu="3")
+    )
 
     async def placed() -> bool:
         ps = await pods(api, "app=mid")
         return len(ps) == 7 and sum(1 for p in ps if p["spec"].get("nodeName")) == 6
+
     await wait_for(placed, message="6 of 7 placed")
     # freeing room schedules the pending pod
-    await api.patch("/apis/apps/v1/namespaces/default/deployments/mid",
-                    content=b'{"spec":{"replicas":5}}',
-                    headers={"Content-Type": "application/merge-patch+json"})
+    await api.patch(
+        "/apis/apps/v1/namespaces/default/deployments/mid",
+        content=b'{"spec":{"replicas":5}}',
+        headers={"Content-Type": "application/merge-patch+json"},
+    )
 
     async def all_placed() -> bool:
         ps = await pods(api, "app=mid")
         return len(ps) == 5 and all(p["spec"].get("nodeName") for p in ps)
+
     await wait_for(all_placed, message="all placed after scale down")
 
 
 async def test_binding_for_custom_scheduler(api: httpx.AsyncClient) -> None:
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
-           "spec": {"schedulerName": "shoal", "containers": [{"name": "c", "image": "x"}]}}
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p"},
+        "spec": {"schedulerName": "shoal", "containers": [{"name": "c", "image": "x"}]},
+    }
     await api.post("/api/v1/namespaces/default/pods", json=pod)
-    r = await api.get("/api/v1/namespaces/default/pods",
-                      params={"fieldSelector": "spec.nodeName="})
+    r = await api.get("/api/v1/namespaces/default/pods", params={"fieldSelector": "spec.nodeName="})
     assert [p["metadata"]["name"] for p in r.json()["items"]] == ["p"]
-    binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"},
-               "target": {"apiVersion": "v1", "kind": "Node", "name": "n-2"}}
+    binding = {
+        "apiVersion": "v1",
+        "kind": "Binding",
+        "metadata": {"name": "p"},
+        "target": {"apiVersion": "v1", "kind": "Node", "name": "n-2"},
+    }
     r = await api.post("/api/v1/namespaces/default/pods/p/binding", json=binding)
     assert r.status_code == 201
     r = await api.post("/api/v1/namespaces/default/pods/p/binding", json=binding)
@@ -211,28 +245,48 @@ async def test_binding_for_custom_scheduler(api: httpx.AsyncClient) -> None:
     async def running() -> bool:
         p = (await api.get("/api/v1/namespaces/default/pods/p")).json()
         return bool(p["status"]["phase"] == "Running" and p["spec"]["nodeName"] == "n-2")
+
     await wait_for(running, message="bound pod running")
 
 
 async def test_job_statefulset_daemonset(api: httpx.AsyncClient) -> None:
-    tmpl = {"metadata": {"labels": {"app": "x"}},
-            "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
-    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"},
-           "spec": {"completions": 2, "parallelism": 2, "template": tmpl}}
+    tmpl = {
+        "metadata": {"labels": {"app": "x"}},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+    }
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "j"},
+        "spec": {"completions": 2, "parallelism": 2, "template": tmpl},
+    }
     assert (await api.post("/apis/batch/v1/namespaces/default/jobs", json=job)).status_code == 201
-    sts = {"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
-           "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "x"}}, "template": tmpl}}
-    assert (await api.post("/apis/apps/v1/namespaces/default/statefulsets",
-                           json=sts)).status_code == 201
-    ds = {"apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent"},
-          "spec": {"selector": {"matchLabels": {"app": "x"}}, "template": tmpl}}
-    assert (await api.post("/apis/apps/v1/namespaces/default/daemonsets",
-                           json=ds)).status_code == 201
+    sts = {
+        "apiVersion": "apps/v1",
+        "kind": "StatefulSet",
+        "metadata": {"name": "db"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "x"}}, "template": tmpl},
+    }
+    assert (
+        await api.post("/apis/apps/v1/namespaces/default/statefulsets", json=sts)
+    ).status_code == 201
+    ds = {
+        "apiVersion": "apps/v1",
+        "kind": "DaemonSet",
+        "metadata": {"name": "agent"},
+        "spec": {"selector": {"matchLabels": {"app": "x"}}, "template": tmpl},
+    }
+    assert (
+        await api.post("/apis/apps/v1/namespaces/default/daemonsets", json=ds)
+    ).status_code == 201
 
     async def job_done() -> bool:
         j = (await api.get("/apis/batch/v1/namespaces/default/jobs/j")).json()
-        return any(c["type"] == "Complete" and c["status"] == "True"
-                   for c in j["status"].get("conditions", []))
+        return any(
+            c["type"] == "Complete" and c["status"] == "True"
+            for c in j["status"].get("conditions", [])
+        )
+
     await wait_for(job_done, message="job complete")
     j = (await api.get("/apis/batch/v1/namespaces/default/jobs/j")).json()
     assert j["status"]["succeeded"] == 2
@@ -240,12 +294,14 @@ async def test_job_statefulset_daemonset(api: httpx.AsyncClient) -> None:
     async def sts_ready() -> bool:
         s = (await api.get("/apis/apps/v1/namespaces/default/statefulsets/db")).json()
         return bool(s["status"].get("readyReplicas") == 2)
+
     await wait_for(sts_ready, message="sts ready")
     assert (await api.get("/api/v1/namespaces/default/pods/db-1")).status_code == 200
 
     async def ds_ready() -> bool:
         d = (await api.get("/apis/apps/v1/namespaces/default/daemonsets/agent")).json()
         return bool(d["status"].get("numberReady") == 3)
+
     await wait_for(ds_ready, message="ds ready")
 
 
@@ -257,17 +313,28 @@ async def test_watch_resume_and_gone(sim: SimServer, api: httpx.AsyncClient) -> 
         await api.post("/api/v1/namespaces/default/configmaps", json=cm)
     await api.delete("/api/v1/namespaces/default/configmaps/c0")
     events = []
-    async with api.stream("GET", "/api/v1/namespaces/default/configmaps",
-                          params={"watch": "true", "resourceVersion": rv,
-                                  "labelSelector": "n in (0,1)", "timeoutSeconds": "1"}) as r:
+    async with api.stream(
+        "GET",
+        "/api/v1/namespaces/default/configmaps",
+        params={
+            "watch": "true",
+            "resourceVersion": rv,
+            "labelSelector": "n in (0,1)",
+            "timeoutSeconds": "1",
+        },
+    ) as r:
         async for line in r.aiter_lines():
             if line:
                 events.append(orjson.loads(line))
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
-        ("ADDED", "c0"), ("ADDED", "c1"), ("DELETED", "c0")]
+        ("ADDED", "c0"),
+        ("ADDED", "c1"),
+        ("DELETED", "c0"),
+    ]
     sim.fleet.cluster("alpha").store.compact()
-    r = await api.get("/api/v1/namespaces/default/configmaps",
-                      params={"watch": "true", "resourceVersion": rv})
+    r = await api.get(
+        "/api/v1/namespaces/default/configmaps", params={"watch": "true", "resourceVersion": rv}
+    )
     assert r.status_code == 410 and r.json()["reason"] == "Expired"
 
 
@@ -275,8 +342,9 @@ async def test_limit_and_continue(api: httpx.AsyncClient) -> None:
     r = await api.get("/api/v1/nodes", params={"limit": 2})
     body = r.json()
     assert len(body["items"]) == 2 and body["metadata"]["remainingItemCount"] == 1
-    r = await api.get("/api/v1/nodes", params={"limit": 2,
-                                               "continue": body["metadata"]["continue"]})
+    r = await api.get(
+        "/api/v1/nodes", params={"limit": 2, "continue": body["metadata"]["continue"]}
+    )
     assert [n["metadata"]["name"] for n in r.json()["items"]] == ["n-2"]
     assert "continue" not in r.json()["metadata"]
 
@@ -293,16 +361,20 @@ data: {x: "1", y: "2"}
     r = await api.patch(url, content=manifest, params={"fieldManager": "one"}, headers=headers)
     assert r.status_code == 201 and r.json()["data"] == {"x": "1", "y": "2"}
     # the same manager dropping a field removes it
-    r = await api.patch(url, content=manifest.replace(b', y: "2"', b""),
-                        params={"fieldManager": "one"}, headers=headers)
+    r = await api.patch(
+        url,
+        content=manifest.replace(b', y: "2"', b""),
+        params={"fieldManager": "one"},
+        headers=headers,
+    )
     assert r.json()["data"] == {"x": "1"}
     # another manager changing an owned field conflicts unless forced
-    other = b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"applied"},' \
-            b'"data":{"x":"9"}}'
+    other = b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"applied"},"data":{"x":"9"}}'
     r = await api.patch(url, content=other, params={"fieldManager": "two"}, headers=headers)
     assert r.status_code == 409
-    r = await api.patch(url, content=other, params={"fieldManager": "two", "force": "true"},
-                        headers=headers)
+    r = await api.patch(
+        url, content=other, params={"fieldManager": "two", "force": "true"}, headers=headers
+    )
     assert r.status_code == 200 and r.json()["data"] == {"x": "9"}
     managers = {m["manager"] for m in r.json()["metadata"]["managedFields"]}
     assert managers == {"one", "two"}
@@ -331,14 +403,19 @@ async def test_node_faults(sim: SimServer, api: httpx.AsyncClient) -> None:
 
     async def moved() -> bool:
         ps = await pods(api, "app=w")
-        return len(ps) == 3 and all(p["spec"].get("nodeName") not in (None, victim)
-                                    and p["status"]["phase"] == "Running" for p in ps)
+        return len(ps) == 3 and all(
+            p["spec"].get("nodeName") not in (None, victim) and p["status"]["phase"] == "Running"
+            for p in ps
+        )
+
     await wait_for(moved, message="pods re-created elsewhere")
     await wait_for(lambda: ready(3), message="3 ready again")
     sim.fleet.clear_faults("alpha")
     assert (await api.get(f"/api/v1/nodes/{victim}")).status_code == 200
     assert sim.fleet.cluster("alpha").faults() == {
-        "unreachable": False, "latency": 0.0, "nodes": {}
+        "unreachable": False,
+        "latency": 0.0,
+        "nodes": {},
     }
 
 
@@ -376,14 +453,16 @@ async def test_latency_answers_late_and_ends(sim: SimServer, api: httpx.AsyncCli
 
 async def test_admin_api(sim: SimServer) -> None:
     async with httpx.AsyncClient(base_url=sim.url) as client:
-        r = await client.post("/admin/clusters", json={"name": "delta", "nodes": 7,
-                                                       "labels": {"gpu": "yes"}})
+        r = await client.post(
+            "/admin/clusters", json={"name": "delta", "nodes": 7, "labels": {"gpu": "yes"}}
+        )
         assert r.status_code == 201
         kubeconfig = r.json()["kubeconfig"]
         assert kubeconfig["clusters"][0]["cluster"]["server"] == f"{sim.url}/clusters/delta"
         assert len(kubeconfig["users"]) == len(kubeconfig["contexts"]) == 1
-        r = await client.post("/admin/clusters/delta/faults",
-                              json={"node": "n-3", "not_ready": True})
+        r = await client.post(
+            "/admin/clusters/delta/faults", json={"node": "n-3", "not_ready": True}
+        )
         assert r.json()["nodes"] == {"n-3": {"not_ready": True}}
         r = await client.post("/admin/clusters/delta/faults", json={"unreachable": True})
         listing = {c["name"]: c for c in (await client.get("/admin/clusters")).json()["clusters"]}
@@ -394,3 +473,28 @@ async def test_admin_api(sim: SimServer) -> None:
         assert (await client.post("/admin/clusters", json={"name": "delta"})).status_code == 409
         assert (await client.delete("/admin/clusters/delta")).status_code == 200
         assert (await client.get("/admin/clusters/delta")).status_code == 404
+
+
+async def test_a_node_port_service_gets_its_node_ports(api: httpx.AsyncClient) -> None:
+    """As a cluster does: each port of a NodePort (or LoadBalancer) Service gets a node
+    port of 30000-32767, kept on update; a ClusterIP Service gets none."""
+    path = "/api/v1/namespaces/default/services"
+
+    def service(name: str, kind: str, *ports: dict[str, object]) -> dict[str, object]:
+        return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+                "spec": {"type": kind, "ports": list(ports)}}  # fmt: skip
+
+    created = (await api.post(path, json=service("np", "NodePort", {"port": 80},
+                                                 {"port": 81, "name": "b"}))).json()  # fmt: skip
+    given = [p["nodePort"] for p in created["spec"]["ports"]]
+    assert all(30000 <= p <= 32767 for p in given) and len(set(given)) == 2, given
+    created["metadata"]["labels"] = {"x": "y"}
+    del created["spec"]["ports"][0]["nodePort"]  # a client's PUT without it keeps it
+    updated = (await api.put(f"{path}/np", json=created)).json()
+    assert [p["nodePort"] for p in updated["spec"]["ports"]] == given
+    chosen = (
+        await api.post(path, json=service("mine", "NodePort", {"port": 80, "nodePort": 31999}))
+    ).json()
+    assert chosen["spec"]["ports"][0]["nodePort"] == 31999
+    plain = (await api.post(path, json=service("plain", "ClusterIP", {"port": 80}))).json()
+    assert "nodePort" not in plain["spec"]["ports"][0]

@@ -1,7 +1,8 @@
 """Zero set-up security for ``shoal up``: its own CA, tokens and key in its data directory.
 
 The first start writes, under ``<data_dir>/security/``: a CA and the API's
-certificate, a token per component and one for the admin, the key that
+certificate, a token per component, one for the admin and one to scrape
+metrics with (also alone in ``metrics.token``), the key that
 encrypts secrets, the ``api.yaml`` that uses them (RBAC, no anonymous), and
 ``config.yaml``, a CLI configuration (``api``, ``token``, ``ca``) that the
 CLI reads from ``./data/security`` or through ``$SHOAL_CONFIG``. Later starts
@@ -24,18 +25,25 @@ from shoal.machinery.files import write_atomically
 from shoal.machinery.tls import issue, make_ca, write_pair
 
 ADMIN = "admin"
+METRICS = "system:metrics"
+"""Who scrapes metrics: the API's ``/metrics`` takes any user; the components' take only
+this user's token (``metrics.token``, for Prometheus' ``credentials_file``)."""
 
 
 @dataclass(frozen=True)
 class Setup:
     directory: Path
     security: Security
-    tokens: dict[str, str]  # user → token (``admin`` and ``system:<component>``)
+    tokens: dict[str, str]  # user → token (``admin``, ``system:<component>``, ``METRICS``)
     ca: Path
 
     @property
     def client_config(self) -> Path:
         return self.directory / "config.yaml"
+
+    @property
+    def metrics_token_file(self) -> Path:
+        return self.directory / "metrics.token"
 
     def token_of(self, component: str) -> str:
         return self.tokens[component_user(component)]
@@ -72,8 +80,16 @@ def ensure(
     tokens_path = directory / "tokens.csv"
     if not tokens_path.exists():
         users = [(ADMIN, ADMINS)] + [(component_user(c), "") for c in COMPONENTS]
+        users.append((METRICS, ""))
         lines = [f'{random.token_urlsafe(32)},{u},{u},"{g}"' for u, g in users]
         write_atomically(tokens_path, "\n".join(lines) + "\n", private=True)
+    elif METRICS not in _read_tokens(tokens_path):  # made before scrapes needed a token
+        line = f'{random.token_urlsafe(32)},{METRICS},{METRICS},""\n'
+        write_atomically(tokens_path, tokens_path.read_text() + line, private=True)
+    tokens = _read_tokens(tokens_path)
+    metrics_token = directory / "metrics.token"
+    if not metrics_token.exists() or metrics_token.read_text().strip() != tokens[METRICS]:
+        write_atomically(metrics_token, tokens[METRICS] + "\n", private=True)
     key_path = directory / "secrets.key"
     if not key_path.exists():
         write_atomically(key_path, new_key() + "\n", private=True)
@@ -93,4 +109,4 @@ def ensure(
     security = load(api_yaml)
     if not tls:
         security = dataclasses.replace(security, tls=None)
-    return Setup(directory, security, _read_tokens(tokens_path), directory / "ca.crt")
+    return Setup(directory, security, tokens, directory / "ca.crt")

@@ -59,6 +59,20 @@ class Limits(BaseModel):
         "components are not held to it (they batch their writes)",
     )
     burst: int = Field(default=2_000, gt=0)
+    request_timeout: float = Field(
+        default=30.0,
+        gt=0,
+        description="Seconds a request's headers and body have to arrive (from the "
+        "connection, or from the previous answer on it); slower ones get a 408 and the "
+        "connection is closed",
+    )
+    connections_per_client: int = Field(
+        default=256,
+        gt=0,
+        description="Connections one client address may keep open; more are refused "
+        "(429). Shoal's components on the API's host share one address: each keeps at "
+        "most 64",
+    )
 
 
 @dataclass(frozen=True)

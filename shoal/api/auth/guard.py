@@ -14,7 +14,7 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote_plus
+from urllib.parse import quote_plus, unquote_plus
 
 import orjson
 from starlette.responses import Response
@@ -22,7 +22,13 @@ from starlette.responses import Response
 from shoal.api import body as door
 from shoal.api.auth import bodies
 from shoal.api.auth.audit import Audit
-from shoal.api.auth.authn import Authenticator, Unauthenticated, User, authenticated
+from shoal.api.auth.authn import (
+    ANONYMOUS_USER,
+    Authenticator,
+    Unauthenticated,
+    User,
+    authenticated,
+)
 from shoal.api.auth.config import Limits
 from shoal.api.auth.context import VISIBLE_NAMESPACE, WRITER_SEES_SECRETS
 from shoal.api.auth.limits import PerUser
@@ -91,6 +97,16 @@ class Guard:
         try:
             user = await self.authn.authenticate(scope)
         except Unauthenticated as error:
+            if method == "PUT" and HOOK_CALL.match(scope["path"]) and _no_credentials(scope):
+                # a workload calling its hook: the hook's token, checked by the route, is
+                # its credential (docs/clouds.md, "Application hooks"). Such calls share
+                # one user's rate: guesses cannot flood the API.
+                scope["shoal.user"] = ANONYMOUS_USER
+                if not self.limits.take(ANONYMOUS_USER.name, time.monotonic()):
+                    await _answer(scope, receive, send, 429, "hook calls: too many requests")
+                    return
+                await self.app(scope, receive, send)
+                return
             await _answer(scope, receive, send, 401, str(error))
             return
         if _header(scope, b"impersonate-user") is not None:
@@ -130,10 +146,14 @@ class Guard:
             await self._batch(scope, receive, send, user, batch)
             return
         query: bytes = scope.get("query_string", b"")
-        what = target(method, path, query)
+        params = _read_query(query) if query else {}
+        if isinstance(params, str):
+            await _answer(scope, receive, send, 400, params)
+            return
+        what = target(method, path, params)
         scope["shoal.target"] = what
         if query or what.verb in ("list", "list_all"):
-            checked = _checked_query(query, what.verb, self.limits.limits)
+            checked = _checked_query(params, what.verb, self.limits.limits)
             if isinstance(checked, str):
                 await _answer(scope, receive, send, 400, checked)
                 return
@@ -260,24 +280,39 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
-def _checked_query(query: bytes, verb: str, limits: Limits) -> bytes | str:
-    """The query as the route will read it, or why it is refused.
+def _no_credentials(scope: Scope) -> bool:
+    """Whether the request presents no credential at all (a wrong one is never anonymous)."""
+    return scope.get("shoal.peer") is None and not any(
+        key in (b"authorization", b"x-auth-token") for key, _ in scope["headers"]
+    )
 
-    Each parameter may appear once (the guard and the route would read different ones);
-    a list's page size is at most ``max_page``, and that when none is asked (the client
-    follows ``continue``); a watch's heartbeat is at least ``min_heartbeat``.
-    """
-    pairs = [p for p in query.split(b"&") if p] if query else []
-    seen: set[str] = set()
-    out: list[bytes] = []
-    limit: int | None = None
-    for pair in pairs:
+
+def _read_query(query: bytes) -> dict[str, str] | str:
+    """The query's parameters, each decoded once as the route decodes them (keys too:
+    ``%77atch`` is ``watch``), or why it is refused: a parameter given more than once
+    (the guard and the route would read different ones)."""
+    params: dict[str, str] = {}
+    for pair in query.split(b"&"):
+        if not pair:
+            continue
         raw_key, _, raw_value = pair.partition(b"=")
         key = unquote_plus(raw_key.decode("latin-1"))
-        value = unquote_plus(raw_value.decode("latin-1"))
-        if key in seen:
+        if key in params:
             return f"{key}: given more than once"
-        seen.add(key)
+        params[key] = unquote_plus(raw_value.decode("latin-1"))
+    return params
+
+
+def _checked_query(params: dict[str, str], verb: str, limits: Limits) -> bytes | str:
+    """The query the route will read, spelled from the parameters the guard read, or why
+    it is refused.
+
+    A list's page size is at most ``max_page``, and that when none is asked (the client
+    follows ``continue``); a watch's heartbeat is at least ``min_heartbeat``.
+    """
+    out: list[str] = []
+    limit: int | None = None
+    for key, value in params.items():
         if key == "limit" and verb in ("list", "list_all"):
             if not (value.isascii() and value.isdigit()) or int(value) < 1:
                 return f"limit: must be a whole number of at least 1, not {value!r}"
@@ -290,10 +325,10 @@ def _checked_query(query: bytes, verb: str, limits: Limits) -> bytes | str:
                 return f"heartbeat: must be a number of seconds, not {value!r}"
             if not heartbeat >= limits.min_heartbeat:
                 return f"heartbeat: must be at least {limits.min_heartbeat:g} seconds"
-        out.append(pair)
+        out.append(f"{quote_plus(key)}={quote_plus(value)}")
     if verb in ("list", "list_all"):
-        out.append(b"limit=%d" % (limit if limit is not None else limits.max_page))
-    return b"&".join(out)
+        out.append(f"limit={limit if limit is not None else limits.max_page}")
+    return "&".join(out).encode()
 
 
 async def _answer(scope: Scope, receive: Receive, send: Send, status: int, detail: str) -> None:

@@ -118,6 +118,12 @@ class SecuredStore:
             value = self._seal(key, value)
         return await self.inner.update(key, value, expected_revision)
 
+    async def check_update(self, key: str, value: bytes) -> None:
+        """Refuse what ``update`` would refuse, writing nothing: a dry run answers as the
+        write would (a placeholder sent to another destination is a 403 there too)."""
+        if paths_of_key(key) is not None and REDACTED.encode() in value:
+            self._seal(key, value, (await self.inner.get(key)).value)
+
     async def delete(self, key: str, expected_revision: int | None = None) -> int:
         return await self.inner.delete(key, expected_revision)
 

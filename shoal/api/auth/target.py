@@ -7,6 +7,7 @@ later (fleet pods): nothing is left uncovered by forgetting a route.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from shoal.model import registry
@@ -45,7 +46,7 @@ BATCHES = {
 }
 
 _METHOD_VERBS = {"POST": "create", "PUT": "update", "PATCH": "update", "DELETE": "delete"}
-_NOT = (b"false", b"0", b"no")
+_NOT = ("false", "0", "no")
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,15 +63,14 @@ class Target:
         return self.resource.partition("/")[0]
 
 
-def _watching(query: bytes) -> bool:
-    for pair in query.split(b"&"):
-        key, _, value = pair.partition(b"=")
-        if key == b"watch":
-            return value.lower() not in _NOT
-    return False
+def _watching(params: Mapping[str, str]) -> bool:
+    value = params.get("watch")
+    return value is not None and value.lower() not in _NOT
 
 
-def target(method: str, path: str, query: bytes) -> Target:
+def target(method: str, path: str, params: Mapping[str, str]) -> Target:
+    """What ``method`` on ``path`` acts on; ``params``: the query, decoded as the route
+    decodes it (``?%77atch=1`` is a watch)."""
     parts = path.strip("/").split("/")
     if len(parts) >= 4 and parts[1] == "namespaces":
         api, namespace, rest = parts[0], parts[2], parts[3:]
@@ -84,7 +84,7 @@ def target(method: str, path: str, query: bytes) -> Target:
     if method in ("GET", "HEAD"):
         if name is not None:
             verb = "get"
-        elif _watching(query):
+        elif _watching(params):
             verb = "watch"
         else:
             verb = "list_all" if every else "list"

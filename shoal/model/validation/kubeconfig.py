@@ -108,7 +108,13 @@ def check_credentials(config: Any, path: str, policy: CredentialPolicy) -> Itera
                         )
             run = inner.get("exec")
             command = run.get("command") if isinstance(run, dict) else None
-            if command and command not in policy.exec_commands:
+            if command is not None and not isinstance(command, str):  # never run
+                yield Finding(
+                    join(where, "exec", "command"),
+                    f"must be a string (the program; its arguments go in args), "
+                    f"not {type_name(command)}",
+                )
+            elif command and command not in policy.exec_commands:
                 yield Finding(
                     join(where, "exec"),
                     f"runs the command {command!r} on Shoal's hosts "
@@ -264,6 +270,12 @@ def _credential(entry: tuple[int, Any], path: str) -> Iterator[Finding]:
     run = user.get("exec")
     if run is not None and (not isinstance(run, dict) or not run.get("command")):
         yield Finding(join(where, "exec"), "must be an object with a command")
+    elif run is not None and not isinstance(run["command"], str):
+        yield Finding(
+            join(where, "exec", "command"),
+            f"must be a string (the program; its arguments go in args), "
+            f"not {type_name(run['command'])}",
+        )
     provider = user.get("auth-provider")
     if provider is not None and (not isinstance(provider, dict) or not provider.get("name")):
         yield Finding(join(where, "auth-provider"), "must be an object with a name")
