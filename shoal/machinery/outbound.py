@@ -140,7 +140,7 @@ class OutboundPolicy(BaseModel):
             return None
         loop = asyncio.get_running_loop()
         try:
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(timeout), _lookups(loop):
                 infos = await loop.getaddrinfo(host, None, type=socket.SOCK_STREAM)
         except (OSError, TimeoutError):
             return None
@@ -152,6 +152,20 @@ class OutboundPolicy(BaseModel):
             if reason is not None:
                 return f"{host} resolves to {reason}"
         return None
+
+
+_LOOKUPS: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}
+
+
+def _lookups(loop: asyncio.AbstractEventLoop) -> asyncio.Semaphore:
+    """At most four lookups at once per loop: they run on the loop's few resolver threads,
+    which a flood of slow names must not take from everyone else."""
+    found = _LOOKUPS.get(loop)
+    if found is None:
+        if len(_LOOKUPS) > 16:
+            _LOOKUPS.clear()  # loops of finished tests
+        found = _LOOKUPS[loop] = asyncio.Semaphore(4)
+    return found
 
 
 def _literal(host: str) -> str | None:
