@@ -270,6 +270,7 @@ class Sessions:
 
     def __init__(self, **options: Any) -> None:
         self.options = options
+        self.policy = policy()  # read now: a broken file stops the process as it starts
         self._admin: aiohttp.ClientSession | None = None
         self._tenant: aiohttp.ClientSession | None = None
 
@@ -277,7 +278,7 @@ class Sessions:
         """The session for a URL of a tenant (``tenant``) or of the administrator."""
         if tenant:
             if self._tenant is None:
-                self._tenant = session(**self.options)
+                self._tenant = session(self.policy, **self.options)
             return self._tenant
         if self._admin is None:
             self._admin = aiohttp.ClientSession(**self.options)

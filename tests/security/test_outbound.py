@@ -460,3 +460,21 @@ async def test_shoal_up_writes_the_default_policy(tmp_path: Path) -> None:
     loaded = outbound._load(str(path))
     assert loaded == outbound.OutboundPolicy()
     assert await loaded.refusal("http://127.0.0.1:1/") is not None
+
+
+async def test_an_administrator_s_policy_file(tmp_path: Path) -> None:
+    path = tmp_path / "outbound.yaml"
+    path.write_text(
+        "schemes: [https]\nhosts: ['*.internal.example']\nnetworks: [10.20.0.0/16]\n"
+        "public: false\n"
+    )
+    policy = outbound._load(str(path))
+    assert await policy.refusal("https://im.internal.example/") is None  # listed name
+    assert await policy.refusal("https://10.20.3.4/") is None  # listed network
+    assert "scheme 'http'" in (await policy.refusal("http://10.20.3.4/") or "")
+    assert "private" in (await policy.refusal("https://10.21.0.1/") or "")
+    assert "no network" in (await policy.refusal("https://8.8.8.8/") or "")  # public: false
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("networks: [not-a-network]\n")
+    with pytest.raises(ValueError, match="networks"):
+        outbound._load(str(broken))
