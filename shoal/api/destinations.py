@@ -11,10 +11,12 @@ that fetches checks again when it connects.
 
 A cloud's provider: ``spec.openstack.infrastructure_provider`` names a global
 provider, or with ``namespaced: true`` one of the cloud's namespace. The API
-records the ``uid`` of the provider it names at each write; the infrastructure
-controller sends the cloud's password only to that provider. A provider made
-later under the same name changes nothing, and a write that keeps the password
-by sending the placeholder cannot move the reference (``SecuredStore``).
+records the ``uid`` and the URL of the provider it names at each write; the
+infrastructure controller sends the cloud's password only to that provider at
+that URL. A provider made later under the same name, or the same provider
+pointed elsewhere, changes nothing until the cloud is written again, and a
+write that keeps the password by sending the placeholder cannot move the
+reference (``SecuredStore``).
 """
 
 from __future__ import annotations
@@ -75,9 +77,12 @@ async def _record_provider(store: Store, cloud: Any) -> None:
     try:
         record = await store.get(kind.key(ref.name, cloud.metadata.namespace))
     except NotFound:
-        ref.uid = None  # none yet: the controller builds nothing until the cloud names one
+        ref.uid = ref.url = None  # none yet (a namespaced one: not used until written again)
         return
-    ref.uid = orjson.loads(record.value)["metadata"]["uid"]
+    provider = orjson.loads(record.value)
+    ref.uid = provider["metadata"]["uid"]
+    spec = provider.get("spec") or {}
+    ref.url = (spec.get(spec.get("type") or "") or {}).get("url")
 
 
 def _invalid(field: str, reason: str) -> ProblemError:

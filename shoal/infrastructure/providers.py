@@ -130,6 +130,13 @@ async def resolve(client: ShoalClient, cloud: Any) -> Any:
             "password was stored (made again since): write the cloud again, with its password",
             ReasonCode.INVALID_RESOURCE,
         )
+    section = getattr(provider.spec, provider.spec.type, None)
+    if ref.url is not None and getattr(section, "url", None) != ref.url:
+        raise ProviderError(
+            f"{kind.kind_name()} {ref.name} points elsewhere than when {where}'s password was "
+            "stored: write the cloud again, with its password",
+            ReasonCode.INVALID_RESOURCE,
+        )
     if provider.spec.type == "sim" and provider.metadata.namespace is not None:
         raise ProviderError(f"the sim provider {ref.name} of namespace {namespace} is refused: "
                             "sim providers are for administrators (global only)",

@@ -130,6 +130,12 @@ class InfrastructureProviderRef(Model):
         "the name resolved to. The cloud's password is sent to that provider only; one made "
         "later under the same name is not used.",
     )
+    url: str | None = Field(
+        default=None,
+        description="Shoal addition, set by the API with uid: that provider's URL then. The "
+        "password is not sent once the provider points elsewhere, until the cloud is "
+        "written again.",
+    )
 
 
 class CloudSpec(Model):

@@ -188,9 +188,13 @@ async def sample_clouds(client: Any, admin: str, admin_token: str) -> None:
         await client.create(provider)
     for cloud in clouds:
         try:
-            await client.get(GlobalCloud, cloud.metadata.name)
+            stored_cloud = await client.get(GlobalCloud, cloud.metadata.name)
         except NotFound:
             await client.create(cloud)
+            continue
+        ref = stored_cloud.spec.openstack.infrastructure_provider
+        if ref is not None and ref.url != provider.spec.sim.url:  # type: ignore[union-attr]
+            await client.update(stored_cloud)  # the API records the provider's URL again
     console.print("[bold green]Clouds[/] cloud-de (location=DE), cloud-fr (location=FR): "
                   "clusters created on them are built by the sim provider")  # fmt: skip
 

@@ -285,6 +285,38 @@ async def test_a_namespaced_provider_named_like_the_global_one_changes_nothing(
         assert evil.seen == []
 
 
+async def test_a_provider_pointed_elsewhere_gets_no_password(
+    secured: Secured, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cloud names alice's own provider: she points it at her listener (with a login of
+    her own, so the provider's write is allowed); the cloud's password stays home."""
+    policy_listing_loopback(tmp_path, monkeypatch)
+    await tenant_without_secrets(secured, "alice", "t")
+    admin, alice = secured["admin"], secured["alice"]
+    async with listening() as good, listening() as evil:
+        await ok(await alice.post("/infrastructure/namespaces/t/infrastructureproviders",
+                                  json=im_provider("team-im", good.url, "t")))  # fmt: skip
+        await ok(await admin.post("/infrastructure/namespaces/t/clouds", json=cloud(
+            "shared", "t", {"name": "team-im", "namespaced": True})))  # fmt: skip
+        await ok(await alice.put("/infrastructure/namespaces/t/infrastructureproviders/team-im",
+                                 json=im_provider("team-im", evil.url, "t")))  # fmt: skip
+        async with infrastructure_controller(secured):
+            await ok(await alice.post("/kubernetes/namespaces/t/clusters",
+                                      json=cluster_to_build("c1", "t")))  # fmt: skip
+            binding = {"cloud": {"api": "infrastructure", "kind": "Cloud", "namespace": "t",
+                                 "name": "shared"}}  # fmt: skip
+            await ok(await alice.put("/kubernetes/namespaces/t/clusters/c1/binding",
+                                     json=binding))  # fmt: skip
+
+            async def refused_to_send() -> bool:
+                found = (await alice.get("/kubernetes/namespaces/t/clusters/c1")).json()
+                reason = (found["status"].get("reason") or {}).get("message", "")
+                return "points elsewhere" in reason
+
+            await wait_for(refused_to_send, timeout=30, message="the password kept home")
+        assert evil.seen == [] and good.seen == []
+
+
 # the sim provider and the simulator's admin API -----------------------------------------
 
 
