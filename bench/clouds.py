@@ -52,8 +52,8 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
-async def sim_clusters(url: str) -> dict[str, int]:
-    async with aiohttp.ClientSession() as http:
+async def sim_clusters(url: str, token: str) -> dict[str, int]:
+    async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {token}"}) as http:
         async with http.get(f"{url}/admin/clusters") as answer:
             body = await answer.json()
     return {entry["name"]: int(entry["nodes"]) for entry in body["clusters"]}
@@ -70,16 +70,18 @@ async def run(n: int, tmp: Path) -> None:
 
         async def sim_up() -> bool:
             try:
-                await sim_clusters(sim_url)
-                return True
+                async with aiohttp.ClientSession() as http:
+                    async with http.get(f"{sim_url}/admin/clusters") as answer:
+                        return answer.status == 401  # serving, and asking for its token
             except aiohttp.ClientError:
                 return False
 
         await wait_for(sim_up, timeout=30, interval=0.1, message="shoal sim")
+        token = (tmp / "kube" / "sim.token").read_text().strip()  # written before it serves
         for name in ("scheduler", "infrastructure-controller", "cluster-observer"):
             procs.append(controller(name, api.url, log=tmp / f"{name}.log"))
         async with ShoalClient(api.url, max_connections=32) as client:
-            provider, clouds = sample_objects(sim_url)
+            provider, clouds = sample_objects(sim_url, token=token)
             for obj in (provider, *clouds):
                 await client.create(obj)
             await asyncio.sleep(2.0)  # the controllers list and watch before the burst
@@ -125,7 +127,7 @@ async def run(n: int, tmp: Path) -> None:
             await asyncio.wait_for(watcher, timeout=120 + n)
             elapsed = time.monotonic() - start
             cpu_after = cpu_snapshot(procs_by_name)
-            held = await sim_clusters(sim_url)
+            held = await sim_clusters(sim_url, token)
             doubled = sorted(set(held) - set(keys.values()))
             missing = sorted(set(keys.values()) - set(held))
             wrong = sorted(k for k in keys.values() if held.get(k) not in (None, 2))
@@ -160,7 +162,7 @@ async def run(n: int, tmp: Path) -> None:
 
             await wait_for(all_gone, timeout=120 + n, interval=0.05, message="all deleted")
             gone_in = time.monotonic() - start
-            left = await sim_clusters(sim_url)
+            left = await sim_clusters(sim_url, token)
             print(f"{n} clusters deleted in {gone_in:.2f} s: {n / gone_in:.1f} clusters/s; "
                   f"simulated clusters left {len(left)}")
             print("  peak RSS MiB: " + ", ".join(

@@ -142,7 +142,9 @@ class Soak:
         self.token = settings["token"]
         self.api = self._client(settings["api"])
         self.apis = [self.api]
+        sim_token = (self.data / "sim.token").read_text().strip()  # shoal up's, beside sim.url
         self.sim = httpx.AsyncClient(base_url=(self.data / "sim.url").read_text().strip(),
+                                     headers={"Authorization": f"Bearer {sim_token}"},
                                      timeout=10)  # fmt: skip
         self.names = [f"sim-{i + 1}" for i in range(self.args.clusters)]
         if self.etcd:

@@ -23,6 +23,7 @@ from shoal.api.auth.secrets import secret_paths
 from shoal.api.auth.store import SecuredStore, kept_path
 from shoal.api.batch import each_item
 from shoal.api.codec import decode, encode, rfc3339, with_revision
+from shoal.api.destinations import admit_destinations
 from shoal.api.field_selector import parse_field_selector
 from shoal.machinery.problems import ProblemError
 from shoal.machinery.selectors import ConstraintError, LabelSelector
@@ -153,6 +154,7 @@ class Resources:
         else:
             body.metadata.namespace = None
         admit(body)  # after the namespace is known: references are checked against it
+        await admit_destinations(self.store, body)
         now = utcnow()
         meta = body.metadata
         meta.uid = str(uuid.uuid4())
@@ -174,6 +176,7 @@ class Resources:
     async def update(self, kind: type[K], body: K, name: str, namespace: str | None) -> bytes:
         _check_identity(body, name, namespace)
         admit(body)
+        await admit_destinations(self.store, body)
         kept = kept_path(kind.key(name, namespace))
 
         def change(current: K) -> bool:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from shoal.api.app import create_app
 from shoal.api.auth import Protection, Security, protect
 from shoal.api.auth.config import Limits
+from shoal.machinery import outbound
 from shoal.machinery.server import ClientLimits, Served, listen, serve
 from shoal.model.validation import schemas
 from shoal.store.base import Store
@@ -52,6 +53,7 @@ async def start_api(
     ``kube_finalizer``: see ``create_app``.
     """
     schemas.warm()  # before the first create, which would otherwise pay for it (once a process)
+    outbound.policy()  # a broken SHOAL_OUTBOUND file stops the start, not a tenant's write
     own = isinstance(store, str)
     the_store = open_store(store) if isinstance(store, str) else store
     protection = protect(security, the_store) if security is not None else None

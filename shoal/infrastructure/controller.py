@@ -39,7 +39,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
-import yaml
 
 from shoal.client.informer import CacheKey, Informer
 from shoal.client.rest import ApiError, Conflict, NotFound, ShoalClient, Unreachable
@@ -52,16 +51,14 @@ from shoal.infrastructure.providers import (
     InfrastructureState,
     Provider,
     ProviderError,
+    fetch_template,
+    resolve,
 )
 from shoal.infrastructure.registry import provider_for
+from shoal.machinery.outbound import Sessions
 from shoal.machinery.patch import merge_diff, merge_patch
 from shoal.model.base import Reason, ReasonCode
-from shoal.model.infrastructure import (
-    Cloud,
-    GlobalCloud,
-    GlobalInfrastructureProvider,
-    InfrastructureProvider,
-)
+from shoal.model.infrastructure import Cloud, GlobalCloud
 from shoal.model.kubernetes import BUILDING_STATES, Cluster, ClusterState
 from shoal.model.scheduler_config import Backoff
 from shoal.model.tosca import allowed_url
@@ -128,21 +125,19 @@ class InfrastructureController(Controller):
         )
         self.queue: WorkQueue[CacheKey] = WorkQueue()
         self.events = Recorder(client, "infrastructure-controller")
-        self._session: aiohttp.ClientSession | None = None
+        self._sessions = Sessions(timeout=aiohttp.ClientTimeout(total=timeout))
         self._written: dict[CacheKey, Cluster] = {}
         self._failures: dict[CacheKey, _Failing] = {}
         self._building: dict[CacheKey, float] = {}  # monotonic start of a build being watched
 
     async def start(self) -> None:
-        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self.timeout))
         await self.start_informers(self.informer)
         self.spawn_workers(self.workers, self.queue, self.sync, self._retry)
 
     async def stop(self) -> None:
         await super().stop()
         await self.events.close()
-        if self._session is not None:
-            await self._session.close()
+        await self._sessions.close()
 
     # the cache ---------------------------------------------------------------------------
 
@@ -237,27 +232,8 @@ class InfrastructureController(Controller):
         except NotFound as error:
             raise ProviderError(f"its {bound.kind} {bound.name} does not exist",
                                 ReasonCode.INVALID_RESOURCE) from error  # fmt: skip
-        ref = cloud.spec.openstack.infrastructure_provider
-        if ref is None:
-            raise ProviderError(f"{bound.kind} {bound.name} names no infrastructure provider",
-                                ReasonCode.INVALID_RESOURCE)  # fmt: skip
-        provider: Any = None
-        if cloud.kind == "Cloud":  # a namespaced one first, as Krake looks
-            try:
-                provider = await self.client.get(
-                    InfrastructureProvider, ref.name, cloud.metadata.namespace
-                )
-            except NotFound:
-                provider = None
-        if provider is None:
-            try:
-                provider = await self.client.get(GlobalInfrastructureProvider, ref.name)
-            except NotFound as error:
-                raise ProviderError(f"infrastructure provider {ref.name} (of {bound.kind} "
-                                    f"{bound.name}) does not exist",
-                                    ReasonCode.INVALID_RESOURCE) from error  # fmt: skip
-        assert self._session is not None
-        return provider_for(provider, cloud, self._session)
+        provider = await resolve(self.client, cloud)
+        return provider_for(provider, cloud, self._sessions)
 
     async def _template(self, cluster: Cluster) -> dict[str, Any]:
         """``spec.tosca``, read from its URL when it is one (and configuration allows)."""
@@ -267,20 +243,7 @@ class InfrastructureController(Controller):
         if not allowed_url(tosca):
             raise ProviderError(f"reading {tosca} is not allowed here (SHOAL_TOSCA_URLS)",
                                 ReasonCode.INVALID_TOSCA_MANIFEST)  # fmt: skip
-        assert self._session is not None
-        try:
-            async with self._session.get(tosca) as response:
-                text = await response.text()
-                if response.status != 200:
-                    raise ProviderError(f"{tosca}: HTTP {response.status}",
-                                        ReasonCode.INVALID_TOSCA_MANIFEST)  # fmt: skip
-        except (aiohttp.ClientError, OSError) as error:
-            raise ProviderError(f"{tosca}: {error}", ReasonCode.INVALID_TOSCA_MANIFEST) from error
-        loaded = yaml.safe_load(text)
-        if not isinstance(loaded, dict):
-            raise ProviderError(f"{tosca} is not a TOSCA template",
-                                ReasonCode.INVALID_TOSCA_MANIFEST)  # fmt: skip
-        return loaded
+        return await fetch_template(self._sessions.of(tenant=True), tosca)
 
     # building ----------------------------------------------------------------------------
 

@@ -10,6 +10,12 @@ same six calls, keyed by the infrastructure id the provider gave:
 ``key`` names one cluster for ever (its name and uid): the controller calls
 ``find`` before ``create``, so a controller killed after a create but before it
 recorded the id finds that infrastructure again instead of making a second.
+
+Where the calls go: the provider a cloud names is the one the API resolved when
+the cloud was written (``resolve``), and a URL of a namespaced provider or a
+template's URL is a tenant's: it is fetched on the session of the outbound
+policy (``shoal.machinery.outbound``), which refuses loopback, link-local and
+private addresses unless the administrator lists them.
 """
 
 from __future__ import annotations
@@ -18,8 +24,12 @@ import enum
 from typing import Any, Protocol
 
 import aiohttp
+import yaml
 
+from shoal.client.rest import NotFound, ShoalClient
+from shoal.machinery.outbound import OutboundRefused
 from shoal.model.base import ReasonCode
+from shoal.model.infrastructure import GlobalInfrastructureProvider, InfrastructureProvider
 
 
 class InfrastructureState(enum.Enum):
@@ -81,7 +91,90 @@ async def answer(
     try:
         async with session.request(method, url, **kwargs) as response:
             return response.status, await response.text()
+    except OutboundRefused as error:
+        raise ProviderError(f"{what}: {error}", ReasonCode.INVALID_RESOURCE) from error
     except TimeoutError as error:
         raise ProviderError(f"{what}: no answer in time ({method} {url})", code) from error
     except (aiohttp.ClientError, OSError) as error:
         raise ProviderError(f"{what}: {type(error).__name__}: {error}", code) from error
+
+
+async def resolve(client: ShoalClient, cloud: Any) -> Any:
+    """The provider ``cloud`` sends its password to: the one its reference named when the
+    cloud was written (the uid the API recorded), never another of the same name."""
+    where = f"{cloud.kind} {cloud.metadata.name}"
+    ref = cloud.spec.openstack.infrastructure_provider
+    if ref is None:
+        raise ProviderError(f"{where} names no infrastructure provider",
+                            ReasonCode.INVALID_RESOURCE)  # fmt: skip
+    namespace = cloud.metadata.namespace
+    if ref.namespaced and namespace is None:
+        raise ProviderError(f"{where} is cluster-wide and names a namespaced provider",
+                            ReasonCode.INVALID_RESOURCE)  # fmt: skip
+    kind: Any = InfrastructureProvider if ref.namespaced else GlobalInfrastructureProvider
+    try:
+        provider = await client.get(kind, ref.name, namespace if ref.namespaced else None)
+    except NotFound as error:
+        raise ProviderError(f"{kind.kind_name()} {ref.name} (of {where}) does not exist",
+                            ReasonCode.INVALID_RESOURCE) from error  # fmt: skip
+    recorded = ref.uid
+    if recorded is None and ref.namespaced:
+        raise ProviderError(
+            f"{where} was written before its provider {ref.name} existed: write the cloud "
+            "again (with its password) so that it names that provider",
+            ReasonCode.INVALID_RESOURCE,
+        )
+    if recorded is not None and provider.metadata.uid != recorded:
+        raise ProviderError(
+            f"{kind.kind_name()} {ref.name} is not the provider {where} named when its "
+            "password was stored (made again since): write the cloud again, with its password",
+            ReasonCode.INVALID_RESOURCE,
+        )
+    section = getattr(provider.spec, provider.spec.type, None)
+    if ref.url is not None and getattr(section, "url", None) != ref.url:
+        raise ProviderError(
+            f"{kind.kind_name()} {ref.name} points elsewhere than when {where}'s password was "
+            "stored: write the cloud again, with its password",
+            ReasonCode.INVALID_RESOURCE,
+        )
+    if provider.spec.type == "sim" and provider.metadata.namespace is not None:
+        raise ProviderError(f"the sim provider {ref.name} of namespace {namespace} is refused: "
+                            "sim providers are for administrators (global only)",
+                            ReasonCode.INVALID_RESOURCE)  # fmt: skip
+    return provider
+
+
+def tenants(provider: Any) -> bool:
+    """Whether ``provider``'s URL is a tenant's (a namespaced provider's) or the
+    administrator's (a global one's: only administrators write cluster-wide kinds)."""
+    return provider.metadata.namespace is not None
+
+
+TEMPLATE_LIMIT = 1 << 20
+"""The largest template read from a URL, in bytes."""
+
+
+async def fetch_template(session: aiohttp.ClientSession, url: str) -> dict[str, Any]:
+    """A TOSCA template read from ``url`` on ``session`` (a tenant's URL: the policy's)."""
+    code = ReasonCode.INVALID_TOSCA_MANIFEST
+    try:
+        async with session.get(url, allow_redirects=False) as response:
+            raw = await response.content.read(TEMPLATE_LIMIT + 1)
+            if len(raw) > TEMPLATE_LIMIT:
+                raise ProviderError(f"{url}: larger than {TEMPLATE_LIMIT} bytes", code)
+            text = raw.decode(errors="replace")
+            if response.status != 200:
+                raise ProviderError(f"{url}: HTTP {response.status}", code)
+    except OutboundRefused as error:
+        raise ProviderError(str(error), ReasonCode.INVALID_RESOURCE) from error
+    except TimeoutError as error:
+        raise ProviderError(f"{url}: no answer in time", code) from error
+    except (aiohttp.ClientError, OSError) as error:
+        raise ProviderError(f"{url}: {error}", code) from error
+    try:
+        loaded = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise ProviderError(f"{url} is not YAML: {error}", code) from error
+    if not isinstance(loaded, dict):
+        raise ProviderError(f"{url} is not a TOSCA template", code)
+    return loaded

@@ -42,17 +42,18 @@ LOCATIONS = ("DE", "FR")
 
 
 def sample_objects(
-    sim_url: str, metrics: Mapping[str, str] | None = None
+    sim_url: str, metrics: Mapping[str, str] | None = None, token: str | None = None
 ) -> tuple[GlobalInfrastructureProvider, list[GlobalCloud]]:
     """The ``sim`` provider on ``sim_url`` and two clouds it builds clusters on, cloud-de and
-    cloud-fr (labelled ``location``), each with the metric ``metrics`` names for its location.
+    cloud-fr (labelled ``location``), each with the metric ``metrics`` names for its location;
+    ``token``: the simulator's admin token.
 
     The demo (``shoal up``), the tests and ``bench/clouds.py`` make the same ones. The clouds
     are OpenStack clouds in Krake's terms; the sim provider does not use their Keystone login.
     """
     provider = GlobalInfrastructureProvider(
         metadata=Metadata(name="sim"),
-        spec=InfrastructureProviderSpec(type="sim", sim=SimProviderSpec(url=sim_url)),
+        spec=InfrastructureProviderSpec(type="sim", sim=SimProviderSpec(url=sim_url, token=token)),
     )
     login = OpenstackAuth(password=PasswordAuth(
         user=PasswordUser(username="demo", password="unused-by-sim"),
@@ -77,11 +78,15 @@ class SimProvider:
         self.name = provider.metadata.name
         self.url = provider.spec.sim.url.rstrip("/") + "/admin/clusters"
         self.session = session
+        token = provider.spec.sim.token
+        self.headers = {"Authorization": f"Bearer {token}"} if token else {}
 
     async def _call(
         self, method: str, path: str, code: ReasonCode, body: Any = None
     ) -> tuple[int, Any]:
-        kwargs = {} if body is None else {"data": orjson.dumps(body)}
+        kwargs: dict[str, Any] = {"headers": self.headers}
+        if body is not None:
+            kwargs["data"] = orjson.dumps(body)
         status, text = await answer(
             self.session, method, self.url + path, f"sim provider {self.name}", code, **kwargs
         )

@@ -49,6 +49,11 @@ class SimProviderSpec(Model):
     """Shoal addition: ``shoal sim`` builds the clusters (demos, tests, benchmarks)."""
 
     url: str = Field(min_length=1, pattern=r"^https?://", description="The simulator's URL.")
+    token: str | None = Field(
+        default=None,
+        description="The token of the simulator's admin API (`shoal up` writes it in "
+        "DATA_DIR/sim.token).",
+    )
 
 
 class InfrastructureProviderSpec(Model):
@@ -114,8 +119,23 @@ class OpenstackSpec(Model):
 
 
 class InfrastructureProviderRef(Model):
+    """The provider that builds a cloud's clusters: a global one, or with ``namespaced`` one of
+    the cloud's namespace. The cloud's password goes to this provider only."""
+
     name: str
     namespaced: bool = False
+    uid: str | None = Field(
+        default=None,
+        description="Shoal addition, set by the API at each write: the uid of the provider "
+        "the name resolved to. The cloud's password is sent to that provider only; one made "
+        "later under the same name is not used.",
+    )
+    url: str | None = Field(
+        default=None,
+        description="Shoal addition, set by the API with uid: that provider's URL then. The "
+        "password is not sent once the provider points elsewhere, until the cloud is "
+        "written again.",
+    )
 
 
 class CloudSpec(Model):

@@ -24,6 +24,10 @@ ADMIN_FILE = "sim.url"
 """Where ``shoal up`` writes the URL of its simulator, in its data directory."""
 ENV_ADMIN = "SHOAL_SIM"
 DEFAULT_ADMIN = "http://127.0.0.1:8443"
+TOKEN_FILE = "sim.token"
+"""Where ``shoal up`` keeps its simulator's admin token (0600), beside ``sim.url``."""
+ENV_TOKEN = "SHOAL_SIM_TOKEN"
+"""The admin token, for ``shoal sim`` serving and for the commands that call it."""
 
 
 def write_admin_url(data_dir: Path, url: str) -> None:
@@ -37,6 +41,23 @@ def read_admin_url(data_dir: Path) -> str | None:
         return None
 
 
+def write_admin_token(data_dir: Path, token: str) -> None:
+    write_atomically(data_dir / TOKEN_FILE, token + "\n", private=True)
+
+
+def read_admin_token(data_dir: Path) -> str | None:
+    try:
+        return (data_dir / TOKEN_FILE).read_text().strip() or None
+    except OSError:
+        return None
+
+
+def admin_token(token: str | None, data_dir: Path) -> str | None:
+    """``--token``, else $SHOAL_SIM_TOKEN, else the token ``shoal up`` left in its data
+    directory."""
+    return token or os.environ.get(ENV_TOKEN) or read_admin_token(data_dir)
+
+
 def admin_url(admin: str | None, data_dir: Path) -> str:
     """``--admin``, else $SHOAL_SIM, else the URL ``shoal up`` left in its data directory."""
     return admin or os.environ.get(ENV_ADMIN) or read_admin_url(data_dir) or DEFAULT_ADMIN
@@ -47,6 +68,14 @@ AdminOption = Annotated[
     typer.Option(
         help="Base URL of the sim server (default: $SHOAL_SIM, else the one `shoal up` "
         f"wrote in DATA_DIR/{ADMIN_FILE}, else {DEFAULT_ADMIN})."
+    ),
+]
+TokenOption = Annotated[
+    str | None,
+    typer.Option(
+        "--token",
+        help=f"The sim's admin token (default: ${ENV_TOKEN}, else the one `shoal up` wrote "
+        f"in DATA_DIR/{TOKEN_FILE}).",
     ),
 ]
 DataDirOption = Annotated[
@@ -66,7 +95,12 @@ class AdminAnswer:
 
 
 def _admin_request(
-    method: str, url: str, *, params: dict[str, str] | None = None, json_body: Any = None
+    method: str,
+    url: str,
+    token: str | None,
+    *,
+    params: dict[str, str] | None = None,
+    json_body: Any = None,
 ) -> AdminAnswer:
     """One admin request with the standard library (the command sends one or two: no client
     library to import); no answer is one line naming the URL and how to choose another."""
@@ -74,6 +108,8 @@ def _admin_request(
         url += "?" + urllib.parse.urlencode(params)
     data = None if json_body is None else json.dumps(json_body).encode()
     request = urllib.request.Request(url, data=data, method=method)
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
     if data is not None:
         request.add_header("Content-Type", "application/json")
     try:
@@ -124,10 +160,19 @@ def serve(
         "--mixed", help="Nodes of mixed sizes (2-32 cpu), one in ten tainted, each cluster at "
         "a geo site (labels geo, shoal.dev/lat-long): a fleet for fleet pods.")] = False,
 ) -> None:
-    """Serve simulated clusters until interrupted."""
+    """Serve simulated clusters until interrupted.
+
+    The admin API takes the token in $SHOAL_SIM_TOKEN, else a new one written in
+    OUT/sim.token (0600)."""
     if ctx.invoked_subcommand is not None:
         return
-    from shoal.sim.server import start_sim
+    from shoal.sim.server import new_admin_token, start_sim
+
+    token = os.environ.get(ENV_TOKEN)
+    if not token:
+        token = new_admin_token()
+        out.mkdir(parents=True, exist_ok=True)
+        write_admin_token(out, token)
 
     sim_tls, ca_pem = None, None
     if tls is not None:
@@ -140,10 +185,11 @@ def serve(
             host=host, port=port, clusters=clusters, nodes=nodes, name_prefix=name_prefix,
             node_labels=_labels(label), cpu=cpu, memory=memory,
             pod_start_delay=pod_start_delay, job_duration=job_duration, out_dir=out,
-            tls=sim_tls, ca=ca_pem, mixed=mixed,
+            tls=sim_tls, ca=ca_pem, mixed=mixed, admin_token=token,
         )
         typer.echo(f"shoal sim serving {clusters} cluster(s) x {nodes} node(s) at {sim.url}")
-        typer.echo(f"admin API: {sim.url}/admin/clusters")
+        where = f"${ENV_TOKEN}" if os.environ.get(ENV_TOKEN) else str(out / TOKEN_FILE)
+        typer.echo(f"admin API: {sim.url}/admin/clusters (its token: {where})")
         for name in sim.fleet.clusters:
             typer.echo(f"  {name}: kubectl --kubeconfig {out / (name + '.yaml')} get nodes")
         try:
@@ -163,6 +209,7 @@ def fault(
     cluster: Annotated[str, typer.Argument(help="Cluster name.")],
     admin: AdminOption = None,
     data_dir: DataDirOption = Path("data"),
+    token: TokenOption = None,
     unreachable: Annotated[bool, typer.Option("--unreachable", help="Drop all connections.")
                            ] = False,
     reachable: Annotated[bool, typer.Option("--reachable", help="Serve again.")] = False,
@@ -198,12 +245,13 @@ def fault(
             body["removed"] = remove and not restore
     elif any((not_ready, ready, memory_pressure, no_memory_pressure, remove, restore)):
         raise typer.BadParameter("node faults need --node")
+    key = admin_token(token, data_dir)
     if clear:
-        resp = _admin_request("DELETE", base, params={"node": node} if node else None)
+        resp = _admin_request("DELETE", base, key, params={"node": node} if node else None)
     elif body:
-        resp = _admin_request("POST", base, json_body=body)
+        resp = _admin_request("POST", base, key, json_body=body)
     else:
-        resp = _admin_request("GET", base)
+        resp = _admin_request("GET", base, key)
     if resp.status_code >= 400:
         typer.echo(_error_line(resp), err=True)
         raise typer.Exit(1)
@@ -221,9 +269,12 @@ def _error_line(resp: AdminAnswer) -> str:
 
 
 @app.command("list")
-def list_clusters(admin: AdminOption = None, data_dir: DataDirOption = Path("data")) -> None:
+def list_clusters(
+    admin: AdminOption = None, data_dir: DataDirOption = Path("data"), token: TokenOption = None
+) -> None:
     """List the clusters of a running sim with node counts and faults."""
-    resp = _admin_request("GET", admin_url(admin, data_dir).rstrip("/") + "/admin/clusters")
+    resp = _admin_request("GET", admin_url(admin, data_dir).rstrip("/") + "/admin/clusters",
+                          admin_token(token, data_dir))  # fmt: skip
     if resp.status_code >= 400:
         typer.echo(_error_line(resp), err=True)
         raise typer.Exit(1)

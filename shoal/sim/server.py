@@ -22,7 +22,12 @@ Python use (in an async test)::
 loop (run kubectl with ``asyncio.create_subprocess_exec``). ``SimThread`` runs the
 same server on a background thread for synchronous code.
 
-Admin API (JSON):
+Admin API (JSON). Every admin request carries the simulator's admin token
+(``Authorization: Bearer TOKEN``; without it, 401): it serves every cluster's
+kubeconfig and makes and deletes clusters. ``start_sim`` makes a token unless it
+is given one (``sim.admin_token``, ``sim.admin_headers``); ``shoal up`` gives its
+simulator one and keeps it in ``DATA_DIR/sim.token`` for the ``sim`` provider and
+``shoal sim fault``/``list``.
 
 - ``GET  /admin/clusters`` → ``{"clusters": [{name, nodes, ready_nodes, pods, faults}, …]}``
 - ``POST /admin/clusters`` ``{"name", "nodes", "labels", "cpu", "memory", "max_pods",
@@ -45,6 +50,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import hmac
+import secrets
 import threading
 from collections.abc import Iterable
 from pathlib import Path
@@ -77,8 +84,10 @@ class SimFleet:
         url: str = "",
         pod_start_delay: float = 0.5,
         job_duration: float = 1.0,
+        admin_token: str | None = None,
     ) -> None:
         self.url = url.rstrip("/")
+        self.admin_token = admin_token or new_admin_token()
         self.pod_start_delay = pod_start_delay
         self.job_duration = job_duration
         self.clusters: dict[str, SimCluster] = {}
@@ -211,6 +220,7 @@ class SimFleet:
         req = Request(scope, receive, send, path)
         try:
             if path.startswith("/admin"):
+                self._authorise(req)
                 await self._admin(req, [p for p in path.split("/") if p][1:])
             elif path in ("/", "/healthz"):
                 await respond(send, 200, {"clusters": sorted(self.clusters)})
@@ -218,6 +228,16 @@ class SimFleet:
                 raise ApiError(404, "NotFound", f"no such path {path}")
         except ApiError as err:
             await respond_error(send, err)
+
+    def _authorise(self, req: Request) -> None:
+        """The admin API answers only its token's holder (compared in constant time)."""
+        scheme, _, given = req.headers.get("authorization", "").partition(" ")
+        if scheme.lower() == "bearer" and hmac.compare_digest(
+            given.strip().encode(), self.admin_token.encode()
+        ):
+            return
+        raise ApiError(401, "Unauthorized", "the simulator's admin API needs its token: "
+                       "Authorization: Bearer TOKEN (shoal up keeps it in DATA_DIR/sim.token)")
 
     async def _admin(self, req: Request, parts: list[str]) -> None:
         m = req.method
@@ -333,6 +353,16 @@ class SimServer:
         self._served = served
 
     @property
+    def admin_token(self) -> str:
+        """The token every admin request carries."""
+        return self.fleet.admin_token
+
+    @property
+    def admin_headers(self) -> dict[str, str]:
+        """The headers of an admin request: its token."""
+        return admin_headers(self.fleet.admin_token)
+
+    @property
     def port(self) -> int:
         return int(self._served.sock.getsockname()[1])
 
@@ -345,6 +375,15 @@ class SimServer:
         await self._served.stop(wait=5)
         for c in self.fleet.clusters.values():
             await c.stop()
+
+
+def new_admin_token() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def admin_headers(token: str) -> dict[str, str]:
+    """The headers of a request to the admin API of a simulator whose token is ``token``."""
+    return {"Authorization": f"Bearer {token}"}
 
 
 def cluster_names(clusters: int | Iterable[str], prefix: str = "sim-") -> list[str]:
@@ -368,6 +407,7 @@ async def start_sim(
     tls: Tls | None = None,
     ca: bytes | None = None,
     mixed: bool = False,
+    admin_token: str | None = None,
 ) -> SimServer:
     """Serve a fleet on the running loop; ``clusters`` is a count or a list of names.
 
@@ -375,12 +415,14 @@ async def start_sim(
     the kubeconfigs (``certificate-authority-data``) so kubectl and controllers trust it.
     ``mixed``: nodes of mixed sizes, one in ten tainted, each cluster at a site of its own
     (``shoal.sim.nodes.MIXED``, ``SITES``), for fleet pods (docs/fleet.md).
+    ``admin_token``: the admin API's token (a new random one when None: ``sim.admin_token``).
     """
     sock = listen(host, port, 1024)
     bound = sock.getsockname()[1]
     url_host = f"[{host}]" if ":" in host else host
     scheme = "https" if tls is not None else "http"
-    fleet = SimFleet(f"{scheme}://{url_host}:{bound}", pod_start_delay, job_duration)
+    fleet = SimFleet(f"{scheme}://{url_host}:{bound}", pod_start_delay, job_duration,
+                     admin_token)  # fmt: skip
     if ca is not None:
         fleet.ca_data = base64.b64encode(ca).decode()
     for i, name in enumerate(cluster_names(clusters, name_prefix)):
@@ -418,6 +460,8 @@ class SimThread:
             raise RuntimeError("sim server did not start")
         self.url = self._sim.url
         self.fleet = self._sim.fleet
+        self.admin_token = self._sim.admin_token
+        self.admin_headers = self._sim.admin_headers
 
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)

@@ -24,6 +24,28 @@ def saved_token(kube_dir: Path, name: str) -> str | None:
         return None
 
 
+def sim_admin_token(data_dir: Path) -> str:
+    """The simulator's admin token: the one of an earlier run, else a new one, kept in
+    ``DATA_DIR/sim.token`` (0600) for the sim provider and ``shoal sim fault``/``list``."""
+    from shoal.sim.cli import read_admin_token, write_admin_token
+    from shoal.sim.server import new_admin_token
+
+    token = read_admin_token(data_dir)
+    if token is None:
+        token = new_admin_token()
+        write_admin_token(data_dir, token)
+    return token
+
+
+def outbound_policy(data_dir: Path) -> Path:
+    """The outbound policy of the processes ``shoal up`` runs (``DATA_DIR/outbound.yaml``,
+    written with the defaults on the first start, an administrator's to edit): tenants'
+    URLs reach no loopback, link-local or private address."""
+    from shoal.machinery import outbound
+
+    return outbound.write_default(data_dir / outbound.FILE_NAME)
+
+
 def banner(setup: Any, url: str, data_dir: Path) -> None:
     """Where the credentials are, the dashboard, and a first command to try."""
     config = setup.write_client_config(url)
@@ -76,7 +98,10 @@ async def start_sim_fleet(client: Any, data_dir: Path, count: int, nodes: int) -
     from shoal.sim.cli import write_admin_url
     from shoal.sim.server import start_sim
 
-    sim = await start_sim(host="127.0.0.1", port=previous_port(data_dir), clusters=[])
+    token = sim_admin_token(data_dir)
+    sim = await start_sim(
+        host="127.0.0.1", port=previous_port(data_dir), clusters=[], admin_token=token
+    )
     write_admin_url(data_dir, sim.url)
     kube_dir = data_dir / "kubeconfigs"
 
@@ -85,11 +110,11 @@ async def start_sim_fleet(client: Any, data_dir: Path, count: int, nodes: int) -
         sim.fleet.add_cluster(name, nodes=count, node_labels=labels, token=token)
         return dict(sim.fleet.kubeconfig(name))
 
-    return sim, await start_fleet(client, data_dir, count, nodes, add, sim.url)
+    return sim, await start_fleet(client, data_dir, count, nodes, add, sim.url, token)
 
 
 async def start_fleet(
-    client: Any, data_dir: Path, count: int, nodes: int, add: Any, admin: str
+    client: Any, data_dir: Path, count: int, nodes: int, add: Any, admin: str, admin_token: str
 ) -> bool:
     """Add ``count`` simulated clusters with ``add`` and register those not registered yet.
 
@@ -137,11 +162,11 @@ async def start_fleet(
         )
     console.print(table)
     console.print(f"[bold green]Simulator[/] admin API on {admin} (in {data_dir / 'sim.url'})")
-    await sample_clouds(client, admin)
+    await sample_clouds(client, admin, admin_token)
     return restarted
 
 
-async def sample_clouds(client: Any, admin: str) -> None:
+async def sample_clouds(client: Any, admin: str, admin_token: str) -> None:
     """The ``sim`` infrastructure provider and two clouds it builds clusters on (DE, FR).
 
     ``shoal kube cluster create NAME -f docs/examples/cluster.tosca.yaml -L 'location is DE'``
@@ -152,19 +177,24 @@ async def sample_clouds(client: Any, admin: str) -> None:
     from shoal.infrastructure.sim import sample_objects
     from shoal.model.infrastructure import GlobalCloud, GlobalInfrastructureProvider
 
-    provider, clouds = sample_objects(admin, {"DE": "green_energy", "FR": "free_capacity_2"})
+    metrics = {"DE": "green_energy", "FR": "free_capacity_2"}
+    provider, clouds = sample_objects(admin, metrics, admin_token)
     try:
         stored = await client.get(GlobalInfrastructureProvider, "sim")
-        if stored.spec != provider.spec:  # the simulator came back on another port
+        if stored.spec != provider.spec:  # the simulator came back on another port or token
             stored.spec = provider.spec
             await client.update(stored)
     except NotFound:
         await client.create(provider)
     for cloud in clouds:
         try:
-            await client.get(GlobalCloud, cloud.metadata.name)
+            stored_cloud = await client.get(GlobalCloud, cloud.metadata.name)
         except NotFound:
             await client.create(cloud)
+            continue
+        ref = stored_cloud.spec.openstack.infrastructure_provider
+        if ref is not None and ref.url != provider.spec.sim.url:  # type: ignore[union-attr]
+            await client.update(stored_cloud)  # the API records the provider's URL again
     console.print("[bold green]Clouds[/] cloud-de (location=DE), cloud-fr (location=FR): "
                   "clusters created on them are built by the sim provider")  # fmt: skip
 

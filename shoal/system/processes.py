@@ -22,10 +22,19 @@ import aiohttp
 import typer
 import yaml
 
+from shoal.machinery import outbound
 from shoal.machinery.files import write_atomically
 from shoal.machinery.types import Obj
 from shoal.system.components import NAMES, SCHEDULER
-from shoal.system.demo import banner, create_demo, sample_metrics, saved_token, start_fleet
+from shoal.system.demo import (
+    banner,
+    create_demo,
+    outbound_policy,
+    sample_metrics,
+    saved_token,
+    sim_admin_token,
+    start_fleet,
+)
 from shoal.system.installation import Installation
 from shoal.system.metrics_ports import describe, metrics_args, metrics_ports
 from shoal.system.process import configure_logging, console, run_until_signal
@@ -42,8 +51,9 @@ def _plain_api_config(directory: Path) -> Path:
     return write_atomically(path, yaml.safe_dump(config, sort_keys=False))
 
 
-def sim_adder(admin: str, kube_dir: Path) -> AddCluster:
-    """Add a cluster to the simulator through its admin API (the earlier token if any)."""
+def sim_adder(admin: str, kube_dir: Path, admin_token: str) -> AddCluster:
+    """Add a cluster to the simulator through its admin API (the cluster's earlier token if
+    any); ``admin_token``: the admin API's."""
 
     async def add(name: str, nodes: int, labels: dict[str, str]) -> Obj:
         body: Obj = {"name": name, "nodes": nodes, "labels": labels}
@@ -51,7 +61,10 @@ def sim_adder(admin: str, kube_dir: Path) -> AddCluster:
         if token is not None:
             body["token"] = token
         limit = aiohttp.ClientTimeout(total=30)
-        async with aiohttp.ClientSession(timeout=limit, raise_for_status=True) as http:
+        headers = {"Authorization": f"Bearer {admin_token}"}
+        async with aiohttp.ClientSession(
+            timeout=limit, raise_for_status=True, headers=headers
+        ) as http:
             try:
                 async with http.post(f"{admin}/admin/clusters", json=body) as resp:
                     return dict((await resp.json())["kubeconfig"])
@@ -88,9 +101,10 @@ def run_processes(up: Installation, *, sim_port: int, metrics_port: int = 0) -> 
     from shoal.client.credentials import Credentials
     from shoal.client.rest import ShoalClient
     from shoal.controllers.prometheus import TOKEN_SETTING
-    from shoal.sim.cli import write_admin_url
+    from shoal.sim.cli import ENV_TOKEN, write_admin_url
 
     configure_logging(log_level, one_line=log_level.lower() != "debug")
+    sim_token = sim_admin_token(data_dir)  # before the files readers wait for
     setup = bootstrap.ensure(data_dir, tls=tls)
     api_config = setup.directory / "api.yaml" if tls else _plain_api_config(setup.directory)
     scheme = "https" if tls else "http"
@@ -98,7 +112,9 @@ def run_processes(up: Installation, *, sim_port: int, metrics_port: int = 0) -> 
     logs = data_dir / "logs"
     kube_dir = data_dir / "kubeconfigs"
     kube_dir.mkdir(parents=True, exist_ok=True)
-    base_env = {"SHOAL_CONFIG": os.devnull, "SHOAL_CA": str(setup.ca) if tls else ""}
+    base_env = {"SHOAL_CONFIG": os.devnull, "SHOAL_CA": str(setup.ca) if tls else "",
+                outbound.SETTING: os.environ.get(outbound.SETTING)
+                or str(outbound_policy(data_dir))}  # fmt: skip
     supervisor = Supervisor(logs, lambda line: console.print(f"[bold yellow]supervisor[/]: {line}"))
 
     def identity(component: str) -> dict[str, str]:
@@ -111,11 +127,12 @@ def run_processes(up: Installation, *, sim_port: int, metrics_port: int = 0) -> 
         try:
             api = Child("api", ["api", "--store", store_url, "--port", str(port),
                                 "--config", str(api_config), "--log-level", log_level,
-                                "--kube-finalizer"])  # fmt: skip
+                                "--kube-finalizer"],
+                        env={outbound.SETTING: base_env[outbound.SETTING]})  # fmt: skip
             admin = f"http://127.0.0.1:{sim_port}"
             write_admin_url(data_dir, admin)
             fleet: dict[str, tuple[int, dict[str, str]]] = {}
-            add = sim_adder(admin, kube_dir)
+            add = sim_adder(admin, kube_dir, sim_token)
 
             async def add_clusters() -> None:
                 await _until_answers(admin + "/admin/clusters", True, "the simulator", sim)
@@ -123,7 +140,8 @@ def run_processes(up: Installation, *, sim_port: int, metrics_port: int = 0) -> 
                     await add(name, count, labels)
 
             sim = Child("sim", ["sim", "--clusters", "0", "--port", str(sim_port),
-                                "--out", str(kube_dir)], env=base_env,
+                                "--out", str(kube_dir)],
+                        env={**base_env, ENV_TOKEN: sim_token},
                         after_start=add_clusters)  # fmt: skip
             # The API and the simulator start side by side; the controllers as soon as
             # the API answers, while the clusters are being registered.
@@ -145,7 +163,9 @@ def run_processes(up: Installation, *, sim_port: int, metrics_port: int = 0) -> 
                     fleet[name] = (count, labels)
                     return await add(name, count, labels)
 
-                restarted = await start_fleet(c, data_dir, clusters, nodes, remember, admin)
+                restarted = await start_fleet(
+                    c, data_dir, clusters, nodes, remember, admin, sim_token
+                )
                 agents = ["--api", url, "--kubeconfigs", str(kube_dir),
                           "--clusters", ",".join(fleet), "--log-level", log_level]  # fmt: skip
                 # The agents answer only the fleet scheduler (``shoal.agent.callers``).

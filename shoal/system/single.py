@@ -10,9 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 
+from shoal.machinery import outbound
 from shoal.system.components import SCHEDULER, controllers
-from shoal.system.demo import banner, create_demo, sample_metrics, start_sim_fleet
+from shoal.system.demo import (
+    banner,
+    create_demo,
+    outbound_policy,
+    sample_metrics,
+    start_sim_fleet,
+)
 from shoal.system.installation import Installation
 from shoal.system.process import configure_logging, console, run_until_signal
 
@@ -27,6 +35,8 @@ def run_single_process(up: Installation) -> None:
 
     configure_logging(log_level, one_line=log_level.lower() != "debug")
     setup = bootstrap.ensure(data_dir, tls=tls)
+    # the API, the scheduler and the infrastructure controller check tenants' URLs with it
+    os.environ.setdefault(outbound.SETTING, str(outbound_policy(data_dir)))
 
     async def main() -> None:
         from shoal.api.server import start_api

@@ -54,16 +54,16 @@ def cluster_on_cloud(name: str, location: str, tosca: dict[str, Any] | None = No
     })  # fmt: skip
 
 
-async def provider_objects(client: ShoalClient, sim_url: str) -> None:
+async def provider_objects(client: ShoalClient, sim: SimServer) -> None:
     """The ``sim`` provider and the clouds cloud-de and cloud-fr (no metrics)."""
-    provider, clouds = sample_objects(sim_url)
+    provider, clouds = sample_objects(sim.url, token=sim.admin_token)
     for obj in (provider, *clouds):
         await client.create(obj)
 
 
 async def sim_clusters(sim: SimServer) -> dict[str, int]:
     """Every cluster the simulator holds and its node count, from its admin API."""
-    async with aiohttp.ClientSession() as http:
+    async with aiohttp.ClientSession(headers=sim.admin_headers) as http:
         async with http.get(f"{sim.url}/admin/clusters") as answer:
             body = await answer.json()
     return {entry["name"]: int(entry["nodes"]) for entry in body["clusters"]}
@@ -77,7 +77,7 @@ async def sim() -> AsyncIterator[SimServer]:
 
 @pytest.fixture
 async def clouds(client: ShoalClient, sim: SimServer) -> None:
-    await provider_objects(client, sim.url)
+    await provider_objects(client, sim)
 
 
 @pytest.fixture

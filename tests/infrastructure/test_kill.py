@@ -30,7 +30,7 @@ async def test_killed_mid_create_leaves_exactly_one(
     procs = []
     async with ShoalClient(api_process.url) as client:
         try:
-            await provider_objects(client, sim.url)
+            await provider_objects(client, sim)
             procs.append(controller("scheduler", api_process.url, log=tmp_path / "sched.log"))
             first = controller("infrastructure-controller", api_process.url,
                                log=tmp_path / "infra1.log")  # fmt: skip

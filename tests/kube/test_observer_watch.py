@@ -58,7 +58,7 @@ async def _state_is(client: ShoalClient, name: str, state: ClusterState) -> bool
 
 async def _fault(sim: SimServer, cluster: str, body: dict[str, Any] | None = None) -> None:
     """Inject (or, without a body, clear) a fault through the sim's admin API."""
-    async with httpx.AsyncClient(base_url=sim.url) as http:
+    async with httpx.AsyncClient(base_url=sim.url, headers=sim.admin_headers) as http:
         path = f"/admin/clusters/{cluster}/faults"
         answer = await (http.post(path, json=body) if body else http.delete(path))
         answer.raise_for_status()

@@ -122,6 +122,7 @@ async def test_invalid_metric_values() -> None:
         assert err(cache.lookup("absent", False, None)) == ReasonCode.UNKNOWN_METRIC
 
 
+@pytest.mark.usefixtures("tenants_may_reach_loopback")
 async def test_one_fetch_per_provider_per_refresh(fake_ksqldb: FakeKsqlDB) -> None:
     fake_ksqldb.tables["METRICS"].rows.update({f"k{i}": i / 10 for i in range(5)})
     kafka = MetricsProviderSpec(
@@ -321,6 +322,7 @@ async def test_run_refreshes_periodically_and_fetches_new_metrics_at_once() -> N
                 await task
 
 
+@pytest.mark.usefixtures("tenants_may_reach_loopback")
 @pytest.mark.integration
 async def test_cache_with_real_prometheus_and_influx(
     prometheus: PrometheusServer, influxd: InfluxServer

@@ -206,7 +206,7 @@ async def test_a_kept_provider_token_is_not_sent_to_a_new_url(secured: Secured) 
         "kind": "MetricsProvider",
         "metadata": {"name": "influx", "namespace": "b"},
         "spec": {"type": "influx", "influx": {
-            "url": "http://127.0.0.1:8086", "token": SECRET, "org": "o", "bucket": "b"}},
+            "url": "http://8.8.8.8:8086", "token": SECRET, "org": "o", "bucket": "b"}},
     }  # fmt: skip
     answer = await bob.post("/core/namespaces/b/metricsproviders", json=provider)
     assert answer.status_code == 200, answer.text
@@ -214,12 +214,12 @@ async def test_a_kept_provider_token_is_not_sent_to_a_new_url(secured: Secured) 
     path = "/core/namespaces/b/metricsproviders/influx"
     body = (await alice.get(path)).json()
     assert body["spec"]["influx"]["token"] == REDACTED
-    body["spec"]["influx"]["url"] = "http://127.0.0.1:9/alice"
+    body["spec"]["influx"]["url"] = "http://8.8.4.4:9/alice"
     answer = await alice.put(path, json=body)
     assert answer.status_code == 403, answer.text
     assert "spec.influx.url" in answer.text
-    body["spec"]["influx"]["url"] = "http://127.0.0.1:8086"
+    body["spec"]["influx"]["url"] = "http://8.8.8.8:8086"
     body["metadata"]["labels"] = {"team": "b"}
     assert (await alice.put(path, json=body)).status_code == 200  # same destination: kept
     stored = (await admin.get(path)).json()["spec"]["influx"]
-    assert stored["token"] == SECRET and stored["url"] == "http://127.0.0.1:8086"
+    assert stored["token"] == SECRET and stored["url"] == "http://8.8.8.8:8086"

@@ -432,7 +432,7 @@ async def test_unreachable_is_a_connection_error(sim: SimServer, api: httpx.Asyn
 
 async def test_latency_answers_late_and_ends(sim: SimServer, api: httpx.AsyncClient) -> None:
     """A slow cluster answers every Kubernetes API request that late; the others do not wait."""
-    async with httpx.AsyncClient(base_url=sim.url) as admin:
+    async with httpx.AsyncClient(base_url=sim.url, headers=sim.admin_headers) as admin:
         r = await admin.post("/admin/clusters/alpha/faults", json={"latency": 0.3})
         assert r.status_code == 200 and r.json()["latency"] == 0.3
         loop = asyncio.get_running_loop()
@@ -452,10 +452,21 @@ async def test_latency_answers_late_and_ends(sim: SimServer, api: httpx.AsyncCli
 
 
 async def test_admin_api(sim: SimServer) -> None:
-    async with httpx.AsyncClient(base_url=sim.url) as client:
-        r = await client.post(
-            "/admin/clusters", json={"name": "delta", "nodes": 7, "labels": {"gpu": "yes"}}
-        )
+    async with httpx.AsyncClient(base_url=sim.url) as stranger:
+        for method, path in (
+            ("GET", "/admin/clusters"),
+            ("GET", "/admin/clusters/alpha/kubeconfig"),
+            ("POST", "/admin/clusters"),
+            ("DELETE", "/admin/clusters/alpha"),
+        ):
+            r = await stranger.request(method, path, headers={"Authorization": "Bearer wrong"})
+            assert r.status_code == 401, (method, path)
+            assert "token" in r.json()["message"]
+        assert (await stranger.get("/admin/clusters")).status_code == 401
+    assert "alpha" in sim.fleet.clusters  # the DELETE without the token deleted nothing
+    async with httpx.AsyncClient(base_url=sim.url, headers=sim.admin_headers) as client:
+        r = await client.post("/admin/clusters", json={"name": "delta", "nodes": 7,
+                                                       "labels": {"gpu": "yes"}})
         assert r.status_code == 201
         kubeconfig = r.json()["kubeconfig"]
         assert kubeconfig["clusters"][0]["cluster"]["server"] == f"{sim.url}/clusters/delta"

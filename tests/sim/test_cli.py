@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from pathlib import Path
 
@@ -28,15 +29,24 @@ async def test_cli_serve_and_fault(tmp_path: Path) -> None:
         async with httpx.AsyncClient(base_url=admin) as client:
             async def up() -> bool:
                 try:
-                    return (await client.get("/admin/clusters")).status_code == 200
+                    return (await client.get("/admin/clusters")).status_code == 401
                 except httpx.TransportError:
                     return False
             await wait_for(up, timeout=15, message="sim CLI serving")
+            # the admin API answers its token's holder only: the one the sim wrote in --out
+            token = (out / "sim.token").read_text().strip()
+            client.headers["Authorization"] = f"Bearer {token}"
+            refused = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "shoal.sim", "list", "--admin", admin,
+                "--data-dir", str(tmp_path), stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE)
+            _, error = await refused.communicate()
+            assert refused.returncode == 1 and b"error 401" in error, error
             kubeconfig = yaml.safe_load((out / "c1.yaml").read_text())
             assert kubeconfig["clusters"][0]["cluster"]["server"] == f"{admin}/clusters/c1"
             fault = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "shoal.sim", "fault", "c1", "--admin", admin,
-                "--node", "n-2", "--not-ready", stdout=asyncio.subprocess.PIPE)
+                "--token", token, "--node", "n-2", "--not-ready", stdout=asyncio.subprocess.PIPE)
             text, _ = await fault.communicate()
             assert fault.returncode == 0, text
             assert b'"n-2":{"not_ready":true}' in text
@@ -46,19 +56,23 @@ async def test_cli_serve_and_fault(tmp_path: Path) -> None:
             assert listing["c0"]["ready_nodes"] == 4
             slow = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "shoal.sim", "fault", "c1", "--admin", admin,
-                "--latency", "0.25", stdout=asyncio.subprocess.PIPE)
+                "--token", token, "--latency", "0.25", stdout=asyncio.subprocess.PIPE)
             text, _ = await slow.communicate()
             assert slow.returncode == 0 and b'"latency":0.25' in text, text
             listing = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "shoal.sim", "list", "--admin", admin,
-                stdout=asyncio.subprocess.PIPE)
+                stdout=asyncio.subprocess.PIPE, env={**os.environ, "SHOAL_SIM_TOKEN": token})
             text, _ = await listing.communicate()
             lines = dict(line.split("\t", 1) for line in text.decode().splitlines())
             assert lines["c0"].endswith("\tfaults=none"), lines
             assert lines["c1"].endswith("\tfaults=latency=0.25s,n-2:not_ready"), lines
+            data = tmp_path / "data"  # as `shoal up` leaves it: DATA_DIR/sim.token
+            data.mkdir()
+            (data / "sim.token").write_text(token + "\n")
             wrong = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "shoal.sim", "fault", "c1", "--admin", admin,
-                "--node", "n-9", "--not-ready", stderr=asyncio.subprocess.PIPE)
+                "--data-dir", str(data), "--node", "n-9", "--not-ready",
+                stderr=asyncio.subprocess.PIPE)
             _, error = await wrong.communicate()
             assert wrong.returncode == 1
             assert error.decode().strip() == "error 404: no node 'n-9' in c1"  # one line

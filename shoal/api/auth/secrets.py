@@ -77,6 +77,9 @@ _NOT_SPEC = frozenset({"api", "kind", "metadata", "status"})
 DESTINATION_NAMES = frozenset({"url", "endpoint", "server", "host", "auth_url"})
 """A field with one of these names, in a model that holds a secret or in one around it,
 says where the secret is sent."""
+DESTINATION_REFERENCES = frozenset({"infrastructure_provider"})
+"""A reference with one of these names, beside a secret, names the object the secret is sent
+to (a cloud's provider): the whole reference, with the uid the API resolved, is a destination."""
 KUBECONFIG_DESTINATIONS: tuple[Path_, ...] = (
     ("clusters",),
     ("contexts",),
@@ -99,7 +102,9 @@ def _destination_paths(
             continue
         here = (*at, field.serialization_alias or field.alias or name)
         inside = list(_models_in(field.annotation))
-        if holds and name in DESTINATION_NAMES and not inside:
+        if holds and (
+            (name in DESTINATION_NAMES and not inside) or name in DESTINATION_REFERENCES
+        ):
             yield here
         elif name == "kubeconfig":
             yield from ((*here, *path) for path in KUBECONFIG_DESTINATIONS)

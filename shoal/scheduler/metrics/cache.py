@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 import aiohttp
 from prometheus_client import Counter, Histogram
 
+from shoal.machinery import outbound
 from shoal.model.base import Reason, ReasonCode
 from shoal.model.core import (
     GlobalMetric,
@@ -124,6 +125,8 @@ class MetricCache:
         self.on_change = on_change
         self._http = http
         self._own_http = http is None
+        # a namespaced provider's URL is a tenant's: fetched under the outbound policy
+        self._tenant_http: aiohttp.ClientSession | None = None
         self._metrics: dict[MetricKey, Metric | GlobalMetric] = {}
         self._providers: dict[ProviderKey, _Provider] = {}
         self._values: dict[ProviderKey, dict[str, float | MetricError]] = {}
@@ -377,8 +380,9 @@ class MetricCache:
     async def _fetch(self, pkey: ProviderKey, names: list[str]) -> dict[str, float | MetricError]:
         provider = self._providers[pkey]
         if provider.client is None:
+            tenant = pkey[0]  # a namespaced provider
             provider.client = provider_client(
-                provider.spec, timeout=self.timeout, http=self._client()
+                provider.spec, timeout=self.timeout, http=self._client(tenant), tenant=tenant
             )
         client = provider.client
         started = time.monotonic()
@@ -449,7 +453,13 @@ class MetricCache:
                 changed.add(key)
         return changed
 
-    def _client(self) -> aiohttp.ClientSession:
+    def _client(self, tenant: bool = False) -> aiohttp.ClientSession:
+        if tenant:
+            if self._tenant_http is None:
+                self._tenant_http = outbound.session(
+                    timeout=aiohttp.ClientTimeout(total=self.timeout)
+                )
+            return self._tenant_http
         if self._http is None:
             self._http = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=100),
@@ -493,6 +503,9 @@ class MetricCache:
         if self._own_http and self._http is not None:
             await self._http.close()
             self._http = None
+        if self._tenant_http is not None:
+            await self._tenant_http.close()
+            self._tenant_http = None
 
     async def __aenter__(self) -> MetricCache:
         return self

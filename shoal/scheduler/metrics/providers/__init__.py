@@ -43,30 +43,31 @@ __all__ = [
     "provider_client",
 ]
 
-Build = Callable[[MetricsProviderSpec, float, aiohttp.ClientSession], MetricsProviderClient]
+Build = Callable[[MetricsProviderSpec, float, aiohttp.ClientSession, bool], MetricsProviderClient]
+"""How a client is built: the spec, the timeout, the session, whether its URL is a tenant's."""
 
 
-def _prometheus(spec: MetricsProviderSpec, timeout: float, http: aiohttp.ClientSession
+def _prometheus(spec: MetricsProviderSpec, timeout: float, http: aiohttp.ClientSession, tenant: bool
                 ) -> MetricsProviderClient:
     assert spec.prometheus is not None
     return PrometheusClient(spec.prometheus, timeout=timeout, http=http)
 
 
-def _influx(spec: MetricsProviderSpec, timeout: float, http: aiohttp.ClientSession
-            ) -> MetricsProviderClient:
+def _influx(spec: MetricsProviderSpec, timeout: float, http: aiohttp.ClientSession,
+            tenant: bool) -> MetricsProviderClient:  # fmt: skip
     assert spec.influx is not None
     if spec.influx.version == 1:
         return InfluxV1Client(spec.influx, timeout=timeout, http=http)
-    return InfluxV2Client(spec.influx, timeout=timeout)
+    return InfluxV2Client(spec.influx, timeout=timeout, tenant=tenant)
 
 
-def _kafka(spec: MetricsProviderSpec, timeout: float, http: aiohttp.ClientSession
+def _kafka(spec: MetricsProviderSpec, timeout: float, http: aiohttp.ClientSession, tenant: bool
            ) -> MetricsProviderClient:
     assert spec.kafka is not None
     return KafkaClient(spec.kafka, timeout=timeout, http=http)
 
 
-def _static(spec: MetricsProviderSpec, timeout: float, http: aiohttp.ClientSession
+def _static(spec: MetricsProviderSpec, timeout: float, http: aiohttp.ClientSession, tenant: bool
             ) -> MetricsProviderClient:
     assert spec.static is not None
     return StaticClient(spec.static)
@@ -82,7 +83,9 @@ PROVIDERS: dict[str, Build] = {
 
 
 def provider_client(
-    spec: MetricsProviderSpec, *, timeout: float, http: aiohttp.ClientSession
+    spec: MetricsProviderSpec, *, timeout: float, http: aiohttp.ClientSession, tenant: bool = False
 ) -> MetricsProviderClient:
-    """The client for ``spec``; HTTP clients share ``http`` and never close it."""
-    return PROVIDERS[spec.type](spec, timeout, http)
+    """The client for ``spec``; HTTP clients share ``http`` and never close it. ``tenant``: the
+    provider's URL is a tenant's (a namespaced provider's), reached under the outbound policy
+    (``http`` is then a session of ``shoal.machinery.outbound``)."""
+    return PROVIDERS[spec.type](spec, timeout, http, tenant)

@@ -11,6 +11,7 @@ from typing import Any
 
 import aiohttp
 
+from shoal.machinery import outbound
 from shoal.model.base import ReasonCode
 from shoal.model.core import InfluxSpec
 from shoal.scheduler.metrics.providers.base import (
@@ -148,6 +149,12 @@ def flux_query(bucket: str, metrics: Sequence[str]) -> str:
     )
 
 
+def _checked_session(*, connector: aiohttp.TCPConnector, **options: Any) -> aiohttp.ClientSession:
+    """influxdb-client's session, its connections under the outbound policy (in place of the
+    connector it made, which never connects)."""
+    return aiohttp.ClientSession(connector=outbound.connector(limit=connector.limit), **options)
+
+
 class InfluxV2Client:
     """InfluxDB 2: one Flux query (see ``flux_query``) through influxdb-client's async API.
 
@@ -155,8 +162,9 @@ class InfluxV2Client:
     one of field ``value`` wins, otherwise the most recent.
     """
 
-    def __init__(self, spec: InfluxSpec, *, timeout: float) -> None:
+    def __init__(self, spec: InfluxSpec, *, timeout: float, tenant: bool = False) -> None:
         self.url = spec.url.rstrip("/")
+        self.tenant = tenant  # its URL is a tenant's: connections under the outbound policy
         self.token = spec.token or ""
         self.org = spec.org or ""
         self.bucket = spec.bucket or ""
@@ -168,12 +176,16 @@ class InfluxV2Client:
         if self._client is None:
             from influxdb_client.client.influxdb_client_async import InfluxDBClientAsync
 
+            options: dict[str, Any] = {}
+            if self.tenant:
+                options["client_session_type"] = _checked_session
             self._client = InfluxDBClientAsync(
                 url=self.url,
                 token=self.token,
                 org=self.org,
                 timeout=int(self.timeout * 1000),
                 enable_gzip=False,
+                **options,
             )
         return self._client.query_api()
 
