@@ -10,6 +10,7 @@ import pytest
 
 from shoal.api.server import ApiServer
 from shoal.client.rest import ShoalClient
+from shoal.machinery import outbound
 from shoal.testing.launch import ApiProcess
 from tests.util import api_server
 
@@ -35,3 +36,14 @@ def api_process(tmp_path: Path) -> Iterator[ApiProcess]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def tenants_may_reach_loopback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An outbound policy that lists loopback, where these tests' providers listen: a
+    namespaced provider's URL is a tenant's, refused there by default."""
+    path = tmp_path / "outbound.yaml"
+    path.write_text("networks: [127.0.0.0/8]\n")
+    monkeypatch.setenv(outbound.SETTING, str(path))

@@ -52,7 +52,7 @@ TOKENS = {
 
 
 @pytest.fixture
-async def api_url(tmp_path: Path) -> AsyncIterator[str]:
+async def api_url(tmp_path: Path, tenants_may_reach_loopback: None) -> AsyncIterator[str]:
     """A secured API with admin, alice (namespace ``a``) and the two components."""
     tokens = tmp_path / "component-tokens.csv"
     groups = {"admin": "shoal:admins"}
@@ -86,7 +86,7 @@ async def alices_cloud(alice: ShoalClient, im: FakeIm) -> None:
             auth=OpenstackAuth(password=PasswordAuth(
                 user=PasswordUser(username="u", password="p"), project=PasswordProject(name="t"),
             )),
-            infrastructure_provider=InfrastructureProviderRef(name="my-im"),
+            infrastructure_provider=InfrastructureProviderRef(name="my-im", namespaced=True),
         )),
     ))  # fmt: skip
 

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 
 import aiohttp
 import pytest
 
-from shoal.machinery import outbound
 from tests.fixtures.fake_influx2 import FakeInflux2, serve_fake_influx2
 from tests.fixtures.fake_ksqldb import FakeKsqlDB, serve_fake_ksqldb
 from tests.fixtures.influx import InfluxServer, start_influxd
@@ -16,17 +14,6 @@ from tests.fixtures.prometheus import PrometheusServer, start_prometheus
 
 #: Gauges the ``prometheus`` fixture exports (fixed: the server is shared by the session).
 PROMETHEUS_METRICS = {"shoal_load": 0.25, "shoal_cost": 3.0, "shoal_zero": 0.0, "shoal_heat": 7.5}
-
-
-@pytest.fixture
-def tenants_may_reach_loopback(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """An outbound policy that lists loopback, where these tests' providers listen: a
-    namespaced provider's URL is a tenant's, refused there by default."""
-    path = tmp_path / "outbound.yaml"
-    path.write_text("networks: [127.0.0.0/8]\n")
-    monkeypatch.setenv(outbound.SETTING, str(path))
 
 
 @pytest.fixture(scope="session")
