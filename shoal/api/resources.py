@@ -150,7 +150,7 @@ class Resources:
             body.metadata.namespace = namespace
         else:
             body.metadata.namespace = None
-        admit(body)  # after the namespace is known: references are checked against it
+        await admit(body)  # after the namespace is known: references are checked against it
         now = utcnow()
         meta = body.metadata
         meta.uid = str(uuid.uuid4())
@@ -171,7 +171,7 @@ class Resources:
 
     async def update(self, kind: type[K], body: K, name: str, namespace: str | None) -> bytes:
         _check_identity(body, name, namespace)
-        admit(body)
+        await admit(body)
         kept = kept_path(kind.key(name, namespace))
 
         def change(current: K) -> bool:
