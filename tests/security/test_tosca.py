@@ -73,7 +73,7 @@ async def test_a_type_derived_from_itself_times_out_while_the_api_keeps_serving(
 
     errors, _ = await asyncio.gather(parse(), health_while_parsing())
     assert errors == [{"field": "spec.tosca", "reason": errors[0]["reason"]}]
-    assert "took more than" in errors[0]["reason"]
+    assert errors[0]["reason"].startswith("takes longer to parse than a template may")
     # The worker that looped was replaced: the next template parses.
     answer = await secured["alice"].post(CLUSTERS, json=cloud_cluster("fine", template()))
     assert answer.status_code == 200, answer.text
