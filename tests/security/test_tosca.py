@@ -5,14 +5,19 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import signal
 import socket
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
 from shoal.model import tosca
+from shoal.testing.launch import ApiProcess
+from shoal.testing.wait import wait_for
 from tests.security.conftest import Secured
 
 CLUSTERS = "/kubernetes/namespaces/a/clusters"
@@ -77,6 +82,38 @@ async def test_a_type_derived_from_itself_times_out_while_the_api_keeps_serving(
     # The worker that looped was replaced: the next template parses.
     answer = await secured["alice"].post(CLUSTERS, json=cloud_cluster("fine", template()))
     assert answer.status_code == 200, answer.text
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found.extend(int(p) for p in (task / "children").read_text().split())
+    return found
+
+
+async def test_sigterm_stops_an_api_that_is_parsing_a_looping_template(tmp_path: Path) -> None:
+    api = ApiProcess(f"sqlite://{tmp_path}/shoal.db")
+    try:
+        await api.wait_ready()
+        looping = template({"node": {"type": "my.Loop"}}, node_types={"my.Loop": {
+            "derived_from": "my.Loop"}})  # fmt: skip
+        async with aiohttp.ClientSession(api.url) as http:
+            post = asyncio.ensure_future(http.post(
+                "/kubernetes/namespaces/default/clusters", params={"dry_run": "true"},
+                json={**cloud_cluster("loop", looping), "metadata": {"name": "loop"}},
+            ))  # fmt: skip
+            # A worker parses it (the API has a child process), and the API still answers.
+            await wait_for(lambda: _children(api.proc.pid), timeout=30, message="a worker")
+            async with http.get("/healthz") as answer:
+                assert answer.status == 200
+            assert not post.done()
+            api.proc.send_signal(signal.SIGTERM)
+            await wait_for(lambda: api.proc.poll() is not None, timeout=tosca.PARSE_SECONDS + 20,
+                           message="the API to stop")  # fmt: skip
+            assert api.proc.returncode == 0
+            post.cancel()
+    finally:
+        api.stop()
 
 
 @pytest.mark.parametrize(
