@@ -90,8 +90,8 @@ class Workers:
         self.calls = 0
         self.enforced: tuple[str, ...] = ()
         self._executor = ThreadPoolExecutor(max_workers=size, thread_name_prefix="confined")
-        self._local = threading.local()
         self._lock = threading.Lock()
+        self._idle: list[_Process] = []  # warm, waiting for a call
         self._live: set[_Process] = set()
 
     async def call(self, function: str, argument: Any) -> Any:
@@ -105,16 +105,19 @@ class Workers:
         """The same from a thread (this one waits; the pool's size bounds the workers)."""
         with self._lock:
             self.calls += 1
-        process = getattr(self._local, "process", None)
-        if process is None or process.calls >= self.max_calls:
-            if process is not None:
-                self._discard(process)
-            process = self._local.process = self._start()
+            process = self._idle.pop() if self._idle else None
+        if process is not None and process.calls >= self.max_calls:
+            self._discard(process)
+            process = None
+        if process is None:
+            process = self._start()
         try:
             reply = process.ask({"call": function, "argument": argument}, self.timeout)
         except WorkerError:
             self._discard(process)
             raise
+        with self._lock:
+            self._idle.append(process)
         if "error" in reply:
             raise WorkerError(str(reply["error"]))
         return reply.get("result")
@@ -123,6 +126,7 @@ class Workers:
         """Stop every worker (they also stop when this process ends)."""
         with self._lock:
             live = list(self._live)
+            self._idle.clear()
         for process in live:
             self._discard(process)
         self._executor.shutdown(wait=False, cancel_futures=True)
@@ -142,8 +146,6 @@ class Workers:
         return process
 
     def _discard(self, process: _Process) -> None:
-        if getattr(self._local, "process", None) is process:
-            self._local.process = None
         with self._lock:
             self._live.discard(process)
         process.kill()
