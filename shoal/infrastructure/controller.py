@@ -53,6 +53,7 @@ from shoal.model.infrastructure import (
 )
 from shoal.model.kubernetes import BUILDING_STATES, Cluster, ClusterState
 from shoal.model.tosca import allowed_url
+from shoal.model.tosca import problems as template_problems
 
 log = logging.getLogger(__name__)
 
@@ -243,6 +244,7 @@ class InfrastructureController(Controller):
         if not isinstance(loaded, dict):
             raise ProviderError(f"{tosca} is not a TOSCA template",
                                 ReasonCode.INVALID_TOSCA_MANIFEST)  # fmt: skip
+        await _check_fetched(tosca, loaded)
         return loaded
 
     # building ----------------------------------------------------------------------------
@@ -383,6 +385,15 @@ class InfrastructureController(Controller):
         stored = await self.client.update(changed)
         if finalizers:
             self._keep(stored)
+
+
+async def _check_fetched(url: str, template: dict[str, Any]) -> None:
+    """A template read from a URL passes the rules an inline one passes at the API (parsed
+    in a confined worker of this process) before a provider sees it."""
+    found = await template_problems(template, base=url)
+    if found:
+        message = "; ".join(f"{where}: {why}" for where, why in found[:5])
+        raise ProviderError(message[:1000], ReasonCode.INVALID_TOSCA_MANIFEST)
 
 
 def _applied(cluster: Cluster) -> Any:

@@ -353,11 +353,17 @@ def node_shape(template: dict[str, Any]) -> list[NodeGroup]:
         scalable = (capabilities.get("scalable") or {}).get("properties") or {}
         groups.append(NodeGroup(
             name=name,
-            count=int(scalable.get("default_instances", scalable.get("count", 1))),
+            count=_count(scalable.get("default_instances", scalable.get("count", 1))),
             cpu=str(properties.get("num_cpus", 2)),
             memory=kubernetes_memory(properties.get("mem_size", "4 GB")),
         ))  # fmt: skip
     return groups
+
+
+def _count(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ValueError(f"not a number of instances: {value!r}")
+    return int(value)
 
 
 def kubernetes_memory(size: Any) -> str:
