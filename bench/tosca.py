@@ -10,7 +10,7 @@ Measured, one client, one request at a time:
 - dry runs of a template of N node templates (the largest the API takes):
   latency, and meanwhile the slowest of a stream of GETs by another client.
 
-    .venv/bin/python bench/tosca.py [--creates 300] [--nodes 1000]
+    .venv/bin/python bench/tosca.py [--creates 300] [--nodes 500]
 """
 
 from __future__ import annotations
@@ -126,6 +126,6 @@ async def main(creates: int, nodes: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--creates", type=int, default=300)
-    parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--nodes", type=int, default=500)
     arguments = parser.parse_args()
     asyncio.run(main(arguments.creates, arguments.nodes))

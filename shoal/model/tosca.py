@@ -35,10 +35,12 @@ from shoal.machinery.paths import join
 
 URLS_SETTING = "SHOAL_TOSCA_URLS"
 IMPORTS_SETTING = "SHOAL_TOSCA_IMPORTS"
-MAX_NODE_TEMPLATES = 1000
+MAX_NODE_TEMPLATES = 500
+"""Templates that big take 1-4 s to parse on a loaded 2-core machine; node counts are
+``default_instances``, not node templates."""
 MAX_TYPES = 1000
 PARSE_SECONDS = 10.0
-"""Wall-clock time a parse may take: the largest template allowed takes 1-3 s."""
+"""Wall-clock time a parse may take, waits for a core included."""
 PARSE_CPU_SECONDS = 5
 PARSE_MEMORY = 1 << 30
 _UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
@@ -286,6 +288,13 @@ def _property_problems(template: dict[str, Any]) -> Iterator[Problem]:
         if not isinstance(capabilities, dict):
             continue
         where = join("topology_template.node_templates", str(name), "capabilities")
+        scalable = capabilities.get("scalable")
+        scaling = scalable.get("properties") if isinstance(scalable, dict) else None
+        if isinstance(scaling, dict) and "default_instances" in scaling:
+            missing = [k for k in ("min_instances", "max_instances") if k not in scaling]
+            if missing:
+                yield (join(where, "scalable.properties"), "default_instances needs "
+                       f"{' and '.join(missing)} beside it (the bounds it must lie between)")
         for capability, key, kind in _SHAPE_PROPERTIES:
             found = capabilities.get(capability)
             properties = found.get("properties") if isinstance(found, dict) else None

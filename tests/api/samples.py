@@ -147,7 +147,8 @@ TOSCA: Body = {
                 "type": "site.Compute",
                 "capabilities": {
                     "host": {"properties": {"num_cpus": 4, "mem_size": "8 GB"}},
-                    "scalable": {"properties": {"default_instances": 2}},
+                    "scalable": {"properties": {"min_instances": 1, "max_instances": 10,
+                                                "default_instances": 2}},
                 },
             },
         },

@@ -219,7 +219,7 @@ async def test_a_big_template_is_parsed_once_off_the_event_loop(secured: Secured
     assert errors == [
         {
             "field": "spec.tosca.topology_template.node_templates",
-            "reason": "has 8000 node templates: at most 1000",
+            "reason": f"has 8000 node templates: at most {tosca.MAX_NODE_TEMPLATES}",
         }
     ]
     # The largest template allowed is parsed once per request, while others are served.
@@ -263,4 +263,16 @@ async def test_a_value_of_the_wrong_type_names_its_field(secured: Secured) -> No
         "field": "spec.tosca.topology_template.node_templates.node.capabilities.host"
                  ".properties.num_cpus",
         "reason": "must be an integer, not 'four'",
+    }]  # fmt: skip
+
+
+async def test_a_parser_crash_is_told_as_the_field_it_needs(secured: Secured) -> None:
+    """tosca-parser compares default_instances with bounds it assumes are given."""
+    node = {**COMPUTE, "capabilities": {"scalable": {"properties": {"default_instances": 2}}}}
+    errors = await _refused(secured, cloud_cluster("bounds", template({"node": node})))
+    assert errors == [{
+        "field": "spec.tosca.topology_template.node_templates.node.capabilities.scalable"
+                 ".properties",
+        "reason": "default_instances needs min_instances and max_instances beside it (the "
+                  "bounds it must lie between)",
     }]  # fmt: skip
