@@ -38,7 +38,7 @@ IMPORTS_SETTING = "SHOAL_TOSCA_IMPORTS"
 MAX_NODE_TEMPLATES = 500
 """Templates that big take 1-4 s to parse on a loaded 2-core machine; node counts are
 ``default_instances``, not node templates."""
-MAX_TYPES = 1000
+MAX_TYPES = 500
 PARSE_SECONDS = 10.0
 """Wall-clock time a parse may take, waits for a core included."""
 PARSE_CPU_SECONDS = 5
