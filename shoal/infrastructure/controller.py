@@ -44,6 +44,7 @@ from shoal.infrastructure.providers import (
 )
 from shoal.infrastructure.registry import provider_for
 from shoal.machinery.patch import merge_diff, merge_patch
+from shoal.machinery.problems import ProblemError
 from shoal.model.base import Reason, ReasonCode
 from shoal.model.infrastructure import (
     Cloud,
@@ -390,7 +391,10 @@ class InfrastructureController(Controller):
 async def _check_fetched(url: str, template: dict[str, Any]) -> None:
     """A template read from a URL passes the rules an inline one passes at the API (parsed
     in a confined worker of this process) before a provider sees it."""
-    found = await template_problems(template, base=url)
+    try:
+        found = await template_problems(template, base=url)
+    except ProblemError as error:  # no worker could start here: tried again later
+        raise ProviderError(error.detail, ReasonCode.INVALID_TOSCA_MANIFEST) from error
     if found:
         message = "; ".join(f"{where}: {why}" for where, why in found[:5])
         raise ProviderError(message[:1000], ReasonCode.INVALID_TOSCA_MANIFEST)

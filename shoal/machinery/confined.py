@@ -155,7 +155,8 @@ class _Process:
     """One worker process and its pipes."""
 
     def __init__(self, settings: dict[str, Any], start_timeout: float) -> None:
-        code = f"import sys; sys.path.insert(0, {_ROOT!r}); import {__name__} as m; m.serve()"
+        path = [_ROOT, *(entry for entry in sys.path if entry)]  # what this process imports
+        code = f"import sys; sys.path[:0] = {path!r}; import {__name__} as m; m.serve()"
         self.popen = subprocess.Popen(
             [sys.executable, "-E", "-s", "-X", "utf8", "-c", code],
             stdin=subprocess.PIPE,
@@ -168,9 +169,9 @@ class _Process:
         self.calls = 0
         try:
             self.enforced = tuple(self.ask(settings, start_timeout)["enforced"])
-        except WorkerError:
+        except WorkerError as error:
             self.kill()
-            raise
+            raise WorkerError(f"a worker could not start: {error}") from None
         self.calls = 0
 
     def ask(self, message: dict[str, Any], timeout: float) -> dict[str, Any]:
@@ -273,13 +274,15 @@ def _confine(memory_bytes: int) -> list[str]:
     enforced: list[str] = []
     root = os.geteuid() == 0
     libc = _libc()
+    namespaced = False
     if libc is not None:
         flags = _CLONE_NEWNS | _CLONE_NEWNET | (0 if root else _CLONE_NEWUSER)
-        if libc.unshare(flags) == 0:
+        namespaced = libc.unshare(flags) == 0
+        if namespaced:
             enforced.append("network namespace")
             enforced.append("mount namespace")
-            if _empty_root():
-                enforced.append("empty root")
+    if (root or namespaced) and _empty_root():  # root in a container may chroot, not unshare
+        enforced.append("empty root")
     if root:
         os.setgroups([])
         os.setgid(_NOBODY)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from shoal.machinery.confined import WorkerDied, Workers, WorkerTimeout
+from shoal.machinery.confined import WorkerDied, WorkerError, Workers, WorkerTimeout
 from shoal.machinery.paths import join
 
 URLS_SETTING = "SHOAL_TOSCA_URLS"
@@ -89,6 +89,10 @@ async def problems(template: dict[str, Any] | str, base: str = "spec.tosca") -> 
                  "to read")]  # fmt: skip
     except WorkerDied:
         return [(base, "needs more memory to parse than a template may use: refused")]
+    except WorkerError as error:  # the workers cannot start: this server's fault, not the user's
+        from shoal.machinery.problems import ProblemError  # not in the worker: it stays light
+
+        raise ProblemError(503, f"TOSCA templates cannot be parsed here now ({error})") from None
     return [(join(base, where) if where else base, why) for where, why in parsed["problems"]]
 
 

@@ -107,3 +107,13 @@ def test_a_warm_call_costs_a_round_trip(workers: Workers) -> None:
         call(workers, "echo", {"index": index})
     per_call = (time.perf_counter() - started) / 200
     assert per_call < 0.05, per_call  # a process start is ~0.3 s; a round trip ~0.1 ms
+
+
+def test_a_worker_that_cannot_start_says_so() -> None:
+    pool = Workers(["tests.machinery.no_such_module:echo"], size=1)
+    try:
+        with pytest.raises(WorkerError, match="could not start") as failed:
+            pool.call_blocking("tests.machinery.no_such_module:echo", 1)
+        assert not isinstance(failed.value, WorkerTimeout | WorkerDied)
+    finally:
+        pool.close()
