@@ -58,6 +58,10 @@ class WorkerTimeout(WorkerError):
     """The call ran past its wall-clock or CPU-time limit; its worker was killed."""
 
 
+class CallFailed(WorkerError):
+    """The function raised (its error's type and text), or no such function is served."""
+
+
 class WorkerDied(WorkerError):
     """The worker ended during the call (its memory cap, most often); it was replaced."""
 
@@ -119,7 +123,7 @@ class Workers:
         with self._lock:
             self._idle.append(process)
         if "error" in reply:
-            raise WorkerError(str(reply["error"]))
+            raise CallFailed(str(reply["error"]))
         return reply.get("result")
 
     def close(self) -> None:

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from shoal.machinery.confined import WorkerDied, WorkerError, Workers, WorkerTimeout
+from shoal.machinery.confined import CallFailed, WorkerDied, WorkerError, Workers, WorkerTimeout
 from shoal.machinery.paths import join
 
 URLS_SETTING = "SHOAL_TOSCA_URLS"
@@ -89,6 +89,8 @@ async def problems(template: dict[str, Any] | str, base: str = "spec.tosca") -> 
                  "to read")]  # fmt: skip
     except WorkerDied:
         return [(base, "needs more memory to parse than a template may use: refused")]
+    except CallFailed:  # the parse stopped on something no rule above foresaw
+        return [(base, "is not a valid TOSCA template (the parser could not read it)")]
     except WorkerError as error:  # the workers cannot start: this server's fault, not the user's
         from shoal.machinery.problems import ProblemError  # not in the worker: it stays light
 
@@ -228,9 +230,14 @@ def _definitions(template: dict[str, Any]) -> list[dict[str, Any]]:
 def _read_definitions(path: str) -> dict[str, Any]:
     import yaml
 
-    with open(path) as file:
-        loaded = yaml.safe_load(file)
-    return {k: v for k, v in (loaded or {}).items() if k in _TYPE_SECTIONS}
+    try:
+        with open(path) as file:
+            loaded = yaml.safe_load(file)
+    except yaml.YAMLError as error:
+        raise OSError(f"{path}: not YAML") from error
+    if not isinstance(loaded, dict):
+        raise OSError(f"{path}: not a mapping of TOSCA types")
+    return {k: v for k, v in loaded.items() if k in _TYPE_SECTIONS and isinstance(v, dict)}
 
 
 # in the worker -----------------------------------------------------------------------------
@@ -243,9 +250,9 @@ def parse_in_worker(request: dict[str, Any]) -> dict[str, Any]:
     template.pop("imports", None)
     for definitions in request.get("definitions") or []:
         for section, types in definitions.items():
-            merged = dict(types or {})
-            merged.update(template.get(section) or {})
-            template[section] = merged
+            own = template.get(section)
+            if own is None or isinstance(own, dict):  # else the parser says what is wrong
+                template[section] = {**types, **(own or {})}
     found = list(_property_problems(template))
     if found:
         return {"problems": found, "node_templates": {}}
