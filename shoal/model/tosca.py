@@ -39,6 +39,7 @@ MAX_NODE_TEMPLATES = 500
 """Templates that big take 1-4 s to parse on a loaded 2-core machine; node counts are
 ``default_instances``, not node templates."""
 MAX_TYPES = 500
+MAX_DEPTH = 64
 PARSE_SECONDS = 10.0
 """Wall-clock time a parse may take, waits for a core included."""
 PARSE_CPU_SECONDS = 5
@@ -154,8 +155,10 @@ def refusals(template: dict[str, Any]) -> list[Problem]:
         if isinstance(types, dict) and len(types) > MAX_TYPES:
             found.append((section, f"has {len(types)} types: at most {MAX_TYPES}"))
     allowed = allowed_imports()
-    for where, key, value in _keys(template, ""):
-        if key == "repositories":
+    for where, key, value in _keys(template):
+        if key == "depth":
+            found.append((where, f"is nested deeper than a template may be ({MAX_DEPTH})"))
+        elif key == "repositories":
             found.append((where, "repositories are not read here: give types inline"))
         elif where != "imports" or not isinstance(value, list):
             found.append(
@@ -178,18 +181,24 @@ def refusals(template: dict[str, Any]) -> list[Problem]:
     return found
 
 
-def _keys(value: Any, where: str) -> Iterator[tuple[str, str, Any]]:
-    """Every ``imports`` or ``repositories`` key, at any depth (a type, a node, a topology)."""
-    if isinstance(value, dict):
-        for key, item in value.items():
-            path = join(where, str(key))
-            if key in _REFUSED_KEYS:
-                yield path, key, item
-            else:
-                yield from _keys(item, path)
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _keys(item, join(where, index))
+def _keys(template: dict[str, Any]) -> Iterator[tuple[str, str, Any]]:
+    """Every ``imports`` or ``repositories`` key, at any depth (a type, a node, a topology);
+    ``("", "depth", None)`` once for a template nested deeper than ``MAX_DEPTH``."""
+    stack: list[tuple[Any, str, int]] = [(template, "", 0)]
+    while stack:
+        value, where, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            yield where, "depth", None
+            return
+        if isinstance(value, dict):
+            for key, item in value.items():
+                path = join(where, str(key))
+                if key in _REFUSED_KEYS:
+                    yield path, key, item
+                else:
+                    stack.append((item, path, depth + 1))
+        elif isinstance(value, list):
+            stack.extend((item, join(where, i), depth + 1) for i, item in enumerate(value))
 
 
 def _import_name(entry: Any) -> str | None:

@@ -276,3 +276,17 @@ async def test_a_parser_crash_is_told_as_the_field_it_needs(secured: Secured) ->
         "reason": "default_instances needs min_instances and max_instances beside it (the "
                   "bounds it must lie between)",
     }]  # fmt: skip
+
+
+async def test_a_template_nested_too_deep_is_refused_before_any_parse(secured: Secured) -> None:
+    deep: dict[str, Any] = {}
+    inner = deep
+    for _ in range(200):
+        inner["x"] = {}
+        inner = inner["x"]
+    node = {**COMPUTE, "metadata": deep}
+    errors = await _refused(secured, cloud_cluster("deep", template({"node": node})))
+    assert len(errors) == 1 and errors[0]["field"].startswith(
+        "spec.tosca.topology_template.node_templates.node.metadata.x.x"
+    )
+    assert errors[0]["reason"] == f"is nested deeper than a template may be ({tosca.MAX_DEPTH})"
