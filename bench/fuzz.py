@@ -2,9 +2,10 @@
 
     .venv/bin/python bench/fuzz.py [--bodies 10000] [--seed 1]
 
-Each body is a kind's sample (``tests/api/samples.py``) with one node, anywhere in
-it (the manifest's objects included), or the whole body, replaced by an arbitrary
-JSON value; it is sent as a create. The API must answer every one with 2xx or 4xx,
+Each body is a kind's sample (``tests/api/samples.py``; clusters also with a TOSCA
+template) with one node, anywhere in it (the manifest's objects and the template
+included), or the whole body, replaced by an arbitrary JSON value; it is sent as
+a create. The API must answer every one with 2xx or 4xx,
 and keep the connection: the client holds one connection, so a second one means
 the server dropped the first. Prints the answers by status class, the 5xx with
 their bodies, and the connections used; exit status 1 on any 5xx or dropped
@@ -28,7 +29,9 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from shoal.api.server import start_api
-from tests.api.samples import SAMPLES
+from tests.api.samples import CLOUD_CLUSTER, SAMPLES
+
+FUZZED = [*SAMPLES, CLOUD_CLUSTER]
 
 
 def _value(rng: random.Random, depth: int = 0) -> Any:
@@ -42,10 +45,12 @@ def _value(rng: random.Random, depth: int = 0) -> Any:
     if pick == 3:
         return rng.choice([0.5, -1e308, 1e-300, 3.0])
     if pick in (4, 5):
-        return rng.choice(["", "x", "é", "\u0000", "a" * 300, "Deployment", "v1", "../.."])
+        return rng.choice(["", "x", "é", "\u0000", "a" * 300, "Deployment", "v1", "../..",
+                           "four", "site.Compute", "tosca.nodes.Root", "file:/etc/passwd"])
     if pick == 6:
         return [_value(rng, depth + 1) for _ in range(rng.randrange(4))]
-    return {rng.choice(["kind", "apiVersion", "metadata", "name", "spec", "x", ""]):
+    return {rng.choice(["kind", "apiVersion", "metadata", "name", "spec", "x", "", "type",
+                        "derived_from", "imports", "properties"]):
             _value(rng, depth + 1) for _ in range(rng.randrange(4))}  # fmt: skip
 
 
@@ -83,7 +88,7 @@ async def run(bodies: int, seed: int) -> int:
     try:
         async with httpx.AsyncClient(base_url=server.url, limits=limits, timeout=30) as http:
             for i in range(bodies):
-                sample = rng.choice(SAMPLES)
+                sample = rng.choice(FUZZED)
                 namespace = "default" if sample.namespaced else None
                 body = _mutated(rng, sample.body(f"f{i}", namespace))
                 try:

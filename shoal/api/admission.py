@@ -25,9 +25,13 @@ log = logging.getLogger(__name__)
 _WARNINGS: ContextVar[list[str] | None] = ContextVar("shoal_warnings", default=None)
 
 
-def admit(obj: Kind) -> None:
-    """Refuse ``obj`` with a 422 naming every wrong field; pass its warnings on."""
+async def admit(obj: Kind) -> None:
+    """Refuse ``obj`` with a 422 naming every wrong field; pass its warnings on.
+
+    A template it carries is parsed once, off the event loop (``validation.check_templates``).
+    """
     findings = validation.check(obj)
+    findings += await validation.check_templates(obj)
     errors = [f.as_error() for f in findings if not f.warning]
     if errors:
         raise invalid_error(errors)

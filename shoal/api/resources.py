@@ -153,7 +153,7 @@ class Resources:
             body.metadata.namespace = namespace
         else:
             body.metadata.namespace = None
-        admit(body)  # after the namespace is known: references are checked against it
+        await admit(body)  # after the namespace is known: references are checked against it
         await admit_destinations(self.store, body)
         now = utcnow()
         meta = body.metadata
@@ -175,7 +175,7 @@ class Resources:
 
     async def update(self, kind: type[K], body: K, name: str, namespace: str | None) -> bytes:
         _check_identity(body, name, namespace)
-        admit(body)
+        await admit(body)
         await admit_destinations(self.store, body)
         kept = kept_path(kind.key(name, namespace))
 

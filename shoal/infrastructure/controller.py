@@ -57,11 +57,13 @@ from shoal.infrastructure.providers import (
 from shoal.infrastructure.registry import provider_for
 from shoal.machinery.outbound import Sessions
 from shoal.machinery.patch import merge_diff, merge_patch
+from shoal.machinery.problems import ProblemError
 from shoal.model.base import Reason, ReasonCode
 from shoal.model.infrastructure import Cloud, GlobalCloud
 from shoal.model.kubernetes import BUILDING_STATES, Cluster, ClusterState
 from shoal.model.scheduler_config import Backoff
 from shoal.model.tosca import allowed_url
+from shoal.model.tosca import problems as template_problems
 
 log = logging.getLogger(__name__)
 
@@ -243,7 +245,9 @@ class InfrastructureController(Controller):
         if not allowed_url(tosca):
             raise ProviderError(f"reading {tosca} is not allowed here (SHOAL_TOSCA_URLS)",
                                 ReasonCode.INVALID_TOSCA_MANIFEST)  # fmt: skip
-        return await fetch_template(self._sessions.of(tenant=True), tosca)
+        loaded = await fetch_template(self._sessions.of(tenant=True), tosca)
+        await _check_fetched(tosca, loaded)
+        return loaded
 
     # building ----------------------------------------------------------------------------
 
@@ -396,6 +400,18 @@ class InfrastructureController(Controller):
         stored = await self.client.update(changed)
         if finalizers:
             self._keep(stored)
+
+
+async def _check_fetched(url: str, template: dict[str, Any]) -> None:
+    """A template read from a URL passes the rules an inline one passes at the API (parsed
+    in a confined worker of this process) before a provider sees it."""
+    try:
+        found = await template_problems(template, base=url)
+    except ProblemError as error:  # no worker could start here: tried again later
+        raise ProviderError(error.detail, ReasonCode.INVALID_TOSCA_MANIFEST) from error
+    if found:
+        message = "; ".join(f"{where}: {why}" for where, why in found[:5])
+        raise ProviderError(message[:1000], ReasonCode.INVALID_TOSCA_MANIFEST)
 
 
 def _applied(cluster: Cluster) -> Any:

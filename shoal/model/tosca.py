@@ -7,6 +7,16 @@ API that fetches what users name reaches whatever it can reach). The API
 checks an inline template at create and update; a URL is read by the
 infrastructure controller when it builds the cluster.
 
+A template is parsed once per request, never on the API's event loop: in a
+confined worker (``shoal.machinery.confined``: no files, no network, CPU,
+memory and wall-clock limits). Before that, ``imports`` and ``repositories``
+are refused wherever they appear, except the imports an administrator lists
+in ``SHOAL_TOSCA_IMPORTS`` (comma-separated ``NAME=PATH``: a template that
+imports ``NAME`` gets the type definitions of the local file ``PATH``, which
+the API reads, never the worker; ``PATH`` alone stands for ``PATH=PATH``).
+A refusal names the field and says the same whatever the import names, so it
+tells nothing of the API's files.
+
 ``node_shape`` is what the ``sim`` provider understands of a template
 (docs/clouds.md): the compute node templates, how many of each, how big.
 """
@@ -15,13 +25,34 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
+from shoal.machinery.confined import CallFailed, WorkerDied, WorkerError, Workers, WorkerTimeout
+from shoal.machinery.paths import join
+
 URLS_SETTING = "SHOAL_TOSCA_URLS"
+IMPORTS_SETTING = "SHOAL_TOSCA_IMPORTS"
+MAX_NODE_TEMPLATES = 500
+"""Templates that big take 1-4 s to parse on a loaded 2-core machine; node counts are
+``default_instances``, not node templates."""
+MAX_TYPES = 500
+MAX_DEPTH = 64
+PARSE_SECONDS = 10.0
+"""Wall-clock time a parse may take, waits for a core included."""
+PARSE_CPU_SECONDS = 5
+PARSE_MEMORY = 1 << 30
 _UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
           "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}  # fmt: skip
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
+_REFUSED_KEYS = ("imports", "repositories")
+_TYPE_SECTIONS = ("node_types", "data_types", "capability_types", "relationship_types",
+                  "interface_types", "artifact_types", "policy_types", "group_types")  # fmt: skip
+
+Problem = tuple[str, str]
+"""Where, under ``spec.tosca`` (``""``: the template), and why."""
 
 
 def allowed_url(url: str) -> bool:
@@ -30,46 +61,297 @@ def allowed_url(url: str) -> bool:
     return any(url.startswith(prefix) for prefix in prefixes)
 
 
-def problems(template: dict[str, Any] | str) -> list[str]:
-    """Why ``template`` is not a TOSCA template Shoal can build from; empty when it is."""
+async def problems(template: dict[str, Any] | str, base: str = "spec.tosca") -> list[Problem]:
+    """Why ``template`` is not a TOSCA template Shoal can build from; empty when it is.
+
+    Each problem names its field under ``base``. Parses at most once, in a worker.
+    """
     if isinstance(template, str):
         if not re.match(r"^https?://", template) or not template.endswith((".yaml", ".yml")):
-            return ["must be a TOSCA template (a mapping) or an http(s) URL of one, ending in "
-                    ".yaml or .yml"]
+            return [(base, "must be a TOSCA template (a mapping) or an http(s) URL of one, "
+                     "ending in .yaml or .yml")]  # fmt: skip
         if not allowed_url(template):
-            return [f"reading templates from URLs is not allowed here (set {URLS_SETTING})"]
+            return [(base, f"reading templates from URLs is not allowed here (set "
+                     f"{URLS_SETTING})")]  # fmt: skip
         return []
     if not template:
         return []
+    found = [(join(base, where) if where else base, why) for where, why in refusals(template)]
+    if found:
+        return found
+    try:
+        parsed = await parse(template)
+    except OSError:  # an administrator's file of allowed types
+        return [(join(base, "imports"), "an allowed import could not be read here (ask an "
+                 "administrator)")]  # fmt: skip
+    except WorkerTimeout:
+        return [(base, f"takes longer to parse than a template may ({PARSE_CPU_SECONDS} s of "
+                 f"CPU, {PARSE_SECONDS:g} s in all): a type derived from itself, or too much "
+                 "to read")]  # fmt: skip
+    except WorkerDied:
+        return [(base, "needs more memory to parse than a template may use: refused")]
+    except CallFailed:  # the parse stopped on something no rule above foresaw
+        return [(base, "is not a valid TOSCA template (the parser could not read it)")]
+    except WorkerError as error:  # the workers cannot start: this server's fault, not the user's
+        from shoal.machinery.problems import ProblemError  # not in the worker: it stays light
+
+        raise ProblemError(503, f"TOSCA templates cannot be parsed here now ({error})") from None
+    return [(join(base, where) if where else base, why) for where, why in parsed["problems"]]
+
+
+async def parse(template: dict[str, Any]) -> dict[str, Any]:
+    """``parse_in_worker`` of ``template`` (already past ``refusals``), in a confined worker.
+
+    ``WorkerTimeout`` or ``WorkerDied`` when it could not be parsed within the limits.
+    """
+    request = {"template": template, "definitions": _definitions(template)}
+    result: dict[str, Any] = await workers().call(f"{__name__}:parse_in_worker", request)
+    return result
+
+
+@cache
+def workers() -> Workers:
+    """The API's TOSCA workers: two, started at the first template."""
+    return Workers(
+        [f"{__name__}:parse_in_worker"],
+        warm=[f"{__name__}:warm"],
+        size=2,
+        timeout=PARSE_SECONDS,
+        cpu_seconds=PARSE_CPU_SECONDS,
+        memory_bytes=PARSE_MEMORY,
+    )
+
+
+# before parsing: on the API ----------------------------------------------------------------
+
+
+def refusals(template: dict[str, Any]) -> list[Problem]:
+    """What is refused before any parse: a missing version or kubeconfig output, a template
+    too big, and ``imports`` or ``repositories`` an administrator has not allowed."""
     if not isinstance(template.get("tosca_definitions_version"), str):
-        return ["tosca_definitions_version is required (tosca_simple_yaml_1_0 …)"]
-    outputs = (template.get("topology_template") or {}).get("outputs") or {}
+        return [("tosca_definitions_version", "is required (tosca_simple_yaml_1_0 …)")]
+    topology = template.get("topology_template")
+    topology = topology if isinstance(topology, dict) else {}
+    outputs = topology.get("outputs") or {}
     if not isinstance(outputs, dict) or not outputs.get("kubeconfig"):
-        return ["topology_template.outputs.kubeconfig is required: the built cluster's "
-                "kubeconfig comes from it (and Krake's clients refuse a cluster without it)"]
+        return [
+            (
+                "topology_template.outputs.kubeconfig",
+                "is required: the built cluster's "
+                "kubeconfig comes from it (and Krake's clients refuse a cluster without it)",
+            )
+        ]
+    found: list[Problem] = []
+    nodes = topology.get("node_templates")
+    if isinstance(nodes, dict) and len(nodes) > MAX_NODE_TEMPLATES:
+        found.append(
+            (
+                "topology_template.node_templates",
+                f"has {len(nodes)} node templates: at most {MAX_NODE_TEMPLATES}",
+            )
+        )
+    for section in _TYPE_SECTIONS:
+        types = template.get(section)
+        if isinstance(types, dict) and len(types) > MAX_TYPES:
+            found.append((section, f"has {len(types)} types: at most {MAX_TYPES}"))
+    allowed = allowed_imports()
+    for where, key, value in _keys(template):
+        if key == "depth":
+            found.append((where, f"is nested deeper than a template may be ({MAX_DEPTH})"))
+        elif key == "repositories":
+            found.append((where, "repositories are not read here: give types inline"))
+        elif where != "imports" or not isinstance(value, list):
+            found.append(
+                (
+                    where,
+                    "imports are not read here: give types inline, or import "
+                    f"what an administrator allows ({IMPORTS_SETTING})",
+                )
+            )
+        else:
+            for index, entry in enumerate(value):
+                if _import_name(entry) not in allowed:
+                    found.append(
+                        (
+                            join(where, index),
+                            "is not an import an administrator "
+                            f"allows ({IMPORTS_SETTING}): give types inline",
+                        )
+                    )
+    return found
+
+
+def _keys(template: dict[str, Any]) -> Iterator[tuple[str, str, Any]]:
+    """Every ``imports`` or ``repositories`` key, at any depth (a type, a node, a topology);
+    ``("", "depth", None)`` once for a template nested deeper than ``MAX_DEPTH``."""
+    stack: list[tuple[Any, str, int]] = [(template, "", 0)]
+    while stack:
+        value, where, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            yield where, "depth", None
+            return
+        if isinstance(value, dict):
+            for key, item in value.items():
+                path = join(where, str(key))
+                if key in _REFUSED_KEYS:
+                    yield path, key, item
+                else:
+                    stack.append((item, path, depth + 1))
+        elif isinstance(value, list):
+            stack.extend((item, join(where, i), depth + 1) for i, item in enumerate(value))
+
+
+def _import_name(entry: Any) -> str | None:
+    """The name an import gives: ``NAME``, ``{x: NAME}`` or ``{x: {file: NAME}}``; None with
+    a repository or anything else."""
+    if isinstance(entry, str):
+        return entry
+    if isinstance(entry, dict) and len(entry) == 1:
+        (value,) = entry.values()
+        if isinstance(value, str):
+            return value
+        if isinstance(value, dict) and set(value) <= {"file", "namespace_prefix"}:
+            name = value.get("file")
+            return name if isinstance(name, str) else None
+    return None
+
+
+def allowed_imports() -> dict[str, str]:
+    """``SHOAL_TOSCA_IMPORTS`` as import name → the local file an administrator gives for it."""
+    allowed = {}
+    for entry in os.environ.get(IMPORTS_SETTING, "").split(","):
+        name, _, path = entry.strip().partition("=")
+        if name:
+            allowed[name] = path or name
+    return allowed
+
+
+def _definitions(template: dict[str, Any]) -> list[dict[str, Any]]:
+    """The type definitions of the allowed files ``template`` imports, read here."""
+    allowed = allowed_imports()
+    found = []
     for entry in template.get("imports") or []:
-        if "://" in str(entry):
-            return ["imports from URLs are not read (give the types inline)"]
-    # tosca-parser takes ~0.1 s to import: only the APIs that see a template pay it.
+        found.append(_read_definitions(allowed[str(_import_name(entry))]))
+    return found
+
+
+@cache
+def _read_definitions(path: str) -> dict[str, Any]:
+    import yaml
+
+    try:
+        with open(path) as file:
+            loaded = yaml.safe_load(file)
+    except yaml.YAMLError as error:
+        raise OSError(f"{path}: not YAML") from error
+    if not isinstance(loaded, dict):
+        raise OSError(f"{path}: not a mapping of TOSCA types")
+    return {k: v for k, v in loaded.items() if k in _TYPE_SECTIONS and isinstance(v, dict)}
+
+
+# in the worker -----------------------------------------------------------------------------
+
+
+def parse_in_worker(request: dict[str, Any]) -> dict[str, Any]:
+    """Parse ``request["template"]`` with tosca-parser (the allowed imports' definitions
+    merged in); answer its problems (field, reason) and its node templates."""
+    template = dict(request["template"])
+    template.pop("imports", None)
+    for definitions in request.get("definitions") or []:
+        for section, types in definitions.items():
+            own = template.get(section)
+            if own is None or isinstance(own, dict):  # else the parser says what is wrong
+                template[section] = {**types, **(own or {})}
+    found = list(_property_problems(template))
+    if found:
+        return {"problems": found, "node_templates": {}}
     from toscaparser.common.exception import ExceptionCollector, ValidationError
     from toscaparser.tosca_template import ToscaTemplate
 
+    nodes: dict[str, Any] = {}
     try:
-        ToscaTemplate(yaml_dict_tpl=template, a_file=False)
+        parsed = ToscaTemplate(yaml_dict_tpl=template, a_file=False)
+        for node in parsed.nodetemplates or ():
+            nodes[node.name] = {
+                "type": node.type,
+                "compute": bool(node.is_derived_from("tosca.nodes.Compute")),
+            }
     except ValidationError:
-        found = [_message(error) for error in ExceptionCollector.getExceptions()]
-        return found or ["is not a valid TOSCA template"]
-    except Exception as error:  # tosca-parser raises bare errors on some malformed input
-        return [f"is not a valid TOSCA template: {error}"]
+        found = [("", _message(e)) for e in ExceptionCollector.getExceptions()]
+        found = found or [("", "is not a valid TOSCA template")]
+    except Exception:  # tosca-parser stops with a bare error on some input it collected
+        found = [("", _message(e)) for e in ExceptionCollector.getExceptions()]
+        found = found or [("", "is not a valid TOSCA template (the parser could not read it)")]
     finally:
         ExceptionCollector.stop()
         ExceptionCollector.clear()
-    return []
+    return {"problems": found, "node_templates": nodes if not found else {}}
+
+
+def warm(_: Any = None) -> None:
+    """Import and run what a parse needs once, before the worker loses its files."""
+    parse_in_worker({"template": {
+        "tosca_definitions_version": "tosca_simple_yaml_1_0",
+        "topology_template": {"node_templates": {"node": {
+            "type": "tosca.nodes.Compute",
+            "capabilities": {"host": {"properties": {"num_cpus": 1, "mem_size": "1 GB"}}},
+        }}},
+    }})  # fmt: skip
+
+
+def _property_problems(template: dict[str, Any]) -> Iterator[Problem]:
+    """Wrong types in the properties Shoal reads of a compute node (``node_shape``)."""
+    topology = template.get("topology_template")
+    nodes = topology.get("node_templates") if isinstance(topology, dict) else None
+    for name, node in (nodes or {}).items() if isinstance(nodes, dict) else ():
+        capabilities = node.get("capabilities") if isinstance(node, dict) else None
+        if not isinstance(capabilities, dict):
+            continue
+        where = join("topology_template.node_templates", str(name), "capabilities")
+        scalable = capabilities.get("scalable")
+        scaling = scalable.get("properties") if isinstance(scalable, dict) else None
+        if isinstance(scaling, dict) and "default_instances" in scaling:
+            missing = [k for k in ("min_instances", "max_instances") if k not in scaling]
+            if missing:
+                yield (join(where, "scalable.properties"), "default_instances needs "
+                       f"{' and '.join(missing)} beside it (the bounds it must lie between)")
+        for capability, key, kind in _SHAPE_PROPERTIES:
+            found = capabilities.get(capability)
+            properties = found.get("properties") if isinstance(found, dict) else None
+            if not isinstance(properties, dict) or key not in properties:
+                continue
+            value = properties[key]
+            reason = _wrong_type(value, kind)
+            if reason:
+                yield join(where, capability, "properties", key), reason
+
+
+_SHAPE_PROPERTIES = (
+    ("host", "num_cpus", "integer"),
+    ("host", "mem_size", "size"),
+    ("host", "disk_size", "size"),
+    ("scalable", "default_instances", "integer"),
+    ("scalable", "min_instances", "integer"),
+    ("scalable", "max_instances", "integer"),
+    ("scalable", "count", "integer"),
+)
+
+
+def _wrong_type(value: Any, kind: str) -> str | None:
+    if isinstance(value, dict):
+        return None  # a function (get_input …): tosca-parser checks it
+    if kind == "integer":
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"must be an integer, not {value!r}"[:200]
+        return None if value >= 0 else "must not be negative"
+    if not isinstance(value, str) or _SIZE.match(value) is None:
+        return f"must be a size such as '4 GB' or '512 MiB', not {value!r}"[:200]
+    return None
 
 
 def _message(error: BaseException) -> str:
     text = getattr(error, "message", None) or str(error)
-    return f"{type(error).__name__}: {text}".strip()
+    return f"{type(error).__name__}: {text}".strip()[:1000]
 
 
 @dataclass(frozen=True)
@@ -100,11 +382,17 @@ def node_shape(template: dict[str, Any]) -> list[NodeGroup]:
         scalable = (capabilities.get("scalable") or {}).get("properties") or {}
         groups.append(NodeGroup(
             name=name,
-            count=int(scalable.get("default_instances", scalable.get("count", 1))),
+            count=_count(scalable.get("default_instances", scalable.get("count", 1))),
             cpu=str(properties.get("num_cpus", 2)),
             memory=kubernetes_memory(properties.get("mem_size", "4 GB")),
         ))  # fmt: skip
     return groups
+
+
+def _count(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ValueError(f"not a number of instances: {value!r}")
+    return int(value)
 
 
 def kubernetes_memory(size: Any) -> str:

@@ -138,6 +138,34 @@ def _cluster_change(body: Body) -> None:
     body["spec"]["metrics"] = [{"name": "load", "weight": 1.0, "namespaced": False}]
 
 
+TOSCA: Body = {
+    "tosca_definitions_version": "tosca_simple_yaml_1_0",
+    "node_types": {"site.Compute": {"derived_from": "tosca.nodes.Compute"}},
+    "topology_template": {
+        "node_templates": {
+            "workers": {
+                "type": "site.Compute",
+                "capabilities": {
+                    "host": {"properties": {"num_cpus": 4, "mem_size": "8 GB"}},
+                    "scalable": {"properties": {"min_instances": 1, "max_instances": 10,
+                                                "default_instances": 2}},
+                },
+            },
+        },
+        "outputs": {"kubeconfig": {"value": "set by the infrastructure provider"}},
+    },
+}
+
+
+def _cloud_cluster() -> Body:
+    return {"spec": {"tosca": copy.deepcopy(TOSCA)}}
+
+
+def _cloud_cluster_change(body: Body) -> None:
+    body["spec"]["tosca"]["topology_template"]["node_templates"]["workers"]["capabilities"][
+        "scalable"]["properties"]["default_instances"] = 3  # fmt: skip
+
+
 def _cloud() -> Body:
     return {"spec": {"type": "openstack", "openstack": copy.deepcopy(OPENSTACK)}}
 
@@ -236,6 +264,10 @@ SAMPLES: list[Sample] = [
            _scheduler_configuration, _scheduler_configuration_change),
     Sample("scheduling", "Pod", "pods", True, _pod, _pod_change, ("status",)),
 ]  # fmt: skip
+
+CLOUD_CLUSTER = Sample("kubernetes", "Cluster", "clusters", True, _cloud_cluster,
+                       _cloud_cluster_change, ("status", "binding"))  # fmt: skip
+"""A cluster to be built on a cloud: its TOSCA template is parsed at every create."""
 
 BY_KIND: dict[str, Sample] = {s.kind: s for s in SAMPLES}
 APPLICATION = BY_KIND["Application"]

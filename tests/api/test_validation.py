@@ -90,7 +90,9 @@ async def test_a_broken_tosca_template_is_refused_naming_the_field(
     body["spec"] = {"tosca": {"tosca_definitions_version": "tosca_simple_yaml_1_0"}}
     response = await http.post(CLUSTER.collection(), json=body)
     assert response.status_code == 422, response.text
-    assert "outputs.kubeconfig is required" in response.json()["errors"][0]["reason"]
+    error = response.json()["errors"][0]
+    assert error["field"] == "spec.tosca.topology_template.outputs.kubeconfig"
+    assert error["reason"].startswith("is required")
 
 
 async def test_exec_credentials_are_refused_unless_allowed(http: httpx.AsyncClient) -> None:

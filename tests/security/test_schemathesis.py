@@ -19,7 +19,8 @@ from typing import Any
 import orjson
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
 
 from shoal.api.app import create_app
@@ -28,7 +29,7 @@ from shoal.api.auth.rbac import Rbac
 from shoal.api.codec import encode
 from shoal.model.registry import KINDS
 from shoal.store.sqlite import SqliteStore
-from tests.api.samples import SAMPLES
+from tests.api.samples import CLOUD_CLUSTER, SAMPLES
 
 SECRET = "do-not-leak-this-secret"
 _tokens = Path(tempfile.mkdtemp(prefix="shoal-schemathesis-")) / "tokens.csv"
@@ -90,4 +91,50 @@ def test_no_server_errors_no_leaks(case: schemathesis.Case) -> None:
         case.path_parameters["namespace"] = "a"
     response = case.call(headers={"authorization": "Bearer alice-token"})
     case.validate_response(response, checks=[not_a_server_error])
+    _no_leak(None, response, case)
+
+
+_TOSCA_WORDS = st.sampled_from(["tosca.nodes.Compute", "site.Compute", "four", "8 GB",
+                                "/etc/passwd", "file:/etc/passwd", "http://127.0.0.1:1/x"])
+_TOSCA_KEYS = st.sampled_from(["type", "derived_from", "properties", "capabilities", "imports",
+                               "repositories", "file", "url", "num_cpus", "node_types"])
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=12) | _TOSCA_WORDS,
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(_TOSCA_KEYS | st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)  # fmt: skip
+
+
+def _paths(node: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [at]
+    if isinstance(node, dict):
+        for key, value in node.items():
+            found += _paths(value, (*at, key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            found += _paths(value, (*at, index))
+    return found
+
+
+@pytest.mark.slow
+@given(data=st.data())
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+def test_tosca_bodies_no_server_errors_no_leaks(data: st.DataObject) -> None:
+    """A cluster's TOSCA template with one node replaced by generated JSON: 2xx or 4xx."""
+    body = CLOUD_CLUSTER.body("generated", "a")
+    template = body["spec"]["tosca"]
+    path = data.draw(st.sampled_from(_paths(template)[1:]))
+    node = template
+    for part in path[:-1]:
+        node = node[part]
+    node[path[-1]] = data.draw(_JSON)
+    operation = schema["/kubernetes/namespaces/{namespace}/clusters"]["POST"]
+    query = {"dry_run": "true"} if data.draw(st.booleans()) else {}
+    case = operation.Case(path_parameters={"namespace": "a"}, body=body, query=query,
+                          media_type="application/json")  # fmt: skip
+    response = case.call(headers={"authorization": "Bearer alice-token"})
+    assert response.status_code < 500, response.text
+    assert "root:" not in response.text  # nothing of the API host's files
     _no_leak(None, response, case)

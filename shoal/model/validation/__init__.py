@@ -19,7 +19,7 @@ from shoal.model.validation.findings import Finding
 if TYPE_CHECKING:
     from shoal.model.base import Kind
 
-__all__ = ["Finding", "check"]
+__all__ = ["Finding", "check", "check_templates"]
 
 
 def check(obj: Kind) -> list[Finding]:
@@ -27,3 +27,10 @@ def check(obj: Kind) -> list[Finding]:
     from shoal.model.validation.kinds import check as check_kind
 
     return check_kind(obj)
+
+
+async def check_templates(obj: Kind) -> list[Finding]:
+    """The findings of the templates ``obj`` carries (TOSCA), parsed in a confined worker."""
+    from shoal.model.validation.kinds import check_templates as check_kind_templates
+
+    return await check_kind_templates(obj)

@@ -6,8 +6,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from shoal.machinery.paths import join
+from shoal.model import tosca
 from shoal.model.base import Kind
-from shoal.model.tosca import problems as tosca_problems
 from shoal.model.validation.findings import Finding
 from shoal.model.validation.kubeconfig import check_kubeconfig
 from shoal.model.validation.manifest import check_manifest
@@ -24,6 +24,17 @@ def check(obj: Kind) -> list[Finding]:
     if rule is not None:
         findings.extend(rule(obj))
     return findings
+
+
+async def check_templates(obj: Any) -> list[Finding]:
+    """The findings of the templates ``obj`` carries, each parsed once, in a confined worker
+    (``shoal.model.tosca``): never on the caller's event loop."""
+    if (obj.api, obj.kind) != ("kubernetes", "Cluster"):
+        return []
+    template = obj.spec.tosca
+    if not template:
+        return []
+    return [Finding(field, reason) for field, reason in await tosca.problems(template)]
 
 
 def _common(obj: Kind) -> Iterator[Finding]:
@@ -50,9 +61,6 @@ def _cluster(obj: Any) -> Iterator[Finding]:
             )
     else:
         yield from check_kubeconfig(spec.kubeconfig, "spec.kubeconfig")
-    if spec.tosca:
-        for problem in tosca_problems(spec.tosca):
-            yield Finding("spec.tosca", problem)
     for index, metric in enumerate(spec.metrics):
         yield from identifier(metric.name, join("spec.metrics", index, "name"), "a metric name")
 
