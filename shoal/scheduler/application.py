@@ -45,6 +45,7 @@ from shoal.scheduler import report, spread
 from shoal.scheduler.backends import Backend, Backends, Group
 from shoal.scheduler.binder import Binder
 from shoal.scheduler.framework import Decision, Framework, Request
+from shoal.scheduler.plugins.fit import holds
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +71,7 @@ def cluster_backend(obj: Any) -> Backend:
 def request_for(app: Application, config: SchedulerConfig, *, sticky: bool = True) -> Request:
     constraints = app.spec.constraints.cluster
     current = app.status.scheduled_to
+    pod, pods, own = pods_to_hold(app)
     return Request(
         namespace=app.metadata.namespace,
         labels=constraints.labels,
@@ -78,7 +80,38 @@ def request_for(app: Application, config: SchedulerConfig, *, sticky: bool = Tru
         current=(current.namespace, current.name) if current else None,
         sticky=sticky,
         stickiness=config.stickiness,
+        pod=tuple(sorted(pod.items())),
+        pods=pods,
+        own=own,
     )
+
+
+def pods_to_hold(app: Application) -> tuple[dict[str, int], int, dict[str, int]]:
+    """What one pod of the application requests, how many a cluster must hold, and its
+    pods each cluster runs already.
+
+    One cluster, or a duplicated placement: every replica; a divided one: at least one
+    (``shoal.scheduler.spread`` gives each cluster no more than its room). Its pods on a
+    cluster count as room for it unless its pods now ask for more than they did.
+    """
+    manifest = app.spec.manifest
+    pod = pod_request(manifest)
+    total = desired_replicas(manifest)
+    placement = app.spec.placement
+    divided = placement is not None and placement.replicas == "divided" and total is not None
+    pods = 1 if divided and total else (total or 0)
+    status = app.status
+    applied = status.last_applied_manifest
+    ran = desired_replicas(applied) if applied else total
+    if applied and not all(v <= pod_request(applied).get(k, 0) for k, v in pod.items()):
+        return pod, pods, {}  # bigger pods: the ones running there make no room for them
+    own: dict[str, int] = {}
+    for share in status.placements:
+        count = share.replicas if share.replicas is not None else ran
+        own[share.cluster.name] = count or 0
+    if not status.placements and status.scheduled_to is not None:
+        own[status.scheduled_to.name] = ran or 0
+    return pod, pods, own
 
 
 def backend_fits(request: Request, backend: Backend) -> bool:
@@ -88,6 +121,8 @@ def backend_fits(request: Request, backend: Backend) -> bool:
     if not all(LabelConstraint.parse(c).matches(backend.labels) for c in request.labels):
         return False
     if not all(crd in backend.custom_resources for crd in request.custom_resources):
+        return False
+    if request.pod and request.pods > 0 and not holds(backend, request, request.pods):
         return False
     for text in request.metrics:
         constraint = MetricConstraint.parse(text)
@@ -207,6 +242,9 @@ class ApplicationHandler(Handler):
             tuple(request.custom_resources),
             request.current,
             request.sticky,
+            request.pod,
+            request.pods,
+            tuple(sorted(request.own.items())),
         )
         cached = self._cache.get(key)
         if cached is None:
@@ -303,13 +341,14 @@ class ApplicationHandler(Handler):
             pod_request(app.spec.manifest),
             [] if forced and not pinned else current,
             decision.find,
+            pods_to_hold(app)[2],
         )
         if pinned and current and {n for n, _ in current} - {n for n, _ in plan.clusters}:
             # migration: false: a share never moves; it waits for its cluster instead
             return Outcome("pinned")
         explanation["placements"] = [pick.explain(placement.spread_by) for pick in plan.picks]
         if not plan.picks or plan.missing:
-            if plan.missing:
+            if plan.missing and decision.ranked():  # else the filters' reasons say it all
                 held = (total or 0) - plan.missing
                 decision = dataclasses.replace(
                     decision,

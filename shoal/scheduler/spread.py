@@ -7,7 +7,8 @@ only picks among its ranking and divides the replicas:
   order (all clusters when there are none), best score first, skipping a
   cluster whose ``spread_by`` label value an earlier pick carries;
 - shares: divided replicas go in proportion to the weights (even, dynamic: the
-  room the observer's node totals leave for this application's pods, or a
+  room the observer's nodes leave for this application's pods, counted node by
+  node (``shoal.scheduler.plugins.fit``), or a
   static list), none above a cluster's room; what the picks cannot hold is
   taken by further clusters of the next groups, and is missing when none is
   left; duplicated replicas need clusters that hold them all;
@@ -18,14 +19,14 @@ only picks among its ranking and divides the replicas:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from shoal.machinery.resources import Amounts
 from shoal.machinery.selectors import LabelConstraint
-from shoal.model.kubernetes import Cluster, Placement
-from shoal.model.placement import divide, room, weight_of
+from shoal.model.kubernetes import Placement
+from shoal.model.placement import divide, weight_of
 from shoal.scheduler.backends import Backend
 
 
@@ -68,11 +69,6 @@ class Plan:
         return [(pick.backend.name, pick.replicas) for pick in self.picks]
 
 
-def _room(backend: Backend, request: Amounts) -> int | None:
-    obj = backend.obj
-    return room(obj.status.node_summary, request) if isinstance(obj, Cluster) else None
-
-
 def plan(
     placement: Placement,
     ranked: Sequence[tuple[Backend, float]],
@@ -80,29 +76,35 @@ def plan(
     request: Amounts,
     current: Sequence[tuple[str, int | None]] = (),
     find: Callable[[str], tuple[Backend, float] | None] | None = None,
+    own: Mapping[str, int] | None = None,
 ) -> Plan:
     """The clusters and shares for ``placement``, from the framework's ``ranked`` clusters.
 
     ``current``: the placements it has now, (cluster name, share), kept where
     they still fit (empty for a forced pass); ``find`` looks a cluster up in
-    ``ranked`` by name (None: not there). Candidates are looked at best first
-    and only as far as needed: at 10,000 clusters a plan reads a few of them.
+    ``ranked`` by name (None: not there); ``own``: the pods of the application each
+    cluster runs, which count as its room (None: its current shares). Candidates are
+    looked at best first and only as far as needed: at 10,000 clusters a plan reads a
+    few of them.
     """
     groups: list[LabelConstraint | None] = [LabelConstraint.parse(t) for t in placement.fallback]
     groups = groups or [None]
     divided = placement.replicas == "divided" and total is not None
     spread_by = placement.spread_by
     now = dict(current)
+    pod = tuple(sorted(request.items()))
 
     def candidate(backend: Backend, score: float) -> Pick | None:
         group = next((index for index, g in enumerate(groups)
                       if g is None or g.matches(backend.labels)), None)  # fmt: skip
         if group is None:
             return None
-        free = _room(backend, request)
-        if free is not None and backend.name in now:  # its own pods there count as room
-            own = now[backend.name]
-            free += own if own is not None else (total or 0)
+        free = backend.room(pod)
+        if free is not None and own is not None:  # its own pods there count as room
+            free += own.get(backend.name, 0)
+        elif free is not None and backend.name in now:
+            mine = now[backend.name]
+            free += mine if mine is not None else (total or 0)
         weight = weight_of(placement.weights, backend.labels, free) if divided else 1.0
         if weight <= 0 or free == 0:
             return None  # a static list leaves it out, or it holds no pod of this application
