@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -32,11 +33,14 @@ from shoal.model.application_status import inputs_of
 from shoal.model.application_status import state_for as state_for
 from shoal.model.base import Reason, ReasonCode, ResourceRef, utcnow
 from shoal.model.kubernetes import (
+    DEGRADED,
     INACTIVE_STATES,
+    PLACEMENT_SHORT,
     Application,
     ApplicationState,
     Cluster,
     ClusterState,
+    Condition,
     Placement,
 )
 from shoal.model.placement import desired_replicas, pod_request
@@ -140,6 +144,19 @@ def _meets_own_constraints(request: Request, backend: Backend) -> bool:
     return all(crd in backend.custom_resources for crd in request.custom_resources)
 
 
+def degraded(conditions: Sequence[Condition], short: str | None) -> list[Condition] | None:
+    """The conditions with ``Degraded`` set to ``short`` (None: cleared); None when unchanged."""
+    others = [c for c in conditions if c.type != DEGRADED]
+    now = next((c for c in conditions if c.type == DEGRADED), None)
+    if short is None:
+        return others if now is not None else None
+    if now is not None and now.message == short:
+        return None
+    since = now.since if now is not None else utcnow()
+    condition = Condition(type=DEGRADED, reason=PLACEMENT_SHORT, message=short, since=since)
+    return [*others, condition]
+
+
 def _after(a: datetime | None, b: datetime | None) -> bool:
     """a is later than b (a missing b counts as long ago)."""
     return a is not None and (b is None or a > b)
@@ -151,6 +168,7 @@ class Outcome:
 
     kind: str  # "bound", "kept", "pinned", "waiting", "failed", "skipped", "deferred"
     retry_in: float | None = None
+    short: bool = False  # placed on fewer clusters than asked: a cluster event may help
 
 
 @dataclass(eq=False)
@@ -358,10 +376,17 @@ class ApplicationHandler(Handler):
                 )
                 explanation["summary"] = decision.summary
             return await self._no_cluster(app, decision, explanation)
+        short = spread.short_of(
+            placement, plan, decision.ranked(), decision.backends or (), decision.summary
+        )
+        if short is not None:
+            explanation["short"] = short
+        again = self.config.reschedule_after
         if plan.clusters == current and not (spec_updated or forced or status.reason is not None):
-            return Outcome("kept", retry_in=self.config.reschedule_after)
+            await self._say_short(app, plan, short, app.metadata.resource_version)
+            return Outcome("kept", retry_in=again, short=short is not None)
         first = plan.picks[0].backend
-        await self.binder.bind(
+        revision = await self.binder.bind(
             {
                 **self._binding(app, _ref(first), spec_updated, explanation, None),
                 "placements": [
@@ -372,7 +397,44 @@ class ApplicationHandler(Handler):
         )
         self.bound += 1
         report.placed(self, app, plan, current, forced)
-        return Outcome("bound", retry_in=self.config.reschedule_after)
+        await self._say_short(app, plan, short, revision)
+        return Outcome("bound", retry_in=again, short=short is not None)
+
+    async def _say_short(
+        self, app: Application, plan: spread.Plan, short: str | None, revision: int | None
+    ) -> None:
+        """Set or clear the ``Degraded`` condition (with its event) when it changed.
+
+        Written after the binding, at the binding's revision. The kube controller
+        writes there too: on a conflict the application is read again, and the
+        condition written while its placements are still those of ``plan``.
+        """
+        conditions = degraded(app.status.conditions, short)
+        for _ in range(5):
+            if conditions is None:
+                return
+            try:
+                await self.client.patch_status(
+                    Application,
+                    app.metadata.name,
+                    app.metadata.namespace,
+                    {"conditions": [c.model_dump(mode="json") for c in conditions]},
+                    resource_version=revision,
+                )
+                report.short(self, app, short)
+                return
+            except Conflict:
+                try:
+                    fresh = await self.client.get(
+                        Application, app.metadata.name, app.metadata.namespace
+                    )
+                except NotFound:
+                    return
+                placed = [(p.cluster.name, p.replicas) for p in fresh.status.placements]
+                if placed != plan.clusters:
+                    return  # placed otherwise since: that pass says it
+                conditions = degraded(fresh.status.conditions, short)
+                revision = fresh.metadata.resource_version
 
     def _binding(
         self,
@@ -447,14 +509,23 @@ class ApplicationHandler(Handler):
         if current is not None and not gone and not unmatched and not self.spec_updated(app):
             # Running where it is and nothing better exists: keep it; record why, once.
             previous = (status.scheduling or {}).get("summary")
+            fields: dict[str, Any] = {}
             if previous != decision.summary or self._unanswered(app):
-                await self._patch(app, {"scheduling": explanation})
+                fields["scheduling"] = explanation
+            short = f"kept where it runs: {decision.summary}" if status.placements else None
+            conditions = degraded(status.conditions, short) if short else None
+            if conditions is not None:
+                fields["conditions"] = [c.model_dump(mode="json") for c in conditions]
+            if fields:
+                await self._patch(app, fields)
+            if conditions is not None:
+                report.short(self, app, short)
             return Outcome("waiting", retry_in=self.config.reschedule_after)
 
         attempts = 0 if self.spec_changed_since_attempt(app) else status.scheduler_attempts
         attempts += 1
         limit = self.retry_limit(app)
-        fields: dict[str, Any] = {"scheduling": explanation, "scheduler_attempts": attempts}
+        fields = {"scheduling": explanation, "scheduler_attempts": attempts}
         reason = Reason(code=ReasonCode.RESOURCE_NOT_FOUND, message=decision.summary)
         if (gone or unmatched) and status.placements:
             fields["placements"] = []  # the whole placement waits, as one cluster would

@@ -14,7 +14,11 @@ only picks among its ranking and divides the replicas:
   left; duplicated replicas need clusters that hold them all;
 - inertia: a pass that is not forced keeps every current cluster that still
   fits, with its share, and fills only the slots of those lost: only a lost
-  share moves. A forced pass (reschedule) plans afresh.
+  share moves. A lost share with no cluster to replace it is carried by the
+  clusters kept; a slot left empty is filled as soon as a cluster can take it
+  (duplicated: a copy; divided: what the others carried for it, never their own
+  share). A forced pass (reschedule) plans afresh;
+- short: a placement on fewer clusters than it asked for says why (``short_of``).
 """
 
 from __future__ import annotations
@@ -158,9 +162,18 @@ def plan(
     if kept and same_total:
         # Only a lost share moves: the clusters kept keep theirs (as far as they still
         # hold them); what the lost clusters ran goes to the new picks, or, when no
-        # cluster replaces them, to the clusters kept.
-        for pick in kept:
+        # cluster replaces them, to the clusters kept, which carry it for the empty
+        # slot. A slot filled again (more clusters than now) takes back what the others
+        # carried for it: none keeps more than a fresh division gives it.
+        fair: list[int] | None = None
+        if len(picks) > len(now):
+            fair = divide(total, [p.weight for p in picks], [p.room for p in picks])[0]
+        for index, pick in enumerate(picks):
+            if not pick.kept:
+                continue
             share = now[pick.backend.name] or 0
+            if fair is not None:
+                share = min(share, fair[index])
             pick.replicas = share if pick.room is None else min(share, pick.room)
         new = [pick for pick in picks if not pick.kept]
         movers = new or kept
@@ -190,3 +203,34 @@ def plan(
     result.picks = [pick for pick in picks if pick.replicas] or picks[:1]
     result.missing = missing
     return result
+
+
+def short_of(
+    placement: Placement, plan: Plan, ranked: Sequence[tuple[Backend, float]],
+    everyone: Sequence[Backend], summary: str,
+) -> str | None:  # fmt: skip
+    """Why ``plan`` runs on fewer clusters than ``placement`` asked for (None: it does not).
+
+    A divided placement of fewer replicas than clusters asks for one cluster per
+    replica. ``everyone``: the namespace's clusters (is the ``spread_by`` label on any
+    of them?); ``summary``: the framework's account of the clusters that fit.
+    """
+    asked = placement.clusters
+    if placement.replicas == "divided" and plan.total is not None:
+        asked = min(asked, max(plan.total, 1))
+    got = len(plan.picks)
+    if got >= asked:
+        return None
+    head = f"on {got} of {asked} clusters asked for"
+    label = placement.spread_by
+    if label is not None:
+        if not any(label in backend.labels for backend in everyone):
+            return f"{head}: no cluster has the spread_by label {label!r}"
+        values = {backend.labels.get(label) for backend, _ in ranked}
+        if len(values) < asked:
+            shown = ", ".join(sorted("no label" if v is None else v for v in values))
+            return (
+                f"{head}: the clusters that fit have {len(values)} distinct values of "
+                f"label {label!r} ({shown}); {summary}"
+            )
+    return f"{head}: {summary}"

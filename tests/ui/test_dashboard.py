@@ -345,3 +345,26 @@ async def test_an_application_on_several_clusters(shoal: Shoal, browser: Browser
     row = page.locator(".vt-row", has_text="spread")
     await row.filter(has_text="sim-1 (2/2)").filter(has_text="sim-2 (2/2)").wait_for()
     assert browser.errors == []
+
+
+async def test_a_short_placement_shows_degraded(shoal: Shoal, browser: Browser) -> None:
+    """Three clusters asked for, two that fit: RUNNING with a Degraded badge saying why."""
+    app = app_with_labels("web")
+    app.metadata.name = "short"
+    app.spec.manifest[0]["metadata"]["name"] = "short"
+    app.spec.placement = Placement(clusters=3)
+    await shoal.client.create(app)
+    page = browser.page
+    await browser.open("applications/default/short")
+    await page.locator(".page-head .badge", has_text="RUNNING").wait_for()
+    badge = page.locator(".badge.degraded")
+    await badge.wait_for()
+    title = await badge.get_attribute("title")
+    assert title == (
+        "on 2 of 3 clusters asked for: 2/3 clusters available: 1 label location in (DE, FR)"
+    )
+    await page.locator("#degraded", has_text="on 2 of 3 clusters asked for").wait_for()
+    await browser.open("applications")
+    row = page.locator(".vt-row", has_text="short")
+    await row.locator(".badge.degraded").wait_for()
+    assert browser.errors == []

@@ -47,3 +47,11 @@ export function explanation(data, current) {
       h("table", { class: "plain" }, h("tr", {}, h("th", {}, "Reason"), h("th", { class: "num" }, "Clusters"), h("th", {}, "Which")),
         rejected.map((r) => h("tr", {}, h("td", {}, r.reason), h("td", { class: "num" }, r.count), h("td", { class: "muted" }, (r.clusters || []).join(", ") + (r.count > (r.clusters || []).length ? " …" : "")))))) : null);
 }
+
+// A placement that runs short of what it asked for (fewer clusters, replicas missing):
+// the scheduler's Degraded condition, shown beside the state wherever the state is.
+export const degradedOf = (status) => ((status && status.conditions) || []).find((c) => c.type === "Degraded" && c.status !== "False") || null;
+export const degradedBadge = (status) => {
+  const c = degradedOf(status);
+  return c ? h("span", { class: "badge s-warn degraded", title: c.message }, "Degraded") : null;
+};
