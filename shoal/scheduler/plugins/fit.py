@@ -60,18 +60,32 @@ class NodeFit(FilterPlugin):
         if not request.pod or request.pods <= 0:
             return []
         group = ctx.group
-        one = np.fromiter(
-            (holds(b, request, 1) for b in group.backends), dtype=bool, count=len(group)
-        )
         out: list[tuple[str, BoolArray]] = []
+        one = _mask(group, request, 1)
         if not one.all():
             out.append((no_node(group, one, request), one))
         if request.pods > 1:
-            enough = np.fromiter(
-                (holds(b, request, request.pods) for b in group.backends),
-                dtype=bool,
-                count=len(group),
-            )
+            enough = _mask(group, request, request.pods)
             if not enough.all():
                 out.append((f"room for fewer than {request.pods} pods", enough))
         return out
+
+
+def _mask(group: Group, request: Request, pods: int) -> BoolArray:
+    """Which backends hold ``pods`` pods: counted once per pod size and count for the
+    group (applications alike share it), then the clusters with pods of this one."""
+    pod = request.pod
+
+    def fits(backend: Backend) -> bool:
+        free = backend.room(pod)
+        return free is None or free >= pods
+
+    keep = group.mask(f"F:{pods}:{pod}", fits)
+    if not request.own:
+        return keep
+    keep = keep.copy()
+    for name in request.own:
+        index = group.index.get((request.namespace, name))
+        if index is not None:
+            keep[index] = holds(group.backends[index], request, pods)
+    return keep
