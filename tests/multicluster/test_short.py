@@ -13,7 +13,8 @@ import pytest
 
 from shoal.client.kube import KubeCluster
 from shoal.client.rest import ShoalClient
-from shoal.model.kubernetes import DEGRADED, Application, ApplicationState
+from shoal.model.kubernetes import DEGRADED, Application, ApplicationState, Cluster
+from shoal.model.placement import room
 from shoal.scheduler.scheduler import Scheduler
 from shoal.sim.server import SimServer
 from tests.events.test_scenario import until
@@ -120,3 +121,41 @@ async def _not_short(client: ShoalClient) -> bool:
 
 async def _live(kube: dict[str, KubeCluster], expected: dict[str, tuple[int, int]]) -> bool:
     return await replicas_on(kube, "web") == expected
+
+
+@pytest.fixture
+def sizes() -> dict[str, str]:
+    """fr-1's nodes have 2 cpus: it holds two pods of 1.5 cpus, one a node."""
+    return {"fr-1": "2"}
+
+
+async def test_a_share_no_cluster_can_take_keeps_the_application_where_it_runs(
+    client: ShoalClient,
+    sim: SimServer,
+    kube: dict[str, KubeCluster],
+    control_plane: Scheduler,
+) -> None:
+    """de-1 goes away and fr-1, the only other primary, has no room for its share: the
+    application keeps running as it was and says what is missing."""
+    placement = {"clusters": 2, "spread_by": "location", "replicas": "divided"}
+    constraints = {"cluster": {"labels": ["tier is primary"]}}
+    app = spread_app("web", 4, placement, constraints=constraints)
+    container = app.spec.manifest[0]["spec"]["template"]["spec"]["containers"][0]
+    container["resources"] = {"requests": {"cpu": "1500m"}}
+    await client.create(app)
+    both = {"de-1": 2, "fr-1": 2}
+    await wait_for(lambda: _placed(client, "web", both), timeout=20, message="web on both")
+
+    async def fr1_full() -> bool:
+        """The observer has counted the pods on fr-1 (it sums them every 5 s at most)."""
+        fr1 = await client.get(Cluster, "fr-1", NS)
+        return room(fr1.status.node_summary, {"cpu": 1500, "pods": 1}) == 0
+
+    await wait_for(fr1_full, timeout=15, message="fr-1's room counted")
+    sim.fleet.set_unreachable("de-1")
+    short = await wait_for(lambda: _short(client), timeout=20, message="a Degraded condition")
+    assert short.startswith("kept where it runs: 2 of 4 replicas fit on no cluster")
+    event = await until(client, "Application", "web", "PlacementShort")
+    assert event.message == short
+    reachable = {name: api for name, api in kube.items() if name != "de-1"}
+    assert await replicas_on(reachable, "web") == {"fr-1": (2, 2)}  # fr-1 keeps its own
