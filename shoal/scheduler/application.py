@@ -282,6 +282,15 @@ class ApplicationHandler(Handler):
     async def _schedule_once(self, app: Application) -> Outcome:
         if app.spec.placement is not None:
             return await self._schedule_placement(app, app.spec.placement)
+        cleared = degraded(app.status.conditions, None)
+        if cleared is not None:  # no placement any more: nothing runs short
+            app = await self.client.patch_status(
+                Application,
+                app.metadata.name,
+                app.metadata.namespace,
+                {"conditions": [c.model_dump(mode="json") for c in cleared]},
+                resource_version=app.metadata.resource_version,
+            )
         status = app.status
         current = status.scheduled_to
         current_backend = (

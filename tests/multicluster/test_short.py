@@ -65,6 +65,11 @@ async def test_a_short_placement_runs_and_says_why(
     event = await until(client, "Application", "web", "PlacementShort")
     assert (event.type, event.message) == ("Warning", message)
 
+    # on one cluster, without a placement, nothing runs short any more
+    app.spec.placement = None
+    await client.update(app)
+    await wait_for(lambda: _not_short(client), timeout=15, message="the condition cleared")
+
 
 async def _placed(client: ShoalClient, name: str, shares: dict[str, int | None]) -> bool:
     app = await client.get(Application, name, NS)
