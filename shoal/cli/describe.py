@@ -18,7 +18,7 @@ import typer
 from shoal.cli.commands import KIND_GROUPS
 from shoal.cli.config import run
 from shoal.cli.names import DEFAULT_NAMESPACE
-from shoal.cli.output import FORMATS, describe_shares, dig, show, table_lines
+from shoal.cli.output import FORMATS, degraded, describe_shares, dig, show, table_lines
 from shoal.cli.params import names_argument, namespace_option
 from shoal.client.rest import NotFound, ShoalClient
 from shoal.events.recorder import KIND_LABEL, NAME_LABEL, UID_LABEL
@@ -180,6 +180,21 @@ def events_section(page: Page, events: list[dict[str, Any]] | None) -> None:
     _table(page, "Events", headers, rows, "<none>" if events is not None else "<not kept>")
 
 
+def _app_state(status: dict[str, Any]) -> Any:
+    """``RUNNING, Degraded`` while a placement runs short of what it asked for."""
+    state = status.get("state")
+    return state if degraded(status.get("conditions")) is None else f"{state}, Degraded"
+
+
+def _degraded_rows(app: dict[str, Any], status: dict[str, Any]) -> list[tuple[str, Any]]:
+    message = degraded(status.get("conditions"))
+    if message is None:
+        return []
+    since = next((c.get("since") for c in status.get("conditions") or []
+                  if isinstance(c, dict) and c.get("type") == "Degraded"), None)  # fmt: skip
+    return [("Degraded", f"{message} (since {_when(app, since)})")]
+
+
 def app_page(app: dict[str, Any], events: list[dict[str, Any]] | None) -> Page:
     page: Page = []
     spec, status = app.get("spec") or {}, app.get("status") or {}
@@ -194,8 +209,9 @@ def app_page(app: dict[str, Any], events: list[dict[str, Any]] | None) -> Page:
         [
             *_metadata(app),
             ("Manifest", manifest or "<none>"),
-            ("State", status.get("state")),
+            ("State", _app_state(status)),
             ("Reason", _reason(status.get("reason"))),
+            *_degraded_rows(app, status),
             ("Scheduled to", FORMATS["ref"](app, status.get("scheduled_to"))),
             ("Scheduled", _when(app, status.get("scheduled"))),
             ("Running on", FORMATS["ref"](app, status.get("running_on"))),

@@ -169,6 +169,21 @@ def _placements(obj: dict[str, Any], placements: Any) -> str | None:
     return describe_shares([p.get("replicas") for p in placements if isinstance(p, dict)])
 
 
+def degraded(conditions: Any) -> str | None:
+    """The message of an application's ``Degraded`` condition (a placement that runs short)."""
+    for condition in conditions if isinstance(conditions, list) else ():
+        if isinstance(condition, dict) and condition.get("type") == "Degraded":
+            if condition.get("status", "True") == "True":
+                return str(condition.get("message") or "")
+    return None
+
+
+def _degraded(obj: dict[str, Any], conditions: Any) -> str | None:
+    """``Degraded: on 1 of 2 clusters asked for: ...``, for ``-o wide``."""
+    message = degraded(conditions)
+    return None if message is None else f"Degraded: {message}"
+
+
 FORMATS: dict[str, Callable[[dict[str, Any], Any], Any]] = {
     "": lambda obj, value: value,
     "age": _age,
@@ -183,6 +198,7 @@ FORMATS: dict[str, Callable[[dict[str, Any], Any], Any]] = {
     "cordoned": _cordoned,
     "nodes": _nodes,
     "placements": _placements,
+    "degraded": _degraded,
     "object": _object,
 }
 

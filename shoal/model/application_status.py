@@ -48,6 +48,7 @@ OWNERS: dict[str, frozenset[str]] = {
             "scheduler_attempts",
             "next_retry",
             "placements",
+            "conditions",
         }
     ),
     "kube-controller": frozenset(

@@ -142,6 +142,7 @@ CATALOG: tuple[Entry, ...] = (
             Column("ATTEMPTS", "status.scheduler_attempts", wide=True),
             Column("PLACED", "status.scheduled", "age", wide=True),
             Column("LABELS", "metadata.labels", wide=True),
+            Column("CONDITIONS", "status.conditions", "degraded", wide=True),
         ),
     ),
     Entry(

@@ -247,6 +247,20 @@ class CopyStatus(Model):
     reason: Reason | None = None
 
 
+class Condition(Model):
+    """Something true of an application now, and why (Kubernetes' conditions' shape)."""
+
+    type: str = Field(description="``Degraded``: a placement runs short of what it asked.")
+    status: Literal["True", "False"] = "True"
+    reason: str = Field(default="", description="One word: ``PlacementShort``.")
+    message: str = ""
+    since: datetime | None = Field(default=None, description="When it became true.")
+
+
+DEGRADED = "Degraded"
+PLACEMENT_SHORT = "PlacementShort"
+
+
 class PlacementStatus(CopyStatus):
     """One cluster of a placement: its share (scheduler), and how it runs there (the API
     copies ``ready_replicas``, ``state`` and ``reason`` from the cluster's copy)."""
@@ -300,6 +314,11 @@ class ApplicationStatus(Model):
     copies: list[CopyStatus] = Field(
         default_factory=list,
         description="The copies on each cluster of a placement (kube controller).",
+    )
+    conditions: list[Condition] = Field(
+        default_factory=list,
+        description="Shoal addition (scheduler): ``Degraded`` while a placement runs on fewer "
+        "clusters than it asked for, or without some of its replicas; the state stays RUNNING.",
     )
     services: dict[str, Any] = Field(default_factory=dict)
     mangled_observer_schema: list[dict[str, Any]] = Field(default_factory=list)

@@ -52,16 +52,98 @@ def pod_request(manifest: Sequence[Obj]) -> Amounts:
     return pod_requests(spec if isinstance(spec, dict) else {})
 
 
-def room(node_summary: Sequence[Obj], request: Mapping[str, int]) -> int | None:
-    """How many more pods like ``request`` a cluster holds, from its observed node totals.
+#: At most this many groups of nodes in a cluster's ``room`` (see ``room_histogram``).
+MAX_ROOM_ENTRIES = 64
 
-    Allocatable minus requested (the observer's ``node_summary`` totals), divided
-    by the pod's request, per resource; the smallest is the answer. None when the
-    observer has not summarised the cluster yet.
+
+def _floor(value: int, digits: int | None) -> int:
+    """``value`` rounded down to ``digits`` significant digits (None: kept as it is)."""
+    if digits is None or value < 10**digits:
+        return value
+    step = 10 ** (len(str(value)) - digits)
+    return value // step * step
+
+
+def room_histogram(free: Sequence[Mapping[str, int]]) -> Obj:
+    """What each node has left, grouped: ``{resources: [...], nodes: [[count, a, b, ...]]}``.
+
+    ``free`` holds each node's allocatable minus what its pods request, as amounts
+    (cpu in millicores, memory in bytes: ``shoal.machinery.resources``). Nodes that
+    have the same room are one entry with their count, so a cluster of thousands of
+    alike nodes stays a few entries. When more than ``MAX_ROOM_ENTRIES`` differ,
+    amounts are rounded down to fewer significant digits (3, 2, then 1), and past
+    that the smallest groups are merged into one with each resource's least: room is
+    only ever rounded down, so a pod counted as fitting does fit.
     """
-    totals = next((entry for entry in node_summary if entry.get("summary")), None)
+    names = sorted({name for node in free for name in node})
+    vectors = [tuple(max(0, int(node.get(name, 0))) for name in names) for node in free]
+    counts: dict[tuple[int, ...], int] = {}
+    for digits in (None, 3, 2, 1):
+        counts = {}
+        for vector in vectors:
+            key = tuple(_floor(v, digits) for v in vector)
+            counts[key] = counts.get(key, 0) + 1
+        if len(counts) <= MAX_ROOM_ENTRIES:
+            break
+    ordered = sorted(counts.items(), reverse=True)
+    if len(ordered) > MAX_ROOM_ENTRIES:
+        rest = ordered[MAX_ROOM_ENTRIES - 1 :]
+        least = tuple(min(vector[i] for vector, _ in rest) for i in range(len(names)))
+        ordered = [*ordered[: MAX_ROOM_ENTRIES - 1], (least, sum(c for _, c in rest))]
+    return {"resources": names, "nodes": [[count, *vector] for vector, count in ordered]}
+
+
+def _totals(node_summary: Sequence[Obj]) -> Obj | None:
+    return next((entry for entry in node_summary if entry.get("summary")), None)
+
+
+def pods_fit(histogram: Mapping[str, Any], request: Mapping[str, int]) -> int:
+    """How many pods like ``request`` the nodes hold, node by node, rounded down.
+
+    Per node, the least over the requested resources of room // request (a
+    resource the node does not report is no room at all); summed over the nodes,
+    as Karmada's general estimator counts.
+    """
+    names: list[str] = list(histogram.get("resources") or [])
+    wanted: list[tuple[int, int]] = []
+    for name, amount in request.items():
+        if amount <= 0:
+            continue
+        if name not in names:
+            return 0
+        wanted.append((names.index(name) + 1, amount))
+    total = 0
+    for entry in histogram.get("nodes") or ():
+        if wanted:
+            total += entry[0] * min(entry[i] // amount for i, amount in wanted)
+    return total
+
+
+def largest_room(node_summary: Sequence[Obj]) -> dict[str, int] | None:
+    """Each resource's largest room on one node of the cluster (None: not observed)."""
+    totals = _totals(node_summary)
+    histogram = (totals or {}).get("room")
+    if not isinstance(histogram, dict):
+        return None
+    names = histogram.get("resources") or []
+    nodes = histogram.get("nodes") or []
+    return {name: max((e[i + 1] for e in nodes), default=0) for i, name in enumerate(names)}
+
+
+def room(node_summary: Sequence[Obj], request: Mapping[str, int]) -> int | None:
+    """How many more pods like ``request`` a cluster holds, as its observer saw its nodes.
+
+    Counted node by node from the observer's ``room`` (``pods_fit``). A status
+    without it (written by hand, or by an older observer) is counted from the node
+    totals, allocatable minus requested, per resource. None when the observer has
+    not summarised the cluster yet.
+    """
+    totals = _totals(node_summary)
     if totals is None:
         return None
+    histogram = totals.get("room")
+    if isinstance(histogram, dict):
+        return pods_fit(histogram, request)
     allocatable: Mapping[str, float] = totals.get("allocatable") or {}
     requested: Mapping[str, float] = totals.get("requested") or {}
     fits: int | None = None

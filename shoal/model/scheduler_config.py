@@ -46,6 +46,7 @@ class Plugins(BaseModel):
             "label-constraints",
             "custom-resources",
             "metric-constraints",
+            "node-fit",
         ]
     )
     prefer: list[str] = Field(default_factory=lambda: ["prefer-metrics"])

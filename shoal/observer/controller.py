@@ -26,7 +26,7 @@ from shoal.client.rest import ApiError, Conflict, ShoalClient, Unreachable
 from shoal.controllers.base import Controller
 from shoal.events import Recorder, reasons
 from shoal.machinery.quantity import number
-from shoal.machinery.resources import CPU, add, pod_requests
+from shoal.machinery.resources import CPU, Amounts, add, amounts, pod_requests
 from shoal.machinery.types import Obj
 from shoal.model.base import Reason, ReasonCode
 from shoal.model.kubernetes import (
@@ -36,6 +36,7 @@ from shoal.model.kubernetes import (
     ClusterState,
     ClusterStatus,
 )
+from shoal.model.placement import room_histogram
 from shoal.observer.reflector import Reflector
 
 log = logging.getLogger(__name__)
@@ -90,6 +91,34 @@ def requested(usages: Iterable[Obj]) -> dict[str, float]:
         add(total, usage["requests"])
     return {name: round(value / 1000 if name == CPU else value, 3)
             for name, value in sorted(total.items())}  # fmt: skip
+
+
+def requested_per_node(usages: Iterable[Obj]) -> dict[str, Amounts]:
+    """What the pods on each node request, as amounts (millicores, bytes)."""
+    per_node: dict[str, Amounts] = {}
+    for usage in usages:
+        add(per_node.setdefault(usage["node"], {}), usage["requests"])
+    return per_node
+
+
+def takes_pods(node: Obj) -> bool:
+    """Whether new pods may land on the node: Ready, not cordoned, under no pressure."""
+    if not _condition(node, "Ready") or (node.get("spec") or {}).get("unschedulable"):
+        return False
+    return not any(_condition(node, p) for p in PRESSURE)
+
+
+def node_room(nodes: Iterable[Obj], per_node: dict[str, Amounts]) -> Obj:
+    """``node_summary``'s ``room``: what each node that takes pods has left, grouped
+    (``shoal.model.placement.room_histogram``); the scheduler counts pods on it."""
+    free: list[Amounts] = []
+    for node in nodes:
+        if not takes_pods(node):
+            continue
+        left = amounts((node.get("status") or {}).get("allocatable"))
+        add(left, per_node.get(node["metadata"]["name"]) or {}, -1)
+        free.append(left)
+    return room_histogram(free)
 
 
 def summarize_nodes(nodes: list[Obj]) -> tuple[list[Obj], int, bool]:
@@ -158,6 +187,9 @@ class Watched:
     summary: tuple[int, tuple[list[Obj], int, bool], list[ClusterNode]] | None = None
     pods_timer: asyncio.TimerHandle | None = None  # the next sum of the pods' requests
     requested: dict[str, float] | None = None  # their last sum (None: not listed yet)
+    per_node: dict[str, Amounts] | None = None  # the same per node
+    sums: int = 0  # sums made so far (the room is made again after each)
+    room: tuple[int, int, Obj] | None = None  # (nodes.changes, sums, room) last made
 
     def cancel(self) -> None:
         for task in self.tasks:
@@ -178,6 +210,8 @@ class Watched:
     def _sum(self) -> None:
         self.pods_timer = None
         self.requested = requested(self.pods.items.values())
+        self.per_node = requested_per_node(self.pods.items.values())
+        self.sums += 1
         self.wake.set()
 
 
@@ -371,6 +405,10 @@ class ClusterObserver(Controller):
         summary = [dict(summary[0]), *summary[1:]]
         if watched.requested is not None:  # room for more pods: allocatable minus requested
             summary[0]["requested"] = watched.requested
+        if watched.room is None or watched.room[:2] != (watched.nodes.changes, watched.sums):
+            room = node_room(watched.nodes.items.values(), watched.per_node or {})
+            watched.room = (watched.nodes.changes, watched.sums, room)
+        summary[0]["room"] = watched.room[2]
         status.node_summary = summary
         status.custom_resources = sorted(watched.crds.items)
         if cluster.status.state is ClusterState.FAILING_METRICS:

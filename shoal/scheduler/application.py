@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -32,11 +33,14 @@ from shoal.model.application_status import inputs_of
 from shoal.model.application_status import state_for as state_for
 from shoal.model.base import Reason, ReasonCode, ResourceRef, utcnow
 from shoal.model.kubernetes import (
+    DEGRADED,
     INACTIVE_STATES,
+    PLACEMENT_SHORT,
     Application,
     ApplicationState,
     Cluster,
     ClusterState,
+    Condition,
     Placement,
 )
 from shoal.model.placement import desired_replicas, pod_request
@@ -45,6 +49,7 @@ from shoal.scheduler import report, spread
 from shoal.scheduler.backends import Backend, Backends, Group
 from shoal.scheduler.binder import Binder
 from shoal.scheduler.framework import Decision, Framework, Request
+from shoal.scheduler.plugins.fit import holds
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +75,7 @@ def cluster_backend(obj: Any) -> Backend:
 def request_for(app: Application, config: SchedulerConfig, *, sticky: bool = True) -> Request:
     constraints = app.spec.constraints.cluster
     current = app.status.scheduled_to
+    pod, pods, own = pods_to_hold(app)
     return Request(
         namespace=app.metadata.namespace,
         labels=constraints.labels,
@@ -78,7 +84,38 @@ def request_for(app: Application, config: SchedulerConfig, *, sticky: bool = Tru
         current=(current.namespace, current.name) if current else None,
         sticky=sticky,
         stickiness=config.stickiness,
+        pod=tuple(sorted(pod.items())),
+        pods=pods,
+        own=own,
     )
+
+
+def pods_to_hold(app: Application) -> tuple[dict[str, int], int, dict[str, int]]:
+    """What one pod of the application requests, how many a cluster must hold, and its
+    pods each cluster runs already.
+
+    One cluster, or a duplicated placement: every replica; a divided one: at least one
+    (``shoal.scheduler.spread`` gives each cluster no more than its room). Its pods on a
+    cluster count as room for it unless its pods now ask for more than they did.
+    """
+    manifest = app.spec.manifest
+    pod = pod_request(manifest)
+    total = desired_replicas(manifest)
+    placement = app.spec.placement
+    divided = placement is not None and placement.replicas == "divided" and total is not None
+    pods = 1 if divided and total else (total or 0)
+    status = app.status
+    applied = status.last_applied_manifest
+    ran = desired_replicas(applied) if applied else total
+    if applied and not all(v <= pod_request(applied).get(k, 0) for k, v in pod.items()):
+        return pod, pods, {}  # bigger pods: the ones running there make no room for them
+    own: dict[str, int] = {}
+    for share in status.placements:
+        count = share.replicas if share.replicas is not None else ran
+        own[share.cluster.name] = count or 0
+    if not status.placements and status.scheduled_to is not None:
+        own[status.scheduled_to.name] = ran or 0
+    return pod, pods, own
 
 
 def backend_fits(request: Request, backend: Backend) -> bool:
@@ -88,6 +125,8 @@ def backend_fits(request: Request, backend: Backend) -> bool:
     if not all(LabelConstraint.parse(c).matches(backend.labels) for c in request.labels):
         return False
     if not all(crd in backend.custom_resources for crd in request.custom_resources):
+        return False
+    if request.pod and request.pods > 0 and not holds(backend, request, request.pods):
         return False
     for text in request.metrics:
         constraint = MetricConstraint.parse(text)
@@ -105,6 +144,19 @@ def _meets_own_constraints(request: Request, backend: Backend) -> bool:
     return all(crd in backend.custom_resources for crd in request.custom_resources)
 
 
+def degraded(conditions: Sequence[Condition], short: str | None) -> list[Condition] | None:
+    """The conditions with ``Degraded`` set to ``short`` (None: cleared); None when unchanged."""
+    others = [c for c in conditions if c.type != DEGRADED]
+    now = next((c for c in conditions if c.type == DEGRADED), None)
+    if short is None:
+        return others if now is not None else None
+    if now is not None and now.message == short:
+        return None
+    since = now.since if now is not None else utcnow()
+    condition = Condition(type=DEGRADED, reason=PLACEMENT_SHORT, message=short, since=since)
+    return [*others, condition]
+
+
 def _after(a: datetime | None, b: datetime | None) -> bool:
     """a is later than b (a missing b counts as long ago)."""
     return a is not None and (b is None or a > b)
@@ -116,6 +168,7 @@ class Outcome:
 
     kind: str  # "bound", "kept", "pinned", "waiting", "failed", "skipped", "deferred"
     retry_in: float | None = None
+    short: bool = False  # placed on fewer clusters than asked: a cluster event may help
 
 
 @dataclass(eq=False)
@@ -207,6 +260,9 @@ class ApplicationHandler(Handler):
             tuple(request.custom_resources),
             request.current,
             request.sticky,
+            request.pod,
+            request.pods,
+            tuple(sorted(request.own.items())),
         )
         cached = self._cache.get(key)
         if cached is None:
@@ -226,6 +282,15 @@ class ApplicationHandler(Handler):
     async def _schedule_once(self, app: Application) -> Outcome:
         if app.spec.placement is not None:
             return await self._schedule_placement(app, app.spec.placement)
+        cleared = degraded(app.status.conditions, None)
+        if cleared is not None:  # no placement any more: nothing runs short
+            app = await self.client.patch_status(
+                Application,
+                app.metadata.name,
+                app.metadata.namespace,
+                {"conditions": [c.model_dump(mode="json") for c in cleared]},
+                resource_version=app.metadata.resource_version,
+            )
         status = app.status
         current = status.scheduled_to
         current_backend = (
@@ -303,6 +368,7 @@ class ApplicationHandler(Handler):
             pod_request(app.spec.manifest),
             [] if forced and not pinned else current,
             decision.find,
+            pods_to_hold(app)[2],
         )
         if pinned and current and {n for n, _ in current} - {n for n, _ in plan.clusters}:
             # migration: false: a share never moves; it waits for its cluster instead
@@ -310,7 +376,7 @@ class ApplicationHandler(Handler):
         explanation["placements"] = [pick.explain(placement.spread_by) for pick in plan.picks]
         report.chosen(explanation, plan)
         if not plan.picks or plan.missing:
-            if plan.missing:
+            if plan.missing and decision.ranked():  # else the filters' reasons say it all
                 held = (total or 0) - plan.missing
                 decision = dataclasses.replace(
                     decision,
@@ -320,10 +386,17 @@ class ApplicationHandler(Handler):
                 )
                 explanation["summary"] = decision.summary
             return await self._no_cluster(app, decision, explanation)
+        short = spread.short_of(
+            placement, plan, decision.ranked(), decision.backends or (), decision.summary
+        )
+        if short is not None:
+            explanation["short"] = short
+        again = self.config.reschedule_after
         if plan.clusters == current and not (spec_updated or forced or status.reason is not None):
-            return Outcome("kept", retry_in=self.config.reschedule_after)
+            await self._say_short(app, plan, short, app.metadata.resource_version)
+            return Outcome("kept", retry_in=again, short=short is not None)
         first = plan.picks[0].backend
-        await self.binder.bind(
+        revision = await self.binder.bind(
             {
                 **self._binding(app, _ref(first), spec_updated, explanation, None),
                 "placements": [
@@ -334,7 +407,44 @@ class ApplicationHandler(Handler):
         )
         self.bound += 1
         report.placed(self, app, plan, current, forced)
-        return Outcome("bound", retry_in=self.config.reschedule_after)
+        await self._say_short(app, plan, short, revision)
+        return Outcome("bound", retry_in=again, short=short is not None)
+
+    async def _say_short(
+        self, app: Application, plan: spread.Plan, short: str | None, revision: int | None
+    ) -> None:
+        """Set or clear the ``Degraded`` condition (with its event) when it changed.
+
+        Written after the binding, at the binding's revision. The kube controller
+        writes there too: on a conflict the application is read again, and the
+        condition written while its placements are still those of ``plan``.
+        """
+        conditions = degraded(app.status.conditions, short)
+        for _ in range(5):
+            if conditions is None:
+                return
+            try:
+                await self.client.patch_status(
+                    Application,
+                    app.metadata.name,
+                    app.metadata.namespace,
+                    {"conditions": [c.model_dump(mode="json") for c in conditions]},
+                    resource_version=revision,
+                )
+                report.short(self, app, short)
+                return
+            except Conflict:
+                try:
+                    fresh = await self.client.get(
+                        Application, app.metadata.name, app.metadata.namespace
+                    )
+                except NotFound:
+                    return
+                placed = [(p.cluster.name, p.replicas) for p in fresh.status.placements]
+                if placed != plan.clusters:
+                    return  # placed otherwise since: that pass says it
+                conditions = degraded(fresh.status.conditions, short)
+                revision = fresh.metadata.resource_version
 
     def _binding(
         self,
@@ -409,14 +519,23 @@ class ApplicationHandler(Handler):
         if current is not None and not gone and not unmatched and not self.spec_updated(app):
             # Running where it is and nothing better exists: keep it; record why, once.
             previous = (status.scheduling or {}).get("summary")
+            fields: dict[str, Any] = {}
             if previous != decision.summary or self._unanswered(app):
-                await self._patch(app, {"scheduling": explanation})
+                fields["scheduling"] = explanation
+            short = f"kept where it runs: {decision.summary}" if status.placements else None
+            conditions = degraded(status.conditions, short) if short else None
+            if conditions is not None:
+                fields["conditions"] = [c.model_dump(mode="json") for c in conditions]
+            if fields:
+                await self._patch(app, fields)
+            if conditions is not None:
+                report.short(self, app, short)
             return Outcome("waiting", retry_in=self.config.reschedule_after)
 
         attempts = 0 if self.spec_changed_since_attempt(app) else status.scheduler_attempts
         attempts += 1
         limit = self.retry_limit(app)
-        fields: dict[str, Any] = {"scheduling": explanation, "scheduler_attempts": attempts}
+        fields = {"scheduling": explanation, "scheduler_attempts": attempts}
         reason = Reason(code=ReasonCode.RESOURCE_NOT_FOUND, message=decision.summary)
         if (gone or unmatched) and status.placements:
             fields["placements"] = []  # the whole placement waits, as one cluster would

@@ -19,7 +19,8 @@ import numpy.typing as npt
 
 from shoal.machinery.selectors import LabelConstraint, MetricConstraint
 from shoal.model.base import Kind, Reason, ReasonCode
-from shoal.model.kubernetes import MetricRef
+from shoal.model.kubernetes import Cluster, MetricRef
+from shoal.model.placement import room
 
 BoolArray = npt.NDArray[np.bool_]
 FloatArray = npt.NDArray[np.float64]
@@ -58,6 +59,16 @@ class Backend:
     num: float = 0.0
     den: float = 0.0
     terms_json: list[dict[str, Any]] = field(default_factory=list)  # explanations reuse it
+    rooms: dict[tuple[tuple[str, int], ...], int | None] = field(default_factory=dict)
+
+    def room(self, pod: tuple[tuple[str, int], ...]) -> int | None:
+        """How many more pods of requests ``pod`` its nodes hold (None: not known, or not a
+        cluster); counted once per pod size for as long as the backend is unchanged."""
+        if pod not in self.rooms:
+            obj = self.obj
+            summary = obj.status.node_summary if isinstance(obj, Cluster) else []
+            self.rooms[pod] = room(summary, dict(pod)) if summary else None
+        return self.rooms[pod]
 
     @property
     def has_metrics(self) -> bool:

@@ -3,7 +3,8 @@
 Phases, as in the Kubernetes scheduling framework:
 
 - candidates: which backends are looked at at all (namespace, state);
-- filters: constraints a backend must meet (labels, custom resources, metrics);
+- filters: constraints a backend must meet (labels, custom resources, metrics, room
+  for the application's pods on its nodes);
 - prefer: ranking preferences that narrow the set (backends with metrics win);
 - scores: terms of the weighted average of normalised metric values (metrics, stickiness).
 
@@ -37,6 +38,12 @@ class Request:
     current: tuple[str | None, str] | None = None  # (namespace, name) of the backend it is on
     sticky: bool = True  # False: a forced pass ignores stickiness
     stickiness: float = 0.1
+    # what one pod takes from a node (sorted (resource, amount) pairs; empty: not checked),
+    # how many such pods a cluster must hold, and the pods of this application each
+    # cluster already runs, which count as room for it (cluster name → pods)
+    pod: tuple[tuple[str, int], ...] = ()
+    pods: int = 0
+    own: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass

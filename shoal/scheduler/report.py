@@ -84,6 +84,15 @@ def placed(
         stats.E2E_SECONDS.observe((utcnow() - app.metadata.modified).total_seconds())
 
 
+def short(handler: ApplicationHandler, app: Application, message: str | None) -> None:
+    """A placement runs short of what it asked (``PlacementShort``, a Warning), or no
+    longer does (``PlacementComplete``)."""
+    if message is not None:
+        handler.events.emit(app, "PlacementShort", message, type="Warning", key="short")
+    else:
+        handler.events.emit(app, "PlacementComplete", "Placed on every cluster asked for")
+
+
 def unschedulable(
     handler: ApplicationHandler,
     app: Application,

@@ -366,8 +366,8 @@ class Scheduler(Controller):
         started = time.perf_counter()
         outcome: Outcome = await self.apps_handler.schedule(app)
         stats.attempt(outcome.kind, time.perf_counter() - started)
-        if outcome.kind == "waiting" or outcome.kind == "failed":
-            self.waiting.add(key)
+        if outcome.kind == "waiting" or outcome.kind == "failed" or outcome.short:
+            self.waiting.add(key)  # a cluster event that could help wakes it
         else:
             self.waiting.discard(key)
         if outcome.kind == "failed":

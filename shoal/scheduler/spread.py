@@ -7,25 +7,30 @@ only picks among its ranking and divides the replicas:
   order (all clusters when there are none), best score first, skipping a
   cluster whose ``spread_by`` label value an earlier pick carries;
 - shares: divided replicas go in proportion to the weights (even, dynamic: the
-  room the observer's node totals leave for this application's pods, or a
+  room the observer's nodes leave for this application's pods, counted node by
+  node (``shoal.scheduler.plugins.fit``), or a
   static list), none above a cluster's room; what the picks cannot hold is
   taken by further clusters of the next groups, and is missing when none is
   left; duplicated replicas need clusters that hold them all;
 - inertia: a pass that is not forced keeps every current cluster that still
   fits, with its share, and fills only the slots of those lost: only a lost
-  share moves. A forced pass (reschedule) plans afresh.
+  share moves. A lost share with no cluster to replace it is carried by the
+  clusters kept; a slot left empty is filled as soon as a cluster can take it
+  (duplicated: a copy; divided: what the others carried for it, never their own
+  share). A forced pass (reschedule) plans afresh;
+- short: a placement on fewer clusters than it asked for says why (``short_of``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from shoal.machinery.resources import Amounts
 from shoal.machinery.selectors import LabelConstraint
-from shoal.model.kubernetes import Cluster, Placement
-from shoal.model.placement import divide, room, weight_of
+from shoal.model.kubernetes import Placement
+from shoal.model.placement import divide, weight_of
 from shoal.scheduler.backends import Backend
 
 
@@ -68,11 +73,6 @@ class Plan:
         return [(pick.backend.name, pick.replicas) for pick in self.picks]
 
 
-def _room(backend: Backend, request: Amounts) -> int | None:
-    obj = backend.obj
-    return room(obj.status.node_summary, request) if isinstance(obj, Cluster) else None
-
-
 def plan(
     placement: Placement,
     ranked: Sequence[tuple[Backend, float]],
@@ -80,29 +80,35 @@ def plan(
     request: Amounts,
     current: Sequence[tuple[str, int | None]] = (),
     find: Callable[[str], tuple[Backend, float] | None] | None = None,
+    own: Mapping[str, int] | None = None,
 ) -> Plan:
     """The clusters and shares for ``placement``, from the framework's ``ranked`` clusters.
 
     ``current``: the placements it has now, (cluster name, share), kept where
     they still fit (empty for a forced pass); ``find`` looks a cluster up in
-    ``ranked`` by name (None: not there). Candidates are looked at best first
-    and only as far as needed: at 10,000 clusters a plan reads a few of them.
+    ``ranked`` by name (None: not there); ``own``: the pods of the application each
+    cluster runs, which count as its room (None: its current shares). Candidates are
+    looked at best first and only as far as needed: at 10,000 clusters a plan reads a
+    few of them.
     """
     groups: list[LabelConstraint | None] = [LabelConstraint.parse(t) for t in placement.fallback]
     groups = groups or [None]
     divided = placement.replicas == "divided" and total is not None
     spread_by = placement.spread_by
     now = dict(current)
+    pod = tuple(sorted(request.items()))
 
     def candidate(backend: Backend, score: float) -> Pick | None:
         group = next((index for index, g in enumerate(groups)
                       if g is None or g.matches(backend.labels)), None)  # fmt: skip
         if group is None:
             return None
-        free = _room(backend, request)
-        if free is not None and backend.name in now:  # its own pods there count as room
-            own = now[backend.name]
-            free += own if own is not None else (total or 0)
+        free = backend.room(pod)
+        if free is not None and own is not None:  # its own pods there count as room
+            free += own.get(backend.name, 0)
+        elif free is not None and backend.name in now:
+            mine = now[backend.name]
+            free += mine if mine is not None else (total or 0)
         weight = weight_of(placement.weights, backend.labels, free) if divided else 1.0
         if weight <= 0 or free == 0:
             return None  # a static list leaves it out, or it holds no pod of this application
@@ -156,9 +162,18 @@ def plan(
     if kept and same_total:
         # Only a lost share moves: the clusters kept keep theirs (as far as they still
         # hold them); what the lost clusters ran goes to the new picks, or, when no
-        # cluster replaces them, to the clusters kept.
-        for pick in kept:
+        # cluster replaces them, to the clusters kept, which carry it for the empty
+        # slot. A slot filled again (more clusters than now) takes back what the others
+        # carried for it: none keeps more than a fresh division gives it.
+        fair: list[int] | None = None
+        if len(picks) > len(now):
+            fair = divide(total, [p.weight for p in picks], [p.room for p in picks])[0]
+        for index, pick in enumerate(picks):
+            if not pick.kept:
+                continue
             share = now[pick.backend.name] or 0
+            if fair is not None:
+                share = min(share, fair[index])
             pick.replicas = share if pick.room is None else min(share, pick.room)
         new = [pick for pick in picks if not pick.kept]
         movers = new or kept
@@ -188,3 +203,34 @@ def plan(
     result.picks = [pick for pick in picks if pick.replicas] or picks[:1]
     result.missing = missing
     return result
+
+
+def short_of(
+    placement: Placement, plan: Plan, ranked: Sequence[tuple[Backend, float]],
+    everyone: Sequence[Backend], summary: str,
+) -> str | None:  # fmt: skip
+    """Why ``plan`` runs on fewer clusters than ``placement`` asked for (None: it does not).
+
+    A divided placement of fewer replicas than clusters asks for one cluster per
+    replica. ``everyone``: the namespace's clusters (is the ``spread_by`` label on any
+    of them?); ``summary``: the framework's account of the clusters that fit.
+    """
+    asked = placement.clusters
+    if placement.replicas == "divided" and plan.total is not None:
+        asked = min(asked, max(plan.total, 1))
+    got = len(plan.picks)
+    if got >= asked:
+        return None
+    head = f"on {got} of {asked} clusters asked for"
+    label = placement.spread_by
+    if label is not None:
+        if not any(label in backend.labels for backend in everyone):
+            return f"{head}: no cluster has the spread_by label {label!r}"
+        values = {backend.labels.get(label) for backend, _ in ranked}
+        if len(values) < asked:
+            shown = ", ".join(sorted("no label" if v is None else v for v in values))
+            return (
+                f"{head}: the clusters that fit have {len(values)} distinct values of "
+                f"label {label!r} ({shown}); {summary}"
+            )
+    return f"{head}: {summary}"

@@ -85,3 +85,39 @@ async def test_wide_list_and_describe_show_each_share(shoal: Shoal, client: Shoa
     assert "SHARE" in explained and "ROOM" in explained
     shares_rows = [line for line in explained.splitlines() if "fr-2" in line and "│ 3" in line]
     assert shares_rows, explained
+
+
+async def test_a_short_placement_is_degraded_in_describe_and_wide(
+    shoal: Shoal, client: ShoalClient
+) -> None:
+    cluster = Cluster(metadata=Metadata(name="de-1", namespace="default"),
+                      spec=ClusterSpec(kubeconfig=fleet.kubeconfig("de-1")))  # fmt: skip
+    await fleet.register(client, cluster)
+    ref = {"api": "kubernetes", "kind": "Cluster", "namespace": "default", "name": "de-1"}
+    app = await client.create(Application.model_validate({
+        "metadata": {"name": "short", "namespace": "default"},
+        "spec": {"manifest": [fleet.deployment("short", replicas=2)],
+                 "placement": {"clusters": 2, "spread_by": "regoin"}},
+    }))  # fmt: skip
+    message = "on 1 of 2 clusters asked for: no cluster has the spread_by label 'regoin'"
+    await client.bind_many([{
+        "namespace": "default", "name": "short", "cluster": ref,
+        "resource_version": app.metadata.resource_version,
+        "explanation": {"summary": "1/1 clusters available", "short": message, "placements": [
+            {"cluster": "de-1", "replicas": None, "score": 0.0, "room": 9, "weight": 1.0,
+             "group": 0}]},
+        "placements": [{"cluster": ref, "replicas": None}],
+    }])  # fmt: skip
+    condition = {"type": "Degraded", "status": "True", "reason": "PlacementShort",
+                 "message": message, "since": "2026-11-28T05:00:00Z"}  # fmt: skip
+    await client.patch_status(Application, "short", "default", {
+        "conditions": [condition], "deploy_state": "RUNNING",
+        "copies": [{"cluster": ref, "ready_replicas": 2, "state": "RUNNING"}]})  # fmt: skip
+
+    page = ok(await shoal("kube", "app", "describe", "short")).stdout
+    assert "RUNNING, Degraded" in page
+    assert f"Degraded:        {message} (since 2026-11-28T05:00:00Z" in page
+    wide = ok(await shoal("get", "app", "-o", "wide")).stdout
+    assert f"Degraded: {message}" in wide
+    plain = ok(await shoal("get", "app")).stdout
+    assert "Degraded" not in plain  # only the wide list has the column

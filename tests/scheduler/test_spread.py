@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Cluster, Placement
 from shoal.model.placement import copy_for, desired_replicas, divide, room
 from shoal.scheduler.application import cluster_backend
 from shoal.scheduler.backends import Backend
-from shoal.scheduler.spread import plan
+from shoal.scheduler.spread import plan, short_of
 
 
 def _cluster(name: str, pods: int | None = None, **labels: str) -> tuple[Backend, float]:
@@ -117,3 +119,53 @@ def test_a_share_of_nothing_runs_nowhere_but_scaled_to_zero_stays_placed() -> No
     assert plan(placement, ranked, 0, {"pods": 1}).clusters == [("a", 0)]
     assert plan(_placement(clusters=2), ranked, None, {"pods": 1}).clusters == [
         ("a", None), ("b", None)]  # nothing replicated (ConfigMaps): duplicated on both
+
+
+def test_a_slot_left_empty_takes_back_what_the_others_carried_for_it() -> None:
+    divided = _placement(clusters=2, spread_by="location", replicas="divided")
+    de, fr = _cluster("de-1", pods=100, location="DE"), _cluster("fr-1", pods=100, location="FR")
+    # de-1 lost with no other DE cluster: fr-1 carries its share for the empty slot
+    alone = plan(divided, [fr], 10, {"pods": 1}, [("de-1", 5), ("fr-1", 5)])
+    assert alone.clusters == [("fr-1", 10)]
+    # de-1 back: the slot is filled again with what fr-1 carried, fr-1 keeps its own
+    back = plan(divided, [de, fr], 10, {"pods": 1}, [("fr-1", 10)])
+    assert sorted(back.clusters) == [("de-1", 5), ("fr-1", 5)]
+    # a lost share that moved to a cluster filling its slot never moves back on its own
+    de2 = _cluster("de-2", pods=100, location="DE")
+    stays = plan(divided, [de, de2, fr], 10, {"pods": 1}, [("de-2", 5), ("fr-1", 5)])
+    assert stays.clusters == [("de-2", 5), ("fr-1", 5)]
+    # duplicated alike: the empty slot is filled, nobody's replicas move
+    duplicated = _placement(clusters=2, spread_by="location")
+    again = plan(duplicated, [de, fr], 10, {"pods": 1}, [("fr-1", None)])
+    assert sorted(again.clusters) == [("de-1", None), ("fr-1", None)]
+
+
+@pytest.mark.parametrize(
+    ("fields", "clusters", "expected"),
+    [
+        # five asked, three clusters: says so, with the framework's account
+        ({"clusters": 5}, [("a", "DE"), ("b", "FR"), ("c", "US")],
+         "on 3 of 5 clusters asked for: 3/3 clusters available"),
+        # a spread_by label no cluster has (a typo): only one cluster can be picked
+        ({"clusters": 2, "spread_by": "regoin"}, [("a", "DE"), ("b", "FR")],
+         "on 1 of 2 clusters asked for: no cluster has the spread_by label 'regoin'"),
+        # fewer values of the label than slots
+        ({"clusters": 3, "spread_by": "location"}, [("a", "DE"), ("b", "DE"), ("c", "FR")],
+         "on 2 of 3 clusters asked for: the clusters that fit have 2 distinct values of label "
+         "'location' (DE, FR); 3/3 clusters available"),
+        # as many as asked: not short
+        ({"clusters": 2, "spread_by": "location"}, [("a", "DE"), ("b", "FR")], None),
+        # divided, fewer replicas than clusters: one cluster per replica is all it can use
+        ({"clusters": 3, "replicas": "divided"}, [("a", "DE"), ("b", "FR"), ("c", "US")], None),
+    ],
+)  # fmt: skip
+def test_a_short_placement_says_why(
+    fields: dict[str, Any], clusters: list[tuple[str, str]], expected: str | None
+) -> None:
+    placement = _placement(**fields)
+    ranked = [_cluster(name, location=location) for name, location in clusters]
+    total = 2 if placement.replicas == "divided" else 6
+    result = plan(placement, ranked, total, {"pods": 1})
+    summary = f"{len(ranked)}/{len(ranked)} clusters available"
+    everyone = [backend for backend, _ in ranked]
+    assert short_of(placement, result, ranked, everyone, summary) == expected

@@ -2,5 +2,6 @@
 
 from shoal.scheduler.plugins import builtin as builtin
 from shoal.scheduler.plugins import cordon as cordon
+from shoal.scheduler.plugins import fit as fit
 
-__all__ = ["builtin", "cordon"]
+__all__ = ["builtin", "cordon", "fit"]

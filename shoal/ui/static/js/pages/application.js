@@ -5,7 +5,7 @@ import { request } from "../api.js";
 import { activity, migrations, onActivity, serverEvents } from "../activity.js";
 import { ago, badge, card, clock, fill, h, link, pageHead, toast } from "../dom.js";
 import { fleet, follow } from "../live.js";
-import { explanation, timeline } from "./parts.js";
+import { degradedBadge, degradedOf, explanation, timeline } from "./parts.js";
 
 // How a move of an application on several clusters is named in its history.
 const MOVED = { ShareMoved: "share moved", Rebalanced: "rebalanced" };
@@ -64,7 +64,7 @@ export function render(root, namespace, name) {
     const on = s.scheduled_to ? s.scheduled_to.name : null;
     fill(head, pageHead(name, {
       crumbs: [link("Applications", "applications"), " / ", namespace],
-      sub: [badge(s.state), " ", (s.placements || []).length > 1
+      sub: [badge(s.state), " ", degradedBadge(s), degradedOf(s) ? " " : "", (s.placements || []).length > 1
         ? ["on ", s.placements.flatMap((p, i) => [i ? ", " : "", link(p.cluster.name, "clusters", p.cluster.namespace || namespace, p.cluster.name)])]
         : on ? ["on ", link(on, "clusters", s.scheduled_to.namespace || namespace, on)] : "not placed", s.reason ? h("span", { class: "muted" }, ` · ${s.reason.message || s.reason.code}`) : ""],
       actions: h("div", { class: "actions" }, explain, task, s.state === "FAILED" ? retry : reschedule),
@@ -80,6 +80,8 @@ export function render(root, namespace, name) {
       h("dt", {}, "Metric constraints"), h("dd", { class: "mono" }, (cc.metrics || []).join("; ") || "—"),
       h("dt", {}, "Migration"), h("dd", {}, c.migration === false ? "pinned" : "allowed"),
       h("dt", {}, "Pods"), h("dd", {}, `${health.running_pods || 0}/${health.desired_pods || 0} running`),
+      degradedOf(s) ? [h("dt", {}, "Degraded"), h("dd", { id: "degraded" }, degradedOf(s).message,
+        degradedOf(s).since ? h("span", { class: "muted" }, ` · since ${clock(degradedOf(s).since)} (${ago(degradedOf(s).since)} ago)`) : "")] : null,
       (s.placements || []).length ? [h("dt", {}, "Placements"), h("dd", { id: "placements" }, h("ul", { class: "plain" }, s.placements.map((p) =>
         h("li", {}, link(p.cluster.name, "clusters", p.cluster.namespace || namespace, p.cluster.name),
           ` ${p.ready_replicas ?? 0}/${p.replicas ?? "all"} ready `, badge(p.state || "PENDING"),

@@ -4,17 +4,18 @@
 import { ago, badge, fill, h, num, pageHead } from "../dom.js";
 import { fleet, follow, LiveList } from "../live.js";
 import { VirtualTable } from "../table.js";
+import { degradedBadge, degradedOf } from "./parts.js";
 
 const STATES = ["PENDING", "CREATING", "RUNNING", "RECONCILING", "MIGRATING", "DELETING", "DEGRADED", "FAILED", "COMPLETED"];
 const filters = { namespace: "", selector: "", state: "" };  // kept while the tab is open
 
 const COLUMNS = [
   { title: "Application", width: "minmax(180px, 2fr)", cell: (a) => [h("b", {}, a.metadata.name), h("span", { class: "muted" }, `  ${a.metadata.namespace}`)] },
-  { title: "State", width: "140px", cell: (a) => badge(a.status.state, a.status.reason ? a.status.reason.message : undefined) },
+  { title: "State", width: "140px", cell: (a) => [badge(a.status.state, a.status.reason ? a.status.reason.message : undefined), " ", degradedBadge(a.status)] },
   { title: "Cluster", width: "minmax(120px, 1fr)", cell: (a) => (a.status.placements || []).length > 1 ? a.status.placements.map((p) => `${p.cluster.name} (${p.ready_replicas ?? 0}/${p.replicas ?? "all"})`).join(", ") : a.status.scheduled_to ? a.status.scheduled_to.name : h("span", { class: "muted" }, "—") },
   { title: "Score", width: "90px", cell: (a) => h("span", { class: "mono" }, a.status.scheduling && a.status.scheduling.score != null ? num(a.status.scheduling.score) : "—") },
   { title: "Labels", width: "minmax(140px, 1.5fr)", cell: (a) => Object.entries(a.metadata.labels || {}).map(([k, v]) => `${k}=${v}`).join(", ") },
-  { title: "Why", width: "minmax(160px, 2fr)", cell: (a) => h("span", { class: "muted" }, a.status.reason ? a.status.reason.message : (a.status.scheduling || {}).summary || "") },
+  { title: "Why", width: "minmax(160px, 2fr)", cell: (a) => h("span", { class: "muted" }, a.status.reason ? a.status.reason.message : degradedOf(a.status) ? `Degraded: ${degradedOf(a.status).message}` : (a.status.scheduling || {}).summary || "") },
   { title: "Placed", width: "80px", cell: (a) => h("span", { class: "muted" }, a.status.scheduled ? ago(a.status.scheduled) : "—") },
 ];
 

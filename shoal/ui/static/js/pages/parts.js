@@ -79,3 +79,11 @@ export function explanation(data, current, clusters = null) {
             h("td", { class: "muted" }, names.flatMap((n, i) => [i ? ", " : "", named(n)]), r.count > names.length ? " …" : ""));
         }))) : null);
 }
+
+// A placement that runs short of what it asked for (fewer clusters, replicas missing):
+// the scheduler's Degraded condition, shown beside the state wherever the state is.
+export const degradedOf = (status) => ((status && status.conditions) || []).find((c) => c.type === "Degraded" && c.status !== "False") || null;
+export const degradedBadge = (status) => {
+  const c = degradedOf(status);
+  return c ? h("span", { class: "badge s-warn degraded", title: c.message }, "Degraded") : null;
+};
