@@ -210,7 +210,16 @@ class InfrastructureController(Controller):
                 self.queue.add_after(ref, wait)
                 return
         try:
-            await step(cluster)
+            try:
+                await step(cluster)
+            except (ProviderError, ApiError, Unreachable):
+                raise
+            except Exception as error:  # a provider's answer it could not read: a failure too
+                log.debug("cluster %s/%s", *ref, exc_info=True)
+                deleting = subject == ("delete",)
+                code = ReasonCode.DELETE_FAILED if deleting else ReasonCode.CREATE_FAILED
+                text = f"the provider's answer could not be read: {type(error).__name__}: {error}"
+                raise ProviderError(text, code) from error
         except ProviderError as error:
             attempts = (failing.attempts if failing is not None else 0) + 1
             delay = self.backoff.delay(attempts)
@@ -307,11 +316,14 @@ class InfrastructureController(Controller):
         try:
             state = await provider.state(infrastructure_id)
         except InfrastructureNotFound:
-            # gone at the provider: forget it, and build it again (as Krake does)
+            # gone at the provider: forget it, and build it again (as Krake does) after the
+            # back-off, as any failure: a provider that forgets each one at once is not
+            # called in a loop
             await self._status(cluster, cluster_id=None, running_on=None, last_applied_tosca=None,
                                state=ClusterState.PENDING, reason=None)  # fmt: skip
             reasons.infrastructure_gone(self.events, cluster, provider.name, infrastructure_id)
-            return
+            raise ProviderError(f"{provider.name} no longer knows {infrastructure_id}",
+                                ReasonCode.CREATE_FAILED) from None  # fmt: skip
         if state is InfrastructureState.CONFIGURED:
             await self._connect(cluster, provider, infrastructure_id)
             return

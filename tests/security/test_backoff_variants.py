@@ -1,0 +1,104 @@
+"""A tenant's IM that fails in other ways than refusing the create still gets one call per
+back-off step, under the security ``shoal up`` ships and the controller's shipped settings.
+
+alice names her own IM (namespace ``a``). It accepts every create, then either forgets
+the infrastructure at once (its state and its list answer as if it never existed) or
+answers a create with a body that names no infrastructure. Each attempt is counted on
+the IM itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+import pytest
+from aiohttp import web
+
+from shoal.client.rest import ShoalClient
+from shoal.infrastructure.controller import InfrastructureController
+from shoal.model.kubernetes import Cluster, ClusterState
+from shoal.scheduler.scheduler import Scheduler
+from shoal.testing.wait import wait_for
+from tests.infrastructure.conftest import template
+from tests.infrastructure.fake_im import FakeIm
+from tests.infrastructure.test_tenant_backoff import alices_cloud, api_url
+from tests.scheduler.helpers import fast_config
+
+pytestmark = pytest.mark.integration
+__all__ = ["api_url"]  # the secured API fixture
+
+
+class ForgetfulIm(FakeIm):
+    """Answers a create with a new id, and keeps nothing: the id is unknown at once."""
+
+    async def _create(self, request: web.Request) -> web.Response:
+        return web.json_response({"uri": self._uri(f"gone-{len(self.calls)}")})
+
+
+class GarbledIm(FakeIm):
+    """Answers a create with 200 and a body that names no infrastructure."""
+
+    async def _create(self, request: web.Request) -> web.Response:
+        return web.json_response({"not": "an uri"})
+
+
+@asynccontextmanager
+async def running(make: Callable[[], FakeIm]) -> AsyncIterator[FakeIm]:
+    im = make()
+    runner = web.AppRunner(im.app(), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    server = site._server
+    assert server is not None
+    im.url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"  # type: ignore[attr-defined]
+    try:
+        yield im
+    finally:
+        await runner.cleanup()
+
+
+@pytest.mark.parametrize("make", [ForgetfulIm, GarbledIm], ids=["forgets", "garbled"])
+async def test_a_build_that_fails_another_way_backs_off(
+    api_url: str, make: Callable[[], FakeIm]
+) -> None:
+    async with (
+        running(make) as im,
+        ShoalClient(api_url, token="alice-token") as alice,
+        ShoalClient(api_url, token="scheduler-token") as scheduler_client,
+        ShoalClient(api_url, token="infrastructure-token") as controller_client,
+    ):
+        await alices_cloud(alice, im)
+        parts = [Scheduler(scheduler_client, fast_config()),
+                 InfrastructureController(controller_client)]  # fmt: skip
+        for part in parts:
+            await part.start()
+        try:
+            await alice.create(Cluster.model_validate({
+                "metadata": {"name": "edge-1", "namespace": "a"},
+                "spec": {"tosca": template(), "constraints": {
+                    "cloud": {"labels": ["location is DE"]}}},
+            }))  # fmt: skip
+
+            async def first() -> bool:
+                return im.count("POST") >= 1
+
+            await wait_for(first, timeout=30, interval=0.05, message="the first create")
+            await asyncio.sleep(5.0)  # the window: creates at 0 and 2 s, the next at 6 s
+            creates = [c.when for c in im.calls if c.method == "POST"]
+            assert len(creates) <= 2, [round(b - a, 2) for a, b in itertools.pairwise(creates)]
+            assert all(b - a >= 2 - 0.05 for a, b in itertools.pairwise(creates))
+
+            async def failed() -> Cluster | None:
+                cluster = await alice.get(Cluster, "edge-1", "a")
+                return cluster if cluster.status.state is ClusterState.FAILED else None
+
+            cluster = await wait_for(failed, timeout=10, interval=0.1, message="FAILED")
+            assert cluster.status.reason is not None
+            assert "next in" in cluster.status.reason.message
+        finally:
+            for part in reversed(parts):
+                await part.stop()
