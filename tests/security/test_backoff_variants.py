@@ -102,3 +102,50 @@ async def test_a_build_that_fails_another_way_backs_off(
         finally:
             for part in reversed(parts):
                 await part.stop()
+
+
+async def test_changing_the_template_over_and_over_waits_between_tries(api_url: str) -> None:
+    """A new ``spec.tosca`` brings the retry forward, never nearer than ``retry_delay``
+    (2 s) to the last try: flipping between two templates is not a flood. Labels
+    changed over and over bring nothing forward."""
+    async with (
+        running(FakeIm) as im,
+        ShoalClient(api_url, token="alice-token") as alice,
+        ShoalClient(api_url, token="scheduler-token") as scheduler_client,
+        ShoalClient(api_url, token="infrastructure-token") as controller_client,
+    ):
+        im.refuse_create = (500, "no")
+        await alices_cloud(alice, im)
+        parts = [Scheduler(scheduler_client, fast_config()),
+                 InfrastructureController(controller_client)]  # fmt: skip
+        for part in parts:
+            await part.start()
+        try:
+            await alice.create(Cluster.model_validate({
+                "metadata": {"name": "edge-1", "namespace": "a"},
+                "spec": {"tosca": template(), "constraints": {
+                    "cloud": {"labels": ["location is DE"]}}},
+            }))  # fmt: skip
+
+            async def first() -> bool:
+                return im.count("POST") >= 1
+
+            await wait_for(first, timeout=30, interval=0.05, message="the first create")
+            loop = asyncio.get_running_loop()
+            end = loop.time() + 5.0
+            flips = 0
+            while loop.time() < end:
+                cluster = await alice.get(Cluster, "edge-1", "a")
+                cluster.spec.tosca = template(workers=2 + flips % 2 + 1)
+                cluster.metadata.labels["flip"] = str(flips)
+                await alice.update(cluster)
+                flips += 1
+                await asyncio.sleep(0.1)
+            creates = [c.when for c in im.calls if c.method == "POST"]
+            assert flips >= 10
+            gaps = [round(b - a, 2) for a, b in itertools.pairwise(creates)]
+            assert len(creates) <= 4, gaps  # 0, 2, 4 s and the one at 5 s at most
+            assert all(b - a >= 2 - 0.05 for a, b in itertools.pairwise(creates)), gaps
+        finally:
+            for part in reversed(parts):
+                await part.stop()
