@@ -149,3 +149,51 @@ async def test_changing_the_template_over_and_over_waits_between_tries(api_url: 
         finally:
             for part in reversed(parts):
                 await part.stop()
+
+
+async def test_many_failing_clusters_each_back_off_and_delete_at_once(api_url: str) -> None:
+    """Four clusters on a refusing IM: each gets one create per back-off step, and deleting
+    them while they fail removes them at once (nothing was made at the provider)."""
+    async with (
+        running(FakeIm) as im,
+        ShoalClient(api_url, token="alice-token") as alice,
+        ShoalClient(api_url, token="scheduler-token") as scheduler_client,
+        ShoalClient(api_url, token="infrastructure-token") as controller_client,
+    ):
+        im.refuse_create = (500, "no")
+        await alices_cloud(alice, im)
+        parts = [Scheduler(scheduler_client, fast_config()),
+                 InfrastructureController(controller_client)]  # fmt: skip
+        for part in parts:
+            await part.start()
+        names = [f"edge-{n}" for n in range(4)]
+        try:
+            for name in names:
+                await alice.create(Cluster.model_validate({
+                    "metadata": {"name": name, "namespace": "a"},
+                    "spec": {"tosca": template(), "constraints": {
+                        "cloud": {"labels": ["location is DE"]}}},
+                }))  # fmt: skip
+
+            async def all_tried() -> bool:
+                return im.count("POST") >= len(names)
+
+            await wait_for(all_tried, timeout=30, interval=0.05, message="a create each")
+            since = min(c.when for c in im.calls if c.method == "POST")
+            await asyncio.sleep(5.0)
+            creates = [c.when for c in im.calls if c.method == "POST"]
+            # each cluster at 0 and 2 s at most within 5 s of the first create
+            assert len([t for t in creates if t - since < 5.0]) <= 2 * len(names), len(creates)
+
+            for name in names:
+                await alice.delete(Cluster, name, "a")
+
+            async def gone() -> bool:
+                return not [c for c in (await alice.list(Cluster, "a")).items
+                            if c.metadata.name in names]  # fmt: skip
+
+            await wait_for(gone, timeout=15, interval=0.1, message="the clusters deleted")
+            assert im.infrastructures == {}
+        finally:
+            for part in reversed(parts):
+                await part.stop()
