@@ -150,3 +150,41 @@ async def test_a_cluster_both_tenants_reach_keeps_each_ones_objects(world: World
 
     await wait_for(pruned, timeout=30, message="alice's left-over removed")
     await untouched(world, before)
+
+
+async def test_a_manifest_naming_anothers_object_on_a_shared_cluster_is_refused(
+    world: World,
+) -> None:
+    """On a cluster both reach, alice's manifest names bob's Deployment in bob's Kubernetes
+    namespace: refused as CONFLICT (another namespace's owner is not named), and deleting
+    her application (or making it again under the same name) leaves bob's alone."""
+    before = await bobs_web(world)
+    shared = {
+        "api": "kubernetes",
+        "kind": "Cluster",
+        "metadata": {"name": "shared", "namespace": "a"},
+        "spec": {"kubeconfig": world.kubeconfigs["bob"], "metrics": []},
+    }
+    alice = world.http["alice"]
+    answer = await alice.post("/kubernetes/namespaces/a/clusters", json=shared)
+    assert answer.status_code == 200, answer.text
+    theirs = deployment("web", "evil:1")
+    theirs["metadata"]["namespace"] = "b"
+    for attempt in range(2):  # the second: deleted and made again under its name
+        answer = await alice.post(APPS.format(ns="a"), json=app("web", "a", [theirs]))
+        assert answer.status_code == 200, answer.text
+        bind = {"cluster": ref("a", "shared")}
+        answer = await alice.put(f"{APPS.format(ns='a')}/web/binding", json=bind)
+        assert answer.status_code == 200, answer.text
+
+        async def conflict() -> str | None:
+            reason = (await world.status("alice", "web", "a")).get("deploy_reason") or {}
+            return reason.get("message") if reason.get("code") == "CONFLICT" else None
+
+        message = await wait_for(conflict, timeout=15, message=f"CONFLICT ({attempt})")
+        uid = before["metadata"]["labels"][LABEL_UID]
+        assert uid not in message and "b/web" not in message
+        assert (await alice.delete(f"{APPS.format(ns='a')}/web")).status_code == 200
+        await wait_for(lambda: world.gone("alice", "web", "a"), timeout=15,
+                       message="alice's application deleted")  # fmt: skip
+        await untouched(world, before)
