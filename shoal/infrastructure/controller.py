@@ -10,10 +10,10 @@ InfrastructureProvider build it, and follows Krake's cluster states:
 - a new ``spec.tosca`` → ``RECONCILING`` (changed in place) → ``CONNECTING``;
 - ``FAILED`` with the reason when the provider refuses, fails or does not answer,
   tried again after 2, 4, 8 … seconds, up to ``retry_cap``. Nothing but a change
-  the user makes brings a retry forward: a new ``spec.tosca``, or the cluster's
-  deletion. Events, resyncs and the echo of the controller's own writes wait
-  for the retry's time. A retry keeps the cluster FAILED until the provider
-  accepts the call;
+  the user makes brings a retry forward: a new ``spec.tosca`` (never nearer than
+  ``retry_delay`` to the last try), or the cluster's deletion. Events, resyncs
+  and the echo of the controller's own writes wait for the retry's time. A retry
+  keeps the cluster FAILED until the provider accepts the call;
 - on deletion, once every other finalizer is gone (the scheduler's eviction has
   moved the cluster's applications away), ``DELETING``; the finalizer
   ``infrastructure_resources_deletion`` goes when the provider no longer knows
@@ -93,6 +93,7 @@ class _Failing:
     subject: Any  # what was tried: ("build", spec.tosca) or ("delete",)
     due: float  # monotonic time of the next attempt
     reason: Reason  # what the cluster shows until then
+    tried: float  # monotonic time the last attempt failed
 
 
 def _subject(cluster: Cluster) -> Any:
@@ -196,8 +197,14 @@ class InfrastructureController(Controller):
         subject = _subject(cluster)
         failing = self._failures.get(ref)
         if failing is not None and failing.subject != subject:
-            del self._failures[ref]  # the user changed the cluster: tried at once, from 2 s
-            failing = None
+            if subject == ("delete",):
+                del self._failures[ref]  # deleted: tried at once
+                failing = None
+            else:  # the user changed it: tried again from 2 s, but never nearer than
+                # retry_delay to the last try (a template changed over and over is no flood)
+                due = failing.tried + self.backoff.initial
+                failing = _Failing(0, subject, due, failing.reason, failing.tried)
+                self._failures[ref] = failing
         if failing is not None:
             wait = failing.due - time.monotonic()
             if wait > 0:
@@ -207,13 +214,23 @@ class InfrastructureController(Controller):
                 self.queue.add_after(ref, wait)
                 return
         try:
-            await step(cluster)
+            try:
+                await step(cluster)
+            except (ProviderError, ApiError, Unreachable):
+                raise
+            except Exception as error:  # a provider's answer it could not read: a failure too
+                log.debug("cluster %s/%s", *ref, exc_info=True)
+                deleting = subject == ("delete",)
+                code = ReasonCode.DELETE_FAILED if deleting else ReasonCode.CREATE_FAILED
+                text = f"the provider's answer could not be read: {type(error).__name__}: {error}"
+                raise ProviderError(text, code) from error
         except ProviderError as error:
             attempts = (failing.attempts if failing is not None else 0) + 1
             delay = self.backoff.delay(attempts)
             message = f"{error.message} (attempt {attempts}; next in {delay:g} s)"
             reason = Reason(code=error.code, message=message[:1000])
-            self._failures[ref] = _Failing(attempts, subject, time.monotonic() + delay, reason)
+            now = time.monotonic()
+            self._failures[ref] = _Failing(attempts, subject, now + delay, reason, now)
             self.queue.add_after(ref, delay)
             log.warning("cluster %s/%s: %s", *ref, message)
             reasons.infrastructure_failed(self.events, cluster, error.code.name, message)
@@ -274,11 +291,14 @@ class InfrastructureController(Controller):
         try:
             state = await provider.state(infrastructure_id)
         except InfrastructureNotFound:
-            # gone at the provider: forget it, and build it again (as Krake does)
+            # gone at the provider: forget it, and build it again (as Krake does) after the
+            # back-off, as any failure: a provider that forgets each one at once is not
+            # called in a loop
             await self._status(cluster, cluster_id=None, running_on=None, last_applied_tosca=None,
                                state=ClusterState.PENDING, reason=None)  # fmt: skip
             reasons.infrastructure_gone(self.events, cluster, provider.name, infrastructure_id)
-            return
+            raise ProviderError(f"{provider.name} no longer knows {infrastructure_id}",
+                                ReasonCode.CREATE_FAILED) from None  # fmt: skip
         if state is InfrastructureState.CONFIGURED:
             await self._connect(cluster, provider, infrastructure_id)
             return

@@ -57,7 +57,7 @@ from shoal.kube.objects import (
     unread,
     watch_entries,
 )
-from shoal.kube.owners import LABEL_UID, Owner, owned
+from shoal.kube.owners import LABEL_UID, Owner, owned, owner_of
 from shoal.kube.watch import ClusterWatches
 from shoal.model.application_status import placed_on, runs_on
 from shoal.model.base import Reason, ReasonCode, ResourceRef, utcnow
@@ -297,8 +297,10 @@ class KubeController(Controller):
         was being deleted, and is registered again (same name, same server) may hold
         copies nothing else will remove: every object labelled as an application's whose
         application is gone, or does not use this cluster (``scheduled_to``,
-        ``running_on``, a pending clean-up), is deleted. Kinds looked at: those of every
-        application's manifest, and the common workload kinds.
+        ``running_on``, a pending clean-up), is deleted, if that application was of the
+        cluster's namespace: a server another namespace's cluster also names (a cluster
+        both tenants reach) holds that namespace's objects, never this cluster's. Kinds
+        looked at: those of every application's manifest, and the common workload kinds.
         """
         await self.app_informer.wait_synced()
         where = cache_key(cluster)
@@ -330,6 +332,9 @@ class KubeController(Controller):
         pruned = 0
         for path, obj in found:
             meta = obj.get("metadata") or {}
+            owner = owner_of(obj)
+            if owner is None or owner.namespace != cluster.metadata.namespace:
+                continue  # another namespace's, on a server both reach: not this cluster's
             if where in uses.get((meta.get("labels") or {}).get(LABEL_UID, ""), set()):
                 continue
             with contextlib.suppress(KubeApiError):

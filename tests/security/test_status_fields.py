@@ -78,6 +78,7 @@ class World:
     alices: KubeCluster  # the member clusters, read and written directly
     bobs: KubeCluster
     controller: KubeController
+    kubeconfigs: dict[str, dict[str, Any]]  # each tenant's member cluster's, by tenant
 
     async def status(self, user: str, name: str, namespace: str) -> dict[str, Any]:
         answer = await self.http[user].get(f"{APPS.format(ns=namespace)}/{name}")
@@ -138,6 +139,7 @@ async def world(tmp_path: Path) -> AsyncIterator[World]:
         await wait_for(bound, timeout=10, message="tenants' roles")
         await wait_for(krake_bound, timeout=10, message="the controllers' role")
         members = {}
+        kubeconfigs = {}
         for user, namespace, member in (("alice", "a", "alice-1"), ("bob", "b", "bob-1")):
             cluster = {
                 "api": "kubernetes",
@@ -149,10 +151,11 @@ async def world(tmp_path: Path) -> AsyncIterator[World]:
             answer = await http[user].post(path, json=cluster)
             assert answer.status_code == 200, answer.text
             members[user] = await kube_clients.get(Cluster.model_validate(cluster))
+            kubeconfigs[user] = copy.deepcopy(sim.kubeconfig(member))
         controller = KubeController(client, poll_interval=0.2, resync=60.0, timeout=5.0)
         await controller.start()
         try:
-            yield World(server, http, members["alice"], members["bob"], controller)
+            yield World(server, http, members["alice"], members["bob"], controller, kubeconfigs)
         finally:
             await controller.stop()
             await client.close()
