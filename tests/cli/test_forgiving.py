@@ -24,6 +24,7 @@ from shoal.model.core import GlobalMetricsProvider
 from shoal.model.kubernetes import Application
 from shoal.model.scheduling import RescheduleTask
 from shoal.testing.fleet import kubeconfig
+from shoal.testing.shipped import Callers
 from tests.cli.conftest import Shoal, cli, cli_ok, invoke, ok
 
 MANIFEST = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {a: b}\n"
@@ -211,7 +212,7 @@ async def test_ages_in_tables_and_full_times_wide(shoal: Shoal, client: ShoalCli
 
 
 async def test_no_clusters_in_the_namespace(
-    shoal: Shoal, client: ShoalClient, manifest: str
+    shoal: Shoal, client: ShoalClient, client_of: Callers, manifest: str
 ) -> None:
     from shoal.model.kubernetes import Cluster, ClusterSpec
     from shoal.scheduler.scheduler import Scheduler
@@ -224,7 +225,7 @@ async def test_no_clusters_in_the_namespace(
                 spec=ClusterSpec(kubeconfig=kubeconfig(name)),
             )
         )
-    scheduler = Scheduler(ShoalClient(client.url))
+    scheduler = Scheduler(client_of("scheduler"))
     await scheduler.start()
     try:
         await cli_ok(shoal, f"kube app create web -n prod -f {manifest}")

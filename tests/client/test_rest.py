@@ -22,6 +22,7 @@ from shoal.model.base import Reason, ReasonCode, ResourceRef
 from shoal.model.core import GlobalMetric
 from shoal.model.infrastructure import GlobalCloud
 from shoal.model.kubernetes import Application, ApplicationState, Cluster
+from shoal.testing import shipped
 from tests.api.samples import APPLICATION, BY_KIND, CLUSTER
 from tests.util import free_port
 
@@ -170,7 +171,7 @@ async def test_watch_events(client: ShoalClient) -> None:
 
 
 async def test_watch_ends_with_unreachable_when_the_server_stops(api: ApiServer) -> None:
-    async with ShoalClient(api.url) as client:
+    async with shipped.client(api.url) as client:
 
         async def consume() -> None:
             async for _ in client.watch(Application, heartbeat=0.2):
