@@ -117,7 +117,10 @@ class Guard:
                 try:
                     door.parsed(scope, raw)
                 except door.MalformedBody as error:
-                    await _answer(scope, receive, send, 400, f"body: malformed JSON: {error}")
+                    # the same answer as the route's: the field and the reason
+                    reason = f"malformed JSON: {error}"
+                    errors = [{"field": "body", "reason": reason}]
+                    await problem(400, f"body: {reason}", errors=errors)(scope, receive, send)
                     return
             receive = bodies.replay(raw, receive)
         path: str = scope["path"]
