@@ -8,7 +8,7 @@ The tests that need an API without security take ``open_api`` (or call
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -52,6 +52,26 @@ async def client_of(api: ApiServer) -> AsyncIterator[shipped.Callers]:
         yield callers
     finally:
         await callers.close()
+
+
+Tenant = Callable[[str, str], Awaitable[ShoalClient]]
+
+
+@pytest.fixture
+async def tenant(client: ShoalClient) -> AsyncIterator[Tenant]:
+    """``await tenant("alice", "a")``: a client of ``alice`` (a tenant, ``shipped.TENANTS``)
+    once the administrator gave her every verb on namespace ``a`` but reading secrets."""
+    made: list[ShoalClient] = []
+
+    async def grant(user: str, namespace: str) -> ShoalClient:
+        made.append(await shipped.grant_namespace(client, user, namespace))
+        return made[-1]
+
+    try:
+        yield grant
+    finally:
+        for each in made:
+            await each.close()
 
 
 @pytest.fixture

@@ -12,7 +12,9 @@ or a tenant's bound to a namespaced role.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import functools
+import secrets
 import shutil
 import tempfile
 from pathlib import Path
@@ -20,17 +22,32 @@ from typing import Any
 
 from shoal.api.auth import bootstrap
 from shoal.api.auth.config import Security
-from shoal.client.rest import ShoalClient
+from shoal.client.rest import ApiError, Conflict, ShoalClient
+from shoal.machinery.files import write_atomically
+from shoal.model.base import Metadata
+from shoal.model.core import Role, RoleBinding, RoleRule
+from shoal.model.kubernetes import Application
+from shoal.testing.wait import wait_for
 
 ADMIN = bootstrap.ADMIN
 
 
+TENANTS = ("alice", "bob")
+"""Users an administrator added to ``tokens.csv``; ``grant_namespace`` gives them a role."""
+
+
 @functools.cache
 def setup() -> bootstrap.Setup:
-    """``shoal up``'s security set-up, made once per process and removed at its exit."""
+    """``shoal up``'s security set-up, made once per process and removed at its exit, with
+    a token for each of ``TENANTS`` added as an administrator adds users (a line each in
+    ``tokens.csv``, which the API reads again when it changes)."""
     directory = Path(tempfile.mkdtemp(prefix="shoal-shipped-"))
     atexit.register(shutil.rmtree, directory, ignore_errors=True)
-    return bootstrap.ensure(directory, tls=False)
+    made = bootstrap.ensure(directory, tls=False)
+    tokens = made.directory / "tokens.csv"
+    users = "".join(f'{secrets.token_urlsafe(32)},{u},{u},""\n' for u in TENANTS)
+    write_atomically(tokens, tokens.read_text() + users, private=True)
+    return bootstrap.ensure(directory, tls=False)  # reads the tokens back
 
 
 def security() -> Security:
@@ -39,9 +56,42 @@ def security() -> Security:
 
 
 def token(user: str) -> str:
-    """The token ``shoal up`` gives ``user``: ``admin`` or a component (``kube-controller``)."""
+    """The token of ``user``: ``admin``, a tenant of ``TENANTS``, or a component
+    (``kube-controller``: the token ``shoal up`` gives ``system:kube-controller``)."""
     made = setup()
-    return made.tokens[ADMIN] if user == ADMIN else made.token_of(user)
+    return made.tokens[user] if user == ADMIN or user in TENANTS else made.token_of(user)
+
+
+def tenant_role(namespace: str) -> Role:
+    """Every verb on every kind of ``namespace`` but reading secrets in clear: what an
+    administrator gives a team."""
+    verbs = ["get", "list", "watch", "create", "update", "delete"]
+    rule = RoleRule(api="*", resources=["*"], namespaces=[namespace], verbs=verbs)
+    return Role(metadata=Metadata(name=f"tenant-{namespace}"), rules=[rule])
+
+
+async def grant_namespace(admin: ShoalClient, user: str, namespace: str) -> ShoalClient:
+    """Bind ``user`` to ``tenant_role(namespace)`` (made if missing), wait until the API
+    applies it, and return a client of ``user``: close it after."""
+    role = tenant_role(namespace)
+    with contextlib.suppress(Conflict):
+        await admin.create(role)
+    name = f"{role.metadata.name}-{user}"
+    binding = RoleBinding(metadata=Metadata(name=name), users=[user], roles=[role.metadata.name])
+    await admin.create(binding)
+    tenant = client(admin.url, user)
+
+    async def applied() -> bool:
+        try:
+            await tenant.list(Application, namespace)
+        except ApiError as error:
+            if error.status != 403:
+                raise
+            return False
+        return True
+
+    await wait_for(applied, timeout=10, message=f"{user}'s role on {namespace!r} applied")
+    return tenant
 
 
 @functools.cache
@@ -61,7 +111,7 @@ def client_config(directory: Path, url: str) -> Path:
 
 
 def client(url: str, user: str = ADMIN, **options: Any) -> ShoalClient:
-    """A client of ``url`` as ``user`` (``admin`` or a component), with ``shoal up``'s token."""
+    """A client of ``url`` as ``user`` (``admin``, a tenant or a component) with its token."""
     return ShoalClient(url, token=token(user), **options)
 
 

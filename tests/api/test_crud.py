@@ -508,7 +508,7 @@ async def _finalizers(http: httpx.AsyncClient, sample: Sample) -> None:
     body = sample.body("f", namespace)
     body["metadata"]["finalizers"] = ["shoal/gc", "shoal/kube"]
     created = (await http.post(sample.collection(), json=body)).json()
-    watch = await start_watch(http, sample.collection(), heartbeat=0.2)
+    watch = await start_watch(http, sample.collection(), heartbeat=1.0)
     try:
         response = await http.delete(sample.item("f"))
         assert response.status_code == 200

@@ -52,7 +52,7 @@ class Recorder:
             on_add=self.add,
             on_update=self.update,
             on_delete=self.delete,
-            heartbeat=0.2,
+            heartbeat=1.0,
             retry_delay=0.05,
         )
 

@@ -152,7 +152,7 @@ async def test_watch_events(client: ShoalClient) -> None:
 
     async def collect() -> None:
         async for event in client.watch(
-            Application, "default", resource_version=start, heartbeat=0.2
+            Application, "default", resource_version=start, heartbeat=1.0
         ):
             events.append(event)
             if len(events) == 3:
@@ -174,7 +174,7 @@ async def test_watch_ends_with_unreachable_when_the_server_stops(api: ApiServer)
     async with shipped.client(api.url) as client:
 
         async def consume() -> None:
-            async for _ in client.watch(Application, heartbeat=0.2):
+            async for _ in client.watch(Application, heartbeat=1.0):
                 pass
 
         task = asyncio.create_task(consume())
