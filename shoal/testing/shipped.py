@@ -107,6 +107,7 @@ def client_config(directory: Path, url: str) -> Path:
     ``directory`` rather than beside the shared keys."""
     import dataclasses
 
+    directory.mkdir(parents=True, exist_ok=True)
     return dataclasses.replace(setup(), directory=directory).write_client_config(url)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -23,6 +24,7 @@ from shoal.model.base import Metadata
 from shoal.model.core import GlobalMetricsProvider
 from shoal.model.kubernetes import Application
 from shoal.model.scheduling import RescheduleTask
+from shoal.testing import shipped
 from shoal.testing.fleet import kubeconfig
 from shoal.testing.shipped import Callers
 from tests.cli.conftest import Shoal, cli, cli_ok, invoke, ok
@@ -275,8 +277,9 @@ async def test_a_plain_get_imports_nothing_heavy(api: ApiServer) -> None:
         f"heavy = sorted(m for m in sys.modules if m.startswith({HEAVY!r}))\n"
         "print('HEAVY', heavy)\n"
     )
+    admin = {**os.environ, "SHOAL_TOKEN": shipped.token(shipped.ADMIN)}
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", code, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        sys.executable, "-c", code, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=admin
     )
     out, err = await asyncio.wait_for(proc.communicate(), 60)
     assert proc.returncode == 0, err.decode()

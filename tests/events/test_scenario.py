@@ -152,7 +152,9 @@ async def test_one_application_told_by_its_events(client: ShoalClient, sim: SimS
         task = RescheduleTaskSpec(target_ref_resource=[ResourceSelector(namespace=NS, name="web")])
         await client.create(RescheduleTask(metadata=Metadata(name="back"), spec=task))
         requested = await until(client, "Application", "web", "RescheduleRequested")
-        assert requested.message == "Reschedule requested by RescheduleTask back, now on a"
+        # the task acts for its requester, the administrator, and says so
+        expected = "Reschedule requested by RescheduleTask back (for admin), now on a"
+        assert requested.message == expected
         await until(client, "Application", "web", "Migrated", count=1)
         told = await until(client, "RescheduleTask", "back", "RescheduleRequested")
         assert told.message == "Requested for 1 of 1 targets"
