@@ -20,7 +20,7 @@ from click.testing import Result
 
 from shoal.api.server import ApiServer
 from shoal.client.kube import KubeClients, KubeCluster
-from shoal.client.rest import ShoalClient
+from shoal.client.rest import ApiError, ShoalClient
 from shoal.model.base import Metadata
 from shoal.model.core import Role, RoleBinding, RoleRule
 from shoal.model.kubernetes import Application, ApplicationState, Cluster
@@ -214,3 +214,28 @@ async def test_a_tenant_runs_an_application_with_the_cli(
         await wait_for(removed, timeout=30, message="web deleted, and from c2")
     finally:
         await clients.close()
+
+
+async def test_the_default_fixtures_are_secured_as_shoal_up_ships(
+    api: ApiServer, client: ShoalClient, client_of: shipped.Callers
+) -> None:
+    """The suite's API refuses anonymous callers, ``client`` is the administrator and a
+    component has only its own role: what passes elsewhere passes as shipped."""
+    import httpx
+
+    apps = "/kubernetes/namespaces/default/applications"
+    async with httpx.AsyncClient(base_url=api.url) as anonymous:
+        refused = await anonymous.get(apps)
+        assert refused.status_code == 401, refused.text
+    assert (await client.request("GET", "/core/roles"))["items"]  # shoal up's default roles
+    body = {
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"manifest": [yaml.safe_load(MANIFEST)]},
+    }
+    app = await client.create(Application.model_validate(body))
+    scheduler = client_of(components.SCHEDULER)
+    seen = await scheduler.get(Application, "web", "default")  # it reads applications
+    assert seen.metadata.uid == app.metadata.uid
+    with pytest.raises(ApiError) as denied:
+        await scheduler.delete(Application, "web", "default")  # it never deletes them
+    assert denied.value.status == 403
