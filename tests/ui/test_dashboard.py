@@ -187,7 +187,7 @@ async def test_token_goes_with_every_request(shoal: Shoal, browser: Browser) -> 
         ),
     )
     admin = shipped.token(shipped.ADMIN)  # the browser fixture signed in with it
-    await browser.open("overview")
+    await page.reload()
     await page.locator(".tile", has_text="sim-1").wait_for()
     assert sent and {auth for _, auth in sent} == {f"Bearer {admin}"}
     sent.clear()
