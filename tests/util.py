@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from typing import Any, Literal
 
 from shoal.api.auth import Security
+from shoal.api.auth.roles import defaults
 from shoal.api.server import ApiServer, start_api
 from shoal.store.sqlite import SqliteStore
 from shoal.system.components import NAMES
@@ -18,7 +19,7 @@ from shoal.testing import shipped
 from shoal.testing.launch import free_port, free_ports
 from shoal.testing.wait import wait_for
 
-__all__ = ["api_server", "free_port", "free_ports", "up_port", "wait_for"]
+__all__ = ["api_server", "free_port", "free_ports", "made_by_tests", "up_port", "wait_for"]
 
 SHIPPED: Literal["shipped"] = "shipped"
 
@@ -47,3 +48,12 @@ def up_port() -> int:
     """A port for ``shoal up --port``: its API there, each component's metrics on the next
     ones (``shoal.system.metrics_ports``), all of them free."""
     return free_ports(1 + len(NAMES))
+
+
+SHIPPED_ROLES = frozenset(o.metadata.name for o in defaults())
+"""The roles and bindings the shipped API creates at its first start (``shoal-admin``…)."""
+
+
+def made_by_tests(items: list[Any]) -> list[Any]:
+    """``items`` of a list answer (JSON) without the shipped API's default roles and bindings."""
+    return [i for i in items if i["metadata"]["name"] not in SHIPPED_ROLES]
