@@ -60,7 +60,8 @@ async def sim_clusters(url: str, token: str) -> dict[str, int]:
 
 
 async def run(n: int, tmp: Path) -> None:
-    api = ApiProcess(f"sqlite://{tmp / 'shoal.db'}", log=tmp / "api.log")
+    # figures on the open API, as before (bench/api.py --rbac: the secured door)
+    api = ApiProcess(f"sqlite://{tmp / 'shoal.db'}", log=tmp / "api.log", secured=False)
     sim_port = free_ports(1)  # the sim process binds it later
     sim_url = f"http://127.0.0.1:{sim_port}"
     procs = [api.proc, spawn_shoal("sim", "--clusters", "0", "--port", str(sim_port),

@@ -488,7 +488,10 @@ async def run_processes(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         procs.append(sim)
         # as shoal up runs it: Shoal's kube controller deploys, so applications are created
         # with its finalizer (shoal api --kube-finalizer)
-        api = ApiProcess(f"sqlite://{tmp / 'shoal.db'}", log=tmp / "api.log", kube_finalizer=True)
+        # figures on the open API, as before (bench/api.py --rbac: the secured door)
+        api = ApiProcess(
+            f"sqlite://{tmp / 'shoal.db'}", log=tmp / "api.log", kube_finalizer=True, secured=False
+        )
         procs.append(api.proc)
         await api.wait_ready()
         paths = [kube_dir / f"sim-{i}.yaml" for i in range(args.clusters)]

@@ -270,7 +270,8 @@ async def main() -> None:
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; "
           f"{args.clusters} clusters × {args.nodes} nodes", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
-        api = ApiProcess(f"sqlite://{tmp}/shoal.db")
+        # figures on the open API, as before (bench/api.py --rbac: the secured door)
+        api = ApiProcess(f"sqlite://{tmp}/shoal.db", secured=False)
         await api.wait_ready()
         began = time.perf_counter()
         share = [args.clusters // args.fleet_procs + (i < args.clusters % args.fleet_procs)

@@ -205,7 +205,8 @@ async def create_all(client: ShoalClient, m: int, concurrency: int) -> None:
 
 async def run(m: int, rounds: int, concurrency: int, profile: Path | None) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        api = ApiProcess(f"sqlite://{Path(tmp) / 'shoal.db'}")
+        # figures on the open API, as before (bench/api.py --rbac: the secured door)
+        api = ApiProcess(f"sqlite://{Path(tmp) / 'shoal.db'}", secured=False)
         url = api.url
         procs = {"api": api.proc}
         try:

@@ -43,7 +43,7 @@ from shoal.system.supervise import Child, Supervisor
 AddCluster = Callable[[str, int, dict[str, str]], Awaitable[Obj]]
 
 
-def _plain_api_config(directory: Path) -> Path:
+def plain_api_config(directory: Path) -> Path:
     """``api.yaml`` without its ``tls`` section: ``shoal up --no-tls`` serves HTTP on loopback."""
     config = yaml.safe_load((directory / "api.yaml").read_text()) or {}
     config.pop("tls", None)
@@ -106,7 +106,7 @@ def run_processes(up: Installation, *, sim_port: int, metrics_port: int = 0) -> 
     configure_logging(log_level, one_line=log_level.lower() != "debug")
     sim_token = sim_admin_token(data_dir)  # before the files readers wait for
     setup = bootstrap.ensure(data_dir, tls=tls)
-    api_config = setup.directory / "api.yaml" if tls else _plain_api_config(setup.directory)
+    api_config = setup.directory / "api.yaml" if tls else plain_api_config(setup.directory)
     scheme = "https" if tls else "http"
     url = f"{scheme}://127.0.0.1:{port}"
     logs = data_dir / "logs"

@@ -4,8 +4,10 @@ Every process is the ``shoal`` command line (``shoal.system.process.shoal_argv``
 under ``shoal up``'s supervisor, so
 the API, the scheduler and the controllers run exactly as ``shoal api``,
 ``shoal scheduler`` and ``shoal reschedule-controller`` do in production,
-with no user configuration. Crash tests ``kill`` them (SIGKILL); everything
-else ends with ``stop`` (SIGTERM, SIGKILL if that is not enough).
+with no user configuration but the security ``shoal up`` ships
+(``shoal.testing.shipped``): the API with its ``api.yaml``, each component with its own
+token. Crash tests ``kill`` them (SIGKILL); everything else ends with ``stop`` (SIGTERM,
+SIGKILL if that is not enough).
 """
 
 from __future__ import annotations
@@ -15,12 +17,15 @@ import os
 import signal
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 
+from shoal.client.rest import ShoalClient
 from shoal.machinery.ports import free_port as free_port  # tests and benches take them here
 from shoal.machinery.ports import free_ports as free_ports
 from shoal.system.process import shoal_argv
+from shoal.testing import shipped
 from shoal.testing.wait import wait_for
 
 ROOT = str(Path(__file__).resolve().parents[2])
@@ -37,19 +42,23 @@ def shoal_env(config: str = os.devnull) -> dict[str, str]:
 
 
 def spawn_shoal(
-    *args: str, log: Path | None = None, cpu: int | None = None
+    *args: str,
+    log: Path | None = None,
+    cpu: int | None = None,
+    env: dict[str, str] | None = None,
 ) -> subprocess.Popen[bytes]:
     """``shoal ARGS`` in a process of its own.
 
     Its output goes to ``log`` when given; otherwise stdout is dropped and
     stderr (warnings, tracebacks) shows. ``cpu`` pins it to one core, so a
-    bench's server and scheduler do not compete for the same one.
+    bench's server and scheduler do not compete for the same one. ``env``: variables
+    added to ``shoal_env()`` (``SHOAL_TOKEN``...).
     """
     out = open(log, "ab") if log is not None else None
     try:
         proc = subprocess.Popen(
             shoal_argv(*args),
-            env=shoal_env(),
+            env={**shoal_env(), **(env or {})},
             cwd=ROOT,
             stdout=out if out is not None else subprocess.DEVNULL,
             stderr=subprocess.STDOUT if out is not None else None,
@@ -90,12 +99,17 @@ def controller(
     log_level: str = "warning",
     cpu: int | None = None,
 ) -> subprocess.Popen[bytes]:
-    """``shoal COMMAND --api URL ARGS``: the scheduler or one controller."""
-    return spawn_shoal(command, "--api", api_url, "--log-level", log_level, *args, log=log, cpu=cpu)
+    """``shoal COMMAND --api URL ARGS``: the scheduler or one controller, with the token
+    ``shoal up`` gives that component (an open API ignores it)."""
+    identity = {"SHOAL_TOKEN": shipped.token(command)}
+    return spawn_shoal(
+        command, "--api", api_url, "--log-level", log_level, *args, log=log, cpu=cpu, env=identity
+    )
 
 
 class ApiProcess:
-    """``shoal api --store URL --port N`` on a free port, in a process of its own."""
+    """``shoal api --store URL --port N`` on a free port, in a process of its own, with the
+    security ``shoal up`` ships; ``secured=False`` for an open API (say why where you do)."""
 
     def __init__(
         self,
@@ -104,14 +118,22 @@ class ApiProcess:
         log: Path | None = None,
         cpu: int | None = None,
         kube_finalizer: bool = False,
+        secured: bool = True,
     ) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.secured = secured
         extra = ["--kube-finalizer"] if kube_finalizer else []
+        if secured:
+            extra += ["--config", str(shipped.api_config())]
         self.proc = spawn_shoal(
             "api", "--store", store, "--port", str(self.port), "--log-level", "warning",
             *extra, log=log, cpu=cpu,
         )  # fmt: skip
+
+    def client(self, user: str = shipped.ADMIN, **options: Any) -> ShoalClient:
+        """A client as ``user`` (``admin`` or a component) with the token ``shoal up`` gives."""
+        return shipped.client(self.url, user, **options)
 
     async def wait_ready(self, timeout: float = 30.0) -> None:
         """Until ``/readyz`` answers 200; AssertionError if the process exits first."""

@@ -13,13 +13,18 @@ import orjson
 import pytest
 
 from shoal.api.server import ApiServer
+from shoal.testing import shipped
 
 
 @pytest.fixture
 async def http(api: ApiServer) -> AsyncIterator[httpx.AsyncClient]:
-    """A bare HTTP client on the API, as any Krake script would use."""
+    """A bare HTTP client on the API, as any Krake script would use, with the
+    administrator's token."""
     limits = httpx.Limits(max_connections=100, max_keepalive_connections=100)
-    async with httpx.AsyncClient(base_url=api.url, timeout=30, limits=limits) as c:
+    headers = {"authorization": f"Bearer {shipped.token(shipped.ADMIN)}"}
+    async with httpx.AsyncClient(
+        base_url=api.url, timeout=30, limits=limits, headers=headers
+    ) as c:
         yield c
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 
 from shoal.api.server import ApiServer
+from shoal.testing import shipped
 from tests.api.samples import APPLICATION, BY_KIND, CLUSTER, KUBECONFIG
 
 METRIC = BY_KIND["GlobalMetric"]
@@ -377,10 +378,11 @@ async def test_an_unhandled_error_is_a_500_that_keeps_the_connection() -> None:
                 raise RuntimeError("the disk is on fire")
             return await super().get(key)
 
-    server = await start_api(Failing(":memory:"))
+    server = await start_api(Failing(":memory:"), security=shipped.security())
     try:
         limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-        async with httpx.AsyncClient(base_url=server.url, limits=limits) as http:
+        admin = {"authorization": f"Bearer {shipped.token(shipped.ADMIN)}"}
+        async with httpx.AsyncClient(base_url=server.url, limits=limits, headers=admin) as http:
             failed = await http.get("/kubernetes/namespaces/default/applications/boom")
             assert failed.status_code == 500
             assert failed.json()["title"] == "INTERNAL_ERROR"

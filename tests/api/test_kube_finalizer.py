@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from shoal.model.kubernetes import KUBE_FINALIZER
-from shoal.testing import fleet
+from shoal.testing import fleet, shipped
 from tests.api.test_creates import app
 from tests.util import api_server
 
@@ -19,7 +19,8 @@ APPS = "/kubernetes/namespaces/a/applications"
 
 async def _http(kube_finalizer: bool) -> AsyncIterator[httpx.AsyncClient]:
     async with api_server(kube_finalizer=kube_finalizer) as server:
-        async with httpx.AsyncClient(base_url=server.url) as http:
+        admin = {"authorization": f"Bearer {shipped.token(shipped.ADMIN)}"}
+        async with httpx.AsyncClient(base_url=server.url, headers=admin) as http:
             yield http
 
 

@@ -25,7 +25,7 @@ async def create(http: httpx.AsyncClient, name: str, ns: str = "default", **labe
 
 
 async def test_watch_streams_ndjson_events(http: httpx.AsyncClient) -> None:
-    watch = await start_watch(http, APPLICATION.collection(), heartbeat=0.2)
+    watch = await start_watch(http, APPLICATION.collection(), heartbeat=1.0)
     try:
         created = await create(http, "web")
         body = copy.deepcopy(created)
@@ -47,7 +47,7 @@ async def test_watch_streams_ndjson_events(http: httpx.AsyncClient) -> None:
 
 async def test_watch_content_type_and_heartbeats(http: httpx.AsyncClient) -> None:
     async with http.stream(
-        "GET", APPLICATION.collection(), params={"watch": "", "heartbeat": 0.2}
+        "GET", APPLICATION.collection(), params={"watch": "", "heartbeat": 1.0}
     ) as response:
         assert response.status_code == 200
         assert response.headers["content-type"].startswith("application/x-ndjson")
@@ -64,9 +64,9 @@ async def test_watch_false_is_a_list(http: httpx.AsyncClient) -> None:
 
 
 async def test_watch_list_all_and_global_kinds(http: httpx.AsyncClient) -> None:
-    everything = await start_watch(http, APPLICATION.collection(None), heartbeat=0.2)
+    everything = await start_watch(http, APPLICATION.collection(None), heartbeat=1.0)
     metric = BY_KIND["GlobalMetric"]
-    metrics = await start_watch(http, metric.collection(), heartbeat=0.2)
+    metrics = await start_watch(http, metric.collection(), heartbeat=1.0)
     try:
         await create(http, "a", "ns1")
         await create(http, "b", "ns2")
@@ -82,7 +82,7 @@ async def test_watch_list_all_and_global_kinds(http: httpx.AsyncClient) -> None:
 
 async def test_watch_with_label_selector(http: httpx.AsyncClient) -> None:
     watch = await start_watch(
-        http, APPLICATION.collection(), heartbeat=0.2, label_selector="env in (prod)"
+        http, APPLICATION.collection(), heartbeat=1.0, label_selector="env in (prod)"
     )
     try:
         await create(http, "a", env="prod")
@@ -100,7 +100,7 @@ async def test_resume_gives_exactly_the_later_events(http: httpx.AsyncClient) ->
     for i in range(10):
         revisions.append((await create(http, f"app-{i}"))["metadata"]["resource_version"])
     watch = await start_watch(
-        http, APPLICATION.collection(), heartbeat=0.2, resource_version=revisions[4]
+        http, APPLICATION.collection(), heartbeat=1.0, resource_version=revisions[4]
     )
     try:
         await wait_for(lambda: len(watch.events) >= 5)
@@ -115,7 +115,7 @@ async def test_resume_gives_exactly_the_later_events(http: httpx.AsyncClient) ->
     finally:
         await watch.stop()
     # from revision 0: everything in the history
-    watch = await start_watch(http, APPLICATION.collection(), heartbeat=0.2, resource_version=0)
+    watch = await start_watch(http, APPLICATION.collection(), heartbeat=1.0, resource_version=0)
     try:
         await wait_for(lambda: len(watch.events) >= 11)
         assert watch.revisions()[:10] == revisions
@@ -135,7 +135,7 @@ async def test_compacted_revision_is_410(http: httpx.AsyncClient, api: ApiServer
     assert problem["status"] == 410 and problem["title"] and "resource_version" in problem["detail"]
     # the compaction point itself is still fine: events after it are kept
     watch = await start_watch(
-        http, APPLICATION.collection(), heartbeat=0.2, resource_version=revisions[2]
+        http, APPLICATION.collection(), heartbeat=1.0, resource_version=revisions[2]
     )
     try:
         await wait_for(lambda: len(watch.events) >= 2)
@@ -180,7 +180,7 @@ def _check_all_added(watch: Watch, names: list[str]) -> None:
 
 @pytest.mark.slow
 async def test_no_event_lost_under_2000_concurrent_creates(http: httpx.AsyncClient) -> None:
-    watch = await start_watch(http, APPLICATION.collection(), heartbeat=0.2)
+    watch = await start_watch(http, APPLICATION.collection(), heartbeat=1.0)
     names = [f"app-{i:04d}" for i in range(2000)]
     try:
         await _flood(http, names)
@@ -194,14 +194,14 @@ async def test_no_event_lost_under_2000_concurrent_creates(http: httpx.AsyncClie
 @pytest.mark.slow
 async def test_no_event_lost_across_a_cut_and_resume(http: httpx.AsyncClient) -> None:
     names = [f"app-{i:04d}" for i in range(2000)]
-    first = await start_watch(http, APPLICATION.collection(), heartbeat=0.2)
+    first = await start_watch(http, APPLICATION.collection(), heartbeat=1.0)
     flood = asyncio.create_task(_flood(http, names))
     try:
         await wait_for(lambda: len(first.events) >= 300, timeout=30, message="300 events")
     finally:
         await first.stop()  # cut the stream mid-flood
     last = first.revisions()[-1]
-    second = await start_watch(http, APPLICATION.collection(), heartbeat=0.2, resource_version=last)
+    second = await start_watch(http, APPLICATION.collection(), heartbeat=1.0, resource_version=last)
     try:
         await flood
         await wait_for(
@@ -216,7 +216,7 @@ async def test_no_event_lost_across_a_cut_and_resume(http: httpx.AsyncClient) ->
 
 async def test_watch_survives_a_cluster_status_flood(http: httpx.AsyncClient) -> None:
     await http.post(CLUSTER.collection(), json=CLUSTER.body("c", "default"))
-    watch = await start_watch(http, CLUSTER.collection(), heartbeat=0.2)
+    watch = await start_watch(http, CLUSTER.collection(), heartbeat=1.0)
     try:
         for i in range(50):
             current = (await http.get(CLUSTER.item("c"))).json()

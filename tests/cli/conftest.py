@@ -13,6 +13,7 @@ from click.testing import CliRunner, Result
 
 from shoal.api.server import ApiServer
 from shoal.cli.main import app
+from shoal.testing import shipped
 from tests.security.conftest import secured  # noqa: F401  (the API as shoal up secures it)
 
 Shoal = Callable[..., Awaitable[Result]]
@@ -49,8 +50,11 @@ async def invoke(*args: str, input: str | None = None) -> Result:
 
 
 @pytest.fixture
-def shoal(api: ApiServer) -> Shoal:
-    """``await shoal("kube", "app", "list")`` runs the CLI with ``--api`` of the test API."""
+def shoal(api: ApiServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Shoal:
+    """``await shoal("kube", "app", "list")`` runs the CLI with ``--api`` of the test API, as
+    its administrator: with the configuration ``shoal up`` writes (its URL and admin token)."""
+    config = shipped.client_config(tmp_path / "shoal-up", api.url)
+    monkeypatch.setenv("SHOAL_CONFIG", str(config))
 
     async def run(*args: str, input: str | None = None) -> Result:
         return await invoke("--api", api.url, *args, input=input)

@@ -11,6 +11,7 @@ from shoal.cli.commands import expand_args
 from shoal.cli.config import resolve_api
 from shoal.cli.errors import CliError
 from shoal.cli.locations import DEFAULT_URL
+from shoal.testing import shipped
 from tests.cli.conftest import invoke, ok
 from tests.util import free_port
 
@@ -40,9 +41,10 @@ def test_bad_config(isolated_config: Path) -> None:
 async def test_config_file_and_env(
     api: ApiServer, isolated_config: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    write_config(isolated_config, f"api: {api.url}\n")
+    token = shipped.token(shipped.ADMIN)  # the API is secured as shoal up ships it
+    write_config(isolated_config, f"api: {api.url}\ntoken: {token}\n")
     ok(await invoke("kube", "app", "list"))
-    write_config(isolated_config, "")
+    write_config(isolated_config, f"token: {token}\n")
     monkeypatch.setenv("SHOAL_API", api.url)
     ok(await invoke("core", "gm", "list"))
 

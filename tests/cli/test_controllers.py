@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import sys
 
@@ -13,6 +14,7 @@ from shoal.api.server import ApiServer
 from shoal.client.rest import ShoalClient
 from shoal.model.base import Metadata
 from shoal.model.scheduling import RescheduleTask, RescheduleTaskSpec
+from shoal.testing import shipped
 from tests.util import free_ports, wait_for
 
 
@@ -29,6 +31,7 @@ async def _start(name: str, api: ApiServer, *extra: str) -> asyncio.subprocess.P
         *extra,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
+        env={**os.environ, "SHOAL_TOKEN": shipped.token(name)},  # its identity, as shoal up's
     )
 
 

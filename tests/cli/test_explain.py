@@ -18,6 +18,7 @@ from shoal.model.kubernetes import Application, Cluster, ClusterSpec, MetricRef
 from shoal.scheduler.scheduler import Scheduler
 from shoal.testing import fleet as sample
 from shoal.testing.fleet import KUBECONFIG, register
+from shoal.testing.shipped import Callers
 from tests.cli.conftest import Shoal, invoke
 from tests.security.conftest import TOKENS, Secured
 from tests.util import wait_for
@@ -84,11 +85,11 @@ async def test_dryrun_ranks_and_explains(shoal: Shoal, fleet: None, tmp_path: Pa
 
 
 async def test_explain_shows_the_last_decision(
-    shoal: Shoal, fleet: None, client: ShoalClient, tmp_path: Path
+    shoal: Shoal, fleet: None, client: ShoalClient, client_of: Callers, tmp_path: Path
 ) -> None:
     manifest = tmp_path / "m.yaml"
     manifest.write_text(MANIFEST)
-    scheduler = Scheduler(ShoalClient(client.url))
+    scheduler = Scheduler(client_of("scheduler"))
     await scheduler.start()
     try:
         created = await shoal(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -23,8 +24,9 @@ from shoal.model.base import Metadata
 from shoal.model.core import GlobalMetricsProvider
 from shoal.model.kubernetes import Application
 from shoal.model.scheduling import RescheduleTask
-from shoal.testing import fleet
+from shoal.testing import fleet, shipped
 from shoal.testing.fleet import kubeconfig
+from shoal.testing.shipped import Callers
 from tests.cli.conftest import Shoal, cli, cli_ok, invoke, ok
 
 MANIFEST = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {a: b}\n"
@@ -212,7 +214,7 @@ async def test_ages_in_tables_and_full_times_wide(shoal: Shoal, client: ShoalCli
 
 
 async def test_no_clusters_in_the_namespace(
-    shoal: Shoal, client: ShoalClient, manifest: str
+    shoal: Shoal, client: ShoalClient, client_of: Callers, manifest: str
 ) -> None:
     from shoal.model.kubernetes import Cluster, ClusterSpec
     from shoal.scheduler.scheduler import Scheduler
@@ -225,7 +227,7 @@ async def test_no_clusters_in_the_namespace(
                 spec=ClusterSpec(kubeconfig=kubeconfig(name)),
             )
         )
-    scheduler = Scheduler(ShoalClient(client.url))
+    scheduler = Scheduler(client_of("scheduler"))
     await scheduler.start()
     try:
         await cli_ok(shoal, f"kube app create web -n prod -f {manifest}")
@@ -275,8 +277,9 @@ async def test_a_plain_get_imports_nothing_heavy(api: ApiServer) -> None:
         f"heavy = sorted(m for m in sys.modules if m.startswith({HEAVY!r}))\n"
         "print('HEAVY', heavy)\n"
     )
+    admin = {**os.environ, "SHOAL_TOKEN": shipped.token(shipped.ADMIN)}
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", code, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        sys.executable, "-c", code, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=admin
     )
     out, err = await asyncio.wait_for(proc.communicate(), 60)
     assert proc.returncode == 0, err.decode()

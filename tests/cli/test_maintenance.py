@@ -11,6 +11,7 @@ import pytest
 from click.testing import Result
 
 from shoal.model.kubernetes import Application, Cluster, Placement
+from shoal.testing import shipped
 from shoal.testing.wait import wait_for
 from tests.cli.conftest import invoke, ok
 from tests.kube.conftest import application
@@ -20,8 +21,11 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 @pytest.fixture
-async def fleet(tmp_path: Path) -> AsyncIterator[Shoal]:
+async def fleet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Shoal]:
     async with running_shoal(tmp_path) as shoal:
+        # the CLI as shoal up leaves it: its configuration names the API and the admin's token
+        config = shipped.client_config(tmp_path / "shoal-up", shoal.url)
+        monkeypatch.setenv("SHOAL_CONFIG", str(config))
         await wait_for(lambda: _settled(shoal), timeout=30, message="applications running")
         yield shoal
 

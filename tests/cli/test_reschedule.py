@@ -12,17 +12,18 @@ from shoal.model.kubernetes import Application
 from shoal.model.scheduling import RescheduleTask
 from shoal.reschedule.controller import RescheduleTaskController
 from shoal.scheduler.scheduler import Scheduler
+from shoal.testing.shipped import Callers
 from tests.cli.conftest import Shoal, ok
 from tests.controllers.test_reschedule import CONFIG, application, fleet
 from tests.util import wait_for
 
 
 @pytest.fixture
-async def controllers(client: ShoalClient) -> AsyncIterator[None]:
+async def controllers(client: ShoalClient, client_of: Callers) -> AsyncIterator[None]:
     await fleet(client)
     started = [
-        Scheduler(ShoalClient(client.url), CONFIG),
-        RescheduleTaskController(ShoalClient(client.url)),
+        Scheduler(client_of("scheduler"), CONFIG),
+        RescheduleTaskController(client_of("reschedule-controller")),
     ]
     for controller in started:
         await controller.start()

@@ -16,6 +16,7 @@ from shoal.client.informer import Informer, running
 from shoal.client.rest import ShoalClient
 from shoal.model.kubernetes import Application
 from shoal.store.sqlite import SqliteStore
+from shoal.testing import shipped
 from tests.api.samples import APPLICATION
 from tests.util import free_port, wait_for
 
@@ -51,7 +52,7 @@ class Recorder:
             on_add=self.add,
             on_update=self.update,
             on_delete=self.delete,
-            heartbeat=0.2,
+            heartbeat=1.0,
             retry_delay=0.05,
         )
 
@@ -69,7 +70,7 @@ class Restartable:
         return f"http://127.0.0.1:{self.port}"
 
     async def start(self) -> None:
-        self.server = await start_api(self.store, port=self.port)
+        self.server = await start_api(self.store, port=self.port, security=shipped.security())
 
     async def stop(self) -> None:
         if self.server is not None:
@@ -241,7 +242,7 @@ async def test_two_phase_delete_is_an_update_then_a_delete(client: ShoalClient) 
 async def test_resumes_after_api_restart_without_loss_or_duplicates(
     restartable: Restartable,
 ) -> None:
-    async with ShoalClient(restartable.url, timeout=5) as client:
+    async with shipped.client(restartable.url, timeout=5) as client:
         for i in range(5):
             await client.create(application(f"before-{i}"))
         recorder = Recorder()
@@ -277,7 +278,7 @@ async def test_resumes_after_api_restart_without_loss_or_duplicates(
 async def test_relists_after_compaction_and_reports_missed_changes_once(
     restartable: Restartable,
 ) -> None:
-    async with ShoalClient(restartable.url, timeout=5) as client:
+    async with shipped.client(restartable.url, timeout=5) as client:
         for name in ("keep", "change", "drop"):
             await client.create(application(name))
         recorder = Recorder()

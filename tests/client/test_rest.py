@@ -22,6 +22,7 @@ from shoal.model.base import Reason, ReasonCode, ResourceRef
 from shoal.model.core import GlobalMetric
 from shoal.model.infrastructure import GlobalCloud
 from shoal.model.kubernetes import Application, ApplicationState, Cluster
+from shoal.testing import shipped
 from tests.api.samples import APPLICATION, BY_KIND, CLUSTER
 from tests.util import free_port
 
@@ -151,7 +152,7 @@ async def test_watch_events(client: ShoalClient) -> None:
 
     async def collect() -> None:
         async for event in client.watch(
-            Application, "default", resource_version=start, heartbeat=0.2
+            Application, "default", resource_version=start, heartbeat=1.0
         ):
             events.append(event)
             if len(events) == 3:
@@ -170,10 +171,10 @@ async def test_watch_events(client: ShoalClient) -> None:
 
 
 async def test_watch_ends_with_unreachable_when_the_server_stops(api: ApiServer) -> None:
-    async with ShoalClient(api.url) as client:
+    async with shipped.client(api.url) as client:
 
         async def consume() -> None:
-            async for _ in client.watch(Application, heartbeat=0.2):
+            async for _ in client.watch(Application, heartbeat=1.0):
                 pass
 
         task = asyncio.create_task(consume())

@@ -30,6 +30,7 @@ from shoal.model.scheduling import (
 )
 from shoal.reschedule.controller import RescheduleTaskController
 from shoal.scheduler.scheduler import Scheduler
+from shoal.testing import shipped
 from shoal.testing.fleet import scored_clusters, set_state
 from tests.util import wait_for
 
@@ -62,7 +63,8 @@ class Running:
         self.started: list[tuple[Any, ShoalClient]] = []
 
     async def start(self, make: Any) -> Any:
-        client = ShoalClient(self.url)
+        """``make`` on a client of its own, with the identity ``shoal up`` gives it."""
+        client = shipped.client(self.url, IDENTITY[make])
         controller = make(client)
         await controller.start()
         self.started.append((controller, client))
@@ -92,6 +94,12 @@ async def running(client: ShoalClient) -> AsyncIterator[Running]:
 
 def scheduler(client: ShoalClient) -> Scheduler:
     return Scheduler(client, CONFIG)
+
+
+IDENTITY: dict[Any, str] = {
+    scheduler: "scheduler",
+    RescheduleTaskController: "reschedule-controller",
+}
 
 
 async def finished(client: ShoalClient, name: str) -> RescheduleTask | None:
@@ -241,7 +249,7 @@ async def test_killed_mid_task_reschedules_each_target_once(
     last: dict[str, Any] = {a.metadata.name: a.status.last_scheduled for a in listed.items}
 
     async def count_bindings() -> None:
-        async with ShoalClient(client.url) as watcher:
+        async with shipped.client(client.url) as watcher:
             stream = watcher.watch(Application, "default", resource_version=listed.revision)
             async for event in stream:
                 name = event.object.metadata.name

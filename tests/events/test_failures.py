@@ -15,6 +15,7 @@ from shoal.model.kubernetes import Application, ApplicationSpec
 from shoal.model.scheduler_config import Backoff, SchedulerConfig
 from shoal.scheduler.scheduler import Scheduler
 from shoal.testing.fleet import cluster, register
+from shoal.testing.shipped import Callers
 from shoal.testing.wait import wait_for
 
 pytestmark = pytest.mark.integration
@@ -37,12 +38,12 @@ async def reasons_of(client: ShoalClient, name: str) -> dict[str, Event]:
     return {e.reason: e for e in (await client.list(Event, label_selector=selector)).items}
 
 
-async def test_failed_placement_and_deployment(client: ShoalClient) -> None:
+async def test_failed_placement_and_deployment(client: ShoalClient, client_of: Callers) -> None:
     # The cluster's kubeconfig leads nowhere: deploying there fails.
     await register(client, cluster("far", labels={"zone": "z1"}))
     components: list[Any] = [
-        Scheduler(ShoalClient(client.url), CONFIG),
-        KubeController(ShoalClient(client.url), timeout=0.5),
+        Scheduler(client_of("scheduler"), CONFIG),
+        KubeController(client_of("kube-controller"), timeout=0.5),
     ]
     for component in components:
         events = getattr(component, "events", None) or component.apps_handler.events

@@ -10,6 +10,7 @@ from shoal.events import Recorder
 from shoal.model.base import Metadata
 from shoal.model.events import Event
 from shoal.model.kubernetes import Application, ApplicationSpec
+from shoal.testing import shipped
 
 MANIFEST = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}, "data": {}}]
 
@@ -42,8 +43,11 @@ async def test_repeats_are_one_event_with_a_count(client: ShoalClient) -> None:
     await recorder.close()
 
 
+ADMIN = {"authorization": f"Bearer {shipped.token(shipped.ADMIN)}"}
+
+
 async def _counter(api: ApiServer, name: str) -> float:
-    async with httpx.AsyncClient() as http:
+    async with httpx.AsyncClient(headers=ADMIN) as http:
         text = (await http.get(api.url + "/metrics")).text
     return sum(float(line.split()[1]) for line in text.splitlines() if line.startswith(name + " "))
 
@@ -89,7 +93,7 @@ async def test_bad_items_get_their_own_problem(api: ApiServer) -> None:
         "reporting_component": "scheduler",
     }
     bad = dict(good, reason="not camel")
-    async with httpx.AsyncClient(base_url=api.url) as http:
+    async with httpx.AsyncClient(base_url=api.url, headers=ADMIN) as http:
         response = await http.post("/core/events", json={"events": [good, bad]})
         assert response.status_code == 422, response.text
         assert "reason" in response.text

@@ -27,6 +27,7 @@ from shoal.observer.controller import ClusterObserver
 from shoal.reschedule.controller import RescheduleTaskController
 from shoal.scheduler.scheduler import Scheduler
 from shoal.sim.server import SimServer
+from shoal.testing import shipped
 from shoal.testing.fleet import deployment, metric, provider
 from shoal.testing.sim import running_sim
 from shoal.testing.wait import wait_for
@@ -78,13 +79,13 @@ async def set_values(client: ShoalClient, values: dict[str, float]) -> None:
 async def test_one_application_told_by_its_events(client: ShoalClient, sim: SimServer) -> None:
     url = client.url
     components: list[tuple[Any, ShoalClient]] = []
-    for make in (
-        lambda c: Scheduler(c, CONFIG),
-        lambda c: KubeController(c, resync=1.0),
-        lambda c: ClusterObserver(c, interval=5.0),
-        lambda c: RescheduleTaskController(c),
+    for identity, make in (
+        ("scheduler", lambda c: Scheduler(c, CONFIG)),
+        ("kube-controller", lambda c: KubeController(c, resync=1.0)),
+        ("cluster-observer", lambda c: ClusterObserver(c, interval=5.0)),
+        ("reschedule-controller", lambda c: RescheduleTaskController(c)),
     ):
-        own = ShoalClient(url)
+        own = shipped.client(url, identity)
         component = make(own)
         recorder = (
             component.apps_handler.events if isinstance(component, Scheduler) else component.events
@@ -151,7 +152,9 @@ async def test_one_application_told_by_its_events(client: ShoalClient, sim: SimS
         task = RescheduleTaskSpec(target_ref_resource=[ResourceSelector(namespace=NS, name="web")])
         await client.create(RescheduleTask(metadata=Metadata(name="back"), spec=task))
         requested = await until(client, "Application", "web", "RescheduleRequested")
-        assert requested.message == "Reschedule requested by RescheduleTask back, now on a"
+        # the task acts for its requester, the administrator, and says so
+        expected = "Reschedule requested by RescheduleTask back (for admin), now on a"
+        assert requested.message == expected
         await until(client, "Application", "web", "Migrated", count=1)
         told = await until(client, "RescheduleTask", "back", "RescheduleRequested")
         assert told.message == "Requested for 1 of 1 targets"

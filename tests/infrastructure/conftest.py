@@ -27,6 +27,7 @@ from shoal.observer.controller import ClusterObserver
 from shoal.scheduler.scheduler import Scheduler
 from shoal.sim.server import SimServer
 from shoal.testing.launch import free_ports, stop
+from shoal.testing.shipped import Callers
 from shoal.testing.sim import running_sim
 from shoal.testing.wait import wait_for
 from tests.scheduler.helpers import fast_config
@@ -81,12 +82,16 @@ async def clouds(client: ShoalClient, sim: SimServer) -> None:
 
 
 @pytest.fixture
-async def control_plane(client: ShoalClient, clouds: None) -> AsyncIterator[None]:
+async def control_plane(
+    client: ShoalClient, client_of: Callers, clouds: None
+) -> AsyncIterator[None]:
     parts: list[Any] = [
-        ClusterObserver(client, interval=0.3, timeout=0.5),
-        KubeController(client, poll_interval=0.2, timeout=1.0),
-        Scheduler(client, fast_config()),
-        InfrastructureController(client, poll=0.2, timeout=1.0, retry_cap=1.0),
+        ClusterObserver(client_of("cluster-observer"), interval=0.3, timeout=0.5),
+        KubeController(client_of("kube-controller"), poll_interval=0.2, timeout=1.0),
+        Scheduler(client_of("scheduler"), fast_config()),
+        InfrastructureController(
+            client_of("infrastructure-controller"), poll=0.2, timeout=1.0, retry_cap=1.0
+        ),
     ]
     for part in parts:
         await part.start()

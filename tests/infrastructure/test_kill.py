@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from shoal.client.rest import ShoalClient
 from shoal.infrastructure.controller import key
 from shoal.model.kubernetes import Cluster, ClusterState
 from shoal.sim.server import SimServer
@@ -28,7 +27,7 @@ async def test_killed_mid_create_leaves_exactly_one(
 ) -> None:
     await api_process.wait_ready(timeout=30)
     procs = []
-    async with ShoalClient(api_process.url) as client:
+    async with api_process.client() as client:
         try:
             await provider_objects(client, sim)
             procs.append(controller("scheduler", api_process.url, log=tmp_path / "sched.log"))

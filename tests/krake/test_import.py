@@ -26,6 +26,7 @@ from shoal.api.server import ApiServer
 from shoal.cli.import_krake import ORDER, collection, import_from_krake, portable
 from shoal.client.rest import ShoalClient
 from shoal.sim.server import SimServer
+from shoal.testing import shipped
 from shoal.testing.fleet import KUBECONFIG
 from shoal.testing.launch import shoal_env, spawn_shoal, stop
 from shoal.testing.wait import wait_for
@@ -200,7 +201,7 @@ async def test_import_copies_krake_field_by_field_and_twice_changes_nothing(
     async with httpx.AsyncClient(base_url=krake_api, timeout=60) as http:
         await _fill(http)
     async with (
-        ShoalClient(api.url, token="") as shoal,
+        shipped.client(api.url) as shoal,
         ShoalClient(krake_api, token="") as krake_client,
     ):
         first = await import_from_krake(krake_client, shoal)
@@ -230,7 +231,7 @@ async def test_import_copies_krake_field_by_field_and_twice_changes_nothing(
             krake_api,
             "--dry-run",
         ],
-        env=shoal_env(),
+        env={**shoal_env(), "SHOAL_TOKEN": shipped.token(shipped.ADMIN)},
         capture_output=True,
         text=True,
         timeout=300,
@@ -288,12 +289,18 @@ async def test_imported_applications_keep_running_under_shoal(
     assert sum(len(names) for names in deployed.values()) == 10
 
     async with (
-        ShoalClient(api.url, token="") as shoal,
+        shipped.client(api.url) as shoal,
         ShoalClient(krake_api, token="") as krake_client,
     ):
         assert (await import_from_krake(krake_client, shoal)).failures == []
         procs = [
-            spawn_shoal(command, "--api", api.url, log=tmp_path / f"{command}.log")
+            spawn_shoal(
+                command,
+                "--api",
+                api.url,
+                log=tmp_path / f"{command}.log",
+                env={"SHOAL_TOKEN": shipped.token(command)},
+            )
             for command in ("scheduler", "kube-controller")
         ]
         try:

@@ -13,6 +13,7 @@ from shoal.model.kubernetes import Cluster, ClusterSpec
 from shoal.scheduler.scheduler import Scheduler
 from shoal.sim.server import SimServer
 from shoal.testing.fleet import register
+from shoal.testing.shipped import Callers
 from tests.kube.conftest import NS, application, running_on
 from tests.kube.test_integration import control_plane, controller  # noqa: F401 (fixtures)
 from tests.util import wait_for
@@ -119,7 +120,11 @@ async def test_a_cluster_registered_again_is_pruned_of_what_shoal_left(
 
 
 async def test_every_online_cluster_is_pruned_now_and_then(
-    client: ShoalClient, sim: SimServer, clusters: list[Cluster], kube: dict[str, KubeCluster]
+    client: ShoalClient,
+    client_of: Callers,
+    sim: SimServer,
+    clusters: list[Cluster],
+    kube: dict[str, KubeCluster],
 ) -> None:
     """Without any change of the cluster (a return the controller could not see while the
     API was away), what Shoal left there is still pruned, within ``prune_interval``."""
@@ -128,8 +133,10 @@ async def test_every_online_cluster_is_pruned_now_and_then(
     from shoal.model.kubernetes import ClusterState
     from shoal.observer.controller import ClusterObserver
 
-    observer = ClusterObserver(client, interval=0.3, timeout=1.0)
-    pruning = KubeController(client, poll_interval=0.2, timeout=2.0, prune_interval=0.3)
+    observer = ClusterObserver(client_of("cluster-observer"), interval=0.3, timeout=1.0)
+    pruning = KubeController(
+        client_of("kube-controller"), poll_interval=0.2, timeout=2.0, prune_interval=0.3
+    )
     await observer.start()
     try:
 

@@ -18,6 +18,7 @@ from shoal.kube.watch import ClusterWatches
 from shoal.model.base import ReasonCode, ResourceRef
 from shoal.model.kubernetes import Application, ApplicationState, Cluster
 from shoal.sim.server import SimServer
+from shoal.testing.shipped import Callers
 from tests.kube.conftest import NS, application
 from tests.util import wait_for
 
@@ -336,10 +337,12 @@ async def test_a_writers_own_event_wakes_only_the_others(kube: dict[str, KubeClu
 
 
 async def test_the_echo_of_a_write_come_before_its_answer_queues_nothing(
-    client: ShoalClient,
+    client: ShoalClient, client_of: Callers,
 ) -> None:
     """A status write's event may beat its answer: held until the answer says whose it is."""
-    controller = KubeController(client)  # not started: its queue is looked at, not worked
+    controller = KubeController(
+        client_of("kube-controller")
+    )  # not started: its queue is looked at, not worked
     app = await client.create(application("echo"))
     key = (NS, "echo")
 

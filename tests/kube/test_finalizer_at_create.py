@@ -17,6 +17,7 @@ from shoal.client.rest import ShoalClient
 from shoal.kube.controller import KubeController
 from shoal.model.kubernetes import KUBE_FINALIZER, Application, ApplicationState, Cluster
 from shoal.scheduler.scheduler import Scheduler
+from shoal.testing.shipped import Callers
 from tests.kube.conftest import NS, application, gone
 from tests.scheduler.helpers import fast_config
 from tests.util import api_server, wait_for
@@ -32,9 +33,11 @@ async def api() -> AsyncIterator[ApiServer]:
 
 
 @pytest.fixture
-async def running(client: ShoalClient, clusters: list[Cluster]) -> AsyncIterator[None]:
-    controller = KubeController(client, poll_interval=0.2, timeout=2.0)
-    scheduler = Scheduler(client, fast_config())
+async def running(
+    client: ShoalClient, client_of: Callers, clusters: list[Cluster]
+) -> AsyncIterator[None]:
+    controller = KubeController(client_of("kube-controller"), poll_interval=0.2, timeout=2.0)
+    scheduler = Scheduler(client_of("scheduler"), fast_config())
     await controller.start()
     await scheduler.start()
     try:

@@ -24,6 +24,7 @@ from shoal.model.kubernetes import (
 from shoal.observer.controller import ClusterObserver
 from shoal.scheduler.scheduler import Scheduler
 from shoal.sim.server import SimServer
+from shoal.testing.shipped import Callers
 from shoal.testing.sim import running_sim
 from tests.kube.conftest import NS, application, running_on
 from tests.scheduler.helpers import fast_config, metric, provider
@@ -49,14 +50,16 @@ async def _state(client: ShoalClient, name: str) -> ClusterState:
 
 @contextlib.asynccontextmanager
 async def control_plane(
-    client: ShoalClient, gc: bool = False, **config: Any
+    client: ShoalClient, client_of: Callers, gc: bool = False, **config: Any
 ) -> AsyncIterator[tuple[Scheduler, KubeController, ClusterObserver]]:
-    controller = KubeController(client, poll_interval=0.2, timeout=1.0, cleanup_retry=0.5)
-    observer = ClusterObserver(client, interval=0.2, timeout=1.0)
-    scheduler = Scheduler(client, fast_config(**config))
+    controller = KubeController(
+        client_of("kube-controller"), poll_interval=0.2, timeout=1.0, cleanup_retry=0.5
+    )
+    observer = ClusterObserver(client_of("cluster-observer"), interval=0.2, timeout=1.0)
+    scheduler = Scheduler(client_of("scheduler"), fast_config(**config))
     parts: list[Any] = [observer, controller, scheduler]
     if gc:
-        parts.append(GarbageCollector(client))
+        parts.append(GarbageCollector(client_of("garbage-collector")))
     for part in parts:
         await part.start()
     try:
@@ -67,7 +70,7 @@ async def control_plane(
 
 
 async def test_a_registered_cluster_is_connecting_until_the_observer_reaches_it(
-    client: ShoalClient, sim: SimServer
+    client: ShoalClient, client_of: Callers, sim: SimServer
 ) -> None:
     reachable = Cluster(
         metadata=Metadata(name="new", namespace=NS),
@@ -82,7 +85,7 @@ async def test_a_registered_cluster_is_connecting_until_the_observer_reaches_it(
     )
     assert lost.status.state is ClusterState.CONNECTING
     # A long interval: only the observer's first pass on each new cluster can count.
-    observer = ClusterObserver(client, interval=60.0, timeout=0.5)
+    observer = ClusterObserver(client_of("cluster-observer"), interval=60.0, timeout=0.5)
     await observer.start()
     try:
         await wait_for(
@@ -100,9 +103,9 @@ async def _is(client: ShoalClient, name: str, state: ClusterState) -> bool:
 
 
 async def test_observer_notready_unhealthy_online(
-    client: ShoalClient, sim: SimServer, clusters: list[Cluster]
+    client: ShoalClient, client_of: Callers, sim: SimServer, clusters: list[Cluster]
 ) -> None:
-    observer = ClusterObserver(client, interval=0.1, timeout=1.0)
+    observer = ClusterObserver(client_of("cluster-observer"), interval=0.1, timeout=1.0)
     await observer.start()
     try:
 

@@ -11,13 +11,14 @@ from shoal.gc.controller import FINALIZER, GarbageCollector
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Application, Cluster, ClusterSpec
 from shoal.testing.fleet import KUBECONFIG
+from shoal.testing.shipped import Callers
 from tests.kube.conftest import NS, application
 from tests.util import wait_for
 
 
 @pytest.fixture
-async def gc(client: ShoalClient) -> AsyncIterator[GarbageCollector]:
-    collector = GarbageCollector(client, kinds=(Application, Cluster))
+async def gc(client: ShoalClient, client_of: Callers) -> AsyncIterator[GarbageCollector]:
+    collector = GarbageCollector(client_of("garbage-collector"), kinds=(Application, Cluster))
     await collector.start()
     try:
         yield collector

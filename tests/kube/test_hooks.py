@@ -26,17 +26,20 @@ from shoal.model.kubernetes import Application, Cluster
 from shoal.observer.controller import ClusterObserver
 from shoal.scheduler.scheduler import Scheduler
 from shoal.testing.launch import free_port
+from shoal.testing.shipped import Callers
 from shoal.testing.wait import wait_for
 from tests.kube.conftest import NS, deployment, gone, running_on
 from tests.scheduler.helpers import fast_config
 
 
 @pytest.fixture
-async def control_plane(client: ShoalClient, clusters: list[Cluster]) -> AsyncIterator[None]:
+async def control_plane(
+    client: ShoalClient, client_of: Callers, clusters: list[Cluster]
+) -> AsyncIterator[None]:
     parts: list[Any] = [
-        ClusterObserver(client, interval=0.3, timeout=0.5),
-        KubeController(client, poll_interval=0.2, timeout=1.0),
-        Scheduler(client, fast_config()),
+        ClusterObserver(client_of("cluster-observer"), interval=0.3, timeout=0.5),
+        KubeController(client_of("kube-controller"), poll_interval=0.2, timeout=1.0),
+        Scheduler(client_of("scheduler"), fast_config()),
     ]
     for part in parts:
         await part.start()
@@ -134,7 +137,9 @@ async def workload(kube: dict[str, KubeCluster]) -> AsyncIterator[dict[str, Any]
 @pytest.mark.usefixtures("control_plane")
 @pytest.mark.parametrize("placement", [None, {"clusters": 1}], ids=["one-cluster", "placement"])
 async def test_a_migration_waits_for_the_workload_to_confirm_its_shutdown(
-    client: ShoalClient, kube: dict[str, KubeCluster], workload: dict[str, Any],
+    client: ShoalClient,
+    kube: dict[str, KubeCluster],
+    workload: dict[str, Any],
     placement: dict[str, Any] | None,
 ) -> None:
     """A move to another cluster, of an application on one cluster or of one with
@@ -212,8 +217,12 @@ def test_an_https_api_gives_workloads_its_ca_mounted_as_krake_does() -> None:
         "https://shoal.example:8443/kubernetes/namespaces/team/applications/tick/complete"
     )
     pod = out[0]["spec"]["jobTemplate"]["spec"]["template"]["spec"]
-    assert pod["volumes"] == [{"name": "tick-krake-complete-volume",
-                               "secret": {"secretName": "tick-krake-complete-secret-certs"}}]
+    assert pod["volumes"] == [
+        {
+            "name": "tick-krake-complete-volume",
+            "secret": {"secretName": "tick-krake-complete-secret-certs"},
+        }
+    ]
     container = pod["containers"][0]
     assert [e["name"] for e in container["env"]] == [
         "KEEP", "KRAKE_COMPLETE_TOKEN", "KRAKE_COMPLETE_URL"

@@ -21,6 +21,7 @@ from shoal.model.kubernetes import (
 from shoal.observer.controller import ClusterObserver
 from shoal.scheduler.scheduler import Scheduler
 from shoal.sim.server import SimServer
+from shoal.testing.shipped import Callers
 from tests.kube.conftest import NS, application, running_on
 from tests.scheduler.helpers import fast_config
 from tests.util import wait_for
@@ -29,8 +30,10 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 @pytest.fixture
-async def controller(client: ShoalClient, clusters: list[Cluster]) -> AsyncIterator[KubeController]:
-    ctl = KubeController(client, poll_interval=0.2, timeout=2.0)
+async def controller(
+    client: ShoalClient, client_of: Callers, clusters: list[Cluster]
+) -> AsyncIterator[KubeController]:
+    ctl = KubeController(client_of("kube-controller"), poll_interval=0.2, timeout=2.0)
     await ctl.start()
     try:
         yield ctl
@@ -40,10 +43,10 @@ async def controller(client: ShoalClient, clusters: list[Cluster]) -> AsyncItera
 
 @pytest.fixture
 async def control_plane(
-    client: ShoalClient, controller: KubeController
+    client: ShoalClient, client_of: Callers, controller: KubeController
 ) -> AsyncIterator[tuple[Scheduler, ClusterObserver]]:
-    observer = ClusterObserver(client, interval=0.3, timeout=1.0)
-    scheduler = Scheduler(client, fast_config())
+    observer = ClusterObserver(client_of("cluster-observer"), interval=0.3, timeout=1.0)
+    scheduler = Scheduler(client_of("scheduler"), fast_config())
     await observer.start()
     await scheduler.start()
     try:
@@ -200,14 +203,16 @@ async def test_migration_keeps_old_copy_until_new_is_ready(
 
 
 async def test_a_burst_to_a_slow_cluster_is_applied_all_at_once(
-    client: ShoalClient, sim: SimServer, kube: dict[str, KubeCluster]
+    client: ShoalClient, client_of: Callers, sim: SimServer, kube: dict[str, KubeCluster]
 ) -> None:
     """An apply mostly waits on its member cluster. With every answer of ``fr`` a second
     late, the applications of a burst there are all in the controller's hands at once (its
     default workers), not a few dozen at a time, and each runs there once."""
     sim.fleet.set_latency("fr", 1.0)
-    controller = KubeController(client, poll_interval=0.2)
-    scheduler = Scheduler(client, fast_config())  # no observer: fr is slow, not gone
+    controller = KubeController(client_of("kube-controller"), poll_interval=0.2)
+    scheduler = Scheduler(
+        client_of("scheduler"), fast_config()
+    )  # no observer: fr is slow, not gone
     await controller.start()
     await scheduler.start()
     try:

@@ -82,7 +82,7 @@ async def test_kube_controller_killed_mid_burst(
     await api_process.wait_ready(timeout=30)
     procs = []
     clients = KubeClients(timeout=10)
-    async with ShoalClient(api_process.url, max_connections=24) as client:
+    async with api_process.client(max_connections=24) as client:
         try:
             clusters = []
             for name, config in kubeconfigs.items():

@@ -22,6 +22,7 @@ from shoal.model.kubernetes import Application, Cluster, ClusterState
 from shoal.observer.controller import ClusterObserver
 from shoal.scheduler.scheduler import Scheduler
 from shoal.sim.server import SimServer
+from shoal.testing.shipped import Callers
 from tests.kube.conftest import NS, application
 from tests.kube.test_fleet import CRD
 from tests.scheduler.helpers import fast_config
@@ -33,8 +34,10 @@ SAFETY_NET = 60.0  # seconds: no re-list can explain what the tests see
 
 
 @pytest.fixture
-async def observer(client: ShoalClient, clusters: list[Cluster]) -> AsyncIterator[ClusterObserver]:
-    obs = ClusterObserver(client, interval=SAFETY_NET, timeout=1.0)
+async def observer(
+    client: ShoalClient, client_of: Callers, clusters: list[Cluster]
+) -> AsyncIterator[ClusterObserver]:
+    obs = ClusterObserver(client_of("cluster-observer"), interval=SAFETY_NET, timeout=1.0)
     await obs.start()
     try:
         for name in ("de", "fr"):
@@ -157,10 +160,12 @@ async def test_watches_resume_from_their_version_and_list_again_after_410(
 
 
 async def test_a_crd_appearing_unblocks_the_application_waiting_for_it(
-    client: ShoalClient, kube: dict[str, KubeCluster], observer: ClusterObserver
+    client: ShoalClient, client_of: Callers, kube: dict[str, KubeCluster], observer: ClusterObserver
 ) -> None:
     # a long scheduler back-off: only the cluster's status change can wake the application
-    scheduler = Scheduler(client, fast_config(backoff={"initial": 30, "factor": 1, "cap": 30}))
+    scheduler = Scheduler(
+        client_of("scheduler"), fast_config(backoff={"initial": 30, "factor": 1, "cap": 30})
+    )
     await scheduler.start()
     try:
         app = application("needs-crd")
@@ -189,9 +194,9 @@ async def test_a_crd_appearing_unblocks_the_application_waiting_for_it(
 
 
 async def test_a_cluster_whose_nodes_all_go_notready_loses_its_application(
-    client: ShoalClient, sim: SimServer, observer: ClusterObserver
+    client: ShoalClient, client_of: Callers, sim: SimServer, observer: ClusterObserver
 ) -> None:
-    scheduler = Scheduler(client, fast_config(reschedule_after=60.0))
+    scheduler = Scheduler(client_of("scheduler"), fast_config(reschedule_after=60.0))
     await scheduler.start()
     try:
         await client.create(application("movable", labels=["location in (DE, FR)"]))

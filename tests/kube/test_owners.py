@@ -26,6 +26,7 @@ from shoal.kube.owners import (
 from shoal.model.base import ReasonCode, ResourceRef
 from shoal.model.events import Event
 from shoal.model.kubernetes import Application, ApplicationState, Cluster
+from shoal.testing.shipped import Callers
 from tests.kube.conftest import NS, deployment, gone
 from tests.util import wait_for
 
@@ -35,8 +36,10 @@ DE = ResourceRef(api="kubernetes", kind="Cluster", namespace=NS, name="de")
 
 
 @pytest.fixture
-async def controller(client: ShoalClient, clusters: list[Cluster]) -> AsyncIterator[KubeController]:
-    ctl = KubeController(client, poll_interval=0.2, resync=60.0, timeout=2.0)
+async def controller(
+    client: ShoalClient, client_of: Callers, clusters: list[Cluster]
+) -> AsyncIterator[KubeController]:
+    ctl = KubeController(client_of("kube-controller"), poll_interval=0.2, resync=60.0, timeout=2.0)
     await ctl.start()
     try:
         yield ctl
@@ -197,9 +200,7 @@ async def test_a_conflict_waits_longer_each_time_and_retry_tries_at_once(
     # the owner goes; a retry tries again without waiting, its counts reset
     await client.delete(Application, "first", NS)
     await wait_for(lambda: gone(client, "first"), timeout=10, message="first deleted")
-    answer = await client.request(
-        "PUT", f"/kubernetes/namespaces/{NS}/applications/second/retry"
-    )
+    answer = await client.request("PUT", f"/kubernetes/namespaces/{NS}/applications/second/retry")
     assert answer["status"]["retries"] is None
     # the scheduler passes a retried application at once; here, as it would, bind it again
     await client.bind(await client.get(Application, "second", NS), DE)

@@ -30,6 +30,7 @@ from shoal.model.events import Event
 from shoal.model.kubernetes import Application, ApplicationSpec, Cluster, ClusterSpec, MetricRef
 from shoal.model.scheduler_config import SchedulerConfig
 from shoal.scheduler.scheduler import Scheduler
+from shoal.testing import shipped
 from shoal.testing.fleet import cluster, metric, provider, register
 from shoal.testing.sim import running_sim
 from shoal.testing.wait import wait_for
@@ -100,8 +101,8 @@ async def test_wall_board_queries(client: ShoalClient, exporter: str) -> None:
             spec = ClusterSpec(kubeconfig=sim.fleet.kubeconfig(name), metrics=refs)
             await register(client, Cluster(metadata=Metadata(name=name, namespace=NS), spec=spec))
         await register(client, cluster("c", metrics={"gone": 1}))  # its provider is down
-        components: list[Any] = [Scheduler(ShoalClient(client.url), CONFIG)]
-        components.append(KubeController(ShoalClient(client.url), resync=1.0))
+        components: list[Any] = [Scheduler(shipped.client(client.url, "scheduler"), CONFIG)]
+        components.append(KubeController(shipped.client(client.url, "kube-controller"), resync=1.0))
         for component in components:
             await component.start()
         try:

@@ -20,6 +20,7 @@ from shoal.observer.controller import ClusterObserver
 from shoal.scheduler.scheduler import Scheduler
 from shoal.sim.server import SimServer
 from shoal.testing import fleet
+from shoal.testing.shipped import Callers
 from shoal.testing.sim import running_sim
 from tests.scheduler.helpers import fast_config
 
@@ -69,11 +70,11 @@ async def kube(clusters: list[Cluster]) -> AsyncIterator[dict[str, KubeCluster]]
 
 @pytest.fixture
 async def control_plane(
-    client: ShoalClient, clusters: list[Cluster]
+    client: ShoalClient, client_of: Callers, clusters: list[Cluster]
 ) -> AsyncIterator[Scheduler]:
-    observer = ClusterObserver(client, interval=0.3, timeout=0.5)
-    controller = KubeController(client, poll_interval=0.2, timeout=1.0)
-    scheduler = Scheduler(client, fast_config())
+    observer = ClusterObserver(client_of("cluster-observer"), interval=0.3, timeout=0.5)
+    controller = KubeController(client_of("kube-controller"), poll_interval=0.2, timeout=1.0)
+    scheduler = Scheduler(client_of("scheduler"), fast_config())
     await observer.start()
     await controller.start()
     await scheduler.start()

@@ -17,6 +17,7 @@ from shoal.model.scheduling import RescheduleTask, RescheduleTaskSpec, ResourceS
 from shoal.reschedule.controller import RescheduleTaskController
 from shoal.scheduler.scheduler import Scheduler
 from shoal.sim.server import SimServer
+from shoal.testing.shipped import Callers
 from tests.events.test_scenario import until
 from tests.multicluster.conftest import NS, replicas_on, spread_app
 from tests.util import wait_for
@@ -74,8 +75,10 @@ async def _running_on(client: ShoalClient, name: str, clusters: set[str]) -> App
 
 
 @pytest.fixture
-async def reschedule(client: ShoalClient, clusters: list[Cluster]) -> AsyncIterator[None]:
-    controller = RescheduleTaskController(client)
+async def reschedule(
+    client: ShoalClient, client_of: Callers, clusters: list[Cluster]
+) -> AsyncIterator[None]:
+    controller = RescheduleTaskController(client_of("reschedule-controller"))
     await controller.start()
     try:
         yield None

@@ -24,6 +24,7 @@ from shoal.model.infrastructure import (
 from shoal.model.kubernetes import Application, MetricRef
 from shoal.model.scheduler_config import SchedulerConfig
 from shoal.scheduler.scheduler import Scheduler
+from shoal.testing import shipped
 from shoal.testing.fleet import (  # noqa: F401
     KUBECONFIG,
     NS,
@@ -76,8 +77,9 @@ def global_cloud(name: str, labels: dict[str, str] | None = None, **kw: Any) -> 
 
 @contextlib.asynccontextmanager
 async def running(url: str, config: SchedulerConfig | None = None) -> AsyncIterator[Scheduler]:
-    """A scheduler with its own client, started and synced, stopped on exit."""
-    async with ShoalClient(url) as client:
+    """A scheduler with its own client (``shoal up``'s scheduler identity), started and
+    synced, stopped on exit."""
+    async with shipped.client(url, "scheduler") as client:
         sch = Scheduler(client, config or fast_config())
         await sch.start()
         try:

@@ -41,6 +41,7 @@ from shoal.observer.controller import ClusterObserver
 from shoal.scheduler.scheduler import Scheduler
 from shoal.sim.server import SimServer
 from shoal.testing.fleet import app, register
+from shoal.testing.shipped import Callers
 from shoal.testing.sim import running_sim
 from tests.scheduler import helpers as h
 from tests.util import wait_for
@@ -77,11 +78,11 @@ async def _record(client: ShoalClient, history: History, started: asyncio.Event)
 
 
 @contextlib.asynccontextmanager
-async def _components(client: ShoalClient) -> AsyncIterator[Scheduler]:
+async def _components(client: ShoalClient, client_of: Callers) -> AsyncIterator[Scheduler]:
     config = h.fast_config(reschedule_after=30.0, backoff={"initial": 0.2, "cap": 1.0})
-    scheduler = Scheduler(client, config)
-    controller = KubeController(client, poll_interval=0.2, timeout=1.0)
-    observer = ClusterObserver(client, interval=0.3, timeout=0.5)
+    scheduler = Scheduler(client_of("scheduler"), config)
+    controller = KubeController(client_of("kube-controller"), poll_interval=0.2, timeout=1.0)
+    observer = ClusterObserver(client_of("cluster-observer"), interval=0.3, timeout=0.5)
     for part in (observer, controller, scheduler):
         await part.start()
     try:

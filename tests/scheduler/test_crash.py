@@ -17,7 +17,7 @@ APPS = 2000
 @pytest.fixture
 async def api_client(api_process: ApiProcess) -> AsyncIterator[ShoalClient]:
     await api_process.wait_ready(timeout=20)
-    async with ShoalClient(api_process.url) as c:
+    async with api_process.client() as c:
         yield c
 
 

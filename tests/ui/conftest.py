@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from shoal.testing import shipped
 from tests.ui.fleet import APPS, Shoal, app_with_labels, running_shoal
 
 __all__ = ["APPS", "Browser", "Shoal", "app_with_labels"]
@@ -53,6 +54,16 @@ class Browser:
         return path
 
 
+async def sign_in(browser: Browser, token: str) -> None:
+    """Paste ``token`` in the dashboard's token box, as a user of ``shoal up`` does with the
+    admin token it prints; it stays for the tab's session."""
+    await browser.open("overview")
+    await browser.page.fill("#token", token)
+    await browser.page.click("#token-form button")
+    await browser.page.locator("#live.on").wait_for()  # the overview's streams are open
+    browser.errors.clear()  # the 401s of the page before the token: it asked to sign in
+
+
 @pytest.fixture
 async def browser(shoal: Shoal, request: pytest.FixtureRequest) -> AsyncIterator[Browser]:
     if not HAVE_CHROMIUM:
@@ -66,7 +77,9 @@ async def browser(shoal: Shoal, request: pytest.FixtureRequest) -> AsyncIterator
             page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
             page.on("pageerror", lambda e: errors.append(str(e)))
             page.set_default_timeout(20_000)
-            yield (opened := Browser(page, shoal.url, errors))
+            opened = Browser(page, shoal.url, errors)
+            await sign_in(opened, shipped.token(shipped.ADMIN))
+            yield opened
             await opened.screenshot(f"last-{request.node.name}")  # what a failure looked like
         finally:
             await chromium.close()

@@ -21,6 +21,7 @@ from shoal.model.scheduler_config import SchedulerConfig
 from shoal.sim.server import SimServer
 from shoal.store.sqlite import SqliteStore
 from shoal.system import components, demo
+from shoal.testing import shipped
 from shoal.testing.wait import wait_for
 from tests.kube.conftest import application
 
@@ -79,11 +80,12 @@ def app_with_labels(name: str) -> Application:
 @contextlib.asynccontextmanager
 async def running_shoal(tmp_path: Path) -> AsyncIterator[Shoal]:
     """Shoal with its sim fleet and the applications of ``APPS``, stopped on exit."""
-    api = await start_api(SqliteStore(":memory:"))
+    api = await start_api(SqliteStore(":memory:"), security=shipped.security())
     api.own_store = True
-    client = ShoalClient(api.url)
-    running: list[Any] = [components.scheduler(client, CONFIG)]
-    running += [component.build(client) for component in components.CONTROLLERS]
+    callers = shipped.Callers(api.url)  # each component as itself, as under ``shoal up``
+    client = callers(shipped.ADMIN)
+    running: list[Any] = [components.scheduler(callers(components.SCHEDULER), CONFIG)]
+    running += [c.build(callers(c.name)) for c in components.CONTROLLERS]
     sim = None
     try:
         for controller in running:
@@ -101,7 +103,7 @@ async def running_shoal(tmp_path: Path) -> AsyncIterator[Shoal]:
                 await controller.stop()
         if sim is not None:
             await sim.stop()
-        await client.close()
+        await callers.close()
         await api.stop()
 
 

@@ -134,7 +134,10 @@ class Guard:
                 try:
                     door.parsed(scope, raw)
                 except door.MalformedBody as error:
-                    await _answer(scope, receive, send, 400, f"body: malformed JSON: {error}")
+                    # the same answer as the route's: the field and the reason
+                    reason = f"malformed JSON: {error}"
+                    errors = [{"field": "body", "reason": reason}]
+                    await problem(400, f"body: {reason}", errors=errors)(scope, receive, send)
                     return
             receive = bodies.replay(raw, receive)
         path: str = scope["path"]
@@ -154,8 +157,8 @@ class Guard:
         scope["shoal.target"] = what
         if query or what.verb in ("list", "list_all"):
             checked = _checked_query(params, what.verb, self.limits.limits)
-            if isinstance(checked, str):
-                await _answer(scope, receive, send, 400, checked)
+            if isinstance(checked, str):  # a value out of bounds: 422 naming it, as the route
+                await _answer(scope, receive, send, 422, checked)
                 return
             scope["query_string"] = checked
         grant = self.authz.grant(user, what.api, what.resource, what.verb)
