@@ -30,6 +30,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+import yaml
+
 from shoal.machinery.confined import CallFailed, WorkerDied, WorkerError, Workers, WorkerTimeout
 from shoal.machinery.paths import join
 
@@ -56,9 +58,51 @@ Problem = tuple[str, str]
 
 
 def allowed_url(url: str) -> bool:
-    """Whether configuration allows reading a template from ``url``."""
+    """Whether configuration allows reading a template from ``url``.
+
+    A prefix is matched as the URL is read, not as text: the same scheme, host and port
+    (a prefix without a host, ``https://``, allows any), then the path under the prefix's.
+    Text would let ``https://templates.example.org.evil.net/`` or
+    ``https://templates.example.org@127.0.0.1/`` through ``https://templates.example.org``.
+    A URL with a login (``user@``) or a ``.``/``..`` segment is never allowed."""
     prefixes = [p.strip() for p in os.environ.get(URLS_SETTING, "").split(",") if p.strip()]
-    return any(url.startswith(prefix) for prefix in prefixes)
+    try:
+        target = _origin_and_path(url)
+    except ValueError:
+        return False
+    if target is None:
+        return False
+    for prefix in prefixes:
+        try:
+            allowed = _origin_and_path(prefix)
+        except ValueError:
+            continue
+        if allowed is None:
+            continue
+        (scheme, host, port), path = allowed
+        if (scheme, port if host else None) != (target[0][0], target[0][2] if host else None):
+            continue
+        if host and host != target[0][1]:
+            continue
+        if target[1].startswith(path):
+            return True
+    return False
+
+
+def _origin_and_path(url: str) -> tuple[tuple[str, str, int | None], str] | None:
+    """((scheme, host, port), path) of ``url``; None for a URL that is never allowed."""
+    from urllib.parse import unquote, urlsplit
+
+    parts = urlsplit(url)
+    if parts.username is not None or parts.password is not None or "\\" in parts.netloc:
+        return None
+    segments = unquote(parts.path).split("/")
+    if any(segment in (".", "..") for segment in segments):
+        return None
+    scheme = parts.scheme.lower()
+    port = parts.port or {"http": 80, "https": 443}.get(scheme)
+    host = (parts.hostname or "").rstrip(".")
+    return (scheme, host, port), parts.path
 
 
 async def problems(template: dict[str, Any] | str, base: str = "spec.tosca") -> list[Problem]:
@@ -120,6 +164,41 @@ def workers() -> Workers:
         cpu_seconds=PARSE_CPU_SECONDS,
         memory_bytes=PARSE_MEMORY,
     )
+
+
+def load_yaml(text: str) -> Any:
+    """A template read from a URL, as data. Its YAML may not use aliases (``*name``: a few
+    aliases of aliases stand for billions of nodes once the template is walked or sent to
+    a worker) nor nest deeper than ``MAX_DEPTH``; only plain YAML types are read.
+
+    ``yaml.YAMLError`` names what is refused and where.
+    """
+    loader = _TemplateLoader(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
+class _TemplateLoader(yaml.SafeLoader):
+    depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark
+            raise yaml.composer.ComposerError(
+                None, None, "aliases (*name) are not allowed in a template: write it out", mark
+            )
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark
+                raise yaml.composer.ComposerError(
+                    None, None, f"nested deeper than a template may be ({MAX_DEPTH})", mark
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
 
 
 # before parsing: on the API ----------------------------------------------------------------
