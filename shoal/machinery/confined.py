@@ -14,6 +14,9 @@ never on its event loop: in a small pool of warm worker processes, each one
 - killed and replaced after a wall-clock timeout, when it dies (memory, CPU),
   and after ``max_calls`` calls.
 
+A call waits for a free worker at most its timeout (``WorkersBusy`` past that: it
+never ran), so no caller queues behind everything others sent first.
+
 The confinement a worker reached is in ``Workers.enforced`` (as root on Linux:
 all of it; elsewhere a user namespace gives the namespaces and the empty root
 where the system allows one, and the limits always apply).
@@ -66,6 +69,12 @@ class WorkerDied(WorkerError):
     """The worker ended during the call (its memory cap, most often); it was replaced."""
 
 
+class WorkersBusy(WorkerError):
+    """No worker took the call within its timeout (others' calls held them all): it never
+    ran. Without this, calls queue behind every one sent before them, each up to its
+    timeout: eight looping templates of one user held another's for 42 s."""
+
+
 class Workers:
     """A pool of confined worker processes that run ``functions`` (``module:function``).
 
@@ -103,7 +112,16 @@ class Workers:
         import asyncio
 
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self.call_blocking, function, argument)
+        taken_by = time.monotonic() + self.timeout
+        return await loop.run_in_executor(
+            self._executor, self._call_taken_by, taken_by, function, argument
+        )
+
+    def _call_taken_by(self, taken_by: float, function: str, argument: Any) -> Any:
+        """``call_blocking``, unless the pool took the call after ``taken_by``."""
+        if time.monotonic() > taken_by:
+            raise WorkersBusy(f"no worker was free within {self.timeout:g} s")
+        return self.call_blocking(function, argument)
 
     def call_blocking(self, function: str, argument: Any) -> Any:
         """The same from a thread (this one waits; the pool's size bounds the workers)."""

@@ -32,7 +32,14 @@ from typing import Any
 
 import yaml
 
-from shoal.machinery.confined import CallFailed, WorkerDied, WorkerError, Workers, WorkerTimeout
+from shoal.machinery.confined import (
+    CallFailed,
+    WorkerDied,
+    WorkerError,
+    Workers,
+    WorkersBusy,
+    WorkerTimeout,
+)
 from shoal.machinery.paths import join
 
 URLS_SETTING = "SHOAL_TOSCA_URLS"
@@ -43,7 +50,8 @@ MAX_NODE_TEMPLATES = 500
 MAX_TYPES = 500
 MAX_DEPTH = 64
 PARSE_SECONDS = 10.0
-"""Wall-clock time a parse may take, waits for a core included."""
+"""Wall-clock time a parse may take, waits for a core included; a template no worker took
+within that time (others' held them all) is a 503 to try again."""
 PARSE_CPU_SECONDS = 5
 PARSE_MEMORY = 1 << 30
 _UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
@@ -136,6 +144,12 @@ async def problems(template: dict[str, Any] | str, base: str = "spec.tosca") -> 
         return [(base, "needs more memory to parse than a template may use: refused")]
     except CallFailed:  # the parse stopped on something no rule above foresaw
         return [(base, "is not a valid TOSCA template (the parser could not read it)")]
+    except WorkersBusy:  # others' templates held every worker: try again
+        from shoal.machinery.problems import ProblemError  # not in the worker: it stays light
+
+        reason = "every TOSCA worker is busy with other templates: try again shortly"
+        raise ProblemError(503, f"{base}: {reason}", "BUSY",
+                           [{"field": base, "reason": reason}]) from None  # fmt: skip
     except WorkerError as error:  # the workers cannot start: this server's fault, not the user's
         from shoal.machinery.problems import ProblemError  # not in the worker: it stays light
 
