@@ -51,7 +51,8 @@ MAX_TYPES = 500
 MAX_DEPTH = 64
 PARSE_SECONDS = 10.0
 """Wall-clock time a parse may take, waits for a core included; a template no worker took
-within that time (others' held them all) is a 503 to try again."""
+within that time is a 503 to try again. A user's templates are parsed one after the other
+(``confined.CALLER``): one user holds one worker at most."""
 PARSE_CPU_SECONDS = 5
 PARSE_MEMORY = 1 << 30
 _UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
@@ -147,7 +148,8 @@ async def problems(template: dict[str, Any] | str, base: str = "spec.tosca") -> 
     except WorkersBusy:  # others' templates held every worker: try again
         from shoal.machinery.problems import ProblemError  # not in the worker: it stays light
 
-        reason = "every TOSCA worker is busy with other templates: try again shortly"
+        reason = (f"no TOSCA worker was free for it within {PARSE_SECONDS:g} s (your "
+                  "other templates go first, one at a time): try again shortly")  # fmt: skip
         raise ProblemError(503, f"{base}: {reason}", "BUSY",
                            [{"field": base, "reason": reason}]) from None  # fmt: skip
     except WorkerError as error:  # the workers cannot start: this server's fault, not the user's
