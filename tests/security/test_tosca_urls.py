@@ -40,6 +40,7 @@ LAUGHS = "\n".join(
     ]
 )
 """9**8 strings once expanded, in 700 bytes."""
+PYTHON = "tosca_definitions_version: !!python/object/apply:os.system ['touch /tmp/shoal-owned']\n"
 DEEP = "tosca_definitions_version: tosca_simple_yaml_1_0\nx: " + "[" * 5000 + "]" * 5000 + "\n"
 
 
@@ -97,7 +98,11 @@ async def test_a_url_that_only_looks_like_an_allowed_prefix_is_refused(
 
 @pytest.mark.parametrize(
     ("text", "words"),
-    [(LAUGHS, "aliases"), (DEEP, f"nested deeper than a template may be ({MAX_DEPTH})")],
+    [
+        (LAUGHS, "aliases"),
+        (DEEP, f"nested deeper than a template may be ({MAX_DEPTH})"),
+        (PYTHON, "python/object"),
+    ],
 )
 async def test_a_fetched_template_s_yaml_cannot_stall_or_crash_the_controller(
     text: str, words: str
