@@ -122,20 +122,18 @@ class Workers:
         caller = CALLER.get()
         if caller is not None:
             await self._take_turn(caller, taken_by)
-        loop = asyncio.get_running_loop()
+        future = self._executor.submit(self._call_taken_by, caller, taken_by, function, argument)
         try:
-            return await loop.run_in_executor(
-                self._executor, self._call_taken_by, taken_by, function, argument
-            )
+            return await asyncio.wrap_future(future)
         finally:
-            if caller is not None:
-                with self._lock:
-                    self._callers.discard(caller)
+            if caller is not None and future.cancel():  # never started: its turn ends here
+                self._end_turn(caller)
 
     async def _take_turn(self, caller: str, taken_by: float) -> None:
         """Wait until ``caller`` has no other call in the pool (``WorkersBusy`` past
         ``taken_by``): a caller's calls go one after the other, so no one holds every
-        worker and others wait only for calls of other callers."""
+        worker and others wait only for calls of other callers. A turn ends when its
+        call does, not when its caller stops waiting (a dropped request frees nothing)."""
         import asyncio
 
         while True:
@@ -147,11 +145,22 @@ class Workers:
                 raise WorkersBusy(f"no worker was free for {caller} within {self.timeout:g} s")
             await asyncio.sleep(0.02)
 
-    def _call_taken_by(self, taken_by: float, function: str, argument: Any) -> Any:
-        """``call_blocking``, unless the pool took the call after ``taken_by``."""
-        if time.monotonic() > taken_by:
-            raise WorkersBusy(f"no worker was free within {self.timeout:g} s")
-        return self.call_blocking(function, argument)
+    def _end_turn(self, caller: str) -> None:
+        with self._lock:
+            self._callers.discard(caller)
+
+    def _call_taken_by(
+        self, caller: str | None, taken_by: float, function: str, argument: Any
+    ) -> Any:
+        """``call_blocking``, unless the pool took the call after ``taken_by``; then the
+        caller's turn ends."""
+        try:
+            if time.monotonic() > taken_by:
+                raise WorkersBusy(f"no worker was free within {self.timeout:g} s")
+            return self.call_blocking(function, argument)
+        finally:
+            if caller is not None:
+                self._end_turn(caller)
 
     def call_blocking(self, function: str, argument: Any) -> Any:
         """The same from a thread (this one waits; the pool's size bounds the workers)."""
