@@ -20,6 +20,7 @@ private addresses unless the administrator lists them.
 
 from __future__ import annotations
 
+import asyncio
 import enum
 from typing import Any, Protocol
 
@@ -30,6 +31,7 @@ from shoal.client.rest import NotFound, ShoalClient
 from shoal.machinery.outbound import OutboundRefused
 from shoal.model.base import ReasonCode
 from shoal.model.infrastructure import GlobalInfrastructureProvider, InfrastructureProvider
+from shoal.model.tosca import load_yaml
 
 
 class InfrastructureState(enum.Enum):
@@ -172,7 +174,7 @@ async def fetch_template(session: aiohttp.ClientSession, url: str) -> dict[str, 
     except (aiohttp.ClientError, OSError) as error:
         raise ProviderError(f"{url}: {error}", code) from error
     try:
-        loaded = yaml.safe_load(text)
+        loaded = await asyncio.to_thread(load_yaml, text)  # a second for the largest
     except yaml.YAMLError as error:
         raise ProviderError(f"{url} is not YAML: {error}", code) from error
     if not isinstance(loaded, dict):

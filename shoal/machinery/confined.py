@@ -14,6 +14,11 @@ never on its event loop: in a small pool of warm worker processes, each one
 - killed and replaced after a wall-clock timeout, when it dies (memory, CPU),
   and after ``max_calls`` calls.
 
+A call waits for a free worker at most its timeout (``WorkersBusy`` past that: it
+never ran), so no caller queues behind everything others sent first; and the
+calls of one caller (``CALLER``) go one after the other, so no one holds every
+worker.
+
 The confinement a worker reached is in ``Workers.enforced`` (as root on Linux:
 all of it; elsewhere a user namespace gives the namespaces and the empty root
 where the system allows one, and the limits always apply).
@@ -35,11 +40,15 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
 import orjson
 
+CALLER: ContextVar[str | None] = ContextVar("shoal_confined_caller", default=None)
+"""Who the calls of this context are made for (the API sets its user): a caller's calls in a
+pool go one after the other. None: not counted (Shoal's own components)."""
 _HEADER = struct.Struct(">I")
 _ROOT = str(Path(__file__).resolve().parents[2])  # the directory that holds the shoal package
 _NOBODY = 65534
@@ -64,6 +73,12 @@ class CallFailed(WorkerError):
 
 class WorkerDied(WorkerError):
     """The worker ended during the call (its memory cap, most often); it was replaced."""
+
+
+class WorkersBusy(WorkerError):
+    """No worker took the call within its timeout (others' calls held them all): it never
+    ran. Without this, calls queue behind every one sent before them, each up to its
+    timeout: eight looping templates of one user held another's for 42 s."""
 
 
 class Workers:
@@ -97,13 +112,55 @@ class Workers:
         self._lock = threading.Lock()
         self._idle: list[_Process] = []  # warm, waiting for a call
         self._live: set[_Process] = set()
+        self._callers: set[str] = set()  # those with a call in flight (CALLER)
 
     async def call(self, function: str, argument: Any) -> Any:
         """``function(argument)`` in a worker, off the event loop; ``WorkerError`` if none came."""
         import asyncio
 
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self.call_blocking, function, argument)
+        taken_by = time.monotonic() + self.timeout
+        caller = CALLER.get()
+        if caller is not None:
+            await self._take_turn(caller, taken_by)
+        future = self._executor.submit(self._call_taken_by, caller, taken_by, function, argument)
+        try:
+            return await asyncio.wrap_future(future)
+        finally:
+            if caller is not None and future.cancel():  # never started: its turn ends here
+                self._end_turn(caller)
+
+    async def _take_turn(self, caller: str, taken_by: float) -> None:
+        """Wait until ``caller`` has no other call in the pool (``WorkersBusy`` past
+        ``taken_by``): a caller's calls go one after the other, so no one holds every
+        worker and others wait only for calls of other callers. A turn ends when its
+        call does, not when its caller stops waiting (a dropped request frees nothing)."""
+        import asyncio
+
+        while True:
+            with self._lock:
+                if caller not in self._callers:
+                    self._callers.add(caller)
+                    return
+            if time.monotonic() > taken_by:
+                raise WorkersBusy(f"no worker was free for {caller} within {self.timeout:g} s")
+            await asyncio.sleep(0.02)
+
+    def _end_turn(self, caller: str) -> None:
+        with self._lock:
+            self._callers.discard(caller)
+
+    def _call_taken_by(
+        self, caller: str | None, taken_by: float, function: str, argument: Any
+    ) -> Any:
+        """``call_blocking``, unless the pool took the call after ``taken_by``; then the
+        caller's turn ends."""
+        try:
+            if time.monotonic() > taken_by:
+                raise WorkersBusy(f"no worker was free within {self.timeout:g} s")
+            return self.call_blocking(function, argument)
+        finally:
+            if caller is not None:
+                self._end_turn(caller)
 
     def call_blocking(self, function: str, argument: Any) -> Any:
         """The same from a thread (this one waits; the pool's size bounds the workers)."""

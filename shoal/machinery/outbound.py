@@ -15,7 +15,8 @@ says where a tenant's URL may go:
   ``false`` the policy is a strict allow-list of ``hosts`` and ``networks``).
 
 Every other address (loopback, link-local, private, shared, reserved,
-multicast, unspecified) is refused. A host name passes only when every address
+multicast, unspecified) is refused, and so is an IPv6 address that carries one
+(IPv4-mapped, IPv4-compatible, NAT64, 6to4). A host name passes only when every address
 it resolves to passes. The check is made where the connection is made
 (``session``): the addresses checked are the ones connected to, so a name that
 resolves differently between a check and a connection (DNS rebinding) gains
@@ -96,8 +97,9 @@ class OutboundPolicy(BaseModel):
     def address_refusal(self, address: str) -> str | None:
         """Why connecting to ``address`` is refused; None when it is allowed."""
         ip: Address = ipaddress.ip_address(address.split("%", 1)[0])
-        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-            ip = ip.ipv4_mapped
+        if any(ip in network for network in self.networks):
+            return None
+        ip = _embedded_ipv4(ip)
         if any(ip in network for network in self.networks):
             return None
         if not ip.is_global or ip.is_multicast:
@@ -176,6 +178,28 @@ def _literal(host: str) -> str | None:
     except ValueError:
         return None
     return bare
+
+
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+_6TO4 = ipaddress.IPv6Network("2002::/16")
+_COMPATIBLE = ipaddress.IPv6Network("::/96")
+
+
+def _embedded_ipv4(ip: Address) -> Address:
+    """The IPv4 address an IPv6 address carries and a host or gateway may forward to:
+    IPv4-mapped (``::ffff:a.b.c.d``), IPv4-compatible (``::a.b.c.d``), NAT64
+    (``64:ff9b::a.b.c.d``) and 6to4 (``2002:AABB:CCDD::``); ``ip`` itself otherwise.
+    ``64:ff9b::7f00:1`` is global to ``ipaddress``, yet a NAT64 gateway takes it to
+    127.0.0.1 (its own) or to a private address of its network."""
+    if not isinstance(ip, ipaddress.IPv6Address):
+        return ip
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if ip in _NAT64 or (ip in _COMPATIBLE and int(ip) > 1):  # not :: nor ::1
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return ip
 
 
 def _range_name(ip: Address) -> str:

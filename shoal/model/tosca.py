@@ -30,7 +30,16 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from shoal.machinery.confined import CallFailed, WorkerDied, WorkerError, Workers, WorkerTimeout
+import yaml
+
+from shoal.machinery.confined import (
+    CallFailed,
+    WorkerDied,
+    WorkerError,
+    Workers,
+    WorkersBusy,
+    WorkerTimeout,
+)
 from shoal.machinery.paths import join
 
 URLS_SETTING = "SHOAL_TOSCA_URLS"
@@ -41,7 +50,9 @@ MAX_NODE_TEMPLATES = 500
 MAX_TYPES = 500
 MAX_DEPTH = 64
 PARSE_SECONDS = 10.0
-"""Wall-clock time a parse may take, waits for a core included."""
+"""Wall-clock time a parse may take, waits for a core included; a template no worker took
+within that time is a 503 to try again. A user's templates are parsed one after the other
+(``confined.CALLER``): one user holds one worker at most."""
 PARSE_CPU_SECONDS = 5
 PARSE_MEMORY = 1 << 30
 _UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
@@ -56,9 +67,51 @@ Problem = tuple[str, str]
 
 
 def allowed_url(url: str) -> bool:
-    """Whether configuration allows reading a template from ``url``."""
+    """Whether configuration allows reading a template from ``url``.
+
+    A prefix is matched as the URL is read, not as text: the same scheme, host and port
+    (a prefix without a host, ``https://``, allows any), then the path under the prefix's.
+    Text would let ``https://templates.example.org.evil.net/`` or
+    ``https://templates.example.org@127.0.0.1/`` through ``https://templates.example.org``.
+    A URL with a login (``user@``) or a ``.``/``..`` segment is never allowed."""
     prefixes = [p.strip() for p in os.environ.get(URLS_SETTING, "").split(",") if p.strip()]
-    return any(url.startswith(prefix) for prefix in prefixes)
+    try:
+        target = _origin_and_path(url)
+    except ValueError:
+        return False
+    if target is None:
+        return False
+    for prefix in prefixes:
+        try:
+            allowed = _origin_and_path(prefix)
+        except ValueError:
+            continue
+        if allowed is None:
+            continue
+        (scheme, host, port), path = allowed
+        if (scheme, port if host else None) != (target[0][0], target[0][2] if host else None):
+            continue
+        if host and host != target[0][1]:
+            continue
+        if target[1].startswith(path):
+            return True
+    return False
+
+
+def _origin_and_path(url: str) -> tuple[tuple[str, str, int | None], str] | None:
+    """((scheme, host, port), path) of ``url``; None for a URL that is never allowed."""
+    from urllib.parse import unquote, urlsplit
+
+    parts = urlsplit(url)
+    if parts.username is not None or parts.password is not None or "\\" in parts.netloc:
+        return None
+    segments = unquote(parts.path).split("/")
+    if any(segment in (".", "..") for segment in segments):
+        return None
+    scheme = parts.scheme.lower()
+    port = parts.port or {"http": 80, "https": 443}.get(scheme)
+    host = (parts.hostname or "").rstrip(".")
+    return (scheme, host, port), parts.path
 
 
 async def problems(template: dict[str, Any] | str, base: str = "spec.tosca") -> list[Problem]:
@@ -92,6 +145,13 @@ async def problems(template: dict[str, Any] | str, base: str = "spec.tosca") -> 
         return [(base, "needs more memory to parse than a template may use: refused")]
     except CallFailed:  # the parse stopped on something no rule above foresaw
         return [(base, "is not a valid TOSCA template (the parser could not read it)")]
+    except WorkersBusy:  # others' templates held every worker: try again
+        from shoal.machinery.problems import ProblemError  # not in the worker: it stays light
+
+        reason = (f"no TOSCA worker was free for it within {PARSE_SECONDS:g} s (your "
+                  "other templates go first, one at a time): try again shortly")  # fmt: skip
+        raise ProblemError(503, f"{base}: {reason}", "BUSY",
+                           [{"field": base, "reason": reason}]) from None  # fmt: skip
     except WorkerError as error:  # the workers cannot start: this server's fault, not the user's
         from shoal.machinery.problems import ProblemError  # not in the worker: it stays light
 
@@ -120,6 +180,41 @@ def workers() -> Workers:
         cpu_seconds=PARSE_CPU_SECONDS,
         memory_bytes=PARSE_MEMORY,
     )
+
+
+def load_yaml(text: str) -> Any:
+    """A template read from a URL, as data. Its YAML may not use aliases (``*name``: a few
+    aliases of aliases stand for billions of nodes once the template is walked or sent to
+    a worker) nor nest deeper than ``MAX_DEPTH``; only plain YAML types are read.
+
+    ``yaml.YAMLError`` names what is refused and where.
+    """
+    loader = _TemplateLoader(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
+class _TemplateLoader(yaml.SafeLoader):
+    depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            mark = self.peek_event().start_mark
+            raise yaml.composer.ComposerError(
+                None, None, "aliases (*name) are not allowed in a template: write it out", mark
+            )
+        self.depth += 1
+        try:
+            if self.depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark
+                raise yaml.composer.ComposerError(
+                    None, None, f"nested deeper than a template may be ({MAX_DEPTH})", mark
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
 
 
 # before parsing: on the API ----------------------------------------------------------------

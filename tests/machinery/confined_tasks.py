@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from typing import Any
 
 
 def echo(argument: Any) -> Any:
     return argument
+
+
+def nap(seconds: float) -> float:
+    time.sleep(seconds)
+    return seconds
 
 
 def spin(argument: Any) -> None:

@@ -3,6 +3,7 @@ reach from inside, and a call that costs a round trip once the worker is warm.""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import time
@@ -10,7 +11,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from shoal.machinery.confined import WorkerDied, WorkerError, Workers, WorkerTimeout
+from shoal.machinery.confined import (
+    CALLER,
+    WorkerDied,
+    WorkerError,
+    Workers,
+    WorkersBusy,
+    WorkerTimeout,
+)
 
 TASKS = "tests.machinery.confined_tasks"
 FUNCTIONS = [f"{TASKS}:{name}" for name in
@@ -115,5 +123,49 @@ def test_a_worker_that_cannot_start_says_so() -> None:
         with pytest.raises(WorkerError, match="could not start") as failed:
             pool.call_blocking("tests.machinery.no_such_module:echo", 1)
         assert not isinstance(failed.value, WorkerTimeout | WorkerDied)
+    finally:
+        pool.close()
+
+
+async def test_a_call_no_worker_takes_within_its_timeout_never_runs() -> None:
+    """Calls queued behind every one sent before them, each up to its timeout: a call that
+    waited its whole timeout for a worker is refused (``WorkersBusy``) and never runs."""
+    pool = Workers([f"{TASKS}:nap"], size=1, timeout=2.0)
+    try:
+        naps = [pool.call(f"{TASKS}:nap", 1.5) for _ in range(4)]
+        results = await asyncio.gather(*naps, return_exceptions=True)
+    finally:
+        pool.close()
+    assert results[0] == 1.5, results  # the first and perhaps the second ran
+    # the third waited at least 3 s (two naps) of its 2: refused, and so the fourth
+    assert [type(r) for r in results[2:]] == [WorkersBusy, WorkersBusy], results
+    assert pool.calls <= 2
+
+
+async def test_a_caller_s_calls_go_one_after_the_other() -> None:
+    """One caller holds one worker at most: its next call waits for its last, and past the
+    timeout is refused, while another caller is served."""
+    pool = Workers([f"{TASKS}:nap"], size=2, timeout=10.0)
+
+    async def as_caller(name: str, seconds: float) -> object:
+        CALLER.set(name)
+        return await pool.call(f"{TASKS}:nap", seconds)
+
+    try:
+        first = asyncio.create_task(as_caller("alice", 1.0))
+        await asyncio.sleep(0)  # alice's first call holds her turn
+        assert await as_caller("alice", 0.0) == 0.0
+        assert first.done() and first.result() == 1.0  # her second waited for her first
+        assert await as_caller("bob", 0.0) == 0.0
+    finally:
+        pool.close()
+    pool = Workers([f"{TASKS}:nap"], size=2, timeout=1.0)
+    try:
+        endless = asyncio.create_task(as_caller("alice", 5.0))  # stopped at 1 s
+        await asyncio.sleep(0.05)
+        endless.cancel()  # she stops waiting (a dropped request): her call still runs
+        with pytest.raises(WorkersBusy, match="no worker was free for alice"):
+            await as_caller("alice", 0.0)  # a worker was free, but not her turn
+        assert await as_caller("bob", 0.0) == 0.0
     finally:
         pool.close()

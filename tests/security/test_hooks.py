@@ -89,18 +89,20 @@ async def _member_read(kubeconfig: dict[str, Any], path: str) -> httpx.Response:
 async def _metrics_need_the_scrape_token(
     data: Path, port: int, admin: httpx.AsyncClient, admin_token: str
 ) -> None:
-    """The scheduler's and the kube controller's metrics name namespaces and clusters:
-    they answer only the scrape token, which the API's ``/metrics`` takes too."""
+    """The components' metrics name namespaces and clusters: every one (the scheduler and
+    each controller) answers only the scrape token, which the API's ``/metrics`` takes too."""
     scrape = (data / "security" / "metrics.token").read_text().strip()
     assert (data / "security" / "metrics.token").stat().st_mode & 0o077 == 0
     async with httpx.AsyncClient(timeout=30) as http:
-        for component in (port + 1, port + 2):  # the scheduler, the kube controller
+        for component in range(port + 1, port + 1 + len(NAMES)):  # each component's
             url = f"http://127.0.0.1:{component}/metrics"
             for headers in ({}, {"authorization": f"Bearer {admin_token}"},
                             {"authorization": "Bearer " + scrape[:-1]}):  # fmt: skip
                 refused = await http.get(url, headers=headers)
                 assert refused.status_code == 401, (url, headers, refused.text)
                 assert "default" not in refused.text and "sim-" not in refused.text
+        for component in (port + 1, port + 2):  # the scheduler, the kube controller
+            url = f"http://127.0.0.1:{component}/metrics"
 
             async def scraped(url: str = url) -> str | None:
                 answer = await http.get(url, headers={"authorization": f"Bearer {scrape}"})

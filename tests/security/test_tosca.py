@@ -281,7 +281,7 @@ async def test_a_parser_crash_is_told_as_the_field_it_needs(secured: Secured) ->
 async def test_a_template_nested_too_deep_is_refused_before_any_parse(secured: Secured) -> None:
     deep: dict[str, Any] = {}
     inner = deep
-    for _ in range(200):
+    for _ in range(100):  # past the template's 64, within the door's 128
         inner["x"] = {}
         inner = inner["x"]
     node = {**COMPUTE, "metadata": deep}
@@ -290,3 +290,36 @@ async def test_a_template_nested_too_deep_is_refused_before_any_parse(secured: S
         "spec.tosca.topology_template.node_templates.node.metadata.x.x"
     )
     assert errors[0]["reason"] == f"is nested deeper than a template may be ({tosca.MAX_DEPTH})"
+
+
+async def test_one_tenant_s_looping_templates_hold_no_other_s_for_long(secured: Secured) -> None:
+    """Eight looping templates of alice held bob's valid one for 42 s behind them. Now a
+    user's templates are parsed one after the other (one worker at most), and one that no
+    worker takes within the parse's time is a 503 naming ``spec.tosca``, never parsed."""
+    alice, bob = secured["alice"], secured["bob"]
+    bobs = "/kubernetes/namespaces/b/clusters?dry_run=true"
+    good = {**cloud_cluster("good", template()), "metadata": {"name": "good"}}
+    answer = await bob.post(bobs, json=good)
+    assert answer.status_code == 200, answer.text  # the workers are started
+    cycle = {"A": {"derived_from": "B"}, "B": {"derived_from": "A"}}
+    looping = template({"node": {"type": "A"}}, node_types=cycle)
+    before = tosca.workers().calls
+    floods = [
+        asyncio.create_task(alice.post(CLUSTERS, json=cloud_cluster(f"loop-{i}", looping),
+                                       params={"dry_run": "true"}, timeout=300))
+        for i in range(8)
+    ]  # fmt: skip
+
+    async def alice_s_in_a_worker() -> bool:
+        return tosca.workers().calls > before
+
+    await wait_for(alice_s_in_a_worker, timeout=30, message="alice's template in a worker")
+    answer = await bob.post(bobs, json=good, timeout=300)
+    assert answer.status_code == 200, answer.text  # the other worker is his
+    answers = [await flood for flood in floods]
+    statuses = [a.status_code for a in answers]
+    assert set(statuses) == {422, 503}, statuses
+    busy = next(a for a in answers if a.status_code == 503).json()
+    assert busy["errors"][0]["field"] == "spec.tosca", busy
+    assert "no TOSCA worker was free for it" in busy["errors"][0]["reason"], busy
+    assert statuses.count(422) == tosca.workers().calls - before - 1  # bob's was one

@@ -44,6 +44,7 @@ from shoal.api.auth.target import (
     Target,
     target,
 )
+from shoal.machinery import confined
 from shoal.machinery.problems import problem
 
 Scope = MutableMapping[str, Any]
@@ -75,9 +76,11 @@ class Guard:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         sees = WRITER_SEES_SECRETS.set(False)  # until the user is known to have the right
         visible = VISIBLE_NAMESPACE.set(_NOTHING)  # until the user's grant is known
+        caller = confined.CALLER.set(None)
         try:
             await self._serve(scope, receive, send)
         finally:
+            confined.CALLER.reset(caller)
             VISIBLE_NAMESPACE.reset(visible)
             WRITER_SEES_SECRETS.reset(sees)
 
@@ -125,9 +128,11 @@ class Guard:
                 return
             await _answer(scope, receive, send, 401, "anonymous requests are not authorised")
             return
-        if user.name not in _COMPONENTS and not self.limits.take(user.name, time.monotonic()):
-            await _answer(scope, receive, send, 429, f"user {user.name!r}: too many requests")
-            return
+        if user.name not in _COMPONENTS:
+            if not self.limits.take(user.name, time.monotonic()):
+                await _answer(scope, receive, send, 429, f"user {user.name!r}: too many requests")
+                return
+            confined.CALLER.set(user.name)  # one template of each user parsed at a time
         if method in _WRITES:
             raw = await bodies.read_body(receive)
             if raw:
