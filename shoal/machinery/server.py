@@ -99,8 +99,14 @@ class _Server(uvicorn.Server):
 class ClientLimits:
     """What one client may hold of a server: a request (headers and body) must arrive
     within ``request_timeout`` seconds of the connection or of the previous answer, and
-    one address keeps at most ``connections`` connections open. Without them, clients
-    that send half a request and wait hold a connection each, for ever."""
+    one address holds at most ``connections`` connections that have not yet delivered
+    their first request (and 16 times as many in all). Without them, clients that send
+    half a request and wait hold a connection each, for ever.
+
+    The cap counts connections still waiting for their first request, not busy ones: a
+    legitimate client's new connection carries its request at once, while Shoal's own
+    components, which share the API host's address, keep hundreds open between them
+    (pools, watches) and must never be refused for it."""
 
     request_timeout: float = 30.0
     connections: int = 256
@@ -115,7 +121,9 @@ def _answer(status: str, text: str) -> bytes:
 def limited(base: type[HttpToolsProtocol], limits: ClientLimits) -> type[HttpToolsProtocol]:
     """``base`` (uvicorn's httptools protocol, or a subclass) held to ``limits``; the
     connections are counted per server (each call counts its own)."""
-    per_address: dict[str, int] = {}
+    per_address: dict[str, int] = {}  # every open connection
+    waiting: dict[str, int] = {}  # those that have not delivered their first request
+    most = limits.connections * 16
     timeout = limits.request_timeout
     late = _answer("408 Request Timeout", f"request not received within {timeout:g} s")
     crowded = _answer("429 Too Many Requests",
@@ -123,32 +131,37 @@ def limited(base: type[HttpToolsProtocol], limits: ClientLimits) -> type[HttpToo
 
     class Limited(base):  # type: ignore[valid-type,misc]
         _address: str | None = None
+        _first: bool = False  # its first request has not arrived yet
         _timer: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport: asyncio.Transport) -> None:
             super().connection_made(transport)
             address = self.client[0] if self.client else ""
-            if per_address.get(address, 0) >= limits.connections:
+            if waiting.get(address, 0) >= limits.connections or per_address.get(
+                address, 0
+            ) >= most:
                 transport.write(crowded)
                 transport.close()
                 return
-            per_address[address] = per_address.get(address, 0) + 1
-            self._address = address
+            _count(per_address, address, 1)
+            _count(waiting, address, 1)
+            self._address, self._first = address, True
             self._arm()
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
             if self._address is not None:
-                left = per_address[self._address] - 1
-                if left:
-                    per_address[self._address] = left
-                else:
-                    del per_address[self._address]
-                self._address = None
+                _count(per_address, self._address, -1)
+                if self._first:
+                    _count(waiting, self._address, -1)
+                self._address, self._first = None, False
             super().connection_lost(exc)
 
         def on_message_complete(self) -> None:
             self._disarm()
+            if self._first and self._address is not None:
+                _count(waiting, self._address, -1)
+                self._first = False
             super().on_message_complete()
 
         def on_response_complete(self) -> None:
@@ -174,6 +187,15 @@ def limited(base: type[HttpToolsProtocol], limits: ClientLimits) -> type[HttpToo
             self.transport.close()
 
     return Limited
+
+
+def _count(counts: dict[str, int], address: str, change: int) -> None:
+    """Add ``change`` to ``address``'s count, dropping it at zero."""
+    left = counts.get(address, 0) + change
+    if left > 0:
+        counts[address] = left
+    else:
+        counts.pop(address, None)
 
 
 @dataclass

@@ -69,9 +69,11 @@ class Limits(BaseModel):
     connections_per_client: int = Field(
         default=256,
         gt=0,
-        description="Connections one client address may keep open; more are refused "
-        "(429). Shoal's components on the API's host share one address: each keeps at "
-        "most 64",
+        description="Connections one client address may hold before their first request "
+        "has arrived (half-sent requests); more are refused (429), as are more than 16 "
+        "times as many open connections in all. Busy connections do not count against "
+        "the first: Shoal's components on the API's host share one address and keep "
+        "hundreds open between them",
     )
 
 
