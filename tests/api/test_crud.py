@@ -373,7 +373,8 @@ async def test_complete_and_shutdown_tokens(http: httpx.AsyncClient, sub: str) -
     if sub == "complete":  # deletes the application
         assert response.json()["metadata"]["deleted"] is not None
         assert (await http.get(APPLICATION.item("web"))).status_code == 404
-        assert (await http.put(url, json={"token": "s3cret"})).status_code == 404
+        # gone: answered as a wrong token, so that no caller learns which applications exist
+        assert (await http.put(url, json={"token": "s3cret"})).status_code == 401
         return
     # shutdown, as Krake: only a copy waiting to be removed becomes READY_FOR_ACTION
     assert response.json()["status"]["state"] == "PENDING"

@@ -104,7 +104,8 @@ async def _describe_and_wide_lists(fleet: Shoal) -> None:
     plain = ok(await shoal_cli(fleet, "kube", "app", "list")).output.splitlines()[0].split()
     wide = ok(await shoal_cli(fleet, "get", "apps", "-o", "wide")).output.splitlines()
     assert "SCORE" not in plain
-    assert wide[0].split()[-5:] == ["SCORE", "PLACEMENTS", "ATTEMPTS", "PLACED", "LABELS"]
+    wide_columns = ["SCORE", "PLACEMENTS", "ATTEMPTS", "PLACED", "LABELS", "CONDITIONS"]
+    assert wide[0].split()[-6:] == wide_columns
     row = next(line for line in wide if line.split()[1] == "web")
     assert "team=shop,tier=web" in row or "tier=web,team=shop" in row
     clusters = ok(await shoal_cli(fleet, "kube", "cluster", "list", "-o", "wide")).output
