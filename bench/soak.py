@@ -143,9 +143,12 @@ class Soak:
         self.api = self._client(settings["api"])
         self.apis = [self.api]
         sim_token = (self.data / "sim.token").read_text().strip()  # shoal up's, beside sim.url
-        self.sim = httpx.AsyncClient(base_url=(self.data / "sim.url").read_text().strip(),
-                                     headers={"Authorization": f"Bearer {sim_token}"},
-                                     timeout=10)  # fmt: skip
+        sim_url = (self.data / "sim.url").read_text().strip()
+        self.sim = httpx.AsyncClient(base_url=sim_url, timeout=10,
+                                     headers={"Authorization": f"Bearer {sim_token}"})  # fmt: skip
+        # the member clusters' own APIs, read as kubectl would: the admin API's token is not
+        # theirs, and a cluster refuses a token not its own (401)
+        self.members = httpx.AsyncClient(base_url=sim_url, timeout=10)
         self.names = [f"sim-{i + 1}" for i in range(self.args.clusters)]
         if self.etcd:
             await self._start_api_2()
@@ -192,7 +195,7 @@ class Soak:
                 await asyncio.wait_for(self.up.wait(), 30)
             except TimeoutError:
                 self.up.kill()
-        for client in (*self.apis, getattr(self, "sim", None)):
+        for client in (*self.apis, getattr(self, "sim", None), getattr(self, "members", None)):
             if client is not None:
                 await client.aclose()
 
@@ -496,7 +499,7 @@ class Soak:
     # audit -----------------------------------------------------------------------------
 
     async def _member(self, cluster: str, path: str) -> list[Obj]:
-        answer = await self.sim.get(f"/clusters/{cluster}{path}")
+        answer = await self.members.get(f"/clusters/{cluster}{path}")
         return list(answer.json().get("items") or []) if answer.status_code == 200 else []
 
     async def audit(self) -> list[tuple[str, str]]:
