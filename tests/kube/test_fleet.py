@@ -147,10 +147,11 @@ CRD: dict[str, Any] = {
 
 
 async def test_crd_on_a_cluster_makes_an_application_schedulable(
-    client: ShoalClient, kube: dict[str, KubeCluster]
+    client: ShoalClient, client_of: Callers, kube: dict[str, KubeCluster]
 ) -> None:
     # a long backoff: only the cluster change can wake the application in time
-    async with control_plane(client, backoff={"initial": 30, "factor": 1, "cap": 30}, retries=50):
+    backoff = {"initial": 30, "factor": 1, "cap": 30}
+    async with control_plane(client, client_of, backoff=backoff, retries=50):
         app = application("needs-crd")
         app.spec.constraints.cluster.custom_resources = ["widgets.example.com"]
         app.spec.manifest.append(
@@ -184,9 +185,9 @@ async def test_crd_on_a_cluster_makes_an_application_schedulable(
 
 
 async def test_deleting_a_cluster_reschedules_its_applications(
-    client: ShoalClient, kube: dict[str, KubeCluster]
+    client: ShoalClient, client_of: Callers, kube: dict[str, KubeCluster]
 ) -> None:
-    async with control_plane(client, gc=True):
+    async with control_plane(client, client_of, gc=True):
         await client.create(application("stay", labels=["location in (DE, FR)"]))
         first = await wait_for(lambda: running_on(client, "stay"), timeout=10, message="RUNNING")
         other = "fr" if first == "de" else "de"
@@ -207,7 +208,9 @@ async def sim3() -> AsyncIterator[SimServer]:
         yield server
 
 
-async def test_end_to_end_three_clusters(client: ShoalClient, sim3: SimServer) -> None:
+async def test_end_to_end_three_clusters(
+    client: ShoalClient, client_of: Callers, sim3: SimServer
+) -> None:
     """Constraints, a metric change migrates, an outage moves, the old copy and delete clean up."""
     await client.create(provider("static", {"green-a": 0.9, "green-b": 0.1, "green-c": 1.0}))
     for name in ("green-a", "green-b", "green-c"):
@@ -226,7 +229,7 @@ async def test_end_to_end_three_clusters(client: ShoalClient, sim3: SimServer) -
         )
         kube[name] = await clients.get(cluster)
     try:
-        async with control_plane(client, metrics_refresh=0.2, reschedule_after=0.5):
+        async with control_plane(client, client_of, metrics_refresh=0.2, reschedule_after=0.5):
             # c scores best but is in FR: the constraint puts it on a
             await client.create(application("e2e", labels=["location is DE"]))
             await wait_for(lambda: running_on(client, "e2e"), timeout=10, message="RUNNING")

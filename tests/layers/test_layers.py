@@ -44,9 +44,10 @@ MAY_IMPORT: dict[str, set[str]] = {
     | {"controllers", "scheduler", "kube", "observer", "gc", "reschedule", "infrastructure",
        "agent", "sim", "api"},
     # the kubectl-like client, whose process commands hand over to ``system``; the launcher
-    # of tests and benchmarks starts processes as ``system`` does
+    # of tests and benchmarks starts processes as ``system`` does, and secures the suite's
+    # API with ``shoal up``'s own set-up (``api.auth.bootstrap``: testing/shipped.py)
     "cli": {"*"},
-    "testing": BASE | {"agent", "sim", "system"},
+    "testing": BASE | {"agent", "sim", "system", "api"},
 }
 
 
