@@ -26,6 +26,7 @@ from shoal.model.core import (
 from shoal.model.infrastructure import Cloud, GlobalCloud
 from shoal.model.kubernetes import Cluster, ClusterState, MetricRef
 from shoal.scheduler.scheduler import Scheduler
+from shoal.testing import shipped
 from tests.scheduler import helpers as h
 from tests.util import free_port, wait_for
 
@@ -251,6 +252,7 @@ async def test_provider_status_and_cli(
 ) -> None:
     monkeypatch.setenv("SHOAL_CONFIG", str(tmp_path / "none.yaml"))
     monkeypatch.delenv("SHOAL_API", raising=False)
+    monkeypatch.setenv("SHOAL_TOKEN", shipped.token(shipped.ADMIN))  # the CLI as the admin
     await h.static_metrics(client, {"ok": 0.5})
     await client.create(_closed_prometheus("down"))
     await client.create(h.metric("remote", provider_name="down"))
@@ -297,7 +299,8 @@ async def test_provider_status_and_cli(
         assert out.splitlines()[1].split()[4] == "OK"
 
         # The cache's Prometheus metrics are on the API's /metrics (same process, as `shoal up`).
-        async with httpx.AsyncClient() as http:
+        admin = {"authorization": f"Bearer {shipped.token(shipped.ADMIN)}"}
+        async with httpx.AsyncClient(headers=admin) as http:
             text = (await http.get(f"{api.url}/metrics")).text
         assert 'shoal_metrics_provider_fetch_seconds_count{provider="static"}' in text
         assert 'shoal_metrics_provider_fetch_seconds_count{provider="default/mine"}' in text

@@ -29,7 +29,7 @@ async def replicas(etcd_url: str, tmp_path: Path) -> AsyncIterator[list[ShoalCli
     apis = [ApiProcess(etcd_url, log=tmp_path / f"api{i}.log") for i in range(2)]
     try:
         await asyncio.gather(*(a.wait_ready() for a in apis))
-        clients = [ShoalClient(a.url) for a in apis]
+        clients = [a.client() for a in apis]
         try:
             yield clients
         finally:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from shoal.client.rest import ApiError, ShoalClient, Unreachable
+from shoal.client.rest import ApiError, Unreachable
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Application, ApplicationSpec
 from shoal.testing.fleet import manifest
@@ -58,7 +58,7 @@ async def test_leader_killed_during_creates(etcd_cluster: EtcdCluster, tmp_path:
     ns = f"kill-{uuid.uuid4().hex[:8]}"
     try:
         await api.wait_ready()
-        async with ShoalClient(api.url, timeout=REQUEST_TIMEOUT) as client:
+        async with api.client(timeout=REQUEST_TIMEOUT) as client:
             acknowledged: list[str] = []
             failed: dict[str, str] = {}
             sem = asyncio.Semaphore(IN_FLIGHT)

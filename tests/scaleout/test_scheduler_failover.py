@@ -49,7 +49,7 @@ async def test_standby_takes_over_and_binds_each_once(tmp_path: Path) -> None:
     procs: dict[str, subprocess.Popen[bytes]] = {}
     try:
         await api.wait_ready()
-        async with ShoalClient(api.url) as client:
+        async with api.client() as client:
             for i in range(3):
                 await h.register(client, h.cluster(f"c{i}"))
             procs = {name: scheduler(api.url, name, log) for name, log in logs.items()}

@@ -14,6 +14,7 @@ from shoal.api.server import ApiServer
 from shoal.client.rest import ShoalClient
 from shoal.model.kubernetes import Application
 from shoal.model.scheduling import SchedulerConfiguration
+from shoal.testing import shipped
 from shoal.testing.fleet import NS, app, cluster, metric, provider, register
 from tests.scheduler import helpers as h
 from tests.util import wait_for
@@ -62,7 +63,8 @@ async def test_a_scheduler_with_its_own_configuration_and_the_dry_run_agree(
     await _fleet(client)
     rng = random.Random(24)
     apps = [app(f"a{i}", labels=_random_labels(rng)) for i in range(1000)]
-    async with httpx.AsyncClient(base_url=api.url) as http:
+    admin = {"authorization": f"Bearer {shipped.token(shipped.ADMIN)}"}
+    async with httpx.AsyncClient(base_url=api.url, headers=admin) as http:
         before = await _dryrun(http, apps[0])
         assert before["configuration"].startswith("defaults")
         assert before["chosen"] not in CORDONED
