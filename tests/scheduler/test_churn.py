@@ -184,7 +184,7 @@ def _mixed_writes(history: History) -> list[str]:
     return found
 
 
-async def test_churn(client: ShoalClient) -> None:
+async def test_churn(client: ShoalClient, client_of: Callers) -> None:
     async with running_sim(clusters=list(NAMES), nodes=1, pod_start_delay=0.05) as sim:
         await h.static_metrics(client, {f"m-{n}": 0.5 for n in NAMES})
         for name in NAMES:
@@ -193,7 +193,7 @@ async def test_churn(client: ShoalClient) -> None:
         started = asyncio.Event()
         recorder = asyncio.create_task(_record(client, history, started))
         await started.wait()
-        async with _components(client):
+        async with _components(client, client_of):
             for i in range(APPS):
                 await client.create(app(f"app-{i}", labels=["zone is x"]))
             world = World(client, sim, seed=18)
