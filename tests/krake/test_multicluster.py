@@ -16,8 +16,15 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 async def test_krake_client_reads_multi_cluster_applications(
-    api: ApiServer, client: ShoalClient, krake_python: str
+    open_api: ApiServer, krake_python: str
 ) -> None:
+    # Krake's client sends no token (Krake's deployments authenticate it by a TLS client
+    # certificate, or run its API open): an open API, as for Krake's controllers
+    async with ShoalClient(open_api.url) as client:
+        await _reads(open_api, client, krake_python)
+
+
+async def _reads(api: ApiServer, client: ShoalClient, krake_python: str) -> None:
     for name in ("a", "b"):
         spec = ClusterSpec(kubeconfig=fleet.kubeconfig(name))
         await fleet.register(client, Cluster(metadata=Metadata(name=name, namespace="default"),
