@@ -16,6 +16,7 @@ import aiohttp
 import pytest
 
 from shoal.model import tosca
+from shoal.testing import shipped
 from shoal.testing.launch import ApiProcess
 from shoal.testing.wait import wait_for
 from tests.security.conftest import Secured
@@ -97,7 +98,8 @@ async def test_sigterm_stops_an_api_that_is_parsing_a_looping_template(tmp_path:
         await api.wait_ready()
         looping = template({"node": {"type": "my.Loop"}}, node_types={"my.Loop": {
             "derived_from": "my.Loop"}})  # fmt: skip
-        async with aiohttp.ClientSession(api.url) as http:
+        admin = {"authorization": f"Bearer {shipped.token(shipped.ADMIN)}"}
+        async with aiohttp.ClientSession(api.url, headers=admin) as http:
             post = asyncio.ensure_future(http.post(
                 "/kubernetes/namespaces/default/clusters", params={"dry_run": "true"},
                 json={**cloud_cluster("loop", looping), "metadata": {"name": "loop"}},
