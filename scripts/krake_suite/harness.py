@@ -92,7 +92,8 @@ def rok_config(api_url: str, ca: Path, cert: Path, key: Path) -> dict[str, Any]:
 
 def render_bootstrap(text: str) -> str:
     """Krake's bootstrap template with CI's values (``docker/generate`` does this there)."""
-    values = {"{{ prometheus.host }}": PROMETHEUS_HOST, "{{ prometheus.port }}": str(PROMETHEUS_PORT)}
+    values = {"{{ prometheus.host }}": PROMETHEUS_HOST,
+              "{{ prometheus.port }}": str(PROMETHEUS_PORT)}  # fmt: skip
     for key, value in values.items():
         text = text.replace(key, value)
     if "{{" in text or "{%" in text:

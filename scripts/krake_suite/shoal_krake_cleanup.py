@@ -1,3 +1,4 @@
+# ruff: noqa: UP006, UP035, UP045  (runs under Krake's Python 3.8: typing's generics)
 """A pytest plugin for Krake's functional suite run against Shoal (``scripts/krake-suite``).
 
 It does two things, and changes no test:
@@ -104,7 +105,7 @@ class Api:
         self._sessions = session(config())
         self.session = next(self._sessions)
 
-    def call(self, method: str, path: str):  # noqa: ANN201 (a requests.Response)
+    def call(self, method: str, path: str):
         """The answer, whatever its status (rok's session raises on 4xx and 5xx)."""
         from requests import HTTPError
 
@@ -154,12 +155,12 @@ class _SkippedModule(pytest.Module):
 
     reason = ""
 
-    def _importtestmodule(self):  # noqa: ANN202 (pytest's own hook)
+    def _importtestmodule(self):
         raise pytest.skip.Exception(self.reason, allow_module_level=True)
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_pycollect_makemodule(path, parent):  # noqa: ANN001, ANN201
+def pytest_pycollect_makemodule(path, parent):
     reason = skip_reason(str(path))
     if reason is None or not str(path).endswith(".py"):
         return None
@@ -168,7 +169,7 @@ def pytest_pycollect_makemodule(path, parent):  # noqa: ANN001, ANN201
     return module
 
 
-def pytest_collection_modifyitems(items):  # noqa: ANN001, ANN201
+def pytest_collection_modifyitems(items):
     for item in items:
         reason = skip_reason(item.nodeid)
         if reason is not None:
@@ -176,12 +177,12 @@ def pytest_collection_modifyitems(items):  # noqa: ANN001, ANN201
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_call(item):  # noqa: ANN001, ANN201
+def pytest_runtest_call(item):
     _before[item.nodeid] = _the_api().snapshot()
     yield
 
 
-def pytest_runtest_teardown(item):  # noqa: ANN001, ANN201
+def pytest_runtest_teardown(item):
     before = _before.pop(item.nodeid, None)
     if before is None:
         return
