@@ -80,11 +80,14 @@ def minikube_kubeconfig(cluster: str, server: str, token: str) -> dict[str, Any]
     }
 
 
-def rok_config(api_url: str, ca: Path, cert: Path, key: Path) -> dict[str, Any]:
-    """rok's configuration as Krake's ``rok.yaml.template`` makes it, TLS on."""
+def rok_config(
+    api_url: str, ca: Path, cert: Path, key: Path, user: str = "system:admin"
+) -> dict[str, Any]:
+    """rok's configuration as Krake's ``rok.yaml.template`` makes it, TLS on; ``user`` is
+    also rok's namespace."""
     return {
         "api_url": api_url,
-        "user": "system:admin",
+        "user": user,
         "tls": {"enabled": True, "client_ca": str(ca), "client_cert": str(cert),
                 "client_key": str(key)},
     }  # fmt: skip
@@ -297,7 +300,7 @@ def set_up(stack: Stack, args: argparse.Namespace, work: Path) -> dict[str, str]
     xdg.mkdir(exist_ok=True)
     api_url = f"https://127.0.0.1:{args.port}"
     rok = rok_config(api_url, security / "ca.crt", security / "system-admin.crt",
-                     security / "system-admin.key")  # fmt: skip
+                     security / "system-admin.key", args.rok_namespace)  # fmt: skip
     (xdg / "rok.yaml").write_text(yaml.safe_dump(rok, sort_keys=False))
     krake_env = {**base, "XDG_CONFIG_HOME": str(xdg), "PYTHONPATH": str(HERE),
                  "PATH": f"{Path(args.krake_python).parent}:{base.get('PATH', '/usr/bin:/bin')}",
@@ -309,7 +312,7 @@ def set_up(stack: Stack, args: argparse.Namespace, work: Path) -> dict[str, str]
                  "('roles', 'rolebindings')}); stuck = api.delete(left); "
                  "assert not stuck, stuck; print('removed', len(left), 'demo objects')",
                  krake_env)  # fmt: skip
-    for name in BOOTSTRAP:
+    for name in BOOTSTRAP if args.bootstrap else ():
         text = render_bootstrap((args.krake / name).read_text())
         path = work / Path(name).name.removesuffix(".j2")
         path.write_text(text)
@@ -395,6 +398,10 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--port", type=int, default=18480,
                         help="shoal up's API port (its components' /metrics on the next ones)")
     parser.add_argument("--cluster-ports", type=int, nargs=2, default=[18501, 18502])
+    parser.add_argument("--rok-namespace", default="system:admin",
+                        help="rok's namespace (its 'user'); Krake's default unless triaging")
+    parser.add_argument("--no-bootstrap", dest="bootstrap", action="store_false",
+                        help="do not load Krake CI's bootstrap data (for triage)")
     parser.add_argument("--prometheus", default=shutil.which("prometheus") or "prometheus")
     parser.add_argument("--out", type=Path, default=REPO / "krake-suite-results")
     parser.add_argument("modules", nargs="*", help="modules to run (default: all, CI's order)")

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from shoal.model.base import Kind, Model, Reason, null_as
 
@@ -58,8 +59,22 @@ class Metric(_MetricKind):
     plural, namespaced = "metrics", True
 
 
+def _provider_url(url: str) -> str:
+    """Krake takes any string as a Prometheus or Kafka provider's URL: one Shoal cannot
+    reach (``1.2.3.4:9090``, no scheme) makes the provider's metrics
+    ``UNREACHABLE_METRICS_PROVIDER`` when they are read. A scheme other than HTTP's is
+    refused here, as it can never be reached."""
+    scheme = re.match(r"([A-Za-z][A-Za-z0-9+.-]*)://", url)
+    if scheme is not None and scheme.group(1).lower() not in ("http", "https"):
+        raise ValueError(f"the scheme {scheme.group(1)!r} is not http or https")
+    return url
+
+
+ProviderUrl = Annotated[str, Field(min_length=1), AfterValidator(_provider_url)]
+
+
 class PrometheusSpec(Model):
-    url: str = Field(min_length=1, pattern=r"^https?://")
+    url: ProviderUrl
 
 
 class InfluxSpec(Model):
@@ -86,7 +101,7 @@ class InfluxSpec(Model):
 
 
 class KafkaSpec(Model):
-    url: str = Field(min_length=1, pattern=r"^https?://")
+    url: ProviderUrl
     table: str = Field(min_length=1)
     comparison_column: str = Field(min_length=1)
     value_column: str = Field(min_length=1)

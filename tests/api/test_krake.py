@@ -314,3 +314,26 @@ async def test_no_answer_holds_null_where_krake_forbids_it(http: httpx.AsyncClie
             seen.append(sample.kind)
             assert krake_forbidden_nulls(sample.kind, obj) == [], sample.kind
     assert set(seen) == {k for k in krake.FIELDS if k in {s.kind for s in SAMPLES}}
+
+
+async def test_krake_provider_url_is_any_string_but_another_scheme(
+    http: httpx.AsyncClient,
+) -> None:
+    """Krake's suite registers a provider at ``1.2.3.4:9090`` (no scheme) to make it
+    unreachable: Krake stores any string there. A scheme other than HTTP's is refused."""
+    for kind, body in (
+        ("globalmetricsproviders", {"type": "prometheus", "prometheus": {"url": "1.2.3.4:9090"}}),
+        ("globalmetricsproviders", {"type": "kafka", "kafka": {
+            "url": "ksql:8088", "table": "t", "comparison_column": "c", "value_column": "v"}}),
+    ):
+        doc = {"api": "core", "kind": "GlobalMetricsProvider",
+               "metadata": {"name": f"no-scheme-{body['type']}"}, "spec": body}  # fmt: skip
+        created = await http.post(f"/core/{kind}", json=doc)
+        assert created.status_code in (200, 201), created.text
+        read = await http.get(f"/core/{kind}/no-scheme-{body['type']}")
+        assert read.json()["spec"][body["type"]]["url"] == body[body["type"]]["url"]
+    refused = await http.post("/core/globalmetricsproviders", json={
+        "api": "core", "kind": "GlobalMetricsProvider", "metadata": {"name": "ftp"},
+        "spec": {"type": "prometheus", "prometheus": {"url": "ftp://1.2.3.4/"}}})  # fmt: skip
+    assert refused.status_code == 422
+    assert "spec.prometheus.url" in refused.text and "'ftp' is not http or https" in refused.text

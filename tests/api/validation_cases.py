@@ -66,7 +66,8 @@ M0 = "spec.manifest.0"
 T0 = f"{M0}.spec.template"
 SERVICE = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web.svc"},
            "spec": {"ports": [{"port": 80}]}}  # fmt: skip
-PROMETHEUS = {"type": "prometheus", "prometheus": {"url": "localhost:9090"}}
+# A scheme other than HTTP's (Krake takes any other string: test_krake.py)
+PROMETHEUS = {"type": "prometheus", "prometheus": {"url": "gopher://localhost:9090"}}
 
 CASES: list[Case] = [
     # clusters: the kubeconfig as the Kubernetes client loads it

@@ -140,6 +140,18 @@ async def test_prometheus_plain_metrics_in_one_request(prometheus: PrometheusSer
     assert sent[0].path == "/api/v1/query"
 
 
+async def test_prometheus_url_without_scheme_is_an_unreachable_provider() -> None:
+    """Krake's way to name an unreachable provider (``1.2.3.4:9090``): every metric asked
+    is UNREACHABLE_METRICS_PROVIDER, and nothing is sent."""
+    http, sent = counting_client()
+    async with http:
+        client = PrometheusClient(PrometheusSpec(url="1.2.3.4:9090"), timeout=5, http=http)
+        result = await client.fetch(["heat_demand_zone_unreachable", "other"])
+    assert {name: code(value) for name, value in result.items()} == {
+        "heat_demand_zone_unreachable": UNREACHABLE, "other": UNREACHABLE}
+    assert sent == []
+
+
 @pytest.mark.integration
 async def test_prometheus_batches_are_chunked(
     prometheus: PrometheusServer, monkeypatch: pytest.MonkeyPatch
