@@ -248,6 +248,19 @@ class Stack(contextlib.ExitStack):
         path.write_text(text)
         self.callback(lambda: path.unlink(missing_ok=True))
 
+    def new_files_removed(self, directory: Path) -> None:
+        """Files the suite writes in ``directory`` (a test writes a broken kubeconfig
+        there) go at the end; those there before stay."""
+        directory.mkdir(parents=True, exist_ok=True)
+        before = set(directory.iterdir())
+
+        def remove() -> None:
+            for path in set(directory.iterdir()) - before:
+                if path.is_file():
+                    path.unlink()
+
+        self.callback(remove)
+
     def host(self, address: str, name: str) -> None:
         new = with_host(HOSTS.read_text(), address, name)
         if new is None:
@@ -321,6 +334,7 @@ def set_up(stack: Stack, args: argparse.Namespace, work: Path) -> dict[str, str]
             raise RuntimeError(f"bootstrap {name}: {loaded.stdout}{loaded.stderr}")
         say(f"bootstrap {name}: loaded")
     stack.link(GIT_LINK, args.krake)
+    stack.new_files_removed(CLUSTER_CONFIGS)
     kube = data / "kubeconfigs"
     for cluster, sim, port in zip(CLUSTERS, ("sim-1", "sim-2"), args.cluster_ports, strict=True):
         config = yaml.safe_load((kube / f"{sim}.yaml").read_text())
