@@ -378,6 +378,9 @@ class KubeController(Controller):
             elif app.status.deploy_state is not ApplicationState.FAILED:  # until retried
                 if app.status.pending_cleanups:
                     app = await self._cleanup(app)
+                if self._acts_on(app) and not app.spec.manifest:
+                    await self._nothing_to_deploy(app)
+                    return
                 if self._acts_on(app):
                     app = await self._tokens(app)
                 if self._acts_on(app) and app.status.placements:
@@ -390,6 +393,18 @@ class KubeController(Controller):
                     await self._withdraw(app)
         except KubeFailure as failure:
             await self._failed(app, failure)
+
+    async def _nothing_to_deploy(self, app: Application) -> None:
+        """An application whose manifest is empty (stored before the API turned templates
+        into manifests) waits with a reason, never RUNNING with nothing running; an update
+        that gives it objects deploys it."""
+        message = ("nothing to deploy: spec.manifest is empty (an application given as a "
+                   "TOSCA template or CSAR gets its manifest when it is written: update it)")
+        reason = Reason(code=ReasonCode.INVALID_TOSCA_MANIFEST, message=message)
+        status = app.status
+        if status.deploy_state is None and status.deploy_reason == reason:
+            return
+        await self._write(app, {"deploy_state": None, "deploy_reason": reason})
 
     def desired(self, app: Application) -> list[Obj]:
         """The objects to apply: the manifest, with Krake's hooks put in (``kube.hooks``)."""
