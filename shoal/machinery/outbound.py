@@ -315,6 +315,18 @@ class Sessions:
         self._admin = self._tenant = None
 
 
+async def read_at_most(content: aiohttp.StreamReader, limit: int) -> bytes:
+    """A body up to its end or to ``limit + 1`` bytes, whichever comes first (a single
+    ``read(n)`` gives what has arrived so far, which may be less than the body)."""
+    raw = b""
+    while len(raw) <= limit:
+        chunk = await content.read(limit + 1 - len(raw))
+        if not chunk:
+            break
+        raw += chunk
+    return raw
+
+
 class FetchFailed(Exception):
     """A tenant's URL that gave no document: refused, unreachable, not 200, or too big."""
 
@@ -328,7 +340,7 @@ async def fetch(url: str, limit: int, timeout: float = 10.0) -> bytes:
             session(timeout=limits) as client,
             client.get(url, allow_redirects=False) as got,
         ):
-            raw = await got.content.read(limit + 1)
+            raw = await read_at_most(got.content, limit)
             if got.status != 200:
                 raise FetchFailed(f"{url} answered HTTP {got.status}")
     except OutboundRefused as error:

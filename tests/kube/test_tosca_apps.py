@@ -8,8 +8,6 @@ outbound policy and ``SHOAL_TOSCA_URLS`` allow.
 
 from __future__ import annotations
 
-import io
-import zipfile
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -17,114 +15,25 @@ from typing import Any
 import orjson
 import pytest
 import yaml
-from aiohttp import web
 
 from shoal.api.codec import rfc3339
 from shoal.api.server import ApiServer
 from shoal.client.kube import KubeCluster
 from shoal.client.rest import ApiError, Conflict, ShoalClient
-from shoal.machinery import outbound
 from shoal.model.base import ReasonCode, utcnow
 from shoal.model.kubernetes import Application, ApplicationState
-from shoal.model.tosca import URLS_SETTING
-from shoal.testing.launch import free_port
 from shoal.testing.wait import wait_for
+from tests.fixtures.templates import Files, csar, serving_files, template, template_manifest
 from tests.kube.conftest import NS, running_on
 from tests.kube.test_hooks import control_plane  # noqa: F401  (a fixture)
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("control_plane")]
 
 
-def template(image: str, replicas: int, name: str = "web") -> dict[str, Any]:
-    """A Deployment and its Service as two Kubernetes object nodes, the replicas and the
-    port given as inputs and put into the text with concat and get_input."""
-    deployment = (
-        f"apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\nspec:\n  replicas:"
-    )
-    pods = (
-        f"\n  selector:\n    matchLabels:\n      app: {name}\n  template:\n    metadata:\n"
-        f"      labels:\n        app: {name}\n    spec:\n      containers:\n"
-        f"      - name: web\n        image: {image}\n        ports:\n        - containerPort:"
-    )
-    service = (
-        f"apiVersion: v1\nkind: Service\nmetadata:\n  name: {name}\nspec:\n  type: NodePort\n"
-        f"  selector:\n    app: {name}\n  ports:\n  - port: 80\n    targetPort:"
-    )
-    return {
-        "tosca_definitions_version": "tosca_simple_yaml_1_0",
-        "imports": [{"ec3_custom_types": "https://raw.githubusercontent.com/grycap/ec3/tosca/"
-                     "tosca/custom_types.yaml"}],
-        "topology_template": {
-            "inputs": {
-                "replicas": {"type": "integer", "default": replicas},
-                "port": {"type": "integer", "default": 8080},
-            },
-            "node_templates": {
-                f"{name}-deployment": {
-                    "type": "tosca.nodes.indigo.KubernetesObject",
-                    "properties": {"spec": {"concat": [deployment, {"get_input": "replicas"},
-                                                       pods, {"get_input": "port"}]}},
-                },
-                f"{name}-service": {
-                    "type": "tosca.nodes.indigo.KubernetesObject",
-                    "properties": {"spec": {"concat": [service, {"get_input": "port"}]}},
-                },
-            },
-        },
-    }
-
-
-def csar(tosca: dict[str, Any], entry: str = "app.yaml") -> bytes:
-    """A CSAR: the template, and TOSCA-Metadata/TOSCA.meta naming it."""
-    meta = (
-        "TOSCA-Meta-File-Version: 1.0\nCSAR-Version: 1.1\nCreated-By: a test\n"
-        f"Entry-Definitions: {entry}\n"
-    )
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr(entry, yaml.safe_dump(tosca))
-        archive.writestr("TOSCA-Metadata/TOSCA.meta", meta)
-    return buffer.getvalue()
-
-
-class Files:
-    """Documents served over HTTP on loopback: ``files["/x.yaml"] = b"…"``; ``url(path)``."""
-
-    def __init__(self, port: int) -> None:
-        self.port = port
-        self.documents: dict[str, bytes] = {}
-        self.reads: list[str] = []
-
-    def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
-
-    async def handle(self, request: web.Request) -> web.Response:
-        self.reads.append(request.path)
-        found = self.documents.get(request.path)
-        if found is None:
-            return web.Response(status=404)
-        return web.Response(body=found)
-
-
 @pytest.fixture
 async def files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Files]:
-    """The test's documents, which tenants may name: templates may be read from URLs under
-    the server's, and tenants' URLs may reach loopback (an administrator's two settings)."""
-    port = free_port()
-    policy = tmp_path / "outbound.yaml"
-    policy.write_text("networks: [127.0.0.0/8]\n")
-    monkeypatch.setenv(outbound.SETTING, str(policy))
-    monkeypatch.setenv(URLS_SETTING, f"http://127.0.0.1:{port}/")
-    served = Files(port)
-    app = web.Application()
-    app.router.add_get("/{path:.*}", served.handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", port).start()
-    try:
+    async with serving_files(tmp_path, monkeypatch) as served:
         yield served
-    finally:
-        await runner.cleanup()
 
 
 def app_of(name: str, **spec: Any) -> Application:
@@ -203,19 +112,6 @@ async def change(client: ShoalClient, name: str, **spec: Any) -> Application:
             return await client.update(app)
         except Conflict:  # a controller wrote its status in between
             continue
-
-
-def template_manifest(image: str, replicas: int) -> list[dict[str, Any]]:
-    """The objects ``template(image, replicas)`` stands for, written out."""
-    return [
-        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
-         "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "web"}},
-                  "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [
-                      {"name": "web", "image": image, "ports": [{"containerPort": 8080}]}]}}}},
-        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"},
-         "spec": {"type": "NodePort", "selector": {"app": "web"},
-                  "ports": [{"port": 80, "targetPort": 8080}]}},
-    ]  # fmt: skip
 
 
 async def test_the_same_template_sent_again_changes_nothing(
