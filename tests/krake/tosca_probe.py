@@ -52,7 +52,8 @@ async def main(url, namespace, name, csar_url):
         kube = KubernetesApi(client)
         app = Application.deserialize({
             "metadata": {"name": name, "namespace": namespace},
-            "spec": {"manifest": [], "tosca": template(name + "-tosca"), "constraints": {"cluster": {}}},
+            "spec": {"manifest": [], "tosca": template(name + "-tosca"),
+                     "constraints": {"cluster": {}}},
         }, creation_ignored=True)
         created = await kube.create_application(namespace=namespace, body=app)
         line("created", created)
