@@ -26,6 +26,8 @@ import asyncio
 import re
 from typing import Any
 
+import yaml
+
 from shoal.machinery import outbound
 from shoal.machinery.problems import invalid_error
 from shoal.model import app_tosca, tosca
@@ -64,7 +66,7 @@ async def _read_template(url: str) -> Any:
     try:
         # bounded (no aliases, no deep nesting), and off the event loop
         return await asyncio.to_thread(tosca.load_yaml, text)
-    except Exception as error:  # yaml's errors, which name the line
+    except yaml.YAMLError as error:  # which names the line
         raise app_tosca.TemplateRefused([(field, f"{url} is not YAML: {error}"[:1000])]) from None
 
 

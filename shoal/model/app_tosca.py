@@ -202,9 +202,7 @@ def _object(parsed: Any, node: Any) -> tuple[dict[str, Any], str | None]:
     else:
         try:
             text = _text(parsed, node, spec)
-        except (ValueError, TypeError, KeyError, AttributeError) as error:
-            return {}, f"cannot be read: {tosca.message(error)}"
-        except Exception as error:  # a TOSCA function tosca-parser could not resolve
+        except Exception as error:  # a function tosca-parser could not resolve, or ours
             return {}, f"cannot be read: {tosca.message(error)}"
         try:
             text = tosca.load_yaml(text)
