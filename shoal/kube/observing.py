@@ -7,9 +7,9 @@ Per application (and per copy of a placement) the controller:
   observed field put back is put back to the value it had;
 - keeps, right after each apply, the observation of every object (``baseline``):
   the values as the cluster normalised them;
-- applies again when a live object is gone, or an observed field differs from
-  that baseline or a list leaves its length range (``drifted``); a change to a
-  field that is not observed is left alone;
+- applies again when a live object is gone or has another owner, or an observed
+  field differs from that baseline or a list leaves its length range
+  (``drifted``); a change to a field that is not observed is left alone;
 - reports the observation in ``status.last_observed_manifest`` (``last_observed``).
 """
 
@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from shoal.kube.objects import ident
+from shoal.kube.owners import owner_of
 from shoal.machinery.types import Obj
 from shoal.model import observer_schema as rules
 from shoal.model.kubernetes import Application
@@ -54,8 +55,10 @@ def baseline(schemas: list[Obj], objects: list[Obj], lives: list[Obj | None]) ->
 
 
 def drifted(schemas: list[Obj], base: Baseline, obj: Obj, live: Obj | None) -> bool:
-    """Someone else deleted ``obj``, or changed an observed field of it."""
-    if live is None:
+    """Someone else deleted ``obj`` (as applied, with its owner), changed its owner, or
+    changed an observed field of it. Applying again then puts it back, or finds another
+    application owns it now (a conflict)."""
+    if live is None or owner_of(live) != owner_of(obj):
         return True
     before = base.get(ident(obj))
     if before is None:
