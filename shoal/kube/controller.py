@@ -475,6 +475,23 @@ class KubeController(Controller):
         """Someone else deleted ``obj`` or changed a field its observer schema observes."""
         return observing.drifted(schemas, self.baseline.get(key, {}), obj, live)
 
+    async def _resume(self, key: CacheKey, app: Application, kube: KubeCluster,
+                      where: CacheKey, marked: list[Obj], manifest: list[Obj],
+                      schemas: list[Obj]) -> bool:  # fmt: skip
+        """After a restart: whether what runs is what the status says was applied and
+        observed; then it is taken as applied (``kube.observing.resumed``)."""
+        status = app.status
+        if status.last_applied_manifest != manifest or not status.last_observed_manifest:
+            return False
+        namespace = app.metadata.namespace or "default"
+        lives = await self.members.read_all(kube, where, marked, namespace)
+        base = observing.resumed(schemas, marked, lives, status.last_observed_manifest)
+        if base is None:
+            return False
+        self.applied[key] = (where, manifest)
+        self.baseline[key] = base
+        return True
+
     def _exists(self, owner: Owner) -> bool:
         """The application ``owner`` names is still there (being deleted counts)."""
         app = self.app_informer.get(owner.name, owner.namespace)
@@ -518,6 +535,8 @@ class KubeController(Controller):
         try:
             lives: list[Obj | None] = []
             apply = self.applied.get(key) != (where, manifest)
+            if apply and key not in self.applied and status.running_on == target:
+                apply = not await self._resume(key, app, kube, where, marked, manifest, schemas)
             if not apply:
                 lives = await self.members.read_all(kube, where, marked, namespace)
                 drifted = [

@@ -10,7 +10,8 @@ Per application (and per copy of a placement) the controller:
 - applies again when a live object is gone or has another owner, or an observed
   field differs from that baseline or a list leaves its length range
   (``drifted``); a change to a field that is not observed is left alone;
-- reports the observation in ``status.last_observed_manifest`` (``last_observed``).
+- reports the observation in ``status.last_observed_manifest`` (``last_observed``),
+  which is where it goes on from after a restart (``resumed``).
 """
 
 from __future__ import annotations
@@ -65,6 +66,25 @@ def drifted(schemas: list[Obj], base: Baseline, obj: Obj, live: Obj | None) -> b
         return False
     schema = rules.schema_for(schemas, obj)
     return rules.changed(schema, before, rules.observe(schema, live))
+
+
+def resumed(
+    schemas: list[Obj], objects: list[Obj], lives: list[Obj | None], observed: list[Obj]
+) -> Baseline | None:
+    """The baseline to go on from after a restart, when each object is still there, ours,
+    and as ``observed`` (the last ``status.last_observed_manifest``) says in every observed
+    field; None when something must be applied. A change to a field that is not observed,
+    made while the controller was away, is left alone as any other."""
+    base: Baseline = {}
+    for obj, live in zip(objects, lives, strict=True):
+        if live is None or owner_of(live) != owner_of(obj):
+            return None
+        schema = rules.schema_for(schemas, obj)
+        before = rules.find(observed, obj)
+        if before is None or rules.changed(schema, before, rules.observe(schema, live)):
+            return None
+        base[ident(obj)] = before
+    return base
 
 
 def last_observed(schemas: list[Obj], objects: list[Obj], lives: list[Any]) -> list[Obj]:

@@ -241,3 +241,53 @@ async def test_a_bad_schema_is_refused_with_its_field(alice: ShoalClient) -> Non
     assert refused.value.problem["errors"][0]["field"] == "spec.observer_schema[0]"
     assert "spec.manifest does not have" in refused.value.problem["errors"][0]["reason"]
     assert [a.metadata.name for a in (await alice.list(Application, NS)).items] == []
+
+
+async def test_a_restarted_controller_goes_on_from_what_it_observed(
+    client: ShoalClient, alice: ShoalClient, kube: dict[str, KubeCluster],
+    client_of: Callers, clusters: list[Cluster], kubectl: Callable[..., Any],
+) -> None:  # fmt: skip
+    def make() -> KubeController:
+        return KubeController(client_of("kube-controller"), poll_interval=20.0, fallback=20.0,
+                              resync=60.0, timeout=2.0)  # fmt: skip
+
+    first = make()
+    await first.start()
+    try:
+        await alice.create(_app("echo-demo", [CUSTOM]))
+        await client.bind(await client.get(Application, "echo-demo", NS), DE)
+        await wait_for(lambda: _running(alice, "echo-demo"), timeout=15, message="RUNNING")
+    finally:
+        await first.stop()
+
+    # while no controller runs: the image changes (not observed), a port is added (an
+    # observed list, within its range)
+    await kubectl("patch", "deployment", "echo-demo", "--patch",
+                  _patch_container(image=OTHER_IMAGE))  # fmt: skip
+    await kubectl("patch", "deployment", "echo-demo", "--patch",
+                  _patch_container(ports=[{"containerPort": 9090}]))  # fmt: skip
+
+    second = make()
+    await second.start()
+    try:
+        async def reported() -> bool:
+            app = await alice.get(Application, "echo-demo", NS)
+            ports = _container(app.status.last_observed_manifest[0])["ports"]
+            return bool(ports[-1] == {rules.CURRENT_LENGTH: 2})
+
+        await wait_for(reported, timeout=15, message="the new port in last_observed_manifest")
+        assert _container(await _deployment(kube["de"], "echo-demo"))["image"] == OTHER_IMAGE
+        assert second.drift_repairs == 0
+
+        # an observed field changed meanwhile is put back at once
+        await second.stop()
+        await kubectl("scale", "deployment", "echo-demo", "--replicas=4")
+        second = make()
+        await second.start()
+
+        async def put_back() -> bool:
+            return (await _deployment(kube["de"], "echo-demo"))["spec"]["replicas"] == 1
+
+        await wait_for(put_back, timeout=15, message="replicas put back after the restart")
+    finally:
+        await second.stop()
