@@ -1,7 +1,10 @@
-"""Shoal's observer schema rules agree with Krake 1.0.1's own code, case by case.
+"""Observer schemas against Krake 1.0.1's own code.
 
 Krake's functions run unchanged in its virtualenv (``observer_probe.py``): the
-default schema it generates for an object, and whether it accepts a schema.
+default schema it generates for an object, and whether it accepts a schema, agree
+with Shoal's case by case. Krake's client (``observer_client_probe.py``) creates an
+application with its custom schema, which Shoal deploys and keeps, and reads back
+what Shoal observed.
 """
 
 from __future__ import annotations
@@ -12,9 +15,18 @@ from typing import Any
 
 import pytest
 
+from shoal.api.server import ApiServer
+from shoal.client.kube import KubeClients
+from shoal.client.rest import ShoalClient
+from shoal.kube.controller import KubeController
 from shoal.model import observer_schema as rules
+from shoal.model.base import Metadata, ResourceRef
+from shoal.model.kubernetes import Application, ApplicationState, Cluster, ClusterSpec
+from shoal.sim.server import SimServer
+from shoal.testing.fleet import register
 from tests.krake.conftest import run_krake
 from tests.model.test_observer_schema import ECHO, ECHO_CUSTOM, ECHO_DEFAULT, SERVICE_LB
+from tests.util import wait_for
 
 pytestmark = [pytest.mark.integration]
 
@@ -88,3 +100,58 @@ async def test_default_schemas_and_validation_agree_with_krake(krake_python: str
     }
     assert shoal_refuses == krake_refuses
     assert sum(krake_refuses.values()) >= 14  # the table tries refusals, not only passes
+
+
+async def test_krake_client_application_keeps_only_its_observed_fields(
+    open_api: ApiServer, sim: SimServer, krake_python: str
+) -> None:
+    # Krake's client sends no token (Krake's deployments authenticate it by a TLS client
+    # certificate, or run its API open): an open API, as in test_client.py
+    ns = "krake"
+    async with ShoalClient(open_api.url, token="") as shoal:
+        cluster = Cluster(metadata=Metadata(name="de", namespace=ns),
+                          spec=ClusterSpec(kubeconfig=sim.fleet.kubeconfig("de")))  # fmt: skip
+        await register(shoal, cluster)
+        controller = KubeController(shoal, poll_interval=20.0, fallback=20.0, timeout=2.0)
+        await controller.start()
+        kube = KubeClients(timeout=2.0)
+        try:
+            lines = await run_krake(krake_python, "observer_client_probe.py", open_api.url, ns,
+                                    "create", "echo-demo", json.dumps([ECHO]),
+                                    json.dumps([ECHO_CUSTOM]))  # fmt: skip
+            assert lines == [{"created": "echo-demo"}]
+            app = await shoal.get(Application, "echo-demo", ns)
+            await shoal.bind(app, ResourceRef(api="kubernetes", kind="Cluster", namespace=ns,
+                                              name="de"))  # fmt: skip
+
+            async def running() -> bool:
+                app = await shoal.get(Application, "echo-demo", ns)
+                return app.status.state is ApplicationState.RUNNING
+
+            await wait_for(running, timeout=20, message="echo-demo RUNNING")
+            # replicas (observed, not in the manifest) scaled on the cluster are put back
+            member = await kube.get(await shoal.get(Cluster, "de", ns))
+            path = f"/apis/apps/v1/namespaces/{ns}/deployments/echo-demo"
+            await member.request("PATCH", path, body={"spec": {"replicas": 3}},
+                                 content_type="application/merge-patch+json")
+
+            async def put_back() -> dict[str, object] | None:
+                live = await member.request("GET", path)
+                return live if live["spec"]["replicas"] == 1 else None
+
+            await wait_for(put_back, timeout=20, message="replicas put back")
+            assert controller.drift_repairs >= 1
+
+            (read,) = await run_krake(krake_python, "observer_client_probe.py", open_api.url,
+                                      ns, "read", "echo-demo")  # fmt: skip
+        finally:
+            await kube.close()
+            await controller.stop()
+    assert read["state"] == "RUNNING"
+    assert read["observer_schema"] == [ECHO_CUSTOM]
+    assert read["mangled_observer_schema"] == [ECHO_CUSTOM]
+    assert read["last_applied_manifest"][0]["spec"]["replicas"] == 1
+    observed = read["last_observed_manifest"][0]
+    assert observed["spec"]["replicas"] == 1
+    assert observed["metadata"] == {"name": "echo-demo", "namespace": ns}
+    assert "image" not in observed["spec"]["template"]["spec"]["containers"][0]
