@@ -15,6 +15,7 @@ from typing import Any
 
 from fastapi import Query
 
+from shoal.api.templates import translate
 from shoal.machinery.problems import invalid_error
 from shoal.model import validation
 from shoal.model.base import Kind
@@ -28,8 +29,10 @@ _WARNINGS: ContextVar[list[str] | None] = ContextVar("shoal_warnings", default=N
 async def admit(obj: Kind) -> None:
     """Refuse ``obj`` with a 422 naming every wrong field; pass its warnings on.
 
-    A template it carries is parsed once, off the event loop (``validation.check_templates``).
+    A template it carries is parsed once, off the event loop (``validation.check_templates``);
+    an application's template or archive becomes its manifest first (``templates``).
     """
+    await translate(obj)
     findings = validation.check(obj)
     findings += await validation.check_templates(obj)
     errors = [f.as_error() for f in findings if not f.warning]

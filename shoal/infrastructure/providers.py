@@ -28,7 +28,7 @@ import aiohttp
 import yaml
 
 from shoal.client.rest import NotFound, ShoalClient
-from shoal.machinery.outbound import OutboundRefused
+from shoal.machinery.outbound import OutboundRefused, read_at_most
 from shoal.model.base import ReasonCode
 from shoal.model.infrastructure import GlobalInfrastructureProvider, InfrastructureProvider
 from shoal.model.tosca import load_yaml
@@ -161,7 +161,7 @@ async def fetch_template(session: aiohttp.ClientSession, url: str) -> dict[str, 
     code = ReasonCode.INVALID_TOSCA_MANIFEST
     try:
         async with session.get(url, allow_redirects=False) as response:
-            raw = await response.content.read(TEMPLATE_LIMIT + 1)
+            raw = await read_at_most(response.content, TEMPLATE_LIMIT)
             if len(raw) > TEMPLATE_LIMIT:
                 raise ProviderError(f"{url}: larger than {TEMPLATE_LIMIT} bytes", code)
             text = raw.decode(errors="replace")

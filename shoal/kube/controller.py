@@ -37,7 +37,7 @@ from shoal.controllers.base import Controller
 from shoal.controllers.prometheus import timed_apply
 from shoal.controllers.queue import WorkQueue
 from shoal.events import Recorder, reasons
-from shoal.kube import placements
+from shoal.kube import observing, placements
 from shoal.kube.hooks import HOOKS, HookSettings, settings_from_environment, with_hooks
 from shoal.kube.member import KubeFailure, Members, unreachable
 from shoal.kube.objects import (
@@ -49,7 +49,6 @@ from shoal.kube.objects import (
     merge_cleanup,
     outside,
     placement,
-    project,
     ref_key,
     stub,
     tells_anything,
@@ -130,8 +129,8 @@ class KubeController(Controller):
             else None
         )
         self.members = Members(self.watches, self._exists)
-        # projection of each applied object right after our apply (drift detection)
-        self.baseline: dict[CacheKey, dict[tuple[str, str, str | None, str], Any]] = {}
+        # observation of each applied object right after our apply (kube.observing: drift)
+        self.baseline: dict[CacheKey, observing.Baseline] = {}
         # copies left behind by deleted applications on unreachable clusters
         self.orphans: dict[CacheKey, list[tuple[str, Obj, Owner]]] = {}
         self._cleanup_tried: dict[tuple[CacheKey, CacheKey], float] = {}
@@ -149,7 +148,8 @@ class KubeController(Controller):
         self.applied_at: dict[CacheKey, float] = {}  # loop time of the last apply
         # each copy of an application on several clusters: (app, cluster) → its manifest
         self.copies_applied: dict[tuple[CacheKey, CacheKey], list[Obj]] = {}
-        self.copies_baseline: dict[tuple[CacheKey, CacheKey], dict[Any, Any]] = {}
+        self.copies_baseline: dict[tuple[CacheKey, CacheKey], observing.Baseline] = {}
+        self.copies_observed: dict[tuple[CacheKey, CacheKey], list[Obj]] = {}
         self.written: dict[CacheKey, int] = {}  # resource_version of our last write
         # writes not yet answered: the revisions of the events that came meanwhile
         self.early: dict[CacheKey, list[int]] = {}
@@ -249,6 +249,7 @@ class KubeController(Controller):
         for copy in [k for k in self.copies_applied if k[0] == key]:
             del self.copies_applied[copy]
             self.copies_baseline.pop(copy, None)
+            self.copies_observed.pop(copy, None)
         if self.watches is not None:
             self.watches.set_app(key, ())
 
@@ -378,6 +379,9 @@ class KubeController(Controller):
             elif app.status.deploy_state is not ApplicationState.FAILED:  # until retried
                 if app.status.pending_cleanups:
                     app = await self._cleanup(app)
+                if self._acts_on(app) and not app.spec.manifest:
+                    await self._nothing_to_deploy(app)
+                    return
                 if self._acts_on(app):
                     app = await self._tokens(app)
                 if self._acts_on(app) and app.status.placements:
@@ -390,6 +394,18 @@ class KubeController(Controller):
                     await self._withdraw(app)
         except KubeFailure as failure:
             await self._failed(app, failure)
+
+    async def _nothing_to_deploy(self, app: Application) -> None:
+        """An application whose manifest is empty (stored before the API turned templates
+        into manifests) waits with a reason, never RUNNING with nothing running; an update
+        that gives it objects deploys it."""
+        message = ("nothing to deploy: spec.manifest is empty (an application given as a "
+                   "TOSCA template or CSAR gets its manifest when it is written: update it)")
+        reason = Reason(code=ReasonCode.INVALID_TOSCA_MANIFEST, message=message)
+        status = app.status
+        if status.deploy_state is None and status.deploy_reason == reason:
+            return
+        await self._write(app, {"deploy_state": None, "deploy_reason": reason})
 
     def desired(self, app: Application) -> list[Obj]:
         """The objects to apply: the manifest, with Krake's hooks put in (``kube.hooks``)."""
@@ -470,12 +486,26 @@ class KubeController(Controller):
             return max(self.poll_interval, self.fallback)
         return self.poll_interval
 
-    def _drifted(self, key: CacheKey, obj: Obj, live: Obj | None) -> bool:
-        """Someone else deleted ``obj`` or changed a field we applied."""
-        if live is None:
-            return True
-        base = self.baseline.get(key, {}).get(ident(obj))
-        return base is not None and project(obj, live) != base
+    def _drifted(self, key: CacheKey, schemas: list[Obj], obj: Obj, live: Obj | None) -> bool:
+        """Someone else deleted ``obj`` or changed a field its observer schema observes."""
+        return observing.drifted(schemas, self.baseline.get(key, {}), obj, live)
+
+    async def _resume(self, key: CacheKey, app: Application, kube: KubeCluster,
+                      where: CacheKey, marked: list[Obj], manifest: list[Obj],
+                      schemas: list[Obj]) -> bool:  # fmt: skip
+        """After a restart: whether what runs is what the status says was applied and
+        observed; then it is taken as applied (``kube.observing.resumed``)."""
+        status = app.status
+        if status.last_applied_manifest != manifest or not status.last_observed_manifest:
+            return False
+        namespace = app.metadata.namespace or "default"
+        lives = await self.members.read_all(kube, where, marked, namespace)
+        base = observing.resumed(schemas, marked, lives, status.last_observed_manifest)
+        if base is None:
+            return False
+        self.applied[key] = (where, manifest)
+        self.baseline[key] = base
+        return True
 
     def _exists(self, owner: Owner) -> bool:
         """The application ``owner`` names is still there (being deleted counts)."""
@@ -490,7 +520,10 @@ class KubeController(Controller):
             # stored before anything is applied: a deletion then always waits for the clean-up
             app = await self._set_finalizers(app, [*app.metadata.finalizers, KUBE_FINALIZER])
         status = app.status
-        manifest = self.desired(app)
+        desired = self.desired(app)
+        schemas = observing.schemas(app, desired)
+        before = self.applied[key][1] if key in self.applied else status.last_applied_manifest
+        manifest = observing.to_apply(desired, schemas, before)
         namespace = app.metadata.namespace or "default"
         me = Owner.of(app)
         migrating = status.running_on is not None and status.running_on != target
@@ -517,12 +550,14 @@ class KubeController(Controller):
         try:
             lives: list[Obj | None] = []
             apply = self.applied.get(key) != (where, manifest)
+            if apply and key not in self.applied and status.running_on == target:
+                apply = not await self._resume(key, app, kube, where, marked, manifest, schemas)
             if not apply:
                 lives = await self.members.read_all(kube, where, marked, namespace)
                 drifted = [
                     ident(obj)[1:]
                     for obj, live in zip(marked, lives, strict=True)
-                    if self._drifted(key, obj, live)
+                    if self._drifted(key, schemas, obj, live)
                 ]
                 if drifted:
                     log.info(
@@ -545,7 +580,8 @@ class KubeController(Controller):
                     kube, where, manifest, namespace, me,
                     recorded=recorded, overwrite=app.spec.conflict_resolution == "overwrite",
                 ))  # fmt: skip
-                self.baseline[key] = done.baseline
+                manifest = observing.recorded(manifest, schemas, done.lives)
+                self.baseline[key] = observing.baseline(schemas, manifest, done.lives)
                 for taken in done.taken:
                     log.warning(
                         "application %s/%s takes over %s from %s (conflict_resolution: "
@@ -598,6 +634,8 @@ class KubeController(Controller):
                 "deploy_state": ApplicationState.RUNNING,
                 "running_on": target,
                 "last_applied_manifest": manifest,
+                "mangled_observer_schema": schemas,
+                "last_observed_manifest": observing.last_observed(schemas, manifest, lives),
                 "container_health": health,
                 "deploy_reason": None,
                 "pending_cleanups": cleanups,

@@ -10,7 +10,8 @@ Krake's names, in every namespace its manifest uses:
   ``KRAKE_<HOOK>_URL`` read from that Secret;
 - when the API has a CA of its own (HTTPS), a Secret
   ``<app>-krake-<hook>-secret-certs`` with ``ca-bundle.pem``, mounted in every
-  container at ``/etc/krake_<hook>_certs/`` (volume ``<app>-krake-<hook>-volume``).
+  container at ``/etc/krake_<hook>_certs/`` and ``/etc/krake_<hook>_cert/`` (volume
+  ``<app>-krake-<hook>-volume``; ``ca_paths``).
 
 The workload then calls ``PUT <url>`` with ``{"token": <token>}``: ``complete``
 deletes the application, ``shutdown`` says it is ready to be removed. The
@@ -62,6 +63,14 @@ def settings_from_environment(api_url: str) -> HookSettings:
     ca_file = os.environ.get(CA_SETTING) or Credentials.resolve().ca
     ca = Path(ca_file).read_text() if ca_file and endpoint.startswith("https:") else None
     return HookSettings(endpoint=endpoint, ca=ca)
+
+
+def ca_paths(hook: str) -> tuple[str, str]:
+    """Where a container finds the API's CA (``ca-bundle.pem``): Krake's controller mounts it
+    at ``/etc/krake_<hook>_certs/`` by default, while Krake's own deployments set
+    ``/etc/krake_<hook>_cert/``, where Krake's hook scripts read it. Both, so that either
+    kind of workload finds it."""
+    return f"/etc/krake_{hook}_certs/", f"/etc/krake_{hook}_cert/"
 
 
 def url(endpoint: str, hook: str, namespace: str, name: str) -> str:
@@ -146,8 +155,8 @@ def with_hooks(
             for container in spec.get("containers") or []:
                 container["env"] = _merge_named(list(container.get("env") or []), variables)
                 if settings.ca:
-                    mount = {"name": volume, "mountPath": f"/etc/krake_{hook}_certs/"}
+                    mounts = [{"name": volume, "mountPath": path} for path in ca_paths(hook)]
                     container["volumeMounts"] = _merge_named(
-                        list(container.get("volumeMounts") or []), [mount]
+                        list(container.get("volumeMounts") or []), mounts
                     )
     return out

@@ -15,10 +15,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from shoal.client.kube import ClusterKey, KubeApiError, KubeCluster, KubeUnreachable
-from shoal.kube.objects import ident, project
+from shoal.kube.objects import ident
 from shoal.kube.owners import (
     Owner,
     describe,
@@ -60,10 +59,9 @@ class Taken:
 
 @dataclass
 class Applied:
-    """What one apply left: the live objects and the projection of each (drift baseline)."""
+    """What one apply left: the live objects, in the manifest's order."""
 
     lives: list[Obj | None]
-    baseline: dict[tuple[str, str, str | None, str], Any]
     taken: list[Taken] = field(default_factory=list)  # objects taken over from their owner
 
 
@@ -128,7 +126,6 @@ class Members:
             for ns in sorted(namespaces):
                 await kube.ensure_namespace(ns)
             lives: list[Obj | None] = []
-            baseline: dict[tuple[str, str, str | None, str], Any] = {}
             for obj in marked:
                 seen = obj_key(obj, namespace)
                 if self.watches is not None:
@@ -143,9 +140,8 @@ class Members:
                     raise
                 if self.watches is not None:
                     self.watches.observe(cluster, seen, result)
-                baseline[ident(obj)] = project(obj, result)
                 lives.append(result)
-            return Applied(lives, baseline, taken)
+            return Applied(lives, taken)
         finally:
             for key in claimed:
                 if self.claims.get(key) == me:

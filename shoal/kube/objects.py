@@ -91,21 +91,6 @@ def ident(obj: Obj) -> tuple[str, str, str | None, str]:
     return (obj["apiVersion"], obj["kind"], meta.get("namespace"), meta["name"])
 
 
-def project(desired: Any, live: Any) -> Any:
-    """The part of ``live`` that ``desired`` sets (keys of desired dicts, lists item by item).
-
-    Compared with the projection right after our apply, it tells a change by
-    someone else from the server's defaults and normalisations.
-    """
-    if isinstance(desired, dict):
-        if not isinstance(live, dict):
-            return live
-        return {k: project(v, live.get(k)) for k, v in desired.items()}
-    if isinstance(desired, list) and isinstance(live, list) and len(desired) == len(live):
-        return [project(d, v) for d, v in zip(desired, live, strict=True)]
-    return live
-
-
 def stub(obj: Obj) -> Obj:
     """Enough of a manifest object to find and delete it."""
     meta: Obj = {"name": obj["metadata"]["name"]}

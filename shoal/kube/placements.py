@@ -22,13 +22,13 @@ from typing import TYPE_CHECKING, Any
 from shoal.client.informer import cache_key
 from shoal.client.kube import KubeApiError, KubeUnreachable
 from shoal.events import reasons
+from shoal.kube import observing
 from shoal.kube.member import KubeFailure
 from shoal.kube.objects import (
     combined_health,
     ident,
     merge_cleanup,
     outside,
-    project,
     ref_key,
     workload_health,
 )
@@ -95,6 +95,8 @@ async def _apply(
         raise KubeFailure(code, "a cluster outside the application's namespace: not deployed")
     kube = await controller._kube(ref, code)
     applied = controller.copies_applied.get((key, where))
+    schemas = observing.schemas(app, manifest)  # the same rules as one copy, for each
+    manifest = observing.to_apply(manifest, schemas, applied or [])
     try:
         if applied == manifest:
             marked = [owned(obj, me) for obj in manifest]
@@ -102,10 +104,12 @@ async def _apply(
             baseline = controller.copies_baseline.get((key, where), {})
             drifted = [
                 ident(obj)[1:] for obj, live in zip(marked, lives, strict=True)
-                if live is None or (ident(obj) in baseline
-                                    and project(obj, live) != baseline[ident(obj)])
+                if observing.drifted(schemas, baseline, obj, live)
             ]  # fmt: skip
             if not drifted:
+                controller.copies_observed[(key, where)] = observing.last_observed(
+                    schemas, manifest, lives
+                )
                 return _health(manifest, lives)
             changed = ", ".join(f"{kind} {name}" for kind, _, name in drifted)
             log.info("application %s/%s: %s changed on %s by someone else; applying again",
@@ -122,8 +126,12 @@ async def _apply(
         if isinstance(error, KubeUnreachable):
             raise KubeFailure(ReasonCode.CLUSTER_NOT_REACHABLE, str(error)) from error
         raise KubeFailure(code, f"cluster {ref.name}: {error}") from error
+    manifest = observing.recorded(manifest, schemas, done.lives)
     controller.copies_applied[(key, where)] = manifest
-    controller.copies_baseline[(key, where)] = done.baseline
+    controller.copies_baseline[(key, where)] = observing.baseline(schemas, manifest, done.lives)
+    controller.copies_observed[(key, where)] = observing.last_observed(
+        schemas, manifest, done.lives
+    )
     for taken in done.taken:
         reasons.took_over(controller.events, app, taken.what, taken.owner.name, ref.name)
     return _health(manifest, done.lives)
@@ -249,6 +257,8 @@ async def deploy(controller: KubeController, app: Application) -> None:
             deploy_reason=None,
             running_on=first,
             last_applied_manifest=controller.desired(app),
+            # what runs on the first placement's cluster, as for one copy
+            last_observed_manifest=controller.copies_observed.get((key, ref_key(first)), []),
             retries=None,
             shutdown_grace_period=None,
         )

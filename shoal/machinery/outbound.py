@@ -313,3 +313,42 @@ class Sessions:
             if each is not None:
                 await each.close()
         self._admin = self._tenant = None
+
+
+async def read_at_most(content: aiohttp.StreamReader, limit: int) -> bytes:
+    """A body up to its end or to ``limit + 1`` bytes, whichever comes first (a single
+    ``read(n)`` gives what has arrived so far, which may be less than the body)."""
+    raw = b""
+    while len(raw) <= limit:
+        chunk = await content.read(limit + 1 - len(raw))
+        if not chunk:
+            break
+        raw += chunk
+    return raw
+
+
+class FetchFailed(Exception):
+    """A tenant's URL that gave no document: refused, unreachable, not 200, or too big."""
+
+
+async def fetch(url: str, limit: int, timeout: float = 10.0) -> bytes:
+    """The body of ``GET url`` (a tenant's URL: connected under this process's policy, no
+    redirect followed), at most ``limit`` bytes; ``FetchFailed`` says why there is none."""
+    limits = aiohttp.ClientTimeout(total=timeout)
+    try:
+        async with (
+            session(timeout=limits) as client,
+            client.get(url, allow_redirects=False) as got,
+        ):
+            raw = await read_at_most(got.content, limit)
+            if got.status != 200:
+                raise FetchFailed(f"{url} answered HTTP {got.status}")
+    except OutboundRefused as error:
+        raise FetchFailed(str(error)) from error
+    except TimeoutError as error:
+        raise FetchFailed(f"{url} gave no answer within {timeout:g} s") from error
+    except (aiohttp.ClientError, OSError, ValueError) as error:
+        raise FetchFailed(f"{url} could not be read: {error}") from error
+    if len(raw) > limit:
+        raise FetchFailed(f"{url} holds more than {limit} bytes")
+    return raw

@@ -58,6 +58,7 @@ OWNERS: dict[str, frozenset[str]] = {
             "deploy_reason",
             "last_applied_manifest",
             "mangled_observer_schema",
+            "last_observed_manifest",
             "container_health",
             "pending_cleanups",
             "copies",
@@ -72,7 +73,7 @@ OWNERS: dict[str, frozenset[str]] = {
             "shutdown_grace_period",
         }
     ),
-    "observer": frozenset({"last_observed_manifest", "services"}),
+    "observer": frozenset({"services"}),
     "api": frozenset({"reschedule_requested"}),
     "derived": frozenset({"state", "reason"}),
 }

@@ -137,26 +137,31 @@ async def problems(template: dict[str, Any] | str, base: str = "spec.tosca") -> 
     except OSError:  # an administrator's file of allowed types
         return [(join(base, "imports"), "an allowed import could not be read here (ask an "
                  "administrator)")]  # fmt: skip
-    except WorkerTimeout:
-        return [(base, f"takes longer to parse than a template may ({PARSE_CPU_SECONDS} s of "
-                 f"CPU, {PARSE_SECONDS:g} s in all): a type derived from itself, or too much "
-                 "to read")]  # fmt: skip
-    except WorkerDied:
-        return [(base, "needs more memory to parse than a template may use: refused")]
-    except CallFailed:  # the parse stopped on something no rule above foresaw
-        return [(base, "is not a valid TOSCA template (the parser could not read it)")]
-    except WorkersBusy:  # others' templates held every worker: try again
-        from shoal.machinery.problems import ProblemError  # not in the worker: it stays light
+    except WorkerError as error:
+        return [worker_problem(error, base)]
+    return [(join(base, where) if where else base, why) for where, why in parsed["problems"]]
 
+
+def worker_problem(error: WorkerError, base: str) -> Problem:
+    """The user's problem when a worker gave no result for their template under ``base``;
+    ``ProblemError`` 503 when it is not theirs (busy workers, workers that cannot start)."""
+    if isinstance(error, WorkerTimeout):
+        return (base, f"takes longer to parse than a template may ({PARSE_CPU_SECONDS} s of "
+                f"CPU, {PARSE_SECONDS:g} s in all): a type derived from itself, or too much "
+                "to read")  # fmt: skip
+    if isinstance(error, WorkerDied):
+        return (base, "needs more memory to parse than a template may use: refused")
+    if isinstance(error, CallFailed):  # the parse stopped on something no rule foresaw
+        return (base, "is not a valid TOSCA template (the parser could not read it)")
+    from shoal.machinery.problems import ProblemError  # not in the worker: it stays light
+
+    if isinstance(error, WorkersBusy):  # others' templates held every worker: try again
         reason = (f"no TOSCA worker was free for it within {PARSE_SECONDS:g} s (your "
                   "other templates go first, one at a time): try again shortly")  # fmt: skip
         raise ProblemError(503, f"{base}: {reason}", "BUSY",
                            [{"field": base, "reason": reason}]) from None  # fmt: skip
-    except WorkerError as error:  # the workers cannot start: this server's fault, not the user's
-        from shoal.machinery.problems import ProblemError  # not in the worker: it stays light
-
-        raise ProblemError(503, f"TOSCA templates cannot be parsed here now ({error})") from None
-    return [(join(base, where) if where else base, why) for where, why in parsed["problems"]]
+    # the workers cannot start: this server's fault, not the user's
+    raise ProblemError(503, f"TOSCA templates cannot be parsed here now ({error})") from None
 
 
 async def parse(template: dict[str, Any]) -> dict[str, Any]:
@@ -171,10 +176,12 @@ async def parse(template: dict[str, Any]) -> dict[str, Any]:
 
 @cache
 def workers() -> Workers:
-    """The API's TOSCA workers: two, started at the first template."""
+    """The API's TOSCA workers: two, started at the first template. They parse clusters'
+    templates (here) and applications' (``shoal.model.app_tosca``)."""
+    apps = "shoal.model.app_tosca"
     return Workers(
-        [f"{__name__}:parse_in_worker"],
-        warm=[f"{__name__}:warm"],
+        [f"{__name__}:parse_in_worker", f"{apps}:translate_in_worker", f"{apps}:csar_in_worker"],
+        warm=[f"{__name__}:warm", f"{apps}:warm"],
         size=2,
         timeout=PARSE_SECONDS,
         cpu_seconds=PARSE_CPU_SECONDS,
@@ -236,6 +243,16 @@ def refusals(template: dict[str, Any]) -> list[Problem]:
                 "kubeconfig comes from it (and Krake's clients refuse a cluster without it)",
             )
         ]
+    return shape_refusals(template, set(allowed_imports()))
+
+
+def shape_refusals(template: dict[str, Any], allowed: set[str]) -> list[Problem]:
+    """A template too big or too deep, and its ``imports`` or ``repositories`` other than
+    the imports ``allowed`` (by the name each gives): what any template is refused for."""
+    if not isinstance(template.get("tosca_definitions_version"), str):
+        return [("tosca_definitions_version", "is required (tosca_simple_yaml_1_0 …)")]
+    topology = template.get("topology_template")
+    topology = topology if isinstance(topology, dict) else {}
     found: list[Problem] = []
     nodes = topology.get("node_templates")
     if isinstance(nodes, dict) and len(nodes) > MAX_NODE_TEMPLATES:
@@ -249,7 +266,6 @@ def refusals(template: dict[str, Any]) -> list[Problem]:
         types = template.get(section)
         if isinstance(types, dict) and len(types) > MAX_TYPES:
             found.append((section, f"has {len(types)} types: at most {MAX_TYPES}"))
-    allowed = allowed_imports()
     for where, key, value in _keys(template):
         if key == "depth":
             found.append((where, f"is nested deeper than a template may be ({MAX_DEPTH})"))
@@ -265,7 +281,7 @@ def refusals(template: dict[str, Any]) -> list[Problem]:
             )
         else:
             for index, entry in enumerate(value):
-                if _import_name(entry) not in allowed:
+                if import_name(entry) not in allowed:
                     found.append(
                         (
                             join(where, index),
@@ -296,7 +312,7 @@ def _keys(template: dict[str, Any]) -> Iterator[tuple[str, str, Any]]:
             stack.extend((item, join(where, i), depth + 1) for i, item in enumerate(value))
 
 
-def _import_name(entry: Any) -> str | None:
+def import_name(entry: Any) -> str | None:
     """The name an import gives: ``NAME``, ``{x: NAME}`` or ``{x: {file: NAME}}``; None with
     a repository or anything else."""
     if isinstance(entry, str):
@@ -326,12 +342,12 @@ def _definitions(template: dict[str, Any]) -> list[dict[str, Any]]:
     allowed = allowed_imports()
     found = []
     for entry in template.get("imports") or []:
-        found.append(_read_definitions(allowed[str(_import_name(entry))]))
+        found.append(read_definitions(allowed[str(import_name(entry))]))
     return found
 
 
 @cache
-def _read_definitions(path: str) -> dict[str, Any]:
+def read_definitions(path: str) -> dict[str, Any]:
     import yaml
 
     try:
@@ -350,13 +366,7 @@ def _read_definitions(path: str) -> dict[str, Any]:
 def parse_in_worker(request: dict[str, Any]) -> dict[str, Any]:
     """Parse ``request["template"]`` with tosca-parser (the allowed imports' definitions
     merged in); answer its problems (field, reason) and its node templates."""
-    template = dict(request["template"])
-    template.pop("imports", None)
-    for definitions in request.get("definitions") or []:
-        for section, types in definitions.items():
-            own = template.get(section)
-            if own is None or isinstance(own, dict):  # else the parser says what is wrong
-                template[section] = {**types, **(own or {})}
+    template = with_definitions(request["template"], request.get("definitions") or [])
     found = list(_property_problems(template))
     if found:
         return {"problems": found, "node_templates": {}}
@@ -372,15 +382,28 @@ def parse_in_worker(request: dict[str, Any]) -> dict[str, Any]:
                 "compute": bool(node.is_derived_from("tosca.nodes.Compute")),
             }
     except ValidationError:
-        found = [("", _message(e)) for e in ExceptionCollector.getExceptions()]
+        found = [("", message(e)) for e in ExceptionCollector.getExceptions()]
         found = found or [("", "is not a valid TOSCA template")]
     except Exception:  # tosca-parser stops with a bare error on some input it collected
-        found = [("", _message(e)) for e in ExceptionCollector.getExceptions()]
+        found = [("", message(e)) for e in ExceptionCollector.getExceptions()]
         found = found or [("", "is not a valid TOSCA template (the parser could not read it)")]
     finally:
         ExceptionCollector.stop()
         ExceptionCollector.clear()
     return {"problems": found, "node_templates": nodes if not found else {}}
+
+
+def with_definitions(template: dict[str, Any], definitions: list[dict[str, Any]]) -> dict[str, Any]:
+    """``template`` without its ``imports``, the type definitions they stand for merged in
+    (the template's own types win)."""
+    template = dict(template)
+    template.pop("imports", None)
+    for each in definitions:
+        for section, types in each.items():
+            own = template.get(section)
+            if own is None or isinstance(own, dict):  # else the parser says what is wrong
+                template[section] = {**types, **(own or {})}
+    return template
 
 
 def warm(_: Any = None) -> None:
@@ -444,7 +467,7 @@ def _wrong_type(value: Any, kind: str) -> str | None:
     return None
 
 
-def _message(error: BaseException) -> str:
+def message(error: BaseException) -> str:
     text = getattr(error, "message", None) or str(error)
     return f"{type(error).__name__}: {text}".strip()[:1000]
 

@@ -159,6 +159,9 @@ def serve(
     mixed: Annotated[bool, typer.Option(
         "--mixed", help="Nodes of mixed sizes (2-32 cpu), one in ten tainted, each cluster at "
         "a geo site (labels geo, shoal.dev/lat-long): a fleet for fleet pods.")] = False,
+    system_pods: Annotated[bool, typer.Option(
+        "--system-pods", help="Each cluster runs kube-system's pods as a fresh one does "
+        "(coredns, kube-proxy on every node, the control plane's pods).")] = False,
 ) -> None:
     """Serve simulated clusters until interrupted.
 
@@ -185,7 +188,7 @@ def serve(
             host=host, port=port, clusters=clusters, nodes=nodes, name_prefix=name_prefix,
             node_labels=_labels(label), cpu=cpu, memory=memory,
             pod_start_delay=pod_start_delay, job_duration=job_duration, out_dir=out,
-            tls=sim_tls, ca=ca_pem, mixed=mixed, admin_token=token,
+            tls=sim_tls, ca=ca_pem, mixed=mixed, admin_token=token, system_pods=system_pods,
         )
         typer.echo(f"shoal sim serving {clusters} cluster(s) x {nodes} node(s) at {sim.url}")
         where = f"${ENV_TOKEN}" if os.environ.get(ENV_TOKEN) else str(out / TOKEN_FILE)

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import TypedDict, Unpack
 
 from shoal.machinery.types import Obj
+from shoal.sim import system_pods
 from shoal.sim.admission import Defaults
 from shoal.sim.controllers import RECONCILERS, Controllers
 from shoal.sim.controllers.crd import crd_changed
@@ -26,9 +27,11 @@ from shoal.sim.nodes import NodeSet, NodeTemplate
 from shoal.sim.objects import (
     CRDS,
     DAEMONSETS,
+    DEPLOYMENTS,
     NAMESPACES,
     NODES,
     PODS,
+    SERVICES,
     WORKLOADS,
     controller_of,
     pod_finished,
@@ -57,6 +60,7 @@ class ClusterOptions(TypedDict, total=False):
     pod_start_delay: float | None
     job_duration: float | None
     token: str | None
+    system_pods: bool
 
 
 class SimCluster:
@@ -105,6 +109,8 @@ class SimCluster:
         self.clear_faults = self.fault_injector.clear
         self.faults = self.fault_injector.report
         self._bootstrap(nodes)
+        if options.get("system_pods"):
+            self._add_system_pods()
 
     def _bootstrap(self, nodes: int) -> None:
         """Namespaces and nodes exist from the start, without watch history."""
@@ -118,6 +124,18 @@ class SimCluster:
         self.store.log_events = True
         self.store.compact()
         self.store.listeners.append(self._on_event)
+
+    def _add_system_pods(self) -> None:
+        """DNS, proxy and control-plane pods in kube-system, as a fresh cluster runs them
+        (``shoal.sim.system_pods``); the workload controllers make the pods."""
+        deployment, service = system_pods.coredns()
+        self.create(self.rt(DEPLOYMENTS), deployment)
+        self.create(self.rt(SERVICES), service)
+        self.create(self.rt(DAEMONSETS), system_pods.kube_proxy())
+        if self.nodes.order:
+            first = self.store.get(NODES, "", self.nodes.order[0])
+            for pod in system_pods.static_pods(first or self.node_object(self.nodes.order[0])):
+                self.create(self.rt(PODS), pod)
 
     # -- settings tests change on a running cluster ------------------------------
 

@@ -69,10 +69,17 @@ from shoal.sim.nodes import mixed_site
 from shoal.sim.rest import ClusterApi, Receive, Request, Scope, Send, respond, respond_error
 from shoal.sim.store import ApiError
 
+
+def _flag(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ApiError(422, "Invalid", f"must be true or false, not {value!r}"[:200])
+    return value
+
+
 # cluster options the admin API takes, and how each is read from the JSON body
 _ADMIN_OPTIONS: dict[str, Any] = {
     "cpu": str, "memory": str, "max_pods": int, "region": str,
-    "pod_start_delay": float, "job_duration": float, "token": str,
+    "pod_start_delay": float, "job_duration": float, "token": str, "system_pods": _flag,
 }
 
 
@@ -85,8 +92,10 @@ class SimFleet:
         pod_start_delay: float = 0.5,
         job_duration: float = 1.0,
         admin_token: str | None = None,
+        system_pods: bool = False,
     ) -> None:
         self.url = url.rstrip("/")
+        self.system_pods = system_pods  # clusters get kube-system's pods unless told otherwise
         self.admin_token = admin_token or new_admin_token()
         self.pod_start_delay = pod_start_delay
         self.job_duration = job_duration
@@ -108,6 +117,8 @@ class SimFleet:
             options["pod_start_delay"] = self.pod_start_delay
         if options.get("job_duration") is None:
             options["job_duration"] = self.job_duration
+        if options.get("system_pods") is None:
+            options["system_pods"] = self.system_pods
         cluster = SimCluster(name, nodes, **options)
         self.clusters[name] = cluster
         self._apis[name] = ClusterApi(cluster)
@@ -408,6 +419,7 @@ async def start_sim(
     ca: bytes | None = None,
     mixed: bool = False,
     admin_token: str | None = None,
+    system_pods: bool = False,
 ) -> SimServer:
     """Serve a fleet on the running loop; ``clusters`` is a count or a list of names.
 
@@ -416,13 +428,16 @@ async def start_sim(
     ``mixed``: nodes of mixed sizes, one in ten tainted, each cluster at a site of its own
     (``shoal.sim.nodes.MIXED``, ``SITES``), for fleet pods (docs/fleet.md).
     ``admin_token``: the admin API's token (a new random one when None: ``sim.admin_token``).
+    ``system_pods``: every cluster, those added later included, runs kube-system's pods as a
+    fresh cluster does (``shoal.sim.system_pods``; a cluster added with ``system_pods``
+    false does not).
     """
     sock = listen(host, port, 1024)
     bound = sock.getsockname()[1]
     url_host = f"[{host}]" if ":" in host else host
     scheme = "https" if tls is not None else "http"
     fleet = SimFleet(f"{scheme}://{url_host}:{bound}", pod_start_delay, job_duration,
-                     admin_token)  # fmt: skip
+                     admin_token, system_pods)  # fmt: skip
     if ca is not None:
         fleet.ca_data = base64.b64encode(ca).decode()
     for i, name in enumerate(cluster_names(clusters, name_prefix)):

@@ -100,7 +100,8 @@ async def start_sim_fleet(client: Any, data_dir: Path, count: int, nodes: int) -
 
     token = sim_admin_token(data_dir)
     sim = await start_sim(
-        host="127.0.0.1", port=previous_port(data_dir), clusters=[], admin_token=token
+        host="127.0.0.1", port=previous_port(data_dir), clusters=[], admin_token=token,
+        system_pods=True,
     )
     write_admin_url(data_dir, sim.url)
     kube_dir = data_dir / "kubeconfigs"

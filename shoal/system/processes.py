@@ -140,7 +140,7 @@ def run_processes(up: Installation, *, sim_port: int, metrics_port: int = 0) -> 
                     await add(name, count, labels)
 
             sim = Child("sim", ["sim", "--clusters", "0", "--port", str(sim_port),
-                                "--out", str(kube_dir)],
+                                "--out", str(kube_dir), "--system-pods"],
                         env={**base_env, ENV_TOKEN: sim_token},
                         after_start=add_clusters)  # fmt: skip
             # The API and the simulator start side by side; the controllers as soon as

@@ -148,6 +148,18 @@ async def test_up_builds_a_cluster_on_a_cloud_as_docs_clouds_shows(tmp_path: Pat
         kubeconfig.write_text(yaml.safe_dump(cluster["spec"]["kubeconfig"]))
         nodes = await _kubectl(kubeconfig, "get", "nodes", "-o", "name")
         assert nodes.split() == ["node/n-0", "node/n-1"]
+
+        # shoal up's simulated clusters look like fresh ones: kube-system runs DNS and a
+        # proxy per node, which kubectl lists under its NAMESPACE header
+        async def fresh() -> bool:
+            table = await _kubectl(kubeconfig, "get", "pods", "--all-namespaces")
+            rows = [line.split() for line in table.splitlines()]
+            running = [row[1] for row in rows[1:] if row[0] == "kube-system" and "Running" in row]
+            return rows[0][0] == "NAMESPACE" and sum(
+                name.startswith("kube-proxy-") for name in running
+            ) == 2 and sum(name.startswith("coredns-") for name in running) == 2
+
+        await wait_for(fresh, timeout=60, interval=0.2, message="kube-system's pods on edge-1")
         await _shoal(tmp_path, "kube", "app", "create", "web", "-f",
                      str(ROOT / "docs" / "examples" / "web.yaml"), "-L", "site is edge")
 

@@ -227,9 +227,17 @@ def test_an_https_api_gives_workloads_its_ca_mounted_as_krake_does() -> None:
     assert [e["name"] for e in container["env"]] == [
         "KEEP", "KRAKE_COMPLETE_TOKEN", "KRAKE_COMPLETE_URL"
     ]  # fmt: skip
+    # where Krake's controller mounts it by default, and where Krake's deployments mount it
+    # and its hook scripts read it
     assert container["volumeMounts"] == [
-        {"name": "tick-krake-complete-volume", "mountPath": "/etc/krake_complete_certs/"}
+        {"name": "tick-krake-complete-volume", "mountPath": "/etc/krake_complete_certs/"},
+        {"name": "tick-krake-complete-volume", "mountPath": "/etc/krake_complete_cert/"},
     ]
+    shutdown = with_hooks([cron], ["shutdown"], {"shutdown": "t"}, ("team", "tick"), settings)
+    mounts = shutdown[0]["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
+    assert [m["mountPath"] for m in mounts["volumeMounts"]] == [
+        "/etc/krake_shutdown_certs/", "/etc/krake_shutdown_cert/"
+    ]  # fmt: skip
     assert cron["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["env"] == [
         {"name": "KEEP", "value": "1"}
     ]  # the manifest itself is left as it was

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from shoal.machinery.paths import join
-from shoal.model import tosca
+from shoal.model import observer_schema, tosca
 from shoal.model.base import Kind
 from shoal.model.validation.findings import Finding
 from shoal.model.validation.kubeconfig import check_kubeconfig
@@ -69,6 +69,10 @@ def _application(obj: Any) -> Iterator[Finding]:
     spec = obj.spec
     if spec.manifest or not (spec.tosca or spec.csar):  # Krake: one of the three
         yield from check_manifest(spec.manifest, "spec.manifest")
+    for field, reason in observer_schema.problems(
+        spec.observer_schema, spec.manifest, "spec.observer_schema"
+    ):
+        yield Finding(field, reason)
 
 
 def _metric(obj: Any) -> Iterator[Finding]:
