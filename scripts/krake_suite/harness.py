@@ -389,7 +389,7 @@ def run_modules(args: argparse.Namespace, env: dict[str, str], results_dir: Path
         stem = module.removesuffix(".py")
         junit, log = results_dir / f"{stem}.xml", results_dir / f"{stem}.log"
         junit.unlink(missing_ok=True)
-        command = pytest_command(args.krake_python, module, clusters, junit)
+        command = pytest_command(args.krake_python, module, clusters, junit) + args.pytest_arg
         say(f"{module}: {' '.join(command[2:])} (log {log})")
         started = time.monotonic()
         with log.open("w") as out:
@@ -414,6 +414,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--cluster-ports", type=int, nargs=2, default=[18501, 18502])
     parser.add_argument("--rok-namespace", default="system:admin",
                         help="rok's namespace (its 'user'); Krake's default unless triaging")
+    parser.add_argument("--pytest-arg", action="append", default=[],
+                        help="one more argument for every pytest run (repeat): -k=NAME")
     parser.add_argument("--no-bootstrap", dest="bootstrap", action="store_false",
                         help="do not load Krake CI's bootstrap data (for triage)")
     parser.add_argument("--prometheus", default=shutil.which("prometheus") or "prometheus")
