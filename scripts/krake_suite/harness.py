@@ -66,14 +66,20 @@ BOOTSTRAP = ("docker/prometheus/bootstrap.yaml.j2", "support/static_metrics.yaml
 # the pure parts (tests/krake/test_suite_harness.py) ------------------------------------
 
 
-def minikube_kubeconfig(cluster: str, server: str, token: str) -> dict[str, Any]:
+def minikube_kubeconfig(
+    cluster: str, server: str, token: str, namespace: str | None = None
+) -> dict[str, Any]:
     """A kubeconfig as minikube writes it for ``cluster``: the cluster under its own name,
-    context and user ``minikube``, no namespace in the context (kubectl's ``default``)."""
+    context and user ``minikube``, no namespace in the context (kubectl's ``default``)
+    unless ``namespace`` (triage only)."""
+    context: dict[str, Any] = {"cluster": cluster, "user": "minikube"}
+    if namespace is not None:
+        context["namespace"] = namespace
     return {
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [{"name": cluster, "cluster": {"server": server}}],
-        "contexts": [{"name": "minikube", "context": {"cluster": cluster, "user": "minikube"}}],
+        "contexts": [{"name": "minikube", "context": context}],
         "current-context": "minikube",
         "preferences": {},
         "users": [{"name": "minikube", "user": {"token": token}}],
@@ -343,7 +349,8 @@ def set_up(stack: Stack, args: argparse.Namespace, work: Path) -> dict[str, str]
         stack.process(f"port {port} for {cluster}",
                       [sys.executable, str(Path(__file__)), "proxy", str(port), target],
                       work / f"proxy-{cluster}.log", env=shoal_env)  # fmt: skip
-        kubeconfig = minikube_kubeconfig(cluster, f"http://127.0.0.1:{port}", token)
+        kubeconfig = minikube_kubeconfig(cluster, f"http://127.0.0.1:{port}", token,
+                                         args.context_namespace)  # fmt: skip
         stack.file(CLUSTER_CONFIGS / cluster, yaml.safe_dump(kubeconfig, sort_keys=False))
         wait_until(f"cluster {cluster} on port {port}", lambda p=port: _answers(p), 60)
     stack.host("127.0.0.1", PROMETHEUS_HOST)
@@ -416,6 +423,8 @@ def main(argv: list[str]) -> int:
                         help="rok's namespace (its 'user'); Krake's default unless triaging")
     parser.add_argument("--pytest-arg", action="append", default=[],
                         help="one more argument for every pytest run (repeat): -k=NAME")
+    parser.add_argument("--context-namespace", default=None,
+                        help="a namespace in the kubeconfigs' context (triage; minikube: none)")
     parser.add_argument("--no-bootstrap", dest="bootstrap", action="store_false",
                         help="do not load Krake CI's bootstrap data (for triage)")
     parser.add_argument("--prometheus", default=shutil.which("prometheus") or "prometheus")
