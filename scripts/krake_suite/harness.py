@@ -44,6 +44,10 @@ CLUSTER_CONFIGS = HOME / "clusters" / "config"
 CLUSTERS = ("c1", "c2")
 PROMETHEUS_HOST, PROMETHEUS_PORT, EXPORTER_PORT = "prometheus", 9090, 9095
 TEST_TIMEOUT = 900
+FILE_SERVER_PORT = 18510
+TOSCA_URLS = f"http://localhost:{FILE_SERVER_PORT}/"
+"""Where shoal up reads TOSCA templates and CSAR archives from: the file server the suite
+starts (pytest-httpserver, on localhost and ``PYTEST_HTTPSERVER_PORT``)."""
 HOSTS = Path("/etc/hosts")
 
 # Krake CI's order, and whether CI passes --minikubeclusters to the module.
@@ -291,7 +295,7 @@ def krake_python(python: str, code: str, env: dict[str, str]) -> None:
 
 def set_up(stack: Stack, args: argparse.Namespace, work: Path) -> dict[str, str]:
     """Everything the suite expects; returns the environment its pytest runs in."""
-    for port in (args.port, PROMETHEUS_PORT, EXPORTER_PORT, *args.cluster_ports):
+    for port in (args.port, PROMETHEUS_PORT, EXPORTER_PORT, FILE_SERVER_PORT, *args.cluster_ports):
         if not port_free(port):
             raise RuntimeError(f"port {port} is taken: the suite needs it (see --help)")
     data = work / "shoal"
@@ -301,7 +305,8 @@ def set_up(stack: Stack, args: argparse.Namespace, work: Path) -> dict[str, str]
     base = {k: v for k, v in os.environ.items()
             if not k.startswith("SHOAL_") and k not in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
                                                         "KUBECONFIG")}  # fmt: skip
-    shoal_env = {**base, "PYTHONPATH": str(REPO)}
+    # The file server the suite starts for its TOSCA and CSAR tests listens on localhost.
+    shoal_env = {**base, "PYTHONPATH": str(REPO), "SHOAL_TOSCA_URLS": TOSCA_URLS}
     up = [sys.executable, "-m", "shoal.cli.main", "up", "--tls", "--no-demo", "--clusters", "2",
           "--port", str(args.port), "--data-dir", str(data),
           "--metrics-port", str(args.port + 1)]  # fmt: skip
@@ -323,7 +328,8 @@ def set_up(stack: Stack, args: argparse.Namespace, work: Path) -> dict[str, str]
     (xdg / "rok.yaml").write_text(yaml.safe_dump(rok, sort_keys=False))
     krake_env = {**base, "XDG_CONFIG_HOME": str(xdg), "PYTHONPATH": str(HERE),
                  "PATH": f"{Path(args.krake_python).parent}:{base.get('PATH', '/usr/bin:/bin')}",
-                 "PYTEST_TIMEOUT": str(TEST_TIMEOUT)}  # fmt: skip
+                 "PYTEST_TIMEOUT": str(TEST_TIMEOUT),
+                 "PYTEST_HTTPSERVER_PORT": str(FILE_SERVER_PORT)}  # fmt: skip
     # The store as empty as Krake's: shoal up's demo clusters, metrics and clouds go (the
     # API's own roles stay: they are its security).
     krake_python(args.krake_python, "import shoal_krake_cleanup as c; api = c.Api(); "
