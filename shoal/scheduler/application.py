@@ -14,7 +14,10 @@ What triggers a scheduling pass, and what it may write:
 - nothing fits: PENDING with RESOURCE_NOT_FOUND and the explanation,
   ``scheduler_retries`` counting down with a growing delay, FAILED
   ("No cluster available") when none are left; a cluster event that could
-  help wakes it at once.
+  help wakes it at once. Under Krake's back-off (``spec.backoff_limit`` set,
+  ``spec.retry_limit`` not): DEGRADED with NO_SUITABLE_RESOURCE, tried again
+  every ``backoff_delay × backoff`` seconds, FAILED after ``backoff_limit``
+  retries, as Krake's scheduler.
 """
 
 from __future__ import annotations
@@ -52,6 +55,11 @@ from shoal.scheduler.framework import Decision, Framework, Request
 from shoal.scheduler.plugins.fit import holds
 
 log = logging.getLogger(__name__)
+
+#: The reason Krake's scheduler gives when no cluster fits (its ``NoClusterFound``).
+NO_CLUSTER_FOUND = "No matching Kubernetes cluster found"
+#: Shortest retry delay under Krake's back-off (``backoff_delay: 0`` would spin).
+KRAKE_MIN_DELAY = 0.1
 
 SCHEDULABLE_CLUSTER_STATES = (ClusterState.ONLINE.value, ClusterState.FAILING_METRICS.value)
 
@@ -496,13 +504,14 @@ class ApplicationHandler(Handler):
     async def _no_cluster(
         self, app: Application, decision: Decision, explanation: dict[str, Any]
     ) -> Outcome:
-        """Nothing fits: keep it where it runs, or wait (PENDING) with a growing delay.
+        """Nothing fits: keep it where it runs, or wait (PENDING, or DEGRADED under
+        Krake's back-off) with a delay.
 
         Writes only the scheduler's fields, with the application's revision as the
         precondition (the decision was made on it). An application whose cluster is
         deleted is unbound (``scheduled_to`` cleared, ``last_scheduled_to`` kept) with
-        reason CLUSTER_DELETED naming it; the retry limit makes it FAILED
-        ("No cluster available"), never by default.
+        reason CLUSTER_DELETED naming it; the retry limit (``retry_limit``) makes it
+        FAILED ("No cluster available"), never by default.
         """
         status = app.status
         current = status.scheduled_to
@@ -564,16 +573,20 @@ class ApplicationHandler(Handler):
                 f"{decision.summary}",
             )
         if 0 <= limit <= attempts:
+            message = "No cluster available"
+            if self.krake_backoff(app):
+                message = f"{NO_CLUSTER_FOUND}: {reason.message}"
             fields.update(
                 scheduler_retries=0,
                 next_retry=None,
-                schedule_reason=Reason(
-                    code=ReasonCode.NO_SUITABLE_RESOURCE, message="No cluster available"
-                ),
+                schedule_reason=Reason(code=ReasonCode.NO_SUITABLE_RESOURCE, message=message),
             )
             await self._patch(app, fields)
             report.failed(self, app, attempts, decision.summary)
             return Outcome("failed")
+        if self.krake_backoff(app):  # DEGRADED while retries are left, as Krake
+            message = f"{NO_CLUSTER_FOUND}: {reason.message}"
+            reason = Reason(code=ReasonCode.NO_SUITABLE_RESOURCE, message=message)
         delay = self.retry_delay(app, attempts)
         fields.update(
             scheduler_retries=limit - attempts if limit >= 0 else None,
@@ -584,13 +597,27 @@ class ApplicationHandler(Handler):
         report.unschedulable(self, app, attempts, limit, delay, reason.message)
         return Outcome("waiting", retry_in=delay)
 
+    @staticmethod
+    def krake_backoff(app: Application) -> bool:
+        """The application waits under Krake's back-off: it sets ``spec.backoff_limit``
+        (not -1) and not Shoal's ``spec.retry_limit`` (docs/scheduler.md)."""
+        return app.spec.retry_limit is None and app.spec.backoff_limit >= 0
+
     def retry_limit(self, app: Application) -> int:
-        """Failed attempts before FAILED (-1: never): the application's, else the config's."""
-        limit = app.spec.retry_limit
-        return self.config.retries if limit is None else limit
+        """Failed attempts before FAILED (-1: never): ``spec.retry_limit``; else Krake's
+        ``spec.backoff_limit`` retries after the first attempt; else the config's."""
+        if app.spec.retry_limit is not None:
+            return app.spec.retry_limit
+        if self.krake_backoff(app):
+            return app.spec.backoff_limit + 1
+        return self.config.retries
 
     def retry_delay(self, app: Application, attempts: int) -> float:
-        """Delay after ``attempts`` failed attempts: the backoff from the app's first delay."""
+        """Delay after ``attempts`` failed attempts: Krake's ``backoff_delay × backoff``
+        under its back-off (the same each time, as Krake); else the scheduler's backoff
+        from the application's first delay."""
+        if self.krake_backoff(app):
+            return max(float(app.spec.backoff_delay * app.spec.backoff), KRAKE_MIN_DELAY)
         backoff = self.config.backoff
         if app.spec.retry_delay is not None:
             backoff = backoff.model_copy(update={"initial": app.spec.retry_delay})
