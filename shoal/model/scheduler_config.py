@@ -43,6 +43,7 @@ class Plugins(BaseModel):
     filters: list[str] = Field(
         default_factory=lambda: [
             "cordon",
+            "usable-metrics",
             "label-constraints",
             "custom-resources",
             "metric-constraints",

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -198,6 +198,9 @@ class ApplicationHandler(Handler):
         self.events = Recorder(self.client, "scheduler", enabled=self.config.events)
         self._cache: dict[tuple[Any, ...], Decision] = {}
         self._cache_version = -1
+        # told of each cluster with failing metrics that a decision looked at (the
+        # scheduler makes it FAILING_METRICS, as Krake's ranking does)
+        self.on_failing_metrics: Callable[[Backend], None] | None = None
         self.bound = 0
         self.conflicts = 0
 
@@ -274,6 +277,9 @@ class ApplicationHandler(Handler):
         )
         cached = self._cache.get(key)
         if cached is None:
+            if self.on_failing_metrics is not None:
+                for backend in group.failing:
+                    self.on_failing_metrics(backend)
             cached = self.framework.decide(request, group)
             cached.revisions = looked_at(group, cached)
             if cached.total == 0:

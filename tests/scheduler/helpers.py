@@ -88,6 +88,15 @@ async def running(url: str, config: SchedulerConfig | None = None) -> AsyncItera
             await sch.stop()
 
 
+async def metric_state_synced(sch: Scheduler, name: str) -> bool:
+    """The scheduler knows cluster ``name``'s metrics fail and has no cluster work left:
+    any state it would write for them is written."""
+    backend = sch.clusters.get(NS, "Cluster", name)
+    queue = sch.cluster_queue
+    idle = len(queue) == 0 and queue.in_progress == 0
+    return backend is not None and backend.metrics_failing and idle
+
+
 async def get_app(client: ShoalClient, name: str) -> Application:
     return await client.get(Application, name, NS)
 
