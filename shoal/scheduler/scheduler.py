@@ -41,6 +41,7 @@ from shoal.scheduler.application import (
     backend_fits,
     cluster_backend,
     request_for,
+    settled,
 )
 from shoal.scheduler.backends import Backend, Backends
 from shoal.scheduler.cloud import CloudHandler, cloud_backend
@@ -325,6 +326,8 @@ class Scheduler(Controller):
             self.queue.add(_key(app))
 
     def _app_updated(self, old: Application, new: Application) -> None:
+        if settled(new) and not settled(old):
+            self.apps_handler.settled_now(new)
         if _ref_key(old.status.scheduled_to) != _ref_key(new.status.scheduled_to) or (
             old.status.running_on != new.status.running_on
             or old.status.pending_cleanups != new.status.pending_cleanups
@@ -350,6 +353,7 @@ class Scheduler(Controller):
 
     def _app_deleted(self, app: Application) -> None:
         self._index(app, add=False)
+        self.apps_handler.forget(app)
         self.waiting.discard(_key(app))
 
     def _app_failed(self, key: AppKey, error: Exception) -> None:
