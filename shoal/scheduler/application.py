@@ -83,6 +83,7 @@ def cluster_backend(obj: Any) -> Backend:
         state=state,
         schedulable=state in SCHEDULABLE_CLUSTER_STATES and cluster.metadata.deleted is None,
         metric_refs=list(cluster.spec.metrics),
+        failing_excludes=True,
     )
 
 

@@ -54,6 +54,9 @@ class Backend:
     state: str
     schedulable: bool
     metric_refs: list[MetricRef]
+    # a failing metric keeps it from being chosen (clusters, as Krake); a cloud with one
+    # ranks as one without metrics, as Krake ranks clouds
+    failing_excludes: bool = False
     terms: list[MetricTerm] = field(default_factory=list)
     failing: dict[str, Reason] = field(default_factory=dict)
     # failing metrics whose value is only not fetched yet (new metric or provider)
@@ -135,7 +138,7 @@ class Group:
         self.has_metrics: BoolArray = self.den > 0
         self.failing = [b for b in backends if b.metrics_failing]
         self.metrics_usable: BoolArray = np.array(
-            [not b.metrics_failing for b in backends], dtype=bool
+            [not (b.metrics_failing and b.failing_excludes) for b in backends], dtype=bool
         )
         self._masks: dict[str, BoolArray] = {}
 

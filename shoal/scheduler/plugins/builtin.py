@@ -38,9 +38,10 @@ class SchedulableState(CandidatePlugin):
 
 @register("filters")
 class UsableMetrics(FilterPlugin):
-    """A backend with a metric that has no usable value is taken by no application, as
-    Krake's scheduler takes only ONLINE clusters and finds such a cluster FAILING_METRICS
-    while ranking. One whose metric is only not fetched yet ranks without metrics."""
+    """A cluster with a metric that has no usable value takes no application, as Krake's
+    scheduler takes only ONLINE clusters and finds such a cluster FAILING_METRICS while
+    ranking. One whose metric is only not fetched yet, and a cloud with a failing metric
+    (as Krake ranks clouds), rank as backends without metrics."""
 
     name = "usable-metrics"
 
