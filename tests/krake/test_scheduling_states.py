@@ -9,7 +9,7 @@ controller and observer (each with its own identity):
   application that sets ``backoff_limit: 1`` finds it failing: the application
   is FAILED, the cluster FAILING_METRICS with UNKNOWN_METRIC;
 - of two clusters, the one whose provider is unreachable is FAILING_METRICS, the
-  application runs on the other, ONLINE without reasons;
+  application runs on the other (with metrics, or without), ONLINE without reasons;
 - an application with ``backoff_limit: 1`` and only an OFFLINE cluster is FAILED;
 - metrics that keep favouring the other cluster move the application at most once
   per interval, counted from the move the test saw complete.
@@ -88,6 +88,35 @@ def _offline(sim: SimServer, name: str) -> dict[str, Any]:
     return config
 
 
+async def _unreachable_metric(client: ShoalClient, name: str) -> None:
+    """A GlobalMetric ``name`` of a Prometheus nothing listens for (Krake's JSON)."""
+    closed = f"http://127.0.0.1:{free_port()}"
+    await client.request(
+        "POST",
+        "/core/globalmetricsproviders",
+        body={
+            "api": "core",
+            "kind": "GlobalMetricsProvider",
+            "metadata": {"name": "prometheus-unreachable"},
+            "spec": {"type": "prometheus", "prometheus": {"url": closed}},
+        },
+    )
+    await client.request(
+        "POST",
+        "/core/globalmetrics",
+        body={
+            "api": "core",
+            "kind": "GlobalMetric",
+            "metadata": {"name": name},
+            "spec": {
+                "min": 0,
+                "max": 5,
+                "provider": {"name": "prometheus-unreachable", "metric": name},
+            },
+        },
+    )
+
+
 async def test_metric_not_in_database(
     api: ApiServer, client: ShoalClient, client_of: Callers
 ) -> None:
@@ -111,32 +140,8 @@ async def test_metric_not_in_database(
 async def test_one_unreachable_metrics_provider(
     api: ApiServer, client: ShoalClient, client_of: Callers
 ) -> None:
-    closed = f"http://127.0.0.1:{free_port()}"
-    await client.request(
-        "POST",
-        "/core/globalmetricsproviders",
-        body={
-            "api": "core",
-            "kind": "GlobalMetricsProvider",
-            "metadata": {"name": "prometheus-unreachable"},
-            "spec": {"type": "prometheus", "prometheus": {"url": closed}},
-        },
-    )
+    await _unreachable_metric(client, "heat_demand_zone_unreachable")
     await h.static_metrics(client, {"heat_demand_zone_1": 0.5})
-    await client.request(
-        "POST",
-        "/core/globalmetrics",
-        body={
-            "api": "core",
-            "kind": "GlobalMetric",
-            "metadata": {"name": "heat_demand_zone_unreachable"},
-            "spec": {
-                "min": 0,
-                "max": 5,
-                "provider": {"name": "prometheus-unreachable", "metric": "heat_demand_zone_1"},
-            },
-        },
-    )
     config = h.fast_config(metrics_refresh=0.2, metrics_timeout=0.5)
     async with running_sim(clusters=["c1", "c2"], nodes=1, pod_start_delay=0.05) as sim:
         async with h.stack(client_of, config):
@@ -155,6 +160,30 @@ async def test_one_unreachable_metrics_provider(
             )
             reasons = other["status"]["metrics_reasons"]
             assert reasons["heat_demand_zone_unreachable"]["code"] == "UNREACHABLE_METRICS_PROVIDER"
+
+
+async def test_all_unreachable_metrics_provider(
+    api: ApiServer, client: ShoalClient, client_of: Callers
+) -> None:
+    await _unreachable_metric(client, "heat_demand_zone_unreachable")
+    config = h.fast_config(metrics_refresh=0.2, metrics_timeout=0.5)
+    async with running_sim(clusters=["c1", "c2"], nodes=1, pod_start_delay=0.05) as sim:
+        async with h.stack(client_of, config):
+            await _register(client, "c1", sim.kubeconfig("c1"), ("heat_demand_zone_unreachable",))
+            await _register(client, "c2", sim.kubeconfig("c2"))
+            for name in ("c1", "c2"):
+                await wait_for(_state_is(client, f"{CLUSTERS}/{name}", "ONLINE"), timeout=10)
+            await _create_app(client, "echo")
+            app = await wait_for(_state_is(client, f"{APPS}/echo", "RUNNING"), timeout=15)
+            assert app["status"]["running_on"]["name"] == "c2"  # the one without metrics
+            failing = await wait_for(
+                _state_is(client, f"{CLUSTERS}/c1", "FAILING_METRICS"), timeout=5
+            )
+            reasons = failing["status"]["metrics_reasons"]
+            assert reasons["heat_demand_zone_unreachable"]["code"] == "UNREACHABLE_METRICS_PROVIDER"
+            without = await _get(client, f"{CLUSTERS}/c2")
+            assert without["status"]["state"] == "ONLINE"
+            assert without["status"]["metrics_reasons"] == {}
 
 
 async def test_cluster_not_online(

@@ -120,3 +120,20 @@ async def test_degraded_application_is_placed_when_a_cluster_fits(
         placed = await h.get_app(client, "web")
         assert placed.status.state is ApplicationState.PENDING  # placed, not yet deployed
         assert placed.status.reason is None
+
+
+async def test_retry_delay_alone_selects_shoals_retry(api: ApiServer, client: ShoalClient) -> None:
+    await h.register(client, h.cluster("de", labels={"location": "DE"}))
+    async with h.running(api.url, h.fast_config()):
+        app = _app("web", limit=0)
+        app.spec.retry_delay = 0.2
+        await client.create(app)
+
+        async def tried_twice() -> Application | None:
+            got = await h.get_app(client, "web")
+            return got if got.status.scheduler_attempts >= 2 else None
+
+        waiting = await wait_for(tried_twice, timeout=5, message="retried")
+        assert waiting.status.state is ApplicationState.PENDING  # not FAILED at once
+        assert waiting.status.reason is not None
+        assert waiting.status.reason.code is ReasonCode.RESOURCE_NOT_FOUND
