@@ -377,7 +377,10 @@ def _retry(current: Application) -> bool:
     such as a CONFLICT) is tried again at once, its failure counts reset."""
     status = current.status
     application_status.fold_explicit(status)  # a state stored by a Krake client
-    waiting = status.state is ApplicationState.PENDING and status.schedule_reason is not None
+    waiting = (
+        status.state in (ApplicationState.PENDING, ApplicationState.DEGRADED)
+        and status.schedule_reason is not None
+    )
     deploy_waiting = status.deploy_reason is not None and bool(status.retries)  # e.g. CONFLICT
     if status.state is not ApplicationState.FAILED and not waiting and not deploy_waiting:
         raise ProblemError(
