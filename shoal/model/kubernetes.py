@@ -17,7 +17,7 @@ from pydantic import (
     model_validator,
 )
 
-from shoal.machinery.names import CRD_NAME
+from shoal.machinery.names import CRD_NAME, MAX_OBJECT_NAME
 from shoal.machinery.selectors import ConstraintError, LabelConstraint, MetricConstraint
 from shoal.model.base import (
     Kind,
@@ -556,8 +556,8 @@ class BindingItem(ApplicationBinding):
     results, so a coerced body would pass unnoticed.
     """
 
-    namespace: str = Field(min_length=1, max_length=63)
-    name: str = Field(min_length=1, max_length=63)
+    namespace: str = Field(min_length=1, max_length=MAX_OBJECT_NAME)
+    name: str = Field(min_length=1, max_length=MAX_OBJECT_NAME)
     resource_version: StrictInt | None = Field(
         default=None, description="Bind only if the application is still at this revision."
     )
