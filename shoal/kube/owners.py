@@ -5,6 +5,11 @@ application (namespace, name, uid), so that two applications naming the same
 object never fight over it: the second is refused with reason ``CONFLICT``
 unless its ``spec.conflict_resolution`` is ``overwrite``. The decision is made
 here from the live object alone; the controller does the I/O.
+
+A Shoal name need not be a label value (``system:admin``): the labels carry
+``kube_label_value``'s form of it, and the annotation the exact names, which
+decide. Two namespaces whose label forms could be taken for each other
+(``system:admin`` and ``system-admin``) are told apart by the annotation.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from shoal.machinery.names import kube_label_value
 from shoal.machinery.types import Obj
 from shoal.model.kubernetes import Application
 
@@ -40,7 +46,11 @@ class Owner:
 
     @property
     def labels(self) -> dict[str, str]:
-        return {LABEL_NAMESPACE: self.namespace, LABEL_NAME: self.name, LABEL_UID: self.uid}
+        return {
+            LABEL_NAMESPACE: kube_label_value(self.namespace),
+            LABEL_NAME: kube_label_value(self.name),
+            LABEL_UID: self.uid,
+        }
 
     @property
     def annotations(self) -> dict[str, str]:
@@ -53,7 +63,9 @@ class Owner:
 
 
 def owner_of(live: Obj | None) -> Owner | None:
-    """The application that owns ``live``, from its labels (annotations when labels were cut)."""
+    """The application that owns ``live``: its uid from the labels (the annotation when labels
+    were cut), its exact namespace and name from the annotation (the labels when it was cut:
+    a name that is no label value then reads as its label form, which names no application)."""
     if live is None:
         return None
     meta = live.get("metadata") or {}
@@ -64,7 +76,9 @@ def owner_of(live: Obj | None) -> Owner | None:
         return None
     namespace, _, name = str(notes.get(ANNOTATION_APP) or "/").partition("/")
     return Owner(
-        str(labels.get(LABEL_NAMESPACE) or namespace), str(labels.get(LABEL_NAME) or name), uid
+        namespace or str(labels.get(LABEL_NAMESPACE) or ""),
+        name or str(labels.get(LABEL_NAME) or ""),
+        str(uid),
     )
 
 

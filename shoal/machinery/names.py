@@ -63,10 +63,11 @@ def kube_label_value(value: str) -> str:
     return f"{readable}-{_digest(value)}"
 
 
-def kube_name(value: str, limit: int = 253) -> str:
-    """``value`` as part of a Kubernetes object name (a DNS subdomain's characters):
-    itself when it is one, else lower case with other marks as '-' and a digest."""
-    if len(value) <= limit and KUBERNETES_NAME.fullmatch(value):
+def kube_name(value: str, limit: int = 63) -> str:
+    """``value`` as part of a Kubernetes object or volume name (a DNS-1123 label's
+    characters, at most ``limit``): itself when it is one, else lower case with other
+    marks as '-' and a digest of the whole."""
+    if len(value) <= limit and DNS_LABEL.fullmatch(value):
         return value
     readable = re.sub(r"[^-a-z0-9]", "-", value.lower())[: max(limit - 11, 1)].strip("-") or "x"
     return f"{readable}-{_digest(value)}"
