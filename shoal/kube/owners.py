@@ -125,9 +125,11 @@ def refusal(
     it (``mine``).
     ``exists`` tells whether an owning application still exists in Shoal: an
     object left by a deleted application of the same namespace and name
-    (recreated) is taken back. An owner of another namespace is not believed
-    (a cluster serves the applications of its own namespace only): the object
-    is as good as without an owner, and nothing is said of that namespace.
+    (recreated) is taken back. An object whose owner is of another namespace is
+    never taken, ``overwrite`` or not: two tenants whose credentials reach one
+    member cluster put their objects without a namespace into the same
+    Kubernetes namespace (their contexts'), and neither may take the other's.
+    Nothing is said of that namespace, nor whether its application exists.
     """
     if live is None:
         return None
@@ -135,7 +137,7 @@ def refusal(
     if owner is not None and owner.uid == me.uid:
         return None
     if owner is not None and owner.namespace != me.namespace:
-        owner = None
+        return f"{describe(obj)} belongs to an application of another namespace: never taken over"
     if owner is not None and not exists(owner):
         if owner.name == me.name:
             return None  # left by an earlier application of this name
