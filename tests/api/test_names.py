@@ -130,3 +130,16 @@ async def test_a_tenant_works_in_namespace_system_admin(client: object, tenant: 
     with pytest.raises(ApiError) as refused:
         await alice.list(Application, "system-admin")
     assert refused.value.status == 403
+
+
+async def test_a_namespace_written_percent_encoded_is_the_same(http: httpx.AsyncClient) -> None:
+    """The dashboard encodes each part of a path (``system%3Aadmin``)."""
+    answer = await http.post(
+        "/kubernetes/namespaces/system%3Aadmin/applications",
+        json=APPLICATION.body("web", KRAKE_NAMESPACE),
+    )
+    assert answer.status_code == 200, answer.text
+    listed = (await http.get("/kubernetes/namespaces/system:admin/applications")).json()
+    assert [o["metadata"]["name"] for o in listed["items"]] == ["web"]
+    read = await http.get("/kubernetes/namespaces/system%3Aadmin/applications/web")
+    assert read.status_code == 200 and read.json()["metadata"]["namespace"] == KRAKE_NAMESPACE
