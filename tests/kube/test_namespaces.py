@@ -57,7 +57,8 @@ async def sim() -> AsyncIterator[SimServer]:
 
 
 async def _clusters(
-    client: ShoalClient, sim: SimServer, namespace: str, contexts: dict[str, str | None]
+    client: ShoalClient, sim: SimServer, namespace: str, contexts: dict[str, str | None],
+    members: KubeClients,
 ) -> dict[str, KubeCluster]:
     made = []
     for name, context in contexts.items():
@@ -65,10 +66,17 @@ async def _clusters(
         cluster = Cluster(metadata=Metadata(name=name, namespace=namespace),
                           spec=ClusterSpec(kubeconfig=kubeconfig))  # fmt: skip
         made.append(await register(client, cluster))
-    return {c.metadata.name: await _members.get(c) for c in made}
+    return {c.metadata.name: await members.get(c) for c in made}
 
 
-_members = KubeClients(timeout=2.0)
+@pytest.fixture
+async def members() -> AsyncIterator[KubeClients]:
+    """Clients of the member clusters of our own, to read what the controller did there."""
+    clients = KubeClients(timeout=2.0)
+    try:
+        yield clients
+    finally:
+        await clients.close()
 
 
 @pytest.fixture
@@ -79,7 +87,6 @@ async def controller(client_of: Callers) -> AsyncIterator[KubeController]:
         yield ctl
     finally:
         await ctl.stop()
-        await _members.close()
 
 
 def _app(name: str, namespace: str, manifest: list[dict[str, Any]]) -> Application:
@@ -106,11 +113,11 @@ async def _gone(client: ShoalClient, name: str, namespace: str) -> bool:
 
 
 async def test_objects_without_a_namespace_go_to_the_contexts_namespace(
-    client: ShoalClient, sim: SimServer, controller: KubeController
+    client: ShoalClient, sim: SimServer, controller: KubeController, members: KubeClients
 ) -> None:
     """In Krake's namespace ``system:admin``: on de, whose context names ``team``, the
     Deployment lands in ``team``; on fr, whose context names none, in ``default``."""
-    kube = await _clusters(client, sim, KRAKE, {"de": "team", "fr": None})
+    kube = await _clusters(client, sim, KRAKE, {"de": "team", "fr": None}, members)
     for name, cluster in (("web:de", "de"), ("web:fr", "fr")):
         app = await client.create(_app(name, KRAKE, [deployment(cluster)]))
         await client.bind(app, ResourceRef(api="kubernetes", kind="Cluster", namespace=KRAKE,
@@ -138,9 +145,9 @@ async def test_objects_without_a_namespace_go_to_the_contexts_namespace(
 
 
 async def test_a_context_changed_later_moves_nothing(
-    client: ShoalClient, sim: SimServer, controller: KubeController
+    client: ShoalClient, sim: SimServer, controller: KubeController, members: KubeClients
 ) -> None:
-    kube = await _clusters(client, sim, "team", {"de": "first"})
+    kube = await _clusters(client, sim, "team", {"de": "first"}, members)
     app = await client.create(_app("web", "team", [deployment("web")]))
     de = ResourceRef(api="kubernetes", kind="Cluster", namespace="team", name="de")
     await client.bind(app, de)
@@ -164,11 +171,11 @@ async def test_a_context_changed_later_moves_nothing(
 
 
 async def test_an_application_running_in_its_namespace_named_one_stays_there(
-    client: ShoalClient, sim: SimServer, controller: KubeController
+    client: ShoalClient, sim: SimServer, controller: KubeController, members: KubeClients
 ) -> None:
     """Deployed before the namespace was recorded: its objects went to a Kubernetes
     namespace named after its Shoal namespace, and stay there until it is deleted."""
-    kube = await _clusters(client, sim, "legacy", {"de": None})
+    kube = await _clusters(client, sim, "legacy", {"de": None}, members)
     manifest = [deployment("old")]
     created = await client.create(_app("old", "legacy", manifest))
     de = ResourceRef(api="kubernetes", kind="Cluster", namespace="legacy", name="de")
@@ -194,3 +201,32 @@ async def test_an_application_running_in_its_namespace_named_one_stays_there(
     await client.delete(Application, "old", "legacy")
     await wait_for(lambda: _gone(client, "old", "legacy"), timeout=30, message="old gone")
     assert await _deployment_in(kube["de"], "old", "legacy") is None
+
+
+async def test_each_cluster_of_a_placement_takes_its_own_contexts_namespace(
+    client: ShoalClient, sim: SimServer, controller: KubeController, members: KubeClients
+) -> None:
+    kube = await _clusters(client, sim, KRAKE, {"de": "team", "fr": None}, members)
+    app = await client.create(Application.model_validate({
+        "metadata": {"name": "spread", "namespace": KRAKE},
+        "spec": {"manifest": [deployment("spread", replicas=4)],
+                 "placement": {"clusters": 2, "replicas": "divided"}},
+    }))  # fmt: skip
+    refs = [{"api": "kubernetes", "kind": "Cluster", "namespace": KRAKE, "name": n}
+            for n in ("de", "fr")]  # fmt: skip
+    await client.bind_many([{
+        "namespace": KRAKE, "name": "spread", "cluster": refs[0],
+        "resource_version": app.metadata.resource_version,
+        "placements": [{"cluster": ref, "replicas": 2} for ref in refs],
+    }])  # fmt: skip
+    running = await wait_for(lambda: _running(client, "spread", KRAKE), timeout=30,
+                             message="spread RUNNING on both")  # fmt: skip
+    assert running.status.kube_namespaces == {"de": "team", "fr": "default"}
+    on_de = await _deployment_in(kube["de"], "spread", "team")
+    on_fr = await _deployment_in(kube["fr"], "spread", "default")
+    assert on_de is not None and on_fr is not None
+    assert on_de["spec"]["replicas"] == 2 and on_fr["spec"]["replicas"] == 2
+    await client.delete(Application, "spread", KRAKE)
+    await wait_for(lambda: _gone(client, "spread", KRAKE), timeout=30, message="spread gone")
+    assert await _deployment_in(kube["de"], "spread", "team") is None
+    assert await _deployment_in(kube["fr"], "spread", "default") is None
