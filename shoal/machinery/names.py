@@ -63,11 +63,12 @@ def kube_label_value(value: str) -> str:
     return f"{readable}-{_digest(value)}"
 
 
-def kube_name(value: str, limit: int = 63) -> str:
-    """``value`` as part of a Kubernetes object or volume name (a DNS-1123 label's
-    characters, at most ``limit``): itself when it is one, else lower case with other
-    marks as '-' and a digest of the whole."""
-    if len(value) <= limit and DNS_LABEL.fullmatch(value):
+def kube_name(value: str, limit: int = 63, *, dots: bool = False) -> str:
+    """``value`` as (part of) a Kubernetes name of at most ``limit`` characters: a
+    DNS-1123 label's characters (with ``dots``, a subdomain's): itself when it is one,
+    else lower case with other marks as '-' and a digest of the whole."""
+    rule = DNS_SUBDOMAIN if dots else DNS_LABEL
+    if len(value) <= limit and rule.fullmatch(value):
         return value
     readable = re.sub(r"[^-a-z0-9]", "-", value.lower())[: max(limit - 11, 1)].strip("-") or "x"
     return f"{readable}-{_digest(value)}"
