@@ -45,9 +45,11 @@ def _ran_there_unrecorded(app: Application, ref: ResourceRef) -> bool:
     return any(cleanup_ref(entry) == ref for entry in status.pending_cleanups)
 
 
-def legacy(app: Application) -> str:
-    """The namespace an application used before records were kept: its Shoal namespace's."""
-    return app.metadata.namespace or DEFAULT
+def legacy(app: Application) -> str | None:
+    """The namespace an application used before records were kept, its Shoal namespace's;
+    None when that is no Kubernetes namespace (nothing without a namespace ran there)."""
+    namespace = app.metadata.namespace or DEFAULT
+    return namespace if len(namespace) <= 63 and DNS_LABEL.fullmatch(namespace) else None
 
 
 def kube_namespace(app: Application, ref: ResourceRef, cluster: Cluster | None) -> str:
@@ -55,8 +57,8 @@ def kube_namespace(app: Application, ref: ResourceRef, cluster: Cluster | None) 
     recorded = app.status.kube_namespaces.get(ref.name)
     if recorded:
         return recorded
-    if _ran_there_unrecorded(app, ref):
-        return legacy(app)
+    if _ran_there_unrecorded(app, ref) and (before := legacy(app)) is not None:
+        return before
     return context_namespace(cluster.spec.kubeconfig if cluster is not None else None)
 
 
@@ -72,8 +74,3 @@ def to_record(
             recorded[ref.name] = kube_namespace(app, ref, cluster_of(ref))
     return None if recorded == app.status.kube_namespaces else recorded
 
-
-def namespace_of_entry(app: Application, cluster: str) -> str:
-    """For the watches (from the application alone): the recorded namespace of ``cluster``
-    (a name), else its Shoal namespace's, where an unrecorded copy can only have run."""
-    return app.status.kube_namespaces.get(cluster) or legacy(app)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from shoal.kube.watch import ClusterKey, Entry
+from shoal.machinery.names import DNS_LABEL
 from shoal.machinery.types import Obj
 from shoal.model.application_status import placed_on, runs_on
 from shoal.model.base import ResourceRef
@@ -240,12 +241,16 @@ def _entries(
 
     An object without a namespace is where ``status.kube_namespaces`` says it went on
     that cluster (``shoal.kube.namespaces``); unrecorded, in the Kubernetes namespace
-    named after the application's, where a copy applied before the record ran.
+    named after the application's, where a copy applied before the record ran (a
+    namespace that is no Kubernetes name held none: such a cluster waits for its record).
     """
     refs = [ref for ref in refs if ref[0] == namespace]
+    legacy = namespace or "default"
     entries: set[Entry] = set()
     for ref in refs:
-        default = recorded.get(ref[1]) or namespace or "default"
+        default = recorded.get(ref[1]) or legacy
+        if len(default) > 63 or not DNS_LABEL.fullmatch(default):
+            continue
         for obj in objects:
             try:
                 api_version, kind, ns, name = ident(obj)

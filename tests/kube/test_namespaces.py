@@ -12,7 +12,7 @@ import pytest
 from shoal.client.kube import KubeClients, KubeCluster
 from shoal.client.rest import NotFound, ShoalClient
 from shoal.kube.controller import KubeController
-from shoal.kube.namespaces import context_namespace
+from shoal.kube.namespaces import context_namespace, kube_namespace
 from shoal.kube.owners import ANNOTATION_APP, LABEL_NAMESPACE, Owner, owned, owner_of
 from shoal.machinery.names import QUALIFIED_NAME
 from shoal.model.base import Metadata, ResourceRef
@@ -48,6 +48,29 @@ def test_the_context_namespace_is_the_current_contexts_else_default() -> None:
     assert context_namespace({"contexts": [{"name": "a", "context": {"namespace": "x"}}]}) == "x"
     assert context_namespace(None) == "default"
     assert context_namespace({"contexts": [{"context": {"namespace": "../etc"}}]}) == "default"
+
+
+def test_the_namespace_used_is_the_record_then_the_earlier_one_then_the_contexts() -> None:
+    def app(namespace: str, status: dict[str, Any]) -> Application:
+        return Application.model_validate({"metadata": {"name": "w", "namespace": namespace},
+                                           "spec": {"manifest": []}, "status": status})  # fmt: skip
+
+    def ref(namespace: str) -> ResourceRef:
+        return ResourceRef(api="kubernetes", kind="Cluster", namespace=namespace, name="de")
+
+    config = {"contexts": [{"name": "c", "context": {"namespace": "ctx"}}]}
+    cluster = Cluster(metadata=Metadata(name="de", namespace="team"),
+                      spec=ClusterSpec(kubeconfig=config))  # fmt: skip
+    running = {"running_on": ref("team").model_dump()}
+    assert kube_namespace(app("team", {}), ref("team"), cluster) == "ctx"  # never ran there
+    assert kube_namespace(app("team", running), ref("team"), cluster) == "team"  # before records
+    recorded = {**running, "kube_namespaces": {"de": "kept"}}
+    assert kube_namespace(app("team", recorded), ref("team"), cluster) == "kept"
+    # a Shoal namespace that is no Kubernetes namespace never held anything: the context's
+    for namespace in ("my_ns", "system:admin"):
+        ran = {"running_on": ref(namespace).model_dump()}
+        assert kube_namespace(app(namespace, ran), ref(namespace), cluster) == "ctx"
+    assert kube_namespace(app("team", {}), ref("team"), None) == "default"
 
 
 @pytest.fixture
