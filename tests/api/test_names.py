@@ -48,9 +48,10 @@ async def _round_trip(http: httpx.AsyncClient, sample: Sample, name: str) -> Non
     assert listed.status_code == 200, (sample.kind, listed.text)
     assert name in [item["metadata"]["name"] for item in listed.json()["items"]]
     body = read.json()
-    sample.change(body)
+    body["metadata"]["labels"] = {"changed": "yes"}  # the name is what is tried here
     updated = await http.put(sample.item(name, namespace), json=body)
     assert updated.status_code == 200, (sample.kind, updated.text)
+    assert updated.json()["metadata"]["labels"] == {"changed": "yes"}
     deleted = await http.delete(sample.item(name, namespace))
     assert deleted.status_code == 200, (sample.kind, deleted.text)
 
