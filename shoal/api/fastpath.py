@@ -28,7 +28,7 @@ from shoal.api.admission import dry_run, query_is_dry
 from shoal.api.auth.context import writer
 from shoal.api.batch import results_response
 from shoal.api.resources import Resources
-from shoal.machinery.names import OBJECT_NAME
+from shoal.machinery.names import object_name_problem
 from shoal.machinery.problems import from_validation_error, problem
 from shoal.model import registry
 from shoal.model.base import Kind
@@ -69,8 +69,7 @@ def routes(resources: Resources) -> list[Route]:
         async def endpoint(request: Request) -> Response:
             request.scope["route"] = route  # the metrics middleware labels by route
             namespace = request.path_params["namespace"]
-            if len(namespace) > 63 or not OBJECT_NAME.match(namespace):
-                reason = "must be a valid name (lower case letters, digits, '-', '_')"
+            if (reason := object_name_problem(namespace)) is not None:
                 return problem(
                     422, f"namespace: {reason}", errors=[{"field": "namespace", "reason": reason}]
                 )

@@ -27,7 +27,7 @@ from shoal.api.codec import list_body, with_revision
 from shoal.api.field_selector import parse_field_selector
 from shoal.api.metrics import WATCHES
 from shoal.api.resources import Resources, namespace_of, parse_label_selector, refuse_secret_fields
-from shoal.machinery.names import OBJECT_NAME
+from shoal.machinery.names import MAX_OBJECT_NAME, OBJECT_NAME
 from shoal.machinery.problems import ProblemError
 from shoal.machinery.selectors.fields import FieldSelector
 from shoal.model import application_status
@@ -58,7 +58,9 @@ _PROBLEMS: dict[int | str, dict[str, Any]] = {
 
 
 def _name_param(what: str) -> Any:
-    return Path(min_length=1, max_length=63, pattern=NAME_PATTERN, description=f"{what} name")
+    return Path(
+        min_length=1, max_length=MAX_OBJECT_NAME, pattern=NAME_PATTERN, description=f"{what} name"
+    )
 
 
 def _sign(fn: Callable[..., Any], params: list[inspect.Parameter]) -> Callable[..., Any]:

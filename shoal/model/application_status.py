@@ -62,6 +62,7 @@ OWNERS: dict[str, frozenset[str]] = {
             "container_health",
             "pending_cleanups",
             "copies",
+            "kube_namespaces",
             "retries",
             "scheduled_retry",
             "complete_token",

@@ -17,7 +17,7 @@ from pydantic import (
     model_validator,
 )
 
-from shoal.machinery.names import CRD_NAME
+from shoal.machinery.names import CRD_NAME, DNS_LABEL, MAX_OBJECT_NAME
 from shoal.machinery.selectors import ConstraintError, LabelConstraint, MetricConstraint
 from shoal.model.base import (
     Kind,
@@ -228,6 +228,15 @@ AppKey = tuple[str, str]
 """(namespace, name) of an application."""
 
 
+def _kube_namespace(value: str) -> str:
+    if len(value) > 63 or not DNS_LABEL.fullmatch(value):
+        raise ValueError(f"{value!r} is not a Kubernetes namespace (a DNS-1123 label)")
+    return value
+
+
+KubeNamespace = Annotated[str, AfterValidator(_kube_namespace)]
+
+
 class ContainerHealth(Model):
     desired_pods: int = 0
     running_pods: int = 0
@@ -329,6 +338,14 @@ class ApplicationStatus(Model):
         description=(
             "Copies left on clusters that did not answer after a migration, removed when they"
             " answer again: {cluster: {namespace, name}, objects: [...]} (Shoal addition)."
+        ),
+    )
+    kube_namespaces: dict[str, KubeNamespace] = Field(
+        default_factory=dict,
+        description=(
+            "Per cluster (by name), the Kubernetes namespace its objects without"
+            " metadata.namespace went to, kept so that nothing moves (kube controller;"
+            " Shoal addition)."
         ),
     )
     complete_token: str | None = None
@@ -556,8 +573,8 @@ class BindingItem(ApplicationBinding):
     results, so a coerced body would pass unnoticed.
     """
 
-    namespace: str = Field(min_length=1, max_length=63)
-    name: str = Field(min_length=1, max_length=63)
+    namespace: str = Field(min_length=1, max_length=MAX_OBJECT_NAME)
+    name: str = Field(min_length=1, max_length=MAX_OBJECT_NAME)
     resource_version: StrictInt | None = Field(
         default=None, description="Bind only if the application is still at this revision."
     )

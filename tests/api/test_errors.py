@@ -90,7 +90,7 @@ CASES = [
     # names
     Case("bad name", "POST", APPS, app_with(lambda b: b["metadata"].update(name="Bad Name!")),
          field="metadata.name"),
-    Case("long name", "POST", APPS, app_with(lambda b: b["metadata"].update(name="a" * 64)),
+    Case("long name", "POST", APPS, app_with(lambda b: b["metadata"].update(name="a" * 256)),
          field="metadata.name"),
     Case("empty name", "POST", APPS, app_with(lambda b: b["metadata"].update(name="")),
          field="metadata.name"),
@@ -103,12 +103,12 @@ CASES = [
          field="metadata.finalizers"),
     # a read of a name nothing can have finds nothing (Krake's controllers rely on the 404);
     # a write with such a name is refused, naming it
-    Case("bad name in url", "GET", "/kubernetes/namespaces/default/applications/Bad_Name", None,
+    Case("bad name in url", "GET", "/kubernetes/namespaces/default/applications/-bad", None,
          404, "name"),
     Case("bad namespace in url", "GET", "/kubernetes/namespaces/NS!/applications", None, 404,
          "namespace"),
     Case("bad name in url, written", "PUT",
-         "/kubernetes/namespaces/default/applications/Bad_Name", APPLICATION.body("web", "default"),
+         "/kubernetes/namespaces/default/applications/-bad", APPLICATION.body("web", "default"),
          422, "name"),
     # constraints
     Case("unparsable label constraint", "POST", APPS,
