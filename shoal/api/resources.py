@@ -41,6 +41,7 @@ from shoal.model.kubernetes import (
     Cluster,
     ClusterBinding,
 )
+from shoal.model.shape import prune
 from shoal.store.base import AlreadyExists, Conflict, NotFound, Record, Store
 
 K = TypeVar("K", bound=Kind)
@@ -459,7 +460,8 @@ class Resources:
             data = orjson.loads(record.value)
             if change(data) is False:
                 return None
-            return orjson.dumps(data), False
+            return orjson.dumps(prune(kind, data)), False
+        What it set to a Shoal addition's default is left out, as the model's writes do.
 
         return await self._swap(kind, name, namespace, expected, rewrite)
 

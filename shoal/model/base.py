@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from shoal.machinery.names import DNS_SUBDOMAIN, OBJECT_NAME, QUALIFIED_NAME
+from shoal.model.shape import addition
 
 _FINALIZER_RE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_./]*[A-Za-z0-9])?$")
 
@@ -124,7 +125,7 @@ class Metadata(Model):
     name: Name
     namespace: str | None = None
     labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
-    inherit_labels: bool = False
+    inherit_labels: bool = addition(False)
     finalizers: list[Finalizer] = Field(default_factory=list)
     uid: str | None = None
     created: datetime | None = None
