@@ -28,7 +28,7 @@ from shoal.api.field_selector import parse_field_selector
 from shoal.machinery.problems import ProblemError
 from shoal.machinery.selectors import ConstraintError, LabelSelector
 from shoal.machinery.selectors.fields import FieldSelector
-from shoal.model import application_status
+from shoal.model import application_status, krake
 from shoal.model.base import Kind, utcnow
 from shoal.model.infrastructure import Cloud, GlobalCloud
 from shoal.model.kubernetes import (
@@ -45,6 +45,11 @@ from shoal.model.shape import prune
 from shoal.store.base import AlreadyExists, Conflict, NotFound, Record, Store
 
 K = TypeVar("K", bound=Kind)
+
+NO_UPDATE = "The body contained no update."
+"""A PUT that would change nothing on a Krake kind is a 400, as Krake answers it (Shoal's
+own kinds answer such a PUT with the object, as Kubernetes does)."""
+KRAKE_KINDS = frozenset(krake.FIELDS)
 
 _SERVER_OWNED = ("uid", "created", "modified", "deleted", "resource_version")
 _CAS_ATTEMPTS = 20
@@ -203,6 +208,8 @@ class Resources:
                     modified = modified or field in ("labels", "inherit_labels")
             if modified:
                 current.metadata.modified = utcnow()
+            if not changed and kind.kind_name() in KRAKE_KINDS:
+                raise ProblemError(400, NO_UPDATE, title="UPDATE_ERROR")
             return changed
 
         return await self._modify(kind, name, namespace, body.metadata.resource_version, change)
@@ -454,6 +461,7 @@ class Resources:
         """Change the stored JSON as a dict (cheap for small status edits), compare-and-swap.
 
         ``change`` returns False when it changed nothing (no write), anything else to write.
+        What it set to a Shoal addition's default is left out, as the model's writes do.
         """
 
         def rewrite(record: Record) -> tuple[bytes, bool] | None:
@@ -461,7 +469,6 @@ class Resources:
             if change(data) is False:
                 return None
             return orjson.dumps(prune(kind, data)), False
-        What it set to a Shoal addition's default is left out, as the model's writes do.
 
         return await self._swap(kind, name, namespace, expected, rewrite)
 

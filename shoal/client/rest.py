@@ -36,6 +36,14 @@ def default_url() -> str:
     return os.environ.get("SHOAL_API", DEFAULT_URL)
 
 
+FIELD_VALIDATION = "fieldValidation"
+"""The API's query parameter for fields a body's kind does not have (Kubernetes' name)."""
+_WRITES = frozenset(("POST", "PUT", "PATCH"))
+
+NO_UPDATE_TITLE = "UPDATE_ERROR"
+"""The title of the API's answer to an update that changes nothing on a Krake kind."""
+
+
 class ApiError(Exception):
     """An error answer of the API, with its RFC 7807 problem document."""
 
@@ -282,11 +290,15 @@ class ShoalClient:
 
     async def update(self, obj: K, *, dry_run: bool = False) -> K:
         kind = type(obj)
-        path = item_path(kind, obj.metadata.name, obj.metadata.namespace)
-        return kind.model_validate(
-            await self.request("PUT", path, body=_dump(obj), params=_dry(dry_run)),
-            context=TRUSTED,
-        )
+        name, namespace = obj.metadata.name, obj.metadata.namespace
+        path = item_path(kind, name, namespace)
+        try:
+            data = await self.request("PUT", path, body=_dump(obj), params=_dry(dry_run))
+        except ApiError as error:
+            if error.status != 400 or error.title != NO_UPDATE_TITLE:
+                raise
+            return await self.get(kind, name, namespace)
+        return kind.model_validate(data, context=TRUSTED)
 
     async def update_status(self, obj: K) -> K:
         kind = type(obj)
@@ -295,6 +307,9 @@ class ShoalClient:
             await self.request("PUT", path, body=_dump(obj)), context=TRUSTED
         )
 
+        """Replace ``obj``. An update that changes nothing answers the object as stored: the
+        API answers it with Krake's 400 "no update" on Krake's kinds, which no caller of
+        this client needs to tell from a write."""
     async def patch_status(
         self,
         kind: type[K],
