@@ -198,8 +198,14 @@ class ShoalClient:
         params: dict[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> Any:
-        """Send one request; the decoded JSON answer, or an ApiError."""
+        """Send one request; the decoded JSON answer, or an ApiError.
+
+        A write is ``Strict`` about fields the kind does not have (a 422 naming them):
+        Shoal's own components and CLI send Shoal's schema, so such a field is a mistake.
+        """
         content = orjson.dumps(body, default=_wire) if body is not None else None
+        if method in _WRITES:
+            params = {FIELD_VALIDATION: "Strict", **(params or {})}
         try:
             async with self.session.request(
                 method, self.url + path, data=content, params=_params(params), headers=headers
@@ -289,6 +295,9 @@ class ShoalClient:
             params["continue"] = token
 
     async def update(self, obj: K, *, dry_run: bool = False) -> K:
+        """Replace ``obj``. An update that changes nothing answers the object as stored: the
+        API answers it with Krake's 400 "no update" on Krake's kinds, which no caller of
+        this client needs to tell from a write."""
         kind = type(obj)
         name, namespace = obj.metadata.name, obj.metadata.namespace
         path = item_path(kind, name, namespace)
@@ -307,9 +316,6 @@ class ShoalClient:
             await self.request("PUT", path, body=_dump(obj)), context=TRUSTED
         )
 
-        """Replace ``obj``. An update that changes nothing answers the object as stored: the
-        API answers it with Krake's 400 "no update" on Krake's kinds, which no caller of
-        this client needs to tell from a write."""
     async def patch_status(
         self,
         kind: type[K],
