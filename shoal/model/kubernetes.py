@@ -33,17 +33,20 @@ from shoal.model.shape import addition
 
 
 def _parsed(language: type[LabelConstraint | MetricConstraint]) -> Any:
-    """Validator: the canonical spelling of a constraint (skipped for trusted objects)."""
+    """Validator: a constraint that parses, kept as the user wrote it (``location=DE`` reads
+    back as ``location=DE``, as in Krake). Its readers parse it again, from a cache
+    (``shoal.machinery.selectors``); trusted objects are not parsed here."""
 
-    def canonical(text: str, info: ValidationInfo) -> str:
+    def parses(text: str, info: ValidationInfo) -> str:
         if trusted(info):
             return text
         try:
-            return str(language.parse(text))
+            language.parse(text)
         except ConstraintError as error:
             raise ValueError(str(error)) from None
+        return text
 
-    return AfterValidator(canonical)
+    return AfterValidator(parses)
 
 
 LabelConstraintText = Annotated[
