@@ -11,9 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import pytest
 
 from shoal.api.server import ApiServer
-from shoal.client.rest import ShoalClient
+from shoal.client.rest import Invalid, NotFound, ShoalClient
 from shoal.model.kubernetes import Application
 from shoal.testing import shipped
 from tests.api.samples import APPLICATION, BY_KIND, CLUSTER
@@ -229,3 +230,15 @@ async def test_constraints_read_back_as_written(http: httpx.AsyncClient) -> None
     response = await http.post(APPS, json=body)
     assert response.status_code == 422, response.text
     assert "spec.constraints.cluster.labels[0]" in response.text
+
+
+async def test_shoal_s_own_client_is_strict(client: ShoalClient) -> None:
+    """What Shoal's client (its CLI, its components) sends is Shoal's schema: a field that
+    is not there is a mistake, refused rather than dropped."""
+    body = APPLICATION.body("web", "default")
+    body["spec"]["replica"] = 3
+    with pytest.raises(Invalid) as refused:
+        await client.request("POST", APPS, body=body)
+    assert refused.value.problem["errors"][0]["field"] == "spec.replica"
+    with pytest.raises(NotFound):
+        await client.get(Application, "web", "default")
