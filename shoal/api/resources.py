@@ -47,7 +47,7 @@ from shoal.store.base import AlreadyExists, Conflict, NotFound, Record, Store
 K = TypeVar("K", bound=Kind)
 
 NO_UPDATE = "The body contained no update."
-"""A PUT that would change nothing on a Krake kind is a 400, as Krake answers it (Shoal's
+"""A PUT of a Krake kind whose body is the stored object is a 400, as Krake answers it (Shoal's
 own kinds answer such a PUT with the object, as Kubernetes does)."""
 KRAKE_KINDS = frozenset(krake.FIELDS)
 
@@ -208,7 +208,7 @@ class Resources:
                     modified = modified or field in ("labels", "inherit_labels")
             if modified:
                 current.metadata.modified = utcnow()
-            if not changed and kind.kind_name() in KRAKE_KINDS:
+            if not changed and kind.kind_name() in KRAKE_KINDS and _same_object(body, current):
                 raise ProblemError(400, NO_UPDATE, title="UPDATE_ERROR")
             return changed
 
@@ -511,6 +511,14 @@ class Resources:
                 raise ProblemError(404, f"{kind.kind_name()} {name!r} not found") from None
             return with_revision(value, revision)
         raise ProblemError(409, f"{kind.kind_name()} {name!r} is changing too fast; try again")
+
+
+def _same_object(body: Kind, current: Kind) -> bool:
+    """Krake's test of an update that brings nothing: the body is the stored object, status
+    and server-set metadata included (the revision aside: Krake's objects have none). Made
+    only when the update would change nothing."""
+    exclude: Any = {"metadata": {"resource_version"}}
+    return body.model_dump(exclude=exclude) == current.model_dump(exclude=exclude)
 
 
 def _carry_field(source: Kind, target: Kind, path: tuple[str, ...]) -> None:
