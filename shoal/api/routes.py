@@ -16,12 +16,14 @@ from typing import Any
 
 import orjson
 from fastapi import APIRouter, Body, Path, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
 from starlette.responses import Response, StreamingResponse
 
 from shoal.api import body as door
-from shoal.api.admission import with_dry_run
+from shoal.api import unknown_fields
+from shoal.api.admission import warn, with_dry_run
 from shoal.api.auth.context import VISIBLE_NAMESPACE, writer
 from shoal.api.codec import list_body, with_revision
 from shoal.api.field_selector import parse_field_selector
@@ -103,13 +105,48 @@ class _StrictJsonRequest(Request):
 
 
 class StrictJsonRoute(APIRoute):
+    """Bodies parsed once, strictly; fields the kind does not have dropped or refused as
+    ``?fieldValidation=`` says (``shoal.api.unknown_fields``)."""
+
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
 
         async def strict(request: Request) -> Response:
-            return await handler(_StrictJsonRequest(request.scope, request.receive))
+            first = _StrictJsonRequest(request.scope, request.receive)
+            try:
+                return await handler(first)
+            except RequestValidationError as error:
+                return await _without_unknown(handler, first, error)
 
         return strict
+
+
+async def _without_unknown(
+    handler: Callable[[Request], Coroutine[Any, Any, Response]],
+    request: _StrictJsonRequest,
+    error: RequestValidationError,
+) -> Response:
+    """The request again, without the body's fields that its kind does not have (unless
+    ``Strict``); the validation error as it was when there are none."""
+    mode = unknown_fields.mode_of(request.query_params)
+    for _ in unknown_fields.rounds():
+        found = unknown_fields.unknown(error.errors(), ("body",))
+        if mode in (None, unknown_fields.STRICT) or not found:
+            raise error
+        body, dropped = unknown_fields.without(door.parsed(request.scope, b""), found)
+        if not dropped:
+            raise error
+        door.replace(request.scope, body)
+        if mode == unknown_fields.WARN:
+            for path in dropped:
+                warn(unknown_fields.warning(path))
+        again = _StrictJsonRequest(request.scope, request.receive)
+        again._body = await request.body()
+        try:
+            return await handler(again)
+        except RequestValidationError as next_error:
+            error, request = next_error, again
+    raise error
 
 
 # verb: (method, path, operation name, summary). Paths: {collection}, {every} (the list

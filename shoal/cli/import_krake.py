@@ -31,7 +31,7 @@ from typing import Annotated, Any
 import typer
 
 from shoal.cli.errors import CliError
-from shoal.client.rest import ApiError, NotFound, ShoalClient, Unreachable
+from shoal.client.rest import NO_UPDATE_TITLE, ApiError, NotFound, ShoalClient, Unreachable
 from shoal.kube.namespaces import context_namespace
 from shoal.machinery.types import Obj
 from shoal.model import krake
@@ -191,7 +191,12 @@ async def _write(
         )
     else:
         body["metadata"]["resource_version"] = current["metadata"].get("resource_version")
-        written = await shoal.request("PUT", item(kind, obj), body=body)
+        try:
+            written = await shoal.request("PUT", item(kind, obj), body=body)
+        except ApiError as error:  # only the status differs: Krake's 400 "no update"
+            if error.status != 400 or error.title != NO_UPDATE_TITLE:
+                raise
+            written = await shoal.request("GET", item(kind, obj))
     if "status" in kind.subresources and obj.get("status") is not None:
         written["status"] = dict(obj["status"])
         if kind is Application and written["status"].get("kube_controller_triggered"):

@@ -26,6 +26,7 @@ from pydantic import (
 )
 
 from shoal.machinery.names import DNS_SUBDOMAIN, QUALIFIED_NAME, object_name_problem
+from shoal.model.shape import addition
 
 _FINALIZER_RE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_./]*[A-Za-z0-9])?$")
 
@@ -120,7 +121,7 @@ class Metadata(Model):
     name: Name
     namespace: str | None = None
     labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
-    inherit_labels: bool = False
+    inherit_labels: bool = addition(False)
     finalizers: list[Finalizer] = Field(default_factory=list)
     uid: str | None = None
     created: datetime | None = None
