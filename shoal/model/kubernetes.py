@@ -344,7 +344,7 @@ class ApplicationStatus(Model):
             " answer again: {cluster: {namespace, name}, objects: [...]} (Shoal addition)."
         ),
     )
-    kube_namespaces: dict[str, KubeNamespace] = Field(
+    kube_namespaces: dict[str, KubeNamespace] = addition(
         default_factory=dict,
         description=(
             "Per cluster (by name), the Kubernetes namespace its objects without"
