@@ -93,7 +93,9 @@ from shoal.testing.wait import wait_for  # noqa: E402
 
 NS = "default"
 PROVIDER = "e2e"
-SCHEDULER = {"metrics_refresh": 0.5}
+# min_migration_interval 0: the migration wave measures how fast moves follow a metric change,
+# not the pacing (60 s after an application settled, by default)
+SCHEDULER = {"metrics_refresh": 0.5, "min_migration_interval": 0}
 
 
 # --- /proc of each process -------------------------------------------------------------------

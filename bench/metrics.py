@@ -182,7 +182,9 @@ async def run(n: int, m: int, groups: int, refresh: float, workers: int, seed: i
                 )
                 config = Path(tmp) / "scheduler.json"
                 config.write_text(
+                    # min_migration_interval 0: the time measured is the reaction, not pacing
                     f'{{"workers": {workers}, "reschedule_after": 600, '
+                    f'"min_migration_interval": 0, '
                     f'"metrics_refresh": {refresh}, "metrics_timeout": 10}}'
                 )
                 sched = controller("scheduler", url, "--config", str(config), cpu=1)

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import orjson
 from pydantic import BaseModel, ConfigDict, Field, ValidatorFunctionWrapHandler, WrapValidator
 
+from shoal.machinery.names import kube_name
 from shoal.machinery.resources import Amounts, pod_requests
 from shoal.machinery.types import Obj
 from shoal.model.pods import KubernetesPodSpec, Toleration
@@ -130,9 +131,11 @@ class PodRequest:
 
     @classmethod
     def of(cls, pod: Pod, default_namespace: str) -> PodRequest:
+        """The member cluster's pod for ``pod``: a Shoal name that is no Kubernetes name
+        (``system:admin``, ``web_1``) is mapped to one (``names.kube_name``)."""
         return cls(
-            name=pod.metadata.name,
-            namespace=pod.metadata.namespace or default_namespace,
+            name=kube_name(pod.metadata.name, 253, dots=True),
+            namespace=kube_name(pod.metadata.namespace or default_namespace),
             uid=pod.metadata.uid,
             labels=pod.metadata.labels,
             requests=_spec_requests(pod.spec),

@@ -15,6 +15,7 @@ from typing import Any
 
 from fastapi import Query
 
+from shoal.api import unknown_fields
 from shoal.api.templates import translate
 from shoal.machinery.problems import invalid_error
 from shoal.model import validation
@@ -111,8 +112,16 @@ class Warnings:
             _WARNINGS.reset(token)
 
 
+def warn(text: str) -> None:
+    """Send ``text`` back in a ``Warning`` header of the request in progress."""
+    warnings = _WARNINGS.get()
+    if warnings is not None:
+        warnings.append(text)
+
+
 def _header(text: str) -> bytes:
-    clean = text.replace("\\", "\\\\").replace('"', "'")
+    """``299 - "text"``, the text a quoted string (RFC 9110: ``\\"`` and ``\\\\`` escaped)."""
+    clean = text.replace("\\", "\\\\").replace('"', '\\"')
     return f'299 - "{clean}"'.encode("latin-1", "replace")
 
 
@@ -141,13 +150,15 @@ def dry() -> bool:
 def with_dry_run(
     endpoint: Callable[..., Awaitable[Any]], params: list[inspect.Parameter]
 ) -> tuple[Callable[..., Awaitable[Any]], list[inspect.Parameter]]:
-    """A write endpoint that also takes ``dry_run``/``dryRun`` and honours them."""
+    """A write endpoint that also takes ``dry_run``/``dryRun`` and honours them (and
+    documents ``fieldValidation``, which ``shoal.api.routes`` applies to the body)."""
 
     async def write(**kw: Any) -> Any:
         on = is_dry(kw)
         kw.pop("dry_run", None)
         kw.pop("dry_run_all", None)
+        kw.pop("field_validation", None)  # applied to the body before (shoal.api.routes)
         with dry_run(on):
             return await endpoint(**kw)
 
-    return write, [*params, *dry_run_params()]
+    return write, [*params, *dry_run_params(), unknown_fields.parameter()]

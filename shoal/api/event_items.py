@@ -31,7 +31,7 @@ from typing_extensions import TypedDict
 
 from shoal.api import body as door
 from shoal.api.fastpath import parse_body
-from shoal.machinery.names import OBJECT_NAME
+from shoal.machinery.names import MAX_OBJECT_NAME, OBJECT_NAME
 from shoal.model.events import Event, EventBatch
 
 _FORBID = ConfigDict(extra="forbid", strict=True)
@@ -41,7 +41,7 @@ _Nothing = Annotated[list[Any], Field(max_length=0)]
 
 @with_config(_FORBID)
 class Meta(TypedDict):
-    name: Annotated[str, Text(min_length=1, max_length=63, pattern=_NAME)]
+    name: Annotated[str, Text(min_length=1, max_length=MAX_OBJECT_NAME, pattern=_NAME)]
     namespace: NotRequired[str | None]
     # Only an event that went through the model has these (checked there).
     labels: NotRequired[Annotated[dict[str, str], Field(max_length=0)]]

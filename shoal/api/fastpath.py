@@ -23,12 +23,12 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from shoal.api import body as door
-from shoal.api import creates, fleet, status_batch
-from shoal.api.admission import dry_run, query_is_dry
+from shoal.api import creates, fleet, status_batch, unknown_fields
+from shoal.api.admission import dry_run, query_is_dry, warn
 from shoal.api.auth.context import writer
 from shoal.api.batch import results_response
 from shoal.api.resources import Resources
-from shoal.machinery.names import OBJECT_NAME
+from shoal.machinery.names import object_name_problem
 from shoal.machinery.problems import from_validation_error, problem
 from shoal.model import registry
 from shoal.model.base import Kind
@@ -53,15 +53,33 @@ async def read_json(request: Request) -> Any:
 
 
 async def parse_body(request: Request, model: type[M]) -> M | Response:
+    """The body as ``model``, its unknown fields dropped or refused as ``?fieldValidation=``
+    says (``shoal.api.unknown_fields``); or the problem that says why not."""
     data = await read_json(request)
     if isinstance(data, Response):
         return data
     if not isinstance(data, dict):
         return _bad_body("must be a JSON object")
-    try:
-        return model.model_validate(data)
-    except ValidationError as error:
-        return from_validation_error(error)
+    mode = unknown_fields.mode_of(request.query_params)
+    if mode is None:
+        reason = "must be Strict, Warn or Ignore"
+        return problem(422, f"{unknown_fields.PARAM}: {reason}",
+                       errors=[{"field": unknown_fields.PARAM, "reason": reason}])  # fmt: skip
+    for _ in unknown_fields.rounds():
+        try:
+            return model.model_validate(data)
+        except ValidationError as error:
+            found = unknown_fields.unknown(error.errors(include_url=False, include_input=False))
+            if mode == unknown_fields.STRICT or not found:
+                return from_validation_error(error)
+            data, dropped = unknown_fields.without(data, found)
+            if not dropped:
+                return from_validation_error(error)
+            door.replace(request.scope, data)
+            if mode == unknown_fields.WARN:
+                for path in dropped:
+                    warn(unknown_fields.warning(path))
+    return model.model_validate(data)  # raises the last error: a problem (shoal.api.errors)
 
 
 def routes(resources: Resources) -> list[Route]:
@@ -69,8 +87,7 @@ def routes(resources: Resources) -> list[Route]:
         async def endpoint(request: Request) -> Response:
             request.scope["route"] = route  # the metrics middleware labels by route
             namespace = request.path_params["namespace"]
-            if len(namespace) > 63 or not OBJECT_NAME.match(namespace):
-                reason = "must be a valid name (lower case letters, digits, '-', '_')"
+            if (reason := object_name_problem(namespace)) is not None:
                 return problem(
                     422, f"namespace: {reason}", errors=[{"field": "namespace", "reason": reason}]
                 )

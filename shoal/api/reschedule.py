@@ -31,7 +31,7 @@ from shoal.api.events import BatchEvent, new_uids, record
 from shoal.api.resources import Resources
 from shoal.api.routes import StrictJsonRoute
 from shoal.events.recorder import name_of
-from shoal.machinery.names import OBJECT_NAME
+from shoal.machinery.names import MAX_OBJECT_NAME, OBJECT_NAME
 from shoal.machinery.problems import ProblemError
 from shoal.model.base import utcnow
 from shoal.model.events import DEFAULT_TTL
@@ -149,8 +149,8 @@ def build_router(resources: Resources) -> APIRouter:
     router = APIRouter(route_class=StrictJsonRoute)
 
     async def reschedule(
-        namespace: str = Path(min_length=1, max_length=63, pattern=_NAME),
-        name: str = Path(min_length=1, max_length=63, pattern=_NAME),
+        namespace: str = Path(min_length=1, max_length=MAX_OBJECT_NAME, pattern=_NAME),
+        name: str = Path(min_length=1, max_length=MAX_OBJECT_NAME, pattern=_NAME),
         body: RescheduleRequest = Body(),
     ) -> Response:
         value = await request_reschedule(resources, name, namespace, body.requested)

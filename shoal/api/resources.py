@@ -28,7 +28,7 @@ from shoal.api.field_selector import parse_field_selector
 from shoal.machinery.problems import ProblemError
 from shoal.machinery.selectors import ConstraintError, LabelSelector
 from shoal.machinery.selectors.fields import FieldSelector
-from shoal.model import application_status
+from shoal.model import application_status, krake
 from shoal.model.base import Kind, utcnow
 from shoal.model.infrastructure import Cloud, GlobalCloud
 from shoal.model.kubernetes import (
@@ -41,9 +41,15 @@ from shoal.model.kubernetes import (
     Cluster,
     ClusterBinding,
 )
+from shoal.model.shape import prune
 from shoal.store.base import AlreadyExists, Conflict, NotFound, Record, Store
 
 K = TypeVar("K", bound=Kind)
+
+NO_UPDATE = "The body contained no update."
+"""A PUT of a Krake kind whose body is the stored object is a 400, as Krake answers it (Shoal's
+own kinds answer such a PUT with the object, as Kubernetes does)."""
+KRAKE_KINDS = frozenset(krake.FIELDS)
 
 _SERVER_OWNED = ("uid", "created", "modified", "deleted", "resource_version")
 _CAS_ATTEMPTS = 20
@@ -202,6 +208,8 @@ class Resources:
                     modified = modified or field in ("labels", "inherit_labels")
             if modified:
                 current.metadata.modified = utcnow()
+            if not changed and kind.kind_name() in KRAKE_KINDS and _same_object(body, current):
+                raise ProblemError(400, NO_UPDATE, title="UPDATE_ERROR")
             return changed
 
         return await self._modify(kind, name, namespace, body.metadata.resource_version, change)
@@ -453,13 +461,14 @@ class Resources:
         """Change the stored JSON as a dict (cheap for small status edits), compare-and-swap.
 
         ``change`` returns False when it changed nothing (no write), anything else to write.
+        What it set to a Shoal addition's default is left out, as the model's writes do.
         """
 
         def rewrite(record: Record) -> tuple[bytes, bool] | None:
             data = orjson.loads(record.value)
             if change(data) is False:
                 return None
-            return orjson.dumps(data), False
+            return orjson.dumps(prune(kind, data)), False
 
         return await self._swap(kind, name, namespace, expected, rewrite)
 
@@ -502,6 +511,14 @@ class Resources:
                 raise ProblemError(404, f"{kind.kind_name()} {name!r} not found") from None
             return with_revision(value, revision)
         raise ProblemError(409, f"{kind.kind_name()} {name!r} is changing too fast; try again")
+
+
+def _same_object(body: Kind, current: Kind) -> bool:
+    """Krake's test of an update that brings nothing: the body is the stored object, status
+    and server-set metadata included (the revision aside: Krake's objects have none). Made
+    only when the update would change nothing."""
+    exclude: Any = {"metadata": {"resource_version"}}
+    return body.model_dump(exclude=exclude) == current.model_dump(exclude=exclude)
 
 
 def _carry_field(source: Kind, target: Kind, path: tuple[str, ...]) -> None:

@@ -16,18 +16,20 @@ from typing import Any
 
 import orjson
 from fastapi import APIRouter, Body, Path, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
 from starlette.responses import Response, StreamingResponse
 
 from shoal.api import body as door
-from shoal.api.admission import with_dry_run
+from shoal.api import unknown_fields
+from shoal.api.admission import warn, with_dry_run
 from shoal.api.auth.context import VISIBLE_NAMESPACE, writer
 from shoal.api.codec import list_body, with_revision
 from shoal.api.field_selector import parse_field_selector
 from shoal.api.metrics import WATCHES
 from shoal.api.resources import Resources, namespace_of, parse_label_selector, refuse_secret_fields
-from shoal.machinery.names import OBJECT_NAME
+from shoal.machinery.names import MAX_OBJECT_NAME, OBJECT_NAME
 from shoal.machinery.problems import ProblemError
 from shoal.machinery.selectors.fields import FieldSelector
 from shoal.model import application_status
@@ -58,7 +60,9 @@ _PROBLEMS: dict[int | str, dict[str, Any]] = {
 
 
 def _name_param(what: str) -> Any:
-    return Path(min_length=1, max_length=63, pattern=NAME_PATTERN, description=f"{what} name")
+    return Path(
+        min_length=1, max_length=MAX_OBJECT_NAME, pattern=NAME_PATTERN, description=f"{what} name"
+    )
 
 
 def _sign(fn: Callable[..., Any], params: list[inspect.Parameter]) -> Callable[..., Any]:
@@ -101,13 +105,48 @@ class _StrictJsonRequest(Request):
 
 
 class StrictJsonRoute(APIRoute):
+    """Bodies parsed once, strictly; fields the kind does not have dropped or refused as
+    ``?fieldValidation=`` says (``shoal.api.unknown_fields``)."""
+
     def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
         handler = super().get_route_handler()
 
         async def strict(request: Request) -> Response:
-            return await handler(_StrictJsonRequest(request.scope, request.receive))
+            first = _StrictJsonRequest(request.scope, request.receive)
+            try:
+                return await handler(first)
+            except RequestValidationError as error:
+                return await _without_unknown(handler, first, error)
 
         return strict
+
+
+async def _without_unknown(
+    handler: Callable[[Request], Coroutine[Any, Any, Response]],
+    request: _StrictJsonRequest,
+    error: RequestValidationError,
+) -> Response:
+    """The request again, without the body's fields that its kind does not have (unless
+    ``Strict``); the validation error as it was when there are none."""
+    mode = unknown_fields.mode_of(request.query_params)
+    for _ in unknown_fields.rounds():
+        found = unknown_fields.unknown(error.errors(), ("body",))
+        if mode in (None, unknown_fields.STRICT) or not found:
+            raise error
+        body, dropped = unknown_fields.without(door.parsed(request.scope, b""), found)
+        if not dropped:
+            raise error
+        door.replace(request.scope, body)
+        if mode == unknown_fields.WARN:
+            for path in dropped:
+                warn(unknown_fields.warning(path))
+        again = _StrictJsonRequest(request.scope, request.receive)
+        again._body = await request.body()
+        try:
+            return await handler(again)
+        except RequestValidationError as next_error:
+            error, request = next_error, again
+    raise error
 
 
 # verb: (method, path, operation name, summary). Paths: {collection}, {every} (the list
@@ -377,7 +416,10 @@ def _retry(current: Application) -> bool:
     such as a CONFLICT) is tried again at once, its failure counts reset."""
     status = current.status
     application_status.fold_explicit(status)  # a state stored by a Krake client
-    waiting = status.state is ApplicationState.PENDING and status.schedule_reason is not None
+    waiting = (
+        status.state in (ApplicationState.PENDING, ApplicationState.DEGRADED)
+        and status.schedule_reason is not None
+    )
     deploy_waiting = status.deploy_reason is not None and bool(status.retries)  # e.g. CONFLICT
     if status.state is not ApplicationState.FAILED and not waiting and not deploy_waiting:
         raise ProblemError(

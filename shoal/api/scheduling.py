@@ -20,7 +20,7 @@ from shoal.api.batch import add_batch_route
 from shoal.api.codec import decode
 from shoal.api.resources import Resources
 from shoal.api.routes import StrictJsonRoute
-from shoal.machinery.names import OBJECT_NAME
+from shoal.machinery.names import MAX_OBJECT_NAME, OBJECT_NAME
 from shoal.model.core import GlobalMetric, GlobalMetricsProvider, Metric, MetricsProvider
 from shoal.model.kubernetes import Application, BindingBatch, Cluster
 from shoal.model.scheduler_config import SchedulerConfig
@@ -108,7 +108,7 @@ def build_router(resources: Resources) -> APIRouter:
     dry = DryRun(resources)
 
     async def dryrun(
-        namespace: str = Path(min_length=1, max_length=63, pattern=NAME_PATTERN),
+        namespace: str = Path(min_length=1, max_length=MAX_OBJECT_NAME, pattern=NAME_PATTERN),
         body: Application = Body(),
     ) -> Response:
         import orjson

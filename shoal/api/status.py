@@ -242,7 +242,10 @@ def edit_application_json(data: dict[str, Any], edit: Callable[[dict[str, Any]],
         stored.update(_dump(status, "placements"))
 
 
-_DERIVATION = ("state", "reason", "schedule_reason", "deploy_state", "deploy_reason")
+# next_retry: a NO_SUITABLE_RESOURCE that will be retried is DEGRADED, not FAILED
+_DERIVATION = (
+    "state", "reason", "schedule_reason", "next_retry", "deploy_state", "deploy_reason"
+)
 _DERIVED = frozenset(("state", "reason", "placements"))  # what ``apply`` writes
 _DERIVED_FROM = frozenset((*_DERIVATION, "placements", "copies"))  # what it reads
 

@@ -22,6 +22,7 @@ from shoal.api.auth.context import writer
 from shoal.api.batch import add_batch_route, each_item, results_response
 from shoal.api.resources import Resources
 from shoal.api.routes import StrictJsonRoute
+from shoal.machinery.names import MAX_OBJECT_NAME
 from shoal.model.base import Finalizer, Model
 from shoal.model.kubernetes import Application
 
@@ -32,8 +33,8 @@ FINALIZERS_PATH = "/scheduling/applicationfinalizers"
 class StatusPatchItem(Model):
     """One application's status merge patch."""
 
-    namespace: str = Field(min_length=1, max_length=63)
-    name: str = Field(min_length=1, max_length=63)
+    namespace: str = Field(min_length=1, max_length=MAX_OBJECT_NAME)
+    name: str = Field(min_length=1, max_length=MAX_OBJECT_NAME)
     status: dict[str, Any] = Field(description="The writer's own status fields (merge patch).")
     resource_version: StrictInt | None = Field(
         default=None, description="Patch only if the application is still at this revision."
@@ -43,8 +44,8 @@ class StatusPatchItem(Model):
 class FinalizersItem(Model):
     """One application's finalizers, set alone (``PATCH .../applications/{name}``)."""
 
-    namespace: str = Field(min_length=1, max_length=63)
-    name: str = Field(min_length=1, max_length=63)
+    namespace: str = Field(min_length=1, max_length=MAX_OBJECT_NAME)
+    name: str = Field(min_length=1, max_length=MAX_OBJECT_NAME)
     finalizers: list[Finalizer] = Field(max_length=100)
     resource_version: StrictInt | None = Field(
         default=None, description="Set only if the application is still at this revision."

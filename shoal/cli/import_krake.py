@@ -14,7 +14,9 @@ without ``kube_controller_triggered`` (see below).
 An application keeps running where it runs: its status arrives with
 ``kube_controller_triggered`` no older than its import, so Shoal's scheduler
 takes the binding as current and Shoal's application controller finds its
-resources already in place instead of deploying them again.
+resources already in place instead of deploying them again: where Krake put
+those without a namespace (its cluster's kubeconfig context's namespace) is
+recorded in its ``status.kube_namespaces``.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ from typing import Annotated, Any
 import typer
 
 from shoal.cli.errors import CliError
-from shoal.client.rest import ApiError, NotFound, ShoalClient, Unreachable
+from shoal.client.rest import NO_UPDATE_TITLE, ApiError, NotFound, ShoalClient, Unreachable
+from shoal.kube.namespaces import context_namespace
 from shoal.machinery.types import Obj
 from shoal.model import krake
 from shoal.model.base import Kind
@@ -124,10 +127,15 @@ async def import_from_krake(
 ) -> Summary:
     """Copy every object of Krake into Shoal (or, with ``dry_run``, only say what would change)."""
     summary = Summary()
+    contexts: dict[tuple[str | None, str], str] = {}  # each cluster's context namespace
     for kind in ORDER:
         listed = await krake_api.request("GET", collection(kind))
         for obj in listed["items"]:
-            outcome = await _one(kind, obj, shoal, dry_run, summary)
+            meta = obj["metadata"]
+            if kind.kind_name() == "Cluster":
+                kubeconfig = (obj.get("spec") or {}).get("kubeconfig")
+                contexts[(meta.get("namespace"), meta["name"])] = context_namespace(kubeconfig)
+            outcome = await _one(kind, obj, shoal, dry_run, summary, contexts)
             summary.add(kind, outcome)
             if outcome in ("created", "updated") and on_change is not None:
                 meta = obj["metadata"]
@@ -140,7 +148,12 @@ async def import_from_krake(
 
 
 async def _one(
-    kind: type[Kind], obj: Obj, shoal: ShoalClient, dry_run: bool, summary: Summary
+    kind: type[Kind],
+    obj: Obj,
+    shoal: ShoalClient,
+    dry_run: bool,
+    summary: Summary,
+    contexts: dict[tuple[str | None, str], str],
 ) -> str:
     name = f"{kind.kind_name()} {obj['metadata'].get('namespace') or ''}/{obj['metadata']['name']}"
     try:
@@ -152,14 +165,20 @@ async def _one(
         if current is not None and portable(kind, current) == wanted:
             return "unchanged"
         if not dry_run:
-            await _write(kind, obj, current, shoal)
+            await _write(kind, obj, current, shoal, contexts)
     except (ApiError, ValueError) as error:
         summary.failures.append(f"{name}: {error}")
         return "failed"
     return "created" if current is None else "updated"
 
 
-async def _write(kind: type[Kind], obj: Obj, current: Obj | None, shoal: ShoalClient) -> None:
+async def _write(
+    kind: type[Kind],
+    obj: Obj,
+    current: Obj | None,
+    shoal: ShoalClient,
+    contexts: dict[tuple[str | None, str], str],
+) -> None:
     body = {key: value for key, value in obj.items() if key != "status"}
     body["metadata"] = {
         key: value
@@ -172,7 +191,12 @@ async def _write(kind: type[Kind], obj: Obj, current: Obj | None, shoal: ShoalCl
         )
     else:
         body["metadata"]["resource_version"] = current["metadata"].get("resource_version")
-        written = await shoal.request("PUT", item(kind, obj), body=body)
+        try:
+            written = await shoal.request("PUT", item(kind, obj), body=body)
+        except ApiError as error:  # only the status differs: Krake's 400 "no update"
+            if error.status != 400 or error.title != NO_UPDATE_TITLE:
+                raise
+            written = await shoal.request("GET", item(kind, obj))
     if "status" in kind.subresources and obj.get("status") is not None:
         written["status"] = dict(obj["status"])
         if kind is Application and written["status"].get("kube_controller_triggered"):
@@ -180,7 +204,20 @@ async def _write(kind: type[Kind], obj: Obj, current: Obj | None, shoal: ShoalCl
             written["status"]["kube_controller_triggered"] = max(
                 written["status"]["kube_controller_triggered"], written["metadata"]["modified"]
             )
+        if kind is Application:
+            status = written["status"]
+            status["kube_namespaces"] = _where_krake_put_them(status, contexts)
         await shoal.request("PUT", item(kind, obj) + "/status", body=written)
+
+
+def _where_krake_put_them(
+    status: Obj, contexts: dict[tuple[str | None, str], str]
+) -> dict[str, str]:
+    """Krake applied the objects without a namespace in its cluster's context namespace."""
+    ref = status.get("running_on") or {}
+    if not isinstance(ref, dict) or not ref.get("name"):
+        return {}
+    return {ref["name"]: contexts.get((ref.get("namespace"), ref["name"]), "default")}
 
 
 def import_command(

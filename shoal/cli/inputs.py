@@ -171,9 +171,12 @@ def parse_numbers(values: Sequence[str], what: str) -> list[float]:
 def parse_rule(text: str) -> dict[str, Any]:
     """``api:resources:namespaces:verbs``, lists comma-separated, empty or ``*`` = any.
 
-    Any group, resource or verb is sent as ``*``; any namespace as no namespace.
+    Any group, resource or verb is sent as ``*``; any namespace as no namespace. A
+    namespace may hold ':' itself (``system:admin``): groups, resources and verbs never do.
     """
     parts = text.split(":")
+    if len(parts) > 4:
+        parts = [parts[0], parts[1], ":".join(parts[2:-1]), parts[-1]]
     if len(parts) != 4:
         raise CliError(
             f"rule {text!r} must be api:resources:namespaces:verbs "

@@ -36,6 +36,14 @@ def default_url() -> str:
     return os.environ.get("SHOAL_API", DEFAULT_URL)
 
 
+FIELD_VALIDATION = "fieldValidation"
+"""The API's query parameter for fields a body's kind does not have (Kubernetes' name)."""
+_WRITES = frozenset(("POST", "PUT", "PATCH"))
+
+NO_UPDATE_TITLE = "UPDATE_ERROR"
+"""The title of the API's answer to an update that changes nothing on a Krake kind."""
+
+
 class ApiError(Exception):
     """An error answer of the API, with its RFC 7807 problem document."""
 
@@ -190,8 +198,14 @@ class ShoalClient:
         params: dict[str, Any] | None = None,
         headers: Mapping[str, str] | None = None,
     ) -> Any:
-        """Send one request; the decoded JSON answer, or an ApiError."""
+        """Send one request; the decoded JSON answer, or an ApiError.
+
+        A write is ``Strict`` about fields the kind does not have (a 422 naming them):
+        Shoal's own components and CLI send Shoal's schema, so such a field is a mistake.
+        """
         content = orjson.dumps(body, default=_wire) if body is not None else None
+        if method in _WRITES:
+            params = {FIELD_VALIDATION: "Strict", **(params or {})}
         try:
             async with self.session.request(
                 method, self.url + path, data=content, params=_params(params), headers=headers
@@ -281,12 +295,19 @@ class ShoalClient:
             params["continue"] = token
 
     async def update(self, obj: K, *, dry_run: bool = False) -> K:
+        """Replace ``obj``. An update that changes nothing answers the object as stored: the
+        API answers it with Krake's 400 "no update" on Krake's kinds, which no caller of
+        this client needs to tell from a write."""
         kind = type(obj)
-        path = item_path(kind, obj.metadata.name, obj.metadata.namespace)
-        return kind.model_validate(
-            await self.request("PUT", path, body=_dump(obj), params=_dry(dry_run)),
-            context=TRUSTED,
-        )
+        name, namespace = obj.metadata.name, obj.metadata.namespace
+        path = item_path(kind, name, namespace)
+        try:
+            data = await self.request("PUT", path, body=_dump(obj), params=_dry(dry_run))
+        except ApiError as error:
+            if error.status != 400 or error.title != NO_UPDATE_TITLE:
+                raise
+            return await self.get(kind, name, namespace)
+        return kind.model_validate(data, context=TRUSTED)
 
     async def update_status(self, obj: K) -> K:
         kind = type(obj)

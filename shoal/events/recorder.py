@@ -56,7 +56,7 @@ def name_of(kind: str, name: str, uid: str | None, reason: str, key: str, compon
     """``event_name`` from the object's kind, name and uid (for writers without a model)."""
     ident = "\0".join((kind, uid or name, reason, key, component))
     digest = hashlib.blake2b(ident.encode(), digest_size=8).hexdigest()
-    return f"{name[:46].rstrip('-_')}-{digest}"
+    return f"{name[:46].rstrip('-_') or name[:1]}-{digest}"  # "_" is a name, "-…" none
 
 
 def involved(obj: Kind) -> dict[str, Any]:

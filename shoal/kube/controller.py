@@ -39,7 +39,9 @@ from shoal.controllers.queue import WorkQueue
 from shoal.events import Recorder, reasons
 from shoal.kube import observing, placements
 from shoal.kube.hooks import HOOKS, HookSettings, settings_from_environment, with_hooks
-from shoal.kube.member import KubeFailure, Members, unreachable
+from shoal.kube.member import KubeFailure, Members, obj_key, unreachable
+from shoal.kube.namespaces import kube_namespace
+from shoal.kube.namespaces import to_record as namespaces_to_record
 from shoal.kube.objects import (
     Obj,
     cleanup_ref,
@@ -468,6 +470,19 @@ class KubeController(Controller):
             return None
         return self.cluster_informer.get(ref.name, ref.namespace)
 
+    def _namespace_on(self, app: Application, ref: ResourceRef) -> str:
+        """Where ``app``'s objects without a namespace are on ``ref`` (``kube.namespaces``)."""
+        return kube_namespace(app, ref, self._cluster(ref))
+
+    async def _recorded_namespace(
+        self, app: Application, ref: ResourceRef
+    ) -> tuple[Application, str]:
+        """``_namespace_on``, recorded in its status before anything is applied there."""
+        record = namespaces_to_record(app, [ref], self._cluster)
+        if record is not None:
+            app = await self._write(app, {"kube_namespaces": record})
+        return app, self._namespace_on(app, ref)
+
     async def _kube(self, ref: ResourceRef, code: ReasonCode) -> KubeCluster:
         cluster = self._cluster(ref)
         if cluster is None or cluster.spec.kubeconfig is None:
@@ -492,13 +507,12 @@ class KubeController(Controller):
 
     async def _resume(self, key: CacheKey, app: Application, kube: KubeCluster,
                       where: CacheKey, marked: list[Obj], manifest: list[Obj],
-                      schemas: list[Obj]) -> bool:  # fmt: skip
+                      schemas: list[Obj], namespace: str) -> bool:  # fmt: skip
         """After a restart: whether what runs is what the status says was applied and
         observed; then it is taken as applied (``kube.observing.resumed``)."""
         status = app.status
         if status.last_applied_manifest != manifest or not status.last_observed_manifest:
             return False
-        namespace = app.metadata.namespace or "default"
         lives = await self.members.read_all(kube, where, marked, namespace)
         base = observing.resumed(schemas, marked, lives, status.last_observed_manifest)
         if base is None:
@@ -524,7 +538,6 @@ class KubeController(Controller):
         schemas = observing.schemas(app, desired)
         before = self.applied[key][1] if key in self.applied else status.last_applied_manifest
         manifest = observing.to_apply(desired, schemas, before)
-        namespace = app.metadata.namespace or "default"
         me = Owner.of(app)
         migrating = status.running_on is not None and status.running_on != target
         if migrating:
@@ -543,6 +556,8 @@ class KubeController(Controller):
                 f"its cluster is outside the application's namespace "
                 f"{app.metadata.namespace!r}: not deployed",
             )
+        app, namespace = await self._recorded_namespace(app, target)
+        status = app.status
         kube = await self._kube(target, code)
         where = ref_key(target)
         marked = [owned(obj, me) for obj in manifest]
@@ -551,7 +566,9 @@ class KubeController(Controller):
             lives: list[Obj | None] = []
             apply = self.applied.get(key) != (where, manifest)
             if apply and key not in self.applied and status.running_on == target:
-                apply = not await self._resume(key, app, kube, where, marked, manifest, schemas)
+                apply = not await self._resume(
+                    key, app, kube, where, marked, manifest, schemas, namespace
+                )
             if not apply:
                 lives = await self.members.read_all(kube, where, marked, namespace)
                 drifted = [
@@ -562,7 +579,7 @@ class KubeController(Controller):
                 if drifted:
                     log.info(
                         "application %s/%s: %s changed on %s by someone else; applying again",
-                        namespace,
+                        app.metadata.namespace,
                         app.metadata.name,
                         ", ".join(f"{kind} {name}" for kind, _, name in drifted),
                         target.name,
@@ -585,12 +602,14 @@ class KubeController(Controller):
                 for taken in done.taken:
                     log.warning(
                         "application %s/%s takes over %s from %s (conflict_resolution: "
-                        "overwrite)", namespace, app.metadata.name, taken.what, taken.owner,
+                        "overwrite)", app.metadata.namespace, app.metadata.name, taken.what,
+                        taken.owner,
                     )  # fmt: skip
                     reasons.took_over(self.events, app, taken.what, taken.owner.name, target.name)
                 if status.running_on == target:  # prune what the manifest no longer has
-                    keep = {ident(obj) for obj in manifest}
-                    stale = [o for o in status.last_applied_manifest if ident(o) not in keep]
+                    keep = {obj_key(obj, namespace) for obj in manifest}
+                    stale = [o for o in status.last_applied_manifest
+                             if obj_key(o, namespace) not in keep]  # fmt: skip
                     await self.members.delete(kube, where, stale, namespace, me)
                 self.applied[key] = (where, manifest)
                 self.applied_at[key] = asyncio.get_running_loop().time()
@@ -698,7 +717,7 @@ class KubeController(Controller):
         try:
             kube = await self._kube(ref, ReasonCode.DELETE_FAILED)
             for service in services[:1]:
-                live = await kube.read(service, app.metadata.namespace or "default")
+                live = await kube.read(service, self._namespace_on(app, ref))
                 address = _service_address(live, str(kube.api.configuration.host))
                 if address is None:
                     problem = "its Service has no node port or load balancer address"
@@ -723,17 +742,17 @@ class KubeController(Controller):
         the migration up: the copy is remembered in ``status.pending_cleanups``
         and removed when the cluster answers again.
         """
-        namespace = app.metadata.namespace or "default"
         objects = app.status.last_applied_manifest or app.spec.manifest
         if self._elsewhere(app, old) or self._cluster(old) is None:
             return None  # the cluster is gone from Shoal: nothing to come back to
+        namespace = self._namespace_on(app, old)
         try:
             kube = await self._kube(old, ReasonCode.DELETE_FAILED)
             await self.members.delete(kube, ref_key(old), objects, namespace, Owner.of(app))
         except (KubeFailure, KubeUnreachable, KubeApiError) as error:
             log.warning(
                 "application %s/%s: old copy on %s not removed yet: %s",
-                namespace,
+                app.metadata.namespace,
                 app.metadata.name,
                 old.name,
                 error,
@@ -747,7 +766,6 @@ class KubeController(Controller):
     async def _cleanup(self, app: Application) -> Application:
         """Retry removing copies left on clusters that did not answer during a migration."""
         key = cache_key(app)
-        namespace = app.metadata.namespace or "default"
         keep: list[Obj] = []
         now = asyncio.get_running_loop().time()
         for entry in app.status.pending_cleanups:
@@ -758,10 +776,11 @@ class KubeController(Controller):
             if cluster is None or cluster.spec.kubeconfig is None:
                 continue  # the cluster is gone from Shoal
             objects: list[Obj] = list(entry.get("objects") or [])
+            namespace = self._namespace_on(app, ref)
             if ref in placed_on(app.status):
                 # back where it was: only what the manifest no longer has is stale
-                current = {ident(obj) for obj in self.desired(app)}
-                objects = [obj for obj in objects if ident(obj) not in current]
+                current = {obj_key(obj, namespace) for obj in self.desired(app)}
+                objects = [obj for obj in objects if obj_key(obj, namespace) not in current]
                 if not objects:
                     continue
             tried = self._cleanup_tried.get((key, ref_key(ref)))
@@ -776,7 +795,7 @@ class KubeController(Controller):
             except (KubeUnreachable, KubeApiError) as error:
                 log.info(
                     "application %s/%s: old copy on %s still not removed: %s",
-                    namespace,
+                    app.metadata.namespace,
                     app.metadata.name,
                     ref.name,
                     error,
@@ -785,9 +804,8 @@ class KubeController(Controller):
                 self.queue.add_after(key, self.cleanup_retry)
                 continue
             self._cleanup_tried.pop((key, ref_key(ref)), None)
-            log.info(
-                "application %s/%s: old copy on %s removed", namespace, app.metadata.name, ref.name
-            )
+            log.info("application %s/%s: old copy on %s removed",
+                     app.metadata.namespace, app.metadata.name, ref.name)  # fmt: skip
         return await self._write(app, {"pending_cleanups": keep})
 
     async def _remove_orphans(self, cluster: Cluster) -> None:
@@ -814,7 +832,6 @@ class KubeController(Controller):
         """Remove what the application owns from its clusters, then its finalizer."""
         if KUBE_FINALIZER not in app.metadata.finalizers:
             return
-        namespace = app.metadata.namespace or "default"
         me = Owner.of(app)
         if not await self._shut_down_first(app, runs_on(app.status)):
             return
@@ -831,6 +848,7 @@ class KubeController(Controller):
             if self._elsewhere(app, ref) or cluster is None or cluster.spec.kubeconfig is None:
                 continue  # the cluster is gone, or not the application's: nothing to remove
             kube = await self._kube(ref, ReasonCode.DELETE_FAILED)
+            namespace = self._namespace_on(app, ref)
             try:
                 left = await self.members.delete(kube, ref_key(ref), objects, namespace, me)
             except (KubeUnreachable, KubeApiError) as error:
@@ -847,6 +865,7 @@ class KubeController(Controller):
             if cluster is None or cluster.spec.kubeconfig is None:
                 continue
             stale: list[Obj] = list(entry.get("objects") or [])
+            namespace = self._namespace_on(app, left_on)
             try:
                 kube = await self.kube.get(cluster)
                 await self.members.delete(kube, ref_key(left_on), stale, namespace, me)

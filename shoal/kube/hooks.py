@@ -1,7 +1,9 @@
 """Krake's application hooks, put into what the kube controller applies.
 
 An application with ``complete`` (or ``shutdown``) in ``spec.hooks`` gets, with
-Krake's names, in every namespace its manifest uses:
+Krake's names, in every namespace its manifest uses (objects without a namespace:
+the cluster's default one, where they go; ``<app>``: the application's name, lower
+case with other marks as '-' and a digest when it is no Kubernetes name as it is):
 
 - a Secret ``<app>-krake-<hook>-secret-token`` holding ``krake_<hook>_token`` (the
   application's ``status.<hook>_token``) and ``krake_<hook>_url`` (the API's
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from shoal.client.credentials import Credentials
+from shoal.machinery.names import kube_name
 from shoal.machinery.types import Obj
 
 HOOKS = ("complete", "shutdown")
@@ -82,10 +85,11 @@ def _b64(text: str) -> str:
 
 
 def _secret(name: str, namespace: str, data: dict[str, str]) -> Obj:
+    """A Secret in ``namespace`` ("": where the manifest's objects without one go)."""
     return {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": {"name": name, "namespace": namespace},
+        "metadata": {"name": name, **({"namespace": namespace} if namespace else {})},
         "type": "Opaque",
         "data": {key: _b64(value) for key, value in data.items()},
     }
@@ -125,12 +129,13 @@ def with_hooks(
     if not active:
         return list(manifest)
     out = [copy.deepcopy(obj) for obj in manifest]
-    namespaces = sorted({str((obj.get("metadata") or {}).get("namespace") or app_namespace)
+    namespaces = sorted({str((obj.get("metadata") or {}).get("namespace") or "")
                          for obj in manifest})  # fmt: skip
     for hook in active:
-        token_secret = f"{name}-krake-{hook}-secret-token"
-        certs_secret = f"{name}-krake-{hook}-secret-certs"
-        volume = f"{name}-krake-{hook}-volume"
+        # Krake's names, from the application's name as a Kubernetes name can hold it
+        token_secret = f"{kube_name(name, 220)}-krake-{hook}-secret-token"
+        certs_secret = f"{kube_name(name, 220)}-krake-{hook}-secret-certs"
+        volume = f"{kube_name(name, 63 - len(f'-krake-{hook}-volume'))}-krake-{hook}-volume"
         env_token, env_url = f"KRAKE_{hook.upper()}_TOKEN", f"KRAKE_{hook.upper()}_URL"
         data = {env_token.lower(): str(tokens[hook]),
                 env_url.lower(): url(settings.endpoint, hook, app_namespace, name)}  # fmt: skip

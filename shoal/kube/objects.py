@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from shoal.kube.watch import ClusterKey, Entry
+from shoal.machinery.names import DNS_LABEL
 from shoal.machinery.types import Obj
 from shoal.model.application_status import placed_on, runs_on
 from shoal.model.base import ResourceRef
@@ -162,7 +163,8 @@ def clusters_of(app: Application) -> list[ResourceRef]:
 def placement(app: Application) -> tuple[Any, ...]:
     """What the watched objects of ``app`` depend on (most events change none of it)."""
     status = app.status
-    return (placed_on(status), runs_on(status), app.spec.manifest, status.last_applied_manifest)
+    return (placed_on(status), runs_on(status), app.spec.manifest, status.last_applied_manifest,
+            status.kube_namespaces)  # fmt: skip
 
 
 def watch_entries(app: Application) -> set[Entry]:
@@ -170,7 +172,9 @@ def watch_entries(app: Application) -> set[Entry]:
     status = app.status
     refs = [*placed_on(status), *runs_on(status)]
     objects = [*app.spec.manifest, *status.last_applied_manifest]
-    return _entries(app.metadata.namespace, [ref_key(r) for r in refs], objects)
+    return _entries(
+        app.metadata.namespace, [ref_key(r) for r in refs], objects, status.kube_namespaces
+    )
 
 
 def triggered(app: Application) -> bool:
@@ -189,7 +193,8 @@ def raw_watch_entries(app: Obj) -> set[Entry]:
     refs = [(ref.get("namespace"), ref["name"]) for ref in found if ref]
     manifest = (app.get("spec") or {}).get("manifest") or []
     objects = [*manifest, *(status.get("last_applied_manifest") or [])]
-    return _entries(app["metadata"].get("namespace"), refs, objects)
+    recorded = status.get("kube_namespaces") or {}
+    return _entries(app["metadata"].get("namespace"), refs, objects, recorded)
 
 
 def unread(app: Obj, written: int | None, entries: set[Entry] | None) -> bool:
@@ -214,16 +219,27 @@ def unread(app: Obj, written: int | None, entries: set[Entry] | None) -> bool:
     return entries is None or raw_watch_entries(app) == entries
 
 
-def _entries(namespace: str | None, refs: list[ClusterKey], objects: list[Obj]) -> set[Entry]:
-    """Each object on each cluster of the application's namespace (no other is watched)."""
+def _entries(
+    namespace: str | None, refs: list[ClusterKey], objects: list[Obj], recorded: dict[str, str]
+) -> set[Entry]:
+    """Each object on each cluster of the application's namespace (no other is watched).
+
+    An object without a namespace is where ``status.kube_namespaces`` says it went on
+    that cluster (``shoal.kube.namespaces``); unrecorded, in the Kubernetes namespace
+    named after the application's, where a copy applied before the record ran (a
+    namespace that is no Kubernetes name held none: such a cluster waits for its record).
+    """
     refs = [ref for ref in refs if ref[0] == namespace]
-    namespace = namespace or "default"
+    legacy = namespace or "default"
     entries: set[Entry] = set()
     for ref in refs:
+        default = recorded.get(ref[1]) or legacy
+        if len(default) > 63 or not DNS_LABEL.fullmatch(default):
+            continue
         for obj in objects:
             try:
                 api_version, kind, ns, name = ident(obj)
             except (KeyError, TypeError):
                 continue
-            entries.add((ref, (api_version, kind, ns or namespace, name)))
+            entries.add((ref, (api_version, kind, ns or default, name)))
     return entries

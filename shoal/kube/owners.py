@@ -5,6 +5,11 @@ application (namespace, name, uid), so that two applications naming the same
 object never fight over it: the second is refused with reason ``CONFLICT``
 unless its ``spec.conflict_resolution`` is ``overwrite``. The decision is made
 here from the live object alone; the controller does the I/O.
+
+A Shoal name need not be a label value (``system:admin``): the labels carry
+``kube_label_value``'s form of it, and the annotation the exact names, which
+decide. Two namespaces whose label forms could be taken for each other
+(``system:admin`` and ``system-admin``) are told apart by the annotation.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from shoal.machinery.names import kube_label_value
 from shoal.machinery.types import Obj
 from shoal.model.kubernetes import Application
 
@@ -40,7 +46,11 @@ class Owner:
 
     @property
     def labels(self) -> dict[str, str]:
-        return {LABEL_NAMESPACE: self.namespace, LABEL_NAME: self.name, LABEL_UID: self.uid}
+        return {
+            LABEL_NAMESPACE: kube_label_value(self.namespace),
+            LABEL_NAME: kube_label_value(self.name),
+            LABEL_UID: self.uid,
+        }
 
     @property
     def annotations(self) -> dict[str, str]:
@@ -53,7 +63,9 @@ class Owner:
 
 
 def owner_of(live: Obj | None) -> Owner | None:
-    """The application that owns ``live``, from its labels (annotations when labels were cut)."""
+    """The application that owns ``live``: its uid from the labels (the annotation when labels
+    were cut), its exact namespace and name from the annotation (the labels when it was cut:
+    a name that is no label value then reads as its label form, which names no application)."""
     if live is None:
         return None
     meta = live.get("metadata") or {}
@@ -64,7 +76,9 @@ def owner_of(live: Obj | None) -> Owner | None:
         return None
     namespace, _, name = str(notes.get(ANNOTATION_APP) or "/").partition("/")
     return Owner(
-        str(labels.get(LABEL_NAMESPACE) or namespace), str(labels.get(LABEL_NAME) or name), uid
+        namespace or str(labels.get(LABEL_NAMESPACE) or ""),
+        name or str(labels.get(LABEL_NAME) or ""),
+        str(uid),
     )
 
 
@@ -111,9 +125,11 @@ def refusal(
     it (``mine``).
     ``exists`` tells whether an owning application still exists in Shoal: an
     object left by a deleted application of the same namespace and name
-    (recreated) is taken back. An owner of another namespace is not believed
-    (a cluster serves the applications of its own namespace only): the object
-    is as good as without an owner, and nothing is said of that namespace.
+    (recreated) is taken back. An object whose owner is of another namespace is
+    never taken, ``overwrite`` or not: two tenants whose credentials reach one
+    member cluster put their objects without a namespace into the same
+    Kubernetes namespace (their contexts'), and neither may take the other's.
+    Nothing is said of that namespace, nor whether its application exists.
     """
     if live is None:
         return None
@@ -121,7 +137,7 @@ def refusal(
     if owner is not None and owner.uid == me.uid:
         return None
     if owner is not None and owner.namespace != me.namespace:
-        owner = None
+        return f"{describe(obj)} belongs to an application of another namespace: never taken over"
     if owner is not None and not exists(owner):
         if owner.name == me.name:
             return None  # left by an earlier application of this name

@@ -24,6 +24,7 @@ from shoal.client.kube import KubeApiError, KubeUnreachable
 from shoal.events import reasons
 from shoal.kube import observing
 from shoal.kube.member import KubeFailure
+from shoal.kube.namespaces import to_record as namespaces_to_record
 from shoal.kube.objects import (
     combined_health,
     ident,
@@ -87,7 +88,7 @@ async def _apply(
     """Apply one cluster's copy if it changed (or drifted); whether it is ready, and counts."""
     key = cache_key(app)
     where = ref_key(ref)
-    namespace = app.metadata.namespace or "default"
+    namespace = controller._namespace_on(app, ref)
     me = Owner.of(app)
     code = ReasonCode.CREATE_FAILED if phase is ApplicationState.CREATING else (
         ReasonCode.RECONCILE_FAILED)  # fmt: skip
@@ -113,7 +114,7 @@ async def _apply(
                 return _health(manifest, lives)
             changed = ", ".join(f"{kind} {name}" for kind, _, name in drifted)
             log.info("application %s/%s: %s changed on %s by someone else; applying again",
-                     namespace, app.metadata.name, changed, ref.name)  # fmt: skip
+                     app.metadata.namespace, app.metadata.name, changed, ref.name)  # fmt: skip
             controller.drift_repairs += 1
         # what its status says it runs there (imported from Krake) is labelled its own
         recorded = {ident(obj) for obj in app.status.last_applied_manifest} if any(
@@ -163,6 +164,11 @@ async def deploy(controller: KubeController, app: Application) -> None:
             f"a placement names a cluster outside the application's namespace "
             f"{app.metadata.namespace!r}: not deployed",
         )
+    # where the objects without a namespace go on each cluster, recorded before any apply
+    record = namespaces_to_record(app, [p.cluster for p in status.placements], controller._cluster)
+    if record is not None:
+        app = await controller._write(app, {"kube_namespaces": record})
+        status = app.status
     copies = {ref_key(c.cluster): c for c in status.copies}
     running = status.running_on
     if not copies and running is not None:  # it ran on one cluster: that copy is one of them

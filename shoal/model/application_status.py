@@ -62,6 +62,7 @@ OWNERS: dict[str, frozenset[str]] = {
             "container_health",
             "pending_cleanups",
             "copies",
+            "kube_namespaces",
             "retries",
             "scheduled_retry",
             "complete_token",
@@ -99,7 +100,8 @@ def derive(status: ApplicationStatus) -> tuple[ApplicationState, Reason | None]:
     """The user-visible state and reason, from the writers' fields (first rule that holds).
 
     1. the kube controller ends the application (DELETING, COMPLETED…): its state;
-    2. the scheduler cannot place it: PENDING (waiting) or FAILED, with its reason;
+    2. the scheduler cannot place it: PENDING (waiting), DEGRADED (waiting under Krake's
+       back-off: ``NO_SUITABLE_RESOURCE`` with a next retry) or FAILED, with its reason;
     3. the kube controller's deploy state and reason;
     4. otherwise PENDING (placed, not yet deployed).
     """
@@ -107,7 +109,10 @@ def derive(status: ApplicationStatus) -> tuple[ApplicationState, Reason | None]:
     if deploy is not None and deploy in _FINAL:
         return deploy, status.deploy_reason
     if status.schedule_reason is not None:
-        return state_for(status.schedule_reason.code), status.schedule_reason
+        code = status.schedule_reason.code
+        if code is ReasonCode.NO_SUITABLE_RESOURCE and status.next_retry is not None:
+            return ApplicationState.DEGRADED, status.schedule_reason
+        return state_for(code), status.schedule_reason
     if deploy is not None:
         return deploy, status.deploy_reason
     if status.deploy_reason is not None:

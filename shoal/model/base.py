@@ -1,8 +1,9 @@
 """Shared parts of every Shoal resource: metadata, references, reasons, validation.
 
-Names, label keys and label values follow Kubernetes rules so that they can be
-used on member clusters unchanged; object names also admit ``_`` because
-Krake users name metrics after their Prometheus series (``heat_demand_zone_1``).
+Object and namespace names are Krake's (``system:admin``, ``heat_demand_zone_1``,
+``GlobalInfrastructureProvider_instance``); where one goes onto a member cluster
+it is mapped there (``shoal.machinery.names.kube_label_value``). Label keys and
+values follow Kubernetes rules so that they can be used on member clusters unchanged.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from pydantic import (
     WithJsonSchema,
 )
 
-from shoal.machinery.names import DNS_SUBDOMAIN, OBJECT_NAME, QUALIFIED_NAME
+from shoal.machinery.names import DNS_SUBDOMAIN, QUALIFIED_NAME, object_name_problem
+from shoal.model.shape import addition
 
 _FINALIZER_RE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_./]*[A-Za-z0-9])?$")
 
@@ -47,13 +49,8 @@ def utcnow() -> datetime:
 
 
 def check_name(value: str) -> str:
-    if not 1 <= len(value) <= 63:
-        raise ValueError("must be 1 to 63 characters long")
-    if not OBJECT_NAME.match(value):
-        raise ValueError(
-            "must consist of lower case letters, digits, '-' or '_', "
-            "and start and end with a letter or digit"
-        )
+    if (reason := object_name_problem(value)) is not None:
+        raise ValueError(reason)
     return value
 
 
@@ -124,7 +121,7 @@ class Metadata(Model):
     name: Name
     namespace: str | None = None
     labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
-    inherit_labels: bool = False
+    inherit_labels: bool = addition(False)
     finalizers: list[Finalizer] = Field(default_factory=list)
     uid: str | None = None
     created: datetime | None = None

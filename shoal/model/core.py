@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, model_validator
 
 from shoal.model.base import Kind, Model, Reason, null_as
+from shoal.model.shape import addition, section
 
 
 class MetricProviderRef(Model):
@@ -16,7 +17,7 @@ class MetricProviderRef(Model):
 
 
 class MetricSpec(Model):
-    allowed_values: list[float] = Field(default_factory=list)
+    allowed_values: list[float] = addition(default_factory=list)
     min: float
     max: float
     provider: MetricProviderRef
@@ -116,10 +117,10 @@ ProviderType = Literal["prometheus", "influx", "kafka", "static"]
 
 class MetricsProviderSpec(Model):
     type: ProviderType
-    prometheus: PrometheusSpec | None = None
-    influx: InfluxSpec | None = None
-    kafka: KafkaSpec | None = None
-    static: StaticSpec | None = None
+    prometheus: PrometheusSpec | None = section()
+    influx: InfluxSpec | None = section()
+    kafka: KafkaSpec | None = section()
+    static: StaticSpec | None = section()
 
     @model_validator(mode="after")
     def _one_matching_section(self) -> MetricsProviderSpec:
@@ -145,7 +146,7 @@ class _MetricsProviderKind(CoreKind):
     """A metrics provider: the same spec and status, cluster-wide or in a namespace."""
 
     spec: MetricsProviderSpec
-    status: Annotated[MetricsProviderStatus, null_as(MetricsProviderStatus)] = Field(
+    status: Annotated[MetricsProviderStatus, null_as(MetricsProviderStatus)] = addition(
         default_factory=MetricsProviderStatus
     )
 

@@ -12,6 +12,7 @@ from pydantic import Field, model_validator
 
 from shoal.model.base import Kind, Model, Reason, null_as
 from shoal.model.kubernetes import MetricRef
+from shoal.model.shape import addition, section
 
 
 class ImCloud(Model):
@@ -32,7 +33,7 @@ class ImSpec(Model):
     username: str | None = None
     password: str | None = None
     token: str | None = None
-    clouds: list[ImCloud] = Field(
+    clouds: list[ImCloud] = addition(
         default_factory=list,
         description="Shoal addition: more clouds IM may build on, sent after the bound cloud's "
         "login (for example {id: test, type: Dummy}).",
@@ -60,8 +61,8 @@ class InfrastructureProviderSpec(Model):
     """Who builds clusters: Krake's ``im`` (the Infrastructure Manager) or Shoal's ``sim``."""
 
     type: Literal["im", "sim"] = "im"
-    im: ImSpec | None = None
-    sim: SimProviderSpec | None = None
+    im: ImSpec | None = section()
+    sim: SimProviderSpec | None = section()
 
     @model_validator(mode="after")
     def _section_of_type(self) -> InfrastructureProviderSpec:
@@ -124,14 +125,14 @@ class InfrastructureProviderRef(Model):
 
     name: str
     namespaced: bool = False
-    uid: str | None = Field(
-        default=None,
+    uid: str | None = addition(
+        None,
         description="Shoal addition, set by the API at each write: the uid of the provider "
         "the name resolved to. The cloud's password is sent to that provider only; one made "
         "later under the same name is not used.",
     )
-    url: str | None = Field(
-        default=None,
+    url: str | None = addition(
+        None,
         description="Shoal addition, set by the API with uid: that provider's URL then. The "
         "password is not sent once the provider points elsewhere, until the cloud is "
         "written again.",
@@ -149,7 +150,7 @@ class CloudSpec(Model):
 
 class CloudStatus(Model):
     state: Literal["ONLINE", "FAILING_METRICS"] = "ONLINE"
-    reason: Reason | None = None
+    reason: Reason | None = addition(None)
     metrics_reasons: dict[str, Reason] = Field(default_factory=dict)
 
 

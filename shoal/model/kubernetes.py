@@ -17,7 +17,7 @@ from pydantic import (
     model_validator,
 )
 
-from shoal.machinery.names import CRD_NAME
+from shoal.machinery.names import CRD_NAME, DNS_LABEL, MAX_OBJECT_NAME
 from shoal.machinery.selectors import ConstraintError, LabelConstraint, MetricConstraint
 from shoal.model.base import (
     Kind,
@@ -29,20 +29,24 @@ from shoal.model.base import (
     null_as,
     trusted,
 )
+from shoal.model.shape import addition
 
 
 def _parsed(language: type[LabelConstraint | MetricConstraint]) -> Any:
-    """Validator: the canonical spelling of a constraint (skipped for trusted objects)."""
+    """Validator: a constraint that parses, kept as the user wrote it (``location=DE`` reads
+    back as ``location=DE``, as in Krake). Its readers parse it again, from a cache
+    (``shoal.machinery.selectors``); trusted objects are not parsed here."""
 
-    def canonical(text: str, info: ValidationInfo) -> str:
+    def parses(text: str, info: ValidationInfo) -> str:
         if trusted(info):
             return text
         try:
-            return str(language.parse(text))
+            language.parse(text)
         except ConstraintError as error:
             raise ValueError(str(error)) from None
+        return text
 
-    return AfterValidator(canonical)
+    return AfterValidator(parses)
 
 
 LabelConstraintText = Annotated[
@@ -172,25 +176,25 @@ class ApplicationSpec(Model):
     backoff_delay: int = Field(default=1, ge=0)
     backoff_limit: int = Field(default=-1, ge=-1)
     shutdown_grace_time: int = Field(default=30, ge=0)
-    retry_limit: int | None = Field(
-        default=None,
+    retry_limit: int | None = addition(
+        None,
         ge=-1,
         description="Failed placement attempts before FAILED; -1 never; unset: the "
         "scheduler's retries.",
     )
-    retry_delay: float | None = Field(
-        default=None,
+    retry_delay: float | None = addition(
+        None,
         gt=0,
         description="Seconds before the first placement retry (then doubling); unset: the "
         "scheduler's backoff.initial.",
     )
-    conflict_resolution: Literal["abort", "overwrite"] = Field(
-        default="abort",
+    conflict_resolution: Literal["abort", "overwrite"] = addition(
+        "abort",
         description="An object of the manifest that another application (or none) owns in"
         " the member cluster: abort (reason CONFLICT) or overwrite (take it over).",
     )
-    placement: Placement | None = Field(
-        default=None,
+    placement: Placement | None = addition(
+        None,
         description="Several clusters, and how replicas are shared (docs/multi-cluster.md); "
         "unset: one cluster.",
     )
@@ -226,6 +230,15 @@ INACTIVE_STATES = (
 
 AppKey = tuple[str, str]
 """(namespace, name) of an application."""
+
+
+def _kube_namespace(value: str) -> str:
+    if len(value) > 63 or not DNS_LABEL.fullmatch(value):
+        raise ValueError(f"{value!r} is not a Kubernetes namespace (a DNS-1123 label)")
+    return value
+
+
+KubeNamespace = Annotated[str, AfterValidator(_kube_namespace)]
 
 
 class ContainerHealth(Model):
@@ -273,49 +286,49 @@ class ApplicationStatus(Model):
     scheduled_to: ResourceRef | None = None
     running_on: ResourceRef | None = None
     kube_controller_triggered: datetime | None = None
-    last_scheduled: datetime | None = Field(
-        default=None, description="Last successful scheduling pass (Shoal addition)."
+    last_scheduled: datetime | None = addition(
+        None, description="Last successful scheduling pass (Shoal addition)."
     )
-    reschedule_requested: datetime | None = Field(
-        default=None,
+    reschedule_requested: datetime | None = addition(
+        None,
         description="A reschedule was asked for at this time; done when last_scheduled is later.",
     )
-    scheduler_retries: int | None = Field(
-        default=None, description="Attempts left before FAILED; set by the scheduler."
+    scheduler_retries: int | None = addition(
+        None, description="Attempts left before FAILED; set by the scheduler."
     )
-    scheduling: dict[str, Any] | None = Field(
-        default=None, description="Explanation of the last scheduling attempt (Shoal addition)."
+    scheduling: dict[str, Any] | None = addition(
+        None, description="Explanation of the last scheduling attempt (Shoal addition)."
     )
     # One writer per field (docs/status-ownership.md); state and reason derive from these.
-    schedule_reason: Reason | None = Field(
-        default=None, description="Why the scheduler cannot place it now (scheduler)."
+    schedule_reason: Reason | None = addition(
+        None, description="Why the scheduler cannot place it now (scheduler)."
     )
-    scheduler_attempts: Annotated[int, null_as(int)] = Field(
-        default=0, ge=0, description="Failed placement attempts in a row (scheduler)."
+    scheduler_attempts: Annotated[int, null_as(int)] = addition(
+        0, ge=0, description="Failed placement attempts in a row (scheduler)."
     )
-    next_retry: datetime | None = Field(
-        default=None, description="When the scheduler tries a waiting application again."
+    next_retry: datetime | None = addition(
+        None, description="When the scheduler tries a waiting application again."
     )
-    last_scheduled_to: ResourceRef | None = Field(
-        default=None, description="The cluster it was last placed on (scheduler)."
+    last_scheduled_to: ResourceRef | None = addition(
+        None, description="The cluster it was last placed on (scheduler)."
     )
-    deploy_state: ApplicationState | None = Field(
-        default=None, description="Where the deployment is (kube controller)."
+    deploy_state: ApplicationState | None = addition(
+        None, description="Where the deployment is (kube controller)."
     )
-    deploy_reason: Reason | None = Field(
-        default=None, description="Why the deployment is in trouble (kube controller)."
+    deploy_reason: Reason | None = addition(
+        None, description="Why the deployment is in trouble (kube controller)."
     )
     container_health: ContainerHealth = Field(default_factory=ContainerHealth)
-    placements: list[PlacementStatus] = Field(
+    placements: list[PlacementStatus] = addition(
         default_factory=list,
         description="Every cluster it is placed on, with its share (scheduler) and its ready "
         "replicas and state (derived from copies). Empty for a one-cluster application.",
     )
-    copies: list[CopyStatus] = Field(
+    copies: list[CopyStatus] = addition(
         default_factory=list,
         description="The copies on each cluster of a placement (kube controller).",
     )
-    conditions: list[Condition] = Field(
+    conditions: list[Condition] = addition(
         default_factory=list,
         description="Shoal addition (scheduler): ``Degraded`` while a placement runs on fewer "
         "clusters than it asked for, or without some of its replicas; the state stays RUNNING.",
@@ -324,11 +337,19 @@ class ApplicationStatus(Model):
     mangled_observer_schema: list[dict[str, Any]] = Field(default_factory=list)
     last_applied_manifest: list[dict[str, Any]] = Field(default_factory=list)
     last_observed_manifest: list[dict[str, Any]] = Field(default_factory=list)
-    pending_cleanups: list[dict[str, Any]] = Field(
+    pending_cleanups: list[dict[str, Any]] = addition(
         default_factory=list,
         description=(
             "Copies left on clusters that did not answer after a migration, removed when they"
             " answer again: {cluster: {namespace, name}, objects: [...]} (Shoal addition)."
+        ),
+    )
+    kube_namespaces: dict[str, KubeNamespace] = addition(
+        default_factory=dict,
+        description=(
+            "Per cluster (by name), the Kubernetes namespace its objects without"
+            " metadata.namespace went to, kept so that nothing moves (kube controller;"
+            " Shoal addition)."
         ),
     )
     complete_token: str | None = None
@@ -389,13 +410,13 @@ class ClusterSpec(Model):
     tosca: Annotated[dict[str, Any] | str, null_as(dict)] = Field(default_factory=dict)
     custom_resources: list[CustomResourceName] = Field(default_factory=list)
     metrics: list[MetricRef] = Field(default_factory=list)
-    inherit_metrics: bool = False
+    inherit_metrics: bool = addition(False)
     constraints: ClusterConstraintsOnCloud = Field(default_factory=ClusterConstraintsOnCloud)
     backoff: int = Field(default=1, ge=0)
     backoff_delay: int = Field(default=1, ge=0)
     backoff_limit: int = Field(default=-1, ge=-1)
-    unschedulable: bool = Field(
-        default=False,
+    unschedulable: bool = addition(
+        False,
         description="Cordoned: no new applications are placed here (shoal kube cluster cordon).",
     )
 
@@ -466,14 +487,14 @@ class ClusterStatus(Model):
     nodes: list[ClusterNode] = Field(
         default_factory=list, description="Nodes and their conditions, as Krake shows them."
     )
-    node_summary: list[dict[str, Any]] = Field(
+    node_summary: list[dict[str, Any]] = addition(
         default_factory=list,
         description=(
             "Shoal addition: a totals entry ({summary, count, ready, capacity, allocatable}),"
             " then {name, ready, capacity, allocatable, pressure} of at most 50 nodes."
         ),
     )
-    custom_resources: list[str] = Field(
+    custom_resources: list[str] = addition(
         default_factory=list, description="CRDs found on the cluster by the observer."
     )
     last_applied_tosca: Annotated[dict[str, Any] | str, null_as(dict)] = Field(default_factory=dict)
@@ -483,8 +504,8 @@ class ClusterStatus(Model):
     running_on: ResourceRef | None = None
     kube_controller_triggered: datetime | None = None
     retries: Annotated[int, null_as(int)] = 0
-    agent: str = Field(
-        default="",
+    agent: str = addition(
+        "",
         description="Shoal addition: URL of the cluster's agent (fleet pods), written by the "
         "agent itself when it starts.",
     )
@@ -556,8 +577,8 @@ class BindingItem(ApplicationBinding):
     results, so a coerced body would pass unnoticed.
     """
 
-    namespace: str = Field(min_length=1, max_length=63)
-    name: str = Field(min_length=1, max_length=63)
+    namespace: str = Field(min_length=1, max_length=MAX_OBJECT_NAME)
+    name: str = Field(min_length=1, max_length=MAX_OBJECT_NAME)
     resource_version: StrictInt | None = Field(
         default=None, description="Bind only if the application is still at this revision."
     )

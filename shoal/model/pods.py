@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, ConfigDict, Field, StrictFloat, StrictInt, ValidationInfo
 
+from shoal.machinery.names import MAX_OBJECT_NAME
 from shoal.machinery.quantity import EXAMPLES, is_request
 from shoal.machinery.selectors import ConstraintError, LabelConstraint
 from shoal.model.base import Kind, Model, trusted
@@ -148,7 +149,7 @@ class Pod(Kind):
 class PodStatusItem(Model):
     """One pod's new status in a batch; ``uid`` guards against a pod re-created meanwhile."""
 
-    namespace: str = Field(min_length=1, max_length=63)
+    namespace: str = Field(min_length=1, max_length=MAX_OBJECT_NAME)
     name: str = Field(min_length=1, max_length=253)
     uid: str = Field(min_length=1)
     status: PodStatus

@@ -43,6 +43,7 @@ class Plugins(BaseModel):
     filters: list[str] = Field(
         default_factory=lambda: [
             "cordon",
+            "usable-metrics",
             "label-constraints",
             "custom-resources",
             "metric-constraints",
@@ -101,7 +102,10 @@ class SchedulerConfig(BaseModel):
     )
     backoff: Backoff = Field(default_factory=Backoff)
     min_migration_interval: float = Field(
-        default=0.0, ge=0, description="Seconds an application stays after a migration"
+        default=60.0,
+        ge=0,
+        description="Seconds an application stays where it settled (placed, or moved) before "
+        "it moves again for a better cluster; 60, as Krake's reschedule_after. 0: no pacing",
     )
     workers: int = Field(
         default=256, ge=1, description="Scheduling passes (and bindings) in flight at once"

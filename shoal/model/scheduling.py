@@ -17,6 +17,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, model_validator
 
+from shoal.machinery.names import MAX_OBJECT_NAME
 from shoal.machinery.selectors import ConstraintError, LabelSelector
 from shoal.model.base import Kind, Model, Moment, check_name
 from shoal.model.scheduler_config import SchedulerConfig
@@ -186,8 +187,8 @@ class RescheduleRequest(Model):
 
 
 class RescheduleItem(RescheduleRequest):
-    namespace: str = Field(min_length=1, max_length=63)
-    name: str = Field(min_length=1, max_length=63)
+    namespace: str = Field(min_length=1, max_length=MAX_OBJECT_NAME)
+    name: str = Field(min_length=1, max_length=MAX_OBJECT_NAME)
 
 
 class RescheduleBatch(Model):

@@ -14,14 +14,20 @@ What triggers a scheduling pass, and what it may write:
 - nothing fits: PENDING with RESOURCE_NOT_FOUND and the explanation,
   ``scheduler_retries`` counting down with a growing delay, FAILED
   ("No cluster available") when none are left; a cluster event that could
-  help wakes it at once.
+  help wakes it at once. Under Krake's back-off (``spec.backoff_limit`` set,
+  ``spec.retry_limit`` and ``spec.retry_delay`` not): DEGRADED with
+  NO_SUITABLE_RESOURCE, tried again every ``backoff_delay × backoff`` seconds,
+  FAILED after ``backoff_limit`` retries, as Krake's scheduler;
+- a better cluster for an application that runs where it is bound: it moves
+  at most once per ``min_migration_interval``, counted from when it settled
+  there (``migration_wait``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -53,6 +59,14 @@ from shoal.scheduler.plugins.fit import holds
 
 log = logging.getLogger(__name__)
 
+#: The reason Krake's scheduler gives when no cluster fits (its ``NoClusterFound``).
+NO_CLUSTER_FOUND = "No matching Kubernetes cluster found"
+#: A move held by ``min_migration_interval`` is made this share of the interval later (3 s
+#: of 60): a client that polls for the completed move sees it up to a second or two late.
+SETTLE_GRACE = 0.05
+#: Shortest retry delay under Krake's back-off (``backoff_delay: 0`` would spin).
+KRAKE_MIN_DELAY = 0.1
+
 SCHEDULABLE_CLUSTER_STATES = (ClusterState.ONLINE.value, ClusterState.FAILING_METRICS.value)
 
 
@@ -69,6 +83,7 @@ def cluster_backend(obj: Any) -> Backend:
         state=state,
         schedulable=state in SCHEDULABLE_CLUSTER_STATES and cluster.metadata.deleted is None,
         metric_refs=list(cluster.spec.metrics),
+        failing_excludes=True,
     )
 
 
@@ -190,6 +205,11 @@ class ApplicationHandler(Handler):
         self.events = Recorder(self.client, "scheduler", enabled=self.config.events)
         self._cache: dict[tuple[Any, ...], Decision] = {}
         self._cache_version = -1
+        # told of each cluster with failing metrics that a decision looked at (the
+        # scheduler makes it FAILING_METRICS, as Krake's ranking does)
+        self.on_failing_metrics: Callable[[Backend], None] | None = None
+        # application → when the scheduler saw it start running where it is bound
+        self.settled: dict[tuple[str, str], datetime] = {}
         self.bound = 0
         self.conflicts = 0
 
@@ -219,6 +239,37 @@ class ApplicationHandler(Handler):
     @staticmethod
     def forced(app: Application) -> bool:
         return _after(app.status.reschedule_requested, app.status.last_scheduled)
+
+    def settled_now(self, app: Application) -> None:
+        """The application has just started running where it is bound (placed, or moved):
+        its next move for a better cluster waits ``min_migration_interval`` from now."""
+        self.settled[(app.metadata.namespace or "", app.metadata.name)] = utcnow()
+
+    def forget(self, app: Application) -> None:
+        self.settled.pop((app.metadata.namespace or "", app.metadata.name), None)
+
+    def migration_wait(self, app: Application) -> float:
+        """Seconds before the application may move for a better cluster (0: now).
+
+        Measured from when it settled where it is: the completed move (or placement),
+        as the scheduler saw it, else, when it did not see it (it started since), the
+        binding. A move still under way waits for a whole interval. The held move is made
+        ``SETTLE_GRACE`` of the interval later, so that whoever saw the move complete a
+        moment after it did still counts a whole interval between the two.
+        """
+        interval = self.config.min_migration_interval
+        if interval <= 0:
+            return 0.0
+        interval *= 1 + SETTLE_GRACE
+        status = app.status
+        running, bound = status.running_on, status.scheduled_to
+        if running is not None and bound is not None and _ref_key(running) != _ref_key(bound):
+            return interval  # moving now: the next move waits for this one to settle
+        since = self.settled.get((app.metadata.namespace or "", app.metadata.name))
+        since = since or status.scheduled
+        if since is None:
+            return 0.0
+        return max(0.0, interval - (utcnow() - since).total_seconds())
 
     # the pass ------------------------------------------------------------------
 
@@ -266,6 +317,9 @@ class ApplicationHandler(Handler):
         )
         cached = self._cache.get(key)
         if cached is None:
+            if self.on_failing_metrics is not None:
+                for backend in group.failing:
+                    self.on_failing_metrics(backend)
             cached = self.framework.decide(request, group)
             cached.revisions = looked_at(group, cached)
             if cached.total == 0:
@@ -336,14 +390,13 @@ class ApplicationHandler(Handler):
         if (
             current is not None
             and current_backend is not None
-            and current_backend.schedulable
             and not (spec_updated or forced)
-            and self.config.min_migration_interval > 0
-            and status.scheduled is not None
-        ):
-            since = (utcnow() - status.scheduled).total_seconds()
-            if since < self.config.min_migration_interval:
-                return Outcome("deferred", retry_in=self.config.min_migration_interval - since)
+            and not current_backend.metrics_failing
+            and backend_fits(request_for(app, self.config), current_backend)
+        ):  # a move for a better cluster only, not away from one that no longer fits: paced
+            wait = self.migration_wait(app)
+            if wait > 0:
+                return Outcome("deferred", retry_in=wait)
 
         await self._bind(app, target, triggered=True, explanation=explanation, revision=revision)
         report.bound(self, app, decision, forced)
@@ -496,13 +549,14 @@ class ApplicationHandler(Handler):
     async def _no_cluster(
         self, app: Application, decision: Decision, explanation: dict[str, Any]
     ) -> Outcome:
-        """Nothing fits: keep it where it runs, or wait (PENDING) with a growing delay.
+        """Nothing fits: keep it where it runs, or wait (PENDING, or DEGRADED under
+        Krake's back-off) with a delay.
 
         Writes only the scheduler's fields, with the application's revision as the
         precondition (the decision was made on it). An application whose cluster is
         deleted is unbound (``scheduled_to`` cleared, ``last_scheduled_to`` kept) with
-        reason CLUSTER_DELETED naming it; the retry limit makes it FAILED
-        ("No cluster available"), never by default.
+        reason CLUSTER_DELETED naming it; the retry limit (``retry_limit``) makes it
+        FAILED ("No cluster available"), never by default.
         """
         status = app.status
         current = status.scheduled_to
@@ -564,16 +618,20 @@ class ApplicationHandler(Handler):
                 f"{decision.summary}",
             )
         if 0 <= limit <= attempts:
+            message = "No cluster available"
+            if self.krake_backoff(app):
+                message = f"{NO_CLUSTER_FOUND}: {reason.message}"
             fields.update(
                 scheduler_retries=0,
                 next_retry=None,
-                schedule_reason=Reason(
-                    code=ReasonCode.NO_SUITABLE_RESOURCE, message="No cluster available"
-                ),
+                schedule_reason=Reason(code=ReasonCode.NO_SUITABLE_RESOURCE, message=message),
             )
             await self._patch(app, fields)
             report.failed(self, app, attempts, decision.summary)
             return Outcome("failed")
+        if self.krake_backoff(app):  # DEGRADED while retries are left, as Krake
+            message = f"{NO_CLUSTER_FOUND}: {reason.message}"
+            reason = Reason(code=ReasonCode.NO_SUITABLE_RESOURCE, message=message)
         delay = self.retry_delay(app, attempts)
         fields.update(
             scheduler_retries=limit - attempts if limit >= 0 else None,
@@ -584,13 +642,29 @@ class ApplicationHandler(Handler):
         report.unschedulable(self, app, attempts, limit, delay, reason.message)
         return Outcome("waiting", retry_in=delay)
 
+    @staticmethod
+    def krake_backoff(app: Application) -> bool:
+        """The application waits under Krake's back-off: it sets ``spec.backoff_limit``
+        (not -1) and neither of Shoal's ``spec.retry_limit``, ``spec.retry_delay``
+        (docs/scheduler.md, "When nothing fits")."""
+        spec = app.spec
+        return spec.retry_limit is None and spec.retry_delay is None and spec.backoff_limit >= 0
+
     def retry_limit(self, app: Application) -> int:
-        """Failed attempts before FAILED (-1: never): the application's, else the config's."""
-        limit = app.spec.retry_limit
-        return self.config.retries if limit is None else limit
+        """Failed attempts before FAILED (-1: never): ``spec.retry_limit``; else Krake's
+        ``spec.backoff_limit`` retries after the first attempt; else the config's."""
+        if app.spec.retry_limit is not None:
+            return app.spec.retry_limit
+        if self.krake_backoff(app):
+            return app.spec.backoff_limit + 1
+        return self.config.retries
 
     def retry_delay(self, app: Application, attempts: int) -> float:
-        """Delay after ``attempts`` failed attempts: the backoff from the app's first delay."""
+        """Delay after ``attempts`` failed attempts: Krake's ``backoff_delay × backoff``
+        under its back-off (the same each time, as Krake); else the scheduler's backoff
+        from the application's first delay."""
+        if self.krake_backoff(app):
+            return max(float(app.spec.backoff_delay * app.spec.backoff), KRAKE_MIN_DELAY)
         backoff = self.config.backoff
         if app.spec.retry_delay is not None:
             backoff = backoff.model_copy(update={"initial": app.spec.retry_delay})
@@ -638,6 +712,21 @@ def _ref(backend: Backend) -> ResourceRef:
 def _ref_json(ref: ResourceRef) -> dict[str, Any]:
     """A reference as a binding item carries it (built directly: no model dump)."""
     return {"api": ref.api, "kind": ref.kind, "namespace": ref.namespace, "name": ref.name}
+
+
+def _ref_key(ref: ResourceRef) -> tuple[str | None, str]:
+    return (ref.namespace, ref.name)
+
+
+def settled(app: Application) -> bool:
+    """RUNNING on the cluster it is bound to (one cluster)."""
+    status = app.status
+    return (
+        status.state is ApplicationState.RUNNING
+        and status.running_on is not None
+        and status.scheduled_to is not None
+        and _ref_key(status.running_on) == _ref_key(status.scheduled_to)
+    )
 
 
 def _alive(backend: Backend | None) -> bool:

@@ -54,8 +54,13 @@ class Backend:
     state: str
     schedulable: bool
     metric_refs: list[MetricRef]
+    # a failing metric keeps it from being chosen (clusters, as Krake); a cloud with one
+    # ranks as one without metrics, as Krake ranks clouds
+    failing_excludes: bool = False
     terms: list[MetricTerm] = field(default_factory=list)
     failing: dict[str, Reason] = field(default_factory=dict)
+    # failing metrics whose value is only not fetched yet (new metric or provider)
+    pending: set[str] = field(default_factory=set)
     num: float = 0.0
     den: float = 0.0
     terms_json: list[dict[str, Any]] = field(default_factory=list)  # explanations reuse it
@@ -74,6 +79,12 @@ class Backend:
     def has_metrics(self) -> bool:
         return self.den > 0
 
+    @property
+    def metrics_failing(self) -> bool:
+        """A metric of it has no usable value (not merely one not fetched yet): Krake takes
+        no such cluster, and a ranking that finds it makes it FAILING_METRICS."""
+        return any(name not in self.pending for name in self.failing)
+
     def metric_value(self, name: str) -> float | None:
         for term in self.terms:
             if term.name == name:
@@ -83,6 +94,7 @@ class Backend:
     def evaluate_metrics(self, source: MetricSource | None) -> None:
         self.terms = []
         self.failing = {}
+        self.pending = set()
         for ref in self.metric_refs:
             if source is None:
                 self.failing[ref.name] = Reason(
@@ -99,6 +111,8 @@ class Backend:
                     code=getattr(result, "code", ReasonCode.UNKNOWN_METRIC),
                     message=str(getattr(result, "message", result)),
                 )
+                if getattr(result, "pending", False):
+                    self.pending.add(ref.name)
         self.terms_json = [
             {"name": t.name, "value": t.value, "normalised": t.normalised, "weight": t.weight}
             for t in self.terms
@@ -122,6 +136,10 @@ class Group:
         self.num: FloatArray = np.array([b.num for b in backends], dtype=np.float64)
         self.den: FloatArray = np.array([b.den for b in backends], dtype=np.float64)
         self.has_metrics: BoolArray = self.den > 0
+        self.failing = [b for b in backends if b.metrics_failing]
+        self.metrics_usable: BoolArray = np.array(
+            [not (b.metrics_failing and b.failing_excludes) for b in backends], dtype=bool
+        )
         self._masks: dict[str, BoolArray] = {}
 
     def __len__(self) -> int:

@@ -41,8 +41,9 @@ from shoal.scheduler.application import (
     backend_fits,
     cluster_backend,
     request_for,
+    settled,
 )
-from shoal.scheduler.backends import Backends
+from shoal.scheduler.backends import Backend, Backends
 from shoal.scheduler.cloud import CloudHandler, cloud_backend
 from shoal.scheduler.eviction import Eviction
 from shoal.scheduler.framework import Framework
@@ -140,6 +141,9 @@ class Scheduler(Controller):
         self.clusters = Backends(cluster_backend, self.metrics)
         self.clouds = Backends(cloud_backend, self.metrics, include_global=True)
         self.apps_handler = ApplicationHandler(client, self.config, self.clusters, self.framework)
+        # clusters a ranking found with failing metrics: FAILING_METRICS until they recover
+        self.ranked_failing: set[tuple[str | None, str]] = set()
+        self.apps_handler.on_failing_metrics = self._ranked_failing
         self.cloud_handler = CloudHandler(client, self.config, self.clouds, self.framework)
         self.queue: WorkQueue[AppKey] = WorkQueue()
         self.cluster_queue: WorkQueue[AppKey] = WorkQueue()
@@ -322,6 +326,8 @@ class Scheduler(Controller):
             self.queue.add(_key(app))
 
     def _app_updated(self, old: Application, new: Application) -> None:
+        if settled(new) and not settled(old):
+            self.apps_handler.settled_now(new)
         if _ref_key(old.status.scheduled_to) != _ref_key(new.status.scheduled_to) or (
             old.status.running_on != new.status.running_on
             or old.status.pending_cleanups != new.status.pending_cleanups
@@ -347,6 +353,7 @@ class Scheduler(Controller):
 
     def _app_deleted(self, app: Application) -> None:
         self._index(app, add=False)
+        self.apps_handler.forget(app)
         self.waiting.discard(_key(app))
 
     def _app_failed(self, key: AppKey, error: Exception) -> None:
@@ -473,21 +480,40 @@ class Scheduler(Controller):
             log.exception("cluster %s/%s failed; retrying", *key)
             self.cluster_queue.add_after(key, self.config.backoff.initial)
 
+    def _ranked_failing(self, backend: Backend) -> None:
+        """A decision looked at a cluster with failing metrics: it becomes FAILING_METRICS."""
+        where = (backend.namespace, backend.name)
+        if where not in self.ranked_failing:
+            self.ranked_failing.add(where)
+            self.cluster_queue.add(("c:" + (backend.namespace or ""), backend.name))
+
     async def _sync_cluster_metrics(self, namespace: str | None, name: str) -> None:
-        """ONLINE ⇄ FAILING_METRICS with metrics_reasons naming each failing metric."""
+        """ONLINE → FAILING_METRICS once a ranking found a metric failing, as Krake's;
+        FAILING_METRICS → ONLINE when every metric has a value again; metrics_reasons
+        name each failing metric meanwhile. A cluster no application was ranked on
+        stays ONLINE, whatever its metrics."""
         cluster = self.cluster_informer.get(name, namespace)
         backend = self.clusters.get(namespace, "Cluster", name)
+        where = (namespace, name)
         if cluster is None or backend is None or cluster.metadata.deleted is not None:
+            self.ranked_failing.discard(where)
             return
         if cluster.spec.kubeconfig is None and cluster.status.scheduled_to is None:
             self.cluster_queue.add(("k:" + (namespace or ""), name))
         state = cluster.status.state
         reasons: dict[str, Reason] = dict(backend.failing)
-        if state is ClusterState.ONLINE and reasons:
-            cluster.status.state = ClusterState.FAILING_METRICS
-        elif state is ClusterState.FAILING_METRICS and not reasons:
+        if state is ClusterState.FAILING_METRICS and not backend.metrics_failing:
             cluster.status.state = ClusterState.ONLINE
-        elif cluster.status.metrics_reasons == reasons:
+            self.ranked_failing.discard(where)
+            reasons = {}
+        elif state is ClusterState.ONLINE and backend.metrics_failing:
+            if where not in self.ranked_failing:
+                reasons = {}  # no ranking found it yet: ONLINE, as Krake leaves it
+            else:
+                cluster.status.state = ClusterState.FAILING_METRICS
+        elif state is not ClusterState.FAILING_METRICS:
+            reasons = {}
+        if cluster.status.state is state and cluster.status.metrics_reasons == reasons:
             return
         cluster.status.metrics_reasons = reasons
         await self.client.update_status(cluster)

@@ -75,9 +75,11 @@ async def http(agent: AgentServer) -> AsyncIterator[httpx.AsyncClient]:
         yield client
 
 
-async def member_pods(sim: SimServer, cluster: str = CLUSTER) -> list[Obj]:
-    """The member cluster's own pod list, through its Kubernetes API."""
-    url = f"{sim.url}/clusters/{cluster}/api/v1/namespaces/default/pods"
+async def member_pods(
+    sim: SimServer, cluster: str = CLUSTER, namespace: str = "default"
+) -> list[Obj]:
+    """The member cluster's own pod list (of ``namespace``), through its Kubernetes API."""
+    url = f"{sim.url}/clusters/{cluster}/api/v1/namespaces/{namespace}/pods"
     async with httpx.AsyncClient(timeout=10) as client:
         response = await client.get(url)
     response.raise_for_status()

@@ -9,6 +9,7 @@ import httpx
 import pytest
 
 from shoal.agent.server import AgentServer
+from shoal.machinery.names import kube_name
 from shoal.sim.server import SimServer
 from tests.agent.conftest import CLUSTER, AgentFactory, member_pods, pod
 from tests.util import wait_for
@@ -204,3 +205,25 @@ async def test_batch_of_commits_answers_each_as_alone(http: httpx.AsyncClient,
                           json={"items": [{"pod": no_uid, "nodeName": "n-0"}]})
     [problem] = [a for a in bad.json()["items"] if a["status"] == 422]
     assert problem["body"]["errors"][0]["field"] == "items[0].pod.metadata.uid"
+
+
+async def test_a_pod_named_as_krake_allows_becomes_a_kubernetes_pod(
+    http: httpx.AsyncClient, sim: SimServer
+) -> None:
+    """Shoal's namespace ``system:admin`` and name ``Web_1:a`` are no Kubernetes names: the
+    member cluster's pod takes mapped ones, the same on every commit of it."""
+    body = pod("Web_1:a")
+    body["metadata"]["namespace"] = "system:admin"
+    first = await commit(http, body, "n-1")
+    assert first.status_code == 201, first.text
+    namespace, name = kube_name("system:admin"), kube_name("Web_1:a", 253, dots=True)
+    assert first.json()["pod"] == {"name": name, "namespace": namespace,
+                                   "uid": body["metadata"]["uid"]}  # fmt: skip
+    assert namespace.startswith("system-admin-") and name.startswith("web-1-a-")
+    assert [p["metadata"]["name"] for p in await member_pods(sim, namespace=namespace)] == [name]
+    again = await commit(http, body, "n-1")
+    assert again.status_code == 200 and again.json()["created"] is False
+    # a name that is a Kubernetes name stays as it is
+    plain = pod("web-2.v1")
+    assert (await commit(http, plain, "n-2")).status_code == 201
+    assert "web-2.v1" in [p["metadata"]["name"] for p in await member_pods(sim)]

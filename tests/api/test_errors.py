@@ -57,6 +57,7 @@ def provider_with(spec: dict[str, Any]) -> dict[str, Any]:
 
 APPS = APPLICATION.collection()
 CLUSTERS = CLUSTER.collection()
+STRICT = "?fieldValidation=Strict"  # unknown fields refused, as Shoal's own CLI asks
 
 CASES = [
     # malformed bodies
@@ -90,7 +91,7 @@ CASES = [
     # names
     Case("bad name", "POST", APPS, app_with(lambda b: b["metadata"].update(name="Bad Name!")),
          field="metadata.name"),
-    Case("long name", "POST", APPS, app_with(lambda b: b["metadata"].update(name="a" * 64)),
+    Case("long name", "POST", APPS, app_with(lambda b: b["metadata"].update(name="a" * 256)),
          field="metadata.name"),
     Case("empty name", "POST", APPS, app_with(lambda b: b["metadata"].update(name="")),
          field="metadata.name"),
@@ -103,12 +104,12 @@ CASES = [
          field="metadata.finalizers"),
     # a read of a name nothing can have finds nothing (Krake's controllers rely on the 404);
     # a write with such a name is refused, naming it
-    Case("bad name in url", "GET", "/kubernetes/namespaces/default/applications/Bad_Name", None,
+    Case("bad name in url", "GET", "/kubernetes/namespaces/default/applications/-bad", None,
          404, "name"),
     Case("bad namespace in url", "GET", "/kubernetes/namespaces/NS!/applications", None, 404,
          "namespace"),
     Case("bad name in url, written", "PUT",
-         "/kubernetes/namespaces/default/applications/Bad_Name", APPLICATION.body("web", "default"),
+         "/kubernetes/namespaces/default/applications/-bad", APPLICATION.body("web", "default"),
          422, "name"),
     # constraints
     Case("unparsable label constraint", "POST", APPS,
@@ -172,13 +173,15 @@ CASES = [
     Case("influx 2 without token", "POST", PROVIDER.collection(),
          provider_with({"type": "influx", "influx": {"url": "http://i"}}),
          field="spec.influx"),
-    # unknown fields
-    Case("unknown top-level field", "POST", APPS, app_with(lambda b: b.update(extra=1)),
-         field="extra"),
-    Case("unknown metadata field", "POST", APPS,
+    # unknown fields, refused when asked (by default they are dropped with a warning)
+    Case("unknown top-level field", "POST", APPS + STRICT,
+         app_with(lambda b: b.update(extra=1)), field="extra"),
+    Case("unknown metadata field", "POST", APPS + STRICT,
          app_with(lambda b: b["metadata"].update(colour="red")), field="metadata.colour"),
-    Case("unknown spec field", "POST", APPS, app_with(lambda b: b["spec"].update(replicas=3)),
-         field="spec.replicas"),
+    Case("unknown spec field", "POST", APPS + STRICT,
+         app_with(lambda b: b["spec"].update(replicas=3)), field="spec.replicas"),
+    Case("unknown field validation", "POST", APPS + "?fieldValidation=strict",
+         APPLICATION.body("web", "default"), field="fieldValidation"),
     # huge and deep
     Case("huge body", "POST", APPS, b'{"x": "' + b"a" * (8 * 1024 * 1024 + 10) + b'"}', 413,
          "body"),
@@ -196,7 +199,7 @@ CASES = [
          {"cluster": {"api": "kubernetes", "kind": "Cluster", "name": "c"},
           "resource_version": "new"},
          field="resource_version"),
-    Case("binding unknown field", "PUT", APPS + "/web/binding",
+    Case("binding unknown field", "PUT", APPS + "/web/binding" + STRICT,
          {"cluster": {"api": "kubernetes", "kind": "Cluster", "name": "c"}, "when": "now"},
          field="when"),
     Case("complete with int token", "PUT", APPS + "/web/complete", {"token": 5}, field="token"),
@@ -316,7 +319,7 @@ async def test_bad_status_updates(http: httpx.AsyncClient) -> None:
     status_case(
         "app status unknown field",
         app,
-        APPS + "/web/status",
+        APPS + "/web/status" + STRICT,
         "status.mood",
         lambda b: b["status"].update(mood="happy"),
     )

@@ -47,7 +47,7 @@ async def test_a_fleet_pod_and_its_status_batch(http: httpx.AsyncClient) -> None
     assert stored["status"]["phase"] == "Scheduled"
     headers = {"content-type": "application/json"}
     for target, body, status, field in (
-        ("/scheduling/namespaces/No_Such/pods", orjson.dumps(POD), 422, "namespace"),
+        ("/scheduling/namespaces/-no-such/pods", orjson.dumps(POD), 422, "namespace"),
         (path, b"{", 400, "body"),
         (path, orjson.dumps({**POD, "spec": {}}), 422, "spec.containers"),
         ("/scheduling/podstatuses", orjson.dumps({"items": [item]}), 422, "items[0].uid"),

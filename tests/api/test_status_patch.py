@@ -148,7 +148,8 @@ async def test_batches_of_statuses_and_finalizers_refuse_bad_bodies_by_field(
             (orjson.dumps({"items": [good], "extra": 1}), 422, "extra"),
         ):
             headers = {"content-type": "application/json"}
-            answer = await http.post(path, content=body, headers=headers)
+            strict = {"fieldValidation": "Strict"}  # else an unknown field is dropped
+            answer = await http.post(path, content=body, headers=headers, params=strict)
             assert answer.status_code == status, (path, body[:40], answer.text)
             assert answer.headers["content-type"] == "application/problem+json"
             assert answer.json()["errors"][0]["field"] == field, answer.text

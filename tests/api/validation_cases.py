@@ -128,7 +128,6 @@ CASES: list[Case] = [
     Case("label-constraint", "Application", "spec.constraints.cluster.labels", ["loc is"],
          "spec.constraints.cluster.labels[0]"),
     # roles and bindings
-    Case("role-no-rules", "Role", "rules", []),
     Case("role-empty-rule", "Role", "rules", [{}], "rules[0].api"),
     Case("role-api-empty", "Role", "rules.0.api", ""),
     Case("role-api-unknown", "Role", "rules.0.api", "apps"),

@@ -163,3 +163,19 @@ async def test_migrations_of_different_causes_are_different_events(client: Shoal
     assert migrated[0][0] == 1 and "(cluster OFFLINE)" in migrated[0][1]
     assert migrated[1][0] == 2 and "(score 0.300)" in migrated[1][1]
     await recorder.close()
+
+
+async def test_events_of_objects_with_krake_names_are_written(client: ShoalClient) -> None:
+    """Krake's names (``system:admin``, ``_``, 255 characters) name valid events."""
+    recorder = Recorder(client, "scheduler", interval=60)
+    apps = []
+    for name in ("_", "web:v1.2", "x" * 255):
+        spec = ApplicationSpec.model_validate({"manifest": MANIFEST})
+        app = Application(metadata=Metadata(name=name, namespace="system:admin"), spec=spec)
+        apps.append(await client.create(app))
+        recorder.emit(apps[-1], "Scheduled", "Scheduled to c1")
+    assert await recorder.flush() == 3
+    events = (await client.list(Event, "system:admin")).items
+    assert sorted(e.involved_object.name for e in events) == sorted(
+        a.metadata.name for a in apps
+    )

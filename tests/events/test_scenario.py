@@ -42,6 +42,7 @@ CONFIG = SchedulerConfig(
     metrics_refresh=0.3,
     retries=5,
     backoff=Backoff(initial=0.5, cap=1.0),
+    min_migration_interval=0,  # it migrates as soon as the metrics say (no pacing)
 )
 MANIFEST = [deployment("web", "nginx:1", replicas=2)]
 

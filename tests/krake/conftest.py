@@ -119,8 +119,8 @@ async def sim(tmp_path: Path) -> AsyncIterator[SimServer]:
         await server.stop()
 
 
-async def configmaps(kubeconfigs: Path, cluster: str) -> dict[str, str]:
-    """The ConfigMaps in a sim cluster's default namespace, read by kubectl: name -> uid."""
+async def configmaps(kubeconfigs: Path, cluster: str, namespace: str = "default") -> dict[str, str]:
+    """The ConfigMaps in a sim cluster's ``namespace``, read by kubectl: name -> uid."""
     process = await asyncio.create_subprocess_exec(
         "kubectl",
         "--kubeconfig",
@@ -128,7 +128,7 @@ async def configmaps(kubeconfigs: Path, cluster: str) -> dict[str, str]:
         "get",
         "configmaps",
         "-n",
-        "default",
+        namespace,
         "-o",
         "json",
         stdout=asyncio.subprocess.PIPE,

@@ -312,7 +312,13 @@ async def test_imported_applications_keep_running_under_shoal(
             for app in items:
                 name = app["metadata"]["name"]
                 assert app["status"]["running_on"]["name"] == ("de", "fr")[int(name[4:]) % 2]
+                # where Krake put them: its context's namespace, not one named after NS
+                on = app["status"]["running_on"]["name"]
+                assert app["status"]["kube_namespaces"] == {on: "default"}
             assert {c: await configmaps(kubeconfigs, c) for c in ("de", "fr")} == deployed
+            assert {c: await configmaps(kubeconfigs, c, NS) for c in ("de", "fr")} == {
+                "de": {}, "fr": {}
+            }
         finally:
             for proc in procs:
                 stop(proc)

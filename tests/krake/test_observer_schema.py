@@ -131,7 +131,8 @@ async def test_krake_client_application_keeps_only_its_observed_fields(
             await wait_for(running, timeout=20, message="echo-demo RUNNING")
             # replicas (observed, not in the manifest) scaled on the cluster are put back
             member = await kube.get(await shoal.get(Cluster, "de", ns))
-            path = f"/apis/apps/v1/namespaces/{ns}/deployments/echo-demo"
+            # the Deployment names no namespace: it runs in the kubeconfig context's, "default"
+            path = "/apis/apps/v1/namespaces/default/deployments/echo-demo"
             await member.request("PATCH", path, body={"spec": {"replicas": 3}},
                                  content_type="application/merge-patch+json")
 
@@ -153,5 +154,5 @@ async def test_krake_client_application_keeps_only_its_observed_fields(
     assert read["last_applied_manifest"][0]["spec"]["replicas"] == 1
     observed = read["last_observed_manifest"][0]
     assert observed["spec"]["replicas"] == 1
-    assert observed["metadata"] == {"name": "echo-demo", "namespace": ns}
+    assert observed["metadata"] == {"name": "echo-demo", "namespace": "default"}
     assert "image" not in observed["spec"]["template"]["spec"]["containers"][0]

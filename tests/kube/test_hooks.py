@@ -21,6 +21,7 @@ from shoal.client.kube import KubeCluster
 from shoal.client.rest import ShoalClient
 from shoal.kube.controller import KubeController
 from shoal.kube.hooks import HookSettings, with_hooks
+from shoal.machinery.names import DNS_LABEL, DNS_SUBDOMAIN
 from shoal.model.events import Event
 from shoal.model.kubernetes import Application, Cluster
 from shoal.observer.controller import ClusterObserver
@@ -244,3 +245,31 @@ def test_an_https_api_gives_workloads_its_ca_mounted_as_krake_does() -> None:
     # a hook without its token yet, or not asked for, adds nothing
     assert with_hooks([cron], ["complete"], {}, ("team", "tick"), settings) == [cron]
     assert with_hooks([cron], [], {"complete": "t"}, ("team", "tick"), settings) == [cron]
+
+
+def test_a_krake_name_gives_kubernetes_names_and_secrets_where_objects_go() -> None:
+    """``Web_1:a`` in ``system:admin``: the Secrets and the volume take Kubernetes names; the
+    URL keeps Shoal's names; an object without a namespace gets its Secret beside it (no
+    namespace: the cluster's default one), one with a namespace in that one."""
+    cron = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "tick"},
+            "spec": {"schedule": "* * * * *", "jobTemplate": {"spec": {"template": {"spec": {
+                "containers": [{"name": "c", "image": "busybox"}]}}}}}}  # fmt: skip
+    placed = {"apiVersion": "v1", "kind": "ConfigMap",
+              "metadata": {"name": "cfg", "namespace": "team"}}  # fmt: skip
+    settings = HookSettings(endpoint="https://shoal.example:8443", ca="-----BEGIN CA-----")
+    out = with_hooks([cron, placed], ["complete"], {"complete": "t0ken"},
+                     ("system:admin", "Web_1:a"), settings)  # fmt: skip
+    secrets = [o for o in out if o["kind"] == "Secret"]
+    assert sorted(o["metadata"].get("namespace", "") for o in secrets) == ["", "", "team", "team"]
+    for secret in secrets:
+        name = secret["metadata"]["name"]
+        assert len(name) <= 253 and DNS_SUBDOMAIN.fullmatch(name), name
+        assert name.startswith("web-1-a-")
+    token = next(o for o in secrets if o["metadata"]["name"].endswith("-token"))
+    assert base64.b64decode(token["data"]["krake_complete_url"]).decode() == (
+        "https://shoal.example:8443/kubernetes/namespaces/system:admin/applications/Web_1:a"
+        "/complete"
+    )
+    pod = out[0]["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    [volume] = pod["volumes"]
+    assert len(volume["name"]) <= 63 and DNS_LABEL.fullmatch(volume["name"])

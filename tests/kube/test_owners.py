@@ -12,6 +12,7 @@ from shoal.client.kube import KubeCluster
 from shoal.client.rest import ShoalClient
 from shoal.kube.controller import KubeController
 from shoal.kube.owners import (
+    ANNOTATION_APP,
     ANNOTATION_UID,
     LABEL_NAME,
     LABEL_NAMESPACE,
@@ -23,6 +24,7 @@ from shoal.kube.owners import (
     owner_of,
     refusal,
 )
+from shoal.machinery.names import QUALIFIED_NAME
 from shoal.model.base import ReasonCode, ResourceRef
 from shoal.model.events import Event
 from shoal.model.kubernetes import Application, ApplicationState, Cluster
@@ -264,10 +266,11 @@ def test_an_owner_of_another_namespace_is_neither_believed_nor_named() -> None:
     or stale, and saying whether that application exists would tell its existence."""
     theirs = live(Owner("b", "secret-app", "uid-b").labels)
     for exists in (always_exists, never_exists):
-        why = refusal(live(), theirs, ME, overwrite=False, exists=exists)
-        assert why is not None and "without an owner" in why and "secret-app" not in why
+        for overwrite in (False, True):  # never taken: a shared cluster's other tenant's
+            why = refusal(live(), theirs, ME, overwrite=overwrite, exists=exists)
+            assert why is not None and "another namespace" in why
+            assert "secret-app" not in why and "uid-b" not in why and "b/" not in why
         assert former_owner(theirs, ME, exists) is None
-        assert refusal(live(), theirs, ME, overwrite=True, exists=exists) is None
     ours = Owner(NS, "first", "uid-first")
     why = refusal(live(), live(ours.labels), ME, overwrite=False, exists=always_exists)
     assert why is not None and f"application {NS}/first" in why
@@ -307,3 +310,46 @@ async def test_an_object_whose_labels_were_cut_is_still_deleted_with_its_applica
     finally:
         await second.stop()
     assert await de.read(deployment("shared"), NS) is None
+
+
+# Krake's names on a member cluster ------------------------------------------------------
+
+
+def test_a_krake_name_is_carried_in_valid_labels_and_exactly_in_the_annotation() -> None:
+    krake = Owner("system:admin", "GlobalInfrastructureProvider_instance:v1.2", "uid-k")
+    labels = krake.labels
+    for value in labels.values():
+        assert len(value) <= 63 and QUALIFIED_NAME.fullmatch(value), value
+    assert labels[LABEL_NAMESPACE] != "system-admin"  # not the plain form of another name
+    assert krake.annotations[ANNOTATION_APP] == (
+        "system:admin/GlobalInfrastructureProvider_instance:v1.2"
+    )
+    assert owner_of(live(labels, krake.annotations)) == krake
+    assert owner_of(owned(live(), krake)) == krake
+    # a name that is a label value is its own label (objects labelled before keep theirs)
+    assert ME.labels[LABEL_NAMESPACE] == NS and ME.labels[LABEL_NAME] == "web"
+
+
+def test_namespaces_whose_label_forms_look_alike_are_never_confused() -> None:
+    """``system:admin`` and ``system-admin``: the annotation names the exact namespace,
+    whichever label a tool or a tenant wrote beside it."""
+    colon = Owner("system:admin", "web", "uid-colon")
+    dash = Owner("system-admin", "web", "uid-dash")
+    assert colon.labels[LABEL_NAMESPACE] != dash.labels[LABEL_NAMESPACE]
+    for me, other in ((colon, dash), (dash, colon)):
+        theirs = live(other.labels, other.annotations)
+        assert owner_of(theirs) == other
+        assert not mine(theirs, me)
+        assert former_owner(theirs, me, always_exists) is None
+        for overwrite in (False, True):
+            why = refusal(live(), theirs, me, overwrite=overwrite, exists=always_exists)
+            assert why is not None and "another namespace" in why
+        # labels copied from the other namespace's form do not make it ours either
+        forged = live({**other.labels, LABEL_NAMESPACE: me.labels[LABEL_NAMESPACE]},
+                      other.annotations)  # fmt: skip
+        assert owner_of(forged) == other and former_owner(forged, me, always_exists) is None
+    # a label form whose annotation was cut names no application of either namespace
+    cut = live(colon.labels)
+    assert owner_of(cut) is not None
+    assert owner_of(cut).namespace not in ("system:admin", "system-admin")  # type: ignore[union-attr]
+    assert mine(cut, colon)  # the uid still says whose it is

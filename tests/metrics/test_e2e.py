@@ -139,12 +139,6 @@ async def test_unreachable_prometheus_fails_then_heals(
             c = await client.get(Cluster, "remote", NS)
             return c if c.status.state is state else None
 
-        sick = await wait_for(lambda: cluster_in(ClusterState.FAILING_METRICS), timeout=5)
-        assert set(sick.status.metrics_reasons) == {"e2e_heat"}
-        reason = sick.status.metrics_reasons["e2e_heat"]
-        assert reason.code is ReasonCode.UNREACHABLE_METRICS_PROVIDER
-        assert f"127.0.0.1:{port}" in reason.message
-
         async def provider_down() -> GlobalMetricsProvider | None:
             p = await client.get(GlobalMetricsProvider, "flaky")
             return p if p.status.errors > 0 else None
@@ -152,10 +146,18 @@ async def test_unreachable_prometheus_fails_then_heals(
         down = await wait_for(provider_down, timeout=5)
         assert down.status.reason is not None
         assert down.status.reason.code is ReasonCode.UNREACHABLE_METRICS_PROVIDER
+        # No application was ranked on it yet: ONLINE, as Krake leaves a registered cluster.
+        still = await client.get(Cluster, "remote", NS)
+        assert still.status.state is ClusterState.ONLINE and still.status.metrics_reasons == {}
 
-        # Ranked as a cluster without metrics: the application goes to "local".
+        # Its metric fails: the application goes to "local", and "remote" is FAILING_METRICS.
         await client.create(app("before"))
         await _bound(client, "before", "local")
+        sick = await wait_for(lambda: cluster_in(ClusterState.FAILING_METRICS), timeout=5)
+        assert set(sick.status.metrics_reasons) == {"e2e_heat"}
+        reason = sick.status.metrics_reasons["e2e_heat"]
+        assert reason.code is ReasonCode.UNREACHABLE_METRICS_PROVIDER
+        assert f"127.0.0.1:{port}" in reason.message
 
         # Prometheus becomes reachable at that address: back to ONLINE without any help.
         async with proxy(port, prom.url):

@@ -41,7 +41,10 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "observability.md"
 NS = "default"
-CONFIG = SchedulerConfig(stickiness=0.1, reschedule_after=0.3, metrics_refresh=0.3)
+# min_migration_interval 0: the applications follow the metrics at once (no pacing)
+CONFIG = SchedulerConfig(
+    stickiness=0.1, reschedule_after=0.3, metrics_refresh=0.3, min_migration_interval=0
+)
 
 #: The wall board of docs/observability.md: each query, and a label its answer must carry.
 BOARD = {

@@ -170,6 +170,11 @@ async def test_failure_reasons_and_failing_clusters_avoided(
         "ns-scope": {"ns-metric": ReasonCode.UNKNOWN_METRICS_PROVIDER},
     }
     async with h.running(api.url, h.fast_config(metrics_refresh=0.2, metrics_timeout=1)):
+        # Failing clusters take no application; ranking for one makes them FAILING_METRICS.
+        for i in range(5):
+            await client.create(h.app(f"web{i}"))
+        for i in range(5):
+            assert await h.wait_bound(client, f"web{i}") == "healthy"
         for name, reasons in expected.items():
             got = await _cluster_in(client, name, ClusterState.FAILING_METRICS)
             assert {m: r.code for m, r in got.status.metrics_reasons.items()} == reasons, name
@@ -178,11 +183,6 @@ async def test_failure_reasons_and_failing_clusters_avoided(
         healthy = await client.get(Cluster, "healthy", h.NS)
         assert healthy.status.state is ClusterState.ONLINE
         assert healthy.status.metrics_reasons == {}
-        # Failing clusters rank as clusters without metrics: the application avoids them.
-        for i in range(5):
-            await client.create(h.app(f"web{i}"))
-        for i in range(5):
-            assert await h.wait_bound(client, f"web{i}") == "healthy"
         # A namespaced provider of the same name fixes the namespaced metric by itself.
         await client.create(h.namespaced_provider("static", {"ok": 0.9}))
         back = await _cluster_in(client, "ns-scope", ClusterState.ONLINE)

@@ -740,3 +740,13 @@ def test_no_lexer_state_mixes_value_kinds() -> None:
         names = {terminal.name for terminal in lexer.terminals}
         assert sum(1 for kind in kinds if kind & names) <= 1, sorted(names)
     assert terms._run("0 is 0", "label_constraint") == LabelConstraint("0", LabelOp.EQ, ("0",))
+
+
+@pytest.mark.parametrize("metric", ["heat:zone_1", "_load_", "Load.v2", "x" * 255])
+def test_a_metric_constraint_names_any_metric_krake_allows(metric: str) -> None:
+    """A metric is named as any Krake object (``heat:zone_1``): its constraints name it so."""
+    parsed = MetricConstraint.parse(f"{metric} > 5")
+    assert parsed.metric == metric and parsed.values == (5.0,)
+    assert MetricConstraint.parse(str(parsed)) == parsed
+    with pytest.raises(ConstraintError, match="255"):
+        MetricConstraint.parse(f"{'x' * 256} > 5")

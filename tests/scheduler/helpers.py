@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from shoal.client.rest import Conflict, ListResult, ShoalClient
+from shoal.kube.controller import KubeController
 from shoal.model.base import Metadata
 from shoal.model.core import GlobalMetricsProvider
 from shoal.model.infrastructure import (
@@ -23,6 +24,7 @@ from shoal.model.infrastructure import (
 )
 from shoal.model.kubernetes import Application, MetricRef
 from shoal.model.scheduler_config import SchedulerConfig
+from shoal.observer.controller import ClusterObserver
 from shoal.scheduler.scheduler import Scheduler
 from shoal.testing import shipped
 from shoal.testing.fleet import (  # noqa: F401
@@ -45,6 +47,7 @@ def fast_config(**overrides: Any) -> SchedulerConfig:
         "reschedule_after": 30.0,
         "metrics_refresh": 0.2,
         "workers": 8,
+        "min_migration_interval": 0,  # moves at once; tests of pacing set their own
     }
     data.update(overrides)
     return SchedulerConfig.model_validate(data)
@@ -86,6 +89,31 @@ async def running(url: str, config: SchedulerConfig | None = None) -> AsyncItera
             yield sch
         finally:
             await sch.stop()
+
+
+async def metric_state_synced(sch: Scheduler, name: str) -> bool:
+    """The scheduler knows cluster ``name``'s metrics fail and has no cluster work left:
+    any state it would write for them is written."""
+    backend = sch.clusters.get(NS, "Cluster", name)
+    queue = sch.cluster_queue
+    idle = len(queue) == 0 and queue.in_progress == 0
+    return backend is not None and backend.metrics_failing and idle
+
+
+@contextlib.asynccontextmanager
+async def stack(client_of: shipped.Callers, config: SchedulerConfig) -> AsyncIterator[Scheduler]:
+    """Scheduler, kube controller and cluster observer, each with the identity ``shoal up``
+    gives it, fast enough for tests; stopped on exit."""
+    scheduler = Scheduler(client_of("scheduler"), config)
+    controller = KubeController(client_of("kube-controller"), poll_interval=0.2, timeout=1.0)
+    observer = ClusterObserver(client_of("cluster-observer"), interval=0.3, timeout=0.5)
+    for part in (observer, controller, scheduler):
+        await part.start()
+    try:
+        yield scheduler
+    finally:
+        for part in (scheduler, controller, observer):
+            await part.stop()
 
 
 async def get_app(client: ShoalClient, name: str) -> Application:

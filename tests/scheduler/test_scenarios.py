@@ -458,7 +458,17 @@ async def test_failing_metric(api: ApiServer, client: ShoalClient) -> None:
     await client.create(h.metric("ghost", provider_name="missing"))
     await h.register(client, h.cluster("healthy", metrics={"ok": 1}))
     await h.register(client, h.cluster("sick", metrics={"ghost": 1}))
-    async with h.running(api.url, h.fast_config(metrics_refresh=0.1)):
+    async with h.running(api.url, h.fast_config(metrics_refresh=0.1)) as sch:
+        # Registered, and no application ranked on it yet: ONLINE, as Krake leaves it.
+        await wait_for(lambda: h.metric_state_synced(sch, "sick"), timeout=3, message="synced")
+        sick = await client.get(Cluster, "sick", h.NS)
+        assert sick.status.state is ClusterState.ONLINE and sick.status.metrics_reasons == {}
+        # A failing cluster takes no application; the ranking makes it FAILING_METRICS.
+        await client.create(h.app("web"))
+        assert await h.wait_bound(client, "web") == "healthy"
+        a = await h.get_app(client, "web")
+        assert a.status.scheduling is not None
+        assert "1 failing metrics" in a.status.scheduling["summary"]
 
         async def failing() -> Cluster | None:
             c = await client.get(Cluster, "sick", h.NS)
@@ -467,12 +477,6 @@ async def test_failing_metric(api: ApiServer, client: ShoalClient) -> None:
         c = await wait_for(failing, timeout=3, message="FAILING_METRICS")
         assert set(c.status.metrics_reasons) == {"ghost"}
         assert c.status.metrics_reasons["ghost"].code is ReasonCode.UNKNOWN_METRICS_PROVIDER
-        # Ranked as a cluster without metrics: the healthy one (0.2) is preferred.
-        await client.create(h.app("web"))
-        assert await h.wait_bound(client, "web") == "healthy"
-        a = await h.get_app(client, "web")
-        assert a.status.scheduling is not None
-        assert "1 without metrics" in a.status.scheduling["summary"]
         # Fixing the provider brings it back.
         await client.create(h.provider("missing", {"ghost": 0.7}))
 

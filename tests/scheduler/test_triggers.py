@@ -189,7 +189,8 @@ async def test_retry_tries_a_waiting_or_failed_application_at_once(
         assert (again.status.scheduling or {})["time"] > (first.status.scheduling or {})["time"]
 
         failed = Reason(code=ReasonCode.NO_SUITABLE_RESOURCE, message="No cluster available")
-        app = await client.patch_status(Application, "web", h.NS, {"schedule_reason": failed})
+        fields = {"schedule_reason": failed, "next_retry": None}  # as the scheduler fails it
+        app = await client.patch_status(Application, "web", h.NS, fields)
         assert app.status.state is ApplicationState.FAILED
         await h.register(client, h.cluster("c1", labels={"location": "DE"}))
         await asyncio.sleep(0.3)

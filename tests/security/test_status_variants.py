@@ -120,9 +120,9 @@ async def test_status_patch_forms_write_no_controllers_field(world: World) -> No
     answer = await alice.post("/kubernetes/applications", json={"items": [item]})
     assert answer.status_code == 200, answer.text
     stored = await world.status("alice", "web3", "a")
-    assert stored["scheduled_to"] is None and stored["placements"] == []
+    assert stored["scheduled_to"] is None and stored.get("placements", []) == []
     stored = await world.status("alice", "web", "a")
-    assert stored["scheduled_to"] is None and stored["placements"] == []
+    assert stored["scheduled_to"] is None and stored.get("placements", []) == []
     await untouched(world, before)
 
 
@@ -188,3 +188,42 @@ async def test_a_manifest_naming_anothers_object_on_a_shared_cluster_is_refused(
         await wait_for(lambda: world.gone("alice", "web", "a"), timeout=15,
                        message="alice's application deleted")  # fmt: skip
         await untouched(world, before)
+
+
+async def test_objects_without_a_namespace_on_a_shared_cluster_take_nothing_of_anothers(
+    world: World,
+) -> None:
+    """alice registers a cluster bob's member also serves, with credentials whose context
+    is bob's Kubernetes namespace: her Deployment ``web``, which names no namespace, goes
+    there, where bob's ``web`` runs. Even with ``conflict_resolution: overwrite`` it is
+    refused (the owner labels name another namespace's application), bob's stays his, and
+    deleting her application leaves it."""
+    before = await bobs_web(world)
+    shared = {
+        "api": "kubernetes",
+        "kind": "Cluster",
+        "metadata": {"name": "shared", "namespace": "a"},
+        "spec": {"kubeconfig": world.kubeconfigs["bob"], "metrics": []},
+    }
+    alice = world.http["alice"]
+    answer = await alice.post("/kubernetes/namespaces/a/clusters", json=shared)
+    assert answer.status_code == 200, answer.text
+    body = app("web", "a", [deployment("web", "evil:1")], conflict_resolution="overwrite")
+    answer = await alice.post(APPS.format(ns="a"), json=body)
+    assert answer.status_code == 200, answer.text
+    answer = await alice.put(f"{APPS.format(ns='a')}/web/binding",
+                             json={"cluster": ref("a", "shared")})  # fmt: skip
+    assert answer.status_code == 200, answer.text
+
+    async def conflict() -> str | None:
+        reason = (await world.status("alice", "web", "a")).get("deploy_reason") or {}
+        return reason.get("message") if reason.get("code") == "CONFLICT" else None
+
+    message = await wait_for(conflict, timeout=30, message="alice's application refused")
+    assert "another namespace" in message and "b/web" not in message
+    assert (await world.status("alice", "web", "a"))["kube_namespaces"] == {"shared": "b"}
+    await untouched(world, before)
+    assert (await alice.delete(f"{APPS.format(ns='a')}/web")).status_code == 200
+    await wait_for(lambda: world.gone("alice", "web", "a"), timeout=15,
+                   message="alice's application deleted")  # fmt: skip
+    await untouched(world, before)

@@ -26,6 +26,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
+from shoal.model.kubernetes import Application
 from shoal.store.base import (
     AlreadyExists,
     Compacted,
@@ -768,3 +769,34 @@ async def test_etcd_cluster_survives_a_killed_member(etcd_cluster: EtcdCluster) 
             assert [e.revision for e in await take(events, 2)] == [first, second]
     finally:
         await store.close()
+
+
+# Krake's names in keys ------------------------------------------------------------------
+
+
+async def test_namespaces_with_colons_and_dots_keep_to_their_own_keys(
+    store: Store, prefix: str
+) -> None:
+    """``/{api}/{plural}/{namespace}/{name}``: ':' sorts after '/', '.' before it; a list or
+    a watch of one namespace's prefix reaches no other namespace's objects."""
+    namespaces = ["a", "a:b", "a.b", "a_b", "a-b", "a:b:c", "system:admin"]
+
+    def key(namespace: str, name: str) -> str:
+        return prefix.rstrip("/") + Application.key(name, namespace)
+
+    def under(namespace: str) -> str:
+        return prefix.rstrip("/") + Application.key_prefix(namespace)
+
+    start = await store.revision()
+    for ns in namespaces:
+        for name in ("x", "x:y", "x.y"):
+            await store.create(key(ns, name), ns.encode())
+    for ns in namespaces:
+        records, _ = await store.list(under(ns))
+        assert [r.key for r in records] == sorted(key(ns, n) for n in ("x", "x:y", "x.y"))
+        assert {r.value for r in records} == {ns.encode()}
+        async with aclosing(store.watch(under(ns), start)) as events:
+            assert {e.value for e in await take(events, 3)} == {ns.encode()}
+            await assert_nothing_more(store, under(ns), events)
+    everything, _ = await store.list(prefix.rstrip("/") + Application.key_prefix())
+    assert len(everything) == 3 * len(namespaces) + len(namespaces)  # and a sentinel each

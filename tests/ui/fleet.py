@@ -32,6 +32,7 @@ CONFIG = SchedulerConfig.model_validate(
         "reschedule_after": 600,
         "retries": 3,
         "backoff": {"initial": 0.2, "cap": 1},
+        "min_migration_interval": 0,  # moves follow the metrics at once (no pacing)
     }
 )
 # name → (label constraints, labels): spread over the three clusters of the sample fleet.

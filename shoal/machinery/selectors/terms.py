@@ -20,7 +20,13 @@ from typing import Any, ClassVar, TypeVar
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
-from shoal.machinery.names import DNS_SUBDOMAIN, MAX_QUALIFIED_NAME, QUALIFIED_NAME
+from shoal.machinery.names import (
+    DNS_SUBDOMAIN,
+    MAX_QUALIFIED_NAME,
+    OBJECT_NAME_RULE,
+    QUALIFIED_NAME,
+    object_name_problem,
+)
 
 
 class ConstraintError(ValueError):
@@ -102,12 +108,9 @@ def check_key(key: str) -> str | None:
 
 
 def check_metric_name(name: str) -> str | None:
-    """Why ``name`` is not a metric name, or None when it is one."""
-    if _NAME.fullmatch(name) is None:
-        return (
-            "a metric name must consist of alphanumeric characters, '-', '_' or '.', "
-            "and start and end with an alphanumeric character"
-        )
+    """Why ``name`` is not a metric name (a Metric's name, as Krake allows it), or None."""
+    if object_name_problem(name) is not None:
+        return f"a metric name {OBJECT_NAME_RULE}"
     return None
 
 
@@ -412,7 +415,7 @@ _COMMA: ","
 
 // Keys, names and values are lexed liberally and validated afterwards, for better messages.
 KEY: /[A-Za-z0-9_.\-\/]+/
-NAME: /[A-Za-z0-9_.\-]+/
+NAME: /[A-Za-z0-9_.\-:]+/
 BARE: /[A-Za-z0-9_.\-]+/
 STRING: /"(?:[^"\\]|\\.)*"/s | /'(?:[^'\\]|\\.)*'/s
 NUMBER: /[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?{_KW}/
@@ -453,7 +456,7 @@ _DISPLAY: dict[str, str] = {
 }
 _DISPLAY_ORDER = {name: index for index, name in enumerate(_DISPLAY)}
 
-_WORD = re.compile(r"""[-A-Za-z0-9_./]+|"[^"]*"?|'[^']*'?|\S""")
+_WORD = re.compile(r"""[-A-Za-z0-9_./:]+|"[^"]*"?|'[^']*'?|\S""")
 
 
 # --------------------------------------------------------------------------- parsing

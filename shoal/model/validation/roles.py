@@ -2,7 +2,8 @@
 
 An empty rule, or ``api: ""``, grants nothing a person meant (Krake read ``""``
 as "any", which a missing value also looks like); ``*`` says "any" on purpose.
-Roles stored with ``""`` keep working: the authoriser reads both.
+Roles stored with ``""`` keep working: the authoriser reads both. A role without
+rules (``rules: []``) is accepted, as Krake accepts it, and grants nothing.
 """
 
 from __future__ import annotations
@@ -35,9 +36,6 @@ def resources_by_group() -> dict[str, frozenset[str]]:
 
 
 def check_rules(rules: list[Any], path: str) -> Iterator[Finding]:
-    if not rules:
-        yield Finding(path, "must hold at least one rule")
-        return
     known = resources_by_group()
     for index, rule in enumerate(rules):
         yield from _rule(rule, join(path, index), known)

@@ -240,6 +240,7 @@ class MetricCache:
                 ReasonCode.UNREACHABLE_METRICS_PROVIDER,
                 f"no value of metric {name!r} fetched yet from provider "
                 f"{metric.spec.provider.name!r}",
+                pending=True,
             )
         if isinstance(raw, MetricError):
             return raw

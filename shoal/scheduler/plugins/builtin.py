@@ -27,12 +27,26 @@ class NamespaceCandidates(CandidatePlugin):
 
 @register("candidates")
 class SchedulableState(CandidatePlugin):
-    """Only ONLINE backends (and FAILING_METRICS ones, ranked without metrics) not being deleted."""
+    """Only ONLINE backends (and FAILING_METRICS ones, whose metrics ``usable-metrics``
+    judges) not being deleted."""
 
     name = "schedulable-state"
 
     def candidates(self, ctx: Context) -> list[tuple[str, BoolArray]]:
         return [("not ONLINE", ctx.group.schedulable)]
+
+
+@register("filters")
+class UsableMetrics(FilterPlugin):
+    """A cluster with a metric that has no usable value takes no application, as Krake's
+    scheduler takes only ONLINE clusters and finds such a cluster FAILING_METRICS while
+    ranking. One whose metric is only not fetched yet, and a cloud with a failing metric
+    (as Krake ranks clouds), rank as backends without metrics."""
+
+    name = "usable-metrics"
+
+    def filter(self, ctx: Context) -> list[tuple[str, BoolArray]]:
+        return [("failing metrics", ctx.group.metrics_usable)]
 
 
 @register("filters")

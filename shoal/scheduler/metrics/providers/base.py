@@ -26,6 +26,8 @@ class MetricError:
 
     code: ReasonCode
     message: str
+    #: No value fetched yet (the metric or provider is new): it may well come in a moment.
+    pending: bool = False
 
 
 @runtime_checkable
