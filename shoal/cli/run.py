@@ -103,8 +103,8 @@ def scheduler(
         if flavour == "krake":  # a Krake API stores no SchedulerConfiguration
             from shoal.scheduler.krake import KrakeApi
 
-            return components.scheduler(KrakeApi.like(client), settings, publish_as=None)
-        return components.scheduler(client, settings, publish_as=lease_name)
+            return components.scheduler(KrakeApi.like(client), settings, publish=False)
+        return components.scheduler(client, settings, lease_name=lease_name)
 
     run = _controller_command(SCHEDULER, "", build)
     run(api_url, leader_elect, lease_duration, lease_name, identity, metrics_port, log_level)
