@@ -50,12 +50,10 @@ class _MetricKind(CoreKind):
 
 class GlobalMetric(_MetricKind):
     kind: Literal["GlobalMetric"] = "GlobalMetric"
-    plural, namespaced = "globalmetrics", False
 
 
 class Metric(_MetricKind):
     kind: Literal["Metric"] = "Metric"
-    plural, namespaced = "metrics", True
 
 
 class PrometheusSpec(Model):
@@ -139,12 +137,10 @@ class _MetricsProviderKind(CoreKind):
 
 class GlobalMetricsProvider(_MetricsProviderKind):
     kind: Literal["GlobalMetricsProvider"] = "GlobalMetricsProvider"
-    plural, namespaced = "globalmetricsproviders", False
 
 
 class MetricsProvider(_MetricsProviderKind):
     kind: Literal["MetricsProvider"] = "MetricsProvider"
-    plural, namespaced = "metricsproviders", True
 
 
 # Krake's verbs; Shoal adds ``watch``, ``secrets`` (read secret fields in clear) and
@@ -166,11 +162,9 @@ class RoleRule(Model):
 class Role(CoreKind):
     kind: Literal["Role"] = "Role"
     rules: list[RoleRule] = Field(default_factory=list)
-    plural, namespaced = "roles", False
 
 
 class RoleBinding(CoreKind):
     kind: Literal["RoleBinding"] = "RoleBinding"
     users: list[str] = Field(default_factory=list)
     roles: list[str] = Field(default_factory=list)
-    plural, namespaced = "rolebindings", False

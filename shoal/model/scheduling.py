@@ -153,8 +153,6 @@ class RescheduleTask(Kind):
     spec: RescheduleTaskSpec
     status: RescheduleTaskStatus = Field(default_factory=RescheduleTaskStatus)
 
-    plural = "rescheduletasks"
-    namespaced = False
     subresources = ("status",)
 
 
@@ -178,9 +176,6 @@ class SchedulerConfiguration(Kind):
     api: Literal["scheduling"] = "scheduling"
     kind: Literal["SchedulerConfiguration"] = "SchedulerConfiguration"
     spec: SchedulerConfig = Field(default_factory=SchedulerConfig)
-
-    plural = "schedulerconfigurations"
-    namespaced = False
 
 
 class RescheduleRequest(Model):
