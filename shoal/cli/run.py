@@ -95,16 +95,12 @@ def scheduler(
     from shoal.model.scheduler_config import SchedulerConfig
     from shoal.system import components
 
-    if flavour not in ("shoal", "krake"):
+    if flavour not in components.FLAVOURS:
         raise typer.BadParameter("'shoal' or 'krake'", param_hint="--flavour")
     settings = SchedulerConfig.load(config)  # a wrong file fails before anything runs
 
     def build(client: Any) -> Any:
-        if flavour == "krake":  # a Krake API stores no SchedulerConfiguration
-            from shoal.scheduler.krake import KrakeApi
-
-            return components.scheduler(KrakeApi.like(client), settings, publish=False)
-        return components.scheduler(client, settings, lease_name=lease_name)
+        return components.scheduler(client, settings, flavour=flavour, lease_name=lease_name)
 
     run = _controller_command(SCHEDULER, "", build)
     run(api_url, leader_elect, lease_duration, lease_name, identity, metrics_port, log_level)
