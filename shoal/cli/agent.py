@@ -31,17 +31,16 @@ def agent(
     log_level: Annotated[str, typer.Option("--log-level")] = "info",
 ) -> None:
     """Run the cluster agent of one cluster (fleet pods: sample and commit)."""
-    from shoal.agent.config import AgentConfig
-    from shoal.system.agent import NoKubeconfig, run_agent_alone, run_registered_agent
+    from shoal.system.agent import NoKubeconfig, run_agent_alone, run_registered_agent, settings_of
 
     if cluster is None and kubeconfig is None:
         raise CliError("give --cluster NAME (a registered cluster) or --kubeconfig FILE")
     if cluster is None:
-        run_agent_alone(kubeconfig, AgentConfig.from_file(config), host, port, log_level)
+        run_agent_alone(kubeconfig, settings_of(config), host, port, log_level)
         return
     from shoal.cli.config import credentials, resolve_api
 
-    settings = AgentConfig.from_file(config, cluster=cluster)
+    settings = settings_of(config, cluster)
     try:
         run_registered_agent(
             resolve_api(api_url), credentials, cluster, namespace, settings,

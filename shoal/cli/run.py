@@ -49,13 +49,11 @@ def api(
     ] = False,
 ) -> None:
     """Run the API server alone."""
-    from shoal.api.auth.config import load
     from shoal.cli.config import resolve_store
     from shoal.system.components import run_api
 
     store_url = resolve_store(store, Path("shoal.db"))
-    security = load(config) if config is not None else None
-    run_api(store_url, host, port, security, log_level, kube_finalizer=kube_finalizer)
+    run_api(store_url, host, port, config, log_level, kube_finalizer=kube_finalizer)
 
 
 def _run_controller(

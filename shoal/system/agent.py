@@ -23,6 +23,14 @@ class NoKubeconfig(LookupError):
     """The cluster has no kubeconfig yet, and no ``--kubeconfig`` file was given."""
 
 
+def settings_of(path: Path | None, cluster: str | None = None) -> Any:
+    """The agent's settings (an ``AgentConfig``) from ``path`` (None: the defaults), for
+    ``cluster``: read before anything starts, so that a wrong file fails first."""
+    from shoal.agent.config import AgentConfig
+
+    return AgentConfig.from_file(path, cluster=cluster)
+
+
 def run_agent_alone(
     kubeconfig: Path | None, settings: Any, host: str, port: int, log_level: str
 ) -> None:

@@ -110,14 +110,17 @@ def run_api(
     store_url: str,
     host: str,
     port: int,
-    security: Any,
+    config: Path | None,
     log_level: str,
     *,
     kube_finalizer: bool = False,
 ) -> None:
-    """The API server alone, until a signal."""
+    """The API server alone, until a signal, secured as its security configuration
+    ``config`` says (None: open)."""
+    from shoal.api.auth.config import load
     from shoal.api.server import start_api
 
+    security = load(config) if config is not None else None  # a wrong file fails first
     configure_logging(log_level)
 
     async def main() -> None:
