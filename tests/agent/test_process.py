@@ -5,8 +5,6 @@ token, serves, keeps its URL in the cluster's status and takes it back when stop
 
 from __future__ import annotations
 
-import signal
-import subprocess
 from pathlib import Path
 
 import httpx
@@ -20,17 +18,6 @@ from shoal.sim.server import SimServer
 from shoal.testing import launch, shipped
 from tests.agent.conftest import CLUSTER
 from tests.util import wait_for
-
-
-async def _terminate(process: subprocess.Popen[bytes]) -> int:
-    """SIGTERM, and its exit code once it has stopped: awaited, not waited for, since the
-    API and the sim cluster it talks to on the way out run on this test's loop."""
-    process.send_signal(signal.SIGTERM)
-    try:
-        await wait_for(lambda: process.poll() is not None, timeout=30, interval=0.1)
-    finally:
-        launch.kill(process)  # a no-op once it has exited
-    return process.returncode
 
 
 async def _healthy(url: str) -> bool:
@@ -61,7 +48,7 @@ async def test_an_agent_of_a_registered_cluster_registers_and_unregisters(
         await wait_for(registered, timeout=60, interval=0.2, message="agent registered")
         assert await _healthy(url)
     finally:
-        code = await _terminate(process)
+        code = await launch.terminate(process)
     assert code == 0
 
     async def unregistered() -> bool:
@@ -83,5 +70,5 @@ async def test_an_agent_on_a_kubeconfig_file_serves_without_the_api(
         await wait_for(lambda: _healthy(f"http://127.0.0.1:{port}"), timeout=60, interval=0.2)
         assert process.poll() is None
     finally:
-        code = await _terminate(process)
+        code = await launch.terminate(process)
     assert code == 0

@@ -116,7 +116,8 @@ async def test_a_scheduler_process_on_a_lease_of_its_own_and_the_dry_run_agree(
             )
         placed_on = await _place(client, apps, predicted)
     finally:
-        launch.stop(scheduler)
+        stopped = await launch.terminate(scheduler)
+    assert stopped == 0
     disagree = {n: (predicted[n], placed_on[n]) for n in predicted if predicted[n] != placed_on[n]}
     assert disagree == {}
     on_cordoned = sum(1 for chosen in predicted.values() if chosen in CORDONED)
