@@ -260,9 +260,10 @@ class Scheduler(Controller):
                     )
                     await self.client.create(published)
                     return
-                if current.spec != self.config or current.metadata.labels != labels:
+                ours = current.metadata.labels.get(LEASE_LABEL) == self.lease_name
+                if current.spec != self.config or not ours:
                     current.spec = self.config
-                    current.metadata.labels = labels
+                    current.metadata.labels = {**current.metadata.labels, **labels}
                     await self.client.update(current)  # CAS on the version just read
                 return
             except Conflict:
