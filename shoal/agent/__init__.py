@@ -1,5 +1,5 @@
 """The cluster agent: one per member cluster, node cache, sampling, commit.
 
-Entry points: ``shoal.agent.server.run_agent`` (async) and ``shoal.agent.server.main``
-(argv), which the ``shoal agent`` command calls.
+Served by ``shoal.agent.server`` (``start_agent``, ``run_agent``); its process,
+``shoal agent``, is assembled in ``shoal.system.agent``.
 """

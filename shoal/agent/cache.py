@@ -19,6 +19,7 @@ from shoal.machinery.resources import Amounts, add, amounts, pod_requests
 from shoal.machinery.types import Obj
 
 TERMINAL = ("Succeeded", "Failed")
+HARD_EFFECTS = ("NoSchedule", "NoExecute")  # taint effects that keep a pod off its node
 
 
 @dataclass(slots=True)

@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
+
+import numpy as np
 
 from shoal.agent.cache import NodeCache, NodeInfo
 from shoal.agent.config import AgentConfig
 from shoal.agent.pod import PodRequest
+from shoal.agent.table import Batch
 from shoal.machinery.plugins import Registry
 from shoal.machinery.types import Obj
 
@@ -53,9 +56,20 @@ class SamplingStrategy(Plugin):
         raise NotImplementedError
 
 
+Reject = Callable[[np.ndarray, str], None]
+"""``reject(mask, reason)``: the drawn nodes of ``mask`` (pods × nodes) not yet rejected
+are rejected for ``reason``."""
+
+
 class FilterPlugin(Plugin):
     def filter(self, pod: PodRequest, node: NodeInfo) -> str | None:
         """Why ``node`` cannot take ``pod``, or None when it can."""
+        raise NotImplementedError
+
+    def vector_filter(self, batch: Batch, order: np.ndarray, reject: Reject) -> None:
+        """The numpy form of ``filter``, over the nodes ``order`` (a row of node-table rows
+        per pod of ``batch``): ``reject`` each mask of nodes with the reason ``filter``
+        gives, in its order. A plugin without one sends every pod to the plugin loop."""
         raise NotImplementedError
 
 
@@ -63,6 +77,20 @@ class ScorePlugin(Plugin):
     def score(self, pod: PodRequest, node: NodeInfo) -> float | None:
         """0–100, or None when the plugin has nothing to say about this pod."""
         raise NotImplementedError
+
+    def vector_score(self, batch: Batch, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """The numpy form of ``score`` over the nodes ``rows`` (a row per pod): (scores, where
+        the plugin has something to say), or None when it has nothing to say to any pod. A
+        plugin without one sends every pod to the plugin loop."""
+        raise NotImplementedError
+
+
+def has_vector_form(plugin: Plugin, phase: str) -> bool:
+    """Whether ``plugin`` carries the numpy form of its ``phase`` (filters, scores)."""
+    base, method = (
+        (FilterPlugin, "vector_filter") if phase == "filters" else (ScorePlugin, "vector_score")
+    )
+    return getattr(type(plugin), method) is not getattr(base, method)
 
 
 PLUGINS: Registry[Plugin] = Registry("the agent", ("sampling", "filters", "scores"))

@@ -32,15 +32,20 @@ class LocalAgents:
     keep_every: float = KEEP_EVERY
     keepers: dict[str, asyncio.Task[None]] = field(default_factory=dict)
 
-    async def start(self, name: str, kubeconfig: Obj, port: int = 0,
-                    **config: Any) -> AgentServer:
-        server = await start_agent(kubeconfig, AgentConfig(cluster=name, **config), port=port,
-                                   callers=self.callers)
+    async def start(self, name: str, kubeconfig: Obj, port: int = 0, *,
+                    host: str = "127.0.0.1", advertise: str | None = None,
+                    settings: AgentConfig | None = None, **config: Any) -> AgentServer:
+        """The agent of cluster ``name`` on ``host:port``, registered at ``advertise`` (else
+        where it listens); with ``settings`` (``shoal agent --config``), or the defaults
+        with ``config``."""
+        settings = settings or AgentConfig(cluster=name, **config)
+        server = await start_agent(kubeconfig, settings, host, port, callers=self.callers)
         self.servers[name] = server
-        await set_agent_url(self.client, name, self.namespace, server.url)
+        url = advertise or server.url
+        await set_agent_url(self.client, name, self.namespace, url)
         if self.keep:
             self.keepers[name] = asyncio.create_task(
-                keep_registered(self.client, name, self.namespace, server.url, self.keep_every)
+                keep_registered(self.client, name, self.namespace, url, self.keep_every)
             )
         return server
 

@@ -1,31 +1,24 @@
-"""Run a cluster agent: ``run_agent`` (async, for ``shoal agent``), ``main(argv)``, ``start_agent``.
+"""Serve a cluster agent: ``start_agent``, ``run_agent``.
 
 ``start_agent`` serves on the running loop and returns once the agent accepts
-requests (tests, ``shoal up``); ``run_agent`` serves until cancelled; ``main``
-parses a command line and runs the agent on uvloop (uvicorn then picks
-httptools by itself), as the other Shoal processes do.
+requests (tests, ``shoal up``); ``run_agent`` serves until cancelled. The process
+(``shoal agent``) is assembled in ``shoal.system.agent``, as every Shoal process is.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import contextlib
 import logging
 import os
-import signal
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import uvloop
 import yaml
 
 from shoal.agent.agent import Agent
 from shoal.agent.app import create_app
 from shoal.agent.callers import from_environment
 from shoal.agent.config import AgentConfig
-from shoal.machinery.memory import tune_gc
 from shoal.machinery.server import Served, listen, serve
 from shoal.machinery.tls import Tls
 from shoal.machinery.types import Obj
@@ -94,32 +87,3 @@ def load_kubeconfig(path: str | None) -> Obj:
     if not isinstance(data, dict):
         raise ValueError(f"{chosen}: not a kubeconfig")
     return data
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="shoal agent", description=__doc__)
-    parser.add_argument("--kubeconfig", help="member cluster (default: $KUBECONFIG)")
-    parser.add_argument("--config", help="YAML file with the agent's settings")
-    parser.add_argument("--cluster", help="cluster name shown in answers")
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT)
-    parser.add_argument("--log-level", default="info")
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=getattr(logging, args.log_level.upper(), logging.INFO),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    config = AgentConfig.from_file(args.config, cluster=args.cluster)
-    kubeconfig = load_kubeconfig(args.kubeconfig)
-
-    async def serve() -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
-        await run_agent(kubeconfig, config, args.host, args.port)
-
-    tune_gc()
-    with contextlib.suppress(KeyboardInterrupt, asyncio.CancelledError):
-        uvloop.run(serve())
-
-
-if __name__ == "__main__":
-    main()

@@ -1,11 +1,11 @@
 """Group ``scheduling``: dry-run placement of an application (binds nothing).
 
 The dry run uses the scheduler's own framework and plugins, with the configuration the
-running scheduler published (its SchedulerConfiguration ``scheduler``; the defaults while
-there is none), over the namespace's clusters as stored, with metric values from a
-metric cache kept by this API process (refreshed at most once per ``metrics_refresh``
-seconds). So it answers what the scheduler would decide now, with every score term and
-every rejection.
+running scheduler published (the SchedulerConfiguration ``scheduler``, which every
+scheduler publishes whatever its lease's name; the defaults while there is none), over
+the namespace's clusters as stored, with metric values from a metric cache kept by this
+API process (refreshed at most once per ``metrics_refresh`` seconds). So it answers what
+the scheduler would decide now, with every score term and every rejection.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from shoal.machinery.names import MAX_OBJECT_NAME, OBJECT_NAME
 from shoal.model.core import GlobalMetric, GlobalMetricsProvider, Metric, MetricsProvider
 from shoal.model.kubernetes import Application, BindingBatch, Cluster
 from shoal.model.scheduler_config import SchedulerConfig
-from shoal.model.scheduling import PUBLISHED_AS, SchedulerConfiguration
+from shoal.model.scheduling import LEASE_LABEL, PUBLISHED_AS, SchedulerConfiguration
 from shoal.scheduler import plugins as _plugins  # noqa: F401  (registers built-in plugins)
 from shoal.scheduler.application import cluster_backend, request_for
 from shoal.scheduler.backends import Backends
@@ -38,6 +38,7 @@ NAME_PATTERN = OBJECT_NAME.pattern
 class DryRun:
     def __init__(self, resources: Resources) -> None:
         self.resources = resources
+        self.lease = PUBLISHED_AS  # the lease of the scheduler that published the configuration
         self._configure(SchedulerConfig(), 0)
 
     def _configure(self, config: SchedulerConfig, revision: int) -> None:
@@ -63,6 +64,9 @@ class DryRun:
         if record.revision != self.revision:
             published = decode(SchedulerConfiguration, record.value, record.revision)
             await self._reconfigure(published.spec, record.revision)
+            self.lease = published.metadata.labels.get(LEASE_LABEL, PUBLISHED_AS)
+        if self.lease != PUBLISHED_AS:
+            return f"schedulerconfigurations/{PUBLISHED_AS} (scheduler of lease {self.lease})"
         return f"schedulerconfigurations/{PUBLISHED_AS}"
 
     async def _reconfigure(self, config: SchedulerConfig, revision: int) -> None:

@@ -7,8 +7,6 @@ it; ``--kubeconfig FILE`` runs an agent on any cluster without the API.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from pathlib import Path
 from typing import Annotated
 
@@ -33,49 +31,24 @@ def agent(
     log_level: Annotated[str, typer.Option("--log-level")] = "info",
 ) -> None:
     """Run the cluster agent of one cluster (fleet pods: sample and commit)."""
-    from shoal.agent.config import AgentConfig
-    from shoal.agent.server import load_kubeconfig, main
+    from shoal.system.agent import NoKubeconfig, run_agent_alone, run_registered_agent, settings_of
 
     if cluster is None and kubeconfig is None:
         raise CliError("give --cluster NAME (a registered cluster) or --kubeconfig FILE")
     if cluster is None:
-        argv = ["--kubeconfig", str(kubeconfig), "--host", host, "--port", str(port),
-                "--log-level", log_level]
-        main(argv + (["--config", str(config)] if config else []))
+        run_agent_alone(kubeconfig, settings_of(config), host, port, log_level)
         return
     from shoal.cli.config import credentials, resolve_api
-    from shoal.system.process import configure_logging, run_until_signal
 
-    configure_logging(log_level)
-    settings = AgentConfig.from_file(config, cluster=cluster)
-    url = resolve_api(api_url)
-    found = credentials()
-
-    async def run() -> None:
-        from shoal.agent.register import keep_registered, set_agent_url
-        from shoal.agent.server import start_agent
-        from shoal.client.rest import ShoalClient
-        from shoal.model.kubernetes import Cluster
-
-        async with ShoalClient(url, token=found.token, ssl_context=found.ssl_context()) as client:
-            stored = await client.get(Cluster, cluster, namespace)
-            member = stored.spec.kubeconfig or (load_kubeconfig(str(kubeconfig))
-                                                if kubeconfig else None)
-            if member is None:
-                raise CliError(f"cluster {namespace}/{cluster} has no kubeconfig yet")
-            running = await start_agent(member, settings, host, port)
-            public = advertise or running.url
-            typer.echo(f"agent of cluster {namespace}/{cluster} on {running.url}")
-            keeper = asyncio.create_task(keep_registered(client, cluster, namespace, public))
-            try:
-                await running.task
-            finally:
-                keeper.cancel()
-                with contextlib.suppress(Exception):
-                    await set_agent_url(client, cluster, namespace, "")
-                await running.stop()
-
-    run_until_signal(run)
+    settings = settings_of(config, cluster)
+    try:
+        run_registered_agent(
+            resolve_api(api_url), credentials, cluster, namespace, settings,
+            kubeconfig=kubeconfig, host=host, port=port, advertise=advertise,
+            log_level=log_level,
+        )  # fmt: skip
+    except NoKubeconfig as error:
+        raise CliError(str(error)) from None
 
 
 def register(app: typer.Typer) -> None:

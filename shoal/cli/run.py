@@ -49,13 +49,11 @@ def api(
     ] = False,
 ) -> None:
     """Run the API server alone."""
-    from shoal.api.auth.config import load
     from shoal.cli.config import resolve_store
     from shoal.system.components import run_api
 
     store_url = resolve_store(store, Path("shoal.db"))
-    security = load(config) if config is not None else None
-    run_api(store_url, host, port, security, log_level, kube_finalizer=kube_finalizer)
+    run_api(store_url, host, port, config, log_level, kube_finalizer=kube_finalizer)
 
 
 def _run_controller(
@@ -95,16 +93,12 @@ def scheduler(
     from shoal.model.scheduler_config import SchedulerConfig
     from shoal.system import components
 
-    if flavour not in ("shoal", "krake"):
+    if flavour not in components.FLAVOURS:
         raise typer.BadParameter("'shoal' or 'krake'", param_hint="--flavour")
     settings = SchedulerConfig.load(config)  # a wrong file fails before anything runs
 
     def build(client: Any) -> Any:
-        if flavour == "krake":  # a Krake API stores no SchedulerConfiguration
-            from shoal.scheduler.krake import KrakeApi
-
-            return components.scheduler(KrakeApi.like(client), settings, publish_as=None)
-        return components.scheduler(client, settings, publish_as=lease_name)
+        return components.scheduler(client, settings, flavour=flavour, lease_name=lease_name)
 
     run = _controller_command(SCHEDULER, "", build)
     run(api_url, leader_elect, lease_duration, lease_name, identity, metrics_port, log_level)

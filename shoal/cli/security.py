@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Annotated
 
@@ -46,24 +45,16 @@ def issue_command(
 def dev_command(directory: DirOption = Path("pki")) -> None:
     """A CA, server certificates for the API, sim and agents, a client certificate per component
     (CN system:<component>) and one for an admin (O shoal:admins)."""
-    from shoal.api.auth.roles import ADMINS, COMPONENTS, component_user
-    from shoal.machinery.tls import issue, make_ca, write_pair
+    from shoal.system.security import dev_certificates
 
-    ca = make_ca()
-    write_pair(directory, "ca", ca)
-    for server in ("api", "sim", "agent"):
-        pair = issue(*ca, f"shoal-{server}", hosts=("127.0.0.1", "localhost"))
-        write_pair(directory, server, pair)
-    for component in COMPONENTS:
-        write_pair(directory, component, issue(*ca, component_user(component)))
-    write_pair(directory, "admin", issue(*ca, "admin", (ADMINS,)))
+    dev_certificates(directory)
     typer.echo(f"CA and certificates in {directory}/ (ca.crt, api.crt, <component>.crt, admin.crt)")
 
 
 @secrets.command("new-key")
 def new_key_command() -> None:
     """Print a new key (base64 of 32 random bytes); put it first in the key file to rotate."""
-    from shoal.api.auth.secrets import new_key
+    from shoal.system.security import new_key
 
     typer.echo(new_key())
 
@@ -74,26 +65,14 @@ def reencrypt_command(
     store: Annotated[str | None, typer.Option("--store", help="Store URL")] = None,
 ) -> None:
     """Encrypt every secret field again with the first key of the key file (key rotation)."""
-    from shoal.api.auth.config import load
-    from shoal.api.auth.secrets import load_cipher
-    from shoal.api.auth.store import reencrypt
     from shoal.cli.config import resolve_store
-    from shoal.store.factory import open_store
+    from shoal.system.security import NoSecretsKey, reencrypt
 
-    security = load(config)
-    cipher = load_cipher(security.secrets_key_file, security.secrets_key_env)
-    if cipher is None:
-        raise typer.BadParameter("no secrets key in the configuration or the environment")
-    url = resolve_store(store, Path("shoal.db"))
-
-    async def main() -> int:
-        opened = open_store(url)
-        try:
-            return await reencrypt(opened, cipher)
-        finally:
-            await opened.close()
-
-    typer.echo(f"re-encrypted {asyncio.run(main())} objects with key {cipher.current}")
+    try:
+        count, key = reencrypt(resolve_store(store, Path("shoal.db")), config)
+    except NoSecretsKey as error:
+        raise typer.BadParameter(str(error)) from None
+    typer.echo(f"re-encrypted {count} objects with key {key}")
 
 
 def install(root: typer.Typer) -> None:

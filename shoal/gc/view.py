@@ -38,6 +38,3 @@ class ApplicationMeta(Kind):
     api: Literal["kubernetes"] = "kubernetes"
     kind: Literal["Application"] = "Application"
     metadata: _Metadata  # type: ignore[assignment]
-
-    plural = "applications"
-    namespaced = True

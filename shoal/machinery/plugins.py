@@ -27,7 +27,12 @@ class Registry(Generic[T]):
         return tuple(self._by_point)
 
     def register(self, *points: str) -> Callable[[type[P]], type[P]]:
-        """Class decorator: the plugin (its ``name``) serves each of ``points``."""
+        """Class decorator: the plugin (its ``name``) serves each of ``points``.
+
+        A name is one plugin: a name another class took, at any point, is refused (as
+        kube-scheduler's registry does), since replacing a plugin would silently change
+        what a configuration that names it enables, and ``make`` shares one instance per
+        name across points."""
         unknown = [p for p in points if p not in self._by_point]
         if unknown or not points:
             raise ValueError(
@@ -36,8 +41,17 @@ class Registry(Generic[T]):
             )
 
         def add(cls: type[P]) -> type[P]:
+            name: str = cls.name  # type: ignore[attr-defined]
+            for point, plugins in self._by_point.items():
+                taken = plugins.get(name)
+                if taken is not None and taken is not cls:
+                    raise ValueError(
+                        f"{self.framework} already has a plugin named {name!r} "
+                        f"({taken.__module__}.{taken.__qualname__}, at {point}); "
+                        f"{cls.__module__}.{cls.__qualname__} needs a name of its own"
+                    )
             for point in points:
-                self._by_point[point][cls.name] = cls  # type: ignore[attr-defined,assignment]
+                self._by_point[point][name] = cls  # type: ignore[assignment]
             return cls
 
         return add

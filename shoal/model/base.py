@@ -26,6 +26,7 @@ from pydantic import (
 )
 
 from shoal.machinery.names import DNS_SUBDOMAIN, QUALIFIED_NAME, object_name_problem
+from shoal.model import catalog
 from shoal.model.shape import addition
 
 _FINALIZER_RE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_./]*[A-Za-z0-9])?$")
@@ -198,18 +199,35 @@ class Reason(Model):
 
 
 class Kind(Model):
-    """Base of every stored kind. Subclasses set the class variables below."""
+    """Base of every stored kind. Subclasses set the class variables below, but for
+    ``plural`` and ``namespaced``: those come from the kind's entry in
+    ``shoal.model.catalog``, the one place they are written (printing reads them there
+    without the models)."""
 
     api: str
     kind: str
     metadata: Metadata
 
-    plural: ClassVar[str]
-    namespaced: ClassVar[bool]
+    plural: ClassVar[str]  # from the catalog
+    namespaced: ClassVar[bool]  # from the catalog
     subresources: ClassVar[tuple[str, ...]] = ()
     # Created in batches too (``POST /{api}/{plural}``, shoal.api.creates): kinds made in
     # bulk, without secret fields (a batch's answer shows each object as written).
     created_in_batches: ClassVar[bool] = False
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        """A kind (with its ``api`` and ``kind`` set; not an abstract base) takes its plural
+        and scope from its catalog entry; a kind the catalog lacks is an error here."""
+        super().__pydantic_init_subclass__(**kwargs)
+        api, kind = cls.model_fields["api"].default, cls.model_fields["kind"].default
+        if not (isinstance(api, str) and isinstance(kind, str)):
+            return
+        try:
+            entry = catalog.entry_of(api, kind)
+        except KeyError:
+            raise TypeError(f"{api}/{kind} has no entry in shoal.model.catalog") from None
+        cls.plural, cls.namespaced = entry.plural, entry.namespaced
 
     @classmethod
     def key_prefix(cls, namespace: str | None = None) -> str:

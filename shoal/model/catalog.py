@@ -5,7 +5,8 @@ kind name, the plural of its URLs, whether it is namespaced, the short names
 people type and the table columns, like the printer columns of a Kubernetes
 CustomResourceDefinition. It imports no pydantic model, so a command that
 only lists objects starts fast; ``shoal.model.registry`` joins each entry to
-its model class (and checks that they agree).
+its model class. It is the one place a kind's plural and scope are written: each
+model reads them from here (``shoal.model.base.Kind``).
 """
 
 from __future__ import annotations

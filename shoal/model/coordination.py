@@ -31,5 +31,3 @@ class Lease(Kind):
     kind: Literal["Lease"] = "Lease"
     spec: LeaseSpec = Field(default_factory=LeaseSpec)
 
-    plural = "leases"
-    namespaced = False

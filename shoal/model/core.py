@@ -52,12 +52,10 @@ class _MetricKind(CoreKind):
 
 class GlobalMetric(_MetricKind):
     kind: Literal["GlobalMetric"] = "GlobalMetric"
-    plural, namespaced = "globalmetrics", False
 
 
 class Metric(_MetricKind):
     kind: Literal["Metric"] = "Metric"
-    plural, namespaced = "metrics", True
 
 
 def _provider_url(url: str) -> str:
@@ -155,12 +153,10 @@ class _MetricsProviderKind(CoreKind):
 
 class GlobalMetricsProvider(_MetricsProviderKind):
     kind: Literal["GlobalMetricsProvider"] = "GlobalMetricsProvider"
-    plural, namespaced = "globalmetricsproviders", False
 
 
 class MetricsProvider(_MetricsProviderKind):
     kind: Literal["MetricsProvider"] = "MetricsProvider"
-    plural, namespaced = "metricsproviders", True
 
 
 # Krake's verbs; Shoal adds ``watch``, ``secrets`` (read secret fields in clear) and
@@ -182,11 +178,9 @@ class RoleRule(Model):
 class Role(CoreKind):
     kind: Literal["Role"] = "Role"
     rules: list[RoleRule] = Field(default_factory=list)
-    plural, namespaced = "roles", False
 
 
 class RoleBinding(CoreKind):
     kind: Literal["RoleBinding"] = "RoleBinding"
     users: list[str] = Field(default_factory=list)
     roles: list[str] = Field(default_factory=list)
-    plural, namespaced = "rolebindings", False

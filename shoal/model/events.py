@@ -57,8 +57,6 @@ class Event(Kind):
         default=None, description="When the event may be removed (default: last + 1 h)."
     )
 
-    plural = "events"
-    namespaced = True
 
     @model_validator(mode="after")
     def _timestamps(self) -> Event:

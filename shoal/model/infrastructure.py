@@ -80,12 +80,10 @@ class _InfrastructureProviderKind(Kind):
 
 class GlobalInfrastructureProvider(_InfrastructureProviderKind):
     kind: Literal["GlobalInfrastructureProvider"] = "GlobalInfrastructureProvider"
-    plural, namespaced = "globalinfrastructureproviders", False
 
 
 class InfrastructureProvider(_InfrastructureProviderKind):
     kind: Literal["InfrastructureProvider"] = "InfrastructureProvider"
-    plural, namespaced = "infrastructureproviders", True
 
 
 class PasswordUser(Model):
@@ -166,12 +164,10 @@ class _CloudKind(Kind):
 
 class GlobalCloud(_CloudKind):
     kind: Literal["GlobalCloud"] = "GlobalCloud"
-    plural, namespaced = "globalclouds", False
 
 
 class Cloud(_CloudKind):
     kind: Literal["Cloud"] = "Cloud"
-    plural, namespaced = "clouds", True
 
 
 OpenstackSpec.model_rebuild()

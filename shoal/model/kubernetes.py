@@ -370,8 +370,6 @@ class ApplicationStatus(Model):
 class _KubernetesKind(Kind):
     api: Literal["kubernetes"] = "kubernetes"
 
-    namespaced = True
-
 
 class Application(_KubernetesKind):
     kind: Literal["Application"] = "Application"
@@ -379,7 +377,7 @@ class Application(_KubernetesKind):
     status: Annotated[ApplicationStatus, null_as(ApplicationStatus)] = Field(
         default_factory=ApplicationStatus
     )
-    plural, subresources = "applications", ("status", "binding", "complete", "shutdown", "retry")
+    subresources = ("status", "binding", "complete", "shutdown", "retry")
     created_in_batches = True
 
 
@@ -526,7 +524,7 @@ class Cluster(_KubernetesKind):
     status: Annotated[ClusterStatus, null_as(ClusterStatus)] = Field(
         default_factory=ClusterStatus
     )
-    plural, subresources = "clusters", ("status", "binding")
+    subresources = ("status", "binding")
 
     def initial_status(self) -> ClusterStatus:
         """CONNECTING until the observer has reached it; PENDING while it is still to be built.

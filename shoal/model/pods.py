@@ -140,8 +140,6 @@ class Pod(Kind):
     spec: PodSpec
     status: PodStatus = Field(default_factory=PodStatus)
 
-    plural = "pods"
-    namespaced = True
     subresources = ("status",)
     created_in_batches = True
 

@@ -2,7 +2,8 @@
 
 Beside the model class, each kind has the data that describes it to people:
 short names and table columns, kept without the models in
-``shoal.model.catalog`` (so a command that only prints starts fast). A column
+``shoal.model.catalog`` (so a command that only prints starts fast), which is also
+where each model reads its plural and scope (``Kind.__pydantic_init_subclass__``). A column
 names a dotted JSON path and, where a raw value would read badly, a formatter
 by name; the formatters themselves belong to whoever prints (the CLI), so this
 layer stays free of any front end.
@@ -68,23 +69,7 @@ _MODELS: tuple[type[Kind], ...] = (
 
 def _resource(kind: type[Kind]) -> Resource:
     entry = catalog.entry_of(kind.api_name(), kind.kind_name())
-    check_agrees(kind, entry)
     return Resource(kind, entry.short_names, entry.columns)
-
-
-def check_agrees(kind: type[Kind], entry: catalog.Entry) -> None:
-    """The catalog and the model state a kind's plural and scope each (the catalog so that
-    printing needs no model): a difference is an error at import, not a wrong URL later."""
-    wrong = [
-        f"{what}: catalog {theirs!r}, model {ours!r}"
-        for what, theirs, ours in (
-            ("plural", entry.plural, kind.plural),
-            ("namespaced", entry.namespaced, kind.namespaced),
-        )
-        if theirs != ours
-    ]
-    if wrong:
-        raise TypeError(f"{kind.api_name()}/{kind.kind_name()}: " + "; ".join(wrong))
 
 
 RESOURCES: dict[type[Kind], Resource] = {kind: _resource(kind) for kind in _MODELS}

@@ -154,19 +154,21 @@ class RescheduleTask(Kind):
     spec: RescheduleTaskSpec
     status: RescheduleTaskStatus = Field(default_factory=RescheduleTaskStatus)
 
-    plural = "rescheduletasks"
-    namespaced = False
     subresources = ("status",)
 
 
 PUBLISHED_AS = "scheduler"
-"""The name a scheduler publishes its configuration under by default (its lease's name),
-and the one the API's dry run decides with."""
+"""The one name every scheduler publishes its configuration under, whatever its lease's
+name, and the one the API's dry run decides with."""
+
+LEASE_LABEL = "scheduler.shoal/lease"
+"""Label of the published configuration: the lease of the scheduler that published it."""
 
 
 class SchedulerConfiguration(Kind):
     """The configuration a scheduler decides with, published by the scheduler when it
-    starts (and at each term it leads), under the name of its lease (``scheduler``).
+    starts (and at each term it leads) as ``scheduler``, labelled with the name of its
+    lease (``LEASE_LABEL``): the last scheduler to start leading is the one that runs.
 
     The API's dry run decides with it, so that a dry run and the scheduler never
     disagree; while none is published, the dry run uses the defaults and says so.
@@ -175,9 +177,6 @@ class SchedulerConfiguration(Kind):
     api: Literal["scheduling"] = "scheduling"
     kind: Literal["SchedulerConfiguration"] = "SchedulerConfiguration"
     spec: SchedulerConfig = Field(default_factory=SchedulerConfig)
-
-    plural = "schedulerconfigurations"
-    namespaced = False
 
 
 class RescheduleRequest(Model):

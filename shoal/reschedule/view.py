@@ -76,9 +76,6 @@ class ApplicationView(Kind):
     spec: _Spec = Field(default_factory=_Spec)
     status: _Status = Field(default_factory=_Status)
 
-    plural = "applications"
-    namespaced = True
-
 
 class _TaskStatus(RescheduleTaskStatus):
     # Read past, not validated, and not kept.

@@ -8,18 +8,33 @@ changed) are gathered here, so the hot path carries one line per report.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from shoal.client.informer import Informer
 from shoal.controllers import prometheus as stats
-from shoal.events import reasons
+from shoal.controllers.queue import WorkQueue
+from shoal.events import Recorder, reasons
 from shoal.model.base import utcnow
 from shoal.model.kubernetes import Application
+from shoal.scheduler.backends import Backends
 from shoal.scheduler.framework import Decision
 from shoal.scheduler.spread import Plan
 
-if TYPE_CHECKING:
-    from shoal.scheduler.application import ApplicationHandler
-    from shoal.scheduler.scheduler import Scheduler
+
+class ApplicationHandler(Protocol):
+    """What a report reads of the placement handler (``scheduler.application``), named here
+    so that the handler imports its reports and not the other way round."""
+
+    backends: Backends
+    events: Recorder
+
+
+class Scheduler(Protocol):
+    """What ``watch_state`` reads of the scheduler (``scheduler.scheduler``)."""
+
+    queue: WorkQueue[Any]
+    waiting: set[Any]
+    app_informer: Informer[Application]
 
 
 def bound(handler: ApplicationHandler, app: Application, decision: Decision, forced: bool) -> None:

@@ -33,7 +33,7 @@ from shoal.model.core import (
 from shoal.model.infrastructure import Cloud, GlobalCloud
 from shoal.model.kubernetes import AppKey, Application, Cluster, ClusterState
 from shoal.model.scheduler_config import SchedulerConfig
-from shoal.model.scheduling import PUBLISHED_AS, SchedulerConfiguration
+from shoal.model.scheduling import LEASE_LABEL, PUBLISHED_AS, SchedulerConfiguration
 from shoal.scheduler import plugins as _plugins  # noqa: F401  (registers built-in plugins)
 from shoal.scheduler.application import (
     ApplicationHandler,
@@ -112,22 +112,25 @@ def _key(obj: Kind) -> AppKey:
 
 
 class Scheduler(Controller):
-    """The application scheduler. ``publish_as`` names the SchedulerConfiguration it
-    publishes its configuration in at start (None: publish nothing, as on a Krake API)."""
+    """The application scheduler. At start it publishes its configuration (unless
+    ``publish`` is false, as on a Krake API), labelled with ``lease_name``, the lease it
+    runs under."""
 
     def __init__(
         self,
         client: ShoalClient,
         config: SchedulerConfig | None = None,
         *,
-        publish_as: str | None = PUBLISHED_AS,
+        publish: bool = True,
+        lease_name: str = PUBLISHED_AS,
     ) -> None:
         from shoal.controllers.queue import WorkQueue
 
         super().__init__()
         self.client = client
         self.config = config or SchedulerConfig()
-        self.publish_as = publish_as
+        self.publish = publish
+        self.lease_name = lease_name
         self.metrics = MetricCache(
             refresh_interval=self.config.metrics_refresh,
             timeout=self.config.metrics_timeout,
@@ -245,30 +248,35 @@ class Scheduler(Controller):
 
     async def _publish_config(self) -> None:
         """Store the configuration this scheduler decides with: the API's dry run reads it,
-        so that the two never decide differently."""
-        if self.publish_as is None:
+        so that the two never decide differently. It is always published as
+        ``PUBLISHED_AS``, whatever the lease's name, labelled with that name: the scheduler
+        that started leading last is the one that runs."""
+        if not self.publish:
             return
+        labels = {LEASE_LABEL: self.lease_name}
         while True:
             try:
                 try:
-                    current = await self.client.get(SchedulerConfiguration, self.publish_as)
+                    current = await self.client.get(SchedulerConfiguration, PUBLISHED_AS)
                 except NotFound:
                     published = SchedulerConfiguration(
-                        metadata=Metadata(name=self.publish_as), spec=self.config
+                        metadata=Metadata(name=PUBLISHED_AS, labels=labels), spec=self.config
                     )
                     await self.client.create(published)
                     return
-                if current.spec != self.config:
+                ours = current.metadata.labels.get(LEASE_LABEL) == self.lease_name
+                if current.spec != self.config or not ours:
                     current.spec = self.config
+                    current.metadata.labels = {**current.metadata.labels, **labels}
                     await self.client.update(current)  # CAS on the version just read
                 return
             except Conflict:
                 continue  # another replica wrote it meanwhile: read it again
             except (ApiError, Unreachable) as error:
                 log.warning(
-                    "cannot publish the scheduler's configuration as %s (%s): the API's "
-                    "dry run decides with the last one published, or the defaults",
-                    self.publish_as,
+                    "cannot publish the configuration of the scheduler of lease %s (%s): "
+                    "the API's dry run decides with the last one published, or the defaults",
+                    self.lease_name,
                     error,
                 )
                 return

@@ -76,11 +76,25 @@ NAMES: tuple[str, ...] = (SCHEDULER, *(c.name for c in CONTROLLERS))
 """Every controller process, the scheduler first: the order they start and get ports in."""
 
 
-def scheduler(client: Any, config: Any = None, **options: Any) -> Any:
-    """The scheduler on ``client`` with ``config`` (a SchedulerConfig; None: the defaults)."""
+FLAVOURS = ("shoal", "krake")
+"""The APIs a scheduler drives: Shoal's, or a Krake 1.0.1 API server."""
+
+
+def scheduler(
+    client: Any, config: Any = None, *, flavour: str = "shoal", lease_name: str = SCHEDULER
+) -> Any:
+    """The scheduler on ``client`` with ``config`` (a SchedulerConfig; None: the defaults),
+    campaigning for ``lease_name``. On a Krake API (``flavour`` ``krake``) it goes through
+    ``KrakeApi`` and publishes no configuration (Krake stores no SchedulerConfiguration)."""
     from shoal.scheduler.scheduler import Scheduler
 
-    return Scheduler(client, config, **options)
+    if flavour not in FLAVOURS:
+        raise ValueError(f"flavour: {flavour!r} is not one of {', '.join(FLAVOURS)}")
+    if flavour == "krake":
+        from shoal.client.krake import KrakeApi
+
+        return Scheduler(KrakeApi.like(client), config, publish=False, lease_name=lease_name)
+    return Scheduler(client, config, lease_name=lease_name)
 
 
 def controllers(client_of: Callable[[str], Any], config_path: Path | None = None) -> list[Any]:
@@ -96,14 +110,17 @@ def run_api(
     store_url: str,
     host: str,
     port: int,
-    security: Any,
+    config: Path | None,
     log_level: str,
     *,
     kube_finalizer: bool = False,
 ) -> None:
-    """The API server alone, until a signal."""
+    """The API server alone, until a signal, secured as its security configuration
+    ``config`` says (None: open)."""
+    from shoal.api.auth.config import load
     from shoal.api.server import start_api
 
+    security = load(config) if config is not None else None  # a wrong file fails first
     configure_logging(log_level)
 
     async def main() -> None:

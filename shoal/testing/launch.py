@@ -84,6 +84,19 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
             proc.wait()
 
 
+async def terminate(proc: subprocess.Popen[bytes], timeout: float = 30.0) -> int:
+    """SIGTERM, and its exit code once it has stopped (SIGKILL after ``timeout``): awaited,
+    for a process whose way out talks to servers on the caller's own loop (``stop`` would
+    block that loop while the process waits on it)."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            await wait_for(lambda: proc.poll() is not None, timeout, 0.1, "the process to exit")
+        finally:
+            kill(proc)  # a no-op once it has exited
+    return proc.returncode
+
+
 def kill(proc: subprocess.Popen[bytes]) -> None:
     """SIGKILL, as a crash would."""
     if proc.poll() is None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import numpy as np
 import pytest
 
-from shoal.agent.cache import NodeCache
+from shoal.agent.cache import NodeCache, NodeInfo
 from shoal.agent.config import AgentConfig
-from shoal.agent.framework import Pipeline
+from shoal.agent.framework import FilterPlugin, Pipeline, Reject, register
 from shoal.agent.pod import Pod, PodRequest
+from shoal.agent.table import Batch
 from shoal.agent.vector import VectorSampler
 from tests.agent.conftest import pod
 
@@ -120,3 +122,34 @@ def test_a_batch_samples_distinct_nodes_per_pod(cache: NodeCache) -> None:
         if pod_request.requests["cpu"] <= 3000:
             assert eligible == 6
         assert all(n["available"]["cpu"] >= pod_request.requests["cpu"] for n in nodes)
+
+
+@register("filters")
+class NotOnFirstNodes(FilterPlugin):
+    """A filter of a user's own carrying its numpy form, as the built-in ones do."""
+
+    name = "test-not-on-first-nodes"
+
+    def filter(self, pod: PodRequest, node: NodeInfo) -> str | None:
+        return "among the first nodes" if int(node.name.split("-")[1]) < 150 else None
+
+    def vector_filter(self, batch: Batch, order: np.ndarray, reject: Reject) -> None:
+        first = np.array([int(n.split("-")[1]) < 150 for n in batch.table.names], bool)
+        reject(first[order], "among the first nodes")
+
+
+def test_a_plugin_carrying_its_numpy_form_keeps_the_numpy_path(cache: NodeCache) -> None:
+    """Which plugin has a numpy form is the plugin's own fact: no list names the built-ins."""
+    plugins = AgentConfig(cluster="c").plugins.model_copy()
+    plugins.filters = [*plugins.filters, NotOnFirstNodes.name]
+    config = AgentConfig(cluster="c", plugins=plugins)
+    vector = VectorSampler(config, cache)
+    assert vector.usable and vector.without_vector_form == []
+    pipeline = Pipeline(config)
+    pod_request = request(pod(cpu="1"))
+    loop = pipeline.sample(pipeline.strategies["random"], pod_request, 10_000, cache)
+    nodes, eligible, examined, rejected = vector.sample(pod_request, loop.wanted, None)
+    assert {n["name"]: n["score"] for n in nodes} == {n["name"]: n["score"] for n in loop.nodes}
+    assert (eligible, examined, rejected) == (len(loop.nodes), loop.examined, loop.rejected)
+    assert rejected["among the first nodes"] > 50
+    assert all(int(n["name"].split("-")[1]) >= 150 for n in nodes)

@@ -11,37 +11,16 @@ spot, 1 at the edge. A pod without a target is not this plugin's business.
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+
+import numpy as np
 
 from shoal.agent.cache import NodeInfo
-from shoal.agent.framework import FilterPlugin, InvalidPod, ScorePlugin, register
+from shoal.agent.framework import FilterPlugin, InvalidPod, Reject, ScorePlugin, register
+from shoal.agent.places import LOCATION, MAX_DISTANCE, TARGET, distance_km, lat_long
 from shoal.agent.pod import PodRequest
+from shoal.agent.table import FARTHER, Batch
 
-TARGET = "shoal.dev/target-lat-long"
-MAX_DISTANCE = "shoal.dev/max-distance-km"
-LOCATION = "shoal.dev/lat-long"
-EARTH_RADIUS_KM = 6371.0
-
-
-@lru_cache(maxsize=65536)
-def lat_long(text: str) -> tuple[float, float] | None:
-    """``"48.21_16.37"`` (or with a comma) as radians; None when unreadable or out of range."""
-    parts = text.replace(",", "_").split("_")
-    try:
-        lat, lon = (float(p) for p in parts)
-    except ValueError:
-        return None
-    if not (-90 <= lat <= 90 and -180 <= lon <= 180):
-        return None
-    return math.radians(lat), math.radians(lon)
-
-
-def distance_km(a: tuple[float, float], b: tuple[float, float]) -> float:
-    """Great-circle distance (haversine) between two points in radians."""
-    h = (math.sin((b[0] - a[0]) / 2) ** 2
-         + math.cos(a[0]) * math.cos(b[0]) * math.sin((b[1] - a[1]) / 2) ** 2)
-    return 2 * EARTH_RADIUS_KM * math.asin(min(1.0, math.sqrt(h)))
-
+__all__ = ["LOCATION", "MAX_DISTANCE", "TARGET", "GeoLocation", "geo_score", "lat_long"]
 
 def geo_score(distance: float, limit: float) -> int:
     return math.ceil(100 - 99 * distance / limit)
@@ -90,3 +69,21 @@ class GeoLocation(FilterPlugin, ScorePlugin):
     def score(self, pod: PodRequest, node: NodeInfo) -> float | None:
         found = self._distance(pod, node)
         return geo_score(*found) if isinstance(found, tuple) else None
+
+    def vector_filter(self, batch: Batch, order: np.ndarray, reject: Reject) -> None:
+        if not batch.geo.any():  # only pods with a target are this plugin's business
+            return
+        distance = np.full(order.shape, np.inf)
+        distance[batch.geo] = batch.distance(order[batch.geo], batch.target[batch.geo])
+        near = batch.geo[:, None]
+        reject(near & np.isnan(distance), "no node location")
+        reject(near & (distance > batch.target[:, 2, None]), FARTHER)
+
+    def vector_score(self, batch: Batch, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        geo = batch.geo
+        if not geo.any():
+            return None
+        value = np.zeros(rows.shape)
+        distance = batch.distance(rows[geo], batch.target[geo])
+        value[geo] = np.ceil(100 - 99 * distance / batch.target[geo, 2, None])
+        return value, np.broadcast_to(geo[:, None], rows.shape)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from shoal.agent.cache import NodeInfo
-from shoal.agent.framework import FilterPlugin, register
-from shoal.agent.pod import PodRequest, Toleration
+import numpy as np
 
-HARD_EFFECTS = ("NoSchedule", "NoExecute")
+from shoal.agent.cache import HARD_EFFECTS, NodeInfo
+from shoal.agent.framework import FilterPlugin, Reject, register
+from shoal.agent.pod import PodRequest, Toleration
+from shoal.agent.table import TAINT, Batch
 
 
 @register("filters")
@@ -24,6 +25,10 @@ class NodeReady(FilterPlugin):
             return "node unschedulable"
         return None
 
+    def vector_filter(self, batch: Batch, order: np.ndarray, reject: Reject) -> None:
+        reject(batch.table.unready[order], "node not ready")
+        reject(batch.table.cordoned[order], "node unschedulable")
+
 
 @register("filters")
 class NodeSelector(FilterPlugin):
@@ -36,6 +41,9 @@ class NodeSelector(FilterPlugin):
             if node.labels.get(key) != value:
                 return f"node selector {key}={value}"
         return None
+
+    def vector_filter(self, batch: Batch, order: np.ndarray, reject: Reject) -> None:
+        """Nothing to reject: the numpy path takes only pods without a node selector."""
 
 
 def tolerates(toleration: Toleration, taint: dict[str, Any]) -> bool:
@@ -60,3 +68,7 @@ class TaintToleration(FilterPlugin):
             if not any(tolerates(t, taint) for t in pod.tolerations):
                 return f"untolerated taint {taint.get('key')}"
         return None
+
+    def vector_filter(self, batch: Batch, order: np.ndarray, reject: Reject) -> None:
+        """The numpy path takes only pods without tolerations: every hard taint rejects."""
+        reject(batch.table.tainted[order], TAINT)

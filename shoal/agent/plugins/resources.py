@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from shoal.agent.cache import NodeInfo
-from shoal.agent.framework import FilterPlugin, ScorePlugin, register
+from shoal.agent.framework import FilterPlugin, Reject, ScorePlugin, register
 from shoal.agent.pod import PodRequest
+from shoal.agent.table import RESOURCES, Batch
 from shoal.machinery.resources import fits
 
 SCORED = ("cpu", "memory")
@@ -20,6 +23,13 @@ class ResourcesFit(FilterPlugin):
         short = fits(node.requested, node.allocatable, pod.requests)
         return None if short is None else f"insufficient {short}"
 
+    def vector_filter(self, batch: Batch, order: np.ndarray, reject: Reject) -> None:
+        table = batch.table
+        for r, resource in enumerate(batch.resources):  # the order ``fits`` checks
+            row = RESOURCES.index(resource)
+            over = table.req[row][order] + batch.need[:, r, None] > table.alloc[row][order]
+            reject(over, f"insufficient {resource}")
+
 
 def used_fractions(pod: PodRequest, node: NodeInfo) -> list[float]:
     """Per scored resource: the fraction of allocatable in use once the pod is there."""
@@ -32,6 +42,19 @@ def used_fractions(pod: PodRequest, node: NodeInfo) -> list[float]:
     return out
 
 
+def mean_used(batch: Batch, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``used_fractions``' mean for each pod of ``batch`` on each node of its row of ``rows``,
+    and where the node has any scored resource (cpu and memory are the table's first two)."""
+    table = batch.table
+    alloc = table.alloc[:2][:, rows]
+    used = table.req[:2][:, rows] + batch.full[:, :2].T[:, :, None]
+    has = alloc > 0
+    fraction = np.clip(np.divide(used, alloc, out=np.zeros_like(used), where=has), 0, 1)
+    counted = has.sum(axis=0)
+    mean = np.divide(fraction.sum(axis=0), counted, out=np.zeros(rows.shape), where=counted > 0)
+    return mean, counted > 0
+
+
 @register("scores")
 class LeastAllocated(ScorePlugin):
     """Spread: the emptier the node would stay, the higher."""
@@ -41,6 +64,10 @@ class LeastAllocated(ScorePlugin):
     def score(self, pod: PodRequest, node: NodeInfo) -> float | None:
         used = used_fractions(pod, node)
         return 100 * (1 - sum(used) / len(used)) if used else None
+
+    def vector_score(self, batch: Batch, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        mean, has = mean_used(batch, rows)
+        return 100 * (1 - mean), has
 
 
 @register("scores")
@@ -52,3 +79,7 @@ class MostAllocated(ScorePlugin):
     def score(self, pod: PodRequest, node: NodeInfo) -> float | None:
         used = used_fractions(pod, node)
         return 100 * sum(used) / len(used) if used else None
+
+    def vector_score(self, batch: Batch, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        mean, has = mean_used(batch, rows)
+        return 100 * mean, has

@@ -1,4 +1,5 @@
-"""Shoal's scheduler against a Krake API server (``shoal scheduler --flavour krake``).
+"""A client of a Krake API server, for Shoal's scheduler (``shoal scheduler --flavour
+krake``, chosen in ``shoal.system.components``).
 
 A ``ShoalClient`` that speaks Krake 1.0.1's API: the same routes and objects,
 but no revisions, no batch bindings and Krake's reason-code names. So:
