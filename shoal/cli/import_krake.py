@@ -32,7 +32,7 @@ import typer
 
 from shoal.cli.errors import CliError
 from shoal.client.rest import NO_UPDATE_TITLE, ApiError, NotFound, ShoalClient, Unreachable
-from shoal.kube.namespaces import context_namespace
+from shoal.machinery.kubeconfig import context_namespace
 from shoal.machinery.types import Obj
 from shoal.model import krake
 from shoal.model.base import Kind

@@ -12,29 +12,13 @@ and stays there.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from shoal.kube.objects import cleanup_ref
+from shoal.machinery.kubeconfig import DEFAULT_NAMESPACE as DEFAULT
+from shoal.machinery.kubeconfig import context_namespace
 from shoal.machinery.names import DNS_LABEL
 from shoal.model.base import ResourceRef
 from shoal.model.kubernetes import Application, Cluster
-
-DEFAULT = "default"
-
-
-def context_namespace(kubeconfig: dict[str, Any] | None) -> str:
-    """The namespace of ``kubeconfig``'s current context (its only one), else ``default``."""
-    if not isinstance(kubeconfig, dict):
-        return DEFAULT
-    contexts = [c for c in kubeconfig.get("contexts") or [] if isinstance(c, dict)]
-    current = kubeconfig.get("current-context")
-    chosen = next((c for c in contexts if c.get("name") == current), None)
-    if chosen is None and contexts:
-        chosen = contexts[0]
-    namespace = ((chosen or {}).get("context") or {}).get("namespace")
-    if isinstance(namespace, str) and len(namespace) <= 63 and DNS_LABEL.fullmatch(namespace):
-        return namespace
-    return DEFAULT
 
 
 def _ran_there_unrecorded(app: Application, ref: ResourceRef) -> bool:
