@@ -303,6 +303,14 @@ class RescheduleTaskController(Controller):
         else:
             keys = [key for key in progress.dirty if key in progress.pending]
         progress.dirty = set()
+        if full:
+            # Watched before any await: a target's application may change while its stamp
+            # is sent (the scheduler answers stamps, a restarted controller's among them),
+            # and an event for an unwatched target is dropped, leaving the task to wait for
+            # the next full pass, ``resync`` later.
+            for key in progress.pending:
+                self.watchers[key].add(name)
+            self._unwatch(name, keep=progress.pending)
         sent = self.sent[uid]
         # A first few are stamped before the rest is judged: the scheduler starts on them.
         head = keys[:_FIRST_STAMPS] if full else []
@@ -310,9 +318,6 @@ class RescheduleTaskController(Controller):
         await self._send(task, progress, stamp, trigger, sent, _FIRST_STAMPS)
         rest = self._judge(progress, keys[len(head) :], trigger, sent, name)
         if full:
-            for key in progress.pending:
-                self.watchers[key].add(name)
-            self._unwatch(name, keep=progress.pending)
             progress.next_full = time.monotonic() + self.resync
         await self._send(
             task, progress, rest, trigger, sent, _STAMP_BATCH if stamp else _FIRST_STAMPS

@@ -84,7 +84,7 @@ def _provider() -> Body:
 
 
 def _provider_change(body: Body) -> None:
-    body["spec"] = {"type": "prometheus", "prometheus": {"url": "http://prometheus:9090"}}
+    body["spec"] = {"type": "prometheus", "prometheus": {"url": "http://prometheus.example:9090"}}
 
 
 def _role() -> Body:

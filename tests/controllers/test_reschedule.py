@@ -272,7 +272,13 @@ async def test_killed_mid_task_reschedules_each_target_once(
     assert at_kill < count, "the task finished before the kill: nothing was tested"
     await running.start(RescheduleTaskController if kill == "controller" else scheduler)
 
-    task = await wait_for(lambda: finished(client, "all"), timeout=30, message="task finished")
+    # The work (a pass of the scheduler per target) takes what the machine gives it; once it
+    # is done the task finishes on the bindings' events, well before the controller's
+    # 30 s resync: a wake-up dropped on the resume path would show here.
+    await wait_for(
+        lambda: len(bindings) == count, timeout=90, interval=0.1, message="every target bound"
+    )
+    task = await wait_for(lambda: finished(client, "all"), timeout=10, message="task finished")
     assert task.status.total == count
     failed = [t for t in task.status.targets if t.result != "Successful"]
     assert task.status.successful == count, failed

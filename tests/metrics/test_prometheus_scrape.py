@@ -2,7 +2,7 @@
 
 The API, the scheduler and the kube controller run in this process on sim
 clusters; their metrics (the process's default registry) are served as
-``--metrics-port`` serves them, Prometheus scrapes them every second, and the
+``--metrics-port`` serves them, Prometheus scrapes them every two seconds, and the
 wall-board queries of docs/observability.md are run against it.
 """
 
@@ -81,6 +81,17 @@ def exporter() -> Iterator[str]:
         thread.join(5)
 
 
+#: Seconds between scrapes, and the time each scrape has to answer.
+SCRAPE_INTERVAL = 2.0
+
+
+def scrape_health(server: PrometheusServer) -> list[tuple[str, str, str]]:
+    """Each target's health and last scrape error, to say why scrapes are missing."""
+    response = httpx.get(f"{server.url}/api/v1/targets", timeout=5)
+    active = response.json()["data"]["activeTargets"]
+    return [(t["scrapeUrl"], t["health"], t["lastError"]) for t in active]
+
+
 def values(server: PrometheusServer, query: str) -> list[tuple[dict[str, Any], float]]:
     return [(r["metric"], float(r["value"][1])) for r in server.query(query)]
 
@@ -156,14 +167,28 @@ async def test_wall_board_queries(client: ShoalClient, exporter: str) -> None:
             }
             assert placed[("a", "RUNNING")] == 2 and placed[("", "PENDING")] == 1
 
-            with start_prometheus({"shoal_test_up": 1.0}, targets=(exporter,)) as server:
+            # Prometheus gives a scrape at most one interval to answer; this process serves
+            # the API, the scheduler and the controller besides its metrics, so on a loaded
+            # machine an answer can take more than a second.
+            interval = SCRAPE_INTERVAL
+            with start_prometheus(
+                {"shoal_test_up": 1.0}, targets=(exporter,), scrape_interval=f"{interval:g}s"
+            ) as server:
 
                 async def scraped_twice() -> bool:
                     return bool(
                         values(server, "count_over_time(shoal_scheduler_queue_size[1m]) >= 2")
                     )
 
-                await wait_for(scraped_twice, timeout=20, message="two scrapes")
+                # Polled at a fraction of the interval, not in a tight loop: each poll is a
+                # blocking call in this process, whose exporter thread must answer the scrapes.
+                try:
+                    await wait_for(
+                        scraped_twice, timeout=15 * interval, interval=interval / 4,
+                        message="two scrapes",
+                    )  # fmt: skip
+                except AssertionError as error:
+                    raise AssertionError(f"{error}; targets: {scrape_health(server)}") from None
 
                 async def board_answers() -> bool:
                     # a rate needs two samples of its own series, and a series can first

@@ -85,9 +85,12 @@ async def test_standby_takes_over_and_binds_each_once(tmp_path: Path) -> None:
             lease = await client.get(Lease, "scheduler")
             assert lease.spec.holder == standby
             assert lease.spec.transitions >= 1
-        # Exactly one acted at a time: the standby began leading only after the kill.
-        assert logs[first].read_text().count("leads scheduler") == 1
-        assert logs[standby].read_text().count("leads scheduler") == 1
+        # Both led, and the lease changed hands to the standby, which leads at the end. How
+        # many terms each had is not asserted: under load a leader that misses its renew
+        # deadline steps down and may win the lease again, a legitimate re-election. That no
+        # two acted at once shows in the bindings: each application was bound exactly once.
+        for name in (first, standby):
+            assert f"{name} leads scheduler" in logs[name].read_text(), name
         print(f"\ntake-over {takeover:.2f}s after SIGKILL (lease {DURATION}s), {APPS} bound once")
     finally:
         for proc in procs.values():
