@@ -144,8 +144,9 @@ class Scheduler(Controller):
         self.clusters = Backends(cluster_backend, self.metrics)
         self.clouds = Backends(cloud_backend, self.metrics, include_global=True)
         self.apps_handler = ApplicationHandler(client, self.config, self.clusters, self.framework)
-        # clusters a ranking found with failing metrics: FAILING_METRICS until they recover
-        self.ranked_failing: set[tuple[str | None, str]] = set()
+        # clusters a ranking found with failing metrics: FAILING_METRICS until they recover;
+        # by uid, so that a cluster registered again under the same name starts ONLINE
+        self.ranked_failing: dict[tuple[str | None, str], str | None] = {}
         self.apps_handler.on_failing_metrics = self._ranked_failing
         self.cloud_handler = CloudHandler(client, self.config, self.clouds, self.framework)
         self.queue: WorkQueue[AppKey] = WorkQueue()
@@ -490,9 +491,9 @@ class Scheduler(Controller):
 
     def _ranked_failing(self, backend: Backend) -> None:
         """A decision looked at a cluster with failing metrics: it becomes FAILING_METRICS."""
-        where = (backend.namespace, backend.name)
-        if where not in self.ranked_failing:
-            self.ranked_failing.add(where)
+        where, uid = (backend.namespace, backend.name), backend.obj.metadata.uid
+        if self.ranked_failing.get(where, "") != uid:
+            self.ranked_failing[where] = uid
             self.cluster_queue.add(("c:" + (backend.namespace or ""), backend.name))
 
     async def _sync_cluster_metrics(self, namespace: str | None, name: str) -> None:
@@ -504,15 +505,17 @@ class Scheduler(Controller):
         backend = self.clusters.get(namespace, "Cluster", name)
         where = (namespace, name)
         if cluster is None or backend is None or cluster.metadata.deleted is not None:
-            self.ranked_failing.discard(where)
+            self.ranked_failing.pop(where, None)
             return
+        if self.ranked_failing.get(where, cluster.metadata.uid) != cluster.metadata.uid:
+            del self.ranked_failing[where]  # ranked under a deleted cluster of that name
         if cluster.spec.kubeconfig is None and cluster.status.scheduled_to is None:
             self.cluster_queue.add(("k:" + (namespace or ""), name))
         state = cluster.status.state
         reasons: dict[str, Reason] = dict(backend.failing)
         if state is ClusterState.FAILING_METRICS and not backend.metrics_failing:
             cluster.status.state = ClusterState.ONLINE
-            self.ranked_failing.discard(where)
+            self.ranked_failing.pop(where, None)
             reasons = {}
         elif state is ClusterState.ONLINE and backend.metrics_failing:
             if where not in self.ranked_failing:

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from shoal.api.server import ApiServer
-from shoal.client.rest import ShoalClient
+from shoal.client.rest import NotFound, ShoalClient
 from shoal.sim.server import SimServer
 from shoal.testing.launch import free_port
 from shoal.testing.shipped import Callers
@@ -231,3 +231,43 @@ async def test_fluctuating_metrics_move_once_per_interval(
                 assert scheduled.timestamp() - seen >= INTERVAL
                 seen = time.time()
                 here, there = there, here
+
+
+async def test_a_cluster_registered_again_under_its_name_starts_online(
+    api: ApiServer, client: ShoalClient, client_of: Callers
+) -> None:
+    """Krake's suite registers ``c1`` with a failing metric in one test, deletes it, and
+    registers ``c1`` again in the next: the new cluster is ONLINE, whatever a ranking
+    found of the old one."""
+    await _unreachable_metric(client, "heat_demand_zone_unreachable")
+    await h.static_metrics(client, {"heat_demand_zone_1": 0.5})
+    config = h.fast_config(metrics_refresh=0.2, metrics_timeout=0.5)
+    async with running_sim(clusters=["c1", "c2"], nodes=1, pod_start_delay=0.05) as sim:
+        async with h.stack(client_of, config) as sch:
+            await _register(client, "c1", sim.kubeconfig("c1"), ("heat_demand_zone_unreachable",))
+            await _register(client, "c2", sim.kubeconfig("c2"), ("heat_demand_zone_1",))
+            for name in ("c1", "c2"):
+                await wait_for(_state_is(client, f"{CLUSTERS}/{name}", "ONLINE"), timeout=10)
+            await _create_app(client, "echo")
+            await wait_for(_state_is(client, f"{APPS}/echo", "RUNNING"), timeout=15)
+            await wait_for(_state_is(client, f"{CLUSTERS}/c1", "FAILING_METRICS"), timeout=5)
+
+            for path in (f"{APPS}/echo", f"{CLUSTERS}/c1", f"{CLUSTERS}/c2"):
+                await client.request("DELETE", path)
+            for path in (f"{APPS}/echo", f"{CLUSTERS}/c1", f"{CLUSTERS}/c2"):
+                await wait_for(lambda p=path: _gone(client, p), timeout=15, message=f"{path} gone")
+
+            await _register(client, "c1", sim.kubeconfig("c1"), ("heat_demand_zone_unreachable",))
+            await wait_for(_state_is(client, f"{CLUSTERS}/c1", "ONLINE"), timeout=10)
+            await wait_for(lambda: h.metric_state_synced(sch, "c1"), timeout=5, message="synced")
+            again = await _get(client, f"{CLUSTERS}/c1")
+            assert again["status"]["state"] == "ONLINE"
+            assert again["status"]["metrics_reasons"] == {}
+
+
+async def _gone(client: ShoalClient, path: str) -> bool:
+    try:
+        await client.request("GET", path)
+    except NotFound:
+        return True
+    return False
