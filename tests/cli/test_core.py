@@ -186,7 +186,7 @@ async def test_provider_errors(shoal: Shoal) -> None:
     assert result.exit_code == 1
     assert "--table" in result.stderr and "prometheus" in result.stderr
 
-    result = await shoal("core", "gmp", "create", "p", "--type", "prometheus", "--url", "prom")
+    result = await shoal("core", "gmp", "create", "p", "--type", "prometheus", "--url", "ftp://prom")
     assert result.exit_code == 1
     assert "spec.prometheus.url" in result.stderr
 

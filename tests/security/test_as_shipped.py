@@ -145,10 +145,11 @@ async def test_a_tenant_runs_an_application_with_the_cli(
             c.metadata.name: await clients.get(c) for c in (await client.list(Cluster, NS)).items
         }
         ref = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"}}
+        kube_ns = "default"  # web names no namespace: its kubeconfig context's, which is none
 
         async def running_on_c1() -> bool:
             app = await alice.get(Application, "web", NS)
-            deployed = await member["c1"].read(ref, NS)
+            deployed = await member["c1"].read(ref, kube_ns)
             return app.status.state is ApplicationState.RUNNING and deployed is not None
 
         await wait_for(running_on_c1, timeout=30, message="web RUNNING on c1")
@@ -194,12 +195,12 @@ async def test_a_tenant_runs_an_application_with_the_cli(
 
         async def moved() -> bool:
             app = await alice.get(Application, "web", NS)
-            there = await member["c2"].read(ref, NS)
+            there = await member["c2"].read(ref, kube_ns)
             return (
                 app.status.running_on is not None
                 and app.status.running_on.name == "c2"
                 and there is not None
-                and await member["c1"].read(ref, NS) is None
+                and await member["c1"].read(ref, kube_ns) is None
             )
 
         await wait_for(moved, timeout=60, message="web moved to c2 after the cordon")
@@ -209,7 +210,7 @@ async def test_a_tenant_runs_an_application_with_the_cli(
 
         async def removed() -> bool:
             left = (await alice.list(Application, NS)).items
-            return left == [] and await member["c2"].read(ref, NS) is None
+            return left == [] and await member["c2"].read(ref, kube_ns) is None
 
         await wait_for(removed, timeout=30, message="web deleted, and from c2")
     finally:
