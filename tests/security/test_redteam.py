@@ -168,7 +168,8 @@ async def test_the_red_team_report_under_shoal_up(tmp_path: Path) -> None:
         assert app["status"]["running_on"]["name"] == "bob-cluster"
         sim = (data / "sim.url").read_text().strip()
         async with httpx.AsyncClient() as member:
-            configmaps = "/api/v1/namespaces/team-b/configmaps/bob-app"
+            # the ConfigMap names no namespace: its kubeconfig context's, "default"
+            configmaps = "/api/v1/namespaces/default/configmaps/bob-app"
             on_alices = await member.get(f"{sim}/clusters/sim-1{configmaps}",
                                          headers={"authorization": f"Bearer {_token(sim1)}"})
             on_bobs = await member.get(f"{sim}/clusters/sim-2{configmaps}",
