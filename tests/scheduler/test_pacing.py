@@ -74,8 +74,13 @@ async def test_one_move_per_interval_from_the_completed_move(
                 lambda: _running_on(client, "web", "b"), timeout=15, message="moved to b"
             )
             assert (_scheduled(first) - changed).total_seconds() < INTERVAL  # not held
+            # the scheduler sees the move complete (after its binding) from its own watch
+            await wait_for(
+                lambda: handler.settled.get((h.NS, "web"), _scheduled(first)) > _scheduled(first),
+                timeout=15,
+                message="the scheduler saw the move complete",
+            )
             settled = handler.settled[(h.NS, "web")]
-            assert settled > _scheduled(first)  # the move completed after its binding
 
             # A second change right away is held until an interval after the completed move.
             await h.set_static(client, {"m-a": 0.9, "m-b": 0.1})
