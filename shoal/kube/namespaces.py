@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from shoal.kube.objects import cleanup_ref
 from shoal.machinery.kubeconfig import DEFAULT_NAMESPACE as DEFAULT
 from shoal.machinery.kubeconfig import context_namespace
-from shoal.machinery.names import DNS_LABEL
+from shoal.machinery.names import is_kube_namespace
 from shoal.model.base import ResourceRef
 from shoal.model.kubernetes import Application, Cluster
 
@@ -33,7 +33,7 @@ def legacy(app: Application) -> str | None:
     """The namespace an application used before records were kept, its Shoal namespace's;
     None when that is no Kubernetes namespace (nothing without a namespace ran there)."""
     namespace = app.metadata.namespace or DEFAULT
-    return namespace if len(namespace) <= 63 and DNS_LABEL.fullmatch(namespace) else None
+    return namespace if is_kube_namespace(namespace) else None
 
 
 def kube_namespace(app: Application, ref: ResourceRef, cluster: Cluster | None) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from shoal.kube.watch import ClusterKey, Entry
-from shoal.machinery.names import DNS_LABEL
+from shoal.machinery.names import is_kube_namespace
 from shoal.machinery.types import Obj
 from shoal.model.application_status import placed_on, runs_on
 from shoal.model.base import ResourceRef
@@ -234,7 +234,7 @@ def _entries(
     entries: set[Entry] = set()
     for ref in refs:
         default = recorded.get(ref[1]) or legacy
-        if len(default) > 63 or not DNS_LABEL.fullmatch(default):
+        if not is_kube_namespace(default):
             continue
         for obj in objects:
             try:

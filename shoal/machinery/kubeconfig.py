@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shoal.machinery.names import DNS_LABEL
+from shoal.machinery.names import is_kube_namespace
 
 DEFAULT_NAMESPACE = "default"
 
@@ -23,6 +23,6 @@ def context_namespace(kubeconfig: dict[str, Any] | None) -> str:
     if chosen is None and contexts:
         chosen = contexts[0]
     namespace = ((chosen or {}).get("context") or {}).get("namespace")
-    if isinstance(namespace, str) and len(namespace) <= 63 and DNS_LABEL.fullmatch(namespace):
+    if isinstance(namespace, str) and is_kube_namespace(namespace):
         return namespace
     return DEFAULT_NAMESPACE

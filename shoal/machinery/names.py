@@ -39,6 +39,11 @@ QUALIFIED_NAME = re.compile(r"^[A-Za-z0-9](?:[-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 MAX_QUALIFIED_NAME = 63
 
 
+def is_kube_namespace(value: str) -> bool:
+    """``value`` can name a Kubernetes namespace: a DNS-1123 label of at most 63."""
+    return len(value) <= 63 and DNS_LABEL.fullmatch(value) is not None
+
+
 def object_name_problem(value: str) -> str | None:
     """Why ``value`` is not a Shoal object or namespace name, or None."""
     if OBJECT_NAME.fullmatch(value) is None:  # fullmatch: a trailing newline is no name

@@ -17,7 +17,7 @@ from pydantic import (
     model_validator,
 )
 
-from shoal.machinery.names import CRD_NAME, DNS_LABEL, MAX_OBJECT_NAME
+from shoal.machinery.names import CRD_NAME, MAX_OBJECT_NAME, is_kube_namespace
 from shoal.machinery.selectors import ConstraintError, LabelConstraint, MetricConstraint
 from shoal.model.base import (
     Kind,
@@ -233,7 +233,7 @@ AppKey = tuple[str, str]
 
 
 def _kube_namespace(value: str) -> str:
-    if len(value) > 63 or not DNS_LABEL.fullmatch(value):
+    if not is_kube_namespace(value):
         raise ValueError(f"{value!r} is not a Kubernetes namespace (a DNS-1123 label)")
     return value
 
