@@ -21,13 +21,11 @@ import itertools
 import random
 import time
 from collections import defaultdict
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from shoal.client.rest import Conflict, NotFound, ShoalClient
-from shoal.kube.controller import KubeController
 from shoal.model.application_status import OWNERS
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import (
@@ -37,8 +35,6 @@ from shoal.model.kubernetes import (
     ClusterSpec,
     MetricRef,
 )
-from shoal.observer.controller import ClusterObserver
-from shoal.scheduler.scheduler import Scheduler
 from shoal.sim.server import SimServer
 from shoal.testing.fleet import app, register
 from shoal.testing.shipped import Callers
@@ -77,19 +73,7 @@ async def _record(client: ShoalClient, history: History, started: asyncio.Event)
         )
 
 
-@contextlib.asynccontextmanager
-async def _components(client: ShoalClient, client_of: Callers) -> AsyncIterator[Scheduler]:
-    config = h.fast_config(reschedule_after=30.0, backoff={"initial": 0.2, "cap": 1.0})
-    scheduler = Scheduler(client_of("scheduler"), config)
-    controller = KubeController(client_of("kube-controller"), poll_interval=0.2, timeout=1.0)
-    observer = ClusterObserver(client_of("cluster-observer"), interval=0.3, timeout=0.5)
-    for part in (observer, controller, scheduler):
-        await part.start()
-    try:
-        yield scheduler
-    finally:
-        for part in (scheduler, controller, observer):
-            await part.stop()
+CONFIG = h.fast_config(reschedule_after=30.0, backoff={"initial": 0.2, "cap": 1.0})
 
 
 class World:
@@ -193,7 +177,7 @@ async def test_churn(client: ShoalClient, client_of: Callers) -> None:
         started = asyncio.Event()
         recorder = asyncio.create_task(_record(client, history, started))
         await started.wait()
-        async with _components(client, client_of):
+        async with h.stack(client_of, CONFIG):
             for i in range(APPS):
                 await client.create(app(f"app-{i}", labels=["zone is x"]))
             world = World(client, sim, seed=18)
