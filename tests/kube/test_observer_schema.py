@@ -27,27 +27,14 @@ from shoal.sim.server import SimServer
 from shoal.testing.shipped import Callers
 from tests.conftest import Tenant
 from tests.kube.conftest import NS
+from tests.model.test_observer_schema import ECHO
 from tests.util import wait_for
 
 pytestmark = pytest.mark.integration
 
 DE = ResourceRef(api="kubernetes", kind="Cluster", namespace=NS, name="de")
-IMAGE, OTHER_IMAGE = "echoserver:1.10", "echoserver:1.4"
+IMAGE, OTHER_IMAGE = ECHO["spec"]["template"]["spec"]["containers"][0]["image"], "echoserver:1.4"
 
-ECHO: dict[str, Any] = {
-    "apiVersion": "apps/v1",
-    "kind": "Deployment",
-    "metadata": {"name": "echo-demo"},
-    "spec": {
-        "selector": {"matchLabels": {"app": "echo"}},
-        "template": {
-            "metadata": {"labels": {"app": "echo"}},
-            "spec": {"containers": [
-                {"name": "echo", "image": IMAGE, "ports": [{"containerPort": 8080}]},
-            ]},
-        },
-    },
-}  # fmt: skip
 SERVICE: dict[str, Any] = {
     "apiVersion": "v1",
     "kind": "Service",
