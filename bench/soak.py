@@ -711,9 +711,14 @@ def _placement_wrong(app: Obj, clusters: dict[str, Obj], replicas: dict[tuple[st
 
 
 def _clusters(clusters: dict[str, Obj]) -> str:
-    """Each cluster's state and labels, as the audit saw them."""
-    return ", ".join(f"{name} {c['status']['state']} {c['metadata']['labels']}"
-                     for name, c in sorted(clusters.items()))  # fmt: skip
+    """Each cluster's state, labels and failing metrics (their reasons' codes), as the
+    audit saw them."""
+    return ", ".join(
+        f"{name} {c['status']['state']} {c['metadata']['labels']}"
+        + "".join(f" {metric}:{reason.get('code')}"
+                  for metric, reason in sorted((c["status"].get("metrics_reasons") or {}).items()))
+        for name, c in sorted(clusters.items())
+    )  # fmt: skip
 
 
 def _log_file(path: Path, mode: str = "wb") -> Any:
