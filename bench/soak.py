@@ -330,6 +330,10 @@ class Soak:
         answer = await self.api.post(CLUSTERS, json=self.deleted[name])
         if answer.status_code == 200:
             del self.deleted[name]
+        elif answer.status_code == 409:
+            found = await self.api.get(f"{CLUSTERS}/{name}")
+            if found.status_code == 200 and not found.json()["metadata"].get("deleted"):
+                del self.deleted[name]  # its delete never reached the API (it was down)
         self.note(name, f"register again: {answer.status_code} {answer.text[:120]}")
 
     async def create_pod(self) -> None:
@@ -479,14 +483,6 @@ class Soak:
                 if not member.running():
                     member.start()
         deadline = time.monotonic() + 60
-        while (self.deleted or self.cordoned) and time.monotonic() < deadline:
-            for name in sorted(self.deleted):
-                with contextlib.suppress(httpx.HTTPError):
-                    await self._register_again(name)
-            for name in sorted(self.cordoned - set(self.deleted)):
-                with contextlib.suppress(httpx.HTTPError):
-                    await self._set_cordon(name, False, "uncordon (heal)")
-            await asyncio.sleep(1)
         while time.monotonic() < deadline:  # the metrics provider answers again
             with contextlib.suppress(httpx.HTTPError):
                 provider = (await self.api.get(PROVIDER)).json()
@@ -494,6 +490,15 @@ class Soak:
                 if (await self.api.put(PROVIDER, json=provider)).status_code == 200:
                     self.note("metrics", "provider answers again")
                     break
+            await asyncio.sleep(1)
+        deadline = time.monotonic() + 60  # its own minute: a cluster slow to go spends none
+        while (self.deleted or self.cordoned) and time.monotonic() < deadline:
+            for name in sorted(self.deleted):
+                with contextlib.suppress(httpx.HTTPError):
+                    await self._register_again(name)
+            for name in sorted(self.cordoned - set(self.deleted)):
+                with contextlib.suppress(httpx.HTTPError):
+                    await self._set_cordon(name, False, "uncordon (heal)")
             await asyncio.sleep(1)
 
     # audit -----------------------------------------------------------------------------
@@ -766,6 +771,8 @@ async def run(args: argparse.Namespace) -> int:
               f"({soak.several[1]} running on two)")  # fmt: skip
         print("informers compared with the store: "
               + ", ".join(f"{k} {v}" for k, v in sorted(soak.informers.items())))  # fmt: skip
+        if soak.deleted or soak.cordoned:  # the world was not whole when settling began
+            print(f"not healed: deleted {sorted(soak.deleted)}, cordoned {sorted(soak.cordoned)}")
         if not wrong:
             print(f"settled in {took:.1f} s (bound {args.settle:g} s): every invariant holds")
             shutil.rmtree(tmp, ignore_errors=True)
