@@ -1,6 +1,6 @@
 """RescheduleTask over many applications against the bare failover of the same applications.
 
-The seed-002 story at scale. The API (SQLite WAL file in a temp dir), the
+Rescheduling on demand at scale. The API (SQLite WAL file in a temp dir), the
 scheduler and the task controller run in processes of their own. Clusters
 ``a`` (score 0.6) and ``b`` (0.4) with stickiness 1.0: M applications land on
 ``a``. Each round then times, back to back on the same machine:

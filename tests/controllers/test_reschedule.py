@@ -1,4 +1,4 @@
-"""RescheduleTask end to end: in-process API, scheduler and task controller (seed 002)."""
+"""RescheduleTask end to end: in-process API, scheduler and task controller."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seed 002's story on several clusters: a lost share fails over, and a RescheduleTask
+"""Rescheduling on several clusters: a lost share fails over, and a RescheduleTask
 brings it back, while a sampler reads ready replicas from the member clusters every 100 ms."""
 
 from __future__ import annotations

@@ -127,7 +127,7 @@ def test_choice_satisfies_constraints_and_has_max_score(
         num = sum(values[m] / HI * w for m, w in weights.items())
         den = sum(weights.values())
         if den == 0:
-            return sticky  # seed 004: without metrics, stickiness value × weight alone
+            return sticky  # without metrics, stickiness value × weight alone
         return (num + 1.0 * sticky) / (den + sticky)
 
     ok = [i for i in range(len(clusters)) if eligible(i)]
@@ -225,5 +225,5 @@ def test_state_for() -> None:
         ReasonCode.INVALID_METRIC,
     ):
         assert state_for(code).name == "FAILED"
-    for big in _Big:  # codes of 100 and more delete the resource directly (seed 000)
+    for big in _Big:  # codes of 100 and more delete the resource directly
         assert state_for(big).name == "DELETING"  # type: ignore[arg-type]

@@ -253,7 +253,7 @@ async def test_cluster_lost_app_moves(api: ApiServer, client: ShoalClient, how: 
         assert a.status.state not in (ApplicationState.DELETING, ApplicationState.FAILED)
 
 
-# --- seeds 000/001: retry with delay -----------------------------------------------------
+# --- retry with delay while nothing fits ----------------------------------------
 
 
 async def test_retry_workflow_then_cluster_appears(api: ApiServer, client: ShoalClient) -> None:
@@ -311,7 +311,7 @@ async def test_retries_exhausted_fail(api: ApiServer, client: ShoalClient) -> No
 async def test_constraint_update_resets_retries(
     api: ApiServer, client: ShoalClient, exhaust: bool
 ) -> None:
-    """Seed 001: "application cluster constraints and updating the app"."""
+    """An application's cluster constraints, then the application updated."""
     await h.register(client, h.cluster("c-fr", labels={"location": "FR"}))
     config = h.fast_config(retries=3 if exhaust else 5, backoff={"initial": 0.1, "cap": 0.2})
     if not exhaust:
