@@ -10,6 +10,7 @@ the controllers act on: ``KubeUnreachable`` (network, timeout) and
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import logging
 import os
 from collections.abc import AsyncIterator
@@ -353,9 +354,20 @@ async def api_client(kubeconfig: dict[str, Any]) -> ApiClient:
     if refused:
         raise ValueError("; ".join(f"{f.field}: {f.reason}" for f in refused))
     api = await kube_config.new_client_from_config_dict(kubeconfig)
+    api.user_agent = user_agent()
     if not _environment_matters():
         api.rest_client.pool_manager._trust_env = False
     return api
+
+
+def user_agent() -> str:
+    """What Shoal's processes call themselves on a member cluster: the version and the pid,
+    so that a cluster's request log tells which process reached it."""
+    try:
+        version = importlib.metadata.version("shoal")
+    except importlib.metadata.PackageNotFoundError:
+        version = "dev"
+    return f"shoal/{version} (pid {os.getpid()})"
 
 
 _PLUGIN_ENVIRONMENT = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ")

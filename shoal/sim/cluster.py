@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import secrets
+from collections import deque
 from collections.abc import Callable
 from typing import TypedDict, Unpack
 
@@ -45,6 +46,8 @@ from shoal.sim.workqueue import Item, WorkQueue
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
+REQUEST_LOG = 10_000  # requests each cluster remembers for GET /admin/clusters/{name}/requests
+
 
 class ClusterOptions(TypedDict, total=False):
     """How a simulated cluster is made (all optional; None means the default)."""
@@ -69,6 +72,8 @@ class SimCluster:
     def __init__(self, name: str, nodes: int = 3, **options: Unpack[ClusterOptions]) -> None:
         self.name = name
         self.token = options.get("token") or secrets.token_hex(16)
+        # who called its Kubernetes API, newest last: an audit of who reached the cluster
+        self.requests: deque[Obj] = deque(maxlen=REQUEST_LOG)
         self.template = NodeTemplate(
             name, cpu=options.get("cpu", "8"), memory=options.get("memory", "32Gi"),
             max_pods=options.get("max_pods", 110), labels=dict(options.get("node_labels") or {}),

@@ -179,6 +179,11 @@ class ClusterApi:
         if cluster.unreachable:
             abort_connection(req.send)
             return
+        peer = req.scope.get("client") or ("", 0)
+        cluster.requests.append({
+            "time": time.time(), "method": req.method, "path": req.path,
+            "user_agent": req.headers.get("user-agent", ""), "peer": f"{peer[0]}:{peer[1]}",
+        })  # fmt: skip
         auth = req.headers.get("authorization")
         if auth and auth != f"Bearer {cluster.token}":
             await respond_error(req.send, ApiError(401, "Unauthorized", "Unauthorized"))

@@ -35,6 +35,9 @@ simulator one and keeps it in ``DATA_DIR/sim.token`` for the ``sim`` provider an
 - ``GET  /admin/clusters/{name}`` / ``DELETE /admin/clusters/{name}``
 - ``PATCH /admin/clusters/{name}`` ``{"nodes": 5}`` grows or shrinks the cluster
 - ``GET  /admin/clusters/{name}/kubeconfig``
+- ``GET  /admin/clusters/{name}/requests`` → ``{"requests": [{time, method, path,
+  user_agent, peer}, …]}``: the last 10,000 calls of its Kubernetes API, newest last (who
+  reached the cluster: Shoal's processes name themselves and their pid in the user agent)
 - ``POST /admin/clusters/{name}/faults`` ``{"unreachable": true}``, ``{"latency": 0.5}``
   (every answer of the cluster's Kubernetes API comes that many seconds late) or
   ``{"node": "n-3", "not_ready": true, "memory_pressure": true, "removed": true}``
@@ -306,6 +309,8 @@ class SimFleet:
                 raise ApiError(405, "MethodNotAllowed", f"method {m} not allowed")
         elif rest == ["kubeconfig"]:
             await respond(req.send, 200, self.kubeconfig(name))
+        elif rest == ["requests"] and m == "GET":
+            await respond(req.send, 200, {"requests": list(cluster.requests)})
         elif rest == ["compact"] and m == "POST":
             cluster.store.compact()
             await respond(req.send, 200, {"resourceVersion": str(cluster.store.rv)})
