@@ -18,6 +18,7 @@ import orjson
 from pydantic import BaseModel
 
 from shoal.client.credentials import Credentials
+from shoal.machinery.keepalive import CLIENT_KEEP_ALIVE
 from shoal.model.base import TRUSTED, Kind, ResourceRef
 from shoal.model.kubernetes import (
     Application,
@@ -166,8 +167,8 @@ class ShoalClient:
             connector = aiohttp.TCPConnector(
                 limit=self.max_connections,
                 ttl_dns_cache=300,
-                # Below uvicorn's 5 s keep-alive: never reuse a connection the server is closing.
-                keepalive_timeout=4.0,
+                # Well below the server's keep-alive: never reuse a connection it is closing.
+                keepalive_timeout=CLIENT_KEEP_ALIVE,
                 ssl=self.ssl_context if self.ssl_context is not None else True,
             )
             self._session = aiohttp.ClientSession(

@@ -19,6 +19,7 @@ from typing import Any
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from shoal.machinery.keepalive import KEEP_ALIVE
 from shoal.machinery.tls import Tls, tls_options
 
 log = logging.getLogger("uvicorn.error")  # where uvicorn says the same of its own shutdown
@@ -250,6 +251,7 @@ async def serve(
         access_log=False,
         lifespan="off",
         timeout_graceful_shutdown=grace,
+        timeout_keep_alive=options.pop("timeout_keep_alive", KEEP_ALIVE),
         **options,
     )
     server = _Server(config)

@@ -226,6 +226,7 @@ async def test_reschedule_subresource_only_moves_forward(client: ShoalClient) ->
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(400)  # its waits add up to 140 s, past the suite's 120 s
 @pytest.mark.parametrize("kill", ["controller", "scheduler"])
 async def test_killed_mid_task_reschedules_each_target_once(
     client: ShoalClient, running: Running, kill: str, monkeypatch: pytest.MonkeyPatch

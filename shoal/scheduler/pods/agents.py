@@ -18,6 +18,7 @@ from typing import Any
 import aiohttp
 import orjson
 
+from shoal.machinery.keepalive import CLIENT_KEEP_ALIVE
 from shoal.machinery.selectors import LabelConstraint
 from shoal.machinery.types import Obj
 from shoal.model.kubernetes import Cluster, ClusterState
@@ -61,9 +62,11 @@ class Agents:
     @property
     def session(self) -> aiohttp.ClientSession:
         if self._session is None:
-            # idle connections dropped below the agents' (uvicorn's) 5 s keep-alive: a request
+            # idle connections dropped well before the agents' keep-alive: a request
             # on one the agent is closing fails, and a failed request marks the agent
-            connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300, keepalive_timeout=4.0)
+            connector = aiohttp.TCPConnector(
+                limit=0, ttl_dns_cache=300, keepalive_timeout=CLIENT_KEEP_ALIVE
+            )
             headers = {"authorization": f"Bearer {self.token}"} if self.token else None
             self._session = aiohttp.ClientSession(connector=connector, headers=headers,
                                                   json_serialize=lambda o: orjson.dumps(o).decode())
