@@ -180,3 +180,49 @@ async def test_a_lapsed_lease_is_offline_and_back_online(hub: Hub, tmp_path: Pat
         with contextlib.suppress(asyncio.CancelledError):
             await running
         await observer.client.close()
+
+
+async def test_shoal_join_as_a_process(
+    hub: Hub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The command line the token's maker prints, run as a process of its own."""
+    import os
+    import signal
+
+    import yaml
+
+    from tests.cli.conftest import invoke, process
+
+    config = tmp_path / "config.yaml"
+    config.write_text(yaml.safe_dump({"api": hub.server.url, "token": shipped.token("admin"),
+                                      "ca": str(shipped.setup().ca)}))  # fmt: skip
+    monkeypatch.setenv("SHOAL_CONFIG", str(config))
+    monkeypatch.delenv("SHOAL_API", raising=False)
+    env = dict(os.environ)
+    made = await invoke("kube", "cluster", "join-token", "create", "--ttl", "10m")
+    assert made.exit_code == 0, made.output
+    token = made.stdout.splitlines()[0]
+    line = next(x for x in made.output.splitlines() if "shoal join" in x)
+    assert f"--ca-hash {hub.ca_hash}" in line and f"--token {token}" in line
+    async with running_sim(clusters=["edge"], nodes=2) as sim:
+        member = tmp_path / "member.yaml"
+        member.write_text(yaml.safe_dump(sim.kubeconfig("edge")))
+        joined = await process(
+            "join", "--api", hub.server.url, "--token", token, "--ca-hash", hub.ca_hash,
+            "--kubeconfig", str(member), "--name", "edge-9", "-l", "location=DE",
+            "--state-dir", str(tmp_path / "state"), "--every", "0.2", env=env,
+        )  # fmt: skip
+        try:
+
+            async def online() -> bool:
+                clusters = await hub.admin.list(Cluster, "default")
+                return any(c.metadata.name == "edge-9" and c.status.state is ClusterState.ONLINE
+                           for c in clusters.items)  # fmt: skip
+
+            await wait_for(online, timeout=60)
+            found = await hub.admin.get(Cluster, "edge-9", "default")
+            assert found.metadata.labels == {"location": "DE"}
+            assert found.spec.mode == "pull"
+        finally:
+            joined.send_signal(signal.SIGTERM)
+            await joined.wait()
