@@ -54,6 +54,10 @@ def create_token(
     ctx: typer.Context,
     ttl: Annotated[str, typer.Option("--ttl", help="How long it may be used: 30m, 1h…")] = "1h",
     namespace: str = namespace_option(help="The namespace its cluster joins."),
+    print_join_command: Annotated[
+        bool,
+        typer.Option("--print-join-command", help="Print the shoal join line alone (kubeadm's)"),
+    ] = False,
 ) -> None:
     """Print a token that joins one pull cluster, once, and the command line to join."""
     body = {"ttl": seconds(ttl)}
@@ -66,11 +70,14 @@ def create_token(
     made = run(ctx, work)
     url = api_url(ctx)
     pin = ca_hash_of_config() or "sha256:<the hash shoal up prints>"
+    line = f"shoal join --api {url} --token {made['token']} --ca-hash {pin}"
+    if print_join_command:
+        typer.echo(line)  # the member's own flags follow: --kubeconfig FILE --name NAME
+        return
     typer.echo(made["token"])
     typer.echo(f"# valid until {made['expires']}, for one cluster in namespace {namespace}; "
                "join with:", err=True)  # fmt: skip
-    typer.echo(f"#   shoal join --api {url} --token {made['token']} --ca-hash {pin} "
-               "--kubeconfig FILE --name NAME", err=True)  # fmt: skip
+    typer.echo(f"#   {line} --kubeconfig FILE --name NAME", err=True)
 
 
 def _labels(values: list[str]) -> dict[str, str]:

@@ -16,6 +16,7 @@ from shoal.agent import joining
 from shoal.api.server import ApiServer, start_api
 from shoal.client.rest import ShoalClient
 from shoal.machinery.tls import Tls, ca_hash, issue, make_ca, write_pair
+from shoal.model.events import Event
 from shoal.model.kubernetes import Cluster, ClusterState
 from shoal.observer.controller import ClusterObserver
 from shoal.system.join import Join, run_joined
@@ -175,6 +176,16 @@ async def test_a_lapsed_lease_is_offline_and_back_online(hub: Hub, tmp_path: Pat
             assert "lease lapsed" in found.status.reason.message
             async with agent(dataclasses.replace(join, token=None)):
                 await wait_for(lambda: state_is(ClusterState.ONLINE))
+
+            async def told() -> list[str] | None:
+                events = (await hub.admin.list(Event, "default")).items
+                said = [e.reason for e in events if e.involved_object.name == "edge-7"]
+                return said if {"Joined", "Offline", "Online"} <= set(said) else None
+
+            await wait_for(told)  # joined, lease lost, back
+            offline = next(e for e in (await hub.admin.list(Event, "default")).items
+                           if e.reason == "Offline")  # fmt: skip
+            assert "lease lapsed" in offline.message
     finally:
         running.cancel()
         with contextlib.suppress(asyncio.CancelledError):
