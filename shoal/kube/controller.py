@@ -4,8 +4,8 @@ Acts on an application only when ``status.scheduled_to`` is set and
 ``kube_controller_triggered >= metadata.modified`` (the scheduler's handshake: the
 scheduler saw the latest spec first). Manifests are applied with server-side
 apply, each object labelled with its application and refused when another
-application owns it (``shoal.kube.member``, ``shoal.kube.owners``); the applied
-kinds are watched on the clusters (``shoal.kube.watch``), whose copies tell
+application owns it (``shoal.copies.member``, ``shoal.copies.owners``); the applied
+kinds are watched on the clusters (``shoal.copies.watch``), whose copies tell
 readiness and drift (an object deleted or changed by someone else, applied
 again) and wake the application at once; polling is the slow fallback. Only
 the controller's own status fields are written, as field-level patches.
@@ -36,13 +36,11 @@ from shoal.client.rest import ApiError, Conflict, NotFound, ShoalClient, Unreach
 from shoal.controllers.base import Controller
 from shoal.controllers.prometheus import timed_apply
 from shoal.controllers.queue import WorkQueue
-from shoal.events import Recorder, reasons
-from shoal.kube import observing, placements
-from shoal.kube.hooks import HOOKS, HookSettings, settings_from_environment, with_hooks
-from shoal.kube.member import KubeFailure, Members, obj_key, unreachable
-from shoal.kube.namespaces import kube_namespace
-from shoal.kube.namespaces import to_record as namespaces_to_record
-from shoal.kube.objects import (
+from shoal.copies import observing
+from shoal.copies.member import KubeFailure, Members, obj_key, unreachable
+from shoal.copies.namespaces import kube_namespace
+from shoal.copies.namespaces import to_record as namespaces_to_record
+from shoal.copies.objects import (
     Obj,
     cleanup_ref,
     clusters_of,
@@ -58,8 +56,11 @@ from shoal.kube.objects import (
     unread,
     watch_entries,
 )
-from shoal.kube.owners import LABEL_UID, Owner, owned, owner_of
-from shoal.kube.watch import ClusterWatches
+from shoal.copies.owners import LABEL_UID, Owner, owned, owner_of
+from shoal.copies.watch import ClusterWatches
+from shoal.events import Recorder, reasons
+from shoal.kube import placements
+from shoal.kube.hooks import HOOKS, HookSettings, settings_from_environment, with_hooks
 from shoal.model.application_status import placed_on, runs_on
 from shoal.model.base import Reason, ReasonCode, ResourceRef, utcnow
 from shoal.model.kubernetes import (

@@ -21,11 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 from shoal.client.informer import cache_key
 from shoal.client.kube import KubeApiError, KubeUnreachable
-from shoal.events import reasons
-from shoal.kube import observing
-from shoal.kube.member import KubeFailure
-from shoal.kube.namespaces import to_record as namespaces_to_record
-from shoal.kube.objects import (
+from shoal.copies import observing
+from shoal.copies.member import KubeFailure
+from shoal.copies.namespaces import to_record as namespaces_to_record
+from shoal.copies.objects import (
     combined_health,
     ident,
     merge_cleanup,
@@ -33,7 +32,8 @@ from shoal.kube.objects import (
     ref_key,
     workload_health,
 )
-from shoal.kube.owners import Owner, owned
+from shoal.copies.owners import Owner, owned
+from shoal.events import reasons
 from shoal.machinery.types import Obj
 from shoal.model.base import Reason, ReasonCode, ResourceRef
 from shoal.model.kubernetes import (

@@ -12,9 +12,9 @@ import yaml
 
 from shoal.client.kube import KubeCluster
 from shoal.client.rest import ShoalClient
+from shoal.copies.objects import tells_anything
+from shoal.copies.watch import ClusterWatches
 from shoal.kube.controller import KubeController
-from shoal.kube.objects import tells_anything
-from shoal.kube.watch import ClusterWatches
 from shoal.model.base import ReasonCode, ResourceRef
 from shoal.model.kubernetes import Application, ApplicationState, Cluster
 from shoal.sim.server import SimServer

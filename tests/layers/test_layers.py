@@ -30,14 +30,17 @@ MAY_IMPORT: dict[str, set[str]] = {
     "events": {"machinery", "model", "client"},
     # the controller runtime: work queue, leases, the Controller loop, its metrics
     "controllers": {"machinery", "model", "client", "events"},
+    # a copy of an application on one member cluster: applied, pruned, observed, reported;
+    # the hub's kube controller and a member cluster's agent run the same code
+    "copies": BASE,
     # features, each on the layers above; none imports another
     "scheduler": BASE | {"controllers"},
-    "kube": BASE | {"controllers"},
+    "kube": BASE | {"controllers", "copies"},
     "observer": BASE | {"controllers"},
     "gc": BASE | {"controllers"},
     "reschedule": BASE | {"controllers"},
     "infrastructure": BASE | {"controllers"},
-    "agent": BASE,
+    "agent": BASE | {"copies"},
     "sim": {"machinery"},
     # the dry run runs the scheduler's own decision code (one decision, two callers); ui:
     # the dashboard's static files
@@ -45,15 +48,15 @@ MAY_IMPORT: dict[str, set[str]] = {
     "ui": set(),
     # the composition root: every component described once, and how each process starts
     "system": BASE
-    | {"controllers", "scheduler", "kube", "observer", "gc", "reschedule", "infrastructure",
-       "agent", "sim", "api"},
+    | {"controllers", "copies", "scheduler", "kube", "observer", "gc", "reschedule",
+       "infrastructure", "agent", "sim", "api"},
     # the kubectl-like client: it talks to the API (client, model), prints events, and
     # hands every process and every set-up that reaches into a feature or the store over to
     # the composition root, ``system``; it imports no feature and opens no store
     "cli": {"machinery", "model", "client", "events", "system"},
     # the launcher of tests and benchmarks starts processes as ``system`` does, and secures
     # the suite's API with ``shoal up``'s own set-up (``api.auth.bootstrap``: testing/shipped.py)
-    "testing": BASE | {"agent", "sim", "system", "api"},
+    "testing": BASE | {"agent", "copies", "sim", "system", "api"},
 }
 
 
