@@ -22,27 +22,25 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Protocol
+from typing import Any
 
 from shoal.client.informer import CacheKey, cache_key
-from shoal.controllers.queue import WorkQueue
 from shoal.copies import observing
-from shoal.copies.applier import Applier
 from shoal.copies.member import KubeFailure
 from shoal.copies.namespaces import to_record as namespaces_to_record
 from shoal.copies.objects import merge_cleanup, outside, ref_key
-from shoal.copies.watch import ClusterWatches
-from shoal.events import Recorder, reasons
+from shoal.events import reasons
 from shoal.kube import planner
+from shoal.kube.hub import Hub
+from shoal.kube.removal import remove_from_old, shut_down_first
 from shoal.machinery.types import Obj
 from shoal.model.application_status import runs_on
-from shoal.model.base import Reason, ReasonCode, ResourceRef
+from shoal.model.base import Reason, ReasonCode
 from shoal.model.copies import CopyReport, CopySpec
 from shoal.model.kubernetes import (
     KUBE_FINALIZER,
     Application,
     ApplicationState,
-    Cluster,
     ContainerHealth,
     CopyStatus,
 )
@@ -53,37 +51,6 @@ log = logging.getLogger(__name__)
 RETRY = 2.0
 """Seconds before a copy that failed (its cluster does not answer) is tried again; the
 scheduler moves its share meanwhile."""
-
-
-class Hub(Protocol):
-    """What deploying needs of the kube controller: its caches, queue and status writes."""
-
-    events: Recorder
-    queue: WorkQueue[CacheKey]
-    failures: dict[CacheKey, int]
-    watches: ClusterWatches | None
-    applied_at: dict[CacheKey, float]
-    drift_repairs: int
-    poll_interval: float
-    fallback: float
-    resync: float
-    progress_delay: float
-
-    def cluster(self, ref: ResourceRef | None) -> Cluster | None: ...
-
-    def desired(self, app: Application) -> list[Obj]: ...
-
-    def plan(self, app: Application) -> list[CopySpec]: ...
-
-    async def applier(self, ref: ResourceRef, code: ReasonCode) -> Applier: ...
-
-    async def write(self, app: Application, fields: dict[str, Any]) -> Application: ...
-
-    async def set_finalizers(self, app: Application, finalizers: list[str]) -> Application: ...
-
-    async def shut_down_first(self, app: Application, refs: list[ResourceRef]) -> bool: ...
-
-    async def remove_from_old(self, app: Application, ref: ResourceRef) -> Obj | None: ...
 
 
 def _phase(app: Application, specs: list[CopySpec]) -> tuple[ApplicationState, ReasonCode]:
@@ -157,10 +124,10 @@ async def deploy(hub: Hub, app: Application) -> None:
     if grown:
         all_ready = await run.bring(second)
         leaving = planner.leaving(app)
-        if leaving and not await hub.shut_down_first(app, leaving):
+        if leaving and not await shut_down_first(hub, app, leaving):
             return  # their workloads are asked to shut down first (Krake's shutdown hook)
         for ref in leaving:  # clusters no longer used: their copies go now
-            left = await hub.remove_from_old(app, ref)
+            left = await remove_from_old(hub, app, ref)
             if left is not None:
                 cleanups = merge_cleanup(cleanups, left)
             copies.pop(ref_key(ref), None)
@@ -369,7 +336,7 @@ async def withdraw(hub: Hub, app: Application) -> None:
             if copy is not None:
                 keep.append(copy)
             continue
-        left = await hub.remove_from_old(app, ref)
+        left = await remove_from_old(hub, app, ref)
         if left is not None:
             cleanups = merge_cleanup(cleanups, left)
         log.info("application %s/%s: withdrawn from %s, which is being deleted",
