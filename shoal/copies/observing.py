@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from shoal.kube.objects import ident
-from shoal.kube.owners import owner_of
+from shoal.copies.objects import ident
+from shoal.copies.owners import owner_of
 from shoal.machinery.types import Obj
 from shoal.model import observer_schema as rules
 from shoal.model.kubernetes import Application
@@ -31,6 +31,11 @@ Baseline = dict[Ident, Obj]
 def schemas(app: Application, manifest: list[Obj]) -> list[Obj]:
     """The schema in force for ``manifest`` (``status.mangled_observer_schema``)."""
     return rules.mangled(app.spec.observer_schema, manifest)
+
+
+def default_schemas(manifest: list[Obj]) -> list[Obj]:
+    """The schema of a copy given none: each object's default (``rules.default_schema``)."""
+    return rules.mangled([], manifest)
 
 
 def to_apply(manifest: list[Obj], schemas: list[Obj], previous: list[Obj]) -> list[Obj]:
