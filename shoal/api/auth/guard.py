@@ -169,7 +169,7 @@ class Guard:
         grant = self.authz.grant(user, what.api, what.resource, what.verb)
         if what.every:
             # A write across namespaces (a batch of events) needs the right in every one.
-            if not (grant.everywhere if what.verb == "create" else grant.any):
+            if not (grant.everywhere if what.verb == "create" else grant.some_namespace):
                 await self._forbid(scope, receive, send, user, what)
                 return
         elif not grant.allows(what.namespace):
