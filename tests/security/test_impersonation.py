@@ -10,9 +10,11 @@ rights of the user it acts for, and only those: never the caller's own.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 
 from shoal.api.server import ApiServer
@@ -58,6 +60,12 @@ async def bind(admin: ShoalClient, name: str, subject: str, *rules: RoleRule) ->
 def impersonate(*namespaces: str) -> RoleRule:
     return RoleRule(api="core", resources=["users"], namespaces=list(namespaces),
                     verbs=["impersonate"])  # fmt: skip
+
+
+def audited(uri: str) -> list[dict[str, Any]]:
+    """The shipped API's audit lines of ``uri``."""
+    lines = Path(shipped.security().audit or "").read_bytes().splitlines()
+    return [e for e in map(orjson.loads, lines) if e["uri"] == uri]
 
 
 async def status_of(client: httpx.AsyncClient, path: str) -> int:
@@ -122,6 +130,13 @@ async def test_a_cluster_wide_impersonate_right_acts_with_the_others_rights_only
     answer = await as_alice.post(APPS_A, json=application("made-for-alice", "a"))
     assert answer.status_code == 200
     assert (await alice.get(Application, "made-for-alice", "a")).metadata.name == "made-for-alice"
+    # the audit names both: who it acted for, who sent it
+    path = f"{APPS_A}/made-for-alice"
+    assert (await as_alice.put(path, json=application("made-for-alice", "a"))).status_code \
+        in (200, 409)
+    await caller("bob").delete(path)
+    mine = [(e["user"], e.get("impersonated_by"), e["verb"]) for e in audited(path)]
+    assert ("alice", "bob", "update") in mine and ("bob", None, "delete") in mine, mine
     refused = await as_alice.post(APPS_B, json=application("x", "b"))
     assert refused.status_code == 403
     assert refused.json()["detail"] == (

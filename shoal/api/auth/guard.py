@@ -115,8 +115,10 @@ class Guard:
         if _header(scope, b"impersonate-user") is not None:
             impersonated = self._impersonate(scope, user)
             if impersonated is None:
+                scope["shoal.user"] = user
                 await _answer(scope, receive, send, 403, f"user {user.name!r} may not impersonate")
                 return
+            scope["shoal.impersonator"] = user  # the audit names who acted for whom
             user = impersonated
         scope["shoal.user"] = user
         scope["shoal.rbac"] = self.rbac  # who writes which status field (context.writer)
@@ -271,6 +273,7 @@ class Guard:
                     scope.get("shoal.target"),
                     message["status"],
                     scope.get("shoal.items"),
+                    scope.get("shoal.impersonator"),
                 )
             await send(message)
 
