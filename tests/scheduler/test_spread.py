@@ -169,3 +169,49 @@ def test_a_short_placement_says_why(
     summary = f"{len(ranked)}/{len(ranked)} clusters available"
     everyone = [backend for backend, _ in ranked]
     assert short_of(placement, result, ranked, everyone, summary) == expected
+
+
+NOW = [("a", 4), ("b", 3), ("c", 3)]  # a divided application of 10 on three clusters
+
+
+@pytest.mark.parametrize(
+    ("clusters", "total", "expected"),
+    [
+        (3, 10, [("a", 4), ("b", 3), ("c", 3)]),  # nothing changed: nothing moves
+        # fewer clusters: the last one leaves, its share is carried by the clusters kept
+        (2, 10, [("a", 6), ("b", 4)]),
+        (1, 10, [("a", 10)]),
+        # more clusters: the new one takes its fair part from the others
+        (4, 10, [("a", 3), ("b", 3), ("c", 2), ("d", 2)]),
+        # scaled: a fresh division, not the old shares
+        (3, 4, [("a", 2), ("b", 1), ("c", 1)]),
+        (3, 13, [("a", 5), ("b", 4), ("c", 4)]),
+        (3, 0, [("a", 0)]),  # scaled to zero: the first keeps the objects
+    ],
+)
+def test_a_divided_application_changed(
+    clusters: int, total: int, expected: list[tuple[str, int]]
+) -> None:
+    ranked = [_cluster(n) for n in ("d", "a", "b", "c")]  # d scores best but is new
+    placement = _placement(clusters=clusters, replicas="divided")
+    result = plan(placement, ranked, total, {"pods": 1}, NOW)
+    assert result.clusters == expected and result.missing == 0
+
+
+def test_a_cluster_full_of_the_applications_own_pods_keeps_its_share() -> None:
+    # a and b have no room left: their nodes are full of this application's five pods each
+    ranked = [_cluster("a", pods=0), _cluster("b", pods=0), _cluster("c", pods=10)]
+    placement = _placement(clusters=2, replicas="divided")
+    now = [("a", 5), ("b", 5)]
+    assert plan(placement, ranked, 10, {"pods": 1}, now).clusters == now
+    # the pods the controller counts there (``own``) are their room too
+    assert plan(placement, ranked, 10, {"pods": 1}, now, None, {"a": 5, "b": 5}).clusters == now
+    assert plan(placement, ranked, 10, {"pods": 1}, [], None, {"a": 5, "b": 5}).clusters == now
+    # another application finds no room on them
+    assert plan(placement, ranked, 10, {"pods": 1}).clusters == [("c", 10)]
+    # duplicated: a full cluster running all of them keeps them
+    both = plan(_placement(clusters=2), ranked, 10, {"pods": 1}, [("a", None), ("c", None)])
+    assert both.clusters == [("a", None), ("c", None)]
+    # its own pods count once: a full cluster does not hold more than it runs
+    grown = plan(placement, ranked, 14, {"pods": 1}, [], None, {"a": 5, "b": 5})
+    assert grown.clusters == [("a", 5), ("b", 5)] and grown.missing == 4
