@@ -76,14 +76,18 @@ def _env() -> dict[str, str]:
     return env
 
 
-def mutmut(work: Path, *args: str, capture: bool = True) -> str:
-    done = subprocess.run([str(MUTMUT), *args], cwd=work, env=_env(), text=True,
-                          stdout=subprocess.PIPE if capture else None,
-                          stderr=subprocess.STDOUT if capture else None, check=False)
+def mutmut(work: Path, *args: str, log: Path | None = None) -> str:
+    """Run a mutmut command in ``work``: its output returned, or written to ``log``."""
+    with open(log, "w") if log is not None else open(os.devnull, "w") as sink:
+        done = subprocess.run([str(MUTMUT), *args], cwd=work, env=_env(), text=True,
+                              stdout=sink if log is not None else subprocess.PIPE,
+                              stderr=subprocess.STDOUT, check=False)
+    output = log.read_text(errors="replace") if log is not None else done.stdout
     if done.returncode != 0:
-        raise SystemExit(f"mutmut {' '.join(args)} failed in {work} (exit {done.returncode})"
-                         + (f":\n{done.stdout[-3000:]}" if capture else ""))
-    return done.stdout or ""
+        tail = "\n".join(output.replace("\r", "\n").splitlines()[-40:])
+        raise SystemExit(f"mutmut {' '.join(args)} failed in {work} (exit {done.returncode}):"
+                         f"\n{tail}")
+    return output
 
 
 def results(work: Path) -> dict[str, str]:
@@ -166,8 +170,10 @@ class Score:
 
 def run(module: Module) -> Score:
     work = prepare(module)
-    print(f"== {module.name}: {module.what}", flush=True)
-    mutmut(work, "run", "--max-children", "1", capture=False)
+    log = work / "run.log"
+    print(f"== {module.name}: {module.what}\n"
+          f"   mutmut run: its progress in {log.relative_to(ROOT)}", flush=True)
+    mutmut(work, "run", "--max-children", "1", log=log)
     status = results(work)
     killed = sum(1 for s in status.values() if s in DETECTED and s != "timeout")
     timeouts = sum(1 for s in status.values() if s == "timeout")
