@@ -122,9 +122,29 @@ def function_line(path: Path, mutant: str) -> int:
     return min([found.lineno, *(d.lineno for d in decorators)])
 
 
-def change(work: Path, mutant: str) -> str:
+#: Prints each named mutant's diff as JSON, run in a work folder: one process for all of
+#: them, where ``mutmut show`` would start one per mutant.
+DIFFS = """
+import json, sys
+from mutmut.mutation.diff_apply import find_mutant, get_diff_for_mutant
+print(json.dumps({name: get_diff_for_mutant(name, path=find_mutant(name).path)
+                  for name in sys.argv[1:]}))
+"""
+
+
+def diffs(work: Path, mutants: list[str]) -> dict[str, str]:
+    if not mutants:
+        return {}
+    done = subprocess.run([sys.executable, "-c", DIFFS, *mutants], cwd=work, env=_env(),
+                          text=True, capture_output=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"reading the mutants' diffs failed in {work}:\n{done.stderr[-3000:]}")
+    found: dict[str, str] = json.loads(done.stdout.strip().splitlines()[-1])
+    return found
+
+
+def change(mutant: str, diff: str) -> str:
     """'file:line: old  ->  new' for one mutant, from mutmut's diff of its function."""
-    diff = mutmut(work, "show", mutant)
     path, start, offset = "?", 0, 0
     minus: list[str] = []
     plus: list[str] = []
@@ -168,6 +188,13 @@ class Score:
         return 100.0 * (self.killed + self.timeouts) / judged if judged else 100.0
 
 
+def _place(change: str) -> tuple[str, int]:
+    """A survivor's file and line, to list them in the file's order."""
+    path, _, rest = change.partition(":")
+    line = rest.partition(":")[0]
+    return path, int(line) if line.isdigit() else 0
+
+
 def run(module: Module) -> Score:
     work = prepare(module)
     log = work / "run.log"
@@ -178,8 +205,11 @@ def run(module: Module) -> Score:
     killed = sum(1 for s in status.values() if s in DETECTED and s != "timeout")
     timeouts = sum(1 for s in status.values() if s == "timeout")
     equivalent = [n for n, s in status.items() if n in module.equivalent and s not in DETECTED]
-    survived = [(n, s, change(work, n)) for n, s in sorted(status.items())
-                if s not in DETECTED and n not in module.equivalent]
+    left = [n for n, s in sorted(status.items())
+            if s not in DETECTED and n not in module.equivalent]
+    diff = diffs(work, left)
+    survived = sorted(((n, status[n], change(n, diff[n])) for n in left),
+                      key=lambda item: _place(item[2]))
     stale = [n for n in module.equivalent if n not in status]
     return Score(module.name, len(status), killed, timeouts, len(equivalent), survived, stale)
 
