@@ -71,6 +71,8 @@ def test_pod_request_is_the_first_replicated_objects_pod() -> None:
         (10, 1, 10),
         (99, 1, 90),
         (5, 1, 5),
+        (50, 3, 50),
+        (1234, 3, 1230),
     ],
 )
 def test_room_is_rounded_down_to_significant_digits(
@@ -81,9 +83,16 @@ def test_room_is_rounded_down_to_significant_digits(
 
 def test_room_histogram_groups_alike_nodes_and_rounds_down_past_the_limit() -> None:
     histogram = room_histogram([{"cpu": 2000, "pods": 10}, {"cpu": 2000, "pods": 10},
-                                {"cpu": 500, "pods": 10}, {"cpu": -5, "pods": 3}])  # fmt: skip
-    assert histogram == {"resources": ["cpu", "pods"],
-                         "nodes": [[2, 2000, 10], [1, 500, 10], [1, 0, 3]]}  # fmt: skip
+                                {"cpu": 500, "pods": 10}, {"cpu": -5, "pods": 3},
+                                {"cpu": 700}])  # fmt: skip
+    assert histogram == {"resources": ["cpu", "pods"],  # a resource not reported: none
+                         "nodes": [[2, 2000, 10], [1, 700, 0], [1, 500, 10], [1, 0, 3]]}
+    # as many different nodes as the limit: kept exactly
+    exact = room_histogram([{"cpu": 10_000 + i} for i in range(64)])
+    assert len(exact["nodes"]) == 64 and exact["nodes"][-1] == [1, 10_000]
+    # three digits are not enough, two are: 10 groups of 10
+    two = room_histogram([{"cpu": 10_000 + 100 * i} for i in range(100)])
+    assert two["nodes"] == [[10, 10_000 + 1000 * k] for k in reversed(range(10))]
     # 65 different nodes: one more than the limit, so amounts are rounded down to 3 digits
     varied = [{"cpu": 10_000 + i, "pods": 1} for i in range(65)]
     rounded = room_histogram(varied)
@@ -134,6 +143,7 @@ def _summary(**totals: Any) -> list[dict[str, Any]]:
         (_summary(allocatable={"cpu": 1.0}, requested={"cpu": 2.0}), {"cpu": 300}, 0),
         (_summary(allocatable={"cpu": 4.0, "pods": 2.0}), {"cpu": 100, "pods": 1}, 2),
         (_summary(allocatable={"memory": 10.0}), {"memory": 4}, 2),  # bytes, not milli
+        (_summary(allocatable={"cpu": 2.999}), {"cpu": 1000}, 2),  # millicores exactly
         (_summary(allocatable={"cpu": 1.0}), {"cpu": 0}, None),  # nothing to count
         (_summary(allocatable={"cpu": 1.0}), {"memory": 5}, None),  # not reported
         # the observer's per-node room wins over the totals
@@ -173,6 +183,8 @@ def test_largest_room_per_resource() -> None:
         (10, [1, 1], [0, 0], ([0, 0], 10)),
         (6, [1, 1], [3, 3], ([3, 3], 0)),  # exactly full
         (3, [1, 1, 1], [1, 1, 1], ([1, 1, 1], 0)),
+        # a second round never gives a share past its room
+        (12, [1, 1, 1], [1, 5, None], ([1, 5, 6], 0)),
     ],
 )
 def test_divide(total: int, weights: list[float], caps: list[int | None] | None,
@@ -211,6 +223,8 @@ def test_each_cluster_runs_its_share_of_each_replicated_object() -> None:
     # duplicated (no shares): each cluster runs them all
     assert copy_for(manifest, [None, None], 1, {}) == manifest
     assert copy_for(manifest, [], 0, {}) == manifest
+    # a share of 0 beside another: the other runs them all
+    assert copy_for(manifest, [0, 4], 1, {})[0]["spec"]["replicas"] == 10
     # every share 0 (scaled to zero): 0 everywhere
     assert copy_for(manifest, [0, 0], 0, {})[0]["spec"]["replicas"] == 0
     # a Deployment without replicas counts Kubernetes' default of one
