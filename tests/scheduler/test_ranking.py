@@ -189,3 +189,72 @@ def test_no_cluster_in_the_namespace_says_so() -> None:
     decision.namespace = "team-a"
     assert decision.summary == ("no clusters in namespace 'team-a' (clusters are per namespace: "
                                 "register one in 'team-a')")  # fmt: skip
+
+
+def test_ties_keep_the_groups_order() -> None:
+    """Clusters of equal score rank in the group's order (by name), however many tie."""
+    names = [f"c{i:02}" for i in range(30)]
+    load = {name: float(i % 3) for i, name in enumerate(names)}  # three scores, ten each
+    group = _group(None, [_cluster(n) for n in names])
+    for backend in group.backends:  # scores as the metrics plugin would sum them
+        backend.num, backend.den = load[backend.name], 1.0
+    decision = _decide(Group(group.backends), _app())
+    expected = sorted(names, key=lambda n: -load[n])  # sorted() is stable: name order kept
+    assert [backend.name for backend, _ in decision.ranked()] == expected
+    explained = _decide(Group(group.backends), _app(), explain_all=True).ranking
+    assert [entry["cluster"] for entry in explained] == expected
+    # every cluster tied for the best gets its metric terms explained
+    assert [("metrics" in entry) for entry in decision.ranking] == [True] * 5
+
+
+def test_no_cluster_left_ranks_nothing() -> None:
+    decision = _decide(_group(None, [_cluster("x", zone="a")]), _app(labels=["zone is b"]))
+    assert decision.ranked() == [] and decision.find("x") is None
+    assert decision.explanation() == {
+        "summary": "0/1 clusters available: 1 label zone is b", "chosen": None, "score": None,
+        "rejected": [{"reason": "label zone is b", "count": 1, "clusters": ["x"]}],
+        "ranking": [], "clusters": {}, "clusters_total": 1}  # fmt: skip
+
+
+async def test_the_explanation_of_a_choice(metrics: MetricCache) -> None:
+    group = _group(metrics, [_cluster("a"), _cluster("d")])
+    decision = _decide(group, _app())
+    decision.revisions = {"a": "11", "d": "12"}
+    explained = decision.explanation()
+    assert explained == {
+        "summary": "2/2 clusters available", "chosen": "a", "score": pytest.approx(0.2),
+        "rejected": [], "ranking": decision.ranking, "clusters": {"a": "11", "d": "12"},
+        "clusters_total": 2}  # fmt: skip
+    assert [entry["cluster"] for entry in explained["ranking"]] == ["a", "d"]
+
+
+async def test_the_current_cluster_is_explained_with_its_stickiness(metrics: MetricCache) -> None:
+    group = _group(metrics, [_cluster(n) for n in ("a", "b", "c")])
+    ref = {"api": "kubernetes", "kind": "Cluster", "namespace": "default", "name": "c"}
+    app = Application.model_validate({**_app().model_dump(), "status": {"scheduled_to": ref}})
+    ranking = _decide(group, app).ranking
+    by_name = {entry["cluster"]: entry for entry in ranking}
+    # c scores 0.4 + its stickiness (1.0 at weight 0.1): (0.4 + 0.1) / 1.1
+    assert by_name["c"]["stickiness"] == {"value": 1.0, "weight": 0.1}
+    assert by_name["c"]["score"] == pytest.approx(0.5 / 1.1)
+    assert "metrics" in by_name["c"]  # the current cluster's terms are explained too
+    assert "stickiness" not in by_name["b"] and "stickiness" not in by_name["a"]
+    assert "metrics" not in by_name["a"]
+    # a forced pass (not sticky): no stickiness anywhere
+    forced = Framework(SchedulerConfig().plugins).decide(
+        request_for(app, SchedulerConfig(), sticky=False), group)
+    assert all("stickiness" not in entry for entry in forced.ranking)
+
+
+async def test_a_metric_not_fetched_yet_is_named_in_the_ranking(metrics: MetricCache) -> None:
+    source = MetricProviderRef(name="loads", metric="not-there-yet")
+    metrics.set_metric(GlobalMetric(metadata=Metadata(name="later"),
+                                    spec=MetricSpec(min=0, max=10, provider=source)))
+    waiting = _cluster("waiting")
+    waiting.spec.metrics = [MetricRef(name="later", weight=1)]
+    decision = _decide(_group(metrics, [waiting, _cluster("plain")]), _app())
+    by_name = {entry["cluster"]: entry for entry in decision.ranking}
+    # it ranks as a cluster without metrics, saying which metric and why
+    assert by_name["waiting"]["failing_metrics"] == {"later": "UNREACHABLE_METRICS_PROVIDER"}
+    assert "failing_metrics" not in by_name["plain"]
+    assert {backend.name for backend in decision.ties} == {"plain", "waiting"}
