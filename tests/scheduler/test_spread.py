@@ -361,3 +361,20 @@ def test_short_with_as_many_label_values_as_slots_gives_the_frameworks_account()
     everyone = [backend for backend, _ in ranked]
     assert short_of(placement, result, ranked, everyone, "1/2 clusters available") == (
         "on 1 of 2 clusters asked for: 1/2 clusters available")
+
+
+def test_an_application_with_no_pods_to_hold_needs_no_room() -> None:
+    # clusters whose nodes are full of pods: they take no pod, but nothing needs one
+    full = [_cluster("a", pods=0), _cluster("b", pods=0)]
+    nothing_replicated = plan(_placement(clusters=2), full, None, {"pods": 1})
+    assert nothing_replicated.clusters == [("a", None), ("b", None)]
+    scaled_to_zero = plan(_placement(clusters=2, replicas="divided"), full, 0, {"pods": 1})
+    assert scaled_to_zero.clusters == [("a", 0)] and scaled_to_zero.missing == 0
+    # nothing to divide: weights, which share replicas, do not leave a cluster out
+    weights = [{"clusters": "location is DE", "weight": 1}]
+    ranked = [_cluster("fr", location="FR"), _cluster("de", location="DE")]
+    weighted = _placement(clusters=2, replicas="divided", weights=weights)
+    assert plan(weighted, ranked, None, {"pods": 1}).clusters == [("fr", None), ("de", None)]
+    # a lone cluster scaled to zero stays, with nothing on it
+    lone = _placement(clusters=1, replicas="divided")
+    assert plan(lone, [_cluster("a")], 0, {"pods": 1}, [("a", 0)]).clusters == [("a", 0)]
