@@ -28,6 +28,20 @@ ALSO_COPY = ["docs", "bench", "scripts", "README.md"]
 DETECTED = {"killed", "timeout", "caught by type check", "segfault"}
 
 
+@dataclass(frozen=True)
+class Equivalent:
+    """A mutant judged equivalent, named by its function (mutmut's name without the
+    ``__mutmut_N`` number, which shifts when the function changes) and its change."""
+
+    function: str
+    change: str  # "old  ->  new", as scripts/mutate prints it after file:line
+    reason: str
+
+    def matches(self, mutant: str, change: str) -> bool:
+        return (mutant.rsplit("__mutmut_", 1)[0] == self.function
+                and change.split(": ", 1)[-1] == self.change)
+
+
 @dataclass
 class Module:
     name: str
@@ -35,7 +49,7 @@ class Module:
     mutate: list[str]
     tests: list[str]
     also_copy: list[str] = field(default_factory=list)
-    equivalent: dict[str, str] = field(default_factory=dict)  # mutant name -> reason
+    equivalent: list[Equivalent] = field(default_factory=list)
 
 
 def load_table(path: Path = TABLE) -> dict[str, Module]:
@@ -43,7 +57,7 @@ def load_table(path: Path = TABLE) -> dict[str, Module]:
     data = tomllib.loads(path.read_text())
     return {name: Module(name=name, what=row["what"], mutate=row["mutate"], tests=row["tests"],
                          also_copy=row.get("also_copy", []),
-                         equivalent={e["mutant"]: e["reason"] for e in row.get("equivalent", [])})
+                         equivalent=[Equivalent(**e) for e in row.get("equivalent", [])])
             for name, row in data.items()}
 
 
@@ -178,13 +192,13 @@ class Score:
     mutants: int
     killed: int
     timeouts: int
-    equivalent: int
+    equivalent: list[tuple[str, str, str]]  # (name, change, reason)
     survived: list[tuple[str, str, str]]  # (name, status, change)
-    stale: list[str]  # equivalents of the table that no longer exist
+    stale: list[str]  # equivalents of the table that match no surviving mutant
 
     @property
     def score(self) -> float:
-        judged = self.mutants - self.equivalent
+        judged = self.mutants - len(self.equivalent)
         return 100.0 * (self.killed + self.timeouts) / judged if judged else 100.0
 
 
@@ -204,27 +218,29 @@ def run(module: Module) -> Score:
     status = results(work)
     killed = sum(1 for s in status.values() if s in DETECTED and s != "timeout")
     timeouts = sum(1 for s in status.values() if s == "timeout")
-    equivalent = [n for n, s in status.items() if n in module.equivalent and s not in DETECTED]
-    left = [n for n, s in sorted(status.items())
-            if s not in DETECTED and n not in module.equivalent]
+    left = [n for n, s in sorted(status.items()) if s not in DETECTED]
     diff = diffs(work, left)
-    survived = sorted(((n, status[n], change(n, diff[n])) for n in left),
+    changes = {n: change(n, diff[n]) for n in left}
+    judged = {n: e for n in left for e in module.equivalent if e.matches(n, changes[n])}
+    survived = sorted(((n, status[n], changes[n]) for n in left if n not in judged),
                       key=lambda item: _place(item[2]))
-    stale = [n for n in module.equivalent if n not in status]
-    return Score(module.name, len(status), killed, timeouts, len(equivalent), survived, stale)
+    equivalent = sorted(((n, changes[n], e.reason) for n, e in judged.items()),
+                        key=lambda item: _place(item[1]))
+    stale = [e.change for e in module.equivalent if e not in judged.values()]
+    return Score(module.name, len(status), killed, timeouts, equivalent, survived, stale)
 
 
-def report(score: Score, module: Module) -> None:
+def report(score: Score) -> None:
     print(f"\n{score.module}: {score.mutants} mutants, {score.killed} killed, "
-          f"{score.timeouts} timeouts, {score.equivalent} equivalent, "
+          f"{score.timeouts} timeouts, {len(score.equivalent)} equivalent, "
           f"{len(score.survived)} survived: score {score.score:.1f} %")
     for name, status, what in score.survived:
         print(f"  {status}: {name}\n      {what}")
-    for name in sorted(module.equivalent):
-        if name not in score.stale:
-            print(f"  equivalent: {name}: {module.equivalent[name]}")
-    for name in score.stale:
-        print(f"  warning: the table's equivalent {name} is no mutant any more (code changed?)")
+    for name, what, reason in score.equivalent:
+        print(f"  equivalent: {name}\n      {what}\n      why: {reason}")
+    for what in score.stale:
+        print(f"  warning: the table's equivalent '{what}' matches no surviving mutant "
+              "(killed now, or the code changed): remove it from the table")
 
 
 def main(argv: list[str]) -> int:
@@ -243,12 +259,12 @@ def main(argv: list[str]) -> int:
     scores = []
     for name in names:
         score = run(table[name])
-        report(score, table[name])
+        report(score)
         scores.append(score)
     print("\n| module | mutants | killed | timeouts | equivalent | survived | score |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for s in scores:
-        print(f"| {s.module} | {s.mutants} | {s.killed} | {s.timeouts} | {s.equivalent} | "
+        print(f"| {s.module} | {s.mutants} | {s.killed} | {s.timeouts} | {len(s.equivalent)} | "
               f"{len(s.survived)} | {s.score:.1f} % |")
     (WORK / "last.json").write_text(json.dumps([s.__dict__ for s in scores], indent=1))
     return 0
