@@ -28,6 +28,20 @@ ALSO_COPY = ["docs", "bench", "scripts", "README.md"]
 DETECTED = {"killed", "timeout", "caught by type check", "segfault"}
 
 
+@dataclass(frozen=True)
+class Equivalent:
+    """A mutant judged equivalent, named by its function (mutmut's name without the
+    ``__mutmut_N`` number, which shifts when the function changes) and its change."""
+
+    function: str
+    change: str  # "old  ->  new", as scripts/mutate prints it after file:line
+    reason: str
+
+    def matches(self, mutant: str, change: str) -> bool:
+        return (mutant.rsplit("__mutmut_", 1)[0] == self.function
+                and change.split(": ", 1)[-1] == self.change)
+
+
 @dataclass
 class Module:
     name: str
@@ -35,7 +49,7 @@ class Module:
     mutate: list[str]
     tests: list[str]
     also_copy: list[str] = field(default_factory=list)
-    equivalent: dict[str, str] = field(default_factory=dict)  # mutant name -> reason
+    equivalent: list[Equivalent] = field(default_factory=list)
 
 
 def load_table(path: Path = TABLE) -> dict[str, Module]:
@@ -43,7 +57,7 @@ def load_table(path: Path = TABLE) -> dict[str, Module]:
     data = tomllib.loads(path.read_text())
     return {name: Module(name=name, what=row["what"], mutate=row["mutate"], tests=row["tests"],
                          also_copy=row.get("also_copy", []),
-                         equivalent={e["mutant"]: e["reason"] for e in row.get("equivalent", [])})
+                         equivalent=[Equivalent(**e) for e in row.get("equivalent", [])])
             for name, row in data.items()}
 
 
@@ -76,14 +90,18 @@ def _env() -> dict[str, str]:
     return env
 
 
-def mutmut(work: Path, *args: str, capture: bool = True) -> str:
-    done = subprocess.run([str(MUTMUT), *args], cwd=work, env=_env(), text=True,
-                          stdout=subprocess.PIPE if capture else None,
-                          stderr=subprocess.STDOUT if capture else None, check=False)
+def mutmut(work: Path, *args: str, log: Path | None = None) -> str:
+    """Run a mutmut command in ``work``: its output returned, or written to ``log``."""
+    with open(log, "w") if log is not None else open(os.devnull, "w") as sink:
+        done = subprocess.run([str(MUTMUT), *args], cwd=work, env=_env(), text=True,
+                              stdout=sink if log is not None else subprocess.PIPE,
+                              stderr=subprocess.STDOUT, check=False)
+    output = log.read_text(errors="replace") if log is not None else done.stdout
     if done.returncode != 0:
-        raise SystemExit(f"mutmut {' '.join(args)} failed in {work} (exit {done.returncode})"
-                         + (f":\n{done.stdout[-3000:]}" if capture else ""))
-    return done.stdout or ""
+        tail = "\n".join(output.replace("\r", "\n").splitlines()[-40:])
+        raise SystemExit(f"mutmut {' '.join(args)} failed in {work} (exit {done.returncode}):"
+                         f"\n{tail}")
+    return output
 
 
 def results(work: Path) -> dict[str, str]:
@@ -118,9 +136,29 @@ def function_line(path: Path, mutant: str) -> int:
     return min([found.lineno, *(d.lineno for d in decorators)])
 
 
-def change(work: Path, mutant: str) -> str:
+#: Prints each named mutant's diff as JSON, run in a work folder: one process for all of
+#: them, where ``mutmut show`` would start one per mutant.
+DIFFS = """
+import json, sys
+from mutmut.mutation.diff_apply import find_mutant, get_diff_for_mutant
+print(json.dumps({name: get_diff_for_mutant(name, path=find_mutant(name).path)
+                  for name in sys.argv[1:]}))
+"""
+
+
+def diffs(work: Path, mutants: list[str]) -> dict[str, str]:
+    if not mutants:
+        return {}
+    done = subprocess.run([sys.executable, "-c", DIFFS, *mutants], cwd=work, env=_env(),
+                          text=True, capture_output=True, check=False)
+    if done.returncode != 0:
+        raise SystemExit(f"reading the mutants' diffs failed in {work}:\n{done.stderr[-3000:]}")
+    found: dict[str, str] = json.loads(done.stdout.strip().splitlines()[-1])
+    return found
+
+
+def change(mutant: str, diff: str) -> str:
     """'file:line: old  ->  new' for one mutant, from mutmut's diff of its function."""
-    diff = mutmut(work, "show", mutant)
     path, start, offset = "?", 0, 0
     minus: list[str] = []
     plus: list[str] = []
@@ -154,41 +192,55 @@ class Score:
     mutants: int
     killed: int
     timeouts: int
-    equivalent: int
+    equivalent: list[tuple[str, str, str]]  # (name, change, reason)
     survived: list[tuple[str, str, str]]  # (name, status, change)
-    stale: list[str]  # equivalents of the table that no longer exist
+    stale: list[str]  # equivalents of the table that match no surviving mutant
 
     @property
     def score(self) -> float:
-        judged = self.mutants - self.equivalent
+        judged = self.mutants - len(self.equivalent)
         return 100.0 * (self.killed + self.timeouts) / judged if judged else 100.0
+
+
+def _place(change: str) -> tuple[str, int]:
+    """A survivor's file and line, to list them in the file's order."""
+    path, _, rest = change.partition(":")
+    line = rest.partition(":")[0]
+    return path, int(line) if line.isdigit() else 0
 
 
 def run(module: Module) -> Score:
     work = prepare(module)
-    print(f"== {module.name}: {module.what}", flush=True)
-    mutmut(work, "run", "--max-children", "1", capture=False)
+    log = work / "run.log"
+    print(f"== {module.name}: {module.what}\n"
+          f"   mutmut run: its progress in {log.relative_to(ROOT)}", flush=True)
+    mutmut(work, "run", "--max-children", "1", log=log)
     status = results(work)
     killed = sum(1 for s in status.values() if s in DETECTED and s != "timeout")
     timeouts = sum(1 for s in status.values() if s == "timeout")
-    equivalent = [n for n, s in status.items() if n in module.equivalent and s not in DETECTED]
-    survived = [(n, s, change(work, n)) for n, s in sorted(status.items())
-                if s not in DETECTED and n not in module.equivalent]
-    stale = [n for n in module.equivalent if n not in status]
-    return Score(module.name, len(status), killed, timeouts, len(equivalent), survived, stale)
+    left = [n for n, s in sorted(status.items()) if s not in DETECTED]
+    diff = diffs(work, left)
+    changes = {n: change(n, diff[n]) for n in left}
+    judged = {n: e for n in left for e in module.equivalent if e.matches(n, changes[n])}
+    survived = sorted(((n, status[n], changes[n]) for n in left if n not in judged),
+                      key=lambda item: _place(item[2]))
+    equivalent = sorted(((n, changes[n], e.reason) for n, e in judged.items()),
+                        key=lambda item: _place(item[1]))
+    stale = [e.change for e in module.equivalent if e not in judged.values()]
+    return Score(module.name, len(status), killed, timeouts, equivalent, survived, stale)
 
 
-def report(score: Score, module: Module) -> None:
+def report(score: Score) -> None:
     print(f"\n{score.module}: {score.mutants} mutants, {score.killed} killed, "
-          f"{score.timeouts} timeouts, {score.equivalent} equivalent, "
+          f"{score.timeouts} timeouts, {len(score.equivalent)} equivalent, "
           f"{len(score.survived)} survived: score {score.score:.1f} %")
     for name, status, what in score.survived:
         print(f"  {status}: {name}\n      {what}")
-    for name in sorted(module.equivalent):
-        if name not in score.stale:
-            print(f"  equivalent: {name}: {module.equivalent[name]}")
-    for name in score.stale:
-        print(f"  warning: the table's equivalent {name} is no mutant any more (code changed?)")
+    for name, what, reason in score.equivalent:
+        print(f"  equivalent: {name}\n      {what}\n      why: {reason}")
+    for what in score.stale:
+        print(f"  warning: the table's equivalent '{what}' matches no surviving mutant "
+              "(killed now, or the code changed): remove it from the table")
 
 
 def main(argv: list[str]) -> int:
@@ -207,12 +259,12 @@ def main(argv: list[str]) -> int:
     scores = []
     for name in names:
         score = run(table[name])
-        report(score, table[name])
+        report(score)
         scores.append(score)
     print("\n| module | mutants | killed | timeouts | equivalent | survived | score |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for s in scores:
-        print(f"| {s.module} | {s.mutants} | {s.killed} | {s.timeouts} | {s.equivalent} | "
+        print(f"| {s.module} | {s.mutants} | {s.killed} | {s.timeouts} | {len(s.equivalent)} | "
               f"{len(s.survived)} | {s.score:.1f} % |")
     (WORK / "last.json").write_text(json.dumps([s.__dict__ for s in scores], indent=1))
     return 0

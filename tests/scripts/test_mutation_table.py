@@ -37,9 +37,20 @@ def test_every_module_mutates_python_and_runs_tests() -> None:
 
 def test_every_equivalent_mutant_says_why() -> None:
     for module in _runner().load_table().values():
-        for mutant, reason in module.equivalent.items():
-            assert mutant.startswith("shoal.") and "__mutmut_" in mutant, mutant
-            assert len(reason.split()) >= 4, f"{mutant}: give the reason"
+        for equivalent in module.equivalent:
+            assert equivalent.function.startswith("shoal."), equivalent
+            assert "__mutmut_" not in equivalent.function, "name the function, not the number"
+            assert "  ->  " in equivalent.change, equivalent
+            assert len(equivalent.reason.split()) >= 4, f"{equivalent}: give the reason"
+
+
+def test_an_equivalent_is_known_by_its_function_and_change_not_its_number() -> None:
+    runner = _runner()
+    equivalent = runner.Equivalent("shoal.m.x_f", "a and b  ->  a or b", "reason given here")
+    assert equivalent.matches("shoal.m.x_f__mutmut_3", "shoal/m.py:12: a and b  ->  a or b")
+    assert equivalent.matches("shoal.m.x_f__mutmut_9", "shoal/m.py:14: a and b  ->  a or b")
+    assert not equivalent.matches("shoal.m.x_g__mutmut_3", "shoal/m.py:12: a and b  ->  a or b")
+    assert not equivalent.matches("shoal.m.x_f__mutmut_3", "shoal/m.py:12: a and b  ->  b")
 
 
 def test_a_mutant_is_placed_on_its_file_line() -> None:
