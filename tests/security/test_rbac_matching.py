@@ -15,6 +15,7 @@ import pytest
 from shoal.api.auth.authn import authenticated
 from shoal.api.auth.rbac import EVERYTHING, NOTHING, Authorizer, Grant, Rbac, authorizer
 from shoal.api.auth.roles import component_user, defaults
+from shoal.api.auth.target import target
 from shoal.model.core import Role, RoleBinding
 from shoal.store.sqlite import SqliteStore
 
@@ -270,3 +271,61 @@ def test_the_administrators_group_may_do_everything() -> None:
         assert opened(rbac.grant(admin, *request)) == (True, NONE, True)
     # a user named after the group is not in it
     assert rbac.grant(authenticated("shoal:admins"), "core", "roles", "get") == NOTHING
+
+
+# (method, path, query) -> (api, resource, verb, namespace, name, every)
+TARGETS = [
+    ("GET", "/kubernetes/namespaces/a/applications", {},
+     ("kubernetes", "applications", "list", "a", None, False)),
+    ("GET", "/kubernetes/namespaces/a/applications", {"watch": "1"},
+     ("kubernetes", "applications", "watch", "a", None, False)),
+    ("GET", "/kubernetes/namespaces/a/applications", {"watch": ""},
+     ("kubernetes", "applications", "watch", "a", None, False)),
+    ("GET", "/kubernetes/namespaces/a/applications", {"watch": "FALSE"},
+     ("kubernetes", "applications", "list", "a", None, False)),
+    ("GET", "/kubernetes/namespaces/a/applications", {"watch": "No"},
+     ("kubernetes", "applications", "list", "a", None, False)),
+    ("GET", "/kubernetes/namespaces/a/applications", {"watch": "0"},
+     ("kubernetes", "applications", "list", "a", None, False)),
+    ("GET", "/kubernetes/namespaces/a/applications", {"limit": "5"},
+     ("kubernetes", "applications", "list", "a", None, False)),
+    ("GET", "/kubernetes/applications", {},
+     ("kubernetes", "applications", "list_all", None, None, True)),
+    ("GET", "/kubernetes/applications", {"watch": "true"},
+     ("kubernetes", "applications", "watch", None, None, True)),
+    ("GET", "/core/roles", {}, ("core", "roles", "list", None, None, False)),  # cluster-wide
+    ("GET", "/core/roles", {"watch": "1"}, ("core", "roles", "watch", None, None, False)),
+    ("GET", "/core/roles/r1", {}, ("core", "roles", "get", None, "r1", False)),
+    ("HEAD", "/kubernetes/namespaces/a/applications/x", {},
+     ("kubernetes", "applications", "get", "a", "x", False)),
+    ("GET", "/kubernetes/namespaces/a/applications/x", {"watch": "1"},
+     ("kubernetes", "applications", "get", "a", "x", False)),
+    ("POST", "/kubernetes/namespaces/a/applications", {},
+     ("kubernetes", "applications", "create", "a", None, False)),
+    ("POST", "/kubernetes/applications", {},
+     ("kubernetes", "applications", "create", None, None, True)),
+    ("PUT", "/kubernetes/namespaces/a/applications/x", {},
+     ("kubernetes", "applications", "update", "a", "x", False)),
+    ("PATCH", "/kubernetes/namespaces/a/applications/x/status", {},
+     ("kubernetes", "applications/status", "update", "a", "x", False)),
+    ("DELETE", "/kubernetes/namespaces/a/applications/x", {},
+     ("kubernetes", "applications", "delete", "a", "x", False)),
+    ("PUT", "/kubernetes/namespaces/a/applications/x/a/b", {},
+     ("kubernetes", "applications/a/b", "update", "a", "x", False)),
+    ("DELETE", "/core/globalmetrics/m/", {}, ("core", "globalmetrics", "delete", None, "m", False)),
+    ("OPTIONS", "/core/roles", {}, ("core", "roles", "options", None, None, False)),
+    ("GET", "/kubernetes/namespaces/a", {}, ("kubernetes", "namespaces", "get", None, "a", False)),
+    ("GET", "/no/such", {}, ("no", "such", "list", None, None, False)),
+    ("GET", "/kubernetes", {}, ("kubernetes", "", "list", None, None, False)),
+    ("GET", "/scheduling/namespaces/b/pods", {},
+     ("scheduling", "pods", "list", "b", None, False)),
+    ("GET", "/scheduling/pods", {}, ("scheduling", "pods", "list_all", None, None, True)),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("method", "path", "query", "want"), TARGETS)
+def test_what_a_request_acts_on(method: str, path: str, query: dict[str, str],
+                                want: tuple[Any, ...]) -> None:  # fmt: skip
+    t = target(method, path, query)
+    assert (t.api, t.resource, t.verb, t.namespace, t.name, t.every) == want
+    assert t.plural == want[1].partition("/")[0]
