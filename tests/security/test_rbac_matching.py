@@ -212,6 +212,7 @@ def test_the_modes_without_rbac() -> None:
     store = SqliteStore(":memory:")
     allow, deny, rbac = (authorizer(m, store) for m in ("always-allow", "always-deny", "RBAC"))
     assert type(allow) is Authorizer and type(deny) is Authorizer and isinstance(rbac, Rbac)
+    assert rbac.store is store and rbac.mode == "RBAC" and allow.mode == "always-allow"
     assert allow.grant(ALICE, "core", "roles", "delete") == EVERYTHING
     assert deny.grant(ALICE, "core", "roles", "get") == NOTHING
     assert rbac.grant(ALICE, "core", "roles", "get") == NOTHING  # no role yet
@@ -296,6 +297,7 @@ TARGETS = [
     ("GET", "/core/roles", {}, ("core", "roles", "list", None, None, False)),  # cluster-wide
     ("GET", "/core/roles", {"watch": "1"}, ("core", "roles", "watch", None, None, False)),
     ("GET", "/core/roles/r1", {}, ("core", "roles", "get", None, "r1", False)),
+    ("GET", "/core/roles/ROLEX", {}, ("core", "roles", "get", None, "ROLEX", False)),
     ("HEAD", "/kubernetes/namespaces/a/applications/x", {},
      ("kubernetes", "applications", "get", "a", "x", False)),
     ("GET", "/kubernetes/namespaces/a/applications/x", {"watch": "1"},
