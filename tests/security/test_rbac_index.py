@@ -12,12 +12,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import orjson
+import pytest
 
 from shoal.api.auth.authn import authenticated
 from shoal.api.auth.rbac import NOTHING, Rbac
 from shoal.model.base import Metadata
 from shoal.model.core import Role, RoleBinding, RoleRule
-from shoal.store.base import Event
+from shoal.store.base import Compacted, Event
 from shoal.store.sqlite import SqliteStore
 from shoal.testing.wait import wait_for
 
@@ -117,3 +118,80 @@ async def test_stop_ends_the_watch() -> None:
     await rbac.stop()  # twice: nothing to do
     await asyncio.sleep(0)
     await store.close()
+
+
+class Failing(SqliteStore):
+    """A store whose first watch fails with ``error``; the next one writes ``late`` as it
+    starts (after the index listed again)."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(":memory:")
+        self.error: Exception | None = error
+        self.late: list[Any] = []
+
+    async def watch(self, prefix: str, from_revision: int | None = None) -> AsyncIterator[Event]:
+        if self.error is not None:
+            error, self.error = self.error, None
+            raise error
+        for obj in self.late:
+            await put(self, obj)
+        self.late = []
+        async for event in super().watch(prefix, from_revision):
+            yield event
+
+
+async def test_a_compacted_watch_lists_again_and_watches_from_there() -> None:
+    store = Failing(Compacted(1, 5))
+    await put(store, role("ra", "a"))
+    await put(store, bound("alice-a", ["ra"]))
+    store.late = [role("rb", "b"), bound("alice-b", ["rb"])]
+    rbac = Rbac(store)
+    await rbac.start()
+    try:
+        await wait_for(lambda: namespaces(rbac) == {"a", "b"}, timeout=10,
+                       message="the index has a and b")  # fmt: skip
+    finally:
+        await rbac.stop()
+    await store.close()
+
+
+async def test_a_failed_watch_is_logged_and_resumed(caplog: pytest.LogCaptureFixture) -> None:
+    store = Failing(RuntimeError("the store is gone"))
+    rbac = Rbac(store)
+    await rbac.start()
+    try:
+        await put(store, role("ra", "a"))
+        await put(store, bound("alice-a", ["ra"]))
+        await wait_for(lambda: namespaces(rbac) == {"a"}, timeout=10, message="resumed")
+        failed = [r for r in caplog.records if r.name == "shoal.api.auth.rbac"]
+        assert [r.getMessage() for r in failed] == ["RBAC index: watch failed; resuming"]
+        assert failed[0].exc_info is not None
+    finally:
+        await rbac.stop()
+    await store.close()
+
+
+async def test_deletions_reach_the_index() -> None:
+    store = SqliteStore(":memory:")
+    await put(store, role("ra", "a"))
+    await put(store, role("rb", "b"))
+    await put(store, bound("alice", ["ra", "rb"]))
+    rbac = Rbac(store)
+    await rbac.start()
+    try:
+        assert namespaces(rbac) == {"a", "b"}
+        await store.delete(role("ra", "a").store_key())
+        await wait_for(lambda: namespaces(rbac) == {"b"}, timeout=10, message="ra deleted")
+        await store.delete(bound("alice", []).store_key())
+        await wait_for(lambda: namespaces(rbac) == frozenset(), timeout=10,
+                       message="the binding deleted")  # fmt: skip
+    finally:
+        await rbac.stop()
+    await store.close()
+
+
+def test_forgetting_what_was_never_known_is_nothing() -> None:
+    rbac = Rbac(SqliteStore(":memory:"))
+    rbac.set_role("never", None)
+    rbac.set_binding("never", None)
+    assert rbac.grant(ALICE, "kubernetes", "applications", "get") == NOTHING

@@ -80,6 +80,8 @@ MATCHES = [
     (rule(api="kubernetes"), ("kubernetes", "applications", "get"), True),
     (rule(api="*"), ("core", "roles", "update"), True),
     (rule(api=""), ("core", "roles", "update"), True),  # stored before "*": still any
+    ({"resources": ["*"], "namespaces": ["*"], "verbs": ["*"]}, ("core", "roles", "update"),
+     True),  # no api at all: "" (the model's default), so any
     # the resource: subresources are resources of their own
     (rule(resources=("applications",)), ("kubernetes", "applications", "get"), True),
     (rule(resources=("applications",)), ("kubernetes", "applications/status", "update"), False),
