@@ -8,6 +8,7 @@ in ``test_authn.py``; here the Authenticator is handed ASGI scopes directly.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,8 @@ from shoal.api.auth.authn import (
     parse_tokens,
 )
 from shoal.api.auth.config import Security
+from shoal.api.auth.keystone import Keystone
+from tests.security.idp import keystone
 
 
 def test_the_token_files_lines() -> None:
@@ -192,3 +195,17 @@ def test_a_full_cache_drops_its_oldest_half() -> None:
         cache.put(f"t{index}", authenticated(f"u{index}"), 100.0)
     cache.put("t4", authenticated("u4"), 100.0)
     assert [cache.get(f"t{i}")[0] for i in range(5)] == [False, False, True, True, True]
+
+
+async def test_a_keystone_token_names_its_user_roles_and_expiry() -> None:
+    """Against a stand-in of Keystone's ``GET /v3/auth/tokens`` (``tests.security.idp``)."""
+    async with keystone() as server:
+        server.tokens["ks-t"] = "erin"
+        before = time.time()
+        user, expires = await Keystone(server.url + "/").check("ks-t")
+        assert user == authenticated("erin", ["member"])  # its roles become groups
+        assert expires is not None and before + 3590 < expires < time.time() + 3610
+        assert await Keystone(server.url).check("unknown") == (None, None)
+        server.tokens["nameless"] = ""
+        assert await Keystone(server.url).check("nameless") == (None, None)
+        assert server.checks == 3
