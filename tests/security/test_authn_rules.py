@@ -27,9 +27,10 @@ from shoal.api.auth.authn import (
     authenticated,
     parse_tokens,
 )
-from shoal.api.auth.config import Security
+from shoal.api.auth.config import Oidc, Security
 from shoal.api.auth.keystone import Keystone
-from tests.security.idp import keystone
+from shoal.api.auth.oidc import OidcIssuer
+from tests.security.idp import keystone, oidc_issuer
 
 
 def test_the_token_files_lines() -> None:
@@ -209,3 +210,34 @@ async def test_a_keystone_token_names_its_user_roles_and_expiry() -> None:
         server.tokens["nameless"] = ""
         assert await Keystone(server.url).check("nameless") == (None, None)
         assert server.checks == 3
+
+
+async def test_an_oidc_token_is_checked_against_its_issuers_keys() -> None:
+    """Against a stand-in issuer (``tests.security.idp``): discovery, its keys, the claims."""
+    async with oidc_issuer() as issuer:
+        config = Oidc(issuer=issuer.url, audience="shoal", username_claim="sub",
+                      groups_claim="groups")  # fmt: skip
+        oidc = OidcIssuer(config, fetches=2, window=60.0)
+        user, expires = await oidc.check(issuer.token("k1", groups=["ops", "dev"]))
+        assert user == authenticated("carol", ["ops", "dev"])
+        assert expires is not None and time.time() + 250 < expires < time.time() + 310
+        for token in (
+            issuer.token("k1", aud="another"),  # not for Shoal
+            issuer.token("k1", iss="https://elsewhere"),  # another issuer
+            issuer.token("k1", exp=int(time.time()) - 120),  # expired, past the leeway
+            issuer.token("k1", sub=""),  # no user
+            "not a token",
+        ):
+            assert await oidc.check(token) == (None, None), token
+        assert (await oidc.check(issuer.token("k1", groups="ops")))[0] == authenticated("carol")
+        # a token signed by a key the issuer does not publish fetches the keys again, at
+        # most `fetches` times a window: guesses cannot flood the issuer
+        fetched = issuer.jwks_fetches
+        unknown = issuer.token("k1")
+        issuer.add_key("k9")
+        forged = issuer.token("k9")
+        del issuer.keys["k9"]
+        for _ in range(5):
+            assert await oidc.check(forged) == (None, None)
+        assert issuer.jwks_fetches - fetched == 1  # the first already counted: 2 a window
+        assert (await oidc.check(unknown))[0] == authenticated("carol")  # known keys still
