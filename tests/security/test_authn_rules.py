@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
 
 from shoal.api.auth.authn import (
     ANONYMOUS,
@@ -30,7 +31,7 @@ from shoal.api.auth.authn import (
 from shoal.api.auth.config import Oidc, Security
 from shoal.api.auth.keystone import Keystone
 from shoal.api.auth.oidc import OidcIssuer
-from tests.security.idp import keystone, oidc_issuer
+from tests.security.idp import keystone, oidc_issuer, serve
 
 
 def test_the_token_files_lines() -> None:
@@ -241,3 +242,30 @@ async def test_an_oidc_token_is_checked_against_its_issuers_keys() -> None:
             assert await oidc.check(forged) == (None, None)
         assert issuer.jwks_fetches - fetched == 1  # the first already counted: 2 a window
         assert (await oidc.check(unknown))[0] == authenticated("carol")  # known keys still
+
+
+async def test_an_issuer_whose_discovery_fails_or_names_another_accepts_nothing() -> None:
+    """A token is only as good as its issuer's discovery document: one that fails, or names
+    another issuer, or no keys, lets no token in (and is asked again next time)."""
+    async with oidc_issuer() as real:
+        answers: list[web.Response] = []
+
+        async def discovery(request: web.Request) -> web.Response:
+            return answers.pop(0)
+
+        app = web.Application()
+        app.router.add_get("/.well-known/openid-configuration", discovery)
+        async with serve(app) as url:
+            config = Oidc(issuer=url, audience="shoal")
+            oidc = OidcIssuer(config, fetches=10, window=60.0)
+            real.url = url  # tokens name this issuer, signed by the real one's key
+            token = real.token("k1")
+            answers.extend([
+                web.json_response({"error": "down"}, status=503),
+                web.json_response(["not", "a", "document"]),
+                web.json_response({"issuer": "https://elsewhere", "jwks_uri": f"{url}/jwks"}),
+                web.json_response({"issuer": url + "/"}),  # no keys named
+            ])  # fmt: skip
+            for _ in range(4):
+                assert await oidc.check(token) == (None, None)
+            assert answers == []  # each failure was asked again
