@@ -171,8 +171,10 @@ def parse_numbers(values: Sequence[str], what: str) -> list[float]:
 def parse_rule(text: str) -> dict[str, Any]:
     """``api:resources:namespaces:verbs``, lists comma-separated, empty or ``*`` = any.
 
-    Any group, resource or verb is sent as ``*``; any namespace as no namespace. A
-    namespace may hold ':' itself (``system:admin``): groups, resources and verbs never do.
+    Any group, resource, verb or namespace is sent as ``*``. Namespaces ``-`` are none:
+    the rule opens the cluster-wide objects of its resources only (``namespaces: []``,
+    which opens no namespace). A namespace may hold ':' itself (``system:admin``):
+    groups, resources and verbs never do.
     """
     parts = text.split(":")
     if len(parts) > 4:
@@ -192,7 +194,7 @@ def parse_rule(text: str) -> dict[str, Any]:
     return {
         "api": parts[0] or "*",
         "resources": or_any(parts[1]),
-        "namespaces": items(parts[2]),
+        "namespaces": [] if parts[2] == "-" else or_any(parts[2]),
         "verbs": or_any(parts[3]),
     }
 

@@ -107,7 +107,7 @@ def _rules(obj: dict[str, Any], rules: Any) -> str:
         parts = [
             rule.get("api") or "*",
             ",".join(rule.get("resources") or ["*"]),
-            ",".join(rule.get("namespaces") or ["*"]),
+            ",".join(rule.get("namespaces") or ["-"]),  # none: the cluster-wide objects
             ",".join(rule.get("verbs") or ["*"]),
         ]
         return ":".join(parts)

@@ -103,7 +103,9 @@ def plan(
                       if g is None or g.matches(backend.labels)), None)  # fmt: skip
         if group is None:
             return None
-        free = backend.room(pod)
+        # room counts only for pods to hold: an application with none (nothing replicated,
+        # or scaled to zero) needs none, as the framework's node-fit filter judges it
+        free = backend.room(pod) if total else None
         if free is not None and own is not None:  # its own pods there count as room
             free += own.get(backend.name, 0)
         elif free is not None and backend.name in now:

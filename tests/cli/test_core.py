@@ -218,13 +218,18 @@ async def test_roles_and_bindings(shoal: Shoal) -> None:
         {
             "api": "kubernetes",
             "resources": ["applications", "clusters"],
-            "namespaces": [],
+            "namespaces": ["*"],  # any: every namespace, not none
             "verbs": ["get", "list"],
         },
-        {"api": "core", "resources": ["*"], "namespaces": [], "verbs": ["get"]},
+        {"api": "core", "resources": ["*"], "namespaces": ["*"], "verbs": ["get"]},
     ]
     table = ok(await shoal("core", "role", "list")).stdout
     assert "kubernetes:applications,clusters:*:get,list" in table
+    # "-": no namespace, the cluster-wide objects only
+    ok(await shoal("core", "role", "create", "globals", "--rule", "core:globalmetrics:-:get"))
+    role = json.loads(ok(await shoal("core", "role", "get", "globals", "-o", "json")).stdout)
+    assert role["rules"][0]["namespaces"] == []
+    assert "core:globalmetrics:-:get" in ok(await shoal("core", "role", "list")).stdout
 
     bad = await shoal("core", "role", "create", "x", "--rule", "core:metrics")
     assert bad.exit_code == 1 and "api:resources:namespaces:verbs" in bad.stderr

@@ -191,3 +191,60 @@ def test_a_divided_placement_needs_room_for_one_pod_a_duplicated_one_for_all() -
     alive, summary = _decide(_app("30", 10, {"clusters": 2, "replicas": "divided"}),
                              _cluster("a", "8", 20))  # fmt: skip
     assert alive == [] and "it requests cpu 30, the largest node has cpu 8 left" in summary
+
+
+def _rooms(name: str, *nodes: tuple[str, str, int]) -> Cluster:
+    """A cluster whose observer saw nodes with (cpu, memory, pods) left."""
+    cluster = Cluster(metadata=Metadata(name=name, namespace="default"))
+    free = [amounts({"cpu": cpu, "memory": memory, "pods": pods}) for cpu, memory, pods in nodes]
+    cluster.status.node_summary = [{"summary": True, "room": room_histogram(free)}]
+    return cluster
+
+
+def _sized(cpu: str, memory: str | None = None, replicas: int = 1, **status: Any) -> Application:
+    application = _app(cpu, replicas, **status)
+    container = application.spec.manifest[0]["spec"]["template"]["spec"]["containers"][0]
+    if memory is not None:
+        container["resources"]["requests"]["memory"] = memory
+    return Application.model_validate(application.model_dump())
+
+
+@pytest.mark.parametrize(
+    ("cpu", "memory", "nodes", "expected"),
+    [
+        # two resources short: both named, with the largest node's room of each
+        ("30", "100Gi", [("8", "32Gi", 10)],
+         "it requests cpu 30, memory 100Gi, the largest node has cpu 8, memory 32Gi left"),
+        # as much as the largest node has is not short: only the memory is
+        ("8", "40Gi", [("8", "32Gi", 10)],
+         "it requests memory 40Gi, the largest node has memory 32Gi left"),
+        # no one resource is short, the pod fits no node all the same: all of them named
+        ("4", "4Gi", [("8", "1Gi", 10), ("1", "32Gi", 10)],
+         "it requests cpu 4, memory 4Gi, pods 1, the largest node has cpu 8, memory 32Gi, "
+         "pods 10 left"),
+        # every node full of pods: the pod count is what is short
+        ("1", None, [("8", "32Gi", 0)],
+         "it requests pods 1, the largest node has pods 0 left"),
+    ],
+)  # fmt: skip
+def test_no_node_names_what_is_short(
+    cpu: str, memory: str | None, nodes: list[tuple[str, str, int]], expected: str
+) -> None:
+    alive, summary = _decide(_sized(cpu, memory), _rooms("a", *nodes))
+    assert alive == []
+    assert summary == f"0/1 clusters available: 1 no node has room for one pod: {expected}"
+
+
+def test_its_own_pods_count_only_as_far_as_they_go() -> None:
+    ref = {"api": "kubernetes", "kind": "Cluster", "namespace": "default", "name": "a"}
+    full = _rooms("a", ("0", "32Gi", 10))  # its two pods of 1 cpu took the cpu of the node
+    running = _sized("1", None, 2, scheduled_to=ref)
+    running.status.last_applied_manifest = running.spec.manifest
+    assert pods_to_hold(running)[1:] == (2, {"a": 2})
+    assert _decide(running, full)[0] == ["a"]
+    # scaled to three: its two pods make room for two, not three
+    grown = _sized("1", None, 3, scheduled_to=ref)
+    grown.status.last_applied_manifest = running.spec.manifest
+    assert pods_to_hold(grown)[1:] == (3, {"a": 2})
+    alive, summary = _decide(grown, full)
+    assert alive == [] and summary == "0/1 clusters available: 1 room for fewer than 3 pods"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from shoal.api.auth.authn import authenticated
-from shoal.api.auth.rbac import Rbac
+from shoal.api.auth.rbac import NOTHING, Rbac
 from shoal.api.auth.target import target
 from shoal.store.sqlite import SqliteStore
 
@@ -35,9 +35,9 @@ def test_krake_rules() -> None:
         assert rbac.grant(user, "core", "globalmetrics", "get").allows(None)
         # a rule naming namespaces grants nothing cluster-wide (Krake granted every global kind)
         assert not rbac.grant(user, "kubernetes", "applications", "list").allows(None)
-    assert not rbac.grant(authenticated("carol"), "core", "globalmetrics", "get").any
+    assert rbac.grant(authenticated("carol"), "core", "globalmetrics", "get") == NOTHING
     every = rbac.grant(alice, "kubernetes", "applications", "list_all")
-    assert every.any and not every.everywhere and every.namespaces == {"a"}
+    assert every.some_namespace and not every.everywhere and every.namespaces == {"a"}
 
 
 def test_wildcards() -> None:

@@ -116,3 +116,50 @@ def test_protect_without_key_encrypts_nothing(tmp_path: Path) -> None:
     store = open_store("sqlite://:memory:")
     sealed = protect(security(tmp_path, secrets_key_file=None, secrets_key_env=None), store).store
     assert isinstance(sealed, SecuredStore) and sealed.cipher is None
+
+
+async def test_a_token_that_looks_sealed_is_sealed_and_breaks_no_list(secured: Secured) -> None:
+    """A tenant's token spelled like a sealed value is still the tenant's own value: stored
+    sealed, read back as sent, and every reader of a list it is in still gets an answer."""
+    bob = secured["bob"]
+    ring = Cipher([base64.b64decode(new_key())])
+    looks_sealed = [
+        "shoal:aesgcm:v1:deadbeef:AAAA",  # a key the ring does not hold
+        ring.encrypt("x", b"/kubernetes/clusters/b/c1"),  # another ring's
+        "shoal:aesgcm:v1:",
+    ]
+    for index, token in enumerate(looks_sealed):
+        name = f"c{index}"
+        answer = await bob.post("/kubernetes/namespaces/b/clusters", json=cluster(name, "b", token))
+        assert answer.status_code == 200, answer.text
+        got = await bob.get(f"/kubernetes/namespaces/b/clusters/{name}")
+        assert got.status_code == 200
+        assert got.json()["spec"]["kubeconfig"]["users"][0]["user"]["token"] == token
+    kube = secured["system:kube-controller"]
+    listed = await kube.get("/kubernetes/clusters")
+    assert listed.status_code == 200
+    tokens = {i["metadata"]["name"]: i["spec"]["kubeconfig"]["users"][0]["user"]["token"]
+              for i in listed.json()["items"]}  # fmt: skip
+    assert tokens == {f"c{i}": t for i, t in enumerate(looks_sealed)}
+    # in the file, each sealed by the API's key, none as sent
+    raw = _raw_files(secured.db.parent)
+    assert b"deadbeef:AAAA" not in raw
+
+
+def test_a_sealed_value_opens_only_under_its_own_key_and_ring() -> None:
+    old, new = base64.b64decode(new_key()), base64.b64decode(new_key())
+    ring = Cipher([new, old])
+    sealed = Cipher([old]).encrypt({"token": "t"}, b"/kubernetes/clusters/b/c1")
+    assert ring.decrypt(sealed, b"/kubernetes/clusters/b/c1") == {"token": "t"}
+    assert ring.sealed_for(sealed, b"/kubernetes/clusters/b/c1")
+    assert not ring.sealed_for(sealed, b"/kubernetes/clusters/b/c2")  # moved to another key
+    assert not Cipher([new]).sealed_for(sealed, b"/kubernetes/clusters/b/c1")  # key dropped
+    assert not ring.sealed_for("plain", b"/kubernetes/clusters/b/c1")
+    assert ring.decrypt("plain", b"k") == "plain"  # stored before encryption was on
+    assert ring.key_id(sealed) == Cipher([old]).current != ring.current
+    assert ring.key_id(ring.encrypt("v", b"k")) == ring.current
+    assert ring.key_id("plain") is None
+    with pytest.raises(ValueError, match="no key"):
+        Cipher([])
+    with pytest.raises(ValueError, match="32 bytes"):
+        Cipher([new, b"short"])

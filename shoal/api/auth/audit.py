@@ -27,8 +27,10 @@ class Audit:
         target: Target | None,
         code: int,
         items: list[str] | None = None,
+        impersonator: User | None = None,
     ) -> None:
-        """One line; ``items``: the ``namespace/name`` of each item of a batch."""
+        """One line; ``items``: the ``namespace/name`` of each item of a batch;
+        ``impersonator``: who sent a request acting for ``user`` (``Impersonate-User``)."""
         event: dict[str, Any] = {
             "time": datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z"),
             "user": user.name if user else None,
@@ -43,6 +45,8 @@ class Audit:
         }
         if items is not None:
             event["items"] = items
+        if impersonator is not None:
+            event["impersonated_by"] = impersonator.name
         self._out.write(orjson.dumps(event) + b"\n")
 
     def close(self) -> None:

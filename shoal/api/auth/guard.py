@@ -130,8 +130,10 @@ class Guard:
         if _header(scope, b"impersonate-user") is not None:
             impersonated = None if clusters.identity(user) else self._impersonate(scope, user)
             if impersonated is None:
+                scope["shoal.user"] = user
                 await _answer(scope, receive, send, 403, f"user {user.name!r} may not impersonate")
                 return
+            scope["shoal.impersonator"] = user  # the audit names who acted for whom
             user = impersonated
         scope["shoal.user"] = user
         scope["shoal.rbac"] = self.rbac  # who writes which status field (context.writer)
@@ -201,7 +203,7 @@ class Guard:
             grant = self.authz.grant(user, what.api, what.resource, what.verb)
         if what.every:
             # A write across namespaces (a batch of events) needs the right in every one.
-            if not (grant.everywhere if what.verb == "create" else grant.any):
+            if not (grant.everywhere if what.verb == "create" else grant.some_namespace):
                 await self._forbid(scope, receive, send, user, what)
                 return
         elif not grant.allows(what.namespace):
@@ -315,6 +317,7 @@ class Guard:
                     scope.get("shoal.target"),
                     message["status"],
                     scope.get("shoal.items"),
+                    scope.get("shoal.impersonator"),
                 )
             await send(message)
 

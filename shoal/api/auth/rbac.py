@@ -48,8 +48,10 @@ class Grant:
         return self.everywhere or namespace in self.namespaces
 
     @property
-    def any(self) -> bool:
-        return self.everywhere or self.cluster or bool(self.namespaces)
+    def some_namespace(self) -> bool:
+        """Whether it opens a namespace: a list across namespaces has something to show.
+        The cluster-wide objects of a resource are none (``namespaces: []`` opens only them)."""
+        return self.everywhere or bool(self.namespaces)
 
 
 NOTHING = Grant(False, frozenset(), False)

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, get_args, get_origin
 
 import orjson
+from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from pydantic import BaseModel
 
@@ -234,6 +235,17 @@ class Cipher:
         kid, _, blob = text[len(_PREFIX) :].partition(":")
         raw = base64.b64decode(blob)
         return orjson.loads(self._ring[kid].decrypt(raw[:12], raw[12:], aad))
+
+    def sealed_for(self, text: Any, aad: bytes) -> bool:
+        """Whether ``text`` is a value this ring sealed for ``aad`` (its store key). A client
+        never reads one (the API opens them), so a value that only looks sealed is a
+        client's own: it is sealed like any other, never stored as it came, where reading
+        it back would fail for every reader of the list it is in."""
+        try:
+            self.decrypt(text, aad)
+        except (KeyError, ValueError, InvalidTag):  # binascii.Error is a ValueError
+            return False
+        return self.key_id(text) is not None
 
     def key_id(self, text: Any) -> str | None:
         if isinstance(text, str) and text.startswith(_PREFIX):

@@ -71,7 +71,7 @@ class SecuredStore:
                 if old is not None and not WRITER_SEES_SECRETS.get():
                     _same_destination(key, data, orjson.loads(old), at)
                 node[at[-1]] = kept[at]  # the reader sent the placeholder back: keep the value
-            elif self.cipher is not None and self.cipher.key_id(secret) is None:
+            elif self.cipher is not None and not self.cipher.sealed_for(secret, aad):
                 node[at[-1]] = self.cipher.encrypt(secret, aad)
         return orjson.dumps(data)
 
