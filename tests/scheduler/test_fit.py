@@ -202,10 +202,13 @@ def _rooms(name: str, *nodes: tuple[str, str, int]) -> Cluster:
 
 
 def _sized(cpu: str, memory: str | None = None, replicas: int = 1, **status: Any) -> Application:
+    """An application of ``replicas`` pods asking for ``cpu`` and ``memory`` (a size such as
+    ``1 nvidia.com/gpu`` in place of a memory asks for that resource instead)."""
     application = _app(cpu, replicas, **status)
     container = application.spec.manifest[0]["spec"]["template"]["spec"]["containers"][0]
     if memory is not None:
-        container["resources"]["requests"]["memory"] = memory
+        amount, _, resource = memory.partition(" ")
+        container["resources"]["requests"][resource or "memory"] = amount
     return Application.model_validate(application.model_dump())
 
 
@@ -225,6 +228,9 @@ def _sized(cpu: str, memory: str | None = None, replicas: int = 1, **status: Any
         # every node full of pods: the pod count is what is short
         ("1", None, [("8", "32Gi", 0)],
          "it requests pods 1, the largest node has pods 0 left"),
+        # a resource no node has: none of it left
+        ("1", "1 nvidia.com/gpu", [("8", "32Gi", 10)],
+         "it requests nvidia.com/gpu 1, the largest node has nvidia.com/gpu 0 left"),
     ],
 )  # fmt: skip
 def test_no_node_names_what_is_short(
