@@ -178,6 +178,10 @@ def test_rejected_names_are_cut_at_twenty_except_in_a_dry_run() -> None:
     assert rejection.count == 25 and rejection.names == names
     assert dry.explanation()["rejected"][0]["clusters"] == names
     assert SchedulerConfig().explain_names == 20
+    # a scheduling pass is not a dry run unless it says so
+    [rejection] = Framework(SchedulerConfig().plugins).decide(
+        request_for(app, SchedulerConfig()), group).rejections
+    assert rejection.names == names[:20]
     # the configured number is the one kept
     five = _decide(group, app, framework=Framework(SchedulerConfig().plugins, explain_names=5))
     assert five.rejections[0].names == names[:5]
@@ -258,3 +262,15 @@ async def test_a_metric_not_fetched_yet_is_named_in_the_ranking(metrics: MetricC
     assert by_name["waiting"]["failing_metrics"] == {"later": "UNREACHABLE_METRICS_PROVIDER"}
     assert "failing_metrics" not in by_name["plain"]
     assert {backend.name for backend in decision.ties} == {"plain", "waiting"}
+
+
+def test_a_cluster_not_online_is_rejected_as_such() -> None:
+    from shoal.model.kubernetes import ClusterState
+
+    offline = _cluster("down")
+    offline.status.state = ClusterState.OFFLINE
+    decision = _decide(_group(None, [offline, _cluster("up")]), _app())
+    assert [(r.reason, r.count, r.names) for r in decision.rejections] == [
+        ("not ONLINE", 1, ["down"])]  # fmt: skip
+    assert decision.chosen is not None and decision.chosen.name == "up"
+    assert decision.summary == "1/2 clusters available: 1 not ONLINE"
