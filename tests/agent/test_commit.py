@@ -252,3 +252,26 @@ async def test_after_a_restart_the_cluster_says_where_a_pod_already_is(
         assert clash.json()["errors"] == [{"field": "nodeName", "reason": "name taken"}]
     [member] = await member_pods(sim)
     assert member["spec"]["nodeName"] == "n-0"
+
+
+async def test_the_answer_times_each_phase_in_milliseconds(
+    http: httpx.AsyncClient, agent: AgentServer
+) -> None:
+    committer = agent.agent.committer
+    post = committer._post
+
+    async def slow_post(*args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(0.05)  # the member cluster takes at least 50 ms
+        return await post(*args, **kwargs)
+
+    committer._post = slow_post  # type: ignore[method-assign]
+    body = pod()
+    made = (await commit(http, body, "n-1")).json()
+    timings = made["timings"]
+    assert 50 <= timings["createMs"] <= timings["totalMs"]
+    assert all(isinstance(v, float) and round(v, 3) == v for v in timings.values())
+    again = (await commit(http, body, "n-1")).json()  # a repeat: found, nothing made
+    assert again["nodeName"] == "n-1" and again["created"] is False
+    assert set(again["timings"]) == {"totalMs"} and again["timings"]["totalMs"] >= 0
+    assert again["pod"] == {"name": body["metadata"]["name"], "namespace": "default",
+                            "uid": body["metadata"]["uid"]}  # fmt: skip
