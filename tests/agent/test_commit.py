@@ -275,3 +275,12 @@ async def test_the_answer_times_each_phase_in_milliseconds(
     assert set(again["timings"]) == {"totalMs"} and again["timings"]["totalMs"] >= 0
     assert again["pod"] == {"name": body["metadata"]["name"], "namespace": "default",
                             "uid": body["metadata"]["uid"]}  # fmt: skip
+
+
+async def test_a_refusal_says_how_much_was_asked_and_is_left(http: httpx.AsyncClient) -> None:
+    assert (await commit(http, pod(cpu="1500m"), "n-0")).status_code == 201
+    refused = (await commit(http, pod(cpu="1"), "n-0")).json()
+    assert refused["detail"] == "node n-0: insufficient cpu (pod requests 1000, 500 available)"
+    missing = (await commit(http, pod(), "n-9")).json()
+    assert missing["detail"] == "node n-9 not found in the cluster"
+    assert missing["errors"] == [{"field": "nodeName", "reason": "no such node"}]
