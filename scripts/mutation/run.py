@@ -215,6 +215,11 @@ def run(module: Module) -> Score:
     print(f"== {module.name}: {module.what}\n"
           f"   mutmut run: its progress in {log.relative_to(ROOT)}", flush=True)
     mutmut(work, "run", "--max-children", "1", log=log)
+    return score(module, work)
+
+
+def score(module: Module, work: Path) -> Score:
+    """The figures of the module's last run in ``work``, with the table's equivalents."""
     status = results(work)
     killed = sum(1 for s in status.values() if s in DETECTED and s != "timeout")
     timeouts = sum(1 for s in status.values() if s == "timeout")
@@ -250,6 +255,8 @@ def main(argv: list[str]) -> int:
             print(f"{m.name}: {m.what}\n  mutate: {' '.join(m.mutate)}\n"
                   f"  tests:  {' '.join(m.tests)}")
         return 0
+    again = argv[:1] == ["--report"]  # the last run's figures, with today's equivalents
+    argv = argv[1:] if again else argv
     names = list(table) if argv == ["all"] else argv
     unknown = [n for n in names if n not in table]
     if unknown:
@@ -258,9 +265,11 @@ def main(argv: list[str]) -> int:
         return 2
     scores = []
     for name in names:
-        score = run(table[name])
-        report(score)
-        scores.append(score)
+        if again:
+            print(f"== {name}: the last run, in {(WORK / name).relative_to(ROOT)}")
+        figures = score(table[name], WORK / name) if again else run(table[name])
+        report(figures)
+        scores.append(figures)
     print("\n| module | mutants | killed | timeouts | equivalent | survived | score |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for s in scores:

@@ -145,6 +145,8 @@ def test_a_fresh_list_keeps_the_reservations_in_flight() -> None:
     cache.replace_pods([], None)  # a list without a version keeps the one reached
     assert cache.pod_version == 40
     assert cache.find(["u-r"])["u-r"][2] is True
+    # only the uids asked for, whether made or in flight
+    assert cache.find(["u-x"]) == {}  # the reservation in flight is not another uid's
     assert cache.made() == {"u-r": ("default/r", cache.reservations["default/r"], True)}
 
 

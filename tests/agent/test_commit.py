@@ -227,3 +227,60 @@ async def test_a_pod_named_as_krake_allows_becomes_a_kubernetes_pod(
     plain = pod("web-2.v1")
     assert (await commit(http, plain, "n-2")).status_code == 201
     assert "web-2.v1" in [p["metadata"]["name"] for p in await member_pods(sim)]
+
+
+async def test_after_a_restart_the_cluster_says_where_a_pod_already_is(
+    start: AgentFactory, sim: SimServer
+) -> None:
+    """A fresh agent that has not listed the pod yet learns from the member cluster: the
+    same uid on another node is refused as already committed there, another uid under
+    the same name as a name taken; each answer names its reason."""
+    first: AgentServer = await start()
+    body = pod()
+    async with httpx.AsyncClient(base_url=first.url) as http:
+        assert (await commit(http, body, "n-0")).status_code == 201
+    second: AgentServer = await start()
+    second.agent.cache.uids.clear()  # as if its list had not caught the pod yet
+    async with httpx.AsyncClient(base_url=second.url) as http:
+        moved = await commit(http, body, "n-1")
+        assert moved.status_code == 409
+        assert moved.json()["detail"] == (
+            f"pod uid {body['metadata']['uid']} is already committed to node n-0")
+        assert moved.json()["errors"] == [{"field": "nodeName", "reason": "already committed"}]
+        clash = await commit(http, pod(name=body["metadata"]["name"]), "n-0")
+        assert clash.status_code == 409 and clash.json()["title"] == "SCHEDULING_CONFLICT"
+        assert clash.json()["errors"] == [{"field": "nodeName", "reason": "name taken"}]
+    [member] = await member_pods(sim)
+    assert member["spec"]["nodeName"] == "n-0"
+
+
+async def test_the_answer_times_each_phase_in_milliseconds(
+    http: httpx.AsyncClient, agent: AgentServer
+) -> None:
+    committer = agent.agent.committer
+    post = committer._post
+
+    async def slow_post(*args: Any, **kwargs: Any) -> Any:
+        await asyncio.sleep(0.05)  # the member cluster takes at least 50 ms
+        return await post(*args, **kwargs)
+
+    committer._post = slow_post  # type: ignore[method-assign]
+    body = pod()
+    made = (await commit(http, body, "n-1")).json()
+    timings = made["timings"]
+    assert 50 <= timings["createMs"] <= timings["totalMs"]
+    assert all(isinstance(v, float) and round(v, 3) == v for v in timings.values())
+    again = (await commit(http, body, "n-1")).json()  # a repeat: found, nothing made
+    assert again["nodeName"] == "n-1" and again["created"] is False
+    assert set(again["timings"]) == {"totalMs"} and again["timings"]["totalMs"] >= 0
+    assert again["pod"] == {"name": body["metadata"]["name"], "namespace": "default",
+                            "uid": body["metadata"]["uid"]}  # fmt: skip
+
+
+async def test_a_refusal_says_how_much_was_asked_and_is_left(http: httpx.AsyncClient) -> None:
+    assert (await commit(http, pod(cpu="1500m"), "n-0")).status_code == 201
+    refused = (await commit(http, pod(cpu="1"), "n-0")).json()
+    assert refused["detail"] == "node n-0: insufficient cpu (pod requests 1000, 500 available)"
+    missing = (await commit(http, pod(), "n-9")).json()
+    assert missing["detail"] == "node n-9 not found in the cluster"
+    assert missing["errors"] == [{"field": "nodeName", "reason": "no such node"}]

@@ -146,6 +146,7 @@ def _summary(**totals: Any) -> list[dict[str, Any]]:
         (_summary(allocatable={"cpu": 2.999}), {"cpu": 1000}, 2),  # millicores exactly
         (_summary(allocatable={"cpu": 1.0}), {"cpu": 0}, None),  # nothing to count
         (_summary(allocatable={"cpu": 1.0}), {"memory": 5}, None),  # not reported
+        (_summary(allocatable={"cpu": 1.0}), {"memory": 5, "cpu": 300}, 3),  # the rest counts
         # the observer's per-node room wins over the totals
         (_summary(allocatable={"cpu": 100.0},
                   room={"resources": ["cpu"], "nodes": [[2, 700]]}), {"cpu": 300}, 4),
@@ -175,6 +176,8 @@ def test_largest_room_per_resource() -> None:
         (9, [2, 1, 0], None, ([6, 3, 0], 0)),  # weight 0: nothing
         (0, [1, 1], None, ([0, 0], 0)),
         (10, [], None, ([], 10)),
+        (1, [0], None, ([0], 1)),  # no weight anywhere: nobody holds it
+        (2, [2, 1, 2], [None, 2, 0], ([1, 1, 0], 0)),  # no room: not in the division at all
         # capped at its room; what it loses goes to the others, in proportion
         (10, [1, 1], [2, None], ([2, 8], 0)),
         (10, [1, 1, 1], [2, None, None], ([2, 4, 4], 0)),

@@ -86,3 +86,11 @@ async def test_cordon_uncordon_and_forced_pass(api: ApiServer, client: ShoalClie
         await set_unschedulable(client, "a", h.NS, False)
         assert await h.wait_bound(client, "only-a", to="a") == "a"
         assert (await client.get(Cluster, "a", h.NS)).spec.unschedulable is False
+
+
+def test_clouds_have_no_cordon_and_always_pass() -> None:
+    from shoal.scheduler.cloud import cloud_backend
+
+    group = Group([cloud_backend(h.cloud("os-1")), cloud_backend(h.global_cloud("os-2"))])
+    decision = Framework(Plugins()).decide(Request(h.NS), group)
+    assert decision.rejections == [] and decision.available == 2

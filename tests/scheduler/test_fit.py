@@ -202,10 +202,13 @@ def _rooms(name: str, *nodes: tuple[str, str, int]) -> Cluster:
 
 
 def _sized(cpu: str, memory: str | None = None, replicas: int = 1, **status: Any) -> Application:
+    """An application of ``replicas`` pods asking for ``cpu`` and ``memory`` (a size such as
+    ``1 nvidia.com/gpu`` in place of a memory asks for that resource instead)."""
     application = _app(cpu, replicas, **status)
     container = application.spec.manifest[0]["spec"]["template"]["spec"]["containers"][0]
     if memory is not None:
-        container["resources"]["requests"]["memory"] = memory
+        amount, _, resource = memory.partition(" ")
+        container["resources"]["requests"][resource or "memory"] = amount
     return Application.model_validate(application.model_dump())
 
 
@@ -225,6 +228,9 @@ def _sized(cpu: str, memory: str | None = None, replicas: int = 1, **status: Any
         # every node full of pods: the pod count is what is short
         ("1", None, [("8", "32Gi", 0)],
          "it requests pods 1, the largest node has pods 0 left"),
+        # a resource no node has: none of it left
+        ("1", "1 nvidia.com/gpu", [("8", "32Gi", 10)],
+         "it requests nvidia.com/gpu 1, the largest node has nvidia.com/gpu 0 left"),
     ],
 )  # fmt: skip
 def test_no_node_names_what_is_short(
@@ -248,3 +254,17 @@ def test_its_own_pods_count_only_as_far_as_they_go() -> None:
     assert pods_to_hold(grown)[1:] == (3, {"a": 2})
     alive, summary = _decide(grown, full)
     assert alive == [] and summary == "0/1 clusters available: 1 room for fewer than 3 pods"
+
+
+def test_node_fit_counts_the_pods_the_application_needs_held() -> None:
+    one_pod = _rooms("one", ("2", "32Gi", 1))  # room for one pod of 1 cpu
+    two_pods = _rooms("two", ("2", "32Gi", 10))
+    assert _decide(_sized("1", None, 1), one_pod, two_pods)[0] == ["one", "two"]
+    alive, summary = _decide(_sized("1", None, 2), one_pod, two_pods)
+    assert alive == ["two"] and summary == "1/2 clusters available: 1 room for fewer than 2 pods"
+    # divided: one pod's room is enough, the planner gives each cluster what it holds
+    divided = _app("1", 4, {"clusters": 2, "replicas": "divided"})
+    assert _decide(divided, one_pod, two_pods)[0] == ["one", "two"]
+    # scaled to zero: no pod to hold, a full cluster passes
+    full = _rooms("full", ("0", "32Gi", 0))
+    assert _decide(_sized("1", None, 0), full)[0] == ["full"]

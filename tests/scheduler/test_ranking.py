@@ -178,6 +178,10 @@ def test_rejected_names_are_cut_at_twenty_except_in_a_dry_run() -> None:
     assert rejection.count == 25 and rejection.names == names
     assert dry.explanation()["rejected"][0]["clusters"] == names
     assert SchedulerConfig().explain_names == 20
+    # a scheduling pass is not a dry run unless it says so
+    [rejection] = Framework(SchedulerConfig().plugins).decide(
+        request_for(app, SchedulerConfig()), group).rejections
+    assert rejection.names == names[:20]
     # the configured number is the one kept
     five = _decide(group, app, framework=Framework(SchedulerConfig().plugins, explain_names=5))
     assert five.rejections[0].names == names[:5]
@@ -258,3 +262,46 @@ async def test_a_metric_not_fetched_yet_is_named_in_the_ranking(metrics: MetricC
     assert by_name["waiting"]["failing_metrics"] == {"later": "UNREACHABLE_METRICS_PROVIDER"}
     assert "failing_metrics" not in by_name["plain"]
     assert {backend.name for backend in decision.ties} == {"plain", "waiting"}
+
+
+def test_a_cluster_not_online_is_rejected_as_such() -> None:
+    from shoal.model.kubernetes import ClusterState
+
+    offline = _cluster("down")
+    offline.status.state = ClusterState.OFFLINE
+    decision = _decide(_group(None, [offline, _cluster("up")]), _app())
+    assert [(r.reason, r.count, r.names) for r in decision.rejections] == [
+        ("not ONLINE", 1, ["down"])]  # fmt: skip
+    assert decision.chosen is not None and decision.chosen.name == "up"
+    assert decision.summary == "1/2 clusters available: 1 not ONLINE"
+
+
+async def test_failing_metrics_and_missing_custom_resources_are_rejected(
+    metrics: MetricCache,
+) -> None:
+    broken = _cluster("broken")
+    broken.spec.metrics = [MetricRef(name="no-such-metric", weight=1)]
+    crd = _cluster("crd")
+    crd.spec.custom_resources = ["gadgets.example.com"]
+    group = _group(metrics, [broken, crd, _cluster("plain")])
+    decision = _decide(group, _app())
+    assert [(r.reason, r.count, r.names) for r in decision.rejections] == [
+        ("failing metrics", 1, ["broken"])]  # fmt: skip
+    app = _app()
+    app.spec.constraints.cluster.custom_resources = ["gadgets.example.com"]
+    needs = _decide(group, app)
+    assert [(r.reason, r.count, r.names) for r in needs.rejections] == [
+        ("failing metrics", 1, ["broken"]),
+        ("custom resource gadgets.example.com", 1, ["plain"])]  # fmt: skip
+    assert needs.chosen is not None and needs.chosen.name == "crd"
+
+
+def test_without_metrics_the_current_cluster_scores_its_stickiness() -> None:
+    ref = {"api": "kubernetes", "kind": "Cluster", "namespace": "default", "name": "y"}
+    app = Application.model_validate({**_app().model_dump(), "status": {"scheduled_to": ref}})
+    decision = _decide(_group(None, [_cluster("x"), _cluster("y")]), app)
+    # no metrics: the stickiness term alone (0.1), not its weighted average (1.0)
+    assert decision.chosen is not None and decision.chosen.name == "y"
+    assert decision.score == pytest.approx(0.1)
+    assert [(b.name, s) for b, s in decision.ranked()] == [("y", pytest.approx(0.1)),
+                                                            ("x", 0.0)]  # fmt: skip
