@@ -66,7 +66,7 @@ from prometheus_client.parser import text_string_to_metric_families
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from shoal.kube.owners import LABEL_NAME, LABEL_NAMESPACE, LABEL_UID  # noqa: E402
+from shoal.copies.owners import LABEL_NAME, LABEL_NAMESPACE, LABEL_UID  # noqa: E402
 from shoal.machinery.resources import amount, pod_requests  # noqa: E402
 from shoal.system.components import NAMES  # noqa: E402
 from tests.fixtures.etcd import EtcdCluster, running_etcd_cluster  # noqa: E402

@@ -27,6 +27,7 @@ from shoal.api import (
     events,
     fastpath,
     fleet,
+    join,
     reschedule,
     scheduling,
     status_batch,
@@ -139,6 +140,7 @@ def create_app(
     # FastAPI's routes of the same paths document them in /openapi.json.
     app.fast_routes = [*fastpath.routes(resources), events.fast_route(resources)]
     app.include_router(scheduling.build_router(resources))
+    app.include_router(join.build_router(resources, security))  # pull clusters join
     hot: tuple[type[Kind], ...] = (Application, Cluster)
     kinds = (*hot, *(k for k in registry.KINDS if k not in hot))
     app.include_router(build_router(kinds))  # built once per process

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from shoal.api.auth import clusters
 from shoal.api.auth.authn import User
 from shoal.api.auth.roles import ADMINS, COMPONENTS, component_user
 from shoal.machinery.patch import merge_patch  # RFC 7386
@@ -75,6 +76,15 @@ CONTROLLERS = "shoal:controllers"
 #: The writer a user is when it is no component: it owns no status field.
 TENANT = "tenant"
 
+#: The writer a pull cluster's own identity is (``shoal.api.auth.clusters``).
+CLUSTER_AGENT = "cluster-agent"
+
+#: What a pull cluster's agent writes of its cluster's status: what the observer writes
+#: of a push cluster's, and its lease (docs/pull-mode.md).
+AGENT_FIELDS = frozenset(
+    {"state", "reason", "nodes", "node_summary", "custom_resources", "heartbeat", "agent_version"}
+)
+
 
 def writer_of(user: User | None) -> str | None:
     """Whose status fields ``user`` writes: a component's, ``TENANT`` (none), None (any).
@@ -85,6 +95,8 @@ def writer_of(user: User | None) -> str | None:
     """
     if user is None or user.anonymous:
         return None
+    if clusters.identity(user) is not None:
+        return CLUSTER_AGENT
     component = application_status.WRITERS.get(user.name)
     if component is not None:
         return component
@@ -124,6 +136,9 @@ def check_writer(kind: type[Kind], user: User | None, fields: Iterable[str]) -> 
         owned = _CLUSTER_FIELDS if kind is Cluster else _APPLICATION_FIELDS
         foreign = sorted(fields & owned) if kind in (Application, Cluster) else []
         whose = "of a Shoal component, not written by users"
+    elif writer == CLUSTER_AGENT:
+        foreign = sorted(fields - AGENT_FIELDS) if kind is Cluster else sorted(fields)
+        whose = "not a field a cluster's agent writes"
     elif kind is Application:
         foreign = application_status.foreign_fields(writer, fields)
         whose = f"not a field of the {writer}"

@@ -300,6 +300,19 @@ def _nodes(cluster: dict[str, Any]) -> tuple[dict[str, Any] | None, list[list[st
     return total, rows
 
 
+def _mode_fields(
+    cluster: dict[str, Any], spec: dict[str, Any], status: dict[str, Any]
+) -> list[tuple[str, Any]]:
+    """How the hub reaches the cluster; for a pull cluster, its agent and its lease."""
+    if spec.get("mode", "push") != "pull":
+        return [("Mode", "push (the hub dials it with its kubeconfig)")]
+    return [
+        ("Mode", "pull (its agent dials the hub)"),
+        ("Agent", status.get("agent_version") or "not heard from yet"),
+        ("Last heartbeat", _when(cluster, status.get("heartbeat"))),
+    ]
+
+
 def cluster_page(
     cluster: dict[str, Any], apps: list[dict[str, Any]], events: list[dict[str, Any]] | None
 ) -> Page:
@@ -314,6 +327,7 @@ def cluster_page(
             *_metadata(cluster),
             ("State", status.get("state")),
             ("Reason", _reason(status.get("reason"))),
+            *_mode_fields(cluster, spec, status),
             ("Unschedulable", "yes (cordoned)" if spec.get("unschedulable") else "no"),
             ("Custom resources", sorted({*spec.get("custom_resources", []), *crds})),
             (

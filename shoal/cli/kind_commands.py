@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import typer
 
-from shoal.cli import describe, fleet, kube, maintenance
+from shoal.cli import describe, fleet, kube, maintenance, pull
 from shoal.cli.commands import KIND_GROUPS, new_group
 from shoal.cli.kinds import GROUPS, TABLE
 
-KIND_SPECIFIC = (describe, fleet, kube, maintenance)
+KIND_SPECIFIC = (describe, fleet, kube, maintenance, pull)
 """The modules whose commands join the kinds' groups (importing them adds them)."""
 
 

@@ -81,6 +81,11 @@ EXTENSIONS: list[Extension] = [
         {"agent": "Run the cluster agent of one cluster (fleet pods: sample and commit)."},
     ),
     Extension(
+        "shoal.cli.pull",
+        None,
+        {"join": "Join a hub in pull mode with a token and run this cluster's agent."},
+    ),
+    Extension(
         "shoal.cli.reschedule",
         "reschedule",
         {

@@ -156,6 +156,11 @@ def _nodes(obj: dict[str, Any], summary: Any) -> str | None:
     return None if total is None else f"{total.get('ready')}/{total.get('count')}"
 
 
+def _mode(obj: dict[str, Any], mode: Any) -> str:
+    """A cluster's mode: ``push`` when the document leaves it out (its default)."""
+    return str(mode or "push")
+
+
 def describe_shares(counts: list[Any]) -> str:
     """``3 clusters (4/3/3)``: how many clusters run an application, and each one's share."""
     numbers = "/".join("all" if count is None else str(count) for count in counts)
@@ -197,6 +202,7 @@ FORMATS: dict[str, Callable[[dict[str, Any], Any], Any]] = {
     "score": _score,
     "cordoned": _cordoned,
     "nodes": _nodes,
+    "mode": _mode,
     "placements": _placements,
     "degraded": _degraded,
     "object": _object,

@@ -24,6 +24,14 @@ def up(
     store: StoreOption = None,
     clusters: Annotated[int, typer.Option("--clusters", help="Simulated clusters")] = 3,
     nodes: Annotated[int, typer.Option("--nodes", help="Nodes per simulated cluster")] = 5,
+    pull_clusters: Annotated[
+        int,
+        typer.Option(
+            "--pull-clusters", min=0,
+            help="More simulated clusters, joined in pull mode, an agent process each "
+            "(needs --tls)",
+        ),
+    ] = 0,
     demo: Annotated[
         bool, typer.Option("--demo/--no-demo", help="Create a demo application")
     ] = True,
@@ -70,11 +78,17 @@ def up(
     from shoal.system.demo import previous_port
     from shoal.system.installation import Installation, private_data_dir
 
+    if pull_clusters and not tls:
+        raise typer.BadParameter("pull clusters pin the API's CA: add --tls",
+                                 param_hint="--pull-clusters")  # fmt: skip
+    if pull_clusters and single_process:
+        raise typer.BadParameter("each pull cluster's agent is a process: not with "
+                                 "--single-process", param_hint="--pull-clusters")  # fmt: skip
     private_data_dir(data_dir)
     installation = Installation(
         data_dir=data_dir, store_url=resolve_store(store, data_dir / "shoal.db"), port=port,
         tls=tls, clusters=clusters, nodes=nodes, demo=demo, exit_after_demo=exit_after_demo,
-        log_level=log_level, scheduler_config=scheduler_config,
+        log_level=log_level, scheduler_config=scheduler_config, pull_clusters=pull_clusters,
     )  # fmt: skip
     if single_process:
         from shoal.system.single import run_single_process

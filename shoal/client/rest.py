@@ -178,6 +178,12 @@ class ShoalClient:
             )
         return self._session
 
+    def use_token(self, token: str) -> None:
+        """Send ``token`` from the next request on (a renewed credential)."""
+        self.token = token
+        if self._session is not None and not self._session.closed:
+            self._session.headers["authorization"] = f"Bearer {token}"
+
     async def __aenter__(self) -> ShoalClient:
         return self
 

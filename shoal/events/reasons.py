@@ -227,6 +227,12 @@ def cluster_state(events: Recorder, cluster: Cluster, old: Cluster | None) -> No
     events.emit(cluster, reason, message[:1000], type=kind, key=state)
 
 
+def cluster_joined(events: Recorder, cluster: Cluster) -> None:
+    """A pull cluster registered itself with a join token (``shoal join``)."""
+    events.emit(cluster, "Joined", "joined in pull mode: its agent dials the hub, which "
+                "holds no credential of it")  # fmt: skip
+
+
 # infrastructure controller --------------------------------------------------------------
 
 

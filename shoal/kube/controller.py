@@ -2,17 +2,17 @@
 
 Acts on an application only when ``status.scheduled_to`` is set and
 ``kube_controller_triggered >= metadata.modified`` (the scheduler's handshake: the
-scheduler saw the latest spec first). Manifests are applied with server-side
+scheduler saw the latest spec first). The controller keeps the loop, the work
+queue, the informers and the member clusters' watches; the planner
+(``kube.planner``) gives each cluster the application is placed on its copy, and
+that cluster's ``Applier`` (``shoal.copies.applier``) runs it with server-side
 apply, each object labelled with its application and refused when another
-application owns it (``shoal.kube.member``, ``shoal.kube.owners``); the applied
-kinds are watched on the clusters (``shoal.kube.watch``), whose copies tell
-readiness and drift (an object deleted or changed by someone else, applied
-again) and wake the application at once; polling is the slow fallback. Only
-the controller's own status fields are written, as field-level patches.
-A migration applies on the new cluster, waits until ready there, and only then
-deletes the old copy (or remembers it in ``status.pending_cleanups`` when the
-old cluster does not answer). Deletion removes
-the manifest objects, then the finalizer ``shoal.kube/resources``.
+application owns it. The applied kinds are watched on the clusters
+(``shoal.copies.watch``), whose copies tell readiness and drift and wake the
+application at once; polling is the slow fallback. ``kube.deploy`` brings the
+copies up (new ones first, the old removed once they run), ``kube.removal``
+removes them (after a migration, on deletion, what was left), ``kube.writes``
+writes the controller's own status fields, as field-level patches.
 """
 
 from __future__ import annotations
@@ -21,49 +21,38 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import Awaitable
 from dataclasses import KW_ONLY, InitVar, dataclass
-from datetime import timedelta
 from typing import Any
-from urllib.parse import urlsplit
 
 import aiohttp
 
 from shoal.client.batcher import Batcher
 from shoal.client.informer import CacheKey, Informer, cache_key
 from shoal.client.kube import KubeApiError, KubeClients, KubeCluster, KubeUnreachable
-from shoal.client.rest import ApiError, Conflict, NotFound, ShoalClient, Unreachable
+from shoal.client.rest import Conflict, NotFound, ShoalClient, Unreachable
 from shoal.controllers.base import Controller
 from shoal.controllers.prometheus import timed_apply
 from shoal.controllers.queue import WorkQueue
-from shoal.events import Recorder, reasons
-from shoal.kube import observing, placements
-from shoal.kube.hooks import HOOKS, HookSettings, settings_from_environment, with_hooks
-from shoal.kube.member import KubeFailure, Members, obj_key, unreachable
-from shoal.kube.namespaces import kube_namespace
-from shoal.kube.namespaces import to_record as namespaces_to_record
-from shoal.kube.objects import (
+from shoal.copies.applier import Applier
+from shoal.copies.member import KubeFailure, Members
+from shoal.copies.objects import (
     Obj,
-    cleanup_ref,
     clusters_of,
-    combined_health,
-    ident,
-    merge_cleanup,
-    outside,
     placement,
     ref_key,
-    stub,
     tells_anything,
     triggered,
     unread,
     watch_entries,
 )
-from shoal.kube.owners import LABEL_UID, Owner, owned, owner_of
-from shoal.kube.watch import ClusterWatches
-from shoal.model.application_status import placed_on, runs_on
-from shoal.model.base import Reason, ReasonCode, ResourceRef, utcnow
+from shoal.copies.owners import Owner
+from shoal.copies.watch import ClusterWatches
+from shoal.events import Recorder
+from shoal.kube import deploy, planner, removal, writes
+from shoal.kube.hooks import HOOKS, HookSettings, settings_from_environment
+from shoal.model.base import Reason, ReasonCode, ResourceRef
+from shoal.model.copies import CopySpec
 from shoal.model.kubernetes import (
-    KUBE_FINALIZER,
     Application,
     ApplicationState,
     Cluster,
@@ -73,18 +62,6 @@ from shoal.model.kubernetes import (
 log = logging.getLogger(__name__)
 
 
-MAX_BACKOFF = 60.0
-PRUNED_KINDS = (
-    ("v1", "ConfigMap"),
-    ("v1", "Secret"),
-    ("v1", "Service"),
-    ("apps/v1", "Deployment"),
-    ("apps/v1", "StatefulSet"),
-    ("apps/v1", "DaemonSet"),
-    ("batch/v1", "Job"),
-)
-"""Kinds a connecting cluster is searched for objects left behind, beside every kind that
-an application's manifest names."""
 
 
 def _unexplained(raw: dict[str, Any]) -> dict[str, Any]:
@@ -131,13 +108,13 @@ class KubeController(Controller):
             else None
         )
         self.members = Members(self.watches, self._exists)
-        # observation of each applied object right after our apply (kube.observing: drift)
-        self.baseline: dict[CacheKey, observing.Baseline] = {}
+        # each member cluster's applier: what it applied and observed of each copy there
+        self.appliers: dict[CacheKey, Applier] = {}
+        self.drift_repairs = 0
         # copies left behind by deleted applications on unreachable clusters
         self.orphans: dict[CacheKey, list[tuple[str, Obj, Owner]]] = {}
-        self._cleanup_tried: dict[tuple[CacheKey, CacheKey], float] = {}
-        self._orphan_tasks: dict[CacheKey, asyncio.Task[None]] = {}
-        self.drift_repairs = 0
+        self.cleanup_tried: dict[tuple[CacheKey, CacheKey], float] = {}
+        self.orphan_tasks: dict[CacheKey, asyncio.Task[None]] = {}
         self.queue: WorkQueue[CacheKey] = WorkQueue()
         self.failures: dict[CacheKey, int] = {}
         self.events = Recorder(self.client, "kube-controller")
@@ -145,13 +122,7 @@ class KubeController(Controller):
         # status writes of concurrent reconciles share requests and store commits
         self.status_writes = Batcher(self.client.patch_status_many)
         self.finalizer_writes = Batcher(self.client.set_finalizers_many)
-        # (cluster key, manifest) applied per application, to apply only on change
-        self.applied: dict[CacheKey, tuple[CacheKey, list[Obj]]] = {}
         self.applied_at: dict[CacheKey, float] = {}  # loop time of the last apply
-        # each copy of an application on several clusters: (app, cluster) → its manifest
-        self.copies_applied: dict[tuple[CacheKey, CacheKey], list[Obj]] = {}
-        self.copies_baseline: dict[tuple[CacheKey, CacheKey], observing.Baseline] = {}
-        self.copies_observed: dict[tuple[CacheKey, CacheKey], list[Obj]] = {}
         self.written: dict[CacheKey, int] = {}  # resource_version of our last write
         # writes not yet answered: the revisions of the events that came meanwhile
         self.early: dict[CacheKey, list[int]] = {}
@@ -193,9 +164,9 @@ class KubeController(Controller):
 
     async def stop(self) -> None:
         await super().stop()
-        for orphan_task in list(self._orphan_tasks.values()):
+        for orphan_task in list(self.orphan_tasks.values()):
             orphan_task.cancel()
-        self._orphan_tasks.clear()
+        self.orphan_tasks.clear()
         if self.watches is not None:
             await self.watches.stop()
         await self.kube.close()
@@ -243,15 +214,11 @@ class KubeController(Controller):
     def _app_deleted(self, app: Application) -> None:
         key = cache_key(app)
         self.failures.pop(key, None)
-        self.applied.pop(key, None)
         self.applied_at.pop(key, None)
         self.written.pop(key, None)
         self.behind.discard(key)
-        self.baseline.pop(key, None)
-        for copy in [k for k in self.copies_applied if k[0] == key]:
-            del self.copies_applied[copy]
-            self.copies_baseline.pop(copy, None)
-            self.copies_observed.pop(copy, None)
+        for applier in self.appliers.values():
+            applier.forget(app.metadata.uid or "")
         if self.watches is not None:
             self.watches.set_app(key, ())
 
@@ -274,13 +241,13 @@ class KubeController(Controller):
         ) == (cluster.spec.kubeconfig, cluster.status.state, cluster.metadata.deleted):
             return
         key = cache_key(cluster)
-        for tried in [t for t in self._cleanup_tried if t[1] == key]:
-            del self._cleanup_tried[tried]
+        for tried in [t for t in self.cleanup_tried if t[1] == key]:
+            del self.cleanup_tried[tried]
         for app in self.app_informer.items():
             if any(ref_key(ref) == key for ref in clusters_of(app)):
                 self.queue.add(cache_key(app))
-        if key in self.orphans and key not in self._orphan_tasks:
-            self._orphan_tasks[key] = asyncio.create_task(self._remove_orphans(cluster))
+        if key in self.orphans and key not in self.orphan_tasks:
+            self.orphan_tasks[key] = asyncio.create_task(removal.remove_orphans(self, cluster))
 
     async def _connect(self, cluster: Cluster) -> None:
         """Build a cluster's client when it is registered, not on its first application,
@@ -290,65 +257,11 @@ class KubeController(Controller):
         (tens of milliseconds of CPU): paid once, ahead of the first deployment.
         """
         with contextlib.suppress(KubeApiError, KubeUnreachable):
-            kube = await self.kube.get(cluster)
-            await self._prune(cluster, kube)
-
-    async def _prune(self, cluster: Cluster, kube: KubeCluster) -> None:
-        """Remove what Shoal left on a cluster it connects to and no longer uses there.
-
-        A cluster that was deleted while it did not answer, or while an application on it
-        was being deleted, and is registered again (same name, same server) may hold
-        copies nothing else will remove: every object labelled as an application's whose
-        application is gone, or does not use this cluster (``scheduled_to``,
-        ``running_on``, a pending clean-up), is deleted, if that application was of the
-        cluster's namespace: a server another namespace's cluster also names (a cluster
-        both tenants reach) holds that namespace's objects, never this cluster's. Kinds
-        looked at: those of every application's manifest, and the common workload kinds.
-        """
-        await self.app_informer.wait_synced()
-        where = cache_key(cluster)
-        kinds: set[tuple[str, str]] = set(PRUNED_KINDS)
-        for app in self.app_informer.items():
-            for obj in app.spec.manifest:
-                api_version, kind = obj.get("apiVersion"), obj.get("kind")
-                if isinstance(api_version, str) and isinstance(kind, str):
-                    kinds.add((api_version, kind))
-        found: list[tuple[str, Obj]] = []  # (collection path, object)
-        for api_version, kind in sorted(kinds):
-            try:
-                info = await kube.resource(api_version, kind)
-                base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
-                listed = await kube.request(
-                    "GET", f"{base}/{info.plural}", query={"labelSelector": LABEL_UID}
-                )
-            except KubeApiError:
-                continue  # a kind this cluster does not serve
-            for obj in listed.get("items") or []:
-                namespace = (obj.get("metadata") or {}).get("namespace")
-                path = f"{base}/namespaces/{namespace}" if namespace else base
-                found.append((f"{path}/{info.plural}", obj))
-        # Read after the lists: an object listed was applied by this controller, which had
-        # seen its application's binding, so the informer has it now.
-        uses: dict[str, set[CacheKey]] = {}
-        for app in self.app_informer.items():
-            uses[app.metadata.uid or ""] = {ref_key(r) for r in clusters_of(app)}
-        pruned = 0
-        for path, obj in found:
-            meta = obj.get("metadata") or {}
-            owner = owner_of(obj)
-            if owner is None or owner.namespace != cluster.metadata.namespace:
-                continue  # another namespace's, on a server both reach: not this cluster's
-            if where in uses.get((meta.get("labels") or {}).get(LABEL_UID, ""), set()):
-                continue
-            with contextlib.suppress(KubeApiError):
-                await kube.request("DELETE", f"{path}/{meta.get('name')}")
-                pruned += 1
-        if pruned:
-            log.info("cluster %s: %d objects of applications that do not use it removed",
-                     where[1], pruned)
+            await removal.prune(self, await self.applier_of(cluster))
 
     async def _cluster_deleted(self, cluster: Cluster) -> None:
         await self.kube.forget(*cache_key(cluster))
+        self.appliers.pop(cache_key(cluster), None)
         if self.watches is not None:
             self.watches.restart(cache_key(cluster))  # their connection was just closed
         self._cluster_event(cluster)
@@ -377,25 +290,21 @@ class KubeController(Controller):
             return
         try:
             if app.metadata.deleted is not None:
-                await self._delete(app)
+                await removal.delete(self, app)
             elif app.status.deploy_state is not ApplicationState.FAILED:  # until retried
                 if app.status.pending_cleanups:
-                    app = await self._cleanup(app)
+                    app = await removal.cleanup(self, app)
                 if self._acts_on(app) and not app.spec.manifest:
                     await self._nothing_to_deploy(app)
                     return
                 if self._acts_on(app):
                     app = await self._tokens(app)
-                if self._acts_on(app) and app.status.placements:
-                    await placements.deploy(self, app)
-                elif self._acts_on(app):
-                    await self._deploy(app)
-                elif placements.withdrawn(self, app):
-                    await placements.withdraw(self, app)
-                elif self._withdrawn(app):
-                    await self._withdraw(app)
+                if self._acts_on(app):
+                    await deploy.deploy(self, app)
+                elif deploy.withdrawn(self, app):
+                    await deploy.withdraw(self, app)
         except KubeFailure as failure:
-            await self._failed(app, failure)
+            await writes.failed(self, app, failure)
 
     async def _nothing_to_deploy(self, app: Application) -> None:
         """An application whose manifest is empty (stored before the API turned templates
@@ -407,589 +316,70 @@ class KubeController(Controller):
         status = app.status
         if status.deploy_state is None and status.deploy_reason == reason:
             return
-        await self._write(app, {"deploy_state": None, "deploy_reason": reason})
+        await self.write(app, {"deploy_state": None, "deploy_reason": reason})
 
     def desired(self, app: Application) -> list[Obj]:
         """The objects to apply: the manifest, with Krake's hooks put in (``kube.hooks``)."""
-        status = app.status
-        tokens = {"complete": status.complete_token, "shutdown": status.shutdown_token}
-        where = (app.metadata.namespace or "default", app.metadata.name)
         assert self.hook_settings is not None  # set in __post_init__
-        return with_hooks(app.spec.manifest, app.spec.hooks, tokens, where, self.hook_settings)
+        return planner.desired(app, self.hook_settings)
 
-    async def _tokens(self, app: Application) -> Application:
-        """Each hook's token, made once and stored before the first apply that uses it."""
-        status = app.status
-        missing = {f"{hook}_token": secrets.token_urlsafe(32) for hook in HOOKS
-                   if hook in app.spec.hooks and getattr(status, f"{hook}_token") is None}
-        return await self._write(app, missing) if missing else app
+    def plan(self, app: Application) -> list[CopySpec]:
+        """The copy each cluster the application is placed on runs (``kube.planner``)."""
+        assert self.hook_settings is not None  # set in __post_init__
+        return planner.copies(app, self.hook_settings, self.cluster)
 
-    def _withdrawn(self, app: Application) -> bool:
-        """Unbound from a cluster that is being deleted, while a copy still runs there."""
-        running = app.status.running_on
-        if app.status.scheduled_to is not None or running is None or outside(app, running):
-            return False
-        cluster = self._cluster(running)
-        return cluster is not None and cluster.metadata.deleted is not None
-
-    async def _withdraw(self, app: Application) -> None:
-        """Remove the copy from the cluster being deleted (the application fits nowhere
-        else and waits): the cluster goes only when Shoal left nothing on it."""
-        running = app.status.running_on
-        assert running is not None
-        left = await self._remove_from_old(app, running)
-        cleanups = list(app.status.pending_cleanups)
-        if left is not None:
-            cleanups = merge_cleanup(cleanups, left)
-        await self._write(
-            app, {"running_on": None, "deploy_state": None, "pending_cleanups": cleanups}
-        )
-        log.info(
-            "application %s/%s: withdrawn from %s, which is being deleted",
-            app.metadata.namespace,
-            app.metadata.name,
-            running.name,
-        )
-
-    def _elsewhere(self, app: Application, ref: ResourceRef | None) -> bool:
-        """``ref`` names a cluster outside the application's namespace: nothing is done there,
-        and a warning event says so (without naming it: it is another tenant's)."""
-        if not outside(app, ref):
-            return False
-        assert ref is not None
-        log.warning("application %s/%s: its status names cluster %s/%s, outside its "
-                    "namespace: not acted on", app.metadata.namespace, app.metadata.name,
-                    ref.namespace, ref.name)  # fmt: skip
-        message = (f"A cluster its status names is outside namespace {app.metadata.namespace}: "
-                   "nothing was done there")  # fmt: skip
-        self.events.emit(app, "OutsideNamespace", message, type="Warning")
-        return True
-
-    def _cluster(self, ref: ResourceRef | None) -> Cluster | None:
-        if ref is None:
-            return None
-        return self.cluster_informer.get(ref.name, ref.namespace)
-
-    def _namespace_on(self, app: Application, ref: ResourceRef) -> str:
-        """Where ``app``'s objects without a namespace are on ``ref`` (``kube.namespaces``)."""
-        return kube_namespace(app, ref, self._cluster(ref))
-
-    async def _recorded_namespace(
-        self, app: Application, ref: ResourceRef
-    ) -> tuple[Application, str]:
-        """``_namespace_on``, recorded in its status before anything is applied there."""
-        record = namespaces_to_record(app, [ref], self._cluster)
-        if record is not None:
-            app = await self._write(app, {"kube_namespaces": record})
-        return app, self._namespace_on(app, ref)
-
-    async def _kube(self, ref: ResourceRef, code: ReasonCode) -> KubeCluster:
-        cluster = self._cluster(ref)
+    async def applier(self, ref: ResourceRef, code: ReasonCode) -> Applier:
+        """The applier of cluster ``ref``; ``KubeFailure`` when it cannot be reached."""
+        cluster = self.cluster(ref)
         if cluster is None or cluster.spec.kubeconfig is None:
             raise KubeFailure(
                 ReasonCode.CLUSTER_NOT_REACHABLE,
                 f"cluster {ref.name} is unknown or has no kubeconfig",
             )
         try:
-            return await self.kube.get(cluster)
+            return await self.applier_of(cluster)
         except KubeApiError as error:
             raise KubeFailure(code, f"cluster {ref.name}: {error}") from error
 
-    def _recheck(self, key: CacheKey, target: ResourceRef) -> float:
-        """Seconds until readiness is read again: events come from the watch when it is up."""
-        if self.watches is not None and self.watches.watched(key, ref_key(target)):
-            return max(self.poll_interval, self.fallback)
-        return self.poll_interval
+    async def applier_of(self, cluster: Cluster) -> Applier:
+        """The applier of ``cluster``, on its current client (``KubeApiError``: none)."""
+        kube = await self.kube.get(cluster)
+        key = cache_key(cluster)
+        applier = self.appliers.get(key)
+        if applier is None:
+            ref = ResourceRef(api="kubernetes", kind="Cluster", namespace=key[0], name=key[1])
+            applier = self.appliers[key] = Applier(kube, ref, self.members, timed_apply)
+        applier.kube = kube
+        return applier
 
-    def _drifted(self, key: CacheKey, schemas: list[Obj], obj: Obj, live: Obj | None) -> bool:
-        """Someone else deleted ``obj`` or changed a field its observer schema observes."""
-        return observing.drifted(schemas, self.baseline.get(key, {}), obj, live)
-
-    async def _resume(self, key: CacheKey, app: Application, kube: KubeCluster,
-                      where: CacheKey, marked: list[Obj], manifest: list[Obj],
-                      schemas: list[Obj], namespace: str) -> bool:  # fmt: skip
-        """After a restart: whether what runs is what the status says was applied and
-        observed; then it is taken as applied (``kube.observing.resumed``)."""
+    async def _tokens(self, app: Application) -> Application:
+        """Each hook's token, made once and stored before the first apply that uses it."""
         status = app.status
-        if status.last_applied_manifest != manifest or not status.last_observed_manifest:
-            return False
-        lives = await self.members.read_all(kube, where, marked, namespace)
-        base = observing.resumed(schemas, marked, lives, status.last_observed_manifest)
-        if base is None:
-            return False
-        self.applied[key] = (where, manifest)
-        self.baseline[key] = base
-        return True
+        missing = {f"{hook}_token": secrets.token_urlsafe(32) for hook in HOOKS
+                   if hook in app.spec.hooks and getattr(status, f"{hook}_token") is None}
+        return await self.write(app, missing) if missing else app
+
+    def cluster(self, ref: ResourceRef | None) -> Cluster | None:
+        if ref is None:
+            return None
+        return self.cluster_informer.get(ref.name, ref.namespace)
 
     def _exists(self, owner: Owner) -> bool:
         """The application ``owner`` names is still there (being deleted counts)."""
         app = self.app_informer.get(owner.name, owner.namespace)
         return app is not None and app.metadata.uid == owner.uid
 
-    async def _deploy(self, app: Application) -> None:
-        key = cache_key(app)
-        target = app.status.scheduled_to
-        assert target is not None
-        if KUBE_FINALIZER not in app.metadata.finalizers:
-            # stored before anything is applied: a deletion then always waits for the clean-up
-            app = await self._set_finalizers(app, [*app.metadata.finalizers, KUBE_FINALIZER])
-        status = app.status
-        desired = self.desired(app)
-        schemas = observing.schemas(app, desired)
-        before = self.applied[key][1] if key in self.applied else status.last_applied_manifest
-        manifest = observing.to_apply(desired, schemas, before)
-        me = Owner.of(app)
-        migrating = status.running_on is not None and status.running_on != target
-        if migrating:
-            phase, code = ApplicationState.MIGRATING, ReasonCode.CREATE_FAILED
-        elif status.running_on is None:
-            phase, code = ApplicationState.CREATING, ReasonCode.CREATE_FAILED
-        elif status.last_applied_manifest != manifest:
-            phase, code = ApplicationState.RECONCILING, ReasonCode.RECONCILE_FAILED
-        else:
-            phase, code = ApplicationState.RUNNING, ReasonCode.RECONCILE_FAILED
-        if outside(app, target):
-            # The API refuses such a binding, and the field to tenants; a store written some
-            # other way is not trusted with another tenant's cluster credentials.
-            raise KubeFailure(
-                code,
-                f"its cluster is outside the application's namespace "
-                f"{app.metadata.namespace!r}: not deployed",
-            )
-        app, namespace = await self._recorded_namespace(app, target)
-        status = app.status
-        kube = await self._kube(target, code)
-        where = ref_key(target)
-        marked = [owned(obj, me) for obj in manifest]
 
-        try:
-            lives: list[Obj | None] = []
-            apply = self.applied.get(key) != (where, manifest)
-            if apply and key not in self.applied and status.running_on == target:
-                apply = not await self._resume(
-                    key, app, kube, where, marked, manifest, schemas, namespace
-                )
-            if not apply:
-                lives = await self.members.read_all(kube, where, marked, namespace)
-                drifted = [
-                    ident(obj)[1:]
-                    for obj, live in zip(marked, lives, strict=True)
-                    if self._drifted(key, schemas, obj, live)
-                ]
-                if drifted:
-                    log.info(
-                        "application %s/%s: %s changed on %s by someone else; applying again",
-                        app.metadata.namespace,
-                        app.metadata.name,
-                        ", ".join(f"{kind} {name}" for kind, _, name in drifted),
-                        target.name,
-                    )
-                    self.drift_repairs += 1
-                    apply = True
-            if apply:
-                # what its status says it runs there (imported from Krake) is labelled its own
-                recorded = (
-                    {ident(obj) for obj in status.last_applied_manifest}
-                    if status.running_on == target
-                    else set()
-                )
-                done = await timed_apply(target.name, self.members.apply(
-                    kube, where, manifest, namespace, me,
-                    recorded=recorded, overwrite=app.spec.conflict_resolution == "overwrite",
-                ))  # fmt: skip
-                manifest = observing.recorded(manifest, schemas, done.lives)
-                self.baseline[key] = observing.baseline(schemas, manifest, done.lives)
-                for taken in done.taken:
-                    log.warning(
-                        "application %s/%s takes over %s from %s (conflict_resolution: "
-                        "overwrite)", app.metadata.namespace, app.metadata.name, taken.what,
-                        taken.owner,
-                    )  # fmt: skip
-                    reasons.took_over(self.events, app, taken.what, taken.owner.name, target.name)
-                if status.running_on == target:  # prune what the manifest no longer has
-                    keep = {obj_key(obj, namespace) for obj in manifest}
-                    stale = [o for o in status.last_applied_manifest
-                             if obj_key(o, namespace) not in keep]  # fmt: skip
-                    await self.members.delete(kube, where, stale, namespace, me)
-                self.applied[key] = (where, manifest)
-                self.applied_at[key] = asyncio.get_running_loop().time()
-                lives = done.lives
-        except (KubeUnreachable, KubeApiError) as error:
-            raise unreachable(error, code if apply else ReasonCode.KUBERNETES_ERROR) from error
+    def http(self) -> aiohttp.ClientSession:
+        """The session that asks workloads to shut down (Krake's shutdown hook)."""
+        if self._http is None:
+            self._http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2.0))
+        return self._http
 
-        ready, health = combined_health(lives)
-        if not ready:
-            # Most new workloads are ready within a second: CREATING is not worth a
-            # status write (and an event to every watcher) of its own before then.
-            waited = asyncio.get_running_loop().time() - self.applied_at.get(key, 0.0)
-            creating = phase is ApplicationState.CREATING and status.deploy_state is not phase
-            if creating and waited < self.progress_delay:
-                self.queue.add_after(key, self.progress_delay - waited)
-                return
-            progress: dict[str, Any] = {"container_health": health, "deploy_reason": None}
-            if phase is not ApplicationState.RUNNING:
-                progress["deploy_state"] = phase
-            await self._write(app, progress)
-            self.queue.add_after(key, self._recheck(key, target))
-            return
+    async def write(self, app: Application, fields: dict[str, Any]) -> Application:
+        """Patch those of the controller's own status fields that differ (``kube.writes``)."""
+        return await writes.write(self, app, fields)
 
-        cleanups = list(status.pending_cleanups)
-        if migrating and status.running_on is not None:
-            if not await self._shut_down_first(app, [status.running_on]):
-                return
-            left = await self._remove_from_old(app, status.running_on)
-            if left is not None:
-                cleanups = merge_cleanup(cleanups, left)
-        for copy in status.copies:  # it ran on several clusters: only this one is left
-            if copy.cluster != target and copy.cluster != status.running_on:
-                left = await self._remove_from_old(app, copy.cluster)
-                if left is not None:
-                    cleanups = merge_cleanup(cleanups, left)
-        if status.deploy_state is not ApplicationState.RUNNING or status.running_on != target:
-            reasons.deployed(self.events, app, target.name, health)
-        await self._write(
-            app,
-            {
-                "deploy_state": ApplicationState.RUNNING,
-                "running_on": target,
-                "last_applied_manifest": manifest,
-                "mangled_observer_schema": schemas,
-                "last_observed_manifest": observing.last_observed(schemas, manifest, lives),
-                "container_health": health,
-                "deploy_reason": None,
-                "pending_cleanups": cleanups,
-                "retries": None,
-                "copies": [],
-                "shutdown_grace_period": None,
-            },
-        )
-        self.failures.pop(key, None)
-        # at rest: the timers set on its way (progress, readiness, retries) have nothing left
-        self.queue.add_after(key, self.resync, replace=not cleanups)
-
-    async def _shut_down_first(self, app: Application, refs: list[ResourceRef]) -> bool:
-        """Krake's ``shutdown`` hook: whether the copies on ``refs`` may be removed now.
-
-        The first time, the workload on each is asked to shut down (``PUT
-        http://<node>:<nodePort>/shutdown`` of its Service, as Krake calls it) and the
-        application waits in WAITING_FOR_CLEANING. It may be removed once the workload
-        confirmed through the API's ``shutdown`` endpoint (READY_FOR_ACTION), or once
-        ``spec.shutdown_grace_time`` has passed, with a warning event.
-        """
-        status = app.status
-        if "shutdown" not in app.spec.hooks or status.shutdown_token is None or not refs:
-            return True
-        if status.deploy_state is ApplicationState.READY_FOR_ACTION:
-            return True
-        key = cache_key(app)
-        grace = app.spec.shutdown_grace_time
-        deadline = status.shutdown_grace_period
-        now = utcnow()
-        if deadline is None:
-            # waiting first: a workload that confirms at once finds it waiting
-            deadline = now + timedelta(seconds=grace)
-            await self._write(app, {"deploy_state": ApplicationState.WAITING_FOR_CLEANING,
-                                    "deploy_reason": None, "shutdown_grace_period": deadline})
-            for ref in refs:
-                await self._ask_to_shut_down(app, ref)
-            names = ", ".join(ref.name for ref in refs)
-            self.events.emit(app, "ShutdownRequested",
-                             f"Asked the workload on {names} to shut down; waiting up to {grace} s")
-            self.queue.add_after(key, grace)
-            return False
-        if now < deadline:
-            self.queue.add_after(key, (deadline - now).total_seconds())
-            return False
-        self.events.emit(app, "ShutdownTimedOut",
-                         f"No shutdown confirmed within {grace} s: removing it anyway",
-                         type="Warning")  # fmt: skip
-        return True
-
-    async def _ask_to_shut_down(self, app: Application, ref: ResourceRef) -> None:
-        """``PUT /shutdown`` to the workload through its Service (the one named ``shutdown``,
-        else the manifest's first Service), reached on the cluster's host and node port."""
-        services = [o for o in app.status.last_applied_manifest or app.spec.manifest
-                    if o.get("kind") == "Service"]  # fmt: skip
-        services.sort(key=lambda o: (o.get("metadata") or {}).get("name") != "shutdown")
-        problem = "its manifest has no Service"
-        if self._elsewhere(app, ref):
-            return
-        try:
-            kube = await self._kube(ref, ReasonCode.DELETE_FAILED)
-            for service in services[:1]:
-                live = await kube.read(service, self._namespace_on(app, ref))
-                address = _service_address(live, str(kube.api.configuration.host))
-                if address is None:
-                    problem = "its Service has no node port or load balancer address"
-                    break
-                if self._http is None:
-                    self._http = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2.0))
-                async with self._http.put(f"http://{address}/shutdown") as answer:
-                    problem = f"{address} answered HTTP {answer.status}"
-                    if answer.status < 400:
-                        return
-        except (KubeFailure, KubeUnreachable, KubeApiError, aiohttp.ClientError,
-                TimeoutError, OSError) as error:  # fmt: skip
-            problem = f"{type(error).__name__}: {error}"
-        self.events.emit(app, "ShutdownNotReached",
-                         f"Could not ask the workload on {ref.name} to shut down: {problem}",
-                         type="Warning")  # fmt: skip
-
-    async def _remove_from_old(self, app: Application, old: ResourceRef) -> Obj | None:
-        """Delete the old copy after a migration; what could not be removed is returned.
-
-        An unreachable old cluster (often the reason for the move) does not hold
-        the migration up: the copy is remembered in ``status.pending_cleanups``
-        and removed when the cluster answers again.
-        """
-        objects = app.status.last_applied_manifest or app.spec.manifest
-        if self._elsewhere(app, old) or self._cluster(old) is None:
-            return None  # the cluster is gone from Shoal: nothing to come back to
-        namespace = self._namespace_on(app, old)
-        try:
-            kube = await self._kube(old, ReasonCode.DELETE_FAILED)
-            await self.members.delete(kube, ref_key(old), objects, namespace, Owner.of(app))
-        except (KubeFailure, KubeUnreachable, KubeApiError) as error:
-            log.warning(
-                "application %s/%s: old copy on %s not removed yet: %s",
-                app.metadata.namespace,
-                app.metadata.name,
-                old.name,
-                error,
-            )
-            return {
-                "cluster": old.model_dump(mode="json"),
-                "objects": [stub(obj) for obj in objects],
-            }
-        return None
-
-    async def _cleanup(self, app: Application) -> Application:
-        """Retry removing copies left on clusters that did not answer during a migration."""
-        key = cache_key(app)
-        keep: list[Obj] = []
-        now = asyncio.get_running_loop().time()
-        for entry in app.status.pending_cleanups:
-            ref = cleanup_ref(entry)
-            if ref is None or self._elsewhere(app, ref):
-                continue  # dropped: no cluster, or one it never ran on
-            cluster = self._cluster(ref)
-            if cluster is None or cluster.spec.kubeconfig is None:
-                continue  # the cluster is gone from Shoal
-            objects: list[Obj] = list(entry.get("objects") or [])
-            namespace = self._namespace_on(app, ref)
-            if ref in placed_on(app.status):
-                # back where it was: only what the manifest no longer has is stale
-                current = {obj_key(obj, namespace) for obj in self.desired(app)}
-                objects = [obj for obj in objects if obj_key(obj, namespace) not in current]
-                if not objects:
-                    continue
-            tried = self._cleanup_tried.get((key, ref_key(ref)))
-            if tried is not None and now - tried < self.cleanup_retry:
-                keep.append(entry)
-                self.queue.add_after(key, self.cleanup_retry - (now - tried))
-                continue
-            self._cleanup_tried[(key, ref_key(ref))] = now
-            try:
-                kube = await self.kube.get(cluster)
-                await self.members.delete(kube, ref_key(ref), objects, namespace, Owner.of(app))
-            except (KubeUnreachable, KubeApiError) as error:
-                log.info(
-                    "application %s/%s: old copy on %s still not removed: %s",
-                    app.metadata.namespace,
-                    app.metadata.name,
-                    ref.name,
-                    error,
-                )
-                keep.append(entry)
-                self.queue.add_after(key, self.cleanup_retry)
-                continue
-            self._cleanup_tried.pop((key, ref_key(ref)), None)
-            log.info("application %s/%s: old copy on %s removed",
-                     app.metadata.namespace, app.metadata.name, ref.name)  # fmt: skip
-        return await self._write(app, {"pending_cleanups": keep})
-
-    async def _remove_orphans(self, cluster: Cluster) -> None:
-        """Copies of deleted applications left on a cluster that did not answer then."""
-        key = cache_key(cluster)
-        try:
-            kube = await self.kube.get(cluster)
-            left: list[tuple[str, Obj, Owner]] = []
-            for namespace, obj, owner in self.orphans.get(key, []):
-                try:
-                    await self.members.delete(kube, key, [obj], namespace, owner)
-                except (KubeUnreachable, KubeApiError):
-                    left.append((namespace, obj, owner))
-            if left:
-                self.orphans[key] = left
-            else:
-                self.orphans.pop(key, None)
-        except (KubeUnreachable, KubeApiError) as error:
-            log.info("cluster %s: orphaned copies not removed yet: %s", key[1], error)
-        finally:
-            self._orphan_tasks.pop(key, None)
-
-    async def _delete(self, app: Application) -> None:
-        """Remove what the application owns from its clusters, then its finalizer."""
-        if KUBE_FINALIZER not in app.metadata.finalizers:
-            return
-        me = Owner.of(app)
-        if not await self._shut_down_first(app, runs_on(app.status)):
-            return
-        app = await self._write(app, {"deploy_state": ApplicationState.DELETING})
-        status = app.status
-        desired = self.desired(app)
-        objects = list(reversed(status.last_applied_manifest or desired))
-        seen = {ident(obj) for obj in objects}
-        objects += [obj for obj in desired if ident(obj) not in seen]
-        running = runs_on(status)
-        refs = running + [ref for ref in placed_on(status) if ref not in running]
-        for ref in refs:
-            cluster = self._cluster(ref)
-            if self._elsewhere(app, ref) or cluster is None or cluster.spec.kubeconfig is None:
-                continue  # the cluster is gone, or not the application's: nothing to remove
-            kube = await self._kube(ref, ReasonCode.DELETE_FAILED)
-            namespace = self._namespace_on(app, ref)
-            try:
-                left = await self.members.delete(kube, ref_key(ref), objects, namespace, me)
-            except (KubeUnreachable, KubeApiError) as error:
-                raise unreachable(error, ReasonCode.DELETE_FAILED) from error
-            if left:
-                self.queue.add_after(cache_key(app), self.poll_interval)
-                return
-        # copies left behind by migrations: best effort now, else when the cluster answers
-        for entry in status.pending_cleanups:
-            left_on = cleanup_ref(entry)
-            if left_on is None or left_on in refs or self._elsewhere(app, left_on):
-                continue
-            cluster = self._cluster(left_on)
-            if cluster is None or cluster.spec.kubeconfig is None:
-                continue
-            stale: list[Obj] = list(entry.get("objects") or [])
-            namespace = self._namespace_on(app, left_on)
-            try:
-                kube = await self.kube.get(cluster)
-                await self.members.delete(kube, ref_key(left_on), stale, namespace, me)
-            except (KubeUnreachable, KubeApiError):
-                self.orphans.setdefault(cache_key(cluster), []).extend(
-                    (namespace, o, me) for o in stale
-                )
-        with contextlib.suppress(NotFound):
-            kept = [f for f in app.metadata.finalizers if f != KUBE_FINALIZER]
-            app = await self._set_finalizers(app, kept)
-        reasons.deleted(self.events, app, len(refs))
-
-    async def _set_finalizers(self, app: Application, finalizers: list[str]) -> Application:
-        """Write the finalizers alone (``metadata.modified`` stays), on our copy's revision."""
-        meta = app.metadata
-        item = {"namespace": meta.namespace, "name": meta.name, "finalizers": finalizers}
-        version = await self._answered(
-            cache_key(app),
-            self.finalizer_writes.write({**item, "resource_version": meta.resource_version}),
-        )
-        metadata = meta.model_copy(update={"finalizers": finalizers, "resource_version": version})
-        # the same as stored: its echo needs no decoding
-        return self.app_informer.known(app.model_copy(update={"metadata": metadata}))
-
-    async def _write(self, app: Application, fields: dict[str, Any]) -> Application:
-        """Patch those of the controller's own status fields that differ (docs/status-ownership.md).
-
-        No precondition: no other component writes these fields (the scheduler's
-        and observer's writes meanwhile would only cost a 409 and a retry), and
-        no decision is taken on a copy older than the controller's own last
-        write (``reconcile`` waits for it).
-        """
-        status = app.status
-        changed = {name: value for name, value in fields.items() if getattr(status, name) != value}
-        if not changed:
-            return app
-        key = cache_key(app)
-        item = {"namespace": key[0], "name": key[1], "status": changed}
-        version = await self._answered(key, self.status_writes.write(item))
-        # what the API stored, as far as the controller reads it back (state and reason,
-        # derived by the API, come with the watch event)
-        metadata = app.metadata.model_copy(update={"resource_version": version})
-        written = app.model_copy(
-            update={"metadata": metadata, "status": status.model_copy(update=changed)}
-        )
-        if written.status.pending_cleanups:  # copies left where they could not be removed
-            self.queue.add_after(key, self.cleanup_retry)
-        return written
-
-    async def _answered(self, key: CacheKey, write: Awaitable[int]) -> int:
-        """The revision one of our writes of ``key`` made, recorded as ours (``written``).
-
-        Its event may come before its answer. The events of ``key`` meanwhile are held
-        (``early``) until the answer says which one was its echo: the others queue a
-        reconcile, as does any of them when the write failed.
-        """
-        if key in self.early:  # another write of it is in flight: that one decides
-            return await write
-        early = self.early[key] = []
-        try:
-            version = await write
-        except BaseException:
-            if self.early.pop(key, None):
-                self.queue.add(key)
-            raise
-        self.early.pop(key, None)
-        self.written[key] = max(self.written.get(key, 0), version)
-        if any(revision != version for revision in early):
-            self.queue.add(key)
-        return version
-
-    async def _failed(self, app: Application, failure: KubeFailure) -> None:
-        """Record the reason and retry with the application's backoff settings."""
-        key = cache_key(app)
-        attempts = self.failures.get(key, 0) + 1
-        self.failures[key] = attempts
-        spec = app.spec
-        log.info(
-            "application %s/%s: %s (attempt %d): %s",
-            key[0],
-            key[1],
-            failure.code.name,
-            attempts,
-            failure,
-        )
-        limit = spec.backoff_limit
-        give_up = limit >= 0 and attempts > limit and app.metadata.deleted is None
-        reasons.deploy_failed(self.events, app, failure.code.name, str(failure), attempts, limit)
-        delay = spec.backoff_delay * (spec.backoff ** (attempts - 1) if spec.backoff else 1)
-        message = str(failure)
-        if failure.code is ReasonCode.CONFLICT:
-            # Someone else's object will not go away by itself within a second: wait longer
-            # each time, and say when the next try is (``retry`` tries at once).
-            delay = max(float(spec.backoff_delay), 1.0) * 2 ** min(attempts - 1, 10)
-            delay = min(delay, MAX_BACKOFF)
-            message += (
-                f" (attempt {attempts}; next in {delay:g} s, or at once with "
-                f"'shoal kube app retry {app.metadata.name}')"
-            )
-        fields: dict[str, Any] = {
-            "deploy_reason": Reason(code=failure.code, message=message[:1000]),
-            "retries": attempts,
-        }
-        if give_up:
-            fields["deploy_state"] = ApplicationState.FAILED
-        with contextlib.suppress(ApiError, Unreachable):
-            await self._write(app, fields)
-            if give_up:
-                self.failures.pop(key, None)  # a retry (state PENDING) starts afresh
-        if give_up:
-            return
-        self.queue.add_after(key, min(max(float(delay), 0.1), MAX_BACKOFF))
-
-
-def _service_address(service: Obj | None, cluster_url: str) -> str | None:
-    """``host:port`` of a Service from outside its cluster: a load balancer's address and
-    port, else the cluster's host and the first node port (Krake's ``services`` entry)."""
-    if service is None:
-        return None
-    spec = service.get("spec") or {}
-    ports = spec.get("ports") or [{}]
-    ingress = ((service.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
-    if spec.get("type") == "LoadBalancer" and ingress and ports[0].get("port"):
-        return f"{ingress[0].get('ip') or ingress[0].get('hostname')}:{ports[0]['port']}"
-    node_port = ports[0].get("nodePort")
-    host = urlsplit(cluster_url).hostname
-    return f"{host}:{node_port}" if node_port and host else None
+    async def set_finalizers(self, app: Application, finalizers: list[str]) -> Application:
+        """Write the finalizers alone, on our copy's revision (``kube.writes``)."""
+        return await writes.set_finalizers(self, app, finalizers)

@@ -173,3 +173,16 @@ def write_pair(directory: Path, name: str, pair: tuple[bytes, bytes]) -> tuple[P
     write_atomically(key_path, pair[0], private=True)
     write_atomically(cert_path, pair[1])
     return key_path, cert_path
+
+
+def ca_hash(pem: bytes | str) -> str:
+    """``sha256:<hex>`` of a CA certificate's public key (its SubjectPublicKeyInfo), as
+    kubeadm's ``--discovery-token-ca-cert-hash``: what ``shoal join --ca-hash`` pins."""
+    data = pem.encode() if isinstance(pem, str) else pem
+    cert = x509.load_pem_x509_certificate(data)
+    spki = cert.public_key().public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    digest = hashes.Hash(hashes.SHA256())
+    digest.update(spki)
+    return "sha256:" + digest.finalize().hex()

@@ -27,7 +27,8 @@ class Column:
     milliseconds), ``failures`` (failed targets counted by reason), ``score`` (four
     decimals), ``cordoned`` (a cluster's state, ``,SchedulingDisabled`` when
     cordoned), ``nodes`` (ready/all of the observer's node totals), ``object`` (an
-    event's involved object as ``kind/name``).
+    event's involved object as ``kind/name``), ``mode`` (a cluster's, ``push`` when left
+    out).
     """
 
     header: str
@@ -161,6 +162,9 @@ CATALOG: tuple[Entry, ...] = (
             AGE,
             Column("NODES", "status.node_summary", "nodes", wide=True),
             Column("CUSTOM_RESOURCES", "spec.custom_resources", wide=True),
+            Column("MODE", "spec.mode", "mode", wide=True),
+            Column("AGENT", "status.agent_version", wide=True),
+            Column("HEARTBEAT", "status.heartbeat", "age", wide=True),
         ),
     ),
     Entry("infrastructure", "GlobalCloud", "globalclouds", False, ("gc",), _CLOUD),

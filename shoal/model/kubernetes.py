@@ -395,6 +395,11 @@ class ClusterConstraintsOnCloud(Model):
     cloud: CloudConstraints = Field(default_factory=CloudConstraints)
 
 
+ClusterMode = Literal["push", "pull"]
+"""push: the hub dials the cluster with the kubeconfig it holds; pull: the cluster's agent
+dials the hub (``shoal join``), and the hub holds no credential of it (docs/pull-mode.md)."""
+
+
 class ClusterSpec(Model):
     kubeconfig: Annotated[
         dict[str, Any] | None,
@@ -417,6 +422,17 @@ class ClusterSpec(Model):
         False,
         description="Cordoned: no new applications are placed here (shoal kube cluster cordon).",
     )
+    mode: ClusterMode = addition(
+        "push",
+        description="push: the hub dials the cluster with spec.kubeconfig; pull: the "
+        "cluster's agent dials the hub (shoal join) and the cluster has no kubeconfig.",
+    )
+
+    @property
+    def to_build(self) -> bool:
+        """Whether the cluster waits to be built on a cloud: a push cluster without a
+        kubeconfig (a pull cluster has none, and is never built)."""
+        return self.kubeconfig is None and self.mode == "push"
 
     @field_validator("metrics")
     @classmethod
@@ -507,6 +523,14 @@ class ClusterStatus(Model):
         description="Shoal addition: URL of the cluster's agent (fleet pods), written by the "
         "agent itself when it starts.",
     )
+    heartbeat: datetime | None = addition(
+        None,
+        description="Shoal addition, pull clusters: when the cluster's agent last renewed its "
+        "lease; the observer marks the cluster OFFLINE once it is older than the lease.",
+    )
+    agent_version: str = addition(
+        "", description="Shoal addition, pull clusters: the version of the cluster's agent."
+    )
 
 
 KUBE_FINALIZER = "shoal.kube/resources"
@@ -531,9 +555,11 @@ class Cluster(_KubernetesKind):
 
         A cluster with a kubeconfig is not ONLINE just because it was registered: only the
         cluster observer, having listed its nodes, says so (as Krake's cluster controller).
-        A cluster without one waits for the infrastructure to create it.
+        A cluster without one waits for the infrastructure to create it; a pull cluster is
+        CONNECTING until its agent reports.
         """
-        state = ClusterState.PENDING if self.spec.kubeconfig is None else ClusterState.CONNECTING
+        waits = self.spec.kubeconfig is None and self.spec.mode == "push"
+        state = ClusterState.PENDING if waits else ClusterState.CONNECTING
         return ClusterStatus(state=state)
 
 

@@ -14,7 +14,7 @@ is Krake's (docs/observer-schema.md):
   field its manifest sets, with each list held to the manifest's length.
 
 The rules here are pure (dicts in, dicts out): the kube controller applies them
-(``shoal.kube.observing``) and the API validates with ``problems``.
+(``shoal.copies.observing``) and the API validates with ``problems``.
 """
 
 from __future__ import annotations

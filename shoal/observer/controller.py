@@ -1,4 +1,5 @@
-"""The cluster observer: health, nodes and CRDs of every cluster that has a kubeconfig.
+"""The cluster observer: health, nodes and CRDs of every cluster that has a kubeconfig,
+and the lease of every pull cluster.
 
 Each cluster's nodes and CRDs are watched (``shoal.observer.reflector``: resumed
 from their resourceVersion, re-listed on 410, after a failure and every
@@ -9,6 +10,12 @@ the status at once when something changed, so the scheduler re-evaluates
 the cluster's applications within a second of a node or CRD event.
 FAILING_METRICS belongs to the scheduler: a reachable cluster in that state
 keeps it.
+
+A pull cluster is never dialled: its agent writes the same fields and renews
+its lease (``status.heartbeat``). The observer marks it OFFLINE when no new
+heartbeat has come for ``lease`` seconds, timed on its own clock from when it
+saw the last one (the member's clock may be wrong); the agent's next write
+brings it back through CONNECTING.
 """
 
 from __future__ import annotations
@@ -16,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterable
 from dataclasses import KW_ONLY, InitVar, dataclass, field
 from typing import Any
 
@@ -25,10 +31,8 @@ from shoal.client.kube import ClusterKey, KubeApiError, KubeClients, KubeCluster
 from shoal.client.rest import ApiError, Conflict, ShoalClient, Unreachable
 from shoal.controllers.base import Controller
 from shoal.events import Recorder, reasons
-from shoal.machinery.quantity import number
-from shoal.machinery.resources import CPU, Amounts, add, amounts, pod_requests
+from shoal.machinery.resources import Amounts
 from shoal.machinery.types import Obj
-from shoal.model.base import Reason, ReasonCode
 from shoal.model.kubernetes import (
     BUILDING_STATES,
     Cluster,
@@ -36,142 +40,33 @@ from shoal.model.kubernetes import (
     ClusterState,
     ClusterStatus,
 )
-from shoal.model.placement import room_histogram
+from shoal.model.observed import (
+    OWN_REASONS,
+    krake_nodes,
+    next_state,
+    node_room,
+    pod_key,
+    pod_usage,
+    requested,
+    requested_per_node,
+    summarize_nodes,
+    unreachable,
+)
 from shoal.observer.reflector import Reflector
+
+__all__ = ["ClusterObserver", "node_room", "requested_per_node", "summarize_nodes"]
 
 log = logging.getLogger(__name__)
 
 
-MAX_NODE_ENTRIES = 50
-PRESSURE = ("MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable")
-CONDITION_KEYS = ("message", "reason", "status", "type")
 NODES = "/api/v1/nodes"
 PODS = "/api/v1/pods"
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 # The fields the observer writes (a field-level patch: docs/status-ownership.md).
 OWN_FIELDS = ("state", "reason", "nodes", "node_summary", "custom_resources")
-OWN_REASONS = (ReasonCode.CLUSTER_NOT_REACHABLE, ReasonCode.KUBERNETES_ERROR)
 REQUESTED_EVERY = 5.0
 """Seconds between two sums of what the pods request: every pod started or stopped is not
 worth a status write (and a watch event to every component)."""
-
-
-def add_quantities(total: dict[str, float], more: dict[str, Any]) -> dict[str, float]:
-    for name, value in more.items():
-        total[name] = total.get(name, 0.0) + number(value)
-    return total
-
-
-def _condition(node: Obj, kind: str) -> bool:
-    for cond in (node.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == kind:
-            return bool(cond.get("status") == "True")
-    return False
-
-
-def pod_usage(pod: Obj) -> Obj | None:
-    """What a pod takes from its node, as the observer keeps it; None when it takes nothing
-    (not bound to a node yet, or finished)."""
-    spec = pod.get("spec") or {}
-    node = spec.get("nodeName")
-    if not node or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-        return None
-    return {"node": node, "requests": pod_requests(spec)}
-
-
-def pod_key(pod: Obj) -> str:
-    meta = pod["metadata"]
-    return f"{meta.get('namespace') or ''}/{meta['name']}"
-
-
-def requested(usages: Iterable[Obj]) -> dict[str, float]:
-    """What the pods on the nodes request in total, in the units of ``allocatable``."""
-    total: dict[str, int] = {}
-    for usage in usages:
-        add(total, usage["requests"])
-    return {name: round(value / 1000 if name == CPU else value, 3)
-            for name, value in sorted(total.items())}  # fmt: skip
-
-
-def requested_per_node(usages: Iterable[Obj]) -> dict[str, Amounts]:
-    """What the pods on each node request, as amounts (millicores, bytes)."""
-    per_node: dict[str, Amounts] = {}
-    for usage in usages:
-        add(per_node.setdefault(usage["node"], {}), usage["requests"])
-    return per_node
-
-
-def takes_pods(node: Obj) -> bool:
-    """Whether new pods may land on the node: Ready, not cordoned, under no pressure."""
-    if not _condition(node, "Ready") or (node.get("spec") or {}).get("unschedulable"):
-        return False
-    return not any(_condition(node, p) for p in PRESSURE)
-
-
-def node_room(nodes: Iterable[Obj], per_node: dict[str, Amounts]) -> Obj:
-    """``node_summary``'s ``room``: what each node that takes pods has left, grouped
-    (``shoal.model.placement.room_histogram``); the scheduler counts pods on it."""
-    free: list[Amounts] = []
-    for node in nodes:
-        if not takes_pods(node):
-            continue
-        left = amounts((node.get("status") or {}).get("allocatable"))
-        add(left, per_node.get(node["metadata"]["name"]) or {}, -1)
-        free.append(left)
-    return room_histogram(free)
-
-
-def summarize_nodes(nodes: list[Obj]) -> tuple[list[Obj], int, bool]:
-    """``status.node_summary`` (totals, then at most 50 nodes), Ready count, any pressure."""
-    entries: list[Obj] = []
-    capacity: dict[str, float] = {}
-    allocatable: dict[str, float] = {}
-    ready_count = 0
-    pressure = False
-    for node in nodes:
-        status = node.get("status") or {}
-        ready = _condition(node, "Ready")
-        pressures = [p for p in PRESSURE if _condition(node, p)]
-        ready_count += ready
-        pressure = pressure or (ready and bool(pressures))
-        capacity = add_quantities(capacity, status.get("capacity") or {})
-        allocatable = add_quantities(allocatable, status.get("allocatable") or {})
-        if len(entries) < MAX_NODE_ENTRIES:
-            entry: Obj = {
-                "name": node["metadata"]["name"],
-                "ready": ready,
-                "capacity": dict(status.get("capacity") or {}),
-                "allocatable": dict(status.get("allocatable") or {}),
-            }
-            if pressures:
-                entry["pressure"] = pressures
-            entries.append(entry)
-    summary: Obj = {
-        "summary": True,
-        "count": len(nodes),
-        "ready": ready_count,
-        "capacity": {k: round(v, 3) for k, v in sorted(capacity.items())},
-        "allocatable": {k: round(v, 3) for k, v in sorted(allocatable.items())},
-    }
-    return [summary, *entries], ready_count, pressure
-
-
-def krake_nodes(nodes: list[Obj]) -> list[ClusterNode]:
-    """``status.nodes`` as Krake shows it: name and conditions of at most 50 nodes."""
-    return [
-        ClusterNode.model_validate(
-            {
-                "metadata": {"name": node["metadata"]["name"]},
-                "status": {
-                    "conditions": [
-                        {key: str(cond.get(key) or "") for key in CONDITION_KEYS}
-                        for cond in (node.get("status") or {}).get("conditions") or []
-                    ]
-                },
-            }
-        )
-        for node in nodes[:MAX_NODE_ENTRIES]
-    ]
 
 
 @dataclass(eq=False)
@@ -229,6 +124,9 @@ class ClusterObserver(Controller):
     _: KW_ONLY
     delay: float = 0.02
     retry: float = 0.25
+    lease: float = 40.0
+    """Seconds a pull cluster stays ONLINE without a new heartbeat (its agent renews at a
+    quarter of it)."""
 
     def __post_init__(self, timeout: float) -> None:
         self.kube = KubeClients(timeout=timeout)
@@ -241,11 +139,20 @@ class ClusterObserver(Controller):
         self._written: dict[ClusterKey, Cluster] = {}
         self.passes = 0  # status derivations (tests, metrics)
         self.writes = 0
+        # pull clusters: (last heartbeat seen, loop time it was seen), and the lapse timers
+        self._beats: dict[ClusterKey, tuple[object, float]] = {}
+        self._lapses: dict[ClusterKey, asyncio.TimerHandle] = {}
+        self._lapsing: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
         await self.start_informers(self.informer)
 
     async def stop(self) -> None:
+        for timer in self._lapses.values():
+            timer.cancel()
+        self._lapses.clear()
+        for lapsing in list(self._lapsing):
+            lapsing.cancel()
         watched = list(self._watched.values())
         self._watched.clear()
         tasks = [task for w in watched for task in w.tasks]
@@ -266,6 +173,12 @@ class ClusterObserver(Controller):
     def _changed(self, cluster: Cluster, old: Cluster | None = None) -> None:
         reasons.cluster_state(self.events, cluster, old)  # whoever changed it
         key = cache_key(cluster)
+        if cluster.spec.mode == "pull":
+            self._stop(key)  # never dialled: its agent reports, its lease says it is there
+            if cluster.metadata.deleted is None:
+                self._follow_lease(key, cluster, old)
+            return
+        self._forget_lease(key)
         observable = cluster.spec.kubeconfig is not None and cluster.metadata.deleted is None
         if not observable:
             self._stop(key)
@@ -285,6 +198,7 @@ class ClusterObserver(Controller):
     async def _removed(self, cluster: Cluster) -> None:
         key = cache_key(cluster)
         self._stop(key)
+        self._forget_lease(key)
         await self.kube.forget(*key)
 
     def _version(self, key: ClusterKey) -> int | None:
@@ -320,6 +234,73 @@ class ClusterObserver(Controller):
         self._written.pop(key, None)
         if watched is not None:
             watched.cancel()
+
+    # pull clusters' leases ------------------------------------------------------------
+
+    def _follow_lease(self, key: ClusterKey, cluster: Cluster, old: Cluster | None) -> None:
+        """Note a new heartbeat (on this process' clock) and time the lease from it."""
+        loop = asyncio.get_running_loop()
+        beat = cluster.status.heartbeat
+        seen = self._beats.get(key)
+        if seen is None or seen[0] != beat:
+            if old is None and beat is None:
+                reasons.cluster_joined(self.events, cluster)
+            seen = self._beats[key] = (beat, loop.time())
+        timer = self._lapses.pop(key, None)
+        if timer is not None:
+            timer.cancel()
+        if cluster.status.state is ClusterState.OFFLINE:
+            return  # lapsed already: the next heartbeat times it again
+        left = max(0.0, seen[1] + self.lease - loop.time())
+        self._lapses[key] = loop.call_later(left, self._start_lapse, key)
+
+    def _forget_lease(self, key: ClusterKey) -> None:
+        self._beats.pop(key, None)
+        timer = self._lapses.pop(key, None)
+        if timer is not None:
+            timer.cancel()
+
+    def _start_lapse(self, key: ClusterKey) -> None:
+        self._lapses.pop(key, None)
+        task = asyncio.create_task(self._lapse(key))
+        self._lapsing.add(task)
+        task.add_done_callback(self._lapsing.discard)
+
+    async def _lapse(self, key: ClusterKey) -> None:
+        """OFFLINE, unless a heartbeat came meanwhile (a compare-and-swap write: an agent's
+        write in between wins, and is timed again)."""
+        for _ in range(5):
+            cluster = self.informer.get(key[1], key[0])
+            seen = self._beats.get(key)
+            if cluster is None or cluster.spec.mode != "pull" or seen is None:
+                return
+            if cluster.status.state is ClusterState.OFFLINE:
+                return
+            loop = asyncio.get_running_loop()
+            if seen[0] != cluster.status.heartbeat or loop.time() - seen[1] < self.lease:
+                self._follow_lease(key, cluster, cluster)
+                return
+            status = unreachable(
+                cluster.status, f"lease lapsed: no heartbeat from its agent for "
+                f"{self.lease:g} s", api_error=False)  # fmt: skip
+            fields = {"state": status.state, "reason": status.reason}
+            try:
+                await self.client.patch_status(
+                    Cluster, key[1], key[0], fields, cluster.metadata.resource_version
+                )
+                self.writes += 1
+                return
+            except Conflict:
+                await self.client.get(Cluster, key[1], key[0])
+                await asyncio.sleep(self.delay)  # the informer catches up with that write
+            except (ApiError, Unreachable) as error:
+                log.info("cluster %s/%s: lease lapse not written: %s", *key, error)
+                await asyncio.sleep(self.retry)
+        timer = self._lapses.pop(key, None)
+        if timer is not None:
+            timer.cancel()
+        self._lapses[key] = asyncio.get_running_loop().call_later(self.retry, self._start_lapse,
+                                                                  key)  # fmt: skip
 
     # status writes ------------------------------------------------------------------
 
@@ -384,17 +365,10 @@ class ClusterObserver(Controller):
         return status
 
     def _derive(self, cluster: Cluster, watched: Watched) -> ClusterStatus | None:
-        status = cluster.status.model_copy(deep=True)
         error = watched.nodes.error or watched.crds.error
         if error is not None:
-            status.state = ClusterState.OFFLINE
-            code = (
-                ReasonCode.KUBERNETES_ERROR
-                if isinstance(error, KubeApiError)
-                else ReasonCode.CLUSTER_NOT_REACHABLE
-            )
-            status.reason = Reason(code=code, message=str(error)[:500])
-            return status
+            return unreachable(cluster.status, str(error), isinstance(error, KubeApiError))
+        status = cluster.status.model_copy(deep=True)
         if not (watched.nodes.synced and watched.crds.synced):
             return None
         if watched.summary is None or watched.summary[0] != watched.nodes.changes:
@@ -411,16 +385,7 @@ class ClusterObserver(Controller):
         summary[0]["room"] = watched.room[2]
         status.node_summary = summary
         status.custom_resources = sorted(watched.crds.items)
-        if cluster.status.state is ClusterState.FAILING_METRICS:
-            pass  # the scheduler's state while the cluster answers
-        elif cluster.status.state is ClusterState.OFFLINE:
-            status.state = ClusterState.CONNECTING
-        elif ready == 0:
-            status.state = ClusterState.NOTREADY
-        elif pressure:
-            status.state = ClusterState.UNHEALTHY
-        else:
-            status.state = ClusterState.ONLINE
+        status.state = next_state(cluster.status.state, ready, pressure)
         if status.reason is not None and status.reason.code in OWN_REASONS:
             status.reason = None
         return status

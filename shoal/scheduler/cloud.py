@@ -49,7 +49,7 @@ class CloudHandler(Handler):
     @staticmethod
     def wants_pass(cluster: Cluster) -> bool:
         return (
-            cluster.spec.kubeconfig is None
+            cluster.spec.to_build
             and cluster.status.scheduled_to is None
             and cluster.metadata.deleted is None
             and cluster.status.state not in (ClusterState.FAILED, ClusterState.DELETING)

@@ -509,7 +509,7 @@ class Scheduler(Controller):
             return
         if self.ranked_failing.get(where, cluster.metadata.uid) != cluster.metadata.uid:
             del self.ranked_failing[where]  # ranked under a deleted cluster of that name
-        if cluster.spec.kubeconfig is None and cluster.status.scheduled_to is None:
+        if cluster.spec.to_build and cluster.status.scheduled_to is None:
             self.cluster_queue.add(("k:" + (namespace or ""), name))
         state = cluster.status.state
         reasons: dict[str, Reason] = dict(backend.failing)
@@ -610,7 +610,7 @@ class Scheduler(Controller):
         self.clouds.set(cloud)
         self.cluster_queue.add(_cloud_key(cloud))
         for cluster in self.cluster_informer.items():
-            if cluster.spec.kubeconfig is None and cluster.status.scheduled_to is None:
+            if cluster.spec.to_build and cluster.status.scheduled_to is None:
                 self.cluster_queue.add(
                     ("k:" + (cluster.metadata.namespace or ""), cluster.metadata.name)
                 )

@@ -54,6 +54,14 @@ def banner(setup: Any, url: str, data_dir: Path) -> None:
         f"directory, or anywhere with [bold]SHOAL_CONFIG={config}[/]"
     )
     console.print(f"Dashboard: [bold]{url}/ui/[/] (paste the admin token from {config})")
+    from shoal.machinery.tls import ca_hash
+
+    pin = ca_hash(Path(setup.ca).read_bytes())  # what shoal join pins (docs/pull-mode.md)
+    if url.startswith("https://"):
+        console.print(f"CA hash: [bold]{pin}[/] (shoal join --ca-hash; a token: shoal kube "
+                      "cluster join-token create)")  # fmt: skip
+    else:
+        console.print(f"CA hash: {pin} (pull clusters join an https API: shoal up --tls)")
     shoal = _shoal_command()
     console.print(f"Try: [bold]SHOAL_API={url} {shoal} get applications[/]   (Ctrl-C stops)")
     if shoal != "shoal":

@@ -21,6 +21,7 @@ class Installation:
     exit_after_demo: bool
     log_level: str
     scheduler_config: Path | None
+    pull_clusters: int = 0  # simulated clusters joined in pull mode (needs tls)
 
 
 def private_data_dir(data_dir: Path) -> None:

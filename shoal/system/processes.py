@@ -24,6 +24,7 @@ import yaml
 
 from shoal.machinery import outbound
 from shoal.machinery.files import write_atomically
+from shoal.machinery.tls import ca_hash
 from shoal.machinery.types import Obj
 from shoal.system.components import NAMES, SCHEDULER
 from shoal.system.demo import (
@@ -116,6 +117,7 @@ def run_processes(up: Installation, *, sim_port: int, metrics_port: int = 0) -> 
                 outbound.SETTING: os.environ.get(outbound.SETTING)
                 or str(outbound_policy(data_dir))}  # fmt: skip
     supervisor = Supervisor(logs, lambda line: console.print(f"[bold yellow]supervisor[/]: {line}"))
+    pin = ca_hash(setup.ca.read_bytes())  # what pull clusters' agents pin
 
     def identity(component: str) -> dict[str, str]:
         scrape = {TOKEN_SETTING: setup.tokens[bootstrap.METRICS]}  # for its /metrics
@@ -173,6 +175,13 @@ def run_processes(up: Installation, *, sim_port: int, metrics_port: int = 0) -> 
                 await supervisor.start(
                     Child("agents", agents, {**identity("agent"), **callers}, module=__name__)
                 )
+                if up.pull_clusters:
+                    from shoal.system.pull import start_pull_clusters
+
+                    pulled = await start_pull_clusters(
+                        supervisor, c, up.pull_clusters, nodes, add, data_dir, url, pin, log_level
+                    )
+                    fleet.update({name: (nodes, {"location": "EDGE"}) for name in pulled})
                 pids = ", ".join(f"{name} {pid}" for name, pid in supervisor.pids().items())
                 console.print(f"[bold green]Processes[/]: {pids}; logs in {logs}/")
                 if demo:

@@ -109,8 +109,11 @@ async def _describe_and_wide_lists(fleet: Shoal) -> None:
     row = next(line for line in wide if line.split()[1] == "web")
     assert "team=shop,tier=web" in row or "tier=web,team=shop" in row
     clusters = ok(await shoal_cli(fleet, "kube", "cluster", "list", "-o", "wide")).output
-    assert clusters.splitlines()[0].split()[-2:] == ["NODES", "CUSTOM_RESOURCES"]
+    header = clusters.splitlines()[0].split()
+    assert header[-5:] == ["NODES", "CUSTOM_RESOURCES", "MODE", "AGENT", "HEARTBEAT"]
     assert "3/3" in clusters
+    assert all(line.split()[header.index("MODE")] == "push"
+               for line in clusters.splitlines()[1:])  # fmt: skip
 
 
 async def _cordon_uncordon_drain(fleet: Shoal) -> None:

@@ -17,8 +17,8 @@ import pytest
 from shoal.api.server import ApiServer
 from shoal.client.kube import KubeClients
 from shoal.client.rest import ShoalClient
+from shoal.copies.owners import Owner, owner_of
 from shoal.kube.controller import KubeController
-from shoal.kube.owners import Owner, owner_of
 from shoal.model.base import ResourceRef
 from shoal.model.core import Role
 from shoal.model.kubernetes import Application, ApplicationState, Cluster

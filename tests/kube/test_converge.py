@@ -98,7 +98,7 @@ async def test_a_cluster_registered_again_is_pruned_of_what_shoal_left(
 ) -> None:
     """Objects labelled as an application's that is gone, or that no longer runs there, are
     removed when the cluster is registered again; the running application's stay."""
-    from shoal.kube.owners import LABEL_NAME, LABEL_NAMESPACE, LABEL_UID
+    from shoal.copies.owners import LABEL_NAME, LABEL_NAMESPACE, LABEL_UID
 
     await client.create(application("kept", labels=["location is DE"]))
     await wait_for(lambda: running_on(client, "kept"), timeout=30, message="kept on de")
@@ -128,8 +128,8 @@ async def test_every_online_cluster_is_pruned_now_and_then(
 ) -> None:
     """Without any change of the cluster (a return the controller could not see while the
     API was away), what Shoal left there is still pruned, within ``prune_interval``."""
+    from shoal.copies.owners import LABEL_NAME, LABEL_NAMESPACE, LABEL_UID
     from shoal.kube.controller import KubeController
-    from shoal.kube.owners import LABEL_NAME, LABEL_NAMESPACE, LABEL_UID
     from shoal.model.kubernetes import ClusterState
     from shoal.observer.controller import ClusterObserver
 

@@ -12,9 +12,10 @@ import yaml
 
 from shoal.client.kube import KubeCluster
 from shoal.client.rest import ShoalClient
+from shoal.copies.objects import tells_anything
+from shoal.copies.watch import ClusterWatches
+from shoal.kube import writes
 from shoal.kube.controller import KubeController
-from shoal.kube.objects import tells_anything
-from shoal.kube.watch import ClusterWatches
 from shoal.model.base import ReasonCode, ResourceRef
 from shoal.model.kubernetes import Application, ApplicationState, Cluster
 from shoal.sim.server import SimServer
@@ -353,7 +354,7 @@ async def test_the_echo_of_a_write_come_before_its_answer_queues_nothing(
 
     async def write(answer: int, *events: int) -> None:
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        task = asyncio.create_task(controller._answered(key, future))
+        task = asyncio.create_task(writes.answered(controller, key, future))
         await asyncio.sleep(0)
         for rv in events:
             controller._app_event(version(rv), app)
@@ -370,7 +371,7 @@ async def test_the_echo_of_a_write_come_before_its_answer_queues_nothing(
     assert len(controller.queue) == 0
 
     future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-    task = asyncio.create_task(controller._answered(key, future))
+    task = asyncio.create_task(writes.answered(controller, key, future))
     await asyncio.sleep(0)
     controller._app_event(version(43), app)
     future.set_exception(ConnectionResetError())

@@ -27,7 +27,7 @@ import yaml
 
 from shoal.client.kube import KubeClients, KubeCluster
 from shoal.client.rest import ShoalClient
-from shoal.kube.owners import owner_of
+from shoal.copies.owners import owner_of
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Application, ApplicationState, Cluster, ClusterSpec
 from shoal.testing.fleet import register

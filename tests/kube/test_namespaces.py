@@ -11,9 +11,9 @@ import pytest
 
 from shoal.client.kube import KubeClients, KubeCluster
 from shoal.client.rest import NotFound, ShoalClient
+from shoal.copies.namespaces import kube_namespace
+from shoal.copies.owners import ANNOTATION_APP, LABEL_NAMESPACE, Owner, owned, owner_of
 from shoal.kube.controller import KubeController
-from shoal.kube.namespaces import kube_namespace
-from shoal.kube.owners import ANNOTATION_APP, LABEL_NAMESPACE, Owner, owned, owner_of
 from shoal.machinery.kubeconfig import context_namespace
 from shoal.machinery.names import QUALIFIED_NAME
 from shoal.model.base import Metadata, ResourceRef

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from shoal.kube import observing
-from shoal.kube.objects import ident
-from shoal.kube.owners import Owner, owned
+from shoal.copies import observing
+from shoal.copies.objects import ident
+from shoal.copies.owners import Owner, owned
 from shoal.model import observer_schema as rules
 
 ME = Owner("default", "web", "uid-1")

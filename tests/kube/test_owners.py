@@ -10,8 +10,7 @@ import pytest
 
 from shoal.client.kube import KubeCluster
 from shoal.client.rest import ShoalClient
-from shoal.kube.controller import KubeController
-from shoal.kube.owners import (
+from shoal.copies.owners import (
     ANNOTATION_APP,
     ANNOTATION_UID,
     LABEL_NAME,
@@ -24,6 +23,7 @@ from shoal.kube.owners import (
     owner_of,
     refusal,
 )
+from shoal.kube.controller import KubeController
 from shoal.machinery.names import QUALIFIED_NAME
 from shoal.model.base import ReasonCode, ResourceRef
 from shoal.model.events import Event

@@ -5,14 +5,14 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from shoal.kube.controller import triggered
-from shoal.kube.objects import (
+from shoal.copies.objects import (
     raw_watch_entries,
     tells_anything,
     unread,
     watch_entries,
     workload_health,
 )
+from shoal.kube.controller import triggered
 from shoal.model.base import ResourceRef
 from shoal.observer.controller import summarize_nodes
 from tests.kube.conftest import application

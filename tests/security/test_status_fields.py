@@ -20,8 +20,8 @@ import pytest
 from shoal.api.server import ApiServer, start_api
 from shoal.client.kube import KubeClients, KubeCluster
 from shoal.client.rest import ShoalClient
+from shoal.copies.owners import LABEL_UID, Owner
 from shoal.kube.controller import KubeController
-from shoal.kube.owners import LABEL_UID, Owner
 from shoal.model.kubernetes import Cluster
 from shoal.testing.sim import running_sim
 from shoal.testing.wait import wait_for

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from shoal.kube.owners import LABEL_UID, Owner
+from shoal.copies.owners import LABEL_UID, Owner
 from shoal.testing.wait import wait_for
 from tests.security.test_status_fields import (
     APPS,

@@ -13,13 +13,14 @@ from typing import Any
 
 from shoal.api.auth.audit import Audit
 from shoal.api.auth.authn import Authenticator, TokenCache, TokenCheck
+from shoal.api.auth.clusters import ClusterCredentials
 from shoal.api.auth.config import Security
 from shoal.api.auth.keystone import Keystone
 from shoal.api.auth.limits import PerUser
 from shoal.api.auth.oidc import OidcIssuer
 from shoal.api.auth.rbac import Authorizer, authorizer
 from shoal.api.auth.roles import ensure_defaults
-from shoal.api.auth.secrets import load_cipher
+from shoal.api.auth.secrets import Cipher, load_keys
 from shoal.api.auth.store import SecuredStore
 from shoal.store.base import Store
 
@@ -36,6 +37,7 @@ class Protection:
     authorizer: Authorizer
     limits: PerUser
     audit: Audit | None
+    clusters: ClusterCredentials | None = None  # None: no secrets key, no pull clusters
 
     def guard_options(self) -> dict[str, Any]:
         return {
@@ -43,6 +45,7 @@ class Protection:
             "authz": self.authorizer,
             "limits": self.limits,
             "audit": self.audit,
+            "store": self.store,
         }
 
     async def start(self) -> None:
@@ -57,10 +60,15 @@ class Protection:
 
 
 def protect(security: Security, store: Store) -> Protection:
-    cipher = load_cipher(security.secrets_key_file, security.secrets_key_env)
+    ring = load_keys(security.secrets_key_file, security.secrets_key_env)
+    cipher = Cipher(ring) if ring is not None else None
     sealed = SecuredStore(store, cipher)
     cache = TokenCache(time.time)
-    bearer: list[TokenCheck] = [cache.cached(OidcIssuer(o).check) for o in security.oidc]
+    clusters = (
+        ClusterCredentials(ring, security.cluster_credential_ttl) if ring is not None else None
+    )
+    bearer: list[TokenCheck] = [cache.cached(clusters.check)] if clusters is not None else []
+    bearer += [cache.cached(OidcIssuer(o).check) for o in security.oidc]
     keystone = cache.cached(Keystone(security.keystone).check) if security.keystone else None
     return Protection(
         security,
@@ -69,4 +77,5 @@ def protect(security: Security, store: Store) -> Protection:
         authorizer(security.authorization, sealed),
         PerUser(security.limits),
         Audit(security.audit) if security.audit else None,
+        clusters,
     )

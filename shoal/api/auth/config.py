@@ -94,6 +94,7 @@ class Security:
     limits: Limits = field(default_factory=Limits)
     cors_origin: str | None = None
     kubeconfig: CredentialPolicy | None = None  # None: the environment's (none allowed)
+    cluster_credential_ttl: float = 3600.0  # seconds a pull cluster's credential lasts
 
 
 # the file -------------------------------------------------------------------------------
@@ -183,6 +184,16 @@ class _Kubeconfig(_Shoal):
     allow_auth_provider: StrictBool = False
 
 
+class _Pull(_Shoal):
+    credential_ttl: float = Field(
+        default=3600.0,
+        ge=60,
+        le=7 * 24 * 3600,
+        description="Seconds a pull cluster's credential lasts; its agent renews it at half "
+        "that (docs/pull-mode.md)",
+    )
+
+
 class ApiFile(_Krake):
     """``api.yaml``: Krake's keys and Shoal's."""
 
@@ -193,6 +204,7 @@ class ApiFile(_Krake):
     audit: _Audit | None = None
     limits: Limits | None = None
     kubeconfig: _Kubeconfig | None = None
+    pull: _Pull | None = None
 
 
 def _path(value: str | None, base: Path, where: str) -> Path:
@@ -258,6 +270,7 @@ def security_of(data: ApiFile, base: Path = Path(".")) -> Security:
         audit=str(_path(audit, base, "audit.path")) if audit not in (None, "-") else audit,
         limits=data.limits or Limits(),
         cors_origin=authn.cors_origin,
+        cluster_credential_ttl=(data.pull or _Pull()).credential_ttl,
         kubeconfig=None
         if policy is None
         else CredentialPolicy(

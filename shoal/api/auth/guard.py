@@ -20,7 +20,7 @@ import orjson
 from starlette.responses import Response
 
 from shoal.api import body as door
-from shoal.api.auth import bodies
+from shoal.api.auth import bodies, clusters
 from shoal.api.auth.audit import Audit
 from shoal.api.auth.authn import (
     ANONYMOUS_USER,
@@ -32,7 +32,7 @@ from shoal.api.auth.authn import (
 from shoal.api.auth.config import Limits
 from shoal.api.auth.context import VISIBLE_NAMESPACE, WRITER_SEES_SECRETS
 from shoal.api.auth.limits import PerUser
-from shoal.api.auth.rbac import Authorizer, Grant
+from shoal.api.auth.rbac import NOTHING, Authorizer, Grant
 from shoal.api.auth.roles import COMPONENTS, component_user
 from shoal.api.auth.secrets import Path_, paths_of_resource, redact
 from shoal.api.auth.target import (
@@ -46,6 +46,8 @@ from shoal.api.auth.target import (
 )
 from shoal.machinery import confined
 from shoal.machinery.problems import problem
+from shoal.model import registry
+from shoal.store.base import NotFound, Store
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -56,6 +58,8 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 _WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 HOOK_CALL = re.compile(r"^/kubernetes/namespaces/[^/]+/applications/[^/]+/(complete|shutdown)$")
 """Krake's hook routes: a workload calls them with the token it was given, no login."""
+JOIN = "/kubernetes/join"
+"""A pull cluster's join: its bootstrap token, checked by the route, is its credential."""
 
 _COMPONENTS = frozenset(component_user(c) for c in COMPONENTS)
 """Shoal's own components: not held to the per-user rate (they batch their writes)."""
@@ -68,6 +72,7 @@ class Guard:
     authz: Authorizer
     limits: PerUser
     audit: Audit | None
+    store: Store | None = None  # reads the objects a cluster identity's field rules check
 
     @property
     def rbac(self) -> bool:
@@ -100,6 +105,16 @@ class Guard:
         try:
             user = await self.authn.authenticate(scope)
         except Unauthenticated as error:
+            joining = method == "POST" and scope["path"] == JOIN
+            if joining and _no_credentials(scope):
+                # a pull cluster joining: the bootstrap token in the body, checked by the
+                # route, is its credential (docs/pull-mode.md); joins share one rate
+                scope["shoal.user"] = ANONYMOUS_USER
+                if not self.limits.take(ANONYMOUS_USER.name, time.monotonic()):
+                    await _answer(scope, receive, send, 429, "joins: too many requests")
+                    return
+                await self.app(scope, receive, send)
+                return
             if method == "PUT" and HOOK_CALL.match(scope["path"]) and _no_credentials(scope):
                 # a workload calling its hook: the hook's token, checked by the route, is
                 # its credential (docs/clouds.md, "Application hooks"). Such calls share
@@ -113,7 +128,7 @@ class Guard:
             await _answer(scope, receive, send, 401, str(error))
             return
         if _header(scope, b"impersonate-user") is not None:
-            impersonated = self._impersonate(scope, user)
+            impersonated = None if clusters.identity(user) else self._impersonate(scope, user)
             if impersonated is None:
                 await _answer(scope, receive, send, 403, f"user {user.name!r} may not impersonate")
                 return
@@ -146,11 +161,16 @@ class Guard:
                     return
             receive = bodies.replay(raw, receive)
         path: str = scope["path"]
-        if path in ANY_USER:
+        own = clusters.identity(user)  # a pull cluster's agent: its own rules, nothing else
+        if path in ANY_USER and own is None:
             await self.app(scope, receive, send)
             return
         batch = BATCHES.get(path)
         if batch is not None and method == "POST":
+            if own is not None:
+                what = Target(batch.api, batch.resource, batch.verb, None, None, False)
+                await self._forbid(scope, receive, send, user, what)
+                return
             await self._batch(scope, receive, send, user, batch)
             return
         query: bytes = scope.get("query_string", b"")
@@ -166,7 +186,19 @@ class Guard:
                 await _answer(scope, receive, send, 422, checked)
                 return
             scope["query_string"] = checked
-        grant = self.authz.grant(user, what.api, what.resource, what.verb)
+        keep = None
+        if own is not None:
+            decision = clusters.decide(own, what)
+            if decision.refusal is not None:
+                await _answer(scope, receive, send, 403, decision.refusal)
+                return
+            keep = decision.keep
+            if keep is not None and what.verb not in _READS and not await self._keeps(what, keep):
+                await _answer(scope, receive, send, 403, f"{user.name}: not its own cluster's")
+                return
+            grant = Grant(False, frozenset({own.namespace}), False)
+        else:
+            grant = self.authz.grant(user, what.api, what.resource, what.verb)
         if what.every:
             # A write across namespaces (a batch of events) needs the right in every one.
             if not (grant.everywhere if what.verb == "create" else grant.any):
@@ -180,12 +212,12 @@ class Guard:
         secrets = paths_of_resource(what.api, what.plural)
         clear = None
         if secrets is not None:
-            clear = self.authz.grant(user, what.api, what.plural, "secrets")
+            clear = NOTHING if own else self.authz.grant(user, what.api, what.plural, "secrets")
             if clear.everywhere if what.every else clear.allows(what.namespace):
                 secrets = None
         WRITER_SEES_SECRETS.set(secrets is None)
-        if visible is not None or secrets is not None:
-            send = _Rewrite(send, visible, secrets, clear).send
+        if visible is not None or secrets is not None or keep is not None:
+            send = _Rewrite(send, visible, secrets, clear, keep).send
         if what.resource == "rescheduletasks" and what.verb == "create":
             stamped = bodies.stamp_requester(scope.get(door.SCOPE_KEY), user)
             if stamped is not None:
@@ -201,6 +233,18 @@ class Guard:
                 self.limits.close_watch(user.name)
             return
         await self.app(scope, receive, send)
+
+    async def _keeps(self, what: Target, keep: Callable[[Any], bool]) -> bool:
+        """Whether the stored object a write names passes ``keep`` (a cluster identity's
+        field rule: the object must name its cluster)."""
+        kind = registry.BY_PLURAL.get((what.api, what.plural))
+        if kind is None or what.name is None or self.store is None:
+            return False
+        try:
+            record = await self.store.get(kind.key(what.name, what.namespace))
+        except NotFound:
+            return False
+        return keep(orjson.loads(record.value))
 
     async def _forbid(
         self, scope: Scope, receive: Receive, send: Send, user: User, what: Target
@@ -275,6 +319,9 @@ class Guard:
             await send(message)
 
         return send_and_audit
+
+
+_READS = frozenset({"get", "list", "list_all", "watch"})
 
 
 def _NOTHING(namespace: str | None) -> bool:
@@ -357,6 +404,7 @@ class _Rewrite:
     visible: Grant | None
     secrets: tuple[Path_, ...] | None
     clear: Grant | None
+    own: Callable[[Any], bool] | None = None  # a cluster identity's field rule
     mode: str = ""
     start: Message | None = None
     body: list[bytes] = field(default_factory=list)
@@ -366,6 +414,8 @@ class _Rewrite:
         """False: drop the object; redacts it in place when the reader may not see secrets."""
         if not isinstance(obj, dict):
             return True
+        if self.own is not None and not self.own(obj):
+            return False
         namespace = (obj.get("metadata") or {}).get("namespace")
         if self.visible is not None and not self.visible.allows(namespace):
             return False
@@ -373,12 +423,14 @@ class _Rewrite:
             redact(obj, self.secrets)
         return True
 
-    def _document(self, raw: bytes) -> bytes:
+    def _document(self, raw: bytes) -> bytes | None:
+        """The answer rewritten; None: one object the reader may not see (a cluster
+        identity's field rule answers that it does not exist)."""
         data = orjson.loads(raw)
         if isinstance(data, dict) and isinstance(data.get("items"), list):
             data["items"] = [item for item in data["items"] if self._keep(item)]
         elif not self._keep(data):
-            return b"{}"
+            return None if self.own is not None else b"{}"
         return orjson.dumps(data)
 
     def _lines(self, chunk: bytes) -> bytes:
@@ -420,7 +472,12 @@ class _Rewrite:
                 return
             body = self._document(b"".join(self.body))
             assert self.start is not None
-            headers = [(k, v) for k, v in self.start.get("headers", ()) if k != b"content-length"]
+            start = self.start
+            if body is None:
+                hidden = problem(404, "not found")
+                body = bytes(hidden.body)
+                start = {**start, "status": 404, "headers": hidden.raw_headers}
+            headers = [(k, v) for k, v in start.get("headers", ()) if k != b"content-length"]
             headers.append((b"content-length", str(len(body)).encode()))
-            await self._send({**self.start, "headers": headers})
+            await self._send({**start, "headers": headers})
             await self._send({"type": "http.response.body", "body": body})

@@ -245,8 +245,12 @@ def new_key() -> str:
     return base64.b64encode(os.urandom(32)).decode()
 
 
-def load_cipher(key_file: Path | None, env: str | None) -> Cipher | None:
-    """The key ring from ``key_file``, else from the environment variable ``env``; else None."""
+def load_keys(key_file: Path | None, env: str | None) -> list[bytes] | None:
+    """The key ring from ``key_file``, else from the environment variable ``env``; else None.
+
+    The first key is the current one. Besides sealing secret fields, the ring signs the
+    credentials of pull clusters (``shoal.api.auth.clusters``), each with a key derived
+    from it."""
     text = None
     if key_file is not None:
         text = key_file.read_text()
@@ -254,5 +258,10 @@ def load_cipher(key_file: Path | None, env: str | None) -> Cipher | None:
         text = os.environ[env].replace(",", "\n")
     if text is None:
         return None
-    keys = [base64.b64decode(line.strip()) for line in text.splitlines() if line.strip()]
-    return Cipher(keys)
+    return [base64.b64decode(line.strip()) for line in text.splitlines() if line.strip()]
+
+
+def load_cipher(key_file: Path | None, env: str | None) -> Cipher | None:
+    """The cipher of the key ring from ``key_file``, else from ``env``; else None."""
+    keys = load_keys(key_file, env)
+    return Cipher(keys) if keys is not None else None

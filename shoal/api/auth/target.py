@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from shoal.model import registry
 
 # Paths anyone may read, and paths any authenticated user may read (no tenant data).
-PUBLIC = frozenset({"/healthz", "/readyz", "/ui"})
+PUBLIC = frozenset({"/healthz", "/readyz", "/ui", "/cluster-info"})  # the CA is no secret
 PUBLIC_PREFIX = "/ui/"  # the dashboard's static files; each API call it makes needs a token
 ANY_USER = frozenset({"/metrics", "/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc"})
 

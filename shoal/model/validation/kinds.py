@@ -52,7 +52,14 @@ def _common(obj: Kind) -> Iterator[Finding]:
 def _cluster(obj: Any) -> Iterator[Finding]:
     spec = obj.spec
     cloud = spec.constraints.cloud
-    if spec.kubeconfig is None:
+    if spec.mode == "pull":
+        if spec.kubeconfig is not None:
+            yield Finding(
+                "spec.kubeconfig",
+                "must be empty on a pull cluster: its agent dials the hub, which holds no "
+                "credential of it (docs/pull-mode.md)",
+            )
+    elif spec.kubeconfig is None:
         if not (spec.tosca or cloud.labels or cloud.metrics):  # else: to be built on a cloud
             yield Finding(
                 "spec.kubeconfig",

@@ -88,6 +88,10 @@ export function render(root, namespace, name) {
       h("dt", {}, "Labels"), h("dd", {}, chips(c.metadata.labels).length ? chips(c.metadata.labels) : h("span", { class: "muted" }, "none")),
       h("dt", {}, "Capacity"), h("dd", {}, capacity(c)),
       h("dt", {}, "Custom resources"), h("dd", {}, [...new Set([...(c.spec.custom_resources || []), ...(c.status.custom_resources || [])])].join(", ") || h("span", { class: "muted" }, "none")),
+      h("dt", {}, "Mode"), h("dd", {}, c.spec.mode === "pull" ? "pull (its agent dials the hub)" : "push (the hub dials it)"),
+      c.spec.mode === "pull" ? [
+        h("dt", {}, "Agent"), h("dd", {}, c.status.agent_version || h("span", { class: "muted" }, "not heard from yet")),
+        h("dt", {}, "Last heartbeat"), h("dd", {}, c.status.heartbeat ? `${ago(c.status.heartbeat)} ago` : h("span", { class: "muted" }, "none yet"))] : null,
       h("dt", {}, "Registered"), h("dd", {}, `${ago(c.metadata.created)} ago`)));
     const refs = c.spec.metrics || [];
     fill(metrics, refs.length ? h("table", { class: "plain" },

@@ -1,7 +1,7 @@
 // Clusters: state, labels, metrics with their current normalised values, applications,
 // nodes and capacity.
 
-import { badge, bytes, chips, countBy, fill, h, link, num, pageHead } from "../dom.js";
+import { ago, badge, bytes, chips, countBy, fill, h, link, num, pageHead } from "../dom.js";
 import { fleet, follow } from "../live.js";
 import { onValues, valueOf } from "../values.js";
 
@@ -58,7 +58,8 @@ export function render(root) {
     const clusters = fleet.clusters.values().sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
     if (!clusters.length) { fill(body, h("tr", {}, h("td", { colspan: 6, class: "empty" }, fleet.clusters.loaded ? "No clusters registered." : "Loading…"))); return; }
     fill(body, clusters.map((c) => h("tr", { dataset: { cluster: c.metadata.name } },
-      h("td", {}, link(c.metadata.name, "clusters", c.metadata.namespace, c.metadata.name), h("div", { class: "muted small" }, c.metadata.namespace)),
+      h("td", {}, link(c.metadata.name, "clusters", c.metadata.namespace, c.metadata.name), h("div", { class: "muted small" }, c.metadata.namespace,
+        c.spec.mode === "pull" ? ` · pull${c.status.heartbeat ? `, heartbeat ${ago(c.status.heartbeat)} ago` : ""}` : null)),
       h("td", {}, badge(c.status.state, c.status.reason ? c.status.reason.message : undefined),
         c.spec.unschedulable ? [" ", badge("CORDONED", "no new applications are placed here")] : null),
       h("td", {}, chips(c.metadata.labels)),

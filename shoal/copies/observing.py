@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from shoal.kube.objects import ident
-from shoal.kube.owners import owner_of
+from shoal.copies.objects import ident
+from shoal.copies.owners import owner_of
 from shoal.machinery.types import Obj
 from shoal.model import observer_schema as rules
 from shoal.model.kubernetes import Application

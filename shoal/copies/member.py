@@ -1,9 +1,9 @@
 """An application's objects in one member cluster: read, applied and deleted with owners.
 
-Reads come from the watch cache (``shoal.kube.watch``) when the watch of
+Reads come from the watch cache (``shoal.copies.watch``) when the watch of
 the object is live, from the cluster otherwise. Applies put the application's
 owner labels on every object and refuse one that another application owns
-(``shoal.kube.owners``); deletes remove only what the application owns, with
+(``shoal.copies.owners``); deletes remove only what the application owns, with
 the live object's uid as precondition, so one recreated meanwhile by somebody
 else survives. Objects claimed in this process but not yet seen by the watch
 (claimed from the owner check until the apply answers) count as owned, so
@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from shoal.client.kube import ClusterKey, KubeApiError, KubeCluster, KubeUnreachable
-from shoal.kube.objects import ident
-from shoal.kube.owners import (
+from shoal.copies.objects import ident
+from shoal.copies.owners import (
     Owner,
     describe,
     former_owner,
@@ -27,7 +27,7 @@ from shoal.kube.owners import (
     owner_of,
     refusal,
 )
-from shoal.kube.watch import ClusterWatches, ObjKey
+from shoal.copies.watch import ClusterWatches, ObjKey
 from shoal.machinery.types import Obj
 from shoal.model.base import ReasonCode
 

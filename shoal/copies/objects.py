@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shoal.kube.watch import ClusterKey, Entry
+from shoal.copies.watch import ClusterKey, Entry
 from shoal.machinery.names import is_kube_namespace
 from shoal.machinery.types import Obj
 from shoal.model.application_status import placed_on, runs_on
@@ -225,7 +225,7 @@ def _entries(
     """Each object on each cluster of the application's namespace (no other is watched).
 
     An object without a namespace is where ``status.kube_namespaces`` says it went on
-    that cluster (``shoal.kube.namespaces``); unrecorded, in the Kubernetes namespace
+    that cluster (``shoal.copies.namespaces``); unrecorded, in the Kubernetes namespace
     named after the application's, where a copy applied before the record ran (a
     namespace that is no Kubernetes name held none: such a cluster waits for its record).
     """

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from shoal.kube.objects import cleanup_ref
+from shoal.copies.objects import cleanup_ref
 from shoal.machinery.kubeconfig import DEFAULT_NAMESPACE as DEFAULT
 from shoal.machinery.kubeconfig import context_namespace
 from shoal.machinery.names import is_kube_namespace

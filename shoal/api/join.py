@@ -1,0 +1,189 @@
+"""Pull clusters join the hub: join tokens, the exchange, renewals, and the CA to pin.
+
+``POST /kubernetes/namespaces/{ns}/jointokens`` makes a bootstrap token (the right:
+``create`` on ``kubernetes/jointokens`` in that namespace). ``POST /kubernetes/join``
+takes the token, a name and labels, registers the Cluster in the token's namespace
+with ``spec.mode: pull`` and no kubeconfig, and answers with a credential of that
+cluster's own identity (``shoal.api.auth.clusters``); the guard lets this one route
+through without a login, the token is its credential. ``POST .../clusters/{name}/
+credential`` gives a cluster's agent a fresh credential for its valid one.
+``GET /cluster-info`` tells a joining agent the CA it must find pinned by its hash.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path as FilePath
+from typing import Any
+
+import orjson
+from fastapi import APIRouter, Body, Path, Request
+from pydantic import Field
+from starlette.responses import Response
+
+from shoal.api.auth import Protection, jointokens
+from shoal.api.auth.authn import User
+from shoal.api.auth.clusters import ClusterCredentials, Credential, identity
+from shoal.api.codec import rfc3339
+from shoal.api.resources import Resources
+from shoal.api.routes import StrictJsonRoute
+from shoal.machinery.names import MAX_OBJECT_NAME, OBJECT_NAME
+from shoal.machinery.problems import ProblemError
+from shoal.model.base import LabelKey, LabelValue, Metadata, Model
+from shoal.model.kubernetes import Cluster, ClusterSpec
+from shoal.store.base import AlreadyExists
+
+_NAME = OBJECT_NAME.pattern
+CLUSTER_INFO = "/cluster-info"
+
+
+class TokenRequest(Model):
+    ttl: float = Field(
+        default=jointokens.DEFAULT_TTL,
+        ge=60,
+        le=jointokens.MAX_TTL,
+        description="Seconds the token may be used (it registers one cluster, once).",
+    )
+
+
+class JoinRequest(Model):
+    token: str = Field(min_length=1, max_length=64, description="<id>.<secret>")
+    name: str = Field(min_length=1, max_length=MAX_OBJECT_NAME, pattern=_NAME)
+    labels: dict[LabelKey, LabelValue] = Field(default_factory=dict)
+    agent_version: str = Field(default="", max_length=64)
+
+
+def _moment(seconds: float) -> str:
+    return rfc3339(datetime.fromtimestamp(seconds, UTC))
+
+
+def _answer(credential: Credential, namespace: str, name: str) -> Response:
+    body = {
+        "credential": credential.token,
+        "expires": _moment(credential.expires),
+        "user": credential.user,
+        "namespace": namespace,
+        "name": name,
+    }
+    return Response(orjson.dumps(body), media_type="application/json")
+
+
+def _off() -> ProblemError:
+    return ProblemError(
+        501,
+        "pull clusters: this API has no secrets key (secrets.key_file), which signs their "
+        "credentials",
+    )
+
+
+def build_router(resources: Resources, security: Protection | None) -> APIRouter:
+    router = APIRouter(route_class=StrictJsonRoute)
+    credentials: ClusterCredentials | None = security.clusters if security else None
+    store = resources.store
+
+    async def create_token(
+        request: Request,
+        namespace: str = Path(min_length=1, max_length=MAX_OBJECT_NAME, pattern=_NAME),
+        body: TokenRequest = Body(default_factory=TokenRequest),
+    ) -> Response:
+        if credentials is None:
+            raise _off()
+        user = request.scope.get("shoal.user")
+        by = user.name if isinstance(user, User) else ""
+        made = await jointokens.create(store, namespace, body.ttl, by)
+        answer = {
+            "token": made.token,
+            "id": made.id,
+            "namespace": made.namespace,
+            "expires": _moment(made.expires),
+        }
+        return Response(orjson.dumps(answer), media_type="application/json")
+
+    router.add_api_route(
+        "/kubernetes/namespaces/{namespace}/jointokens",
+        create_token,
+        methods=["POST"],
+        name="create_jointokens",
+        summary="A bootstrap token that joins one pull cluster to this namespace, once",
+        tags=["kubernetes"],
+    )
+
+    async def join(body: JoinRequest) -> Response:
+        if credentials is None:
+            raise _off()
+        claim = await jointokens.consume(store, body.token, body.name)
+        cluster = Cluster(
+            metadata=Metadata(name=body.name, namespace=claim.namespace, labels=body.labels),
+            spec=ClusterSpec(mode="pull"),
+        )
+        try:
+            await resources.create(Cluster, cluster, claim.namespace)
+        except AlreadyExists:
+            await jointokens.release(store, claim)
+            raise ProblemError(
+                409,
+                f"name: cluster {claim.namespace}/{body.name} exists; the token is not used",
+                errors=[{"field": "name", "reason": "a cluster of that name exists"}],
+            ) from None
+        except BaseException:
+            await jointokens.release(store, claim)
+            raise
+        stored = await resources.get(Cluster, body.name, claim.namespace)
+        uid = stored.metadata.uid or ""
+        return _answer(credentials.issue(claim.namespace, body.name, uid), claim.namespace,
+                       body.name)  # fmt: skip
+
+    router.add_api_route(
+        "/kubernetes/join",
+        join,
+        methods=["POST"],
+        name="join_cluster",
+        summary="Register a pull cluster with a join token; answers its own credential",
+        tags=["kubernetes"],
+    )
+
+    async def renew(
+        request: Request,
+        namespace: str = Path(min_length=1, max_length=MAX_OBJECT_NAME, pattern=_NAME),
+        name: str = Path(min_length=1, max_length=MAX_OBJECT_NAME, pattern=_NAME),
+    ) -> Response:
+        if credentials is None:
+            raise _off()
+        user = request.scope.get("shoal.user")
+        own = identity(user if isinstance(user, User) else None)
+        if own is None or (own.namespace, own.name) != (namespace, name):
+            raise ProblemError(403, "only the cluster's own credential renews it")
+        token = (request.headers.get("authorization") or "").partition(" ")[2].strip()
+        claims = credentials.claims(token)
+        stored = await resources.get(Cluster, name, namespace)
+        if claims is None or claims.get("uid") != stored.metadata.uid:
+            raise ProblemError(403, "the credential is of a cluster of that name now gone")
+        if stored.spec.mode != "pull" or stored.metadata.deleted is not None:
+            raise ProblemError(403, f"cluster {namespace}/{name} is no pull cluster now")
+        return _answer(credentials.issue(namespace, name, stored.metadata.uid or ""), namespace,
+                       name)  # fmt: skip
+
+    router.add_api_route(
+        "/kubernetes/namespaces/{namespace}/clusters/{name}/credential",
+        renew,
+        methods=["POST"],
+        name="renew_cluster_credential",
+        summary="A fresh credential for a pull cluster's agent, in exchange for its valid one",
+        tags=["kubernetes"],
+    )
+
+    tls = security.security.tls if security is not None else None
+    ca = FilePath(tls.client_ca).read_text() if tls is not None and tls.client_ca else None
+
+    async def cluster_info() -> dict[str, Any]:
+        return {"ca": ca}
+
+    router.add_api_route(
+        CLUSTER_INFO,
+        cluster_info,
+        methods=["GET"],
+        name="cluster_info",
+        summary="The CA of this API, for a joining agent to check against its pinned hash",
+        tags=["kubernetes"],
+    )
+    return router

@@ -1,0 +1,83 @@
+"""A copy of an application on one member cluster: what to run there, and how it runs.
+
+``CopySpec`` is everything the applier of one cluster (``shoal.copies.applier``) needs to
+run an application's copy there, computed on the hub by the planner (``shoal.kube.planner``)
+from the application, its placement and its hooks: the objects exactly as they are applied.
+``CopyReport`` is what the applier answers: the copy's status (``CopyStatus``) and what the
+application's status keeps of it. Both are plain JSON, so that a copy can be carried to an
+applier that runs beside the member cluster rather than on the hub.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from shoal.machinery.types import Obj
+from shoal.model.base import Model, ResourceRef
+from shoal.model.kubernetes import ContainerHealth, CopyStatus
+
+
+class CopyOwner(Model):
+    """The application a copy belongs to, as its objects' owner labels name it."""
+
+    namespace: str
+    name: str
+    uid: str
+
+
+class CopySpec(Model):
+    """One application's copy on one cluster, ready to apply."""
+
+    owner: CopyOwner
+    cluster: ResourceRef
+    kube_namespace: str = Field(description="Where its objects without a namespace go.")
+    manifest: list[Obj] = Field(
+        description="The objects as applied: the share, the overrides and the hooks in."
+    )
+    observer_schema: list[Obj] = Field(
+        default_factory=list, description="The observer schema in force for ``manifest``."
+    )
+    replicas: int | None = Field(default=None, description="Its share (None: the manifest's).")
+    overwrite: bool = Field(default=False, description="``spec.conflict_resolution``.")
+    previous: list[Obj] = Field(
+        default_factory=list,
+        description="What the application's status says was applied here last, observed "
+        "fields included: they are applied again as they were, what the manifest no longer "
+        "has is pruned, and objects without an owner among them are its own (from Krake).",
+    )
+    observed: list[Obj] = Field(
+        default_factory=list,
+        description="The last observation recorded (``last_observed_manifest``): an applier "
+        "started afresh goes on from it when the cluster still matches.",
+    )
+    prune: bool = Field(
+        default=False, description="Remove what ``previous`` has and ``manifest`` no longer has."
+    )
+    own: list[Obj] = Field(
+        default_factory=list,
+        description="Objects its application's status says it applied here: found without "
+        "an owner (imported from Krake), they are labelled its own.",
+    )
+
+
+class Taken(Model):
+    """An object taken over from another application of the same namespace."""
+
+    what: str
+    owner: str
+
+
+class CopyReport(CopyStatus):
+    """How the copy runs after an apply or a look (``CopyStatus``'s fields), and what the
+    application's status keeps of it."""
+
+    ready: bool = False
+    health: ContainerHealth = Field(default_factory=ContainerHealth)
+    services: dict[str, str] = Field(
+        default_factory=dict, description="Each Service's address from outside the cluster."
+    )
+    last_applied_manifest: list[Obj] = Field(default_factory=list)
+    last_observed_manifest: list[Obj] = Field(default_factory=list)
+    applied: bool = Field(default=False, description="Something was applied (not only read).")
+    drifted: list[str] = Field(default_factory=list, description="Objects changed by others.")
+    taken: list[Taken] = Field(default_factory=list)
