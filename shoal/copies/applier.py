@@ -26,7 +26,7 @@ from shoal.copies.objects import combined_health, ident, workload_health
 from shoal.copies.owners import LABEL_UID, Owner, owned, owner_of
 from shoal.machinery.types import Obj
 from shoal.model.base import ReasonCode, ResourceRef
-from shoal.model.copies import CopyOwner, CopyReport, CopySpec, Taken
+from shoal.model.copies import CopyReport, CopySpec, Taken
 from shoal.model.kubernetes import ApplicationState
 from shoal.model.placement import REPLICA_FIELDS
 
@@ -50,11 +50,7 @@ Timer = Callable[[str, Awaitable[Applied]], Awaitable[Applied]]
 
 def owner(spec: CopySpec) -> Owner:
     """The owner the copy's objects are labelled with."""
-    return Owner(spec.owner.namespace, spec.owner.name, spec.owner.uid)
-
-
-def copy_owner(me: Owner) -> CopyOwner:
-    return CopyOwner.model_construct(namespace=me.namespace, name=me.name, uid=me.uid)
+    return Owner(spec.app_namespace, spec.app_name, spec.app_uid)
 
 
 class NoAddress(Exception):
@@ -100,7 +96,7 @@ class Applier:
         application owns an object), else ``code`` (``KUBERNETES_ERROR`` for a read).
         """
         me = owner(spec)
-        schemas = spec.observer_schema
+        schemas = spec.observer_schema or observing.default_schemas(spec.manifest)
         state = self._copies.get(me.uid)
         manifest = observing.to_apply(
             spec.manifest, schemas, state.applied if state is not None else spec.previous
@@ -154,7 +150,8 @@ class Applier:
         """After a restart: the copy as its last observation says, when what runs matches
         it (``observing.resumed``); None when it must be applied."""
         lives = await self.members.read_all(self.kube, self.key, marked, spec.kube_namespace)
-        base = observing.resumed(spec.observer_schema, marked, lives, spec.observed)
+        schemas = spec.observer_schema or observing.default_schemas(spec.manifest)
+        base = observing.resumed(schemas, marked, lives, spec.observed)
         if base is None:
             return None
         state = _State(manifest, base, spec.observed)

@@ -33,6 +33,11 @@ def schemas(app: Application, manifest: list[Obj]) -> list[Obj]:
     return rules.mangled(app.spec.observer_schema, manifest)
 
 
+def default_schemas(manifest: list[Obj]) -> list[Obj]:
+    """The schema of a copy given none: each object's default (``rules.default_schema``)."""
+    return rules.mangled([], manifest)
+
+
 def to_apply(manifest: list[Obj], schemas: list[Obj], previous: list[Obj]) -> list[Obj]:
     """``manifest`` with the observed fields an earlier apply recorded in ``previous``."""
     if not previous:

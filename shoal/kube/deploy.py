@@ -55,20 +55,19 @@ scheduler moves its share meanwhile."""
 
 def _phase(app: Application, specs: list[CopySpec]) -> tuple[ApplicationState, ReasonCode]:
     """The state the application is in while its copies are applied, and the reason code
-    of a failure meanwhile."""
-    status = app.status
-    had = {ref_key(ref) for ref in runs_on(status)}
+    of a failure meanwhile (one copy that changed nothing: RUNNING, see ``_one_waits``)."""
+    had = {ref_key(ref) for ref in runs_on(app.status)}
     if not had:
         return ApplicationState.CREATING, ReasonCode.CREATE_FAILED
     if any(ref_key(spec.cluster) not in had for spec in specs):
         return ApplicationState.MIGRATING, ReasonCode.CREATE_FAILED
-    if len(specs) == 1 and not status.placements:
-        spec = specs[0]
-        manifest = observing.to_apply(spec.manifest, spec.observer_schema, spec.previous)
-        if manifest != status.last_applied_manifest:
-            return ApplicationState.RECONCILING, ReasonCode.RECONCILE_FAILED
-        return ApplicationState.RUNNING, ReasonCode.RECONCILE_FAILED
     return ApplicationState.RECONCILING, ReasonCode.RECONCILE_FAILED
+
+
+def _changed(app: Application, spec: CopySpec) -> bool:
+    """The one copy applies something else than its status says it applied."""
+    manifest = observing.to_apply(spec.manifest, spec.observer_schema, spec.previous)
+    return manifest != app.status.last_applied_manifest
 
 
 def _grows(spec: CopySpec, copy: CopyStatus | None) -> bool:
@@ -172,12 +171,13 @@ class _Run:
             self.reports[where] = report
             _add(self.health, report.health)
             ready_all = ready_all and report.ready
-            self.copies[where] = CopyStatus(
-                cluster=spec.cluster,
-                replicas=spec.replicas,
-                ready_replicas=report.ready_replicas,
-                state=ApplicationState.RUNNING if report.ready else self.phase,
-            )
+            if self.several:
+                self.copies[where] = CopyStatus(
+                    cluster=spec.cluster,
+                    replicas=spec.replicas,
+                    ready_replicas=report.ready_replicas,
+                    state=ApplicationState.RUNNING if report.ready else self.phase,
+                )
         return ready_all
 
     async def apply(self, spec: CopySpec) -> CopyReport:
@@ -227,8 +227,8 @@ async def _one_waits(hub: Hub, app: Application, run: _Run, spec: CopySpec) -> N
         hub.queue.add_after(key, hub.progress_delay - waited)
         return
     progress: dict[str, Any] = {"container_health": run.health, "deploy_reason": None}
-    if phase is not ApplicationState.RUNNING:
-        progress["deploy_state"] = phase
+    if phase is not ApplicationState.RECONCILING or _changed(app, spec):
+        progress["deploy_state"] = phase  # a copy that runs as applied keeps its state
     await hub.write(app, progress)
     watched = hub.watches is not None and hub.watches.watched(key, ref_key(spec.cluster))
     hub.queue.add_after(key, max(hub.poll_interval, hub.fallback) if watched else (

@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from shoal.copies import observing
-from shoal.copies.applier import copy_owner
 from shoal.copies.namespaces import kube_namespace
 from shoal.copies.objects import ref_key
 from shoal.copies.owners import Owner
@@ -54,9 +53,11 @@ def copies(app: Application, settings: HookSettings, cluster_of: ClusterOf) -> l
     overrides = app.spec.placement.overrides if app.spec.placement is not None else []
     out = []
     for index, (ref, share) in enumerate(where):
-        cluster = cluster_of(ref)
-        labels = dict(cluster.metadata.labels) if cluster is not None else {}
-        objects = copy_for(manifest, shares, index, labels, overrides)
+        objects = manifest
+        if share is not None or overrides:  # else the whole manifest, as it is
+            cluster = cluster_of(ref)
+            labels = dict(cluster.metadata.labels) if cluster is not None else {}
+            objects = copy_for(manifest, shares, index, labels, overrides)
         out.append(copy_on(app, ref, objects, cluster_of, replicas=share, alone=len(where) == 1))
     return out
 
@@ -83,7 +84,9 @@ def copy_on(
     here = alone and status.running_on == ref
     listed = here or any(ref_key(c.cluster) == ref_key(ref) for c in status.copies)
     return CopySpec.model_construct(
-        owner=copy_owner(Owner.of(app)),
+        app_namespace=app.metadata.namespace or "default",
+        app_name=app.metadata.name,
+        app_uid=app.metadata.uid or "",
         cluster=ref,
         kube_namespace=kube_namespace(app, ref, cluster_of(ref)),
         manifest=manifest,
@@ -101,7 +104,9 @@ def removal(owner: Owner, ref: ResourceRef, objects: list[Obj], namespace: str) 
     """The copy of ``objects`` on ``ref`` (its objects without a namespace in ``namespace``),
     to be removed."""
     return CopySpec.model_construct(
-        owner=copy_owner(owner),
+        app_namespace=owner.namespace,
+        app_name=owner.name,
+        app_uid=owner.uid,
         cluster=ref,
         kube_namespace=namespace,
         manifest=objects,

@@ -20,25 +20,21 @@ from shoal.model.base import Kind, Model, Reason, ResourceRef
 from shoal.model.kubernetes import ApplicationState, ContainerHealth, CopyStatus
 
 
-class CopyOwner(Model):
-    """The application a copy belongs to, as its objects' owner labels name it."""
-
-    namespace: str
-    name: str
-    uid: str
-
-
 class CopySpec(Model):
     """One application's copy on one cluster, ready to apply."""
 
-    owner: CopyOwner
+    app_namespace: str = Field(description="The application's namespace: with its name and")
+    app_name: str = Field(description="uid, what the copy's owner labels name.")
+    app_uid: str
     cluster: ResourceRef
     kube_namespace: str = Field(description="Where its objects without a namespace go.")
     manifest: list[Obj] = Field(
         description="The objects as applied: the share, the overrides and the hooks in."
     )
     observer_schema: list[Obj] = Field(
-        default_factory=list, description="The observer schema in force for ``manifest``."
+        default_factory=list,
+        description="The observer schema in force for ``manifest`` (empty: each object's "
+        "default schema).",
     )
     replicas: int | None = Field(default=None, description="Its share (None: the manifest's).")
     overwrite: bool = Field(default=False, description="``spec.conflict_resolution``.")

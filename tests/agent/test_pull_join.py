@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -45,10 +46,17 @@ class Hub:
 @pytest.fixture
 async def hub() -> AsyncIterator[Hub]:
     """The API with the security ``shoal up --tls`` ships: its CA, its certificate."""
+    async with serving() as made:
+        yield made
+
+
+@contextlib.asynccontextmanager
+async def serving(credential_ttl: float = 3600.0) -> AsyncIterator[Hub]:
     setup = shipped.setup()
     directory = setup.directory
     tls = Tls(directory / "api.crt", directory / "api.key", directory / "ca.crt")
-    security = dataclasses.replace(shipped.security(), tls=tls)
+    security = dataclasses.replace(shipped.security(), tls=tls,
+                                   cluster_credential_ttl=credential_ttl)  # fmt: skip
     server = await start_api("sqlite://:memory:", security=security)
     ca = (directory / "ca.crt").read_text()
     admin = ShoalClient(server.url, token=shipped.token("admin"), ssl_context=joining.trust(ca))
@@ -237,3 +245,32 @@ async def test_shoal_join_as_a_process(
         finally:
             joined.send_signal(signal.SIGTERM)
             await joined.wait()
+
+
+async def test_the_agent_renews_its_credential_before_it_expires(tmp_path: Path) -> None:
+    """Credentials of 3 s: the agent keeps writing well past the first one's expiry, each
+    renewal kept in the state directory."""
+    async with serving(credential_ttl=3.0) as short, running_sim(clusters=["edge"], nodes=1) as sim:
+        state = tmp_path / "state"
+        join = Join(short.server.url, "edge-7", state, sim.kubeconfig("edge"),
+                    token=await short.token(), ca_hash=short.ca_hash, every=0.2)  # fmt: skip
+        async with agent(join) as running:
+            first = joining.load(state)
+            assert first is not None
+
+            async def renewed_twice() -> bool:
+                now = joining.load(state)
+                return now is not None and now.expires > first.expires + 1.0
+
+            await wait_for(renewed_twice, timeout=20)
+            loop = asyncio.get_running_loop()
+            past = loop.time() + max(0.0, first.expires - time.time()) + 0.5
+            await wait_for(lambda: loop.time() > past, timeout=10)  # the first one expired
+            before = (await short.admin.get(Cluster, "edge-7", "default")).status.heartbeat
+
+            async def still_beating() -> bool:
+                found = await short.admin.get(Cluster, "edge-7", "default")
+                return found.status.heartbeat != before
+
+            await wait_for(still_beating)
+            assert not running.done()

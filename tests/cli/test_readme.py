@@ -112,3 +112,63 @@ async def test_readme_quick_start(tmp_path: Path) -> None:
     for line in _blocks("text")[0].splitlines():
         assert line.strip() in banner, (line, banner)
     assert "Traceback" not in banner
+
+
+def pull_lines() -> list[str]:
+    """README's lines that join one more simulated cluster by hand in pull mode."""
+    block = next(b for b in _blocks("sh") if "join-token create" in b)
+    return [line for line in block.splitlines() if line.strip()]
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+async def test_readme_joins_a_pull_cluster_by_hand(tmp_path: Path) -> None:
+    """``shoal up --tls --pull-clusters 1``, then README's lines as written: pull-1 and the
+    cluster joined by hand both ONLINE in pull mode."""
+    bin_dir = str(Path(sys.executable).parent)
+    env = {"PATH": f"{bin_dir}{os.pathsep}/usr/bin:/bin", "HOME": str(tmp_path),
+           "COLUMNS": "200", "PYTHONPATH": str(ROOT)}  # fmt: skip
+    up = await process("up", "--port", str(up_port()), "--tls", "--pull-clusters", "1",
+                       "--clusters", "1", "--nodes", "2", "--no-demo", env=env,
+                       cwd=tmp_path)  # fmt: skip
+    started: list[asyncio.subprocess.Process] = []
+    try:
+        config = tmp_path / "data" / "security" / "config.yaml"
+        await wait_for(lambda: config.exists() or up.returncode is not None, timeout=120,
+                       message="shoal up's banner")  # fmt: skip
+        assert up.returncode is None, "shoal up stopped"
+        *background, listing = pull_lines()
+        for line in background:  # each ends with "&": started, left running
+            assert line.endswith("&"), line
+            started.append(await asyncio.create_subprocess_exec(
+                "bash", "-c", f"exec {line.removesuffix('&').strip()}", cwd=tmp_path, env=env,
+                stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL))  # fmt: skip
+            if "shoal sim" in line:
+                kubeconfig = tmp_path / "edge" / "edge-0.yaml"
+                await wait_for(kubeconfig.exists, timeout=60, message="the sim's kubeconfig")
+
+        async def both_online() -> bool:
+            code, lines = await _shell(listing, tmp_path, env)
+            assert code == 0, lines
+            header = lines[0].split() if lines else []
+            rows = {line.split()[0]: line.split() for line in lines[1:]}
+            ready = [rows.get(name) for name in ("edge-1", "pull-1")]
+            if "MODE" in header and all(
+                row is not None and row[1] == "ONLINE" and row[header.index("MODE")] == "pull"
+                for row in ready
+            ):
+                return True
+            print("not yet:", lines)  # shown when it never matches
+            return False
+
+        await wait_for(both_online, timeout=120, interval=1.0, message="edge-1 and pull-1")
+        assert (tmp_path / "edge" / "state" / "credential.json").exists()
+    finally:
+        for proc in started:
+            proc.terminate()
+            await proc.wait()
+        if up.returncode is None:
+            up.send_signal(2)
+        out, _ = await asyncio.wait_for(up.communicate(), 60)
+        print(out.decode()[-3000:])

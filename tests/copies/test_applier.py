@@ -1,0 +1,140 @@
+"""The Applier runs a copy on one member cluster from a CopySpec alone: no Shoal API.
+
+Each test talks to a real ``shoal sim`` cluster and reads back, through the cluster's own
+API, what the applier left there; none starts a Shoal API, so what the applier does it
+does with the member cluster's credentials only (what a member cluster's agent will do).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from shoal.client.kube import KubeClients, KubeCluster
+from shoal.copies.applier import Applier
+from shoal.copies.member import KubeFailure, Members
+from shoal.copies.owners import Owner, owner_of
+from shoal.model.base import Metadata, ReasonCode, ResourceRef
+from shoal.model.copies import CopySpec
+from shoal.model.kubernetes import ApplicationState, Cluster, ClusterSpec
+from shoal.sim.server import SimServer
+from shoal.testing import fleet
+from shoal.testing.sim import running_sim
+from shoal.testing.wait import wait_for
+
+pytestmark = pytest.mark.integration
+
+NS = "default"
+EDGE = ResourceRef(api="kubernetes", kind="Cluster", namespace=NS, name="edge")
+
+
+@pytest.fixture
+async def sim() -> AsyncIterator[SimServer]:
+    async with running_sim(clusters=["edge"], nodes=2, pod_start_delay=0.1) as server:
+        yield server
+
+
+@pytest.fixture
+async def kube(sim: SimServer) -> AsyncIterator[KubeCluster]:
+    clients = KubeClients(timeout=2.0)
+    cluster = Cluster(
+        metadata=Metadata(name="edge", namespace=NS),
+        spec=ClusterSpec(kubeconfig=sim.fleet.kubeconfig("edge")),
+    )
+    try:
+        yield await clients.get(cluster)
+    finally:
+        await clients.close()
+
+
+@pytest.fixture
+def existing() -> set[str]:
+    """The uids of the applications that exist (what Shoal's store would say)."""
+    return set()
+
+
+@pytest.fixture
+def applier(kube: KubeCluster, existing: set[str]) -> Applier:
+    return Applier(kube, EDGE, Members(None, lambda owner: owner.uid in existing))
+
+
+def spec(name: str, uid: str, replicas: int = 2, **fields: Any) -> CopySpec:
+    """A copy as the planner gives it, carried as JSON (as it would reach an agent)."""
+    made = CopySpec(
+        app_namespace=NS,
+        app_name=name,
+        app_uid=uid,
+        cluster=EDGE,
+        kube_namespace=NS,
+        manifest=[fleet.deployment(name, "nginx:1", replicas=replicas)],
+        replicas=replicas,
+        **fields,
+    )
+    return CopySpec.model_validate_json(made.model_dump_json())
+
+
+async def _live(kube: KubeCluster, name: str) -> dict[str, Any] | None:
+    return await kube.read(fleet.deployment(name, "nginx:1"), NS)
+
+
+async def _ready(applier: Applier, copy: CopySpec) -> Any:
+    report = await applier.apply(copy, ReasonCode.CREATE_FAILED)
+    return report if report.ready else None
+
+
+async def test_a_copy_is_applied_reported_and_then_only_read(
+    applier: Applier, kube: KubeCluster
+) -> None:
+    copy = spec("web", "uid-web", replicas=2)
+    first = await applier.apply(copy, ReasonCode.CREATE_FAILED)
+    assert first.applied and first.cluster == EDGE and first.replicas == 2
+    live = await _live(kube, "web")
+    assert live is not None and owner_of(live) == Owner(NS, "web", "uid-web")
+    assert live["spec"]["replicas"] == 2
+
+    report = await wait_for(lambda: _ready(applier, copy), timeout=20, message="web ready")
+    assert not report.applied  # unchanged: read, not applied again
+    assert report.state is ApplicationState.RUNNING and report.ready_replicas == 2
+    assert report.health.running_pods == 2
+    assert [o["kind"] for o in report.last_applied_manifest] == ["Deployment"]
+
+
+async def test_drift_is_repaired_and_reported(applier: Applier, kube: KubeCluster) -> None:
+    copy = spec("api", "uid-api", replicas=1)
+    await applier.apply(copy, ReasonCode.CREATE_FAILED)
+    await kube.delete(fleet.deployment("api", "nginx:1"), NS)
+    assert await _live(kube, "api") is None
+
+    report = await applier.apply(copy, ReasonCode.RECONCILE_FAILED)
+    assert report.applied and report.drifted == ["Deployment api"]
+    assert await _live(kube, "api") is not None
+
+
+async def test_another_applications_object_is_refused(
+    applier: Applier, existing: set[str]
+) -> None:
+    existing.update({"uid-first", "uid-second"})
+    await applier.apply(spec("db", "uid-first", replicas=1), ReasonCode.CREATE_FAILED)
+    with pytest.raises(KubeFailure) as refused:
+        await applier.apply(spec("db", "uid-second", replicas=1), ReasonCode.CREATE_FAILED)
+    assert refused.value.code is ReasonCode.CONFLICT
+    assert "uid-first" in str(refused.value) and "edge" in str(refused.value)
+
+
+async def test_remove_and_prune_touch_only_what_they_must(
+    applier: Applier, kube: KubeCluster, existing: set[str]
+) -> None:
+    existing.update({"uid-kept", "uid-gone"})
+    kept, gone = spec("kept", "uid-kept", replicas=1), spec("gone", "uid-gone", replicas=1)
+    for copy in (kept, gone):
+        await applier.apply(copy, ReasonCode.CREATE_FAILED)
+
+    pruned = await applier.prune({("apps/v1", "Deployment")}, lambda o: o.uid == "uid-kept")
+    assert pruned == 1
+    assert await _live(kube, "gone") is None and await _live(kube, "kept") is not None
+
+    assert await applier.remove(kept) == 1
+    assert await _live(kube, "kept") is None
+    assert await applier.remove(kept) == 0  # nothing left: done
