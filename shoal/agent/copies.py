@@ -93,7 +93,7 @@ class CopyRunner:
     def _exists(self, owner: Owner) -> bool:
         """An application with a copy here (the owner check when another one's object is
         found in the way)."""
-        return any(c.spec.owner.uid == owner.uid for c in self.informer.items())
+        return any(c.spec.app_uid == owner.uid for c in self.informer.items())
 
     def _changed(self, copy: Copy, old: Copy | None = None) -> None:
         if old is not None and old.spec == copy.spec and old.metadata.deleted == (
@@ -112,7 +112,7 @@ class CopyRunner:
         if task is not None:
             task.cancel()
         self._wake.pop(key, None)
-        self.applier.forget(copy.spec.owner.uid)
+        self.applier.forget(copy.spec.app_uid)
 
     async def run(self) -> None:
         """Follow the copies (the informer) and prune after each listing."""
@@ -143,7 +143,7 @@ class CopyRunner:
                 api_version, kind = obj.get("apiVersion"), obj.get("kind")
                 if isinstance(api_version, str) and isinstance(kind, str):
                     kinds.add((api_version, kind))
-        uids = {copy.spec.owner.uid for copy in copies}
+        uids = {copy.spec.app_uid for copy in copies}
         pruned = await self.applier.prune(kinds, lambda owner: owner.uid in uids)
         self.prunes += 1
         if pruned:

@@ -271,7 +271,7 @@ class KubeController(Controller):
         """A pull cluster's agent answered (or removed) a copy: its application looks again."""
         meta = copy.metadata
         if old is None or old.status != copy.status or old.metadata.deleted != meta.deleted:
-            self.queue.add((copy.metadata.namespace, copy.spec.owner.name))
+            self.queue.add((copy.metadata.namespace, copy.spec.app_name))
 
     async def _cluster_deleted(self, cluster: Cluster) -> None:
         pulled = self.pulled.pop(cache_key(cluster), None)

@@ -104,13 +104,13 @@ class PulledCopies:
 
     async def apply(self, spec: CopySpec, code: ReasonCode) -> CopyReport:
         """Write the copy when it changed; the agent's report of it."""
-        name = copy_name(spec.owner.name, spec.cluster.name)
+        name = copy_name(spec.app_name, spec.cluster.name)
         copy = self.current(name)
-        if copy is not None and copy.spec.owner.uid != spec.owner.uid:
+        if copy is not None and copy.spec.app_uid != spec.app_uid:
             # an application of the same name, deleted: its copy goes first
             await self._delete(copy)
             raise KubeFailure(code, f"cluster {spec.cluster.name}: the copy of an earlier "
-                                    f"application {spec.owner.name} is still being removed")
+                                    f"application {spec.app_name} is still being removed")
         if copy is not None and copy.metadata.deleted is not None:
             raise KubeFailure(code, f"cluster {spec.cluster.name}: its earlier copy is still "
                                     "being removed by the cluster's agent")  # fmt: skip
@@ -145,8 +145,8 @@ class PulledCopies:
         here again no longer has) is the agent's to prune when it applies the new one."""
         if not whole:
             return 0
-        copy = self.current(copy_name(spec.owner.name, spec.cluster.name))
-        if copy is None or copy.spec.owner.uid != spec.owner.uid:
+        copy = self.current(copy_name(spec.app_name, spec.cluster.name))
+        if copy is None or copy.spec.app_uid != spec.app_uid:
             return 0
         if copy.metadata.deleted is None:
             await self._delete(copy)

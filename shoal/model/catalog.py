@@ -176,7 +176,7 @@ CATALOG: tuple[Entry, ...] = (
         (
             NAMESPACE,
             NAME,
-            Column("APPLICATION", "spec.owner.name"),
+            Column("APPLICATION", "spec.app_name"),
             Column("CLUSTER", "spec.cluster", "ref"),
             Column("GENERATION", "spec.generation"),
             Column("ANSWERED", "status.generation"),

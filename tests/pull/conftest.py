@@ -104,6 +104,7 @@ class Member:
     kubeconfig: Path
     state_dir: Path
     log: Path
+    labels: dict[str, str] = dataclasses.field(default_factory=dict)
     process: subprocess.Popen[bytes] | None = None
 
     def start(self, token: str | None = None) -> None:
@@ -112,6 +113,8 @@ class Member:
                 "--every", "0.3", "--log-level", "info"]  # fmt: skip
         if token is not None:
             args += ["--token", token, "--ca-hash", ca_hash(self.hub.ca)]
+            for key, value in self.labels.items():
+                args += ["-l", f"{key}={value}"]
         self.process = launch.spawn_shoal(*args, log=self.log)
 
     def kill(self) -> None:
@@ -157,14 +160,10 @@ def members(hub: Hub, sim: SimServer, tmp_path: Path) -> Iterator[Any]:
         config = tmp_path / f"{name}.yaml"
         config.write_text(yaml.safe_dump(sim.kubeconfig(name)))
         member = Member(name, sim, hub, config, tmp_path / f"{name}-state",
-                        tmp_path / f"{name}.log")  # fmt: skip
+                        tmp_path / f"{name}.log", labels)  # fmt: skip
         made.append(member)
         member.start(await hub.token())
-        await wait_for(lambda: _online(hub, name), timeout=60)
-        if labels:
-            cluster = await hub.admin.get(Cluster, name, NS)
-            cluster.metadata.labels.update(labels)
-            await hub.admin.update(cluster)
+        await wait_for(lambda: online(hub, name), timeout=60)
         return member
 
     yield join
@@ -172,7 +171,7 @@ def members(hub: Hub, sim: SimServer, tmp_path: Path) -> Iterator[Any]:
         member.kill()
 
 
-async def _online(hub: Hub, name: str) -> bool:
+async def online(hub: Hub, name: str) -> bool:
     with contextlib.suppress(Exception):
         return await hub.state(name) is ClusterState.ONLINE
     return False

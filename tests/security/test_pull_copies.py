@@ -20,7 +20,7 @@ def copy_body(app: str, cluster: str) -> dict[str, Any]:
     return {
         "api": "kubernetes", "kind": "Copy",
         "metadata": {"name": f"{app}:{cluster}", "finalizers": ["shoal.kube/copy"]},
-        "spec": {"owner": {"namespace": "a", "name": app, "uid": f"uid-{app}"},
+        "spec": {"app_namespace": "a", "app_name": app, "app_uid": f"uid-{app}",
                  "cluster": {"api": "kubernetes", "kind": "Cluster", "namespace": "a",
                              "name": cluster},
                  "kube_namespace": "a", "manifest": [deployment]},
