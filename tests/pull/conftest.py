@@ -43,6 +43,8 @@ class Hub:
     admin: ShoalClient
     ca: str
     directory: Path
+    store: str
+    security: Any
     controller: KubeController | None = None
 
     def client(self, user: str) -> ShoalClient:
@@ -59,17 +61,18 @@ class Hub:
 
 
 @pytest.fixture
-async def hub() -> AsyncIterator[Hub]:
+async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
     """The API on TLS as ``shoal up --tls`` serves it, with the scheduler, the kube
     controller and the observer (short lease) in this process."""
     setup = shipped.setup()
     directory = setup.directory
     tls = Tls(directory / "api.crt", directory / "api.key", directory / "ca.crt")
     security = dataclasses.replace(shipped.security(), tls=tls)
-    server = await start_api("sqlite://:memory:", security=security)
+    store = f"sqlite://{tmp_path / 'shoal.db'}"
+    server = await start_api(store, security=security)
     ca = (directory / "ca.crt").read_text()
     admin = ShoalClient(server.url, token=shipped.token("admin"), ssl_context=joining.trust(ca))
-    hub = Hub(server, admin, ca, directory)
+    hub = Hub(server, admin, ca, directory, store, security)
     clients = [hub.client(user) for user in ("cluster-observer", "kube-controller", "scheduler")]
     observer = ClusterObserver(clients[0], interval=0.3, timeout=0.5, lease=LEASE)
     controller = KubeController(clients[1], poll_interval=0.2, timeout=1.0)
@@ -85,7 +88,7 @@ async def hub() -> AsyncIterator[Hub]:
         for client in clients:
             await client.close()
         await admin.close()
-        await server.stop()
+        await hub.server.stop()
 
 
 @pytest.fixture
