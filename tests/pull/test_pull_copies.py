@@ -72,3 +72,25 @@ async def test_an_application_runs_on_a_joined_cluster_the_hub_never_dials(
 
     await wait_for(gone, timeout=60)
     assert (await hub.admin.list(Copy, NS)).items == []
+
+
+async def test_a_deleted_pull_clusters_copies_go_without_its_agent(
+    hub: Hub, members: Any
+) -> None:
+    edge = await members("edge-9", site="edge-9")
+    await hub.admin.create(app_on("api", "edge-9", replicas=1))
+    await wait_for(lambda: running(hub, "api"), timeout=60)
+    edge.kill()  # gone for good
+    await hub.admin.request("DELETE", f"/kubernetes/namespaces/{NS}/clusters/edge-9",
+                            params={"force": "true"})  # fmt: skip
+
+    async def no_copies() -> bool:
+        return not (await hub.admin.list(Copy, NS)).items
+
+    await wait_for(no_copies, timeout=60)
+    await hub.admin.delete(Application, "api", NS)
+
+    async def deleted() -> bool:
+        return not (await hub.admin.list(Application, NS)).items
+
+    await wait_for(deleted, timeout=60)  # no agent was waited for
