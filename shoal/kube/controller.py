@@ -231,6 +231,10 @@ class KubeController(Controller):
             self.watches.set_app(key, ())
 
     def _cluster_event(self, cluster: Cluster, old: Cluster | None = None) -> None:
+        if old is not None and old.spec.mode == "pull" and cluster.spec.mode != "pull":
+            pulled = self.pulled.pop(cache_key(cluster), None)
+            if pulled is not None:  # moved to push: the hub's applier takes its copies over
+                self.spawn(pulled.drop())
         new_config = old is None or old.spec.kubeconfig != cluster.spec.kubeconfig
         if new_config and self.watches is not None:
             self.watches.restart(cache_key(cluster))  # a new cluster, or reached anew

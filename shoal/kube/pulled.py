@@ -12,6 +12,7 @@ object: their path writes nothing more.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 
 from shoal.client.informer import Informer
@@ -165,8 +166,10 @@ class PulledCopies:
         raise NoAddress("a pull cluster's workloads are not reachable from the hub")
 
     async def drop(self) -> None:
-        """The cluster is gone for good (deleted): its copies go without waiting for its
-        agent (their finalizer dropped)."""
+        """The hub stops handing this cluster's copies to an agent: the cluster is gone for
+        good (deleted), or moved to push mode. Each Copy loses its finalizer first, then
+        goes: an agent still running sees it vanish and removes nothing (what runs stays,
+        for the hub's applier to take over, or with the deleted cluster)."""
         for copy in list(self.informer.items()):
             if copy.spec.cluster.name != self.cluster.name:
                 continue
@@ -174,12 +177,8 @@ class PulledCopies:
                 continue
             path = f"/kubernetes/namespaces/{copy.metadata.namespace}/copies/" \
                    f"{copy.metadata.name}"  # fmt: skip
-            try:
-                if copy.metadata.deleted is None:
-                    await self.client.delete(Copy, copy.metadata.name, copy.metadata.namespace)
+            with contextlib.suppress(NotFound):
                 await self.client.request("PUT", f"{path}/finalizers",
                                           body={"metadata": {"finalizers": []}})  # fmt: skip
-            except NotFound:
-                pass
+                await self.client.delete(Copy, copy.metadata.name, copy.metadata.namespace)
             self.written.pop(copy.metadata.name, None)
-
