@@ -68,17 +68,18 @@ def _answer(credential: Credential, namespace: str, name: str) -> Response:
     return Response(orjson.dumps(body), media_type="application/json")
 
 
-def _off() -> ProblemError:
-    return ProblemError(
-        501,
-        "pull clusters: this API has no secrets key (secrets.key_file), which signs their "
-        "credentials",
-    )
-
-
 def build_router(resources: Resources, security: Protection | None) -> APIRouter:
+    """The routes; joins only where the API can sign credentials (security with a secrets
+    key: ``secrets.key_file``), elsewhere no such route."""
     router = APIRouter(route_class=StrictJsonRoute)
-    credentials: ClusterCredentials | None = security.clusters if security else None
+    _cluster_info(router, security)
+    credentials = security.clusters if security else None
+    if credentials is not None:
+        _joins(router, resources, credentials)
+    return router
+
+
+def _joins(router: APIRouter, resources: Resources, credentials: ClusterCredentials) -> None:
     store = resources.store
 
     async def create_token(
@@ -86,8 +87,6 @@ def build_router(resources: Resources, security: Protection | None) -> APIRouter
         namespace: str = Path(min_length=1, max_length=MAX_OBJECT_NAME, pattern=_NAME),
         body: TokenRequest = Body(default_factory=TokenRequest),
     ) -> Response:
-        if credentials is None:
-            raise _off()
         user = request.scope.get("shoal.user")
         by = user.name if isinstance(user, User) else ""
         made = await jointokens.create(store, namespace, body.ttl, by)
@@ -109,8 +108,6 @@ def build_router(resources: Resources, security: Protection | None) -> APIRouter
     )
 
     async def join(body: JoinRequest) -> Response:
-        if credentials is None:
-            raise _off()
         claim = await jointokens.consume(store, body.token, body.name)
         cluster = Cluster(
             metadata=Metadata(name=body.name, namespace=claim.namespace, labels=body.labels),
@@ -147,8 +144,6 @@ def build_router(resources: Resources, security: Protection | None) -> APIRouter
         namespace: str = Path(min_length=1, max_length=MAX_OBJECT_NAME, pattern=_NAME),
         name: str = Path(min_length=1, max_length=MAX_OBJECT_NAME, pattern=_NAME),
     ) -> Response:
-        if credentials is None:
-            raise _off()
         user = request.scope.get("shoal.user")
         own = identity(user if isinstance(user, User) else None)
         if own is None or (own.namespace, own.name) != (namespace, name):
@@ -172,6 +167,9 @@ def build_router(resources: Resources, security: Protection | None) -> APIRouter
         tags=["kubernetes"],
     )
 
+
+
+def _cluster_info(router: APIRouter, security: Protection | None) -> None:
     tls = security.security.tls if security is not None else None
     ca = FilePath(tls.client_ca).read_text() if tls is not None and tls.client_ca else None
 
@@ -186,4 +184,3 @@ def build_router(resources: Resources, security: Protection | None) -> APIRouter
         summary="The CA of this API, for a joining agent to check against its pinned hash",
         tags=["kubernetes"],
     )
-    return router

@@ -116,26 +116,16 @@ def join(
     log_level: Annotated[str, typer.Option("--log-level")] = "info",
 ) -> None:
     """Join the hub in pull mode with a token and run this cluster's agent."""
-    from shoal.system.join import Join, in_cluster_kubeconfig, run_join
+    from shoal.system.join import CannotJoin, Join, member_kubeconfig, run_join
 
     if kubeconfig is not None and in_cluster:
         raise CliError("give --kubeconfig FILE or --in-cluster, not both")
-    if kubeconfig is not None:
-        from shoal.agent.server import load_kubeconfig
-
-        member = load_kubeconfig(str(kubeconfig))
-    else:
-        try:
-            member = in_cluster_kubeconfig()
-        except RuntimeError as error:
-            raise CliError(str(error)) from None
-    settings = Join(api, name, state_dir, member, token=token, ca_hash=ca_hash,
-                    labels=_labels(label or []), every=every)  # fmt: skip
-    from shoal.agent.joining import JoinError
-
     try:
+        member = member_kubeconfig(kubeconfig)
+        settings = Join(api, name, state_dir, member, token=token, ca_hash=ca_hash,
+                        labels=_labels(label or []), every=every)  # fmt: skip
         run_join(settings, log_level)
-    except JoinError as error:
+    except CannotJoin as error:
         raise CliError(str(error)) from None
 
 

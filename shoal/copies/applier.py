@@ -79,6 +79,7 @@ class Applier:
     cluster: ResourceRef
     members: Members
     timed: Timer = _untimed
+    drift_repairs: int = 0  # counted before the apply that repairs, as soon as it is seen
     _copies: dict[str, _State] = field(default_factory=dict, repr=False)
 
     @property
@@ -120,6 +121,7 @@ class Applier:
                     return self._report(spec, state, lives, applied=False)
                 log.info("application %s/%s: %s changed on %s by someone else; applying again",
                          me.namespace, me.name, ", ".join(drifted), self.cluster.name)  # fmt: skip
+                self.drift_repairs += 1
             applying = True
             done = await self.timed(self.cluster.name, self.members.apply(
                 self.kube, self.key, manifest, spec.kube_namespace, me,

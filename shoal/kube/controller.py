@@ -112,7 +112,7 @@ class KubeController(Controller):
         self.members = Members(self.watches, self._exists)
         # each member cluster's applier: what it applied and observed of each copy there
         self.appliers: dict[CacheKey, Applier] = {}
-        self.drift_repairs = 0
+        self._repairs_before = 0  # drift repairs of the appliers of deleted clusters
         # copies left behind by deleted applications on unreachable clusters
         self.orphans: dict[CacheKey, list[tuple[str, Obj, Owner]]] = {}
         self.cleanup_tried: dict[tuple[CacheKey, CacheKey], float] = {}
@@ -282,7 +282,8 @@ class KubeController(Controller):
         if pulled is not None:  # its agent is gone for good: its copies go without it
             await pulled.drop()
         await self.kube.forget(*cache_key(cluster))
-        self.appliers.pop(cache_key(cluster), None)
+        gone = self.appliers.pop(cache_key(cluster), None)
+        self._repairs_before += gone.drift_repairs if gone is not None else 0
         if self.watches is not None:
             self.watches.restart(cache_key(cluster))  # their connection was just closed
         self._cluster_event(cluster)
@@ -407,6 +408,11 @@ class KubeController(Controller):
         app = self.app_informer.get(owner.name, owner.namespace)
         return app is not None and app.metadata.uid == owner.uid
 
+
+    @property
+    def drift_repairs(self) -> int:
+        """Copies applied again because someone else changed them, on every cluster."""
+        return self._repairs_before + sum(a.drift_repairs for a in self.appliers.values())
 
     def http(self) -> aiohttp.ClientSession:
         """The session that asks workloads to shut down (Krake's shutdown hook)."""

@@ -187,8 +187,6 @@ class _Run:
                                          "not deployed")  # fmt: skip
         applier = await hub.applier(spec.cluster, self.code)
         report = await applier.apply(spec, self.code)
-        if report.drifted:
-            hub.drift_repairs += 1
         if report.applied:
             hub.applied_at[cache_key(app)] = asyncio.get_running_loop().time()
         for taken in report.taken:

@@ -38,7 +38,6 @@ class Hub(Protocol):
     watches: ClusterWatches | None
     app_informer: Informer[Application]
     applied_at: dict[CacheKey, float]  # loop time of each application's last apply
-    drift_repairs: int
     poll_interval: float
     fallback: float
     resync: float

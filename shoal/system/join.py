@@ -27,6 +27,10 @@ log = logging.getLogger(__name__)
 SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
 
+class CannotJoin(Exception):
+    """Why ``shoal join`` cannot go on, and what to do (the command prints it)."""
+
+
 def version() -> str:
     return importlib.metadata.version("shoal")
 
@@ -48,6 +52,18 @@ def in_cluster_kubeconfig(account: Path = SERVICE_ACCOUNT) -> Obj:
                                                         "user": "agent"}}],
         "current-context": "in-cluster",
     }  # fmt: skip
+
+
+def member_kubeconfig(path: Path | None) -> Obj:
+    """The member cluster's kubeconfig: the file ``path``, else the pod's service account."""
+    if path is not None:
+        from shoal.agent.server import load_kubeconfig
+
+        return load_kubeconfig(str(path))
+    try:
+        return in_cluster_kubeconfig()
+    except RuntimeError as error:
+        raise CannotJoin(str(error)) from None
 
 
 @dataclass
@@ -129,7 +145,9 @@ async def run_joined(join: Join, started: asyncio.Event | None = None) -> None:
 
 
 def run_join(join: Join, log_level: str) -> None:
-    """``shoal join`` until a signal."""
+    """``shoal join`` until a signal; ``CannotJoin`` saying why it cannot."""
+    from shoal.agent.joining import JoinError
+
     configure_logging(log_level)
 
     async def main() -> None:
@@ -143,6 +161,8 @@ def run_join(join: Join, log_level: str) -> None:
         task = asyncio.create_task(announce())
         try:
             await run_joined(join, started)
+        except JoinError as error:
+            raise CannotJoin(str(error)) from None
         finally:
             task.cancel()
 

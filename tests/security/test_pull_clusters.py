@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
-from shoal.api.auth import jointokens
+from shoal.api.auth import clusters, jointokens
 from shoal.api.auth.clusters import ClusterCredentials
 from shoal.api.auth.secrets import load_keys
 from tests.security.conftest import Secured, application, cluster
@@ -267,3 +267,37 @@ async def test_a_credential_outlives_neither_its_expiry_nor_its_cluster(
     async with as_cluster(secured, credential) as own:
         renewed = await own.post(f"{CLUSTERS}/edge-1/credential")
         assert renewed.status_code in (403, 404)
+
+
+async def test_a_rule_on_a_field_naming_the_cluster_is_one_entry(
+    secured: Secured, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a kind placed on clusters adds: one rule naming the field. Lists show the
+    cluster's own objects, a read of another's is a 404, a write to another's a 403."""
+    placed = ("status", "scheduled_to", "name")
+    rules = (
+        *clusters.OWN_RULES,
+        clusters.OwnRule("kubernetes", "applications", frozenset({"get", "list"}), placed),
+        clusters.OwnRule("kubernetes", "applications/status", frozenset({"update"}), placed),
+    )
+    monkeypatch.setattr(clusters, "OWN_RULES", rules)
+    admin = secured["admin"]
+    assert (await admin.post(CLUSTERS, json=cluster("other", "a"))).status_code == 200
+    credential = await joined(secured, "edge-1")
+    apps = "/kubernetes/namespaces/a/applications"
+    for name, on in (("mine", "edge-1"), ("theirs", "other")):
+        assert (await admin.post(apps, json=application(name, "a"))).status_code == 200
+        ref = {"api": "kubernetes", "kind": "Cluster", "namespace": "a", "name": on}
+        body = {"api": "kubernetes", "kind": "ClusterBinding", "cluster": ref}
+        bound = await admin.put(f"{apps}/{name}/binding", json=body)
+        assert bound.status_code == 200, bound.text
+    async with as_cluster(secured, credential) as own:
+        listed = await own.get(apps)
+        assert listed.status_code == 200
+        assert [i["metadata"]["name"] for i in listed.json()["items"]] == ["mine"]
+        assert (await own.get(f"{apps}/mine")).status_code == 200
+        assert (await own.get(f"{apps}/theirs")).status_code == 404
+        write = {"status": {"deploy_state": "RUNNING"}}
+        theirs = await own.patch(f"{apps}/theirs/status", json=write)
+        assert theirs.status_code == 403 and "not its own cluster's" in theirs.json()["detail"]
+        assert (await own.get("/kubernetes/namespaces/b/applications")).status_code == 403
