@@ -89,12 +89,13 @@ COPY_FINALIZER = "shoal.kube/copy"
 
 
 def copy_name(application: str, cluster: str) -> str:
-    """The Copy of ``application`` on ``cluster``: readable, and one per pair (a name may
-    hold ``.``, so the pair is joined with ``:`` and a digest keeps it within bounds)."""
+    """The Copy of ``application`` on ``cluster``: ``<application>:<cluster>``, readable and
+    one per pair. Names may hold ``:`` themselves (``a:b`` on ``c``, ``a`` on ``b:c``) and
+    are long: such a pair's name ends with a digest of both, so that no two pairs meet."""
     name = f"{application}:{cluster}"
-    if len(name) <= 200:
+    if ":" not in application and ":" not in cluster and len(name) <= 200:
         return name
-    digest = hashlib.sha256(name.encode()).hexdigest()[:16]
+    digest = hashlib.sha256(f"{application}\0{cluster}".encode()).hexdigest()[:16]
     return f"{application[:90]}:{cluster[:90]}-{digest}"
 
 
