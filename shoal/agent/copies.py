@@ -8,8 +8,11 @@ again every ``resync`` seconds (someone else's change is undone: drift), and whi
 not ready yet, every ``poll`` seconds. Its status is written back by compare-and-swap,
 only when it changed. A deleted copy's objects are removed, then its finalizer dropped.
 On connecting, and after each listing again, objects on the member cluster that belong
-to applications without a Copy here are pruned: a copy deleted while the agent was away
-leaves nothing behind.
+to applications whose Copy this agent ran and which have no Copy here any more are
+pruned: a copy gone while the agent was away leaves nothing behind. Only those: the
+applications it ran are kept in its state directory, so that objects another applier
+put there (the hub's, before the cluster moved to pull mode, its Copy not written yet)
+are never taken for leftovers.
 """
 
 from __future__ import annotations
@@ -18,7 +21,10 @@ import asyncio
 import contextlib
 import logging
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+import orjson
 
 from shoal.client.informer import Informer
 from shoal.client.kube import KubeApiError, KubeCluster, KubeUnreachable
@@ -27,6 +33,7 @@ from shoal.copies.applier import PRUNED_KINDS, Applier
 from shoal.copies.member import KubeFailure, Members
 from shoal.copies.objects import ident
 from shoal.copies.owners import Owner
+from shoal.machinery.files import write_atomically
 from shoal.machinery.types import Obj
 from shoal.model.base import Reason, ReasonCode, ResourceRef
 from shoal.model.copies import COPY_FINALIZER, Copy, CopyReport, CopyWork
@@ -34,6 +41,8 @@ from shoal.model.copies import COPY_FINALIZER, Copy, CopyReport, CopyWork
 log = logging.getLogger(__name__)
 
 Key = tuple[str | None, str]
+RAN_FILE = "copies.json"
+"""In the agent's state directory: the applications whose copies it ran (their uids)."""
 
 
 def status_fields(work: CopyWork, report: CopyReport | None, failure: KubeFailure | None,
@@ -75,6 +84,8 @@ class CopyRunner:
     name: str
     resync: float = 10.0  # seconds between two looks at a copy at rest (drift repair)
     poll: float = 0.5  # seconds between two looks at a copy not ready yet
+    state_dir: Path | None = None  # where the applications it ran are kept (None: memory)
+    ran: set[str] = field(default_factory=set, init=False)  # their uids
     applier: Applier = field(init=False)
     informer: Informer[Copy] = field(init=False)
     pruned_after: int = field(default=0, init=False)  # the listing the last prune followed
@@ -89,6 +100,16 @@ class CopyRunner:
         self.applier = Applier(self.kube, ref, Members(None, self._exists))
         self.informer = Informer(self.client, Copy, self.namespace,
                                  on_change=self._changed, on_delete=self._gone)  # fmt: skip
+        if self.state_dir is not None and (self.state_dir / RAN_FILE).exists():
+            self.ran = set(orjson.loads((self.state_dir / RAN_FILE).read_bytes()))
+
+    def _remember(self, uids: set[str]) -> None:
+        if uids == self.ran:
+            return
+        self.ran = uids
+        if self.state_dir is not None:
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+            write_atomically(self.state_dir / RAN_FILE, orjson.dumps(sorted(uids)), private=True)
 
     def _exists(self, owner: Owner) -> bool:
         """An application with a copy here (the owner check when another one's object is
@@ -144,7 +165,11 @@ class CopyRunner:
                 if isinstance(api_version, str) and isinstance(kind, str):
                     kinds.add((api_version, kind))
         uids = {copy.spec.app_uid for copy in copies}
-        pruned = await self.applier.prune(kinds, lambda owner: owner.uid in uids)
+        ran = set(self.ran)
+        pruned = await self.applier.prune(
+            kinds, lambda owner: owner.uid in uids or owner.uid not in ran
+        )
+        self._remember(self.ran & uids)
         self.prunes += 1
         if pruned:
             log.info("cluster %s/%s: %d objects of applications without a copy here removed",
@@ -182,6 +207,7 @@ class CopyRunner:
             spec = work.model_copy(update={"observed": status.last_observed_manifest})
         report: CopyReport | None = None
         failure: KubeFailure | None = None
+        self._remember(self.ran | {work.app_uid})  # before its first object is applied
         try:
             report = await self.applier.apply(spec, ReasonCode.RECONCILE_FAILED)
         except KubeFailure as error:

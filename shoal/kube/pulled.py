@@ -91,14 +91,14 @@ class PulledCopies:
         """Nothing is kept per application here (the ``Copy`` is the record)."""
 
     def current(self, name: str) -> Copy | None:
+        """The Copy as last known: our own last write until the informer has seen it (or
+        anything after it), then the informer's (None: gone)."""
         namespace = self.cluster.namespace
         seen = self.informer.get(name, namespace)
         mine = self.written.get(name)
         if mine is None:
             return seen
-        if seen is None or (seen.metadata.resource_version or 0) < (
-            mine.metadata.resource_version or 0
-        ):
+        if self.informer.revision < (mine.metadata.resource_version or 0):
             return mine
         self.written.pop(name, None)
         return seen

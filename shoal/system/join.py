@@ -121,7 +121,7 @@ async def run_joined(join: Join, started: asyncio.Event | None = None) -> None:
     client = ShoalClient(kept.api, token=kept.credential, ssl_context=joining.trust(kept.ca))
     keeper = StatusKeeper(client, kube, kept.namespace, kept.name, version(),
                           join.every or RENEW_EVERY)  # fmt: skip
-    runner = CopyRunner(client, kube, kept.namespace, kept.name)
+    runner = CopyRunner(client, kube, kept.namespace, kept.name, state_dir=join.state_dir)
     tasks = [
         asyncio.create_task(keeper.run()),
         asyncio.create_task(runner.run()),

@@ -67,3 +67,26 @@ async def test_the_member_holds_what_the_hub_says_after_cuts(hub: Hub, members: 
         return await deployments(edge) == wanted
 
     await wait_for(exactly, timeout=60)
+
+
+async def test_what_a_copy_gone_meanwhile_left_is_pruned_on_connect(
+    hub: Hub, members: Any
+) -> None:
+    edge = await members("edge", site="edge")
+    await hub.admin.create(app_on("old", 1))
+    await wait_for(lambda: settled(hub, {"old": 1}), timeout=60)
+    edge.kill()
+    # its Copy goes without the agent (as when the hub drops a cluster's copies), and
+    # its application with it
+    path = f"/kubernetes/namespaces/{NS}/copies/old:edge"
+    await hub.admin.request("PUT", f"{path}/finalizers", body={"metadata": {"finalizers": []}})
+    await hub.admin.delete(Application, "old", NS)
+    await wait_for(lambda: settled(hub, {}), timeout=60)
+    assert await deployments(edge) == {"old": 1}  # left behind on the member
+
+    edge.start()
+
+    async def pruned() -> bool:
+        return await deployments(edge) == {}
+
+    await wait_for(pruned, timeout=60)
