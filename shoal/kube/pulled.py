@@ -30,9 +30,11 @@ from shoal.model.copies import (
 )
 from shoal.model.kubernetes import Cluster
 
-UNCOMPARED = {"observed", "generation"}
-"""Fields of a copy that do not make it change: the observation is where an agent started
-afresh goes on from, not something to apply (it moves with every status the hub writes)."""
+UNCOMPARED = {"observed", "generation", "previous", "prune", "own"}
+"""Fields of a copy that alone do not make it change: where an agent goes on from (the
+last observation, what was applied last, what to prune or take as its own) moves with
+the status the hub writes after each apply, and matters only with a new manifest, which
+rewrites the whole copy."""
 
 
 def managed(cluster: Cluster) -> bool:
