@@ -188,6 +188,14 @@ _VERBS: dict[str, tuple[str, str, str, str]] = {
         "Set the finalizers of a {kind} (JSON merge patch of metadata.finalizers alone; "
         "metadata.resource_version, when given, is a precondition; modified stays)",
     ),
+    "finalizers": (
+        "PUT",
+        "{item}/finalizers",
+        "update_{plural}_finalizers",
+        "Set the finalizers of a {kind} alone (metadata.finalizers; metadata.resource_version, "
+        "when given, is a precondition): the right to drop a finalizer without the right to "
+        "change the object",
+    ),
     "bind_cloud": ("PUT", "{item}/binding", "update_{plural}_binding", "Bind a cluster to a cloud"),
     "bind_cluster": (
         "PUT",
@@ -352,6 +360,13 @@ def _kind_handlers(kind: type[Kind]) -> _Handlers:
         handlers["status"] = (status, with_body, kind)
         patch_body = _p("body", dict[str, Any], Body(examples=[_PATCH_EXAMPLE]))
         handlers["patch_status"] = (patch_status, [*at_item, patch_body], kind)
+    if "finalizers" in kind.subresources:
+
+        async def finalizers(**kw: Any) -> Response:
+            return _json(await _res(kw).patch_finalizers(kind, kw["name"], ns(kw), kw["body"]))
+
+        body = _p("body", dict[str, Any], Body(examples=[_FINALIZERS_EXAMPLE]))
+        handlers["finalizers"] = (finalizers, [*at_item, body], kind)
     if kind is Application:
         handlers.update(_application_handlers(at_item))
     elif "binding" in kind.subresources:

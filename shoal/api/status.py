@@ -23,6 +23,7 @@ from shoal.machinery.patch import merge_patch  # RFC 7386
 from shoal.machinery.problems import ProblemError, invalid_error, validation_problem
 from shoal.model import application_status
 from shoal.model.base import TRUSTED, Finalizer, Kind
+from shoal.model.copies import Copy
 from shoal.model.kubernetes import Application, ApplicationStatus, Cluster, ClusterStatus
 
 log = logging.getLogger(__name__)
@@ -134,10 +135,15 @@ def check_writer(kind: type[Kind], user: User | None, fields: Iterable[str]) -> 
         return
     if writer == TENANT:
         owned = _CLUSTER_FIELDS if kind is Cluster else _APPLICATION_FIELDS
-        foreign = sorted(fields & owned) if kind in (Application, Cluster) else []
+        if kind is Copy:  # a copy's status is its cluster's agent's alone
+            owned = frozenset(fields)
+        foreign = sorted(fields & owned) if kind in (Application, Cluster, Copy) else []
         whose = "of a Shoal component, not written by users"
     elif writer == CLUSTER_AGENT:
-        foreign = sorted(fields - AGENT_FIELDS) if kind is Cluster else sorted(fields)
+        if kind is Copy:
+            foreign = []  # which copies: the guard's rule (those of its own cluster)
+        else:
+            foreign = sorted(fields - AGENT_FIELDS) if kind is Cluster else sorted(fields)
         whose = "not a field a cluster's agent writes"
     elif kind is Application:
         foreign = application_status.foreign_fields(writer, fields)

@@ -16,6 +16,7 @@ from typing import Any, get_args
 from shoal.cli.errors import CliError, did_you_mean
 from shoal.cli.podspec import POD_FLAGS, pod_spec
 from shoal.model.base import Kind
+from shoal.model.copies import Copy
 from shoal.model.core import (
     GlobalMetric,
     GlobalMetricsProvider,
@@ -580,6 +581,13 @@ POD = KindCommands(
     (*(flag(*row[:4], **row[4]) for row in POD_FLAGS), label(CREATE)), ("pods",), finish=pod_spec,
 )
 
+# copies of applications on pull clusters: written by the kube controller, read here ------
+
+COPY = KindCommands(
+    Copy, "kube", "copy", "copies of applications on pull clusters (written by Shoal)",
+    "Copy name (<application>:<cluster>).", (), (), ("copies",),
+)
+
 # the table ---------------------------------------------------------------------
 
 GROUPS: dict[str, str] = {
@@ -593,6 +601,7 @@ GROUPS: dict[str, str] = {
 TABLE: tuple[KindCommands, ...] = (
     APPLICATION,
     CLUSTER,
+    COPY,
     _core(GlobalMetric, "gm", "global metrics", "Name of the metric in Shoal.", flags=METRIC_FLAGS),
     _core(Metric, "m", "metrics", "Name of the metric in Shoal.", flags=METRIC_FLAGS),
     _core(

@@ -32,6 +32,18 @@ from shoal.model.placement import REPLICA_FIELDS
 
 log = logging.getLogger(__name__)
 
+PRUNED_KINDS = (
+    ("v1", "ConfigMap"),
+    ("v1", "Secret"),
+    ("v1", "Service"),
+    ("apps/v1", "Deployment"),
+    ("apps/v1", "StatefulSet"),
+    ("apps/v1", "DaemonSet"),
+    ("batch/v1", "Job"),
+)
+"""Kinds a cluster is searched for objects left behind when the hub or its agent connects,
+beside every kind that an application's manifest names."""
+
 Timer = Callable[[str, Awaitable[Applied]], Awaitable[Applied]]
 """Wraps each apply (the hub's metrics time them); the applier itself measures nothing."""
 

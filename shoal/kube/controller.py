@@ -50,8 +50,10 @@ from shoal.copies.watch import ClusterWatches
 from shoal.events import Recorder
 from shoal.kube import deploy, planner, removal, writes
 from shoal.kube.hooks import HOOKS, HookSettings, settings_from_environment
+from shoal.kube.hub import Runner
+from shoal.kube.pulled import PulledCopies
 from shoal.model.base import Reason, ReasonCode, ResourceRef
-from shoal.model.copies import CopySpec
+from shoal.model.copies import Copy, CopySpec
 from shoal.model.kubernetes import (
     Application,
     ApplicationState,
@@ -138,12 +140,18 @@ class KubeController(Controller):
         self.cluster_informer: Informer[Cluster] = Informer(
             self.client, Cluster, on_change=self._cluster_event, on_delete=self._cluster_deleted
         )
+        # pull clusters' copies, run by their agents (``kube.pulled``); none for push ones
+        self.copy_informer: Informer[Copy] = Informer(
+            self.client, Copy, on_change=self._copy_event, on_delete=self._copy_event
+        )
+        self.pulled: dict[CacheKey, PulledCopies] = {}
         super().__init__()
 
     # lifecycle -------------------------------------------------------------------
 
     async def start(self) -> None:
         await self.start_informers(self.cluster_informer)
+        await self.start_informers(self.copy_informer)
         await self.start_informers(self.app_informer)
         self.spawn_workers(self.workers, self.queue, self.reconcile, self._retry)
         self.spawn(self._prune_every())
@@ -223,6 +231,10 @@ class KubeController(Controller):
             self.watches.set_app(key, ())
 
     def _cluster_event(self, cluster: Cluster, old: Cluster | None = None) -> None:
+        if old is not None and old.spec.mode == "pull" and cluster.spec.mode != "pull":
+            pulled = self.pulled.pop(cache_key(cluster), None)
+            if pulled is not None:  # moved to push: the hub's applier takes its copies over
+                self.spawn(pulled.drop())
         new_config = old is None or old.spec.kubeconfig != cluster.spec.kubeconfig
         if new_config and self.watches is not None:
             self.watches.restart(cache_key(cluster))  # a new cluster, or reached anew
@@ -259,7 +271,16 @@ class KubeController(Controller):
         with contextlib.suppress(KubeApiError, KubeUnreachable):
             await removal.prune(self, await self.applier_of(cluster))
 
+    def _copy_event(self, copy: Copy, old: Copy | None = None) -> None:
+        """A pull cluster's agent answered (or removed) a copy: its application looks again."""
+        meta = copy.metadata
+        if old is None or old.status != copy.status or old.metadata.deleted != meta.deleted:
+            self.queue.add((copy.metadata.namespace, copy.spec.app_name))
+
     async def _cluster_deleted(self, cluster: Cluster) -> None:
+        pulled = self.pulled.pop(cache_key(cluster), None)
+        if pulled is not None:  # its agent is gone for good: its copies go without it
+            await pulled.drop()
         await self.kube.forget(*cache_key(cluster))
         gone = self.appliers.pop(cache_key(cluster), None)
         self._repairs_before += gone.drift_repairs if gone is not None else 0
@@ -329,9 +350,12 @@ class KubeController(Controller):
         assert self.hook_settings is not None  # set in __post_init__
         return planner.copies(app, self.hook_settings, self.cluster)
 
-    async def applier(self, ref: ResourceRef, code: ReasonCode) -> Applier:
-        """The applier of cluster ``ref``; ``KubeFailure`` when it cannot be reached."""
+    async def applier(self, ref: ResourceRef, code: ReasonCode) -> Runner:
+        """What runs the copies of cluster ``ref``: its applier, or for a pull cluster its
+        ``Copy`` objects; ``KubeFailure`` when it cannot be reached."""
         cluster = self.cluster(ref)
+        if cluster is not None and cluster.spec.mode == "pull":
+            return self.pulled_of(cluster)
         if cluster is None or cluster.spec.kubeconfig is None:
             raise KubeFailure(
                 ReasonCode.CLUSTER_NOT_REACHABLE,
@@ -341,6 +365,20 @@ class KubeController(Controller):
             return await self.applier_of(cluster)
         except KubeApiError as error:
             raise KubeFailure(code, f"cluster {ref.name}: {error}") from error
+
+    async def runner_of(self, cluster: Cluster) -> Runner:
+        """``applier``'s answer for a known cluster (``KubeApiError``: no client)."""
+        if cluster.spec.mode == "pull":
+            return self.pulled_of(cluster)
+        return await self.applier_of(cluster)
+
+    def pulled_of(self, cluster: Cluster) -> PulledCopies:
+        key = cache_key(cluster)
+        pulled = self.pulled.get(key)
+        if pulled is None:
+            ref = ResourceRef(api="kubernetes", kind="Cluster", namespace=key[0], name=key[1])
+            pulled = self.pulled[key] = PulledCopies(self.client, ref, self.copy_informer)
+        return pulled
 
     async def applier_of(self, cluster: Cluster) -> Applier:
         """The applier of ``cluster``, on its current client (``KubeApiError``: none)."""

@@ -19,10 +19,14 @@ from shoal.copies.applier import Applier
 from shoal.copies.owners import Owner
 from shoal.copies.watch import ClusterWatches
 from shoal.events import Recorder
+from shoal.kube.pulled import PulledCopies
 from shoal.machinery.types import Obj
 from shoal.model.base import ReasonCode, ResourceRef
 from shoal.model.copies import CopySpec
 from shoal.model.kubernetes import Application, Cluster
+
+Runner = Applier | PulledCopies
+"""What runs a cluster's copies: its applier (push), or its ``Copy`` objects (pull)."""
 
 
 class Hub(Protocol):
@@ -54,9 +58,11 @@ class Hub(Protocol):
 
     def plan(self, app: Application) -> list[CopySpec]: ...
 
-    async def applier(self, ref: ResourceRef, code: ReasonCode) -> Applier: ...
+    async def applier(self, ref: ResourceRef, code: ReasonCode) -> Runner: ...
 
     async def applier_of(self, cluster: Cluster) -> Applier: ...
+
+    async def runner_of(self, cluster: Cluster) -> Runner: ...
 
     async def write(self, app: Application, fields: dict[str, Any]) -> Application: ...
 

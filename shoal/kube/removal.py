@@ -22,7 +22,7 @@ import aiohttp
 from shoal.client.informer import CacheKey, cache_key
 from shoal.client.kube import KubeApiError, KubeUnreachable
 from shoal.client.rest import NotFound
-from shoal.copies.applier import Applier, NoAddress
+from shoal.copies.applier import PRUNED_KINDS, Applier, NoAddress
 from shoal.copies.member import KubeFailure, obj_key, unreachable
 from shoal.copies.namespaces import kube_namespace
 from shoal.copies.objects import cleanup_ref, clusters_of, ident, outside, ref_key, stub
@@ -30,6 +30,7 @@ from shoal.copies.owners import Owner
 from shoal.events import reasons
 from shoal.kube import planner
 from shoal.kube.hub import Hub
+from shoal.kube.pulled import managed
 from shoal.machinery.types import Obj
 from shoal.model.application_status import placed_on, runs_on
 from shoal.model.base import ReasonCode, ResourceRef, utcnow
@@ -37,17 +38,6 @@ from shoal.model.kubernetes import KUBE_FINALIZER, Application, ApplicationState
 
 log = logging.getLogger(__name__)
 
-PRUNED_KINDS = (
-    ("v1", "ConfigMap"),
-    ("v1", "Secret"),
-    ("v1", "Service"),
-    ("apps/v1", "Deployment"),
-    ("apps/v1", "StatefulSet"),
-    ("apps/v1", "DaemonSet"),
-    ("batch/v1", "Job"),
-)
-"""Kinds a connecting cluster is searched for objects left behind, beside every kind that
-an application's manifest names."""
 
 
 def elsewhere(hub: Hub, app: Application, ref: ResourceRef | None) -> bool:
@@ -172,7 +162,7 @@ async def cleanup(hub: Hub, app: Application) -> Application:
         if ref is None or elsewhere(hub, app, ref):
             continue  # dropped: no cluster, or one it never ran on
         cluster = hub.cluster(ref)
-        if cluster is None or cluster.spec.kubeconfig is None:
+        if cluster is None or not managed(cluster):
             continue  # the cluster is gone from Shoal
         objects: list[Obj] = list(entry.get("objects") or [])
         namespace = namespace_on(hub, app, ref)
@@ -189,7 +179,7 @@ async def cleanup(hub: Hub, app: Application) -> Application:
             continue
         hub.cleanup_tried[(key, ref_key(ref))] = now
         try:
-            applier = await hub.applier_of(cluster)
+            applier = await hub.runner_of(cluster)
             spec = planner.removal(Owner.of(app), ref, objects, namespace)
             await applier.remove(spec, whole=ref not in placed_on(app.status))
         except (KubeUnreachable, KubeApiError) as error:
@@ -213,7 +203,7 @@ async def remove_orphans(hub: Hub, cluster: Cluster) -> None:
     """Copies of deleted applications left on a cluster that did not answer then."""
     key = cache_key(cluster)
     try:
-        applier = await hub.applier_of(cluster)
+        applier = await hub.runner_of(cluster)
         left: list[tuple[str, Obj, Owner]] = []
         for namespace, obj, owner in hub.orphans.get(key, []):
             try:
@@ -247,7 +237,7 @@ async def delete(hub: Hub, app: Application) -> None:
     refs = running + [ref for ref in placed_on(status) if ref not in running]
     for ref in refs:
         cluster = hub.cluster(ref)
-        if elsewhere(hub, app, ref) or cluster is None or cluster.spec.kubeconfig is None:
+        if elsewhere(hub, app, ref) or cluster is None or not managed(cluster):
             continue  # the cluster is gone, or not the application's: nothing to remove
         applier = await hub.applier(ref, ReasonCode.DELETE_FAILED)
         spec = planner.removal(me, ref, objects, namespace_on(hub, app, ref))
@@ -264,12 +254,12 @@ async def delete(hub: Hub, app: Application) -> None:
         if left_on is None or left_on in refs or elsewhere(hub, app, left_on):
             continue
         cluster = hub.cluster(left_on)
-        if cluster is None or cluster.spec.kubeconfig is None:
+        if cluster is None or not managed(cluster):
             continue
         stale: list[Obj] = list(entry.get("objects") or [])
         namespace = namespace_on(hub, app, left_on)
         try:
-            applier = await hub.applier_of(cluster)
+            applier = await hub.runner_of(cluster)
             await applier.remove(planner.removal(me, left_on, stale, namespace))
         except (KubeUnreachable, KubeApiError):
             hub.orphans.setdefault(cache_key(cluster), []).extend(

@@ -10,11 +10,14 @@ applier that runs beside the member cluster rather than on the hub.
 
 from __future__ import annotations
 
+import hashlib
+from typing import Literal
+
 from pydantic import Field
 
 from shoal.machinery.types import Obj
-from shoal.model.base import Model, ResourceRef
-from shoal.model.kubernetes import ContainerHealth, CopyStatus
+from shoal.model.base import Kind, Model, Reason, ResourceRef
+from shoal.model.kubernetes import ApplicationState, ContainerHealth, CopyStatus
 
 
 class CopySpec(Model):
@@ -77,3 +80,57 @@ class CopyReport(CopyStatus):
     applied: bool = Field(default=False, description="Something was applied (not only read).")
     drifted: list[str] = Field(default_factory=list, description="Objects changed by others.")
     taken: list[Taken] = Field(default_factory=list)
+
+
+# the Copy kind: a pull cluster's copy, carried to its agent -------------------------------
+
+COPY_FINALIZER = "shoal.kube/copy"
+"""Held by a Copy until its cluster's agent removed its objects from the member cluster."""
+
+
+def copy_name(application: str, cluster: str) -> str:
+    """The Copy of ``application`` on ``cluster``: ``<application>:<cluster>``, readable and
+    one per pair. Names may hold ``:`` themselves (``a:b`` on ``c``, ``a`` on ``b:c``) and
+    are long: such a pair's name ends with a digest of both, so that no two pairs meet."""
+    name = f"{application}:{cluster}"
+    if ":" not in application and ":" not in cluster and len(name) <= 200:
+        return name
+    digest = hashlib.sha256(f"{application}\0{cluster}".encode()).hexdigest()[:16]
+    return f"{application[:90]}:{cluster[:90]}-{digest}"
+
+
+class CopyWork(CopySpec):
+    """What a pull cluster's agent runs: the planner's ``CopySpec`` and its generation."""
+
+    generation: int = Field(
+        default=1, ge=1, description="Moves on each change of the copy (the hub's count)."
+    )
+
+
+class CopyState(Model):
+    """What a pull cluster's agent reports of a copy: the ``CopyReport`` fields the hub
+    reads back into the application's status, and the generation it answers."""
+
+    generation: int = Field(default=0, description="The spec.generation this status answers.")
+    ready: bool = False
+    ready_replicas: int = 0
+    state: ApplicationState | None = None
+    reason: Reason | None = None
+    health: ContainerHealth = Field(default_factory=ContainerHealth)
+    services: dict[str, str] = Field(default_factory=dict)
+    last_applied_manifest: list[Obj] = Field(default_factory=list)
+    last_observed_manifest: list[Obj] = Field(default_factory=list)
+    taken: list[Taken] = Field(default_factory=list)
+    drift_repairs: int = Field(default=0, description="How often someone else's change was undone.")
+
+
+class Copy(Kind):
+    """One application's copy on one pull cluster: written by the hub's kube controller,
+    run and answered by that cluster's agent (docs/pull-mode.md)."""
+
+    api: Literal["kubernetes"] = "kubernetes"
+    kind: Literal["Copy"] = "Copy"
+    spec: CopyWork
+    status: CopyState = Field(default_factory=CopyState)
+
+    subresources = ("status", "finalizers")

@@ -17,6 +17,7 @@ from shoal.model import catalog
 from shoal.model.base import Kind
 from shoal.model.catalog import Column
 from shoal.model.coordination import Lease
+from shoal.model.copies import Copy
 from shoal.model.core import (
     GlobalMetric,
     GlobalMetricsProvider,
@@ -55,6 +56,7 @@ _MODELS: tuple[type[Kind], ...] = (
     RoleBinding,
     Application,
     Cluster,
+    Copy,
     GlobalCloud,
     Cloud,
     GlobalInfrastructureProvider,

@@ -3,8 +3,9 @@
 First start: the API's CA is pinned by its hash, the join token exchanged for the
 cluster's own credential, kept under ``--state-dir``. Later starts resume with
 the kept credential (no token). Then, until a signal: the credential renewed at
-half its life, and the cluster's status and lease written by the agent
-(``shoal.agent.pull``), which reads the member with the member's own credentials.
+half its life, the cluster's status and lease written by the agent
+(``shoal.agent.pull``), which reads the member with the member's own credentials, and the
+cluster's copies run there (``shoal.agent.copies``).
 """
 
 from __future__ import annotations
@@ -110,6 +111,7 @@ async def run_joined(join: Join, started: asyncio.Event | None = None) -> None:
     cancelled."""
     from shoal.agent import joining
     from shoal.agent.agent import connect
+    from shoal.agent.copies import CopyRunner
     from shoal.agent.pull import RENEW_EVERY, StatusKeeper
     from shoal.client.rest import ShoalClient
 
@@ -119,8 +121,10 @@ async def run_joined(join: Join, started: asyncio.Event | None = None) -> None:
     client = ShoalClient(kept.api, token=kept.credential, ssl_context=joining.trust(kept.ca))
     keeper = StatusKeeper(client, kube, kept.namespace, kept.name, version(),
                           join.every or RENEW_EVERY)  # fmt: skip
+    runner = CopyRunner(client, kube, kept.namespace, kept.name, state_dir=join.state_dir)
     tasks = [
         asyncio.create_task(keeper.run()),
+        asyncio.create_task(runner.run()),
         asyncio.create_task(joining.keep_renewed(client, kept, join.state_dir)),
     ]
     try:

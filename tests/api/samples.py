@@ -233,6 +233,19 @@ def _pod_change(body: Body) -> None:
     body["spec"]["priority"] = 5
 
 
+def _copy() -> Body:
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+                  "spec": {"replicas": 1}}  # fmt: skip
+    cluster = {"api": "kubernetes", "kind": "Cluster", "namespace": "default", "name": "edge"}
+    return {"spec": {"app_namespace": "default", "app_name": "web", "app_uid": "u-1",
+                     "cluster": cluster, "kube_namespace": "default",
+                     "manifest": [deployment]}}  # fmt: skip
+
+
+def _copy_change(body: Body) -> None:
+    body["spec"]["generation"] = 2
+
+
 def _scoped(
     api: str, kind: str, plural: str, make: Any, change: Any, subresources: tuple[str, ...] = ()
 ) -> list[Sample]:
@@ -263,6 +276,7 @@ SAMPLES: list[Sample] = [
     Sample("scheduling", "SchedulerConfiguration", "schedulerconfigurations", False,
            _scheduler_configuration, _scheduler_configuration_change),
     Sample("scheduling", "Pod", "pods", True, _pod, _pod_change, ("status",)),
+    Sample("kubernetes", "Copy", "copies", True, _copy, _copy_change, ("status",)),
 ]  # fmt: skip
 
 CLOUD_CLUSTER = Sample("kubernetes", "Cluster", "clusters", True, _cloud_cluster,

@@ -197,6 +197,8 @@ async def _status_subresource(http: httpx.AsyncClient, sample: Sample) -> None:
         status["pending"] = 2
     elif sample.kind == "Pod":
         status.update(phase="Scheduled", cluster="c1", node="n-1", attempts=1)
+    elif sample.kind == "Copy":
+        status.update(generation=1, ready=True, ready_replicas=1)
     else:
         status["errors"] = 3
         status["reason"] = {"code": "UNREACHABLE_METRICS_PROVIDER", "message": "x"}

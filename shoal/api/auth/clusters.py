@@ -62,6 +62,8 @@ def identity(user: User | None) -> ClusterId | None:
 
 NAME = ("metadata", "name")
 """The field of a Cluster that names it: its own name."""
+COPY_CLUSTER = ("spec", "cluster", "name")
+"""The field of a Copy that names the cluster it runs on."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,11 +84,14 @@ OWN_RULES: tuple[OwnRule, ...] = (
     OwnRule("kubernetes", "clusters", frozenset({"get"}), NAME),
     OwnRule("kubernetes", "clusters/status", frozenset({"update"}), NAME),
     OwnRule("kubernetes", "clusters/credential", frozenset({"create"}), NAME),
+    OwnRule("kubernetes", "copies", frozenset({"get", "list", "watch"}), COPY_CLUSTER),
+    OwnRule("kubernetes", "copies/status", frozenset({"update"}), COPY_CLUSTER),
+    OwnRule("kubernetes", "copies/finalizers", frozenset({"update"}), COPY_CLUSTER),
 )
 """Everything a cluster identity may do: read its Cluster, write its status (the lease is
-its ``heartbeat``), renew its credential. Objects placed on a cluster join with one rule
-naming their field, e.g. ``OwnRule("kubernetes", "copies", {"get", "list", "watch"},
-("spec", "cluster", "name"))``: lists and watches then show only that cluster's objects."""
+its ``heartbeat``), renew its credential; read the Copies placed on it, write their status
+and drop their finalizer once their objects are gone. A rule on another field than the
+name filters lists and watches: they show only that cluster's objects."""
 
 
 def field_at(data: Any, path: tuple[str, ...]) -> Any:

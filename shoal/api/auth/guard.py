@@ -33,7 +33,7 @@ from shoal.api.auth.config import Limits
 from shoal.api.auth.context import VISIBLE_NAMESPACE, WRITER_SEES_SECRETS
 from shoal.api.auth.limits import PerUser
 from shoal.api.auth.rbac import NOTHING, Authorizer, Grant
-from shoal.api.auth.roles import COMPONENTS, component_user
+from shoal.api.auth.roles import ADMINS, COMPONENTS, component_user
 from shoal.api.auth.secrets import Path_, paths_of_resource, redact
 from shoal.api.auth.target import (
     ANY_USER,
@@ -199,6 +199,14 @@ class Guard:
                 await _answer(scope, receive, send, 403, f"{user.name}: not its own cluster's")
                 return
             grant = Grant(False, frozenset({own.namespace}), False)
+        elif what.api == "kubernetes" and what.plural == COPIES and self.rbac:
+            refusal = _copies_refusal(user, what)
+            if refusal is not None:
+                await _answer(scope, receive, send, 403, refusal)
+                return
+            # a copy is a part of its application: whoever reads the applications reads it
+            read = "applications" if what.verb in _READS else what.resource
+            grant = self.authz.grant(user, what.api, read, what.verb)
         else:
             grant = self.authz.grant(user, what.api, what.resource, what.verb)
         if what.every:
@@ -325,6 +333,18 @@ class Guard:
 
 
 _READS = frozenset({"get", "list", "list_all", "watch"})
+COPIES = "copies"
+_COPY_WRITER = component_user("kube-controller")
+
+
+def _copies_refusal(user: User, what: Target) -> str | None:
+    """Copies are written by the kube controller (and answered by their cluster's agent):
+    a copy steers an agent that applies it with the member cluster's own credentials, so
+    no user writes one, whatever their role says; administrators may (to repair)."""
+    if what.verb in _READS or user.name == _COPY_WRITER or ADMINS in user.groups:
+        return None
+    return (f"{user.name} may not {what.verb} kubernetes/{what.resource}: copies are "
+            "written by the kube controller and their cluster's agent")  # fmt: skip
 
 
 def _NOTHING(namespace: str | None) -> bool:

@@ -70,6 +70,8 @@ _RULES: dict[str, list[RoleRule]] = {
         _rule("kubernetes", ["applications"], [*_READ, "update", "delete"]),
         _rule("kubernetes", ["clusters"], [*_READ, "secrets"]),
         _rule("kubernetes", ["applications/status", "clusters/status"], ["update"]),
+        # the copies of pull clusters (docs/pull-mode.md); reading them is reading applications
+        _rule("kubernetes", ["copies", "copies/finalizers"], ["create", "update", "delete"]),
         _LEASES,
         _EVENTS,
     ],
