@@ -4,8 +4,12 @@ It follows the Copies placed on its cluster (the API shows it no other) with Sho
 informer: a cut connection resumes from the last revision seen, a compacted one (410)
 lists again. Each copy is run by the same ``Applier`` as the hub runs for push clusters,
 with the member cluster's own credentials: applied when it is new or changed, looked at
-again every ``resync`` seconds (someone else's change is undone: drift), and while it is
-not ready yet, every ``poll`` seconds. Its status is written back by compare-and-swap,
+again every ``resync`` seconds (someone else's change is undone: drift). The objects a
+copy names are watched on the member cluster (``shoal.copies.watch``, as the hub watches
+push clusters): an event that changes what a look reads (readiness, someone else's
+change, a deletion) wakes the copy at once, and the looks read the watch's cache, not
+the member's API. Only a copy whose watch is not live yet is looked at every ``poll``
+seconds while it is not ready. Its status is written back by compare-and-swap,
 only when it changed. A deleted copy's objects are removed, then its finalizer dropped.
 On connecting, and after each listing again, objects on the member cluster that belong
 to applications whose Copy this agent ran and which have no Copy here any more are
@@ -30,9 +34,10 @@ from shoal.client.informer import Informer
 from shoal.client.kube import KubeApiError, KubeCluster, KubeUnreachable
 from shoal.client.rest import ApiError, Conflict, NotFound, ShoalClient, Unreachable
 from shoal.copies.applier import PRUNED_KINDS, Applier
-from shoal.copies.member import KubeFailure, Members
-from shoal.copies.objects import ident
+from shoal.copies.member import KubeFailure, Members, obj_key
+from shoal.copies.objects import ident, tells_anything
 from shoal.copies.owners import Owner
+from shoal.copies.watch import ClusterWatches, Entry
 from shoal.machinery.files import write_atomically
 from shoal.machinery.types import Obj
 from shoal.model.base import Reason, ReasonCode, ResourceRef
@@ -83,10 +88,12 @@ class CopyRunner:
     namespace: str
     name: str
     resync: float = 10.0  # seconds between two looks at a copy at rest (drift repair)
-    poll: float = 0.5  # seconds between two looks at a copy not ready yet
+    poll: float = 0.5  # seconds between two looks at a copy not ready yet, unwatched
+    fallback: float = 5.0  # the same for a watched copy (its objects' events wake it)
     state_dir: Path | None = None  # where the applications it ran are kept (None: memory)
     ran: set[str] = field(default_factory=set, init=False)  # their uids
     applier: Applier = field(init=False)
+    watches: ClusterWatches = field(init=False)
     informer: Informer[Copy] = field(init=False)
     pruned_after: int = field(default=0, init=False)  # the listing the last prune followed
     prunes: int = field(default=0, init=False)
@@ -97,7 +104,8 @@ class CopyRunner:
     def __post_init__(self) -> None:
         ref = ResourceRef(api="kubernetes", kind="Cluster", namespace=self.namespace,
                           name=self.name)  # fmt: skip
-        self.applier = Applier(self.kube, ref, Members(None, self._exists))
+        self.watches = ClusterWatches(self._member, self._woken, wakes=tells_anything)
+        self.applier = Applier(self.kube, ref, Members(self.watches, self._exists))
         self.informer = Informer(self.client, Copy, self.namespace,
                                  on_change=self._changed, on_delete=self._gone)  # fmt: skip
         if self.state_dir is not None and (self.state_dir / RAN_FILE).exists():
@@ -116,12 +124,32 @@ class CopyRunner:
         found in the way)."""
         return any(c.spec.app_uid == owner.uid for c in self.informer.items())
 
+    async def _member(self, cluster: Key) -> KubeCluster:
+        return self.kube
+
+    def _woken(self, key: Key) -> None:
+        """An object of copy ``key`` changed on the member cluster: look at it now."""
+        wake = self._wake.get(key)
+        if wake is not None:
+            wake.set()
+
+    def _entries(self, copy: Copy) -> set[Entry]:
+        """The member objects of ``copy``: what it applies and what it applied last."""
+        namespace = copy.spec.kube_namespace
+        objects = [*copy.spec.manifest, *copy.status.last_applied_manifest]
+        entries: set[Entry] = set()
+        for obj in objects:
+            with contextlib.suppress(KeyError, TypeError):
+                entries.add((self.applier.key, obj_key(obj, namespace)))
+        return entries
+
     def _changed(self, copy: Copy, old: Copy | None = None) -> None:
+        key = (copy.metadata.namespace, copy.metadata.name)
+        self.watches.set_app(key, self._entries(copy))
         if old is not None and old.spec == copy.spec and old.metadata.deleted == (
             copy.metadata.deleted
         ):
             return  # its status (our own write), nothing to run
-        key = (copy.metadata.namespace, copy.metadata.name)
         if key not in self._tasks or self._tasks[key].done():
             self._wake[key] = asyncio.Event()
             self._tasks[key] = asyncio.create_task(self._follow(key))
@@ -133,6 +161,7 @@ class CopyRunner:
         if task is not None:
             task.cancel()
         self._wake.pop(key, None)
+        self.watches.set_app(key, ())
         self.applier.forget(copy.spec.app_uid)
 
     async def run(self) -> None:
@@ -154,6 +183,7 @@ class CopyRunner:
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
+            await self.watches.stop()
 
     async def prune(self) -> int:
         """Remove what applications without a Copy here left on the member cluster."""
@@ -219,7 +249,10 @@ class CopyRunner:
         if failure is not None:
             return 2.0
         assert report is not None
-        return self.resync if report.ready else self.poll
+        if report.ready:
+            return self.resync
+        watched = self.watches.watched(key, self.applier.key)
+        return self.fallback if watched else self.poll
 
     async def _write(self, copy: Copy, fields: dict[str, Any]) -> None:
         """The status fields that changed, by compare-and-swap (a conflict: the next look)."""
