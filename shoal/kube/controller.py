@@ -22,6 +22,7 @@ import contextlib
 import logging
 import secrets
 from dataclasses import KW_ONLY, InitVar, dataclass
+from functools import partial
 from typing import Any
 
 import aiohttp
@@ -124,6 +125,7 @@ class KubeController(Controller):
         # status writes of concurrent reconciles share requests and store commits
         self.status_writes = Batcher(self.client.patch_status_many)
         self.finalizer_writes = Batcher(self.client.set_finalizers_many)
+        self.copy_creates = Batcher(partial(self.client.create_items, Copy))  # pull clusters'
         self.applied_at: dict[CacheKey, float] = {}  # loop time of the last apply
         self.written: dict[CacheKey, int] = {}  # resource_version of our last write
         # writes not yet answered: the revisions of the events that came meanwhile
@@ -181,6 +183,7 @@ class KubeController(Controller):
         await self.events.close()
         await self.status_writes.close()
         await self.finalizer_writes.close()
+        await self.copy_creates.close()
         if self._http is not None:
             await self._http.close()
 
@@ -377,7 +380,8 @@ class KubeController(Controller):
         pulled = self.pulled.get(key)
         if pulled is None:
             ref = ResourceRef(api="kubernetes", kind="Cluster", namespace=key[0], name=key[1])
-            pulled = self.pulled[key] = PulledCopies(self.client, ref, self.copy_informer)
+            pulled = self.pulled[key] = PulledCopies(self.client, ref, self.copy_informer,
+                                                     self.copy_creates)  # fmt: skip
         return pulled
 
     async def applier_of(self, cluster: Cluster) -> Applier:

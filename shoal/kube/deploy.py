@@ -155,19 +155,25 @@ class _Run:
         self.health = ContainerHealth()
 
     async def bring(self, specs: list[CopySpec]) -> bool:
-        """Apply each copy; whether every one is ready. A failed copy of several is
+        """Apply each copy, every cluster at once (a copy on 100 clusters waits for the
+        slowest, not for the sum); whether every one is ready. A failed copy of several is
         recorded DEGRADED (the others go on); the one copy's failure is raised."""
+        if len(specs) == 1:
+            outcomes: list[CopyReport | BaseException] = [await self.apply(specs[0])]
+        else:
+            outcomes = await asyncio.gather(*(self.apply(spec) for spec in specs),
+                                            return_exceptions=True)  # fmt: skip
         ready_all = True
-        for spec in specs:
+        for spec, report in zip(specs, outcomes, strict=True):
             where = ref_key(spec.cluster)
-            try:
-                report = await self.apply(spec)
-            except KubeFailure as failure:
+            if isinstance(report, KubeFailure):
                 if not self.several:
-                    raise
+                    raise report
                 ready_all = False
-                self.failed(spec, failure)
+                self.failed(spec, report)
                 continue
+            if isinstance(report, BaseException):
+                raise report
             self.reports[where] = report
             _add(self.health, report.health)
             ready_all = ready_all and report.ready

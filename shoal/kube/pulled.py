@@ -5,7 +5,9 @@ A pull cluster's agent runs the cluster's copies with the member's own credentia
 copy to a ``PulledCopies`` in place of an ``Applier``: ``apply`` writes the copy's
 ``Copy`` (created, or updated by compare-and-swap only when the copy changed) and answers
 the report the agent wrote in its status, exactly what the applier would have answered
-in-process; ``remove`` deletes the ``Copy`` and answers how many are still there, so the
+in-process. Creates go in batches (``POST /kubernetes/copies``, one request and one store
+commit for the copies of every cluster of an application, and of concurrent reconciles).
+``remove`` deletes the ``Copy`` and answers how many are still there, so the
 hub waits for the agent's removal as it waits for a push removal. Push clusters get no
 object: their path writes nothing more.
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass, field
 
+from shoal.client.batcher import Batcher
 from shoal.client.informer import Informer
 from shoal.client.rest import Conflict, NotFound, ShoalClient
 from shoal.copies.applier import NoAddress
@@ -86,6 +89,7 @@ class PulledCopies:
     client: ShoalClient
     cluster: ResourceRef
     informer: Informer[Copy]
+    creates: Batcher  # of the batch create of Copies (``create_items``)
     # our own last write of each copy: newer than the informer until its event comes
     written: dict[str, Copy] = field(default_factory=dict, repr=False)
 
@@ -134,9 +138,12 @@ class PulledCopies:
             spec=CopyWork.model_validate({**spec.model_dump(), "generation": 1}),
         )  # fmt: skip
         try:
-            return self._keep(await self.client.create(copy))
+            version = await self.creates.write(copy.model_dump(mode="json"))
         except Conflict:  # written already, not seen yet: read it
             return self._keep(await self.client.get(Copy, name, namespace))
+        # as stored, as far as the hub reads it (its revision; the informer brings the rest)
+        metadata = copy.metadata.model_copy(update={"resource_version": version})
+        return self._keep(copy.model_copy(update={"metadata": metadata}))
 
     def _keep(self, copy: Copy) -> Copy:
         self.written[copy.metadata.name] = copy

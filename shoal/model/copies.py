@@ -134,3 +134,4 @@ class Copy(Kind):
     status: CopyState = Field(default_factory=CopyState)
 
     subresources = ("status", "finalizers")
+    created_in_batches = True  # the copies of an application on its clusters, at once
