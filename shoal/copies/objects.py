@@ -219,6 +219,16 @@ def unread(app: Obj, written: int | None, entries: set[Entry] | None) -> bool:
     return entries is None or raw_watch_entries(app) == entries
 
 
+def unexplained(raw: dict[str, Any]) -> dict[str, Any]:
+    """An application event's object without the scheduler's explanation, which the kube
+    controller never reads nor writes back (its status writes are patches of its own
+    fields): most of the object, built and kept for nothing."""
+    status = raw.get("status")
+    if status and status.get("scheduling") is not None:
+        status["scheduling"] = None
+    return raw
+
+
 def _entries(
     namespace: str | None, refs: list[ClusterKey], objects: list[Obj], recorded: dict[str, str]
 ) -> set[Entry]:

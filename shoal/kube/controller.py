@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import secrets
 from dataclasses import KW_ONLY, InitVar, dataclass
 from functools import partial
 from typing import Any
@@ -43,6 +42,7 @@ from shoal.copies.objects import (
     ref_key,
     tells_anything,
     triggered,
+    unexplained,
     unread,
     watch_entries,
 )
@@ -50,10 +50,10 @@ from shoal.copies.owners import Owner
 from shoal.copies.watch import ClusterWatches
 from shoal.events import Recorder
 from shoal.kube import deploy, planner, removal, writes
-from shoal.kube.hooks import HOOKS, HookSettings, settings_from_environment
+from shoal.kube.hooks import HookSettings, settings_from_environment
 from shoal.kube.hub import Runner
 from shoal.kube.pulled import PulledCopies
-from shoal.model.base import Reason, ReasonCode, ResourceRef
+from shoal.model.base import ReasonCode, ResourceRef
 from shoal.model.copies import Copy, CopySpec
 from shoal.model.kubernetes import (
     Application,
@@ -63,18 +63,6 @@ from shoal.model.kubernetes import (
 )
 
 log = logging.getLogger(__name__)
-
-
-
-
-def _unexplained(raw: dict[str, Any]) -> dict[str, Any]:
-    """An application event's object without the scheduler's explanation, which the kube
-    controller never reads nor writes back (its status writes are patches of its own
-    fields): most of the object, built and kept for nothing."""
-    status = raw.get("status")
-    if status and status.get("scheduling") is not None:
-        status["scheduling"] = None
-    return raw
 
 
 @dataclass(eq=False)
@@ -105,8 +93,9 @@ class KubeController(Controller):
         # one client (and pool of 100 connections) per cluster; the watches take one each
         # per kind and namespace applied there, so they cannot starve the other requests
         self.kube = KubeClients(timeout=timeout)
+        self.queue: WorkQueue[CacheKey] = WorkQueue()
         self.watches: ClusterWatches | None = (
-            ClusterWatches(self._watch_client, self.queue_add, wakes=tells_anything)
+            ClusterWatches(self._watch_client, self.queue.add, wakes=tells_anything)
             if watch
             else None
         )
@@ -118,7 +107,6 @@ class KubeController(Controller):
         self.orphans: dict[CacheKey, list[tuple[str, Obj, Owner]]] = {}
         self.cleanup_tried: dict[tuple[CacheKey, CacheKey], float] = {}
         self.orphan_tasks: dict[CacheKey, asyncio.Task[None]] = {}
-        self.queue: WorkQueue[CacheKey] = WorkQueue()
         self.failures: dict[CacheKey, int] = {}
         self.events = Recorder(self.client, "kube-controller")
         self._http: aiohttp.ClientSession | None = None  # to ask workloads to shut down
@@ -137,7 +125,7 @@ class KubeController(Controller):
             on_change=self._app_event,
             on_delete=self._app_deleted,
             quiet=self._quiet,
-            keep=_unexplained,
+            keep=unexplained,
         )
         self.cluster_informer: Informer[Cluster] = Informer(
             self.client, Cluster, on_change=self._cluster_event, on_delete=self._cluster_deleted
@@ -188,9 +176,6 @@ class KubeController(Controller):
             await self._http.close()
 
     # events --------------------------------------------------------------------------
-
-    def queue_add(self, key: CacheKey) -> None:
-        self.queue.add(key)
 
     def _app_event(self, app: Application, old: Application | None = None) -> None:
         key = cache_key(app)
@@ -320,28 +305,16 @@ class KubeController(Controller):
                 if app.status.pending_cleanups:
                     app = await removal.cleanup(self, app)
                 if self._acts_on(app) and not app.spec.manifest:
-                    await self._nothing_to_deploy(app)
+                    await deploy.nothing_to_deploy(self, app)
                     return
                 if self._acts_on(app):
-                    app = await self._tokens(app)
+                    app = await deploy.with_tokens(self, app)
                 if self._acts_on(app):
                     await deploy.deploy(self, app)
                 elif deploy.withdrawn(self, app):
                     await deploy.withdraw(self, app)
         except KubeFailure as failure:
             await writes.failed(self, app, failure)
-
-    async def _nothing_to_deploy(self, app: Application) -> None:
-        """An application whose manifest is empty (stored before the API turned templates
-        into manifests) waits with a reason, never RUNNING with nothing running; an update
-        that gives it objects deploys it."""
-        message = ("nothing to deploy: spec.manifest is empty (an application given as a "
-                   "TOSCA template or CSAR gets its manifest when it is written: update it)")
-        reason = Reason(code=ReasonCode.INVALID_TOSCA_MANIFEST, message=message)
-        status = app.status
-        if status.deploy_state is None and status.deploy_reason == reason:
-            return
-        await self.write(app, {"deploy_state": None, "deploy_reason": reason})
 
     def desired(self, app: Application) -> list[Obj]:
         """The objects to apply: the manifest, with Krake's hooks put in (``kube.hooks``)."""
@@ -395,13 +368,6 @@ class KubeController(Controller):
         applier.kube = kube
         return applier
 
-    async def _tokens(self, app: Application) -> Application:
-        """Each hook's token, made once and stored before the first apply that uses it."""
-        status = app.status
-        missing = {f"{hook}_token": secrets.token_urlsafe(32) for hook in HOOKS
-                   if hook in app.spec.hooks and getattr(status, f"{hook}_token") is None}
-        return await self.write(app, missing) if missing else app
-
     def cluster(self, ref: ResourceRef | None) -> Cluster | None:
         if ref is None:
             return None
@@ -411,7 +377,6 @@ class KubeController(Controller):
         """The application ``owner`` names is still there (being deleted counts)."""
         app = self.app_informer.get(owner.name, owner.namespace)
         return app is not None and app.metadata.uid == owner.uid
-
 
     @property
     def drift_repairs(self) -> int:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 from typing import Any
 
 from shoal.client.informer import CacheKey, cache_key
@@ -31,6 +32,7 @@ from shoal.copies.namespaces import to_record as namespaces_to_record
 from shoal.copies.objects import merge_cleanup, outside, ref_key
 from shoal.events import reasons
 from shoal.kube import planner
+from shoal.kube.hooks import HOOKS
 from shoal.kube.hub import Hub
 from shoal.kube.removal import remove_from_old, shut_down_first
 from shoal.machinery.types import Obj
@@ -87,6 +89,27 @@ def _existing(app: Application) -> dict[CacheKey, CopyStatus]:
         copies[ref_key(running)] = CopyStatus(cluster=running, replicas=ran,
                                               state=ApplicationState.RUNNING)  # fmt: skip
     return copies
+
+
+async def nothing_to_deploy(hub: Hub, app: Application) -> None:
+    """An application whose manifest is empty (stored before the API turned templates
+    into manifests) waits with a reason, never RUNNING with nothing running; an update
+    that gives it objects deploys it."""
+    message = ("nothing to deploy: spec.manifest is empty (an application given as a "
+               "TOSCA template or CSAR gets its manifest when it is written: update it)")
+    reason = Reason(code=ReasonCode.INVALID_TOSCA_MANIFEST, message=message)
+    status = app.status
+    if status.deploy_state is None and status.deploy_reason == reason:
+        return
+    await hub.write(app, {"deploy_state": None, "deploy_reason": reason})
+
+
+async def with_tokens(hub: Hub, app: Application) -> Application:
+    """Each hook's token, made once and stored before the first apply that uses it."""
+    status = app.status
+    missing = {f"{hook}_token": secrets.token_urlsafe(32) for hook in HOOKS
+               if hook in app.spec.hooks and getattr(status, f"{hook}_token") is None}
+    return await hub.write(app, missing) if missing else app
 
 
 async def deploy(hub: Hub, app: Application) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from shoal.client.rest import NotFound
 from shoal.model.copies import Copy, copy_name
 from shoal.model.kubernetes import Application, Cluster, ClusterState
 from shoal.testing import fleet
@@ -66,7 +67,10 @@ async def test_a_cluster_moves_from_pull_to_push_and_back(hub: Hub, members: Any
     await wait_for(lambda: online(hub, "edge"), timeout=60)
 
     async def answered() -> bool:
-        copy = await hub.admin.get(Copy, copy_name("web", "edge"), NS)
+        try:  # written when the hub sees the cluster answer in pull mode
+            copy = await hub.admin.get(Copy, copy_name("web", "edge"), NS)
+        except NotFound:
+            return False
         return copy.status.generation == copy.spec.generation and copy.status.ready
 
     await wait_for(answered, timeout=60)
