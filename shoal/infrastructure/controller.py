@@ -43,7 +43,6 @@ import aiohttp
 from shoal.client.informer import CacheKey, Informer
 from shoal.client.rest import ApiError, Conflict, NotFound, ShoalClient, Unreachable
 from shoal.controllers.base import Controller
-from shoal.controllers.queue import WorkQueue
 from shoal.events import reasons
 from shoal.events.recorder import Recorder
 from shoal.infrastructure.providers import (
@@ -58,6 +57,7 @@ from shoal.infrastructure.registry import provider_for
 from shoal.machinery.outbound import Sessions
 from shoal.machinery.patch import merge_diff, merge_patch
 from shoal.machinery.problems import ProblemError
+from shoal.machinery.workqueue import WorkQueue
 from shoal.model.base import Reason, ReasonCode
 from shoal.model.infrastructure import Cloud, GlobalCloud
 from shoal.model.kubernetes import BUILDING_STATES, Cluster, ClusterState

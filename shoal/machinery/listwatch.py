@@ -25,6 +25,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Generic, TypeVar
 
+from shoal.machinery.backoff import Backoff
+
 R = TypeVar("R")  # a revision, as the source spells it (int for Shoal, str for Kubernetes)
 
 
@@ -43,7 +45,7 @@ class ListWatch(Generic[R]):
     revision: R | None = field(default=None, init=False)
 
     async def run(self) -> None:
-        delay = self.retry
+        backoff = Backoff(self.retry, max(self.retry, self.max_retry))  # the first as asked
         listed_at = 0.0
         while True:
             timer: asyncio.Timeout | None = None
@@ -51,7 +53,7 @@ class ListWatch(Generic[R]):
                 if self.revision is None or self._resync_due(listed_at):
                     self.revision = await self.list()
                     listed_at = time.monotonic()
-                    delay = self.retry
+                    backoff.succeeded()
                     if self.revision is None:  # nothing to watch here: look again later
                         await asyncio.sleep(self.resync or self.max_retry)
                         continue
@@ -59,7 +61,7 @@ class ListWatch(Generic[R]):
                 async with timer:
                     async for revision in self.watch(self.revision):
                         self.revision = revision
-                        delay = self.retry
+                        backoff.succeeded()
             except asyncio.CancelledError:
                 raise
             except Exception as error:  # the loop's top level: report, back off, retry
@@ -70,8 +72,7 @@ class ListWatch(Generic[R]):
                     continue
                 if self.failed(error):
                     self.revision = None
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, self.max_retry)
+                await asyncio.sleep(backoff.failed())
 
     def _resync_due(self, listed_at: float) -> bool:
         return self.resync is not None and time.monotonic() - listed_at >= self.resync

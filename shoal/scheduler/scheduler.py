@@ -124,7 +124,7 @@ class Scheduler(Controller):
         publish: bool = True,
         lease_name: str = PUBLISHED_AS,
     ) -> None:
-        from shoal.controllers.queue import WorkQueue
+        from shoal.machinery.workqueue import WorkQueue
 
         super().__init__()
         self.client = client
