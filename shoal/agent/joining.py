@@ -25,6 +25,7 @@ import aiohttp
 import orjson
 
 from shoal.client.rest import ApiError, ShoalClient, Unreachable
+from shoal.machinery.backoff import Backoff
 from shoal.machinery.files import write_atomically
 from shoal.machinery.tls import ca_hash
 
@@ -139,22 +140,23 @@ async def keep_renewed(
 ) -> None:
     """Renew at half the credential's remaining life, keep it, use it; until cancelled.
 
-    A failed renewal is tried again (doubling the wait) until the credential expires;
-    then the agent stops: only a new join token registers it again."""
-    delay = retry
+    A failed renewal is tried again (after ``retry`` seconds, doubling up to a minute)
+    until the credential expires; then the agent stops: only a new join token registers
+    it again."""
+    backoff = Backoff(retry, 60.0)
     while True:
         left = kept.expires - clock()
         if left <= 0:
             raise JoinError(f"the credential of {kept.namespace}/{kept.name} expired before "
                             "it could be renewed: join again with a new token")  # fmt: skip
-        await asyncio.sleep(max(left / 2, 0.0) if delay == retry else min(delay, left))
+        await asyncio.sleep(min(backoff.current, left) if backoff.failures else max(left / 2, 0.0))
         try:
             kept = await renew(client, kept)
         except (ApiError, Unreachable) as error:
             log.warning("credential of %s/%s not renewed: %s", kept.namespace, kept.name, error)
-            delay = min(delay * 2, 60.0)
+            backoff.failed()
             continue
-        delay = retry
+        backoff.succeeded()
         save(state_dir, kept)
         client.use_token(kept.credential)
         log.info("credential of %s/%s renewed until %s", kept.namespace, kept.name,

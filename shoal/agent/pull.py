@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from shoal.client.kube import KubeApiError, KubeCluster, KubeUnreachable
 from shoal.client.rest import ApiError, Conflict, ShoalClient, Unreachable
+from shoal.machinery.backoff import Backoff
 from shoal.machinery.types import Obj
 from shoal.model.base import utcnow
 from shoal.model.kubernetes import Cluster, ClusterStatus
@@ -101,16 +102,15 @@ class StatusKeeper:
         raise RuntimeError(f"cluster {self.namespace}/{self.name}: status kept changing")
 
     async def run(self) -> None:
-        delay = 0.5
+        backoff = Backoff(0.5, self.every)
         while True:
             try:
                 await self.once()
-                delay = 0.5
+                backoff.succeeded()
                 await asyncio.sleep(self.every)
             except asyncio.CancelledError:
                 raise
             except (ApiError, Unreachable, RuntimeError) as error:  # the hub is away
                 log.warning("cluster %s/%s: status not written: %s", self.namespace,
                             self.name, error)  # fmt: skip
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, self.every)
+                await asyncio.sleep(backoff.failed())

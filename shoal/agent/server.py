@@ -9,11 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from dataclasses import dataclass
-from pathlib import Path
-
-import yaml
 
 from shoal.agent.agent import Agent
 from shoal.agent.app import create_app
@@ -78,12 +74,3 @@ async def run_agent(kubeconfig: Obj, config: AgentConfig | None = None,
         await running.task
     finally:
         await running.stop()
-
-
-def load_kubeconfig(path: str | None) -> Obj:
-    """``path``, else $KUBECONFIG (its first file), else ~/.kube/config."""
-    chosen = path or (os.environ.get("KUBECONFIG") or "").split(os.pathsep)[0]
-    data = yaml.safe_load(Path(chosen or Path.home() / ".kube" / "config").read_text())
-    if not isinstance(data, dict):
-        raise ValueError(f"{chosen}: not a kubeconfig")
-    return data

@@ -2,16 +2,16 @@
 
 The async ``ShoalClient`` (aiohttp and the pydantic models) takes about a
 third of a second to import; a command that prints a table needs neither, so
-it sends its one or two requests with the standard library and works on the
-JSON the API answered. Errors become ``CliError`` in the user's words: a
-``Problem`` for Shoal's problem documents, "not a Shoal API" for a server
-that answers something else, "cannot reach" for no answer.
+it sends its one or two requests with ``machinery/synchttp.py`` (the standard
+library's socket) and works on the JSON the API answered. Errors become
+``CliError`` in the user's words: a ``Problem`` for Shoal's problem documents,
+"not a Shoal API" for a server that answers something else, "cannot reach" for
+no answer.
 """
 
 from __future__ import annotations
 
 import json
-import socket
 import urllib.parse
 from typing import Any
 
@@ -24,6 +24,7 @@ from shoal.cli.errors import (
     untrusted,
 )
 from shoal.client.credentials import Credentials
+from shoal.machinery.synchttp import NotHttp, Unreachable, Untrusted, send, with_query
 
 
 class Problem(CliError):
@@ -47,60 +48,27 @@ class Http:
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise CliError(f"API URL {url!r} must look like http://host:port", 2)
         self._https = parts.scheme == "https"
-        self._host = parts.hostname
-        self._port = parts.port
-        self._base = parts.path
         self.timeout = timeout
 
     def _send(self, method: str, path: str, body: Any = None) -> tuple[int, bytes, str]:
         """One exchange: status, body, content type; no answer at all is "cannot reach"."""
-        headers = {"accept": "application/json"}
-        token = self.credentials.token
-        if token:
-            headers["authorization"] = f"Bearer {token}"
-        data = b""
-        if body is not None:
-            data = json.dumps(body).encode()
-            headers["content-type"] = "application/json"
-        if self._https:
-            return self._send_tls(method, self._base + path, data, headers)
+        context = self.credentials.ssl_context() if self._https else None
         try:
-            return _exchange(
-                self._host, self._port or 80, method, self._base + path, data, headers, self.timeout
-            )
-        except OSError:
+            answer = send(method, self.url + path, body=body, token=self.credentials.token,
+                          timeout=self.timeout, context=context)  # fmt: skip
+        except Unreachable:
             raise unreachable(self.url) from None
-        except ValueError:
+        except Untrusted as error:
+            raise untrusted(self.url, str(error)) from None
+        except NotHttp:
             raise not_shoal(self.url, "no HTTP answer", path) from None
-
-    def _send_tls(
-        self, method: str, path: str, data: bytes, headers: dict[str, str]
-    ) -> tuple[int, bytes, str]:
-        import http.client
-        import ssl
-
-        context = self.credentials.ssl_context()
-        connection = http.client.HTTPSConnection(
-            self._host, self._port, timeout=self.timeout, context=context
-        )
-        try:
-            connection.request(method, path, body=data or None, headers=headers)
-            response = connection.getresponse()
-            return response.status, response.read(), response.getheader("content-type") or ""
-        except ssl.SSLCertVerificationError as error:
-            raise untrusted(self.url, error.verify_message or str(error)) from None
-        except (OSError, http.client.HTTPException):
-            raise unreachable(self.url) from None
-        finally:
-            connection.close()
+        return answer.status, answer.body, answer.content_type
 
     def request(
         self, method: str, path: str, params: dict[str, Any] | None = None, body: Any = None
     ) -> Any:
         """The decoded JSON answer; a ``Problem``, or a ``CliError`` when it is not Shoal."""
-        query = {k: v for k, v in (params or {}).items() if v is not None}
-        if query:
-            path += "?" + urllib.parse.urlencode(query)
+        path = with_query(path, params)
         status, content, _ = self._send(method, path, body)
         try:
             document = json.loads(content) if content else None
@@ -145,53 +113,3 @@ def identify(url: str, client: Http | None = None) -> None:
         ok = False
     if not ok:
         raise not_shoal(client.url, status, body=content)
-
-
-def _exchange(
-    host: str,
-    port: int,
-    method: str,
-    path: str,
-    data: bytes,
-    headers: dict[str, str],
-    timeout: float,
-) -> tuple[int, bytes, str]:
-    """HTTP/1.1 over a socket, the connection closed after the answer.
-
-    The standard library's ``http.client`` costs a quarter of ``shoal get``'s
-    start-up (it imports the email parser); a request of a command line and
-    its whole answer need only this. HTTPS goes through ``http.client``.
-    """
-    lines = [f"{method} {path} HTTP/1.1", f"host: {host}:{port}", "connection: close"]
-    lines += [f"{name}: {value}" for name, value in headers.items()]
-    lines.append(f"content-length: {len(data)}")
-    request = ("\r\n".join(lines) + "\r\n\r\n").encode() + data
-    chunks = []
-    with socket.create_connection((host, port), timeout=timeout) as sock:
-        sock.sendall(request)
-        while chunk := sock.recv(65536):
-            chunks.append(chunk)
-    head, separator, content = b"".join(chunks).partition(b"\r\n\r\n")
-    status_line, *fields = head.decode("latin-1").split("\r\n")
-    version, status, *_ = [*status_line.split(" ", 2), ""]
-    if not separator or not version.startswith("HTTP/") or not status.isdigit():
-        raise ValueError("not an HTTP answer")
-    found = {}
-    for field in fields:
-        name, _, value = field.partition(":")
-        found[name.strip().lower()] = value.strip()
-    if "chunked" in found.get("transfer-encoding", "").lower():
-        content = _dechunk(content)
-    return int(status), content, found.get("content-type", "")
-
-
-def _dechunk(content: bytes) -> bytes:
-    body = []
-    while content:
-        size_line, _, rest = content.partition(b"\r\n")
-        size = int(size_line.split(b";")[0], 16)
-        if size == 0:
-            break
-        body.append(rest[:size])
-        content = rest[size + 2 :]
-    return b"".join(body)

@@ -201,55 +201,12 @@ def parse_rule(text: str) -> dict[str, Any]:
 
 def load_kubeconfig(path: str, context: str | None = None) -> dict[str, Any]:
     """A kubeconfig reduced to exactly one context, user and cluster, as the API wants."""
-    docs = read_mappings(path)
-    if len(docs) != 1:
-        raise CliError(f"kubeconfig {path} must hold one YAML document, found {len(docs)}")
-    config = docs[0]
-    contexts = [c for c in config.get("contexts") or [] if isinstance(c, dict)]
-    names = [str(c.get("name")) for c in contexts]
-    if context is not None:
-        chosen = [c for c in contexts if c.get("name") == context]
-        if not chosen:
-            raise CliError(
-                f"kubeconfig {path} has no context {context!r}; "
-                f"it has: {', '.join(names) or 'none'}"
-            )
-    elif len(contexts) == 1:
-        chosen = contexts
-    elif not contexts:
-        raise CliError(f"kubeconfig {path} has no contexts; Shoal needs exactly one")
-    else:
-        raise CliError(
-            f"kubeconfig {path} has {len(contexts)} contexts ({', '.join(names)}); "
-            "Shoal needs exactly one: pick one with --context NAME"
-        )
-    ctx = chosen[0]
-    inner = ctx.get("context") or {}
-    if not isinstance(inner, dict):
-        raise CliError(f"kubeconfig {path}: context {ctx.get('name')!r} is malformed")
+    from shoal.machinery.kubeconfig import KubeconfigError, one_context, one_document
 
-    def pick(section: str, name: Any) -> dict[str, Any]:
-        entries = [e for e in config.get(section) or [] if isinstance(e, dict)]
-        found = [e for e in entries if e.get("name") == name]
-        if not found:
-            raise CliError(
-                f"kubeconfig {path}: context {ctx.get('name')!r} names {section[:-1]} "
-                f"{name!r}, which is not in {section}"
-            )
-        return found[0]
-
-    cluster = pick("clusters", inner.get("cluster"))
-    user = pick("users", inner.get("user"))
-    reduced = {k: v for k, v in config.items() if k not in ("contexts", "clusters", "users")}
-    reduced.update(
-        {
-            "contexts": [ctx],
-            "clusters": [cluster],
-            "users": [user],
-            "current-context": ctx.get("name"),
-        }
-    )
-    return reduced
+    try:
+        return one_context(one_document(read_yaml_documents(path), path), context, path)
+    except KubeconfigError as error:
+        raise CliError(str(error)) from None
 
 
 def _metric_refs(namespaced: bool) -> Reader:

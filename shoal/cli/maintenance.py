@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 import typer
@@ -32,6 +32,7 @@ from shoal.cli.output import Output
 from shoal.cli.params import names_argument, namespace_option
 from shoal.cli.reschedule import report_task, task_name, watch_task
 from shoal.client.rest import Conflict, Gone, ShoalClient
+from shoal.machinery.listwatch import ListWatch, stop_on_failure
 from shoal.model.application_status import placed_on, runs_on
 from shoal.model.base import Metadata
 from shoal.model.catalog import BY_KIND
@@ -118,27 +119,30 @@ async def drain(
     task = await client.create(task)
     changed = asyncio.Event()
 
-    async def follow_apps(revision: int) -> None:
-        """Keep ``on`` up to date from the namespace's application events."""
-        while True:
-            try:
-                async for event in client.watch(Application, namespace, resource_version=revision):
-                    revision = max(revision, event.revision)
-                    app = event.object
-                    if event.type != "DELETED" and _on(app, namespace, name):
-                        on.add(app.metadata.name)
-                    else:
-                        on.discard(app.metadata.name)
-                    progress(len(on), max(total, len(on)))
-                    changed.set()
-            except Gone:
-                again = await client.list(Application, namespace)
-                on.clear()
-                on.update(a.metadata.name for a in again.items if _on(a, namespace, name))
-                revision = again.revision
-                changed.set()
+    async def relist() -> int:
+        """After a compaction: who is on the cluster now."""
+        again = await client.list(Application, namespace)
+        on.clear()
+        on.update(a.metadata.name for a in again.items if _on(a, namespace, name))
+        changed.set()
+        return again.revision
 
-    watcher = asyncio.create_task(follow_apps(listed.revision))
+    async def follow(revision: int) -> AsyncIterator[int]:
+        """Keep ``on`` up to date from the namespace's application events."""
+        async for event in client.watch(Application, namespace, resource_version=revision):
+            revision = max(revision, event.revision)
+            app = event.object
+            if event.type != "DELETED" and _on(app, namespace, name):
+                on.add(app.metadata.name)
+            else:
+                on.discard(app.metadata.name)
+            progress(len(on), max(total, len(on)))
+            changed.set()
+            yield revision
+
+    apps = ListWatch(relist, follow, lambda error: isinstance(error, Gone), stop_on_failure)
+    apps.revision = listed.revision
+    watcher = asyncio.create_task(apps.run())
     finished = asyncio.create_task(watch_task(client, task, timeout))
     try:
         async with asyncio.timeout(timeout):

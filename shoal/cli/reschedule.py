@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -37,6 +37,7 @@ from shoal.cli.params import (
 )
 from shoal.cli.verbs import build
 from shoal.client.rest import Gone, NotFound, ShoalClient
+from shoal.machinery.listwatch import ListWatch, stop_on_failure
 from shoal.model.catalog import BY_KIND
 from shoal.model.scheduling import RescheduleTask, TaskPhase
 
@@ -228,38 +229,46 @@ async def watch_task(
 ) -> RescheduleTask:
     """Follow the task's watch events (``show`` sees each state) until it finished."""
     name = task.metadata.name
+    ended = asyncio.Event()
+    current = task
 
-    def finished(current: RescheduleTask) -> bool:
-        show(current)
-        return current.status.phase is TaskPhase.Finished
+    def seen(state: RescheduleTask, deleted: bool = False) -> None:
+        nonlocal current
+        if ended.is_set():
+            return  # events after the end are not shown
+        current = state
+        show(state)
+        if state.status.phase is TaskPhase.Finished:
+            ended.set()
+        elif deleted:
+            raise CliError(f"RescheduleTask {name} was deleted before it finished")
 
-    revision = task.metadata.resource_version or 0
+    async def relist() -> int:
+        """After a compaction: the task as it is now."""
+        try:
+            seen(await client.get(RescheduleTask, name))
+        except NotFound:
+            raise CliError(f"RescheduleTask {name} was deleted") from None
+        return current.metadata.resource_version or 0
+
+    async def follow(revision: int) -> AsyncIterator[int]:
+        async for event in client.watch(RescheduleTask, resource_version=revision, heartbeat=5.0):
+            revision = max(revision, event.revision)
+            if event.object.metadata.name == name:
+                seen(event.object, deleted=event.type == "DELETED")
+            yield revision
+
+    seen(task)
+    if ended.is_set():
+        return current
+    states = ListWatch(relist, follow, lambda error: isinstance(error, Gone), stop_on_failure)
+    states.revision = task.metadata.resource_version or 0
     try:
         async with asyncio.timeout(timeout):
-            while not finished(task):
-                try:
-                    deleted = False
-                    async for event in client.watch(
-                        RescheduleTask, resource_version=revision, heartbeat=5.0
-                    ):
-                        revision = max(revision, event.revision)
-                        if event.object.metadata.name != name:
-                            continue
-                        task = event.object
-                        deleted = event.type == "DELETED"
-                        if deleted or finished(task):
-                            break
-                    if deleted and not finished(task):
-                        raise CliError(f"RescheduleTask {name} was deleted before it finished")
-                except Gone:
-                    try:
-                        task = await client.get(RescheduleTask, name)
-                    except NotFound:
-                        raise CliError(f"RescheduleTask {name} was deleted") from None
-                    revision = task.metadata.resource_version or 0
+            await states.run_until(ended)
     except TimeoutError:
         raise CliError(f"RescheduleTask {name} did not finish within {timeout:g} s") from None
-    return task
+    return current
 
 
 def report_task(task: RescheduleTask, output: Output) -> None:

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Hashable
 from typing import Any, TypeVar
 
 from shoal.client.informer import Informer
-from shoal.controllers.queue import WorkQueue
+from shoal.machinery.workqueue import WorkQueue
 
 T = TypeVar("T", bound=Hashable)
 

@@ -15,9 +15,9 @@ from typing import Any
 from shoal.client.informer import Informer
 from shoal.client.rest import ApiError, Conflict, NotFound, ShoalClient, Unreachable
 from shoal.controllers.base import Controller
-from shoal.controllers.queue import WorkQueue
 from shoal.events.expiry import run_expiry
 from shoal.gc.view import ApplicationMeta
+from shoal.machinery.workqueue import WorkQueue
 from shoal.model import registry
 from shoal.model.base import Kind, ResourceRef
 from shoal.model.events import Event

@@ -43,7 +43,6 @@ import aiohttp
 from shoal.client.informer import CacheKey, Informer
 from shoal.client.rest import ApiError, Conflict, NotFound, ShoalClient, Unreachable
 from shoal.controllers.base import Controller
-from shoal.controllers.queue import WorkQueue
 from shoal.events import reasons
 from shoal.events.recorder import Recorder
 from shoal.infrastructure.providers import (
@@ -55,13 +54,14 @@ from shoal.infrastructure.providers import (
     resolve,
 )
 from shoal.infrastructure.registry import provider_for
+from shoal.machinery.backoff import Backoff
 from shoal.machinery.outbound import Sessions
 from shoal.machinery.patch import merge_diff, merge_patch
 from shoal.machinery.problems import ProblemError
+from shoal.machinery.workqueue import WorkQueue
 from shoal.model.base import Reason, ReasonCode
 from shoal.model.infrastructure import Cloud, GlobalCloud
 from shoal.model.kubernetes import BUILDING_STATES, Cluster, ClusterState
-from shoal.model.scheduler_config import Backoff
 from shoal.model.tosca import allowed_url
 from shoal.model.tosca import problems as template_problems
 
@@ -121,7 +121,7 @@ class InfrastructureController(Controller):
         self.timeout = timeout  # for one call to a provider
         self.create_timeout = create_timeout  # for a build, from create to configured
         # after a failure: retry_delay seconds, doubled at each failure, up to retry_cap
-        self.backoff = Backoff(initial=retry_delay, factor=2.0, cap=retry_cap)
+        self.backoff = Backoff(retry_delay, retry_cap)
         self.workers = workers
         self.informer: Informer[Cluster] = Informer(
             client, Cluster, on_change=self._changed, on_delete=self._removed
@@ -202,7 +202,7 @@ class InfrastructureController(Controller):
                 failing = None
             else:  # the user changed it: tried again from 2 s, but never nearer than
                 # retry_delay to the last try (a template changed over and over is no flood)
-                due = failing.tried + self.backoff.initial
+                due = failing.tried + self.backoff.base
                 failing = _Failing(0, subject, due, failing.reason, failing.tried)
                 self._failures[ref] = failing
         if failing is not None:

@@ -31,8 +31,6 @@ from shoal.client.informer import CacheKey, Informer, cache_key
 from shoal.client.kube import KubeApiError, KubeClients, KubeCluster, KubeUnreachable
 from shoal.client.rest import Conflict, NotFound, ShoalClient, Unreachable
 from shoal.controllers.base import Controller
-from shoal.controllers.prometheus import timed_apply
-from shoal.controllers.queue import WorkQueue
 from shoal.copies.applier import Applier
 from shoal.copies.member import KubeFailure, Members
 from shoal.copies.objects import (
@@ -53,6 +51,8 @@ from shoal.kube import deploy, planner, removal, writes
 from shoal.kube.hooks import HookSettings, settings_from_environment
 from shoal.kube.hub import Runner
 from shoal.kube.pulled import PulledCopies
+from shoal.kube.stats import timed_apply
+from shoal.machinery.workqueue import WorkQueue
 from shoal.model.base import ReasonCode, ResourceRef
 from shoal.model.copies import Copy, CopySpec
 from shoal.model.kubernetes import (

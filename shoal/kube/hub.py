@@ -14,13 +14,13 @@ import aiohttp
 
 from shoal.client.batcher import Batcher
 from shoal.client.informer import CacheKey, Informer
-from shoal.controllers.queue import WorkQueue
 from shoal.copies.applier import Applier
 from shoal.copies.owners import Owner
 from shoal.copies.watch import ClusterWatches
 from shoal.events import Recorder
 from shoal.kube.pulled import PulledCopies
 from shoal.machinery.types import Obj
+from shoal.machinery.workqueue import WorkQueue
 from shoal.model.base import ReasonCode, ResourceRef
 from shoal.model.copies import CopySpec
 from shoal.model.kubernetes import Application, Cluster

@@ -17,6 +17,7 @@ from shoal.client.rest import ApiError, Unreachable
 from shoal.copies.member import KubeFailure
 from shoal.events import reasons
 from shoal.kube.hub import Hub
+from shoal.machinery.backoff import Backoff
 from shoal.model.base import Reason, ReasonCode
 from shoal.model.kubernetes import Application, ApplicationState
 
@@ -104,13 +105,12 @@ async def failed(hub: Hub, app: Application, failure: KubeFailure) -> None:
     limit = spec.backoff_limit
     give_up = limit >= 0 and attempts > limit and app.metadata.deleted is None
     reasons.deploy_failed(hub.events, app, failure.code.name, str(failure), attempts, limit)
-    delay = spec.backoff_delay * (spec.backoff ** (attempts - 1) if spec.backoff else 1)
+    delay: float = spec.backoff_delay * (spec.backoff ** (attempts - 1) if spec.backoff else 1)
     message = str(failure)
     if failure.code is ReasonCode.CONFLICT:
         # Someone else's object will not go away by itself within a second: wait longer
         # each time, and say when the next try is (``retry`` tries at once).
-        delay = max(float(spec.backoff_delay), 1.0) * 2 ** min(attempts - 1, 10)
-        delay = min(delay, MAX_BACKOFF)
+        delay = Backoff(max(float(spec.backoff_delay), 1.0), MAX_BACKOFF).delay(attempts)
         message += (
             f" (attempt {attempts}; next in {delay:g} s, or at once with "
             f"'shoal kube app retry {app.metadata.name}')"

@@ -8,7 +8,8 @@ what they list and how they apply an event, not in how they follow a collection:
 - a compacted revision (410 Gone) lists again at once;
 - any other failure is reported to ``failed``, then retried after a delay that doubles
   from ``retry`` up to ``max_retry``; ``failed`` returns True when the next attempt
-  must list first (the list proves the source answers and refills the cache);
+  must list first (the list proves the source answers and refills the cache); a
+  ``failed`` that raises (``stop_on_failure``) ends the loop with that error;
 - with ``resync``, the loop lists again every ``resync`` seconds even while the watch
   looks healthy: a safety net against a watch that silently stopped delivering.
 
@@ -20,10 +21,13 @@ returns the revision to watch from (None: nothing to watch, look again later), a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Generic, TypeVar
+
+from shoal.machinery.backoff import Backoff
 
 R = TypeVar("R")  # a revision, as the source spells it (int for Shoal, str for Kubernetes)
 
@@ -43,7 +47,7 @@ class ListWatch(Generic[R]):
     revision: R | None = field(default=None, init=False)
 
     async def run(self) -> None:
-        delay = self.retry
+        backoff = Backoff(self.retry, max(self.retry, self.max_retry))  # the first as asked
         listed_at = 0.0
         while True:
             timer: asyncio.Timeout | None = None
@@ -51,7 +55,7 @@ class ListWatch(Generic[R]):
                 if self.revision is None or self._resync_due(listed_at):
                     self.revision = await self.list()
                     listed_at = time.monotonic()
-                    delay = self.retry
+                    backoff.succeeded()
                     if self.revision is None:  # nothing to watch here: look again later
                         await asyncio.sleep(self.resync or self.max_retry)
                         continue
@@ -59,7 +63,7 @@ class ListWatch(Generic[R]):
                 async with timer:
                     async for revision in self.watch(self.revision):
                         self.revision = revision
-                        delay = self.retry
+                        backoff.succeeded()
             except asyncio.CancelledError:
                 raise
             except Exception as error:  # the loop's top level: report, back off, retry
@@ -70,8 +74,23 @@ class ListWatch(Generic[R]):
                     continue
                 if self.failed(error):
                     self.revision = None
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, self.max_retry)
+                await asyncio.sleep(backoff.failed())
+
+    async def run_until(self, done: asyncio.Event) -> None:
+        """Follow until ``done`` is set: for a waiter (a command waiting for a state),
+        not a cache. An error ``failed`` raises ends it too, with that error."""
+        runner = asyncio.ensure_future(self.run())
+        waiter = asyncio.ensure_future(done.wait())
+        try:
+            await asyncio.wait((runner, waiter), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
+            if not runner.done():
+                runner.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await runner
+        if not runner.cancelled():
+            runner.result()
 
     def _resync_due(self, listed_at: float) -> bool:
         return self.resync is not None and time.monotonic() - listed_at >= self.resync
@@ -81,3 +100,9 @@ class ListWatch(Generic[R]):
         if self.resync is None:
             return None
         return max(1.0, self.resync - (time.monotonic() - listed_at))
+
+
+def stop_on_failure(error: Exception) -> bool:
+    """A ``failed`` for a loop that must not outlive a failure (a command waiting for a
+    state says why it could not, rather than retrying unseen)."""
+    raise error

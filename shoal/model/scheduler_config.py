@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shoal.machinery import config
+from shoal.machinery import backoff, config
 
 
 class Backoff(BaseModel):
@@ -26,13 +26,8 @@ class Backoff(BaseModel):
     cap: float = Field(default=60.0, gt=0, description="Longest delay")
 
     def delay(self, attempt: int) -> float:
-        """Delay before attempt ``attempt + 1`` (``attempt`` ≥ 1 failed so far); the cap
-        however many attempts (a float power overflows past about 2**1023)."""
-        try:
-            grown = self.initial * self.factor ** max(attempt - 1, 0)
-        except OverflowError:
-            return float(self.cap)
-        return float(min(self.cap, grown))
+        """Delay before attempt ``attempt + 1`` (``attempt`` ≥ 1 failed so far)."""
+        return backoff.Backoff(self.initial, self.cap, self.factor).delay(attempt)
 
 
 class Plugins(BaseModel):

@@ -31,6 +31,7 @@ from shoal.client.kube import ClusterKey, KubeApiError, KubeClients, KubeCluster
 from shoal.client.rest import ApiError, Conflict, ShoalClient, Unreachable
 from shoal.controllers.base import Controller
 from shoal.events import Recorder, reasons
+from shoal.machinery.backoff import Backoff
 from shoal.machinery.resources import Amounts
 from shoal.machinery.types import Obj
 from shoal.model.kubernetes import (
@@ -306,25 +307,23 @@ class ClusterObserver(Controller):
 
     async def _writer(self, key: ClusterKey, watched: Watched) -> None:
         """Write the status whenever a watch or a foreign write woke it; retry on failure."""
-        delay = self.retry
+        backoff = Backoff(self.retry, 10.0)
         while True:
             await watched.wake.wait()
             await asyncio.sleep(self.delay)
             watched.wake.clear()
             try:
                 await self.observe(key, watched)
-                delay = self.retry
+                backoff.succeeded()
             except asyncio.CancelledError:
                 raise
             except (ApiError, Unreachable) as error:
                 log.info("cluster %s/%s: status not written: %s", *key, error)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 10.0)
+                await asyncio.sleep(backoff.failed())
                 watched.wake.set()
             except Exception:
                 log.exception("cluster %s/%s: observation failed", *key)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, 10.0)
+                await asyncio.sleep(backoff.failed())
                 watched.wake.set()
 
     async def observe(self, key: ClusterKey, watched: Watched) -> None:

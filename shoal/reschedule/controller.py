@@ -36,9 +36,9 @@ from typing import Any
 from shoal.client.informer import Informer
 from shoal.client.rest import ApiError, Conflict, NotFound, ShoalClient, item_path
 from shoal.controllers.base import Controller
-from shoal.controllers.queue import WorkQueue
 from shoal.events import Recorder, reasons
 from shoal.machinery.selectors import LabelSelector
+from shoal.machinery.workqueue import WorkQueue
 from shoal.model.application_status import placed_on
 from shoal.model.base import utcnow
 from shoal.model.kubernetes import INACTIVE_STATES, AppKey, ApplicationState

@@ -11,11 +11,11 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from shoal.client.informer import Informer
-from shoal.controllers import prometheus as stats
-from shoal.controllers.queue import WorkQueue
 from shoal.events import Recorder, reasons
+from shoal.machinery.workqueue import WorkQueue
 from shoal.model.base import utcnow
 from shoal.model.kubernetes import Application
+from shoal.scheduler import stats
 from shoal.scheduler.backends import Backends
 from shoal.scheduler.framework import Decision
 from shoal.scheduler.spread import Plan

@@ -18,7 +18,6 @@ from typing import Any
 
 from shoal.client.informer import Informer
 from shoal.client.rest import ApiError, Conflict, NotFound, ShoalClient, Unreachable
-from shoal.controllers import prometheus as stats
 from shoal.controllers.base import Controller
 from shoal.events import reasons
 from shoal.model.application_status import placed_on, runs_on
@@ -35,6 +34,7 @@ from shoal.model.kubernetes import AppKey, Application, Cluster, ClusterState
 from shoal.model.scheduler_config import SchedulerConfig
 from shoal.model.scheduling import LEASE_LABEL, PUBLISHED_AS, SchedulerConfiguration
 from shoal.scheduler import plugins as _plugins  # noqa: F401  (registers built-in plugins)
+from shoal.scheduler import stats
 from shoal.scheduler.application import (
     ApplicationHandler,
     Outcome,
@@ -124,7 +124,7 @@ class Scheduler(Controller):
         publish: bool = True,
         lease_name: str = PUBLISHED_AS,
     ) -> None:
-        from shoal.controllers.queue import WorkQueue
+        from shoal.machinery.workqueue import WorkQueue
 
         super().__init__()
         self.client = client

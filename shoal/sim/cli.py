@@ -4,12 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
-import urllib.error
-import urllib.parse
-import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,6 +12,7 @@ import typer
 
 from shoal.machinery.files import write_atomically
 from shoal.machinery.memory import tune_gc
+from shoal.machinery.synchttp import Answer, NotHttp, Unreachable, Untrusted, send, with_query
 
 app = typer.Typer(help="Simulated Kubernetes clusters (like KWOK) for demos, tests and benchmarks.")
 
@@ -83,17 +79,6 @@ DataDirOption = Annotated[
 ]
 
 
-@dataclass(frozen=True)
-class AdminAnswer:
-    """What the sim's admin API answered: the status and the body as text."""
-
-    status_code: int
-    text: str
-
-    def json(self) -> Any:
-        return json.loads(self.text)
-
-
 def _admin_request(
     method: str,
     url: str,
@@ -101,26 +86,15 @@ def _admin_request(
     *,
     params: dict[str, str] | None = None,
     json_body: Any = None,
-) -> AdminAnswer:
-    """One admin request with the standard library (the command sends one or two: no client
-    library to import); no answer is one line naming the URL and how to choose another."""
-    if params:
-        url += "?" + urllib.parse.urlencode(params)
-    data = None if json_body is None else json.dumps(json_body).encode()
-    request = urllib.request.Request(url, data=data, method=method)
-    if token:
-        request.add_header("Authorization", f"Bearer {token}")
-    if data is not None:
-        request.add_header("Content-Type", "application/json")
+) -> Answer:
+    """One admin request (the command sends one or two: no client library to import); no
+    answer is one line naming the URL and how to choose another."""
+    url = with_query(url, params)
     try:
-        with urllib.request.urlopen(request, timeout=10) as answer:
-            return AdminAnswer(answer.status, answer.read().decode())
-    except urllib.error.HTTPError as error:
-        return AdminAnswer(error.code, error.read().decode(errors="replace"))
-    except (urllib.error.URLError, OSError) as error:
-        reason = getattr(error, "reason", error)
+        return send(method, url, body=json_body, token=token, timeout=10)
+    except (Unreachable, NotHttp, Untrusted, ValueError) as error:
         typer.echo(
-            f"cannot reach the sim admin API at {url} ({type(reason).__name__}); "
+            f"cannot reach the sim admin API at {url} ({error or type(error).__name__}); "
             "start `shoal up` or `shoal sim`, or give --admin URL",
             err=True,
         )
@@ -255,20 +229,20 @@ def fault(
         resp = _admin_request("POST", base, key, json_body=body)
     else:
         resp = _admin_request("GET", base, key)
-    if resp.status_code >= 400:
+    if resp.status >= 400:
         typer.echo(_error_line(resp), err=True)
         raise typer.Exit(1)
     typer.echo(resp.text)
 
 
-def _error_line(resp: AdminAnswer) -> str:
+def _error_line(resp: Answer) -> str:
     """One line: the Kubernetes Status message (or the body's first line), not the JSON."""
     try:
         message = resp.json().get("message")
     except ValueError:
         message = None
     text = message or (resp.text.strip().splitlines() or [""])[0]
-    return f"error {resp.status_code}: {text}"
+    return f"error {resp.status}: {text}"
 
 
 @app.command("list")
@@ -278,7 +252,7 @@ def list_clusters(
     """List the clusters of a running sim with node counts and faults."""
     resp = _admin_request("GET", admin_url(admin, data_dir).rstrip("/") + "/admin/clusters",
                           admin_token(token, data_dir))  # fmt: skip
-    if resp.status_code >= 400:
+    if resp.status >= 400:
         typer.echo(_error_line(resp), err=True)
         raise typer.Exit(1)
     for c in resp.json()["clusters"]:

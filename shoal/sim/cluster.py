@@ -11,13 +11,16 @@ Nothing ever loops over all objects of a kind on a timer.
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import logging
 import secrets
 from collections import deque
 from collections.abc import Callable
 from typing import TypedDict, Unpack
 
 from shoal.machinery.types import Obj
+from shoal.machinery.workqueue import WorkQueue
 from shoal.sim import system_pods
 from shoal.sim.admission import Defaults
 from shoal.sim.controllers import RECONCILERS, Controllers
@@ -39,10 +42,16 @@ from shoal.sim.objects import (
     pod_key,
     pod_requests,
 )
-from shoal.sim.scheduler import Scheduler
-from shoal.sim.store import Store
+from shoal.sim.scheduler import RETRY_PARKED, Scheduler
+from shoal.sim.store import ApiError, Store
 from shoal.sim.verbs import Verbs
-from shoal.sim.workqueue import Item, WorkQueue
+
+log = logging.getLogger(__name__)
+
+#: A work item: the handler's name, then its arguments; a repeated item is queued once.
+Item = tuple[str, ...]
+#: Items handled between two yields to the loop (the HTTP server shares it).
+YIELD_EVERY = 200
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
@@ -84,7 +93,8 @@ class SimCluster:
         self.registry = self.store.registry
         self.rt = self.store.rt
         self.nodes = NodeSet()
-        self.queue = WorkQueue(name, self._handle, self._refill)
+        self.queue: WorkQueue[Item] = WorkQueue()
+        self._worker: asyncio.Task[None] | None = None
         self.api = Verbs(self.store, Defaults(self.node_object))
         self.fault_injector = Faults(self.api, self.nodes, self.node_object)
         self.scheduler = Scheduler(self.store, self.nodes, self.queue)
@@ -93,11 +103,12 @@ class SimCluster:
             _given(options.get("pod_start_delay"), 0.5), _given(options.get("job_duration"), 1.0),
         )
         self.controllers = Controllers(self.api, self.nodes)
-        self._handlers: dict[str, Callable[..., None]] = {
+        self._handlers: dict[str, Callable[..., object]] = {
             "schedule": self.scheduler.schedule,
             "start": self.kubelet.start,
             "finish": self.kubelet.finish,
             "daemonsets-all": self._all_daemonsets,
+            RETRY_PARKED[0]: self.scheduler.retry_parked,
             **{key: functools.partial(self.controllers.reconcile, key, fn)
                for key, fn in RECONCILERS.items()},
         }
@@ -190,21 +201,40 @@ class SimCluster:
 
     def start(self) -> None:
         """Start the controller worker on the running loop (idempotent)."""
-        self.queue.start()
+        if self._worker is None or self._worker.done():
+            self._worker = asyncio.get_running_loop().create_task(self._work())
 
     async def stop(self) -> None:
         self.store.close_watches()
-        await self.queue.stop()
+        if self._worker is not None:
+            self._worker.cancel()
+            try:
+                await self._worker
+            except asyncio.CancelledError:
+                pass
+            self._worker = None
 
-    def _handle(self, item: Item) -> None:
-        self._handlers[item[0]](*item[1:])
-
-    def _refill(self) -> bool:
-        return self.scheduler.retry_parked()
+    async def _work(self) -> None:
+        """The one worker: each item to its handler; a failure is logged, not retried
+        (the next event about the object queues it again)."""
+        handled = 0
+        while True:
+            item = await self.queue.get()
+            try:
+                self._handlers[item[0]](*item[1:])
+            except ApiError as exc:
+                log.debug("sim %s: %s: %s", self.name, item, exc.message)
+            except Exception:  # the worker's top level: one item never stops the cluster
+                log.exception("sim %s: controller failed on %s", self.name, item)
+            finally:
+                self.queue.done(item)
+            handled += 1
+            if handled % YIELD_EVERY == 0:
+                await asyncio.sleep(0)
 
     def _all_daemonsets(self) -> None:
         for ds in self.store.list(DAEMONSETS):
-            self.queue.add(DAEMONSETS, ds["metadata"]["namespace"], ds["metadata"]["name"])
+            self.queue.add((DAEMONSETS, ds["metadata"]["namespace"], ds["metadata"]["name"]))
 
     # -- store events ------------------------------------------------------------------
 
@@ -219,12 +249,12 @@ class SimCluster:
         elif key in RECONCILERS and etype != "DELETED" and not self.controllers.writing_status:
             # A controller's own status write needs no second pass over the same object
             # (a third of the workload reconciles in a Deployment burst); its owner's does.
-            self.queue.add(key, meta.get("namespace", ""), meta["name"])
+            self.queue.add((key, meta.get("namespace", ""), meta["name"]))
         if key == PODS or key in RECONCILERS:
             ctl = controller_of(obj)
             if ctl and ctl.get("kind") in WORKLOADS:
-                self.queue.add(WORKLOADS[ctl["kind"]], meta.get("namespace", ""),
-                               str(ctl.get("name")))
+                self.queue.add((WORKLOADS[ctl["kind"]], meta.get("namespace", ""),
+                                str(ctl.get("name"))))
 
     def _pod_changed(self, etype: str, pod: Obj) -> None:
         """Keep capacity counts exact, then hand the pod to the scheduler or the kubelet."""
@@ -247,18 +277,18 @@ class SimCluster:
             self.scheduler.room_freed()
         if etype == "ADDED" or (old is not None and old["metadata"].get("labels")
                                 != node["metadata"].get("labels")):
-            self.queue.add("daemonsets-all")
+            self.queue.add(("daemonsets-all",))
         if old is not None and old.get("status", {}).get("conditions") != node.get(
                 "status", {}).get("conditions"):
             self.kubelet.sync_readiness(name)
-            self.queue.add("daemonsets-all")
+            self.queue.add(("daemonsets-all",))
 
     def _node_gone(self, name: str) -> None:
         """A deleted node takes its pods with it; their controllers re-create them."""
         pods = self.nodes.remove(name)
         if pods is None:
             return
-        self.queue.add("daemonsets-all")
+        self.queue.add(("daemonsets-all",))
         for ns, pod in list(pods):
             if self.store.get(PODS, ns, pod) is not None:
                 self.delete(self.rt(PODS), ns, pod)

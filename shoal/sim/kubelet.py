@@ -13,10 +13,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from shoal.machinery.types import Obj
+from shoal.machinery.workqueue import WorkQueue
 from shoal.sim.nodes import NodeSet
 from shoal.sim.objects import NODES, PODS, condition, condition_true, controller_of
 from shoal.sim.store import Store, now
-from shoal.sim.workqueue import WorkQueue
 
 RUN_SECONDS = "sim.shoal.dev/run-seconds"
 
@@ -27,7 +27,7 @@ class Kubelet:
 
     store: Store
     nodes: NodeSet
-    queue: WorkQueue
+    queue: WorkQueue[tuple[str, ...]]
     node_ready: Callable[[str], bool]
     pod_start_delay: float = 0.5
     job_duration: float = 1.0
@@ -37,8 +37,8 @@ class Kubelet:
         """A pod is bound to a node: start it unless it already started."""
         if pod["status"].get("phase") == "Pending" and not pod["status"].get("startTime"):
             meta = pod["metadata"]
-            self.queue.later(self.pod_start_delay, "start", meta.get("namespace", ""),
-                             meta["name"], meta["uid"])
+            self.queue.add_after(("start", meta.get("namespace", ""), meta["name"], meta["uid"]),
+                                 self.pod_start_delay)
 
     def _current(self, ns: str, name: str, uid: str, phase: str) -> Obj | None:
         pod = self.store.get(PODS, ns, name)
@@ -93,7 +93,7 @@ class Kubelet:
         running = self.store.modify(PODS, pod, run)
         duration = self.run_duration(running)
         if duration is not None:
-            self.queue.later(duration, "finish", ns, name, uid)
+            self.queue.add_after(("finish", ns, name, uid), duration)
 
     def run_duration(self, pod: Obj) -> float | None:
         """How long a pod runs before it succeeds; None for pods that run until deleted."""

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from shoal.machinery.quantity import format_bytes, format_cpu
 from shoal.machinery.types import Obj
+from shoal.machinery.workqueue import WorkQueue
 from shoal.sim.nodes import NodeSet
 from shoal.sim.objects import PODS, PodKey, condition, pod_requests
 from shoal.sim.store import ApiError, Store, not_found
-from shoal.sim.workqueue import WorkQueue
 
 DEFAULT_SCHEDULERS = ("", "default-scheduler")
+#: The work item that queues the parked pods again (once, however much room freed).
+RETRY_PARKED = ("retry-parked",)
 
 
 def _default_scheduler(pod: Obj) -> bool:
@@ -29,7 +31,7 @@ def _set_scheduled(pod: Obj, status: str, reason: str = "", message: str = "") -
 
 
 class Scheduler:
-    def __init__(self, store: Store, nodes: NodeSet, queue: WorkQueue) -> None:
+    def __init__(self, store: Store, nodes: NodeSet, queue: WorkQueue[tuple[str, ...]]) -> None:
         self.store = store
         self.nodes = nodes
         self.queue = queue
@@ -46,21 +48,22 @@ class Scheduler:
         elif (not pod.get("spec", {}).get("nodeName")
               and pod.get("status", {}).get("phase") == "Pending"
               and _default_scheduler(pod) and key not in self.unschedulable):
-            self.queue.add("schedule", *key)
+            self.queue.add(("schedule", *key))
 
     def room_freed(self) -> None:
         """Capacity appeared (a pod released, a node schedulable): retry parked pods."""
         if self.unschedulable:
             self._retry = True
-            self.queue.wake()
+            self.queue.add(RETRY_PARKED)
 
     def retry_parked(self) -> bool:
-        """Queue the parked pods again once a retry is due; True if any were queued."""
+        """Queue the parked pods again once a retry is due (its turn in the queue comes
+        after the work queued before it); True if any were queued."""
         if not self._retry:
             return False
         self._retry = False
         for ns, name in sorted(self.unschedulable):
-            self.queue.add("schedule", ns, name)
+            self.queue.add(("schedule", ns, name))
         retried = bool(self.unschedulable)
         self.unschedulable.clear()
         return retried

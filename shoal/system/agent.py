@@ -36,10 +36,11 @@ def run_agent_alone(
 ) -> None:
     """The agent of the cluster of ``kubeconfig`` (None: $KUBECONFIG, ~/.kube/config),
     with no API, until a signal."""
-    from shoal.agent.server import load_kubeconfig, run_agent
+    from shoal.agent.server import run_agent
+    from shoal.machinery.kubeconfig import read_kubeconfig
 
     configure_logging(log_level)
-    member = load_kubeconfig(str(kubeconfig) if kubeconfig else None)
+    member = read_kubeconfig(str(kubeconfig) if kubeconfig else None)
     run_until_signal(lambda: run_agent(member, settings, host, port))
 
 
@@ -64,14 +65,14 @@ def run_registered_agent(
 
     async def run() -> None:
         from shoal.agent.local import LocalAgents
-        from shoal.agent.server import load_kubeconfig
         from shoal.client.rest import ShoalClient
+        from shoal.machinery.kubeconfig import read_kubeconfig
         from shoal.model.kubernetes import Cluster
 
         async with ShoalClient(url, token=found.token, ssl_context=found.ssl_context()) as client:
             stored = await client.get(Cluster, cluster, namespace)
             member = stored.spec.kubeconfig or (
-                load_kubeconfig(str(kubeconfig)) if kubeconfig else None
+                read_kubeconfig(str(kubeconfig)) if kubeconfig else None
             )
             if member is None:
                 raise NoKubeconfig(f"cluster {namespace}/{cluster} has no kubeconfig yet")

@@ -57,9 +57,9 @@ def in_cluster_kubeconfig(account: Path = SERVICE_ACCOUNT) -> Obj:
 def member_kubeconfig(path: Path | None) -> Obj:
     """The member cluster's kubeconfig: the file ``path``, else the pod's service account."""
     if path is not None:
-        from shoal.agent.server import load_kubeconfig
+        from shoal.machinery.kubeconfig import read_kubeconfig
 
-        return load_kubeconfig(str(path))
+        return read_kubeconfig(str(path))
     try:
         return in_cluster_kubeconfig()
     except RuntimeError as error:

@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from shoal.machinery.backoff import Backoff
 from shoal.system.process import SHOAL_MAIN, shoal_argv
 
 PR_SET_PDEATHSIG = 1
@@ -48,7 +49,7 @@ class Child:
     after_start: Callable[[], Awaitable[None]] | None = None
     proc: subprocess.Popen[bytes] | None = None
     restarts: int = 0
-    backoff: float = 0.5
+    backoff: Backoff = field(default_factory=lambda: Backoff(0.5, MAX_BACKOFF))
     started: float = 0.0
 
 
@@ -116,14 +117,14 @@ class Supervisor:
 
     async def _restart(self, child: Child, code: int) -> None:
         if time.monotonic() - child.started > STABLE:
-            child.backoff = 0.5
+            child.backoff.succeeded()
+        delay = child.backoff.failed()
         how = f"killed by signal {-code}" if code < 0 else f"exited with code {code}"
         self.say(
-            f"{child.name} {how}; restarting in {child.backoff:g} s (log {self.log_of(child)})"
+            f"{child.name} {how}; restarting in {delay:g} s (log {self.log_of(child)})"
         )
         child.proc = None
-        await asyncio.sleep(child.backoff)
-        child.backoff = min(child.backoff * 2, MAX_BACKOFF)
+        await asyncio.sleep(delay)
         if self.stopping:
             return
         self._spawn(child)

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from shoal.machinery.listwatch import ListWatch
+from shoal.machinery.listwatch import ListWatch, stop_on_failure
 
 
 class Compacted(Exception):
@@ -131,3 +131,29 @@ async def test_nothing_to_watch_looks_again_later() -> None:
     await _run(loop, source)
     assert lists == 2
     assert source.watched_from[0] == 7
+
+
+async def test_run_until_ends_when_the_waiter_has_what_it_waits_for() -> None:
+    source = Source([(3, None), (4, None)])
+    reached = asyncio.Event()
+
+    async def watch(revision: int) -> AsyncIterator[int]:
+        async for seen in source.watch(revision):
+            if seen == 5:
+                reached.set()
+            yield seen
+
+    loop = ListWatch(source.list, watch, lambda e: False, stop_on_failure)
+    await asyncio.wait_for(loop.run_until(reached), 5)
+    assert source.seen[:5] == [1, 2, 3, 4, 5] and loop.revision is not None
+    assert source.listed == [0]
+
+
+async def test_stop_on_failure_ends_the_loop_with_the_error_but_a_compaction_lists() -> None:
+    source = Source([(1, Compacted()), (2, Broken())])
+    loop = ListWatch(source.list, source.watch, lambda e: isinstance(e, Compacted),
+                     stop_on_failure, retry=30)  # fmt: skip
+    with pytest.raises(Broken):
+        await asyncio.wait_for(loop.run_until(asyncio.Event()), 5)
+    assert source.listed == [0, 1]
+    assert source.seen == [1, 2, 3]

@@ -20,12 +20,14 @@ import asyncio
 import contextlib
 import logging
 import os
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from shoal.api.auth.authn import User
+from shoal.machinery.listwatch import ListWatch
 from shoal.model.core import Role, RoleBinding
 from shoal.store.base import Compacted, EventType, Store
 
@@ -189,30 +191,33 @@ class Rbac(Authorizer):
         return min(revisions)  # the watch replays what changed between the two lists
 
     async def _follow(self) -> None:
-        """List, then watch roles and bindings; resume after a drop, list again if compacted."""
-        revision = await self._load()
+        """List, then watch roles and bindings on the one list+watch loop: resume after a
+        drop, list again if compacted, log any other failure and resume."""
+        loop = ListWatch(self._load, self._watch, lambda error: isinstance(error, Compacted),
+                         self._failed, retry=1.0, max_retry=1.0)  # fmt: skip
+        loop.revision = await self._load()  # a first list that fails says why (``start``)
+        await loop.run()
+
+    async def _watch(self, revision: int) -> AsyncIterator[int]:
         role_prefix, binding_prefix = Role.key_prefix(), RoleBinding.key_prefix()
         # One stream for both kinds, not all of ``/core/``: every event, lease renewal
         # and metric write would wake the index (and be parsed) for nothing.
         both = os.path.commonprefix((role_prefix, binding_prefix))  # noqa: RUF071 (by character)
-        while True:
-            try:
-                async for event in self.store.watch(both, revision):
-                    revision = event.revision
-                    name = event.key.rsplit("/", 1)[-1]
-                    data = None if event.type is EventType.DELETED else orjson.loads(event.value)
-                    if event.key.startswith(role_prefix):
-                        self.set_role(name, data)
-                    elif event.key.startswith(binding_prefix):
-                        self.set_binding(name, data)
-                await asyncio.sleep(0.05)  # the store ended the stream: resume, never spin
-            except Compacted:
-                revision = await self._load()
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("RBAC index: watch failed; resuming")
-                await asyncio.sleep(1)
+        async for event in self.store.watch(both, revision):
+            name = event.key.rsplit("/", 1)[-1]
+            data = None if event.type is EventType.DELETED else orjson.loads(event.value)
+            if event.key.startswith(role_prefix):
+                self.set_role(name, data)
+            elif event.key.startswith(binding_prefix):
+                self.set_binding(name, data)
+            yield event.revision
+        await asyncio.sleep(0.05)  # the store ended the stream: resume, never spin
+
+    @staticmethod
+    def _failed(error: Exception) -> bool:
+        """Any failure but a compaction: logged, then the watch resumes where it was."""
+        log.exception("RBAC index: watch failed; resuming")
+        return False
 
 
 def authorizer(mode: str, store: Store) -> Authorizer:

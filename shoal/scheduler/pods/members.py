@@ -26,6 +26,7 @@ import logging
 from collections.abc import Callable
 
 from shoal.client.rest import NotFound, ShoalClient
+from shoal.machinery.backoff import Backoff
 from shoal.machinery.types import Obj
 from shoal.model.pods import Pod, PodPhase
 from shoal.model.scheduler_config import FleetConfig
@@ -96,7 +97,7 @@ class MemberPods:
 
     async def delete(self, uid: str, cluster: str | None) -> None:
         """Delete ``uid``'s member pod, retrying with a back-off while its agent cannot answer."""
-        delay = 0.2
+        backoff = Backoff(0.2, 5.0)
         for _ in range(DELETE_TRIES):
             agents = [a for a in self.agents.by_cluster.values()
                       if cluster is None or a.cluster == cluster]
@@ -104,8 +105,7 @@ class MemberPods:
                                              for a in agents))
             if agents and all(a is not None for a in answers):
                 return
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 5.0)
+            await asyncio.sleep(backoff.failed())
         log.warning("member pod of fleet pod uid %s not deleted: its agent does not answer", uid)
 
     async def sweep(

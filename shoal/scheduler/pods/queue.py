@@ -1,17 +1,18 @@
-"""The sampling queue: ready pods in sort-plugin order, pods on back-off, and nothing twice.
+"""The sampling queue: the machinery's work queue ordered by the sort plugin, in batches.
 
-A key is in at most one place: ready (the heap), waiting (a timer), or
-taken by a pipeline. Deleted pods are dropped lazily when they come up.
+A key is in at most one place: ready, waiting (a timer), or taken by a pipeline.
+A pod added while queued or taken only refreshes its object: the pipeline that
+holds it decides whether it goes round again. Deleted pods are dropped lazily
+when they come up.
 """
 
 from __future__ import annotations
 
 import asyncio
-import heapq
-import itertools
 from collections.abc import Callable
 from typing import Any
 
+from shoal.machinery.workqueue import WorkQueue
 from shoal.model.pods import Pod
 from shoal.scheduler.pods.work import Key, PodWork
 
@@ -21,16 +22,15 @@ SortKey = Callable[[PodWork], Any]
 class PodQueue:
     def __init__(self, sort_key: SortKey) -> None:
         self.sort_key = sort_key
-        self._heap: list[tuple[Any, int, Key]] = []
         self._items: dict[Key, PodWork] = {}
-        self._places: dict[Key, str] = {}  # ready, waiting or taken
-        self._timers: dict[Key, asyncio.TimerHandle] = {}
-        self._seq = itertools.count()
-        self._ready = asyncio.Event()
+        self._queue: WorkQueue[Key] = WorkQueue(priority=self._priority)
         self._turn = asyncio.Lock()
 
+    def _priority(self, key: Key) -> Any:
+        return self.sort_key(self._items[key])
+
     def __len__(self) -> int:
-        return len(self._places)
+        return len(self._items)
 
     def add(self, work: PodWork) -> None:
         """Ready now, unless it is already queued or taken (then only its object is refreshed)."""
@@ -40,7 +40,7 @@ class PodQueue:
             known.pod = work.pod  # keep its attempts and back-off
             return
         self._items[key] = work
-        self._push(key)
+        self._queue.add(key)
 
     def refresh(self, key: Key, pod: Pod) -> bool:
         """Give a queued or taken pod its newest object; False when ``key`` is not here."""
@@ -51,36 +51,28 @@ class PodQueue:
         return True
 
     def add_after(self, work: PodWork, delay: float) -> None:
-        key = work.key
-        self._items[key] = work
-        self._places[key] = "waiting"
-        self._timers[key] = asyncio.get_running_loop().call_later(delay, self._wake, key)
+        """A taken pod goes round again in ``delay`` seconds (this delay, not an earlier one)."""
+        self._items[work.key] = work
+        self._queue.add_after(work.key, delay, replace=True)
 
     def done(self, key: Key) -> None:
         """A pipeline finished with ``key`` (placed, failed or re-queued with ``add_after``)."""
-        if self._places.get(key) == "taken":
-            del self._places[key]
+        self._queue.done(key)
+        if not self._queue.pending(key):
             self._items.pop(key, None)
 
     def remove(self, key: Key) -> None:
         self._items.pop(key, None)
-        timer = self._timers.pop(key, None)
-        if timer is not None:
-            timer.cancel()
-        if self._places.get(key) != "taken":
-            self._places.pop(key, None)
+        self._queue.cancel(key)
 
-    def _wake(self, key: Key) -> None:
-        self._timers.pop(key, None)
-        if self._places.get(key) == "waiting":
-            del self._places[key]
-            if key in self._items:
-                self._push(key)
-
-    def _push(self, key: Key) -> None:
-        self._places[key] = "ready"
-        heapq.heappush(self._heap, (self.sort_key(self._items[key]), next(self._seq), key))
-        self._ready.set()
+    def _taken(self, key: Key | None) -> PodWork | None:
+        """The work of a key just taken; a deleted pod's key is let go."""
+        if key is None:
+            return None
+        work = self._items.get(key)
+        if work is None:
+            self._queue.done(key)
+        return work
 
     async def take(self, most: int, linger: float = 0.0) -> list[PodWork]:
         """Up to ``most`` ready pods, best first; waits for at least one, then up to
@@ -88,25 +80,17 @@ class PodQueue:
         while one lingers go to its batch: a few large requests to the agents rather than
         many small ones, which cost the agents and this scheduler far more per pod."""
         async with self._turn:
-            while not self._heap:
-                self._ready.clear()
-                await self._ready.wait()
-            if linger and len(self._heap) < most:
+            first = None
+            while first is None:
+                first = self._taken(await self._queue.get())
+            taken = [first]
+            if linger and len(self._queue) < most - 1:
                 await asyncio.sleep(linger)
-            return await self._take(most)
-
-    async def _take(self, most: int) -> list[PodWork]:
-        while True:
-            taken: list[PodWork] = []
-            while self._heap and len(taken) < most:
-                _, _, key = heapq.heappop(self._heap)
-                work = self._items.get(key)
-                if work is None or self._places.get(key) != "ready":
-                    continue
-                self._places[key] = "taken"
-                taken.append(work)
-            if not self._heap:
-                self._ready.clear()
-            if taken:
-                return taken
-            await self._ready.wait()
+            while len(taken) < most:
+                key = self._queue.get_nowait()
+                if key is None:
+                    break
+                work = self._taken(key)
+                if work is not None:
+                    taken.append(work)
+            return taken

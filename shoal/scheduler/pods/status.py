@@ -14,6 +14,7 @@ import asyncio
 import logging
 
 from shoal.client.rest import ApiError, ShoalClient, Unreachable
+from shoal.machinery.backoff import Backoff
 from shoal.machinery.types import Obj
 
 log = logging.getLogger(__name__)
@@ -63,7 +64,8 @@ class StatusWriter:
             self.wake.clear()
         return items
 
-    async def _send(self, items: list[Obj], delay: float = 0.2) -> None:
+    async def _send(self, items: list[Obj]) -> None:
+        backoff = Backoff(0.2, 5.0)
         try:
             while items:
                 again: list[Obj] = []
@@ -81,7 +83,6 @@ class StatusWriter:
                 # a newer status handed over meanwhile wins over a failed older one
                 items = [i for i in again if (i["namespace"], i["name"]) not in self.pending]
                 if items:
-                    await asyncio.sleep(delay)
-                    delay = min(delay * 2, 5.0)
+                    await asyncio.sleep(backoff.failed())
         finally:
             self.slots.release()

@@ -1,4 +1,5 @@
-"""A work queue of keys, shaped like client-go's: deduplicated, delayable, one worker per key.
+"""The work queue of keys, shaped like client-go's rate-limiting queue: deduplicated,
+delayable, one worker per key, a back-off per failing key.
 
 - A key added while queued is not queued twice.
 - A key added while a worker holds it is queued again when the worker is done,
@@ -8,6 +9,9 @@
   says it ``replace``s it.
 - An added key wakes one idle worker, not all of them (a scheduler runs 256), and
   one idle worker at a time waits for the earliest timer.
+- Ready keys come first come first served, or, given a ``priority``, lowest first.
+- ``add_rate_limited`` adds a key that failed after its own back-off, longer with each
+  failure in a row; ``forget`` (on success) starts its next failure at the base again.
 """
 
 from __future__ import annotations
@@ -17,15 +21,56 @@ import heapq
 import itertools
 import time
 from collections import deque
-from collections.abc import Hashable
-from typing import Generic, TypeVar
+from collections.abc import Callable, Hashable
+from typing import Any, Generic, Protocol, TypeVar
+
+from shoal.machinery.backoff import Backoff
 
 T = TypeVar("T", bound=Hashable)
 
 
+#: client-go's default per-item back-off: 5 ms doubling up to 1000 s.
+DEFAULT_BASE = 0.005
+DEFAULT_CAP = 1000.0
+
+
+class _Ready(Protocol[T]):
+    def append(self, key: T, /) -> None: ...
+    def popleft(self) -> T: ...
+    def __len__(self) -> int: ...
+
+
+class _ByPriority(Generic[T]):
+    """Ready keys by ``priority(key)`` as it was when each was added, lowest first;
+    equal ones first come first."""
+
+    def __init__(self, priority: Callable[[T], Any]) -> None:
+        self._priority = priority
+        self._heap: list[tuple[Any, int, T]] = []
+        self._seq = itertools.count()
+
+    def append(self, key: T) -> None:
+        heapq.heappush(self._heap, (self._priority(key), next(self._seq), key))
+
+    def popleft(self) -> T:
+        return heapq.heappop(self._heap)[2]
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+
 class WorkQueue(Generic[T]):
-    def __init__(self) -> None:
-        self._ready: deque[T] = deque()
+    """``backoff``: the delays of ``add_rate_limited``; ``clock``: monotonic seconds (a
+    test gives its own to read deadlines without waiting for them); ``priority``: the
+    order of ready keys (first come first without it)."""
+
+    def __init__(self, backoff: Backoff | None = None,
+                 clock: Callable[[], float] = time.monotonic,
+                 priority: Callable[[T], Any] | None = None) -> None:
+        self.backoff = backoff or Backoff(DEFAULT_BASE, DEFAULT_CAP)
+        self._clock = clock
+        self._failures: dict[T, int] = {}
+        self._ready: _Ready[T] = deque() if priority is None else _ByPriority(priority)
         self._queued: set[T] = set()
         self._processing: set[T] = set()
         self._dirty: set[T] = set()
@@ -69,7 +114,7 @@ class WorkQueue(Generic[T]):
         if delay <= 0:
             self.add(key)
             return
-        when = time.monotonic() + delay
+        when = self._clock() + delay
         current = self._deadline.get(key)
         if current is not None and current <= when and not replace:
             return
@@ -77,6 +122,22 @@ class WorkQueue(Generic[T]):
         heapq.heappush(self._timers, (when, next(self._seq), key))
         if self._armed is None or when < self._armed:
             self._wake_one()  # it waits for this earlier deadline instead
+
+    def add_rate_limited(self, key: T) -> float:
+        """``key`` failed once more: add it after its back-off; the delay it waits."""
+        failures = self._failures.get(key, 0) + 1
+        self._failures[key] = failures
+        delay = self.backoff.delay(failures)
+        self.add_after(key, delay)
+        return delay
+
+    def forget(self, key: T) -> None:
+        """``key`` succeeded (or was given up): its next failure waits the base again."""
+        self._failures.pop(key, None)
+
+    def failures(self, key: T) -> int:
+        """Failures of ``key`` in a row since it was last forgotten."""
+        return self._failures.get(key, 0)
 
     def _wake_one(self) -> None:
         while self._waiters:
@@ -86,11 +147,21 @@ class WorkQueue(Generic[T]):
                 return
 
     def deadline(self, key: T) -> float | None:
-        """Monotonic time of the key's pending delayed add, if any."""
+        """Clock time of the key's pending delayed add, if any."""
         return self._deadline.get(key)
 
+    def pending(self, key: T) -> bool:
+        """``key`` is ready or waits for its time (not counting a worker holding it)."""
+        return key in self._queued or key in self._deadline
+
+    def cancel(self, key: T) -> None:
+        """Drop the key's pending delayed add and its failures (the object is gone). A
+        ready key stays ready: its worker finds the object gone."""
+        self._deadline.pop(key, None)
+        self._failures.pop(key, None)
+
     def _release_timers(self) -> float | None:
-        now = time.monotonic()
+        now = self._clock()
         while self._timers and self._timers[0][0] <= now:
             when, _, key = heapq.heappop(self._timers)
             if self._deadline.get(key) == when:
@@ -100,22 +171,30 @@ class WorkQueue(Generic[T]):
             heapq.heappop(self._timers)  # superseded by an earlier deadline
         return self._timers[0][0] - now if self._timers else None
 
+    def get_nowait(self) -> T | None:
+        """The next ready key, if one is ready now (for a taker filling a batch)."""
+        self._release_timers()
+        return self._pop() if self._ready else None
+
+    def _pop(self) -> T:
+        key = self._ready.popleft()
+        self._queued.discard(key)
+        self._processing.add(key)
+        if self._ready or (self._timers and self._armed is None):
+            self._wake_one()  # more work, or timers no idle worker waits for
+        return key
+
     async def get(self) -> T:
         """The next key to process; call ``done(key)`` when finished with it."""
         while True:
             wait = self._release_timers()
             if self._ready:
-                key = self._ready.popleft()
-                self._queued.discard(key)
-                self._processing.add(key)
-                if self._ready or (self._timers and self._armed is None):
-                    self._wake_one()  # more work, or timers no idle worker waits for
-                return key
+                return self._pop()
             if self._closed:
                 raise asyncio.CancelledError
             deadline = None
             if wait is not None:
-                deadline = time.monotonic() + wait
+                deadline = self._clock() + wait
                 if self._armed is not None and self._armed <= deadline:
                     deadline = None  # another idle worker waits for the timers
                 else:
