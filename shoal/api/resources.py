@@ -31,17 +31,9 @@ from shoal.machinery.selectors.fields import FieldSelector
 from shoal.model import application_status, krake
 from shoal.model.base import Kind, utcnow
 from shoal.model.infrastructure import Cloud, GlobalCloud
-from shoal.model.kubernetes import (
-    EVICTION_FINALIZER,
-    Application,
-    ApplicationBinding,
-    ApplicationStatus,
-    BindingBatch,
-    BindingItem,
-    Cluster,
-    ClusterBinding,
-)
+from shoal.model.kubernetes import EVICTION_FINALIZER, Application, ApplicationStatus, Cluster
 from shoal.model.shape import prune
+from shoal.model.subresources import ApplicationBinding, BindingBatch, BindingItem, ClusterBinding
 from shoal.store.base import AlreadyExists, Conflict, NotFound, Record, Store
 
 K = TypeVar("K", bound=Kind)

@@ -34,11 +34,9 @@ from shoal.machinery.problems import ProblemError
 from shoal.machinery.selectors.fields import FieldSelector
 from shoal.model import application_status
 from shoal.model.base import Kind, utcnow
-from shoal.model.kubernetes import (
-    Application,
+from shoal.model.kubernetes import Application, ApplicationState, Cluster
+from shoal.model.subresources import (
     ApplicationBinding,
-    ApplicationState,
-    Cluster,
     ClusterBinding,
     CompleteToken,
     ShutdownToken,

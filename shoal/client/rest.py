@@ -20,13 +20,8 @@ from pydantic import BaseModel
 from shoal.client.credentials import Credentials
 from shoal.machinery.keepalive import CLIENT_KEEP_ALIVE
 from shoal.model.base import TRUSTED, Kind, ResourceRef
-from shoal.model.kubernetes import (
-    Application,
-    ApplicationBinding,
-    BindingItem,
-    Cluster,
-    ClusterBinding,
-)
+from shoal.model.kubernetes import Application, Cluster
+from shoal.model.subresources import ApplicationBinding, BindingItem, ClusterBinding
 
 K = TypeVar("K", bound=Kind)
 

@@ -22,6 +22,7 @@ from shoal.infrastructure.providers import (
     answer,
 )
 from shoal.model.base import Metadata, ReasonCode
+from shoal.model.constraints import MetricRef
 from shoal.model.infrastructure import (
     CloudSpec,
     GlobalCloud,
@@ -35,7 +36,6 @@ from shoal.model.infrastructure import (
     PasswordUser,
     SimProviderSpec,
 )
-from shoal.model.kubernetes import MetricRef
 from shoal.model.tosca import NodeGroup, node_shape
 
 LOCATIONS = ("DE", "FR")

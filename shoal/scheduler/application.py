@@ -47,9 +47,8 @@ from shoal.model.kubernetes import (
     Cluster,
     ClusterState,
     Condition,
-    Placement,
 )
-from shoal.model.placement import desired_replicas, pod_request
+from shoal.model.placement import Placement, desired_replicas, pod_request
 from shoal.model.scheduler_config import SchedulerConfig
 from shoal.scheduler import report, spread
 from shoal.scheduler.backends import Backend, Backends, Group

@@ -13,13 +13,8 @@ import pytest
 
 from shoal.client.rest import NotFound, ShoalClient
 from shoal.model.base import Metadata
-from shoal.model.kubernetes import (
-    Application,
-    ApplicationSpec,
-    Cluster,
-    ClusterState,
-    Constraints,
-)
+from shoal.model.constraints import Constraints
+from shoal.model.kubernetes import Application, ApplicationSpec, Cluster, ClusterState
 from shoal.model.scheduler_config import SchedulerConfig
 from shoal.model.scheduling import (
     PolicySelector,

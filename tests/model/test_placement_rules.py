@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from shoal.model.kubernetes import ClusterWeight, Override
 from shoal.model.placement import (
+    ClusterWeight,
+    Override,
     _floor,
     copy_for,
     desired_replicas,

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from shoal.machinery.selectors import LabelConstraint, MetricConstraint
 from shoal.model.base import Metadata, ReasonCode
-from shoal.model.kubernetes import Cluster, ClusterSpec, ClusterState, ClusterStatus, MetricRef
+from shoal.model.constraints import MetricRef
+from shoal.model.kubernetes import Cluster, ClusterSpec, ClusterState, ClusterStatus
 from shoal.model.scheduler_config import Plugins
 from shoal.scheduler import plugins as _plugins  # noqa: F401  (registers built-in plugins)
 from shoal.scheduler.application import cluster_backend, state_for

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from shoal.model.base import Metadata
+from shoal.model.constraints import MetricRef
 from shoal.model.core import (
     GlobalMetric,
     GlobalMetricsProvider,
@@ -21,7 +22,7 @@ from shoal.model.core import (
     MetricsProviderSpec,
     StaticSpec,
 )
-from shoal.model.kubernetes import Application, Cluster, MetricRef
+from shoal.model.kubernetes import Application, Cluster
 from shoal.model.placement import desired_replicas, pod_request
 from shoal.model.scheduler_config import SchedulerConfig
 from shoal.scheduler import plugins as _plugins  # noqa: F401  (registers the built-in plugins)
