@@ -27,10 +27,10 @@ from shoal.model.scheduler_config import SchedulerConfig
 from shoal.model.scheduling import LEASE_LABEL, PUBLISHED_AS, SchedulerConfiguration
 from shoal.model.subresources import BindingBatch
 from shoal.scheduler import plugins as _plugins  # noqa: F401  (registers built-in plugins)
-from shoal.scheduler.application import cluster_backend, request_for
 from shoal.scheduler.backends import Backends
 from shoal.scheduler.framework import Framework
 from shoal.scheduler.metrics.cache import MetricCache
+from shoal.scheduler.requests import cluster_backend, request_for
 from shoal.store.base import NotFound
 
 NAME_PATTERN = OBJECT_NAME.pattern

@@ -35,21 +35,17 @@ from shoal.model.kubernetes import AppKey, Application, Cluster, ClusterState
 from shoal.model.scheduler_config import SchedulerConfig
 from shoal.model.scheduling import LEASE_LABEL, PUBLISHED_AS, SchedulerConfiguration
 from shoal.scheduler import plugins as _plugins  # noqa: F401  (registers built-in plugins)
-from shoal.scheduler.application import (
-    ApplicationHandler,
-    Outcome,
-    backend_fits,
-    cluster_backend,
-    request_for,
-    settled,
-)
+from shoal.scheduler.application import ApplicationHandler
 from shoal.scheduler.backends import Backend, Backends
 from shoal.scheduler.cloud import CloudHandler, cloud_backend
 from shoal.scheduler.eviction import Eviction
 from shoal.scheduler.framework import Framework
+from shoal.scheduler.handler import Outcome
 from shoal.scheduler.metrics.cache import MetricCache
 from shoal.scheduler.pods.pipeline import FleetPipeline
 from shoal.scheduler.report import watch_state
+from shoal.scheduler.requests import backend_fits, cluster_backend, request_for
+from shoal.scheduler.triggers import settled
 
 log = logging.getLogger(__name__)
 

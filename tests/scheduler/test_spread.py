@@ -9,8 +9,8 @@ import pytest
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Cluster
 from shoal.model.placement import Placement, copy_for, desired_replicas, divide, room
-from shoal.scheduler.application import cluster_backend
 from shoal.scheduler.backends import Backend
+from shoal.scheduler.requests import cluster_backend
 from shoal.scheduler.spread import plan, short_of
 
 
