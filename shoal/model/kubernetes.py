@@ -28,7 +28,7 @@ from shoal.model.constraints import (
     CustomResourceName,
     MetricRef,
 )
-from shoal.model.placement import Placement
+from shoal.model.placement_spec import Placement
 from shoal.model.shape import addition
 
 

@@ -35,7 +35,8 @@ from shoal.client.rest import Conflict, NotFound
 from shoal.events import Recorder
 from shoal.model.base import ResourceRef, utcnow
 from shoal.model.kubernetes import INACTIVE_STATES, Application, ApplicationState
-from shoal.model.placement import Placement, desired_replicas, pod_request
+from shoal.model.placement import desired_replicas, pod_request
+from shoal.model.placement_spec import Placement
 from shoal.scheduler import report, spread, triggers
 from shoal.scheduler.backends import Backend
 from shoal.scheduler.binder import Binder

@@ -8,8 +8,6 @@ from typing import Any
 import pytest
 
 from shoal.model.placement import (
-    ClusterWeight,
-    Override,
     _floor,
     copy_for,
     desired_replicas,
@@ -21,6 +19,7 @@ from shoal.model.placement import (
     room_histogram,
     weight_of,
 )
+from shoal.model.placement_spec import ClusterWeight, Override
 
 
 def _obj(kind: str, name: str = "web", **spec: Any) -> dict[str, Any]:

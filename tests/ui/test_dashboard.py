@@ -11,7 +11,7 @@ import pytest
 
 from shoal.api.server import start_api
 from shoal.model.kubernetes import Application, Cluster
-from shoal.model.placement import Placement
+from shoal.model.placement_spec import Placement
 from shoal.model.pods import Pod
 from shoal.model.scheduling import RescheduleTask
 from shoal.scheduler.scheduler import Scheduler
