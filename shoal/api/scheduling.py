@@ -19,7 +19,7 @@ from starlette.responses import Response
 from shoal.api.batch import add_batch_route
 from shoal.api.codec import decode
 from shoal.api.resources import Resources
-from shoal.api.routes import StrictJsonRoute
+from shoal.api.strict import StrictJsonRoute
 from shoal.machinery.names import MAX_OBJECT_NAME, OBJECT_NAME
 from shoal.model.core import GlobalMetric, GlobalMetricsProvider, Metric, MetricsProvider
 from shoal.model.kubernetes import Application, Cluster
