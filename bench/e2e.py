@@ -63,13 +63,8 @@ import orjson  # noqa: E402
 import yaml  # noqa: E402
 
 from bench.schedule import cpu_seconds, start_profiles, stop_profiles  # noqa: E402
-from shoal.client.rest import (  # noqa: E402
-    ApiError,
-    Conflict,
-    ShoalClient,
-    collection_path,
-    error_for,
-)
+from shoal.client.rest import ApiError, Conflict, ShoalClient, error_for  # noqa: E402
+from shoal.client.wire import collection_path  # noqa: E402
 from shoal.model.base import Metadata  # noqa: E402
 from shoal.model.constraints import ClusterConstraints, Constraints, MetricRef  # noqa: E402
 from shoal.model.core import GlobalMetricsProvider  # noqa: E402

@@ -34,7 +34,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from shoal.client.informer import Informer
-from shoal.client.rest import ApiError, Conflict, NotFound, ShoalClient, item_path
+from shoal.client.rest import ApiError, Conflict, NotFound, ShoalClient
+from shoal.client.wire import item_path
 from shoal.controllers.base import Controller
 from shoal.controllers.queue import WorkQueue
 from shoal.events import Recorder, reasons
