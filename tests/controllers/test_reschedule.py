@@ -228,7 +228,7 @@ async def test_killed_mid_task_reschedules_each_target_once(
 ) -> None:
     count = 600
     # Small stamp batches: the controller is killed while it is still stamping.
-    monkeypatch.setattr("shoal.reschedule.controller._STAMP_BATCH", 5)
+    monkeypatch.setattr("shoal.reschedule.stamping.STAMP_BATCH", 5)
     sched = await running.start(scheduler)
     tasks = await running.start(RescheduleTaskController)
     for i in range(count):
