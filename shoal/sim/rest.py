@@ -21,6 +21,7 @@ from shoal.machinery.selectors.fields import FieldSelector
 from shoal.machinery.types import Obj
 from shoal.sim.asgi import (
     Request,
+    Send,
     abort_connection,
     load_yaml,
     respond,
@@ -29,7 +30,7 @@ from shoal.sim.asgi import (
 from shoal.sim.cluster import SimCluster
 from shoal.sim.openapi import openapi_v2, openapi_v3_gv, openapi_v3_root
 from shoal.sim.resources import ResourceType
-from shoal.sim.store import ApiError, Watcher, clone
+from shoal.sim.store import ApiError, Store, Watcher, clone
 from shoal.sim.tables import table
 
 VERSION = {
@@ -405,8 +406,8 @@ class ClusterApi:
     async def _stream(self, req: Request, rt: ResourceType, watcher: Watcher,
                       initial: bool) -> None:
         send = req.send
-        as_table = req.wants_table()
-        include = req.query.get("includeObject", "Metadata")
+        events = _WatchLines(rt, self.cluster.store, req.wants_table(),
+                             req.query.get("includeObject", "Metadata"))
         bookmarks = req.flag("allowWatchBookmarks")
         timeout = float(req.query.get("timeoutSeconds") or 1800)
         deadline = time.monotonic() + timeout
@@ -426,32 +427,9 @@ class ClusterApi:
                     return
 
         waiter = asyncio.create_task(disconnected())
-        store = self.cluster.store
-
-        def encode(etype: str, obj: Obj) -> bytes:
-            if as_table and etype != "BOOKMARK":
-                obj = table(rt, [obj], {"resourceVersion": obj["metadata"].get(
-                    "resourceVersion", "")}, include)
-            return orjson.dumps({"type": etype, "object": obj}) + b"\n"
-
-        def bookmark(extra: Obj | None = None) -> bytes:
-            meta: Obj = {"resourceVersion": str(store.rv)}
-            if extra:
-                meta["annotations"] = extra
-            return encode("BOOKMARK", {"kind": rt.kind, "apiVersion": rt.api_version,
-                                       "metadata": meta})
-
         try:
-            if initial:
-                batch = []
-                while not watcher.queue.empty():
-                    item = watcher.queue.get_nowait()
-                    if item is None:
-                        return
-                    batch.append(encode(*item))
-                batch.append(bookmark({"k8s.io/initial-events-end": "true"}))
-                await send({"type": "http.response.body", "body": b"".join(batch),
-                            "more_body": True})
+            if initial and not await _send_initial(send, watcher, events):
+                return
             while True:
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -465,7 +443,7 @@ class ClusterApi:
                             item = await watcher.queue.get()
                 except TimeoutError:
                     if bookmarks and time.monotonic() < deadline:
-                        await send({"type": "http.response.body", "body": bookmark(),
+                        await send({"type": "http.response.body", "body": events.bookmark(),
                                     "more_body": True})
                     continue
                 if item is None:
@@ -473,20 +451,60 @@ class ClusterApi:
                         abort_connection(send)
                         return
                     break
-                chunks = [encode(*item)]
-                while not watcher.queue.empty() and len(chunks) < 500:
-                    nxt = watcher.queue.get_nowait()
-                    if nxt is None:
-                        watcher.queue.put_nowait(None)
-                        break
-                    chunks.append(encode(*nxt))
-                await send({"type": "http.response.body", "body": b"".join(chunks),
+                await send({"type": "http.response.body", "body": _chunk(watcher, events, item),
                             "more_body": True})
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         except OSError:
             return
         finally:
             waiter.cancel()
+
+
+class _WatchLines:
+    """A watch's events as the lines it streams: JSON objects, or table rows when asked."""
+
+    def __init__(self, rt: ResourceType, store: Store, as_table: bool, include: str) -> None:
+        self.rt, self.store, self.as_table, self.include = rt, store, as_table, include
+
+    def encode(self, etype: str, obj: Obj) -> bytes:
+        if self.as_table and etype != "BOOKMARK":
+            obj = table(self.rt, [obj], {"resourceVersion": obj["metadata"].get(
+                "resourceVersion", "")}, self.include)
+        return orjson.dumps({"type": etype, "object": obj}) + b"\n"
+
+    def bookmark(self, extra: Obj | None = None) -> bytes:
+        meta: Obj = {"resourceVersion": str(self.store.rv)}
+        if extra:
+            meta["annotations"] = extra
+        return self.encode("BOOKMARK", {"kind": self.rt.kind, "apiVersion": self.rt.api_version,
+                                        "metadata": meta})
+
+
+async def _send_initial(send: Send, watcher: Watcher, events: _WatchLines) -> bool:
+    """The events already queued, then the bookmark that ends the initial ones; False when
+    the watch ended meanwhile."""
+    batch = []
+    while not watcher.queue.empty():
+        item = watcher.queue.get_nowait()
+        if item is None:
+            return False
+        batch.append(events.encode(*item))
+    batch.append(events.bookmark({"k8s.io/initial-events-end": "true"}))
+    await send({"type": "http.response.body", "body": b"".join(batch), "more_body": True})
+    return True
+
+
+def _chunk(watcher: Watcher, events: _WatchLines, item: tuple[str, Obj]) -> bytes:
+    """``item`` with what is already queued behind it, in one chunk: fewer, larger writes
+    (an end of the watch found there is put back for the next read)."""
+    chunks = [events.encode(*item)]
+    while not watcher.queue.empty() and len(chunks) < 500:
+        nxt = watcher.queue.get_nowait()
+        if nxt is None:
+            watcher.queue.put_nowait(None)
+            break
+        chunks.append(events.encode(*nxt))
+    return b"".join(chunks)
 
 
 def _patch_type(req: Request) -> str:
