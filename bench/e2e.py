@@ -63,24 +63,12 @@ import orjson  # noqa: E402
 import yaml  # noqa: E402
 
 from bench.schedule import cpu_seconds, start_profiles, stop_profiles  # noqa: E402
-from shoal.client.rest import (  # noqa: E402
-    ApiError,
-    Conflict,
-    ShoalClient,
-    collection_path,
-    error_for,
-)
+from shoal.client.rest import ApiError, Conflict, ShoalClient, error_for  # noqa: E402
+from shoal.client.wire import collection_path  # noqa: E402
 from shoal.model.base import Metadata  # noqa: E402
+from shoal.model.constraints import ClusterConstraints, Constraints, MetricRef  # noqa: E402
 from shoal.model.core import GlobalMetricsProvider  # noqa: E402
-from shoal.model.kubernetes import (  # noqa: E402
-    Application,
-    ApplicationSpec,
-    Cluster,
-    ClusterConstraints,
-    ClusterState,
-    Constraints,
-    MetricRef,
-)
+from shoal.model.kubernetes import Application, ApplicationSpec, Cluster, ClusterState  # noqa: E402
 from shoal.testing.fleet import cluster, deployment, metric, provider  # noqa: E402
 from shoal.testing.launch import (  # noqa: E402
     ApiProcess,

@@ -35,7 +35,8 @@ import yaml  # noqa: E402
 
 from shoal.agent.agent import connect  # noqa: E402
 from shoal.agent.pod import UID_ANNOTATION  # noqa: E402
-from shoal.client.rest import ShoalClient, collection_path  # noqa: E402
+from shoal.client.rest import ShoalClient  # noqa: E402
+from shoal.client.wire import collection_path  # noqa: E402
 from shoal.machinery.memory import settle, tune_gc  # noqa: E402
 from shoal.machinery.resources import Amounts, add, amounts, pod_requests  # noqa: E402
 from shoal.model.kubernetes import Cluster  # noqa: E402

@@ -43,13 +43,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.schedule import cpu_seconds  # noqa: E402
-from shoal.client.rest import (  # noqa: E402
-    Conflict,
-    ShoalClient,
-    Unreachable,
-    collection_path,
-    item_path,
-)
+from shoal.client.rest import Conflict, ShoalClient, Unreachable  # noqa: E402
+from shoal.client.wire import collection_path, item_path  # noqa: E402
 from shoal.model.base import Metadata  # noqa: E402
 from shoal.model.kubernetes import Application, ClusterState  # noqa: E402
 from shoal.model.scheduling import RescheduleTask, RescheduleTaskSpec, TaskPhase  # noqa: E402

@@ -15,15 +15,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
-from typing import Any
+from collections.abc import Iterable
 
+from shoal.machinery.asgi import ASGIApp, Receive, Scope, Send
 from shoal.machinery.problems import problem
-
-Scope = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
-Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 ENVIRONMENT = "SHOAL_AGENT_CALLERS"
 OPEN_PATHS = frozenset({"/healthz"})

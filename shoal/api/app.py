@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -37,6 +37,7 @@ from shoal.api.auth.guard import Guard
 from shoal.api.metrics import LATENCY, REQUESTS
 from shoal.api.resources import Resources
 from shoal.api.routes import build_router
+from shoal.machinery.asgi import ASGIApp, Message, Receive, Scope, Send
 from shoal.machinery.problems import problem
 from shoal.model import registry
 from shoal.model.base import Kind
@@ -46,11 +47,6 @@ from shoal.store.base import Store
 
 MAX_BODY = 8 * 1024 * 1024
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 class BodyLimit:

@@ -27,7 +27,7 @@ from starlette.responses import Response
 from shoal.api.admission import dry_run, query_is_dry
 from shoal.api.batch import results_response
 from shoal.api.resources import Resources
-from shoal.api.routes import StrictJsonRoute
+from shoal.api.strict import StrictJsonRoute
 from shoal.machinery.problems import ProblemError, invalid_error, validation_problem
 from shoal.model import registry
 from shoal.model.base import Kind, check_name

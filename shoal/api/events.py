@@ -27,7 +27,7 @@ from shoal.api.batch import each_item, results_response
 from shoal.api.codec import rfc3339
 from shoal.api.event_items import Item, items_of, parse
 from shoal.api.resources import Resources
-from shoal.api.routes import StrictJsonRoute
+from shoal.api.strict import StrictJsonRoute
 from shoal.events import metrics
 from shoal.machinery.problems import ProblemError
 from shoal.model.base import Metadata, check_label_value, utcnow

@@ -32,8 +32,9 @@ from shoal.machinery.names import object_name_problem
 from shoal.machinery.problems import from_validation_error, problem
 from shoal.model import registry
 from shoal.model.base import Kind
-from shoal.model.kubernetes import Application, BindingBatch, Cluster
+from shoal.model.kubernetes import Application, Cluster
 from shoal.model.pods import Pod, PodStatusBatch
+from shoal.model.subresources import BindingBatch
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -16,7 +16,7 @@ from fastapi import APIRouter
 
 from shoal.api.batch import add_batch_route, each_item
 from shoal.api.resources import Resources
-from shoal.api.routes import StrictJsonRoute
+from shoal.api.strict import StrictJsonRoute
 from shoal.machinery.problems import ProblemError
 from shoal.model.pods import Pod, PodStatusBatch, PodStatusItem
 

@@ -26,7 +26,7 @@ from shoal.api.auth.authn import User
 from shoal.api.auth.clusters import ClusterCredentials, Credential, identity
 from shoal.api.codec import rfc3339
 from shoal.api.resources import Resources
-from shoal.api.routes import StrictJsonRoute
+from shoal.api.strict import StrictJsonRoute
 from shoal.machinery.names import MAX_OBJECT_NAME, OBJECT_NAME
 from shoal.machinery.problems import ProblemError
 from shoal.model.base import LabelKey, LabelValue, Metadata, Model

@@ -29,7 +29,7 @@ from shoal.api.codec import rfc3339
 from shoal.api.event_items import Involved, Item, Meta
 from shoal.api.events import BatchEvent, new_uids, record
 from shoal.api.resources import Resources
-from shoal.api.routes import StrictJsonRoute
+from shoal.api.strict import StrictJsonRoute
 from shoal.events.recorder import name_of
 from shoal.machinery.names import MAX_OBJECT_NAME, OBJECT_NAME
 from shoal.machinery.problems import ProblemError

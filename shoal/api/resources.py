@@ -7,8 +7,6 @@ metadata, compare-and-swap on ``resource_version`` and two-phase deletion
 
 from __future__ import annotations
 
-import base64
-import binascii
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
@@ -19,29 +17,27 @@ from pydantic import BaseModel
 from shoal.api import status as status_patch
 from shoal.api.admission import admit, dry
 from shoal.api.auth.authn import User
-from shoal.api.auth.secrets import secret_paths
 from shoal.api.auth.store import SecuredStore, kept_path
 from shoal.api.batch import each_item
-from shoal.api.codec import decode, encode, rfc3339, with_revision
+from shoal.api.bindings import binding_refs, bound, check_cloud_ref, check_ref
+from shoal.api.codec import decode, encode, with_revision
 from shoal.api.destinations import admit_destinations
 from shoal.api.field_selector import parse_field_selector
+from shoal.api.listing import (
+    continue_key,
+    make_continue,
+    namespace_of,
+    parse_continue,
+    parse_label_selector,
+    refuse_secret_fields,
+)
 from shoal.machinery.problems import ProblemError
-from shoal.machinery.selectors import ConstraintError, LabelSelector
-from shoal.machinery.selectors.fields import FieldSelector
 from shoal.model import application_status, krake
 from shoal.model.base import Kind, utcnow
 from shoal.model.infrastructure import Cloud, GlobalCloud
-from shoal.model.kubernetes import (
-    EVICTION_FINALIZER,
-    Application,
-    ApplicationBinding,
-    ApplicationStatus,
-    BindingBatch,
-    BindingItem,
-    Cluster,
-    ClusterBinding,
-)
+from shoal.model.kubernetes import EVICTION_FINALIZER, Application, ApplicationStatus, Cluster
 from shoal.model.shape import prune
+from shoal.model.subresources import ApplicationBinding, BindingBatch, BindingItem, ClusterBinding
 from shoal.store.base import AlreadyExists, Conflict, NotFound, Record, Store
 
 K = TypeVar("K", bound=Kind)
@@ -106,7 +102,7 @@ class Resources:
         fields = parse_field_selector(field_selector)
         refuse_secret_fields(kind, fields)
         prefix = kind.key_prefix(namespace)
-        start_after, revision_hint = _parse_continue(cont, prefix)
+        start_after, revision_hint = parse_continue(cont, prefix)
         items: list[bytes] = []
         revision = 0
         next_token: str | None = None
@@ -128,13 +124,13 @@ class Resources:
                         continue
                 items.append(with_revision(record.value, record.revision))
                 if limit is not None and len(items) >= limit:
-                    next_token = _make_continue(record.key, revision_hint or revision)
+                    next_token = make_continue(record.key, revision_hint or revision)
                     break
             if next_token or batch is None or len(records) < batch:
                 break
             after = records[-1].key
         if next_token is not None:
-            more, _ = await self.store.list(prefix, start_after=_continue_key(next_token), limit=1)
+            more, _ = await self.store.list(prefix, start_after=continue_key(next_token), limit=1)
             if not more:
                 next_token = None
         return items, revision, next_token
@@ -289,53 +285,14 @@ class Resources:
         Works on the stored JSON as a dict (only the status is validated, to derive
         state and reason): a binding touches a few status fields, one write per application.
         """
-        cluster_ref = binding.cluster
-        valid = cluster_ref.kind == "Cluster" and cluster_ref.api == "kubernetes"
-        _check_ref("cluster", valid, "a kubernetes Cluster")
-        _check_ref(
-            "cluster.namespace",
-            cluster_ref.namespace == namespace,
-            f"a Cluster of the application's namespace {namespace!r}",
-        )
-        cluster = cluster_ref.model_dump(mode="json")
-        placements: list[dict[str, Any]] = []
-        for index, share in enumerate(binding.placements or ()):
-            ref = share.cluster
-            field = f"placements[{index}].cluster"
-            _check_ref(field, ref.kind == "Cluster" and ref.api == "kubernetes",
-                       "a kubernetes Cluster")  # fmt: skip
-            _check_ref(f"{field}.namespace", ref.namespace == namespace,
-                       f"a Cluster of the application's namespace {namespace!r}")  # fmt: skip
-            placements.append({"cluster": ref.model_dump(mode="json"), "replicas": share.replicas})
-        if placements and placements[0]["cluster"] != cluster:
-            _check_ref("cluster", False, "the first cluster of placements")
+        cluster, placements = binding_refs(binding, namespace)
 
         def bind(data: dict[str, Any]) -> None:
             if data["metadata"].get("deleted") is not None:
                 raise ProblemError(409, f"Application {name!r} is being deleted")
-            status_patch.edit_application_json(data, lambda status: edit(data, status))
-
-        def edit(data: dict[str, Any], status: dict[str, Any]) -> None:
-            now = rfc3339(utcnow())
-            if status.get("scheduled_to") != cluster or status.get("scheduled") is None:
-                status["scheduled"] = now
-            status["scheduled_to"] = cluster
-            if binding.triggered:
-                status["kube_controller_triggered"] = now
-            status["last_scheduled"] = now
-            status["last_scheduled_to"] = cluster
-            status["schedule_reason"] = None
-            status["scheduler_retries"] = None
-            status["scheduler_attempts"] = 0
-            status["next_retry"] = None
-            if binding.explanation is not None:
-                status["scheduling"] = binding.explanation
-            if placements or status.get("placements"):
-                status["placements"] = placements
-            owners = data["metadata"].setdefault("owners", [])
-            for ref in [cluster, *(p["cluster"] for p in placements)]:
-                if ref not in owners:
-                    owners.append(ref)  # as Krake's API does; its controllers rely on it
+            status_patch.edit_application_json(
+                data, lambda status: bound(data, status, binding, cluster, placements)
+            )
 
         return await self.swap_json(Application, name, namespace, binding.resource_version, bind)
 
@@ -351,17 +308,12 @@ class Resources:
         self, name: str, namespace: str | None, binding: ClusterBinding
     ) -> bytes:
         cloud = binding.cloud
-        _check_ref("cloud", cloud.kind in ("Cloud", "GlobalCloud"), "a Cloud or GlobalCloud")
-        if cloud.kind == "Cloud":
-            where = f"a Cloud of the cluster's namespace {namespace!r}"
-            _check_ref("cloud.namespace", cloud.namespace == namespace, where)
-        else:
-            _check_ref("cloud.namespace", cloud.namespace is None, "no namespace (GlobalCloud)")
+        check_cloud_ref(cloud, namespace)
         kinds: dict[str, type[Kind]] = {"Cloud": Cloud, "GlobalCloud": GlobalCloud}
         try:
             await self.store.get(kinds[cloud.kind].key(cloud.name, cloud.namespace))
         except NotFound:
-            _check_ref("cloud.name", False, f"an existing {cloud.kind}")
+            check_ref("cloud.name", False, f"an existing {cloud.kind}")
 
         def change(cluster: Cluster) -> bool:
             now = utcnow()
@@ -530,12 +482,6 @@ def _carry_field(source: Kind, target: Kind, path: tuple[str, ...]) -> None:
     setattr(there, path[-1], getattr(here, path[-1]))
 
 
-def _check_ref(field: str, valid: bool, what: str) -> None:
-    if not valid:
-        reason = f"must reference {what}"
-        raise ProblemError(422, f"{field}: {reason}", errors=[{"field": field, "reason": reason}])
-
-
 def _check_identity(body: Kind, name: str, namespace: str | None) -> None:
     if body.metadata.name != name:
         raise ProblemError(
@@ -551,75 +497,3 @@ def _check_identity(body: Kind, name: str, namespace: str | None) -> None:
         )
 
 
-def namespace_of(key: str) -> str | None:
-    """The namespace in a store key ``/{api}/{plural}/{namespace}/{name}``; None if cluster-wide."""
-    parts = key.split("/")
-    return parts[3] if len(parts) > 4 else None
-
-
-def refuse_secret_fields(kind: type[Kind], fields: FieldSelector | None) -> None:
-    """A field selector may not test a secret field: its matches would tell the value to
-    readers who only see the placeholder."""
-    if fields is None:
-        return
-    for path in fields.paths():
-        for secret in secret_paths(kind):
-            if _covers(path, secret) or _covers(secret, path):
-                name = ".".join(path)
-                raise ProblemError(
-                    400,
-                    f"field_selector: {name} is a secret field; selectors may not test it",
-                    errors=[{"field": "field_selector", "reason": f"{name} is a secret field"}],
-                )
-
-
-def _covers(prefix: tuple[str, ...], path: tuple[str, ...]) -> bool:
-    """``prefix`` is a prefix of ``path`` ("*" matches any part)."""
-    return len(prefix) <= len(path) and all(
-        a == b or "*" in (a, b) for a, b in zip(prefix, path, strict=False)
-    )
-
-
-def parse_label_selector(text: str | None) -> LabelSelector | None:
-    if not text:
-        return None
-    try:
-        return LabelSelector.parse(text)
-    except ConstraintError as error:
-        raise ProblemError(
-            400,
-            f"label_selector: {error}",
-            errors=[{"field": "label_selector", "reason": str(error)}],
-        ) from None
-
-
-def _make_continue(key: str, revision: int) -> str:
-    raw = orjson.dumps({"k": key, "r": revision})
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def _continue_key(token: str) -> str:
-    raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-    return str(orjson.loads(raw)["k"])
-
-
-def _parse_continue(token: str | None, prefix: str) -> tuple[str | None, int | None]:
-    if not token:
-        return None, None
-    try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        data = orjson.loads(raw)
-        key, revision = str(data["k"]), int(data["r"])
-    except (binascii.Error, ValueError, KeyError, TypeError, orjson.JSONDecodeError):
-        raise ProblemError(
-            400,
-            "continue: not a token returned by a previous list",
-            errors=[{"field": "continue", "reason": "not a token returned by a previous list"}],
-        ) from None
-    if not key.startswith(prefix):
-        raise ProblemError(
-            400,
-            "continue: token belongs to another list",
-            errors=[{"field": "continue", "reason": "token belongs to another list"}],
-        )
-    return key, revision

@@ -5,45 +5,33 @@ FastAPI validates bodies with the kind's model and ``/openapi.json`` documents
 every route. Responses are the stored bytes, not re-serialised models.
 """
 
-import asyncio
-import contextlib
 import functools
 import hmac
 import inspect
-import json
-from collections.abc import AsyncIterator, Callable, Coroutine
+from collections.abc import Callable
 from typing import Any
 
-import orjson
 from fastapi import APIRouter, Body, Path, Query, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.routing import APIRoute
 from pydantic import BaseModel
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 
-from shoal.api import body as door
-from shoal.api import unknown_fields
-from shoal.api.admission import warn, with_dry_run
+from shoal.api.admission import with_dry_run
 from shoal.api.auth.context import VISIBLE_NAMESPACE, writer
-from shoal.api.codec import list_body, with_revision
-from shoal.api.field_selector import parse_field_selector
-from shoal.api.metrics import WATCHES
-from shoal.api.resources import Resources, namespace_of, parse_label_selector, refuse_secret_fields
+from shoal.api.codec import list_body
+from shoal.api.resources import Resources
+from shoal.api.strict import StrictJsonRoute
+from shoal.api.watch import watch_response
 from shoal.machinery.names import MAX_OBJECT_NAME, OBJECT_NAME
 from shoal.machinery.problems import ProblemError
-from shoal.machinery.selectors.fields import FieldSelector
 from shoal.model import application_status
 from shoal.model.base import Kind, utcnow
-from shoal.model.kubernetes import (
-    Application,
+from shoal.model.kubernetes import Application, ApplicationState, Cluster
+from shoal.model.subresources import (
     ApplicationBinding,
-    ApplicationState,
-    Cluster,
     ClusterBinding,
     CompleteToken,
     ShutdownToken,
 )
-from shoal.store.base import Event, EventType
 
 NAME_PATTERN = OBJECT_NAME.pattern
 _JSON = "application/json"
@@ -88,65 +76,6 @@ def _res(kw: dict[str, Any]) -> Resources:
 
 def _json(content: bytes) -> Response:
     return Response(content, media_type=_JSON)
-
-
-class _StrictJsonRequest(Request):
-    """Bodies parsed once, strictly (``shoal.api.body``): the value the guard authorised."""
-
-    async def json(self) -> Any:
-        if not hasattr(self, "_json"):
-            raw = await self.body()
-            try:
-                self._json = door.parsed(self.scope, raw)
-            except door.MalformedBody as error:
-                # FastAPI turns json.JSONDecodeError into a 400 "malformed JSON" problem.
-                raise json.JSONDecodeError(str(error), raw.decode(errors="replace"), 0) from None
-        return self._json
-
-
-class StrictJsonRoute(APIRoute):
-    """Bodies parsed once, strictly; fields the kind does not have dropped or refused as
-    ``?fieldValidation=`` says (``shoal.api.unknown_fields``)."""
-
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        handler = super().get_route_handler()
-
-        async def strict(request: Request) -> Response:
-            first = _StrictJsonRequest(request.scope, request.receive)
-            try:
-                return await handler(first)
-            except RequestValidationError as error:
-                return await _without_unknown(handler, first, error)
-
-        return strict
-
-
-async def _without_unknown(
-    handler: Callable[[Request], Coroutine[Any, Any, Response]],
-    request: _StrictJsonRequest,
-    error: RequestValidationError,
-) -> Response:
-    """The request again, without the body's fields that its kind does not have (unless
-    ``Strict``); the validation error as it was when there are none."""
-    mode = unknown_fields.mode_of(request.query_params)
-    for _ in unknown_fields.rounds():
-        found = unknown_fields.unknown(error.errors(), ("body",))
-        if mode in (None, unknown_fields.STRICT) or not found:
-            raise error
-        body, dropped = unknown_fields.without(door.parsed(request.scope, b""), found)
-        if not dropped:
-            raise error
-        door.replace(request.scope, body)
-        if mode == unknown_fields.WARN:
-            for path in dropped:
-                warn(unknown_fields.warning(path))
-        again = _StrictJsonRequest(request.scope, request.receive)
-        again._body = await request.body()
-        try:
-            return await handler(again)
-        except RequestValidationError as next_error:
-            error, request = next_error, again
-    raise error
 
 
 # verb: (method, path, operation name, summary). Paths: {collection}, {every} (the list
@@ -309,7 +238,7 @@ def _kind_handlers(kind: type[Kind]) -> _Handlers:
 
     async def list_(**kw: Any) -> Response:
         if kw["watch"] is not None and kw["watch"].lower() not in ("false", "0", "no"):
-            return await _watch(_res(kw), kind, ns(kw), kw)
+            return await watch_response(_res(kw), kind, ns(kw), kw)
         items, revision, token = await _res(kw).list_bytes(
             kind,
             ns(kw),
@@ -480,88 +409,3 @@ def _check_token(expected: str | None, given: str | None, what: str) -> None:
         raise ProblemError(401, f"token: not the {what} token of this application", "UNAUTHORIZED")
 
 
-# watch ------------------------------------------------------------------------
-
-
-async def _watch(
-    res: Resources, kind: type[Kind], namespace: str | None, kw: dict[str, Any]
-) -> Response:
-    from_revision: int | None = kw["resource_version"]
-    if from_revision is not None:
-        await res.store.check_revision(from_revision)  # Compacted → 410 before streaming
-    else:
-        from_revision = await res.store.revision()
-    prefix = kind.key_prefix(namespace)
-    # Selectors are checked before the store watch starts: a 400 leaves no watch behind.
-    parsed = parse_label_selector(kw["label_selector"])
-    fields = parse_field_selector(kw["field_selector"])
-    refuse_secret_fields(kind, fields)
-    visible = VISIBLE_NAMESPACE.get()
-    queue: asyncio.Queue[Event | BaseException | None] = asyncio.Queue(maxsize=10_000)
-    start = from_revision
-
-    async def pump() -> None:
-        try:
-            async for event in res.store.watch(prefix, start):
-                await queue.put(event)
-            await queue.put(None)
-        except asyncio.CancelledError:
-            raise
-        except BaseException as error:  # the stream must end, whatever the store says
-            await queue.put(error)
-
-    task = asyncio.create_task(pump())
-    heartbeat: float = kw["heartbeat"]
-
-    async def stream() -> AsyncIterator[bytes]:
-        WATCHES.inc()
-        try:
-            while True:
-                try:  # asyncio.timeout, not wait_for: no task made per wait
-                    async with asyncio.timeout(heartbeat):
-                        item = await queue.get()
-                except TimeoutError:
-                    yield b"\n"
-                    continue
-                if item is None or isinstance(item, BaseException):
-                    return
-                # With what is already queued, in one chunk: fewer, larger writes.
-                chunk = [_event_line(item, parsed, fields, visible)]
-                while not queue.empty() and len(chunk) < 500:
-                    more = queue.get_nowait()
-                    if more is None or isinstance(more, BaseException):
-                        yield b"".join(chunk)
-                        return
-                    chunk.append(_event_line(more, parsed, fields, visible))
-                yield b"".join(chunk)
-        finally:
-            WATCHES.dec()
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-
-    return StreamingResponse(stream(), media_type="application/x-ndjson")
-
-
-def _event_line(
-    event: Event,
-    selector: Any,
-    fields: FieldSelector | None = None,
-    visible: Callable[[str | None], bool] | None = None,
-) -> bytes:
-    if visible is not None and not visible(namespace_of(event.key)):
-        return b""  # before the selectors: they never test what the reader may not see
-    if selector is not None or fields is not None:
-        data = orjson.loads(event.value)
-        if selector is not None and not selector.matches(data["metadata"].get("labels") or {}):
-            return b""
-        if fields is not None and not fields.matches(data):
-            return b""
-    kind = event.type.value if isinstance(event.type, EventType) else str(event.type)
-    return (
-        b'{"type":"'
-        + kind.encode()
-        + b'","object":'
-        + with_revision(event.value, event.revision)
-        + b"}\n"
-    )

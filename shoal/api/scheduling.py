@@ -19,17 +19,18 @@ from starlette.responses import Response
 from shoal.api.batch import add_batch_route
 from shoal.api.codec import decode
 from shoal.api.resources import Resources
-from shoal.api.routes import StrictJsonRoute
+from shoal.api.strict import StrictJsonRoute
 from shoal.machinery.names import MAX_OBJECT_NAME, OBJECT_NAME
 from shoal.model.core import GlobalMetric, GlobalMetricsProvider, Metric, MetricsProvider
-from shoal.model.kubernetes import Application, BindingBatch, Cluster
+from shoal.model.kubernetes import Application, Cluster
 from shoal.model.scheduler_config import SchedulerConfig
 from shoal.model.scheduling import LEASE_LABEL, PUBLISHED_AS, SchedulerConfiguration
+from shoal.model.subresources import BindingBatch
 from shoal.scheduler import plugins as _plugins  # noqa: F401  (registers built-in plugins)
-from shoal.scheduler.application import cluster_backend, request_for
 from shoal.scheduler.backends import Backends
 from shoal.scheduler.framework import Framework
 from shoal.scheduler.metrics.cache import MetricCache
+from shoal.scheduler.requests import cluster_backend, request_for
 from shoal.store.base import NotFound
 
 NAME_PATTERN = OBJECT_NAME.pattern

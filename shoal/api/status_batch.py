@@ -21,7 +21,7 @@ from shoal.api.auth.authn import User
 from shoal.api.auth.context import writer
 from shoal.api.batch import add_batch_route, each_item, results_response
 from shoal.api.resources import Resources
-from shoal.api.routes import StrictJsonRoute
+from shoal.api.strict import StrictJsonRoute
 from shoal.machinery.names import MAX_OBJECT_NAME
 from shoal.model.base import Finalizer, Model
 from shoal.model.kubernetes import Application

@@ -32,13 +32,8 @@ def check_command(
     from rich.table import Table
 
     from shoal.cli.config import run
-    from shoal.client.rest import (
-        NO_UPDATE_TITLE,
-        ApiError,
-        ShoalClient,
-        collection_path,
-        item_path,
-    )
+    from shoal.client.rest import NO_UPDATE_TITLE, ApiError, ShoalClient
+    from shoal.client.wire import collection_path, item_path
     from shoal.model.registry import KINDS
 
     wanted = {k.lower() for k in kinds or ()}

@@ -15,9 +15,10 @@ from typing import Any
 
 import typer
 
+from shoal.cli.entries import Flag, KindCommands, Verb
 from shoal.cli.errors import CliError
 from shoal.cli.inputs import READERS, apply_labels, is_number
-from shoal.cli.kinds import TABLE, Flag, KindCommands, Verb
+from shoal.cli.kinds import TABLE
 from shoal.cli.output import Output
 from shoal.cli.params import (
     CTX,

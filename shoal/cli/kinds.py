@@ -9,309 +9,29 @@ an entry here, its model and its registry entry, nothing else.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, get_args
+from typing import Any
 
-from shoal.cli.errors import CliError, did_you_mean
+from shoal.cli.core_kinds import CORE
+from shoal.cli.entries import (
+    BOTH,
+    CREATE,
+    GLOBAL_METRIC_UPDATE_HELP,
+    LABEL,
+    METRIC_UPDATE_HELP,
+    UPDATE,
+    KindCommands,
+    Verb,
+    changed,
+    flag,
+    label,
+    set_metrics,
+)
 from shoal.cli.podspec import POD_FLAGS, pod_spec
 from shoal.model.base import Kind
 from shoal.model.copies import Copy
-from shoal.model.core import (
-    GlobalMetric,
-    GlobalMetricsProvider,
-    Metric,
-    MetricsProvider,
-    MetricsProviderSpec,
-    Role,
-    RoleBinding,
-)
 from shoal.model.infrastructure import Cloud, GlobalCloud
 from shoal.model.kubernetes import Application, Cluster
 from shoal.model.pods import Pod
-
-# the table ---------------------------------------------------------------------
-
-CREATE = ("create",)
-UPDATE = ("update",)
-BOTH = ("create", "update")
-
-
-@dataclass(frozen=True)
-class Flag:
-    """One option and the field it fills.
-
-    ``read`` names the reader in ``shoal.cli.inputs.READERS`` (labels merge into
-    ``metadata.labels``; metric references of two flags join in one list). A
-    flag with a ``value`` is a switch that sets it; two switches of one field
-    exclude each other. An empty ``path`` marks a flag another flag's reader uses.
-    """
-
-    decls: tuple[str, ...]
-    path: str
-    help: str = ""
-    type: type = str
-    many: bool = False
-    read: str = ""
-    required: bool = False
-    verbs: tuple[str, ...] = BOTH
-    update_help: str | None = None
-    value: Any = None
-
-    @property
-    def long(self) -> str:
-        """The first long form, as messages name the flag (``--inherit-metrics``)."""
-        return next(d for d in self.decls if d.startswith("--")).split("/")[0]
-
-    @property
-    def name(self) -> str:
-        """The option's parameter name (``--mp-name``: ``mp_name``)."""
-        return self.long.removeprefix("--").replace("-", "_")
-
-    def help_for(self, verb: str) -> str:
-        return self.help if verb != "update" or self.update_help is None else self.update_help
-
-
-@dataclass(frozen=True)
-class Verb:
-    """A command that creates (``update=False``) or changes an object from flags."""
-
-    name: str
-    help: str
-    update: bool = False
-    name_help: str | None = None
-    default_name: Callable[[dict[str, Any]], str] | None = None
-
-
-@dataclass(frozen=True)
-class KindCommands:
-    """Everything the CLI needs to generate the commands of one kind."""
-
-    kind: type[Kind]
-    group: str
-    command: str
-    what: str
-    name_help: str
-    verbs: tuple[Verb, ...]
-    flags: tuple[Flag, ...]
-    aliases: tuple[str, ...] = ()
-    initial: dict[str, Any] = field(default_factory=lambda: {"spec": {}})
-    finish: Callable[[KindCommands, dict[str, Any]], None] | None = None
-
-    def flags_of(self, verb: Verb) -> tuple[Flag, ...]:
-        wanted = "update" if verb.update else verb.name
-        return tuple(f for f in self.flags if wanted in f.verbs)
-
-
-def flag(decls: str, path: str, help: str = "", type: type = str, **options: Any) -> Flag:
-    """A table row: ``decls`` space-separated (``"-l --label"``)."""
-    return Flag(tuple(decls.split()), path, help, type, **options)
-
-
-def _created(kind: type[Kind], help: str | None = None) -> Verb:
-    return Verb("create", help or f"Create a {kind.kind_name()}.")
-
-
-def _changed(kind: type[Kind], help: str | None = None) -> Verb:
-    return Verb("update", help or f"Change a {kind.kind_name()}: only given flags change it.", True)
-
-
-def label(verbs: tuple[str, ...] = BOTH) -> Flag:
-    help = "Label KEY=VALUE (repeatable; on update KEY- removes it)."
-    return flag("-l --label", "metadata.labels", help, many=True, read="labels", verbs=verbs)
-
-
-LABEL = label()
-
-METRIC_UPDATE_HELP = (
-    "Add a namespaced metric, or change its weight: --metric NAME WEIGHT (repeatable)."
-)
-GLOBAL_METRIC_UPDATE_HELP = (
-    "Add a global metric, or change its weight: --global-metric NAME WEIGHT (repeatable)."
-)
-
-
-def set_metrics(path: str) -> Flag:
-    """``--set-metrics``: the metrics given with it replace the list (none given: no metrics)."""
-    help = "The given --metric/--global-metric replace every metric (alone: remove them all)."
-    return flag("--set-metrics", path, help, read="set_metrics", value=[], verbs=UPDATE)
-
-# metrics and metrics providers ------------------------------------------------------
-
-METRIC_FLAGS = (
-    flag("--min", "spec.min", "Lowest valid value.", float, required=True),
-    flag("--max", "spec.max", "Highest valid value.", float, required=True),
-    flag(
-        "--mp-name",
-        "spec.provider.name",
-        "Name of the metrics provider.",
-        required=True,
-        update_help="Metrics provider.",
-    ),
-    flag(
-        "--metric-name",
-        "spec.provider.metric",
-        "Name of the metric inside the provider.",
-        required=True,
-        update_help="Name in provider.",
-    ),
-    flag(
-        "--allowed-values",
-        "spec.allowed_values",
-        "Only these values are valid: --allowed-values 1 2 3.",
-        many=True,
-        read="numbers",
-        update_help="Replaces the allowed values.",
-    ),
-    LABEL,
-)
-
-PROVIDER_TYPES: tuple[str, ...] = get_args(MetricsProviderSpec.model_fields["type"].annotation)
-SECTION_FIELDS: dict[str, set[str]] = {
-    t: set(get_args(MetricsProviderSpec.model_fields[t].annotation)[0].model_fields)
-    for t in PROVIDER_TYPES
-}
-"""The fields each provider type's section has: the flags that apply to it."""
-
-
-def _provider_section(entry: KindCommands, data: dict[str, Any]) -> None:
-    """Move the staged section flags into ``spec[type]``; a new type starts afresh."""
-    spec = data.setdefault("spec", {})
-    given = dict(spec.pop("section", None) or {})
-    ptype = given.pop("type", None)
-    if ptype is not None and ptype not in PROVIDER_TYPES:
-        raise CliError(f"--type must be one of {', '.join(PROVIDER_TYPES)}, not {ptype!r}")
-    if given.get("version") not in (None, 1, 2):
-        raise CliError("--influx-version must be 1 or 2")
-    if ptype is not None and ptype != spec.get("type"):
-        for other in PROVIDER_TYPES:
-            spec.pop(other, None)
-        spec["type"] = ptype
-    current = str(spec.get("type"))
-    edits = {k: given.pop(k) for k in ("set_metrics", "unset_metrics") if k in given}
-    misplaced = sorted(set(given) - SECTION_FIELDS.get(current, set(given)))
-    if misplaced:
-        names = {f.path.rpartition(".")[2]: f.long for f in entry.flags}
-        flags = ", ".join(names[m] for m in misplaced)
-        raise CliError(f"{flags} do(es) not apply to a {current} provider")
-    spec[current] = {**(spec.get(current) or {}), **given}
-    if edits:
-        _edit_metrics(current, spec[current], edits)
-
-
-def _edit_metrics(ptype: str, section: dict[str, Any], edits: dict[str, Any]) -> None:
-    """``--set-metric``/``--unset-metric``: change single values of a static provider."""
-    if ptype != "static":
-        raise CliError(f"--set-metric and --unset-metric apply to a static provider, not {ptype}")
-    metrics = {**(section.get("metrics") or {}), **(edits.get("set_metrics") or {})}
-    for name in edits.get("unset_metrics") or ():
-        if metrics.pop(name, None) is None:
-            hint = did_you_mean(name, metrics)
-            raise CliError(f"--unset-metric: the provider has no metric {name!r}{hint}")
-    section["metrics"] = metrics
-
-
-PROVIDER_FLAGS = (
-    flag(
-        "--type",
-        "spec.section.type",
-        "prometheus, influx, kafka or static.",
-        required=True,
-        update_help="New type (starts afresh).",
-    ),
-    *(
-        flag(f"--{name}", f"spec.section.{field_}", help, type_, update_help="")
-        for name, field_, help, type_ in (
-            ("url", "url", "URL of the provider.", str),
-            ("token", "token", "InfluxDB 2 token.", str),
-            ("org", "org", "InfluxDB 2 organisation.", str),
-            ("bucket", "bucket", "InfluxDB 2 bucket.", str),
-            ("influx-version", "version", "InfluxDB version: 2 (default) or 1.", int),
-            ("database", "database", "InfluxDB 1.x database.", str),
-            ("username", "username", "InfluxDB 1.x user.", str),
-            ("password", "password", "InfluxDB 1.x password.", str),
-            ("table", "table", "Kafka/ksqlDB table.", str),
-            (
-                "comparison-column",
-                "comparison_column",
-                "ksqlDB column holding the metric name.",
-                str,
-            ),
-            ("value-column", "value_column", "ksqlDB column holding the value.", str),
-        )
-    ),
-    flag(
-        "--metric",
-        "spec.section.metrics",
-        "Static metric: --metric NAME VALUE (repeatable).",
-        many=True,
-        read="pairs",
-        update_help="Static metrics (replace all): --metric NAME VALUE.",
-    ),
-    *(
-        flag(decls, f"spec.section.{field_}", help, many=True, read=read, verbs=UPDATE)
-        for decls, field_, read, help in (
-            ("--set-metric", "set_metrics", "pairs", "Set one static metric: NAME=VALUE."),
-            ("--unset-metric", "unset_metrics", "", "Remove one static metric: NAME."),
-        )
-    ),
-    LABEL,
-)
-
-
-def _core(kind: type[Kind], command: str, what: str, name_help: str, **more: Any) -> KindCommands:
-    """A kind of group ``core`` with ``create`` and ``update``; its long name is a hidden alias."""
-    verbs = (_created(kind), _changed(kind))
-    return KindCommands(
-        kind, "core", command, what, name_help, verbs, aliases=(kind.plural[:-1],), **more
-    )
-
-
-# roles and role bindings -----------------------------------------------------------
-
-ROLE = KindCommands(
-    Role,
-    "core",
-    "role",
-    "roles",
-    "Role name.",
-    (_created(Role, "Create a role."), _changed(Role, "Change a role.")),
-    (
-        flag(
-            "--rule",
-            "rules",
-            "Rule api:resources:namespaces:verbs (repeatable).",
-            many=True,
-            read="rules",
-            update_help="Rules (replace all).",
-        ),
-        LABEL,
-    ),
-    ("roles",),
-    {"rules": []},
-)
-ROLE_BINDING = KindCommands(
-    RoleBinding,
-    "core",
-    "rolebinding",
-    "role bindings",
-    "Role binding name.",
-    (
-        _created(RoleBinding, "Bind roles to users."),
-        _changed(RoleBinding, "Change a role binding."),
-    ),
-    (
-        flag(
-            "--user", "users", "User (repeatable).", many=True, update_help="Users (replace all)."
-        ),
-        flag(
-            "--role", "roles", "Role (repeatable).", many=True, update_help="Roles (replace all)."
-        ),
-        LABEL,
-    ),
-    ("rolebindings",),
-    {"users": [], "roles": []},
-)
 
 # clouds ------------------------------------------------------------------------
 
@@ -372,7 +92,7 @@ CLOUD_FLAGS = (
 
 def _cloud(kind: type[Kind], command: str, aliases: tuple[str, ...], what: str) -> KindCommands:
     register = Verb("register", f"Register an OpenStack {kind.kind_name()}.")
-    verbs = (register, _changed(kind))
+    verbs = (register, changed(kind))
     return KindCommands(kind, "infra", command, what, "Cloud name.", verbs, CLOUD_FLAGS, aliases)
 
 
@@ -602,26 +322,7 @@ TABLE: tuple[KindCommands, ...] = (
     APPLICATION,
     CLUSTER,
     COPY,
-    _core(GlobalMetric, "gm", "global metrics", "Name of the metric in Shoal.", flags=METRIC_FLAGS),
-    _core(Metric, "m", "metrics", "Name of the metric in Shoal.", flags=METRIC_FLAGS),
-    _core(
-        GlobalMetricsProvider,
-        "gmp",
-        "global metrics providers",
-        "Provider name.",
-        flags=PROVIDER_FLAGS,
-        finish=_provider_section,
-    ),
-    _core(
-        MetricsProvider,
-        "mp",
-        "metrics providers",
-        "Provider name.",
-        flags=PROVIDER_FLAGS,
-        finish=_provider_section,
-    ),
-    ROLE,
-    ROLE_BINDING,
+    *CORE,
     _cloud(GlobalCloud, "gc", ("globalcloud",), "global clouds"),
     _cloud(Cloud, "cloud", (), "clouds"),
     POD,

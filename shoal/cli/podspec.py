@@ -25,7 +25,7 @@ POD_FLAGS: tuple[tuple[str, str, str, type, dict[str, Any]], ...] = (
     ("-L --cluster-label-constraint", "spec.placement.cluster_labels", _LABELS_HELP, str,
      {"many": True}),
 )
-"""Rows of ``shoal.cli.kinds.flag`` for ``shoal fleet pod create`` (the table stays in kinds)."""
+"""Rows of ``shoal.cli.entries.flag`` for ``shoal fleet pod create`` (the table stays in kinds)."""
 
 
 def _from_file(doc: Any, data: dict[str, Any]) -> dict[str, Any]:

@@ -40,10 +40,9 @@ from shoal.client.rest import (
     Unreachable,
     WatchEvent,
     WatchOptions,
-    collection_path,
-    item_path,
     raise_for,
 )
+from shoal.client.wire import collection_path, item_path
 from shoal.model import application_status, krake
 from shoal.model.base import TRUSTED, Kind, ReasonCode
 from shoal.model.kubernetes import Application

@@ -18,15 +18,18 @@ import orjson
 from pydantic import BaseModel
 
 from shoal.client.credentials import Credentials
+from shoal.client.wire import (
+    collection_path,
+    dry_run_query,
+    dumped,
+    item_path,
+    query_params,
+    wire,
+)
 from shoal.machinery.keepalive import CLIENT_KEEP_ALIVE
 from shoal.model.base import TRUSTED, Kind, ResourceRef
-from shoal.model.kubernetes import (
-    Application,
-    ApplicationBinding,
-    BindingItem,
-    Cluster,
-    ClusterBinding,
-)
+from shoal.model.kubernetes import Application, Cluster
+from shoal.model.subresources import ApplicationBinding, BindingItem, ClusterBinding
 
 K = TypeVar("K", bound=Kind)
 
@@ -118,18 +121,6 @@ class ListResult(Generic[K]):
     revision: int
 
 
-def collection_path(kind: type[Kind], namespace: str | None = None) -> str:
-    if kind.namespaced and namespace is not None:
-        return f"/{kind.api_name()}/namespaces/{namespace}/{kind.plural}"
-    return f"/{kind.api_name()}/{kind.plural}"
-
-
-def item_path(kind: type[Kind], name: str, namespace: str | None = None) -> str:
-    if kind.namespaced:
-        if namespace is None:
-            raise ValueError(f"{kind.kind_name()} is namespaced: give a namespace")
-        return f"/{kind.api_name()}/namespaces/{namespace}/{kind.plural}/{name}"
-    return f"/{kind.api_name()}/{kind.plural}/{name}"
 
 
 class ShoalClient:
@@ -210,12 +201,12 @@ class ShoalClient:
         A write is ``Strict`` about fields the kind does not have (a 422 naming them):
         Shoal's own components and CLI send Shoal's schema, so such a field is a mistake.
         """
-        content = orjson.dumps(body, default=_wire) if body is not None else None
+        content = orjson.dumps(body, default=wire) if body is not None else None
         if method in _WRITES:
             params = {FIELD_VALIDATION: "Strict", **(params or {})}
         try:
             async with self.session.request(
-                method, self.url + path, data=content, params=_params(params), headers=headers
+                method, self.url + path, data=content, params=query_params(params), headers=headers
             ) as response:
                 data = await response.read()
                 status = response.status
@@ -229,7 +220,7 @@ class ShoalClient:
     async def create(self, obj: K, *, dry_run: bool = False) -> K:
         """Create ``obj``; with ``dry_run`` the API checks it and stores nothing."""
         path = collection_path(type(obj), obj.metadata.namespace)
-        data = await self.request("POST", path, body=_dump(obj), params=_dry(dry_run))
+        data = await self.request("POST", path, body=dumped(obj), params=dry_run_query(dry_run))
         return type(obj).model_validate(data, context=TRUSTED)
 
     async def create_many(
@@ -252,7 +243,7 @@ class ShoalClient:
         batches: list[list[bytes]] = [[]]
         size = 0
         for obj in objects:
-            item = orjson.dumps(_dump(obj))
+            item = orjson.dumps(dumped(obj))
             if batches[-1] and (len(batches[-1]) >= chunk or size + len(item) > max_bytes):
                 batches.append([])
                 size = 0
@@ -262,7 +253,7 @@ class ShoalClient:
         for items in batches:
             body = orjson.Fragment(b'{"items":[%s]}' % b",".join(items))
             data = await self.request("POST", collection_path(kind), body=body,
-                                      params=_dry(dry_run))  # fmt: skip
+                                      params=dry_run_query(dry_run))  # fmt: skip
             for result in data["results"]:
                 if result["status"] == 200:
                     out.append(kind.model_validate(result["object"], context=TRUSTED))
@@ -318,7 +309,7 @@ class ShoalClient:
         name, namespace = obj.metadata.name, obj.metadata.namespace
         path = item_path(kind, name, namespace)
         try:
-            data = await self.request("PUT", path, body=_dump(obj), params=_dry(dry_run))
+            data = await self.request("PUT", path, body=dumped(obj), params=dry_run_query(dry_run))
         except ApiError as error:
             if error.status != 400 or error.title != NO_UPDATE_TITLE:
                 raise
@@ -329,7 +320,7 @@ class ShoalClient:
         kind = type(obj)
         path = item_path(kind, obj.metadata.name, obj.metadata.namespace) + "/status"
         return kind.model_validate(
-            await self.request("PUT", path, body=_dump(obj)), context=TRUSTED
+            await self.request("PUT", path, body=dumped(obj)), context=TRUSTED
         )
 
     async def patch_status(
@@ -476,7 +467,8 @@ class ShoalClient:
         timeout = aiohttp.ClientTimeout(total=None, connect=10.0, sock_read=heartbeat * 3)
         url = self.url + collection_path(kind, namespace)
         try:
-            async with self.session.get(url, params=_params(params), timeout=timeout) as response:
+            get = self.session.get(url, params=query_params(params), timeout=timeout)
+            async with get as response:
                 if response.status >= 400:
                     raise_for(response.status, await response.read())
                 buffer = b""
@@ -488,24 +480,3 @@ class ShoalClient:
                             yield orjson.loads(line)
         except (aiohttp.ClientError, TimeoutError) as error:
             raise Unreachable(f"{self.url}: watch {kind.plural}: {error!r}") from error
-
-
-def _dry(dry_run: bool) -> dict[str, Any] | None:
-    return {"dry_run": "true"} if dry_run else None
-
-
-def _params(params: dict[str, Any] | None) -> dict[str, str] | None:
-    if not params:
-        return None
-    return {k: str(v) for k, v in params.items() if v is not None}
-
-
-def _dump(obj: Kind) -> dict[str, Any]:
-    return obj.model_dump(mode="json")
-
-
-def _wire(value: Any) -> Any:
-    """Models (nested too) in their wire form, for bodies; orjson writes enums and datetimes."""
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    raise TypeError(f"{type(value).__name__} is not JSON")

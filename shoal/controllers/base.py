@@ -10,11 +10,11 @@ or until one of its tasks fails, and always stops it. Subclasses extend
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable, Callable, Coroutine, Hashable
 from typing import Any, TypeVar
 
 from shoal.client.informer import Informer
+from shoal.machinery.tasks import cancel_and_wait
 from shoal.machinery.workqueue import WorkQueue
 
 T = TypeVar("T", bound=Hashable)
@@ -79,11 +79,7 @@ class Controller:
         for queue in queues:
             queue.close()
         tasks, self._tasks = self._tasks, []
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(tasks)
 
     async def run(self) -> None:
         """Run until cancelled (or a task fails), then stop."""

@@ -25,6 +25,7 @@ from typing import Any
 
 from shoal.client.rest import ApiError, ShoalClient, Unreachable
 from shoal.events import metrics
+from shoal.machinery.tasks import cancel_and_wait
 from shoal.model.base import Kind, utcnow
 from shoal.model.events import DEFAULT_TTL, KIND_LABEL, NAME_LABEL, UID_LABEL, EventType
 
@@ -261,9 +262,7 @@ class Recorder:
     async def close(self) -> None:
         """Stop the background task and write what is left (best effort)."""
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
+            await cancel_and_wait([self._task])
             self._task = None
         with contextlib.suppress(Exception):
             async with asyncio.timeout(2.0):  # a stopping component does not wait on a dead API

@@ -3,7 +3,7 @@
 The infrastructure id is the simulated cluster's name, which is the key the
 controller gives: creating it twice is refused by the simulator, so a create
 is never doubled. The template's compute node templates give the node count
-and each node's cpu and memory (``shoal.model.tosca.node_shape``; all nodes of
+and each node's cpu and memory (``shoal.model.tosca_nodes.node_shape``; all nodes of
 a simulated cluster share one size: the first template's).
 """
 
@@ -22,6 +22,7 @@ from shoal.infrastructure.providers import (
     answer,
 )
 from shoal.model.base import Metadata, ReasonCode
+from shoal.model.constraints import MetricRef
 from shoal.model.infrastructure import (
     CloudSpec,
     GlobalCloud,
@@ -35,8 +36,7 @@ from shoal.model.infrastructure import (
     PasswordUser,
     SimProviderSpec,
 )
-from shoal.model.kubernetes import MetricRef
-from shoal.model.tosca import NodeGroup, node_shape
+from shoal.model.tosca_nodes import NodeGroup, node_shape
 
 LOCATIONS = ("DE", "FR")
 

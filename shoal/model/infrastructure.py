@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from shoal.model.base import Kind, Model, Reason, null_as
-from shoal.model.kubernetes import MetricRef
+from shoal.model.constraints import MetricRef
 from shoal.model.shape import addition, section
 
 

@@ -3,163 +3,33 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
     BeforeValidator,
     Field,
     PlainSerializer,
-    StrictBool,
-    StrictInt,
-    ValidationInfo,
     field_validator,
-    model_validator,
 )
 
-from shoal.machinery.names import CRD_NAME, MAX_OBJECT_NAME, is_kube_namespace
-from shoal.machinery.selectors import ConstraintError, LabelConstraint, MetricConstraint
+from shoal.machinery.names import is_kube_namespace
 from shoal.model.base import (
     Kind,
-    LabelKey,
     Model,
     Reason,
     ResourceRef,
     StrEnumByName,
     null_as,
-    trusted,
 )
+from shoal.model.constraints import (
+    ClusterConstraintsOnCloud,
+    Constraints,
+    CustomResourceName,
+    MetricRef,
+)
+from shoal.model.placement_spec import Placement
 from shoal.model.shape import addition
-
-
-def _parsed(language: type[LabelConstraint | MetricConstraint]) -> Any:
-    """Validator: a constraint that parses, kept as the user wrote it (``location=DE`` reads
-    back as ``location=DE``, as in Krake). Its readers parse it again, from a cache
-    (``shoal.machinery.selectors``); trusted objects are not parsed here."""
-
-    def parses(text: str, info: ValidationInfo) -> str:
-        if trusted(info):
-            return text
-        try:
-            language.parse(text)
-        except ConstraintError as error:
-            raise ValueError(str(error)) from None
-        return text
-
-    return AfterValidator(parses)
-
-
-LabelConstraintText = Annotated[
-    str,
-    _parsed(LabelConstraint),
-    Field(examples=["location is DE"], description="Label constraint, e.g. 'location in (DE, FR)'"),
-]
-MetricConstraintText = Annotated[
-    str,
-    _parsed(MetricConstraint),
-    Field(examples=["load < 0.5"], description="Metric constraint, e.g. 'load >= 0.5'"),
-]
-T = TypeVar("T")
-ConstraintList = Annotated[list[T], null_as(list)]
-"""Krake's constraint lists default to null; Shoal reads null as no constraint."""
-CustomResourceName = Annotated[
-    str, Field(pattern=CRD_NAME, max_length=253, description="'<plural>.<group>' of a CRD")
-]
-
-
-class MetricRef(Model):
-    name: str = Field(min_length=1, max_length=253)
-    weight: float = Field(ge=0)
-    namespaced: bool = False
-
-
-class ClusterConstraints(Model):
-    labels: ConstraintList[LabelConstraintText] = Field(default_factory=list)
-    metrics: ConstraintList[MetricConstraintText] = Field(default_factory=list)
-    custom_resources: list[CustomResourceName] = Field(default_factory=list)
-
-
-class Constraints(Model):
-    migration: bool = True
-    cluster: ClusterConstraints = Field(default_factory=ClusterConstraints)
-
-
-class ClusterWeight(Model):
-    """A static weight: the clusters a label constraint selects get ``weight`` parts."""
-
-    clusters: LabelConstraintText
-    weight: int = Field(ge=0, le=10_000)
-
-
-class ObjectPatch(Model):
-    """A merge patch for one manifest object, named by kind and name: a JSON merge patch,
-    except that lists of named items (containers…) merge item by item, as kubectl's
-    strategic merge does (``shoal.machinery.patch.strategic_merge``)."""
-
-    kind: str = Field(min_length=1, max_length=63)
-    name: str = Field(min_length=1, max_length=253)
-    merge: dict[str, Any]
-
-    @field_validator("merge")
-    @classmethod
-    def _same_object(cls, merge: dict[str, Any]) -> dict[str, Any]:
-        """An override changes an object, never which object it is."""
-        metadata = merge.get("metadata")
-        named = isinstance(metadata, dict) and ({"name", "namespace"} & set(metadata))
-        if {"apiVersion", "kind"} & set(merge) or named:
-            raise ValueError("may not change apiVersion, kind, metadata.name or namespace")
-        return merge
-
-
-class Override(Model):
-    """What differs on the clusters a label constraint selects."""
-
-    clusters: LabelConstraintText
-    patch: ObjectPatch
-
-
-ReplicaMode = Literal["divided", "duplicated"]
-WeightMode = Literal["even", "dynamic"]
-
-
-class Placement(Model):
-    """How many clusters run an application, and how its replicas are shared among them."""
-
-    clusters: int = Field(default=1, ge=1, le=100, description="How many clusters run it.")
-    spread_by: LabelKey | None = Field(
-        default=None,
-        description="A cluster label: the chosen clusters carry distinct values of it.",
-    )
-    replicas: ReplicaMode = Field(
-        default="duplicated",
-        description="divided: the replicas are shared among the clusters; duplicated: each "
-        "cluster runs them all.",
-    )
-    weights: WeightMode | list[ClusterWeight] = Field(
-        default="even",
-        description="How divided replicas are shared: even, dynamic (by free capacity), or a "
-        "list of {clusters, weight}.",
-    )
-    fallback: list[LabelConstraintText] = Field(
-        default_factory=list,
-        max_length=10,
-        description="Ordered cluster groups; a group is used only while those before it "
-        "cannot hold the application.",
-    )
-    overrides: list[Override] = Field(default_factory=list, max_length=50)
-
-    @field_validator("weights")
-    @classmethod
-    def _some_weight(cls, weights: WeightMode | list[ClusterWeight]) -> Any:
-        if isinstance(weights, list) and not any(rule.weight > 0 for rule in weights):
-            raise ValueError("a static list needs at least one weight above 0")
-        return weights
-
-    @model_validator(mode="after")
-    def _weights_divide(self) -> Placement:
-        if self.replicas == "duplicated" and self.weights != "even":
-            raise ValueError("weights share divided replicas: set replicas: divided")
-        return self
 
 
 class ApplicationSpec(Model):
@@ -386,15 +256,6 @@ def _no_kubeconfig(config: Any) -> Any:
     return None if config == {} else config
 
 
-class CloudConstraints(Model):
-    labels: ConstraintList[LabelConstraintText] = Field(default_factory=list)
-    metrics: ConstraintList[MetricConstraintText] = Field(default_factory=list)
-
-
-class ClusterConstraintsOnCloud(Model):
-    cloud: CloudConstraints = Field(default_factory=CloudConstraints)
-
-
 ClusterMode = Literal["push", "pull"]
 """push: the hub dials the cluster with the kubeconfig it holds; pull: the cluster's agent
 dials the hub (``shoal join``), and the hub holds no credential of it (docs/pull-mode.md)."""
@@ -561,85 +422,3 @@ class Cluster(_KubernetesKind):
         waits = self.spec.kubeconfig is None and self.spec.mode == "push"
         state = ClusterState.PENDING if waits else ClusterState.CONNECTING
         return ClusterStatus(state=state)
-
-
-class Share(Model):
-    """One cluster of a binding and its share of the replicas."""
-
-    cluster: ResourceRef
-    replicas: StrictInt | None = Field(default=None, ge=0)
-
-
-class ApplicationBinding(Model):
-    """Body of ``PUT .../applications/{name}/binding`` (Krake's ``ClusterBinding``)."""
-
-    api: Literal["kubernetes"] = "kubernetes"
-    kind: Literal["ClusterBinding"] = "ClusterBinding"
-    cluster: ResourceRef
-    resource_version: int | None = Field(
-        default=None, description="Bind only if the application is still at this revision."
-    )
-    triggered: bool = Field(
-        default=True,
-        description="Set kube_controller_triggered (the scheduler saw the latest spec).",
-    )
-    placements: list[Share] | None = Field(
-        default=None,
-        description="Every cluster and its share, for an application with spec.placement; "
-        "``cluster`` is then the first of them.",
-    )
-    explanation: dict[str, Any] | None = Field(
-        default=None, description="Scheduling explanation stored in status.scheduling."
-    )
-
-
-class BindingItem(ApplicationBinding):
-    """One binding of a batch: which application, and the binding itself.
-
-    Strict where lax parsing would accept what the schema forbids (``0`` for
-    ``false``, ``"1"`` for a revision): the batch answers 200 with per-item
-    results, so a coerced body would pass unnoticed.
-    """
-
-    namespace: str = Field(min_length=1, max_length=MAX_OBJECT_NAME)
-    name: str = Field(min_length=1, max_length=MAX_OBJECT_NAME)
-    resource_version: StrictInt | None = Field(
-        default=None, description="Bind only if the application is still at this revision."
-    )
-    triggered: StrictBool = Field(
-        default=True,
-        description="Set kube_controller_triggered (the scheduler saw the latest spec).",
-    )
-
-
-class BindingBatch(Model):
-    """Body of ``POST /scheduling/bindings`` (Shoal addition): many bindings, one request."""
-
-    bindings: list[BindingItem] = Field(max_length=1000)
-
-
-class ClusterBinding(Model):
-    """Body of ``PUT .../clusters/{name}/binding`` (Krake's ``CloudBinding``)."""
-
-    api: Literal["infrastructure"] = "infrastructure"
-    kind: Literal["CloudBinding"] = "CloudBinding"
-    cloud: ResourceRef
-    resource_version: int | None = None
-
-
-class _Token(Model):
-    api: Literal["kubernetes"] = "kubernetes"
-    kind: str
-    token: str | None = None
-
-
-class CompleteToken(_Token):
-    """Body of ``PUT .../applications/{name}/complete`` (Krake's ``ApplicationComplete``)."""
-
-    kind: Literal["Complete"] = "Complete"
-
-
-class ShutdownToken(_Token):
-    """Body of ``PUT .../applications/{name}/shutdown`` (Krake's ``ApplicationShutdown``)."""
-
-    kind: Literal["Shutdown"] = "Shutdown"

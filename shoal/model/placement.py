@@ -17,7 +17,7 @@ from shoal.machinery.patch import strategic_merge
 from shoal.machinery.resources import CPU, Amounts, pod_requests
 from shoal.machinery.selectors import LabelConstraint
 from shoal.machinery.types import Obj
-from shoal.model.kubernetes import Override
+from shoal.model.placement_spec import Override
 
 #: Kind → the spec fields that count its replicas (and their default).
 REPLICA_FIELDS: dict[str, tuple[str, ...]] = {

@@ -26,7 +26,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -41,6 +40,7 @@ from shoal.machinery.confined import (
     WorkerTimeout,
 )
 from shoal.machinery.paths import join
+from shoal.model.tosca_nodes import SIZE
 
 URLS_SETTING = "SHOAL_TOSCA_URLS"
 IMPORTS_SETTING = "SHOAL_TOSCA_IMPORTS"
@@ -55,9 +55,6 @@ within that time is a 503 to try again. A user's templates are parsed one after 
 (``confined.CALLER``): one user holds one worker at most."""
 PARSE_CPU_SECONDS = 5
 PARSE_MEMORY = 1 << 30
-_UNITS = {"B": 1, "KB": 10**3, "MB": 10**6, "GB": 10**9, "TB": 10**12,
-          "KIB": 2**10, "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}  # fmt: skip
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
 _REFUSED_KEYS = ("imports", "repositories")
 _TYPE_SECTIONS = ("node_types", "data_types", "capability_types", "relationship_types",
                   "interface_types", "artifact_types", "policy_types", "group_types")  # fmt: skip
@@ -462,7 +459,7 @@ def _wrong_type(value: Any, kind: str) -> str | None:
         if isinstance(value, bool) or not isinstance(value, int):
             return f"must be an integer, not {value!r}"[:200]
         return None if value >= 0 else "must not be negative"
-    if not isinstance(value, str) or _SIZE.match(value) is None:
+    if not isinstance(value, str) or SIZE.match(value) is None:
         return f"must be a size such as '4 GB' or '512 MiB', not {value!r}"[:200]
     return None
 
@@ -470,56 +467,3 @@ def _wrong_type(value: Any, kind: str) -> str | None:
 def message(error: BaseException) -> str:
     text = getattr(error, "message", None) or str(error)
     return f"{type(error).__name__}: {text}".strip()[:1000]
-
-
-@dataclass(frozen=True)
-class NodeGroup:
-    """Nodes of one compute node template: how many, and each one's size."""
-
-    name: str
-    count: int
-    cpu: str
-    memory: str
-
-
-def node_shape(template: dict[str, Any]) -> list[NodeGroup]:
-    """The compute node templates of ``template`` (those with a ``host`` capability).
-
-    ``host.properties.num_cpus`` and ``mem_size`` give each node's size (default
-    2 cpus, 4 GB), and ``scalable.properties.default_instances`` how many (default 1;
-    ``count``, the name IM's own node types use, is read too).
-    """
-    topology = template.get("topology_template") or {}
-    groups = []
-    for name, node in sorted((topology.get("node_templates") or {}).items()):
-        capabilities = (node or {}).get("capabilities") or {}
-        host = capabilities.get("host")
-        if host is None and (node or {}).get("type") != "tosca.nodes.Compute":
-            continue
-        properties = (host or {}).get("properties") or {}
-        scalable = (capabilities.get("scalable") or {}).get("properties") or {}
-        groups.append(NodeGroup(
-            name=name,
-            count=_count(scalable.get("default_instances", scalable.get("count", 1))),
-            cpu=str(properties.get("num_cpus", 2)),
-            memory=kubernetes_memory(properties.get("mem_size", "4 GB")),
-        ))  # fmt: skip
-    return groups
-
-
-def _count(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | str):
-        raise ValueError(f"not a number of instances: {value!r}")
-    return int(value)
-
-
-def kubernetes_memory(size: Any) -> str:
-    """A TOSCA size (``4 GB``, ``512 MiB``) as a Kubernetes quantity in bytes."""
-    found = _SIZE.match(str(size))
-    if found is None:
-        raise ValueError(f"not a TOSCA size: {size!r}")
-    number, unit = found.groups()
-    factor = _UNITS.get((unit or "B").upper())
-    if factor is None:
-        raise ValueError(f"unknown unit in TOSCA size {size!r}")
-    return str(int(float(number) * factor))

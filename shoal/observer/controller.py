@@ -21,7 +21,6 @@ brings it back through CONNECTING.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from dataclasses import KW_ONLY, InitVar, dataclass, field
 from typing import Any
@@ -33,6 +32,7 @@ from shoal.controllers.base import Controller
 from shoal.events import Recorder, reasons
 from shoal.machinery.backoff import Backoff
 from shoal.machinery.resources import Amounts
+from shoal.machinery.tasks import cancel_and_wait
 from shoal.machinery.types import Obj
 from shoal.model.kubernetes import (
     BUILDING_STATES,
@@ -157,11 +157,7 @@ class ClusterObserver(Controller):
         watched = list(self._watched.values())
         self._watched.clear()
         tasks = [task for w in watched for task in w.tasks]
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(tasks)
         await super().stop()
         await self.kube.close()
         await self.events.close()

@@ -25,40 +25,47 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import time
 from collections import defaultdict
 from collections.abc import Iterable
-from datetime import UTC, datetime
-from typing import Any
+from datetime import datetime
 
 from shoal.client.informer import Informer
-from shoal.client.rest import ApiError, Conflict, NotFound, ShoalClient, item_path
+from shoal.client.rest import Conflict, NotFound, ShoalClient
+from shoal.client.wire import item_path
 from shoal.controllers.base import Controller
 from shoal.events import Recorder, reasons
 from shoal.machinery.selectors import LabelSelector
 from shoal.machinery.workqueue import WorkQueue
 from shoal.model.application_status import placed_on
 from shoal.model.base import utcnow
-from shoal.model.kubernetes import INACTIVE_STATES, AppKey, ApplicationState
+from shoal.model.kubernetes import AppKey
 from shoal.model.scheduling import (
     DEFAULT_NAMESPACE,
     RescheduleTask,
     RescheduleTaskStatus,
-    TargetReason,
-    TargetResult,
     TargetStatus,
     TaskPhase,
 )
+from shoal.reschedule import stamping
 from shoal.reschedule.progress import Progress
+from shoal.reschedule.stamping import (
+    FIRST_STAMPS,
+    acting_for,
+    freeze_views,
+    send_stamps,
+)
+from shoal.reschedule.verdict import (
+    Verdict,
+    count_results,
+    judge,
+    stamped_only,
+)
 from shoal.reschedule.view import ApplicationView, TaskView
 
 log = logging.getLogger(__name__)
 
-_STAMP_BATCH = 1000
-# The first batch is small: the scheduler starts on it while the API commits the next.
-_FIRST_STAMPS = 100
 # Progress writes: counts only, at least 2 s apart, when a quarter of the targets got
 # results since the last one or 10 s went by; every target at most every 30 s. Even a
 # counts-only write costs the API a check of the whole status (a tenth of its CPU during
@@ -70,31 +77,10 @@ _TARGETS_EVERY = 30.0
 _COUNTS = ("total", "successful", "failed", "pending")
 
 
-def _parse(text: Any) -> datetime | None:
-    if not isinstance(text, str):
-        return None
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
-def _spell(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
 def cluster_key(text: str) -> tuple[str, str]:
     """``ns/name`` or ``name`` (namespace ``default``)."""
     namespace, _, name = text.rpartition("/")
     return (namespace or DEFAULT_NAMESPACE, name)
-
-
-class Verdict:
-    """What to do with one pending target."""
-
-    WAIT = "wait"
-    STAMP = "stamp"
 
 
 class RescheduleTaskController(Controller):
@@ -174,7 +160,7 @@ class RescheduleTaskController(Controller):
     # events ----------------------------------------------------------------------
 
     def _app_event(self, app: ApplicationView, old: ApplicationView | None = None) -> None:
-        if old is not None and _stamped_only(app, old):
+        if old is not None and stamped_only(app, old):
             return  # its stamp coming back (one event per target) changes no result
         key = (app.metadata.namespace or "", app.metadata.name)
         for name in self.watchers.get(key, ()):
@@ -229,13 +215,13 @@ class RescheduleTaskController(Controller):
 
     async def _observe(self, task: TaskView) -> None:
         """Select the targets once and record them with the trigger time."""
-        _freeze_views()
+        freeze_views()
         status = RescheduleTaskStatus(
             phase=TaskPhase.Running,
             trigger_time=task.metadata.created or utcnow(),
             targets=self.select(task),
         )
-        _count(status)
+        count_results(status)
         if not status.targets:
             status.phase = TaskPhase.Finished
             status.finish_time = utcnow()
@@ -313,14 +299,14 @@ class RescheduleTaskController(Controller):
             self._unwatch(name, keep=progress.pending)
         sent = self.sent[uid]
         # A first few are stamped before the rest is judged: the scheduler starts on them.
-        head = keys[:_FIRST_STAMPS] if full else []
+        head = keys[:FIRST_STAMPS] if full else []
         stamp = self._judge(progress, head, trigger, sent, name)
-        await self._send(task, progress, stamp, trigger, sent, _FIRST_STAMPS)
+        await self._send(task, progress, stamp, trigger, sent, FIRST_STAMPS)
         rest = self._judge(progress, keys[len(head) :], trigger, sent, name)
         if full:
             progress.next_full = time.monotonic() + self.resync
         await self._send(
-            task, progress, rest, trigger, sent, _STAMP_BATCH if stamp else _FIRST_STAMPS
+            task, progress, rest, trigger, sent, stamping.STAMP_BATCH if stamp else FIRST_STAMPS
         )
         stamp += rest
         if stamp:
@@ -340,7 +326,7 @@ class RescheduleTaskController(Controller):
         stamp: list[tuple[AppKey, TargetStatus]] = []
         for key in keys:
             judged = progress.targets[progress.index[key]]  # ours alone: no cache holds targets
-            verdict = self.judge(judged, trigger)
+            verdict = judge(self.apps, judged, trigger)
             if verdict == Verdict.STAMP:
                 if key not in sent:
                     stamp.append((key, judged))
@@ -367,7 +353,13 @@ class RescheduleTaskController(Controller):
         name = task.metadata.name
         targets = [target for _, target in stamp]
         try:
-            await self._stamp(targets, trigger, sent, name, _acting_for(task), first)
+            before = len(sent)
+            try:
+                await send_stamps(
+                    self.client, targets, trigger, sent, name, acting_for(task), first
+                )
+            finally:
+                self.stamps += len(sent) - before
         except Exception:
             progress.next_full = 0.0  # judge (and stamp) every pending target again
             raise
@@ -456,101 +448,6 @@ class RescheduleTaskController(Controller):
             if not names:
                 del self.watchers[key]
 
-    def judge(self, target: TargetStatus, trigger: datetime) -> str | None:
-        """Set the target's result when it has one; else what it waits for."""
-        if target.api != "kubernetes" or target.kind != "Application":
-            return _fail(target, TargetReason.UnsupportedKind, f"cannot reschedule a {target.kind}")
-        app = self.apps.get(target.name, target.namespace)
-        if app is None:
-            return _fail(target, TargetReason.ApplicationNotFound, "no such application")
-        status = app.status
-        target.cluster = status.scheduled_to.name if status.scheduled_to else None
-        if app.metadata.deleted is not None:
-            return _fail(target, TargetReason.ApplicationDeleting, "being deleted")
-        if not app.spec.constraints.migration and status.scheduled_to is not None:
-            return _fail(
-                target, TargetReason.MigrationDisabled, "constraints.migration is false: not moved"
-            )
-        requested = status.reschedule_requested
-        if requested is not None and requested >= trigger:
-            if status.last_scheduled is not None and status.last_scheduled > requested:
-                target.result = TargetResult.Successful
-                target.reason = TargetReason.Rescheduled
-                target.message = f"scheduled to {target.cluster}"
-                return None
-            explanation = status.scheduling or {}
-            answered = _parse(explanation.get("reschedule_requested"))
-            if (
-                explanation.get("forced")
-                and explanation.get("chosen") is None
-                and answered is not None
-                and answered >= trigger
-            ):
-                return _fail(
-                    target, TargetReason.NoSuitableCluster, str(explanation.get("summary", ""))
-                )
-        if status.state is ApplicationState.FAILED:
-            message = status.reason.message if status.reason else "FAILED"
-            return _fail(target, TargetReason.ApplicationFailed, message)
-        if status.state in INACTIVE_STATES:
-            return _fail(target, TargetReason.ApplicationDeleting, f"state {status.state.value}")
-        if requested is not None and requested >= trigger:
-            return Verdict.WAIT
-        return Verdict.STAMP
-
-    async def _stamp(
-        self,
-        targets: list[TargetStatus],
-        trigger: datetime,
-        sent: set[AppKey],
-        task: str,
-        headers: dict[str, str] | None = None,
-        first: int = _FIRST_STAMPS,
-    ) -> bool:
-        """Send the requests in batches; True when some target got a result meanwhile.
-
-        ``headers`` impersonate the task's requester: the API refuses (403) each
-        application that user may not update, and it is reported Forbidden. The
-        batch names the ``task``: the API writes each stamped application's
-        RescheduleRequested event in the stamp's commit.
-        """
-        changed = False
-        when = _spell(trigger)
-        start, size = 0, first
-        while start < len(targets):
-            chunk = targets[start : start + size]
-            _freeze_views()  # the views the last batch's stamps and bindings brought
-            start, size = start + size, _STAMP_BATCH
-            body = {
-                "task": task,
-                "items": [
-                    {"namespace": t.namespace, "name": t.name, "requested": when} for t in chunk
-                ],
-            }
-            data = await self.client.request(
-                "POST", "/scheduling/reschedules", body=body, headers=headers
-            )
-            transient = False
-            for target, result in zip(chunk, data["results"], strict=True):
-                code = int(result.get("status", 500))
-                if code == 200:
-                    sent.add((target.namespace, target.name))
-                    self.stamps += 1
-                elif code == 404:
-                    _fail(target, TargetReason.ApplicationNotFound, "no such application")
-                    changed = True
-                elif code == 403:
-                    _fail(target, TargetReason.Forbidden, str(result.get("detail", "")))
-                    changed = True
-                elif code == 409 and "deleted" in str(result.get("detail", "")):
-                    _fail(target, TargetReason.ApplicationDeleting, "being deleted")
-                    changed = True
-                else:
-                    transient = True
-            if transient:
-                raise ApiError(503, {"title": "RETRY", "detail": "some stamps must be retried"})
-        return changed
-
     async def _expire(self, task: TaskView) -> None:
         ttl = task.spec.ttl_seconds_after_finished
         if ttl is None:
@@ -566,60 +463,7 @@ class RescheduleTaskController(Controller):
             pass
 
 
-def _acting_for(task: TaskView) -> dict[str, str] | None:
-    """Impersonation headers of the task's requester (set by the API when security is on)."""
-    who = task.spec.requested_by
-    if who is None:
-        return None
-    headers = {"Impersonate-User": who.user}
-    if who.groups:
-        headers["Impersonate-Group"] = ",".join(who.groups)
-    return headers
-
-
-def _fail(target: TargetStatus, reason: TargetReason, message: str) -> str | None:
-    """Record a failed result; None, the verdict of a target that has its result."""
-    target.result = TargetResult.Failed
-    target.reason = reason
-    target.message = message
-    return None
-
-
-def _freeze_views() -> None:
-    """Take the application views decoded so far out of the collector's reach.
-
-    The informer replaces a view on every event, which frees as many objects as
-    it makes: the collector's count hardly moves while its young generation fills
-    with every view since its last pass, which then walks them all at once (0.17 s
-    after a failover of 10,000, inside target selection; as much again inside the
-    stamping). The views are long-lived and hold no cycles: frozen, they are never
-    walked, and freed as usual when replaced. Called when a task starts and before
-    each stamp batch, a bounded number of times per task.
-    """
-    gc.freeze()
-
-
-def _stamped_only(app: ApplicationView, old: ApplicationView) -> bool:
-    """Nothing a target is judged by changed but ``reschedule_requested`` (a resync judges
-    every pending target anyway)."""
-    new, was = app.status, old.status
-    return (
-        new.last_scheduled == was.last_scheduled
-        and new.state is was.state
-        and new.reason == was.reason
-        and new.scheduled_to == was.scheduled_to
-        and new.scheduling == was.scheduling
-        and app.metadata.deleted == old.metadata.deleted
-        and app.spec.constraints.migration == old.spec.constraints.migration
-    )
-
-
 def _app_key(app: ApplicationView) -> AppKey:
     return (app.metadata.namespace or "", app.metadata.name)
 
 
-def _count(status: RescheduleTaskStatus) -> None:
-    status.total = len(status.targets)
-    status.successful = sum(t.result is TargetResult.Successful for t in status.targets)
-    status.failed = sum(t.result is TargetResult.Failed for t in status.targets)
-    status.pending = status.total - status.successful - status.failed

@@ -27,176 +27,46 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
-from shoal.client.rest import Conflict, NotFound, ShoalClient
+from shoal.client.rest import Conflict, NotFound
 from shoal.events import Recorder
-from shoal.machinery.selectors import LabelConstraint, MetricConstraint
-from shoal.model.application_status import inputs_of
-from shoal.model.application_status import state_for as state_for
-from shoal.model.base import Reason, ReasonCode, ResourceRef, utcnow
-from shoal.model.kubernetes import (
-    DEGRADED,
-    INACTIVE_STATES,
-    PLACEMENT_SHORT,
-    Application,
-    ApplicationState,
-    Cluster,
-    ClusterState,
-    Condition,
-    Placement,
-)
+from shoal.model.base import ResourceRef, utcnow
+from shoal.model.kubernetes import INACTIVE_STATES, Application, ApplicationState
 from shoal.model.placement import desired_replicas, pod_request
-from shoal.model.scheduler_config import SchedulerConfig
-from shoal.scheduler import report, spread
-from shoal.scheduler.backends import Backend, Backends, Group
+from shoal.model.placement_spec import Placement
+from shoal.scheduler import report, spread, triggers
+from shoal.scheduler.backends import Backend
 from shoal.scheduler.binder import Binder
-from shoal.scheduler.framework import Decision, Framework, Request
-from shoal.scheduler.plugins.fit import holds
+from shoal.scheduler.framework import Decision
+from shoal.scheduler.handler import Handler, Outcome
+from shoal.scheduler.requests import (
+    alive,
+    backend_fits,
+    looked_at,
+    meets_own_constraints,
+    pods_to_hold,
+    ref_json,
+    ref_key,
+    ref_of,
+    request_for,
+)
+from shoal.scheduler.waiting import (
+    degraded,
+    failed_reason,
+    retry_delay,
+    retry_limit,
+    retry_reason,
+    waiting_reason,
+)
 
 log = logging.getLogger(__name__)
 
-#: The reason Krake's scheduler gives when no cluster fits (its ``NoClusterFound``).
-NO_CLUSTER_FOUND = "No matching Kubernetes cluster found"
 #: A move held by ``min_migration_interval`` is made this share of the interval later (3 s
 #: of 60): a client that polls for the completed move sees it up to a second or two late.
 SETTLE_GRACE = 0.05
-#: Shortest retry delay under Krake's back-off (``backoff_delay: 0`` would spin).
-KRAKE_MIN_DELAY = 0.1
-
-SCHEDULABLE_CLUSTER_STATES = (ClusterState.ONLINE.value, ClusterState.FAILING_METRICS.value)
-
-
-def cluster_backend(obj: Any) -> Backend:
-    cluster: Cluster = obj
-    state = cluster.status.state.value
-    return Backend(
-        obj=cluster,
-        name=cluster.metadata.name,
-        namespace=cluster.metadata.namespace,
-        labels=dict(cluster.metadata.labels),
-        custom_resources=frozenset(cluster.spec.custom_resources)
-        | frozenset(cluster.status.custom_resources),
-        state=state,
-        schedulable=state in SCHEDULABLE_CLUSTER_STATES and cluster.metadata.deleted is None,
-        metric_refs=list(cluster.spec.metrics),
-        failing_excludes=True,
-    )
-
-
-def request_for(app: Application, config: SchedulerConfig, *, sticky: bool = True) -> Request:
-    constraints = app.spec.constraints.cluster
-    current = app.status.scheduled_to
-    pod, pods, own = pods_to_hold(app)
-    return Request(
-        namespace=app.metadata.namespace,
-        labels=constraints.labels,
-        metrics=constraints.metrics,
-        custom_resources=constraints.custom_resources,
-        current=(current.namespace, current.name) if current else None,
-        sticky=sticky,
-        stickiness=config.stickiness,
-        pod=tuple(sorted(pod.items())),
-        pods=pods,
-        own=own,
-    )
-
-
-def pods_to_hold(app: Application) -> tuple[dict[str, int], int, dict[str, int]]:
-    """What one pod of the application requests, how many a cluster must hold, and its
-    pods each cluster runs already.
-
-    One cluster, or a duplicated placement: every replica; a divided one: at least one
-    (``shoal.scheduler.spread`` gives each cluster no more than its room). Its pods on a
-    cluster count as room for it unless its pods now ask for more than they did.
-    """
-    manifest = app.spec.manifest
-    pod = pod_request(manifest)
-    total = desired_replicas(manifest)
-    placement = app.spec.placement
-    divided = placement is not None and placement.replicas == "divided" and total is not None
-    pods = 1 if divided and total else (total or 0)
-    status = app.status
-    applied = status.last_applied_manifest
-    ran = desired_replicas(applied) if applied else total
-    if applied and not all(v <= pod_request(applied).get(k, 0) for k, v in pod.items()):
-        return pod, pods, {}  # bigger pods: the ones running there make no room for them
-    own: dict[str, int] = {}
-    for share in status.placements:
-        count = share.replicas if share.replicas is not None else ran
-        own[share.cluster.name] = count or 0
-    if not status.placements and status.scheduled_to is not None:
-        own[status.scheduled_to.name] = ran or 0
-    return pod, pods, own
-
-
-def backend_fits(request: Request, backend: Backend) -> bool:
-    """Whether one backend passes every filter: used to wake waiting applications."""
-    if not backend.schedulable:
-        return False
-    if not all(LabelConstraint.parse(c).matches(backend.labels) for c in request.labels):
-        return False
-    if not all(crd in backend.custom_resources for crd in request.custom_resources):
-        return False
-    if request.pod and request.pods > 0 and not holds(backend, request, request.pods):
-        return False
-    for text in request.metrics:
-        constraint = MetricConstraint.parse(text)
-        if not constraint.matches(backend.metric_value(constraint.metric)):
-            return False
-    return True
-
-
-def _meets_own_constraints(request: Request, backend: Backend) -> bool:
-    """The labels and custom resources the application asks for, on ``backend``: what the
-    application requires of a cluster, as opposed to the cluster's state (cordoned,
-    OFFLINE, failing metrics) or changing metric values, which leave it where it runs."""
-    if not all(LabelConstraint.parse(c).matches(backend.labels) for c in request.labels):
-        return False
-    return all(crd in backend.custom_resources for crd in request.custom_resources)
-
-
-def degraded(conditions: Sequence[Condition], short: str | None) -> list[Condition] | None:
-    """The conditions with ``Degraded`` set to ``short`` (None: cleared); None when unchanged."""
-    others = [c for c in conditions if c.type != DEGRADED]
-    now = next((c for c in conditions if c.type == DEGRADED), None)
-    if short is None:
-        return others if now is not None else None
-    if now is not None and now.message == short:
-        return None
-    since = now.since if now is not None else utcnow()
-    condition = Condition(type=DEGRADED, reason=PLACEMENT_SHORT, message=short, since=since)
-    return [*others, condition]
-
-
-def _after(a: datetime | None, b: datetime | None) -> bool:
-    """a is later than b (a missing b counts as long ago)."""
-    return a is not None and (b is None or a > b)
-
-
-@dataclass
-class Outcome:
-    """What a pass did, for the caller to requeue the key."""
-
-    kind: str  # "bound", "kept", "pinned", "waiting", "failed", "skipped", "deferred"
-    retry_in: float | None = None
-    short: bool = False  # placed on fewer clusters than asked: a cluster event may help
-
-
-@dataclass(eq=False)
-class Handler:
-    """What a placement handler works with: the API, the config, its backends and the framework."""
-
-    client: ShoalClient
-    config: SchedulerConfig
-    backends: Backends
-    framework: Framework
-
-    def __post_init__(self) -> None:
-        """Subclasses set up their own state here."""
 
 
 class ApplicationHandler(Handler):
@@ -220,25 +90,8 @@ class ApplicationHandler(Handler):
         if app.metadata.deleted is not None or app.status.state in INACTIVE_STATES:
             return False
         if app.status.state is ApplicationState.FAILED:
-            return self.spec_changed_since_attempt(app)
+            return triggers.spec_changed_since_attempt(app)
         return True
-
-    @staticmethod
-    def spec_updated(app: Application) -> bool:
-        """The spec changed after the scheduler last handed it to the kube controller."""
-        return _after(app.metadata.modified, app.status.kube_controller_triggered) or (
-            app.status.kube_controller_triggered is None
-        )
-
-    @staticmethod
-    def spec_changed_since_attempt(app: Application) -> bool:
-        seen = (app.status.scheduling or {}).get("spec_modified")
-        modified = app.metadata.modified.isoformat() if app.metadata.modified else None
-        return seen is not None and modified is not None and modified > seen
-
-    @staticmethod
-    def forced(app: Application) -> bool:
-        return _after(app.status.reschedule_requested, app.status.last_scheduled)
 
     def settled_now(self, app: Application) -> None:
         """The application has just started running where it is bound (placed, or moved):
@@ -263,7 +116,7 @@ class ApplicationHandler(Handler):
         interval *= 1 + SETTLE_GRACE
         status = app.status
         running, bound = status.running_on, status.scheduled_to
-        if running is not None and bound is not None and _ref_key(running) != _ref_key(bound):
+        if running is not None and bound is not None and ref_key(running) != ref_key(bound):
             return interval  # moving now: the next move waits for this one to settle
         since = self.settled.get((app.metadata.namespace or "", app.metadata.name))
         since = since or status.scheduled
@@ -350,11 +203,11 @@ class ApplicationHandler(Handler):
         current_backend = (
             self.backends.get(current.namespace, "Cluster", current.name) if current else None
         )
-        spec_updated = self.spec_updated(app)
-        forced = self.forced(app)
+        spec_updated = triggers.spec_updated(app)
+        forced = triggers.forced(app)
         revision = app.metadata.resource_version
 
-        gone = current is not None and not _alive(current_backend)
+        gone = current is not None and not alive(current_backend)
         if gone and not app.spec.constraints.migration:
             # Pinned to a cluster that is going away: it may not move; it waits, unbound.
             decision = self.decide(app)
@@ -373,7 +226,7 @@ class ApplicationHandler(Handler):
             return await self._no_cluster(app, decision, explanation)
 
         chosen = decision.chosen
-        target = _ref(chosen)
+        target = ref_of(chosen)
         if (
             current is not None
             and current.name == chosen.name
@@ -405,8 +258,8 @@ class ApplicationHandler(Handler):
     async def _schedule_placement(self, app: Application, placement: Placement) -> Outcome:
         """An application on several clusters (``shoal.scheduler.spread``)."""
         status = app.status
-        spec_updated = self.spec_updated(app)
-        forced = self.forced(app)
+        spec_updated = triggers.spec_updated(app)
+        forced = triggers.forced(app)
         current = [(p.cluster.name, p.replicas) for p in status.placements]
         if not current and status.scheduled_to is not None:
             current = [(status.scheduled_to.name, None)]  # placed before spec.placement was set
@@ -451,9 +304,9 @@ class ApplicationHandler(Handler):
         first = plan.picks[0].backend
         revision = await self.binder.bind(
             {
-                **self._binding(app, _ref(first), spec_updated, explanation, None),
+                **self._binding(app, ref_of(first), spec_updated, explanation, None),
                 "placements": [
-                    {"cluster": _ref_json(_ref(pick.backend)), "replicas": pick.replicas}
+                    {"cluster": ref_json(ref_of(pick.backend)), "replicas": pick.replicas}
                     for pick in plan.picks
                 ],
             }
@@ -511,7 +364,7 @@ class ApplicationHandler(Handler):
         return {
             "namespace": app.metadata.namespace or "",
             "name": app.metadata.name,
-            "cluster": _ref_json(cluster),
+            "cluster": ref_json(cluster),
             "resource_version": revision if revision is not None else app.metadata.resource_version,
             "triggered": triggered,
             "explanation": explanation,
@@ -539,13 +392,6 @@ class ApplicationHandler(Handler):
             data["reschedule_requested"] = app.status.reschedule_requested.isoformat()
         return data
 
-    def _unanswered(self, app: Application) -> bool:
-        """A reschedule request that no written explanation answers yet."""
-        if not self.forced(app) or app.status.reschedule_requested is None:
-            return False
-        answered = (app.status.scheduling or {}).get("reschedule_requested")
-        return answered != app.status.reschedule_requested.isoformat()
-
     async def _no_cluster(
         self, app: Application, decision: Decision, explanation: dict[str, Any]
     ) -> Outcome:
@@ -558,81 +404,69 @@ class ApplicationHandler(Handler):
         reason CLUSTER_DELETED naming it; the retry limit (``retry_limit``) makes it
         FAILED ("No cluster available"), never by default.
         """
-        status = app.status
-        current = status.scheduled_to
+        current = app.status.scheduled_to
         backend = self._backend(current) if current is not None else None
-        gone = current is not None and not _alive(backend)
+        gone = current is not None and not alive(backend)
         # The cluster no longer has what the application asks of it (its labels changed):
         # the application waits for one that has, and its copy runs on where it ran.
         unmatched = (
             current is not None
             and backend is not None
             and not gone
-            and not _meets_own_constraints(request_for(app, self.config), backend)
+            and not meets_own_constraints(request_for(app, self.config), backend)
         )
-        if current is not None and not gone and not unmatched and not self.spec_updated(app):
-            # Running where it is and nothing better exists: keep it; record why, once.
-            previous = (status.scheduling or {}).get("summary")
-            fields: dict[str, Any] = {}
-            if previous != decision.summary or self._unanswered(app):
-                fields["scheduling"] = explanation
-            short = f"kept where it runs: {decision.summary}" if status.placements else None
-            conditions = degraded(status.conditions, short) if short else None
-            if conditions is not None:
-                fields["conditions"] = [c.model_dump(mode="json") for c in conditions]
-            if fields:
-                await self._patch(app, fields)
-            if conditions is not None:
-                report.short(self, app, short)
-            return Outcome("waiting", retry_in=self.config.reschedule_after)
+        if current is not None and not gone and not unmatched and not triggers.spec_updated(app):
+            return await self._keep_where_it_runs(app, decision, explanation)
+        return await self._wait(app, decision, explanation, gone, unmatched)
 
-        attempts = 0 if self.spec_changed_since_attempt(app) else status.scheduler_attempts
+    async def _keep_where_it_runs(
+        self, app: Application, decision: Decision, explanation: dict[str, Any]
+    ) -> Outcome:
+        """Running where it is and nothing better exists: keep it; record why, once."""
+        status = app.status
+        previous = (status.scheduling or {}).get("summary")
+        fields: dict[str, Any] = {}
+        if previous != decision.summary or triggers.unanswered(app):
+            fields["scheduling"] = explanation
+        short = f"kept where it runs: {decision.summary}" if status.placements else None
+        conditions = degraded(status.conditions, short) if short else None
+        if conditions is not None:
+            fields["conditions"] = [c.model_dump(mode="json") for c in conditions]
+        if fields:
+            await self._patch(app, fields)
+        if conditions is not None:
+            report.short(self, app, short)
+        return Outcome("waiting", retry_in=self.config.reschedule_after)
+
+    async def _wait(
+        self,
+        app: Application,
+        decision: Decision,
+        explanation: dict[str, Any],
+        gone: bool,
+        unmatched: bool,
+    ) -> Outcome:
+        """Unbound or never placed: count the attempt, then wait for a retry or fail."""
+        status = app.status
+        current = status.scheduled_to
+        attempts = 0 if triggers.spec_changed_since_attempt(app) else status.scheduler_attempts
         attempts += 1
-        limit = self.retry_limit(app)
-        fields = {"scheduling": explanation, "scheduler_attempts": attempts}
-        reason = Reason(code=ReasonCode.RESOURCE_NOT_FOUND, message=decision.summary)
+        limit = retry_limit(app, self.config)
+        fields: dict[str, Any] = {"scheduling": explanation, "scheduler_attempts": attempts}
         if (gone or unmatched) and status.placements:
             fields["placements"] = []  # the whole placement waits, as one cluster would
-        if gone and current is not None:
+        if (gone or unmatched) and current is not None:
             fields.update(scheduled_to=None, last_scheduled_to=current)
-            reason = Reason(
-                code=ReasonCode.CLUSTER_DELETED,
-                message=f"cluster {current.name} was deleted; {decision.summary}",
-            )
-        elif unmatched and current is not None:
-            fields.update(scheduled_to=None, last_scheduled_to=current)
-            reason = Reason(
-                code=ReasonCode.RESOURCE_NOT_FOUND,
-                message=f"cluster {current.name} no longer matches the application's "
-                f"constraints; {decision.summary}",
-            )
-        elif (
-            current is None
-            and status.schedule_reason is not None
-            and status.schedule_reason.code is ReasonCode.CLUSTER_DELETED
-            and status.last_scheduled_to is not None
-        ):  # still waiting for another cluster: the reason keeps naming the deleted one
-            reason = Reason(
-                code=ReasonCode.CLUSTER_DELETED,
-                message=f"cluster {status.last_scheduled_to.name} was deleted; "
-                f"{decision.summary}",
-            )
+        reason = waiting_reason(app, current, gone, unmatched, decision.summary)
         if 0 <= limit <= attempts:
-            message = "No cluster available"
-            if self.krake_backoff(app):
-                message = f"{NO_CLUSTER_FOUND}: {reason.message}"
             fields.update(
-                scheduler_retries=0,
-                next_retry=None,
-                schedule_reason=Reason(code=ReasonCode.NO_SUITABLE_RESOURCE, message=message),
+                scheduler_retries=0, next_retry=None, schedule_reason=failed_reason(app, reason)
             )
             await self._patch(app, fields)
             report.failed(self, app, attempts, decision.summary)
             return Outcome("failed")
-        if self.krake_backoff(app):  # DEGRADED while retries are left, as Krake
-            message = f"{NO_CLUSTER_FOUND}: {reason.message}"
-            reason = Reason(code=ReasonCode.NO_SUITABLE_RESOURCE, message=message)
-        delay = self.retry_delay(app, attempts)
+        reason = retry_reason(app, reason)
+        delay = retry_delay(app, self.config, attempts)
         fields.update(
             scheduler_retries=limit - attempts if limit >= 0 else None,
             next_retry=utcnow() + timedelta(seconds=delay),
@@ -641,34 +475,6 @@ class ApplicationHandler(Handler):
         await self._patch(app, fields)
         report.unschedulable(self, app, attempts, limit, delay, reason.message)
         return Outcome("waiting", retry_in=delay)
-
-    @staticmethod
-    def krake_backoff(app: Application) -> bool:
-        """The application waits under Krake's back-off: it sets ``spec.backoff_limit``
-        (not -1) and neither of Shoal's ``spec.retry_limit``, ``spec.retry_delay``
-        (docs/scheduler.md, "When nothing fits")."""
-        spec = app.spec
-        return spec.retry_limit is None and spec.retry_delay is None and spec.backoff_limit >= 0
-
-    def retry_limit(self, app: Application) -> int:
-        """Failed attempts before FAILED (-1: never): ``spec.retry_limit``; else Krake's
-        ``spec.backoff_limit`` retries after the first attempt; else the config's."""
-        if app.spec.retry_limit is not None:
-            return app.spec.retry_limit
-        if self.krake_backoff(app):
-            return app.spec.backoff_limit + 1
-        return self.config.retries
-
-    def retry_delay(self, app: Application, attempts: int) -> float:
-        """Delay after ``attempts`` failed attempts: Krake's ``backoff_delay × backoff``
-        under its back-off (the same each time, as Krake); else the scheduler's backoff
-        from the application's first delay."""
-        if self.krake_backoff(app):
-            return max(float(app.spec.backoff_delay * app.spec.backoff), KRAKE_MIN_DELAY)
-        backoff = self.config.backoff
-        if app.spec.retry_delay is not None:
-            backoff = backoff.model_copy(update={"initial": app.spec.retry_delay})
-        return backoff.delay(attempts)
 
     def _backend(self, ref: ResourceRef) -> Backend | None:
         return self.backends.get(ref.namespace, "Cluster", ref.name)
@@ -682,53 +488,3 @@ class ApplicationHandler(Handler):
             fields,
             resource_version=app.metadata.resource_version,
         )
-
-
-#: Up to this many clusters in a namespace, an explanation records every one's revision.
-EXPLAIN_ALL_REVISIONS = 100
-
-
-def looked_at(group: Group, decision: Decision) -> dict[str, str]:
-    """Inputs of the clusters a decision looked at, to tell later whether it is stale.
-
-    Every cluster of a small namespace; in a large one, those the explanation names.
-    """
-    backends = group.backends
-    if len(backends) > EXPLAIN_ALL_REVISIONS:
-        named = {str(r["cluster"]) for r in decision.ranking}
-        named.update(n for r in decision.rejections for n in r.names)
-        if decision.chosen is not None:
-            named.add(decision.chosen.name)
-        backends = [b for b in backends if b.name in named]
-    return {b.name: inputs_of(b.obj) for b in backends if isinstance(b.obj, Cluster)}
-
-
-def _ref(backend: Backend) -> ResourceRef:
-    return ResourceRef(
-        api="kubernetes", kind="Cluster", namespace=backend.namespace, name=backend.name
-    )
-
-
-def _ref_json(ref: ResourceRef) -> dict[str, Any]:
-    """A reference as a binding item carries it (built directly: no model dump)."""
-    return {"api": ref.api, "kind": ref.kind, "namespace": ref.namespace, "name": ref.name}
-
-
-def _ref_key(ref: ResourceRef) -> tuple[str | None, str]:
-    return (ref.namespace, ref.name)
-
-
-def settled(app: Application) -> bool:
-    """RUNNING on the cluster it is bound to (one cluster)."""
-    status = app.status
-    return (
-        status.state is ApplicationState.RUNNING
-        and status.running_on is not None
-        and status.scheduled_to is not None
-        and _ref_key(status.running_on) == _ref_key(status.scheduled_to)
-    )
-
-
-def _alive(backend: Backend | None) -> bool:
-    """The cluster exists and is not being deleted."""
-    return backend is not None and backend.obj.metadata.deleted is None

@@ -19,7 +19,8 @@ import numpy.typing as npt
 
 from shoal.machinery.selectors import LabelConstraint, MetricConstraint
 from shoal.model.base import Kind, Reason, ReasonCode
-from shoal.model.kubernetes import Cluster, MetricRef
+from shoal.model.constraints import MetricRef
+from shoal.model.kubernetes import Cluster
 from shoal.model.placement import room
 
 BoolArray = npt.NDArray[np.bool_]

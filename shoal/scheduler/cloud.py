@@ -20,9 +20,9 @@ from shoal.client.rest import Conflict
 from shoal.events import Recorder
 from shoal.model.base import Kind, Reason, ReasonCode, ResourceRef
 from shoal.model.kubernetes import Cluster, ClusterState
-from shoal.scheduler.application import Handler
 from shoal.scheduler.backends import Backend
 from shoal.scheduler.framework import Request
+from shoal.scheduler.handler import Handler
 
 
 def cloud_backend(obj: Kind) -> Backend:

@@ -9,25 +9,20 @@ with a resource_version precondition.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
-from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
 from shoal.client.informer import Informer
 from shoal.client.rest import ApiError, Conflict, NotFound, ShoalClient, Unreachable
 from shoal.controllers.base import Controller
-from shoal.events import reasons
-from shoal.model.application_status import placed_on, runs_on
-from shoal.model.base import Kind, Metadata, Reason, ResourceRef
+from shoal.model.base import Kind, Metadata, Reason
 from shoal.model.core import (
     GlobalMetric,
     GlobalMetricsProvider,
     Metric,
     MetricsProvider,
-    MetricsProviderStatus,
 )
 from shoal.model.infrastructure import Cloud, GlobalCloud
 from shoal.model.kubernetes import AppKey, Application, Cluster, ClusterState
@@ -35,80 +30,29 @@ from shoal.model.scheduler_config import SchedulerConfig
 from shoal.model.scheduling import LEASE_LABEL, PUBLISHED_AS, SchedulerConfiguration
 from shoal.scheduler import plugins as _plugins  # noqa: F401  (registers built-in plugins)
 from shoal.scheduler import stats
-from shoal.scheduler.application import (
-    ApplicationHandler,
-    Outcome,
-    backend_fits,
-    cluster_backend,
-    request_for,
-    settled,
-)
+from shoal.scheduler.application import ApplicationHandler
 from shoal.scheduler.backends import Backend, Backends
 from shoal.scheduler.cloud import CloudHandler, cloud_backend
 from shoal.scheduler.eviction import Eviction
 from shoal.scheduler.framework import Framework
+from shoal.scheduler.handler import Outcome
 from shoal.scheduler.metrics.cache import MetricCache
+from shoal.scheduler.metrics.status import ProviderStatusWriter
+from shoal.scheduler.placed import ClusterIndex
 from shoal.scheduler.pods.pipeline import FleetPipeline
 from shoal.scheduler.report import watch_state
+from shoal.scheduler.requests import backend_fits, cluster_backend, request_for
+from shoal.scheduler.triggers import settled
+from shoal.scheduler.watched import (
+    cloud_key,
+    cluster_key,
+    kept,
+    key_of,
+    reads,
+    ref_key,
+)
 
 log = logging.getLogger(__name__)
-
-#: Seconds between two writes of a provider's status that only refresh latency/last fetch.
-PROVIDER_STATUS_MAX_AGE = 60.0
-
-
-def _targets(app: Application) -> set[tuple[str | None, str]]:
-    """The clusters an application is placed on: its cluster, or each of its placements."""
-    return {(r.namespace, r.name) for r in placed_on(app.status)}
-
-
-def _copies(app: Application) -> set[tuple[str | None, str]]:
-    """The clusters an application's copies run on: where it runs, and what it left."""
-    refs = runs_on(app.status)
-    for entry in app.status.pending_cleanups:
-        with contextlib.suppress(ValueError):
-            refs.append(ResourceRef.model_validate(entry.get("cluster")))
-    return {(r.namespace, r.name) for r in refs if r is not None}
-
-
-# What the scheduler reads of an application's explanation (``status.scheduling``).
-SCHEDULING_READ = ("spec_modified", "reschedule_requested", "summary")
-
-
-def _kept(raw: dict[str, Any]) -> dict[str, Any]:
-    """An application event's object as the scheduler caches it: of its explanation, only
-    what the scheduler reads (the rest, the ranking and the rejected clusters, is most of
-    the object; it is never written back, since the scheduler patches its own fields)."""
-    status = raw.get("status")
-    if status and (scheduling := status.get("scheduling")):
-        status["scheduling"] = {k: scheduling[k] for k in SCHEDULING_READ if k in scheduling}
-    return raw
-
-
-def _reads(raw: dict[str, Any]) -> tuple[Any, ...]:
-    """What the application handlers below read, from the decoded JSON: an update that
-    leaves it equal (a finalizer, a hook token, most progress) is not decoded at all.
-
-    Keep it in step with ``_app_updated`` and ``_index``
-    (``tests/scheduler/test_quiet_events.py`` checks that it is).
-    """
-    meta = raw["metadata"]
-    status = raw.get("status") or {}
-    return (
-        meta.get("modified"),
-        meta.get("deleted"),
-        status.get("state"),
-        status.get("scheduled_to"),
-        status.get("placements"),
-        status.get("running_on"),
-        status.get("copies"),
-        status.get("pending_cleanups"),
-        status.get("reschedule_requested"),
-    )
-
-
-def _key(obj: Kind) -> AppKey:
-    return (obj.metadata.namespace or "", obj.metadata.name)
 
 
 class Scheduler(Controller):
@@ -152,19 +96,14 @@ class Scheduler(Controller):
         self.queue: WorkQueue[AppKey] = WorkQueue()
         self.cluster_queue: WorkQueue[AppKey] = WorkQueue()
         self.waiting: set[AppKey] = set()  # applications no cluster fits yet
-        self.on_cluster: dict[tuple[str | None, str], set[AppKey]] = defaultdict(set)
-        self.bound_to: dict[AppKey, set[tuple[str | None, str]]] = {}  # on_cluster, reversed
-        # where an application's copies run (running_on, pending clean-ups): a deleted
-        # cluster waits for them to go while it answers
-        self.copies_on: dict[tuple[str | None, str], set[AppKey]] = defaultdict(set)
-        self.copies_of: dict[AppKey, set[tuple[str | None, str]]] = {}
+        self.placed = ClusterIndex(emptied=self._check_eviction)
         self.passes = 0
         self.eviction = Eviction(
             client,
-            lambda where: self.on_cluster.get(where, set()),
+            lambda where: self.placed.on_cluster.get(where, set()),
             lambda key: self.app_informer.get(key[1], key[0]),
             self.apps_handler.wants_pass,
-            lambda where: self.copies_on.get(where, set()),
+            lambda where: self.placed.copies_on.get(where, set()),
         )
         self.app_informer: Informer[Application] = Informer(
             client,
@@ -172,8 +111,8 @@ class Scheduler(Controller):
             on_add=self._app_added,
             on_update=self._app_updated,
             on_delete=self._app_deleted,
-            reads=_reads,
-            keep=_kept,
+            reads=reads,
+            keep=kept,
         )
         self.cluster_informer: Informer[Cluster] = Informer(
             client, Cluster, on_change=self._cluster_changed, on_delete=self._cluster_deleted
@@ -196,7 +135,7 @@ class Scheduler(Controller):
             )
         ]
         self.informers[:0] = definitions
-        self._status_written: dict[tuple[str, str | None, str], float] = {}
+        self.provider_status = ProviderStatusWriter(self.client, self.metrics)
         self.fleet_pods: FleetPipeline | None = None
         watch_state(self)  # queue sizes, applications per cluster and state on /metrics
         if self.config.fleet.enabled:
@@ -293,57 +232,30 @@ class Scheduler(Controller):
 
     # application events ----------------------------------------------------------------
 
-    def _index(self, app: Application, add: bool = True) -> None:
-        """Keep ``on_cluster`` current: O(1) per binding, not a pass over every cluster."""
-        key = _key(app)
-        targets = _targets(app) if add else set()
-        for before in self.bound_to.pop(key, set()) - targets:
-            if (apps := self.on_cluster.get(before)) is not None:
-                apps.discard(key)
-                if not apps:
-                    self._check_eviction(before)  # the last one left: a deleted cluster may go
-        for where in targets:
-            self.on_cluster[where].add(key)
-        if targets:
-            self.bound_to[key] = targets
-        copies = _copies(app) if add else set()
-        if copies or key in self.copies_of:
-            for gone in self.copies_of.pop(key, set()) - copies:
-                holders = self.copies_on.get(gone)
-                if holders is not None:
-                    holders.discard(key)
-                    if not holders:
-                        del self.copies_on[gone]
-                        self._check_eviction(gone)  # its last copy left
-            for where in copies:
-                self.copies_on[where].add(key)
-            if copies:
-                self.copies_of[key] = copies
-
     def _check_eviction(self, where: tuple[str | None, str]) -> None:
         """Queue the eviction work of a cluster that is deleted, or gone with applications."""
         cluster = self.cluster_informer.get(where[1], where[0])
         if cluster is None:
-            if where in self.on_cluster:
+            if where in self.placed.on_cluster:
                 self.cluster_queue.add(("e:" + (where[0] or ""), where[1]))
         elif cluster.metadata.deleted is not None:
-            self.cluster_queue.add(_cluster_key("e:", cluster))
+            self.cluster_queue.add(cluster_key("e:", cluster))
 
     def _app_added(self, app: Application) -> None:
-        self._index(app)
+        self.placed.update(app)
         if self.apps_handler.wants_pass(app):
-            self.queue.add(_key(app))
+            self.queue.add(key_of(app))
 
     def _app_updated(self, old: Application, new: Application) -> None:
         if settled(new) and not settled(old):
             self.apps_handler.settled_now(new)
-        if _ref_key(old.status.scheduled_to) != _ref_key(new.status.scheduled_to) or (
+        if ref_key(old.status.scheduled_to) != ref_key(new.status.scheduled_to) or (
             old.status.running_on != new.status.running_on
             or old.status.pending_cleanups != new.status.pending_cleanups
             or old.status.placements != new.status.placements
             or old.status.copies != new.status.copies
         ):
-            self._index(new)
+            self.placed.update(new)
         # A state change matters only to an application the scheduler was leaving alone
         # (FAILED, deleting...): between states it handles, nothing a decision reads
         # changed. The echoes of its own binding and of RUNNING queued each one twice more.
@@ -358,12 +270,12 @@ class Scheduler(Controller):
             )
         )
         if relevant and self.apps_handler.wants_pass(new):
-            self.queue.add(_key(new))
+            self.queue.add(key_of(new))
 
     def _app_deleted(self, app: Application) -> None:
-        self._index(app, add=False)
+        self.placed.update(app, add=False)
         self.apps_handler.forget(app)
-        self.waiting.discard(_key(app))
+        self.waiting.discard(key_of(app))
 
     def _app_failed(self, key: AppKey, error: Exception) -> None:
         if isinstance(error, Unreachable):  # the API restarts: one line, no stack
@@ -395,7 +307,7 @@ class Scheduler(Controller):
 
     def _cluster_changed(self, cluster: Cluster, old: Cluster | None = None) -> None:
         backend = self.clusters.set(cluster)
-        self.cluster_queue.add(_cluster_key("c:", cluster))
+        self.cluster_queue.add(cluster_key("c:", cluster))
         if (
             old is not None
             and old.status.state == cluster.status.state
@@ -411,7 +323,7 @@ class Scheduler(Controller):
         self._check_eviction(where)
         # Every input of a decision is a trigger: its applications are evaluated again at
         # once (kept, with nothing written, if it still wins), found through the index.
-        for key in self.on_cluster.get(where, ()):
+        for key in self.placed.on_cluster.get(where, ()):
             self.queue.add(key)
         if backend is not None and backend.schedulable:
             self._wake_waiting(lambda app: backend_fits(request_for(app, self.config), backend))
@@ -419,7 +331,7 @@ class Scheduler(Controller):
     def _cluster_deleted(self, cluster: Cluster) -> None:
         self.clusters.remove(cluster)
         where = (cluster.metadata.namespace, cluster.metadata.name)
-        for key in self.on_cluster.get(where, ()):
+        for key in self.placed.on_cluster.get(where, ()):
             self.queue.add(key)
         self._check_eviction(where)
 
@@ -442,13 +354,13 @@ class Scheduler(Controller):
         self.clusters.refresh_metrics()
         self.clouds.refresh_metrics()
         for cluster in self.cluster_informer.items():
-            self.cluster_queue.add(_cluster_key("c:", cluster))
+            self.cluster_queue.add(cluster_key("c:", cluster))
         for cloud in self.clouds.backends():
-            self.cluster_queue.add(_cloud_key(cloud.obj))
+            self.cluster_queue.add(cloud_key(cloud.obj))
         for app in self.app_informer.items():
             if not self.apps_handler.wants_pass(app):
                 continue
-            key = _key(app)
+            key = key_of(app)
             if key in self.waiting:
                 self.queue.add(key)
                 continue
@@ -469,7 +381,7 @@ class Scheduler(Controller):
             if not await self.eviction.sync((namespace, key[1]), cluster):
                 self.cluster_queue.add_after(key, 0.05)  # applications still leaving
             elif cluster is None:
-                self.on_cluster.pop((namespace, key[1]), None)
+                self.placed.on_cluster.pop((namespace, key[1]), None)
         elif key[0].startswith("c:"):
             await self._sync_cluster_metrics(key[0][2:] or None, key[1])
         elif key[0][:2] in ("o:", "g:"):
@@ -556,6 +468,15 @@ class Scheduler(Controller):
 
     # metrics provider status -------------------------------------------------------
 
+    async def sync_provider_status(self) -> int:
+        """Write each provider's health to its status when it changed meaningfully."""
+        providers = [
+            obj
+            for kind in (GlobalMetricsProvider, MetricsProvider)
+            for obj in self._informer_of(kind).items()
+        ]
+        return await self.provider_status.sync(providers, self.apps_handler.events)
+
     async def _provider_status_loop(self) -> None:
         while True:
             await asyncio.sleep(min(self.config.metrics_refresh, 5.0))
@@ -566,49 +487,9 @@ class Scheduler(Controller):
             except Exception:  # the task's top level: log, try again next round
                 log.exception("writing metrics provider status failed")
 
-    async def sync_provider_status(self) -> int:
-        """Write each provider's health to its status when it changed meaningfully.
-
-        Reason or consecutive errors changed, or the first fetch: at once;
-        only latency/last fetch moved: at most every PROVIDER_STATUS_MAX_AGE s.
-        """
-        written = 0
-        now = time.monotonic()
-        seen: set[tuple[str, str | None, str]] = set()
-        for kind in (GlobalMetricsProvider, MetricsProvider):
-            for obj in self._informer_of(kind).items():
-                ns, name = obj.metadata.namespace, obj.metadata.name
-                key = (obj.kind, ns, name)
-                seen.add(key)
-                status = self.metrics.provider_status(kind is MetricsProvider, ns, name)
-                if status is None or status.last_fetch is None:
-                    continue
-                current: MetricsProviderStatus = obj.status
-                news = (
-                    current.last_fetch is None
-                    or current.reason != status.reason
-                    or current.errors != status.errors
-                )
-                last = self._status_written.get(key)
-                if not news and last is not None and now - last < PROVIDER_STATUS_MAX_AGE:
-                    continue
-                if current == status:
-                    continue
-                try:
-                    await self.client.update_status(obj.model_copy(update={"status": status}))
-                except ApiError as error:  # deleted or changed meanwhile: next round
-                    log.debug("status of provider %s: %s", name, error)
-                    continue
-                self._status_written[key] = now
-                reasons.provider_health(self.apps_handler.events, obj, current.reason, status)
-                written += 1
-        for key in set(self._status_written) - seen:
-            del self._status_written[key]
-        return written
-
     def _cloud_changed(self, cloud: Kind, old: Kind | None = None) -> None:
         self.clouds.set(cloud)
-        self.cluster_queue.add(_cloud_key(cloud))
+        self.cluster_queue.add(cloud_key(cloud))
         for cluster in self.cluster_informer.items():
             if cluster.spec.to_build and cluster.status.scheduled_to is None:
                 self.cluster_queue.add(
@@ -617,21 +498,3 @@ class Scheduler(Controller):
 
     def _cloud_deleted(self, cloud: Kind) -> None:
         self.clouds.remove(cloud)
-
-
-def _cloud_key(cloud: Kind) -> AppKey:
-    """Key of a cloud's metric state sync: ``o:`` a Cloud, ``g:`` a GlobalCloud."""
-    return (
-        ("o:" if cloud.kind == "Cloud" else "g:") + (cloud.metadata.namespace or ""),
-        cloud.metadata.name,
-    )
-
-
-def _cluster_key(tag: str, cluster: Kind) -> AppKey:
-    """Key of cluster work: ``c:`` sync its metric state, ``k:`` bind it to a cloud."""
-    return (tag + (cluster.metadata.namespace or ""), cluster.metadata.name)
-
-
-def _ref_key(ref: ResourceRef | None) -> tuple[str | None, str] | None:
-    """What identifies a reference (cheaper to compare than the model)."""
-    return None if ref is None else (ref.namespace, ref.name)

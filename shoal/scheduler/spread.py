@@ -29,8 +29,8 @@ from typing import Any
 
 from shoal.machinery.resources import Amounts
 from shoal.machinery.selectors import LabelConstraint
-from shoal.model.kubernetes import Placement
 from shoal.model.placement import divide, weight_of
+from shoal.model.placement_spec import Placement
 from shoal.scheduler.backends import Backend
 
 

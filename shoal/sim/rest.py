@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Callable
 from typing import Any
-from urllib.parse import parse_qsl
 
 import orjson
 import yaml
@@ -21,17 +19,19 @@ from shoal.machinery.patch import PATCH_TYPES, PatchError, json_patch, merge_pat
 from shoal.machinery.selectors import LabelSelector
 from shoal.machinery.selectors.fields import FieldSelector
 from shoal.machinery.types import Obj
-from shoal.sim import protobuf
+from shoal.sim.asgi import (
+    Request,
+    Send,
+    abort_connection,
+    load_yaml,
+    respond,
+    respond_error,
+)
 from shoal.sim.cluster import SimCluster
 from shoal.sim.openapi import openapi_v2, openapi_v3_gv, openapi_v3_root
 from shoal.sim.resources import ResourceType
-from shoal.sim.store import ApiError, Watcher, clone
+from shoal.sim.store import ApiError, Store, Watcher, clone
 from shoal.sim.tables import table
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 
 VERSION = {
     "major": "1",
@@ -46,112 +46,6 @@ VERSION = {
 }
 
 BOOKMARK_INTERVAL = 10.0
-
-
-class Request:
-    """The parts of an HTTP request the handlers need."""
-
-    def __init__(self, scope: Scope, receive: Receive, send: Send, path: str) -> None:
-        self.scope = scope
-        self.receive = receive
-        self.send = send
-        self.method: str = scope["method"]
-        self.path = path
-        raw_q = scope.get("query_string", b"").decode("latin-1")
-        self.query: dict[str, str] = dict(parse_qsl(raw_q, keep_blank_values=True))
-        self.headers: dict[str, str] = {
-            k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])
-        }
-        self._body: bytes | None = None
-
-    async def body(self) -> bytes:
-        if self._body is None:
-            chunks = []
-            while True:
-                msg = await self.receive()
-                if msg["type"] == "http.disconnect":
-                    break
-                chunks.append(msg.get("body", b""))
-                if not msg.get("more_body"):
-                    break
-            self._body = b"".join(chunks)
-        return self._body
-
-    async def json(self) -> Any:
-        raw = await self.body()
-        if not raw.strip():
-            return {}
-        ctype = self.headers.get("content-type", "")
-        if "protobuf" in ctype:
-            try:
-                return protobuf.decode(raw)
-            except protobuf.ProtobufError as exc:
-                raise ApiError(415, "UnsupportedMediaType",
-                               f"{exc}; send JSON (kubectl apply / create -f)") from exc
-        if "cbor" in ctype:
-            raise ApiError(415, "UnsupportedMediaType",
-                           f"the body of the request was in an unknown format - accepted media "
-                           f"types include: application/json, application/yaml "
-                           f"(got {ctype})")
-        try:
-            if "yaml" in ctype:
-                return load_yaml(raw)
-            return orjson.loads(raw)
-        except (orjson.JSONDecodeError, yaml.YAMLError) as exc:
-            raise ApiError(400, "BadRequest", f"invalid request body: {exc}") from exc
-
-    def flag(self, name: str) -> bool:
-        return self.query.get(name, "").lower() in ("1", "true", "yes")
-
-    def wants_table(self) -> bool:
-        accept = self.headers.get("accept", "")
-        return "as=Table" in accept
-
-
-def load_yaml(raw: bytes) -> Any:
-    """A YAML body; JSON (what client libraries send for server-side apply) read as JSON.
-
-    JSON is YAML, and PyYAML's pure-Python parser cost 16 % of the simulator's time
-    under a burst of applies; orjson reads the same body about a hundred times faster.
-    """
-    if raw.lstrip()[:1] in (b"{", b"["):
-        with contextlib.suppress(orjson.JSONDecodeError):
-            return orjson.loads(raw)
-    return yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-
-
-async def respond(send: Send, status: int, body: Any, content_type: str = "application/json",
-                  ) -> None:
-    data = body if isinstance(body, bytes) else orjson.dumps(body)
-    await send({
-        "type": "http.response.start",
-        "status": status,
-        "headers": [
-            (b"content-type", content_type.encode()),
-            (b"content-length", str(len(data)).encode()),
-            (b"cache-control", b"no-cache, private"),
-        ],
-    })
-    await send({"type": "http.response.body", "body": data})
-
-
-async def respond_error(send: Send, err: ApiError) -> None:
-    await respond(send, err.code, err.status())
-
-
-def abort_connection(send: Send) -> None:
-    """Drop the TCP connection without an HTTP response, like an unreachable host.
-
-    uvicorn's ``send`` is a bound method of the request cycle, which holds the
-    transport; other ASGI servers (or in-process transports) get an exception.
-    """
-    cycle = getattr(send, "__self__", None)
-    transport = getattr(cycle, "transport", None)
-    if transport is None:
-        raise ConnectionResetError("simulated cluster is unreachable")
-    with contextlib.suppress(AttributeError):
-        cycle.disconnected = True  # type: ignore[union-attr]
-    transport.abort()
 
 
 def _encode_continue(rv: int, ns: str, name: str) -> str:
@@ -261,13 +155,43 @@ class ClusterApi:
     # -- resources -------------------------------------------------------------
 
     async def resource(self, req: Request, group: str, version: str, rest: list[str]) -> None:
-        reg = self.cluster.registry
+        rt, namespace, name, sub = self._resolve(group, version, rest)
+        if name is None:
+            await self._collection(req, rt, namespace)
+            return
+        ns = namespace or ""
+        if sub == "binding":
+            await self._bind(req, ns, name)
+        elif sub == "scale":
+            await self.scale(req, rt, ns, name)
+        elif req.method == "GET":
+            obj = self.cluster.get(rt, ns, name)
+            if req.wants_table() and sub is None:
+                obj = table(rt, [obj], {"resourceVersion": obj["metadata"]["resourceVersion"]},
+                            req.query.get("includeObject", "Metadata"))
+            await respond(req.send, 200, obj)
+        elif req.method == "PUT":
+            body = await req.json()
+            self._check_kind(rt, body)
+            obj = self.cluster.update(rt, ns, name, body, sub, self._dry(req))
+            await respond(req.send, 200, obj)
+        elif req.method == "PATCH":
+            await self._patch(req, rt, ns, name, sub)
+        elif req.method == "DELETE":
+            await self._delete(req, rt, ns, name)
+        else:
+            raise ApiError(405, "MethodNotAllowed", f"method {req.method} not allowed")
+
+    def _resolve(
+        self, group: str, version: str, rest: list[str]
+    ) -> tuple[ResourceType, str | None, str | None, str | None]:
+        """The resource type, namespace, name and subresource a path names (404 if none)."""
         namespace: str | None = None
         if rest[0] == "namespaces" and len(rest) >= 3 and not (
             len(rest) == 3 and rest[2] in ("status", "finalize")
         ):
             namespace, rest = rest[1], rest[2:]
-        rt = reg.get(group, version, rest[0])
+        rt = self.cluster.registry.get(group, version, rest[0])
         if rt is None or (namespace is not None and not rt.namespaced):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         name = rest[1] if len(rest) > 1 else None
@@ -278,83 +202,71 @@ class ClusterApi:
             rt.key == "/namespaces" and sub == "finalize"
         ):
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        return rt, namespace, name, sub
+
+    async def _collection(self, req: Request, rt: ResourceType, namespace: str | None) -> None:
         m = req.method
-        if name is None:
-            if m == "GET":
-                if req.flag("watch"):
-                    await self.watch(req, rt, namespace)
-                else:
-                    await self.list(req, rt, namespace)
-            elif m == "POST":
-                body = await req.json()
-                self._check_kind(rt, body)
-                obj = self.cluster.create(rt, body, namespace, self._dry(req))
-                await respond(req.send, 201, obj)
-            elif m == "DELETE":
-                await self.delete_collection(req, rt, namespace)
-            else:
-                raise ApiError(405, "MethodNotAllowed", f"method {m} not allowed")
-            return
-        ns = namespace or ""
-        if sub == "binding":
-            if m != "POST":
-                raise ApiError(405, "MethodNotAllowed", f"method {m} not allowed")
-            body = await req.json()
-            target = (body.get("target") or {}).get("name")
-            if not target:
-                raise ApiError(422, "Invalid", "target.name: Required value")
-            self.cluster.bind(ns, name, str(target))
-            await respond(req.send, 201, {"kind": "Status", "apiVersion": "v1", "metadata": {},
-                                          "status": "Success", "code": 201})
-            return
-        if sub == "scale":
-            await self.scale(req, rt, ns, name)
-            return
         if m == "GET":
-            obj = self.cluster.get(rt, ns, name)
-            if req.wants_table() and sub is None:
-                obj = table(rt, [obj], {"resourceVersion": obj["metadata"]["resourceVersion"]},
-                            req.query.get("includeObject", "Metadata"))
-            await respond(req.send, 200, obj)
-        elif m == "PUT":
+            if req.flag("watch"):
+                await self.watch(req, rt, namespace)
+            else:
+                await self.list(req, rt, namespace)
+        elif m == "POST":
             body = await req.json()
             self._check_kind(rt, body)
-            obj = self.cluster.update(rt, ns, name, body, sub, self._dry(req))
-            await respond(req.send, 200, obj)
-        elif m == "PATCH":
-            ptype = _patch_type(req)
-            raw = await req.body()
-            try:
-                body = load_yaml(raw) if ptype == "apply" else orjson.loads(raw or b"{}")
-            except (orjson.JSONDecodeError, yaml.YAMLError) as exc:
-                raise ApiError(400, "BadRequest", f"invalid patch: {exc}") from exc
-            existed = self.cluster.store.get(rt.key, ns if rt.namespaced else "", name)
-            obj = self.cluster.patch(
-                rt, ns, name, ptype, body, sub,
-                field_manager=req.query.get("fieldManager"),
-                force=req.flag("force"),
-                dry_run=self._dry(req),
-            )
-            await respond(req.send, 201 if existed is None else 200, obj)
+            obj = self.cluster.create(rt, body, namespace, self._dry(req))
+            await respond(req.send, 201, obj)
         elif m == "DELETE":
-            body = await req.json()
-            if not isinstance(body, dict):
-                body = {}
-            pre = body.get("preconditions") or {}
-            policy = req.query.get("propagationPolicy") or body.get("propagationPolicy")
-            if body.get("orphanDependents") is True or req.query.get("orphanDependents") == "true":
-                policy = "Orphan"
-            gone = self.cluster.delete(
-                rt, ns, name, policy or "Background", self._dry(req),
-                pre.get("resourceVersion"), pre.get("uid"),
-            )
-            await respond(req.send, 200, {
-                "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-                "details": {"name": name, "group": rt.group, "kind": rt.plural,
-                            "uid": gone["metadata"]["uid"]},
-            })
+            await self.delete_collection(req, rt, namespace)
         else:
             raise ApiError(405, "MethodNotAllowed", f"method {m} not allowed")
+
+    async def _bind(self, req: Request, ns: str, name: str) -> None:
+        if req.method != "POST":
+            raise ApiError(405, "MethodNotAllowed", f"method {req.method} not allowed")
+        body = await req.json()
+        target = (body.get("target") or {}).get("name")
+        if not target:
+            raise ApiError(422, "Invalid", "target.name: Required value")
+        self.cluster.bind(ns, name, str(target))
+        await respond(req.send, 201, {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                                      "status": "Success", "code": 201})
+
+    async def _patch(
+        self, req: Request, rt: ResourceType, ns: str, name: str, sub: str | None
+    ) -> None:
+        ptype = _patch_type(req)
+        raw = await req.body()
+        try:
+            body = load_yaml(raw) if ptype == "apply" else orjson.loads(raw or b"{}")
+        except (orjson.JSONDecodeError, yaml.YAMLError) as exc:
+            raise ApiError(400, "BadRequest", f"invalid patch: {exc}") from exc
+        existed = self.cluster.store.get(rt.key, ns if rt.namespaced else "", name)
+        obj = self.cluster.patch(
+            rt, ns, name, ptype, body, sub,
+            field_manager=req.query.get("fieldManager"),
+            force=req.flag("force"),
+            dry_run=self._dry(req),
+        )
+        await respond(req.send, 201 if existed is None else 200, obj)
+
+    async def _delete(self, req: Request, rt: ResourceType, ns: str, name: str) -> None:
+        body = await req.json()
+        if not isinstance(body, dict):
+            body = {}
+        pre = body.get("preconditions") or {}
+        policy = req.query.get("propagationPolicy") or body.get("propagationPolicy")
+        if body.get("orphanDependents") is True or req.query.get("orphanDependents") == "true":
+            policy = "Orphan"
+        gone = self.cluster.delete(
+            rt, ns, name, policy or "Background", self._dry(req),
+            pre.get("resourceVersion"), pre.get("uid"),
+        )
+        await respond(req.send, 200, {
+            "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
+            "details": {"name": name, "group": rt.group, "kind": rt.plural,
+                        "uid": gone["metadata"]["uid"]},
+        })
 
     @staticmethod
     def _dry(req: Request) -> bool:
@@ -494,8 +406,8 @@ class ClusterApi:
     async def _stream(self, req: Request, rt: ResourceType, watcher: Watcher,
                       initial: bool) -> None:
         send = req.send
-        as_table = req.wants_table()
-        include = req.query.get("includeObject", "Metadata")
+        events = _WatchLines(rt, self.cluster.store, req.wants_table(),
+                             req.query.get("includeObject", "Metadata"))
         bookmarks = req.flag("allowWatchBookmarks")
         timeout = float(req.query.get("timeoutSeconds") or 1800)
         deadline = time.monotonic() + timeout
@@ -515,32 +427,9 @@ class ClusterApi:
                     return
 
         waiter = asyncio.create_task(disconnected())
-        store = self.cluster.store
-
-        def encode(etype: str, obj: Obj) -> bytes:
-            if as_table and etype != "BOOKMARK":
-                obj = table(rt, [obj], {"resourceVersion": obj["metadata"].get(
-                    "resourceVersion", "")}, include)
-            return orjson.dumps({"type": etype, "object": obj}) + b"\n"
-
-        def bookmark(extra: Obj | None = None) -> bytes:
-            meta: Obj = {"resourceVersion": str(store.rv)}
-            if extra:
-                meta["annotations"] = extra
-            return encode("BOOKMARK", {"kind": rt.kind, "apiVersion": rt.api_version,
-                                       "metadata": meta})
-
         try:
-            if initial:
-                batch = []
-                while not watcher.queue.empty():
-                    item = watcher.queue.get_nowait()
-                    if item is None:
-                        return
-                    batch.append(encode(*item))
-                batch.append(bookmark({"k8s.io/initial-events-end": "true"}))
-                await send({"type": "http.response.body", "body": b"".join(batch),
-                            "more_body": True})
+            if initial and not await _send_initial(send, watcher, events):
+                return
             while True:
                 left = deadline - time.monotonic()
                 if left <= 0:
@@ -554,7 +443,7 @@ class ClusterApi:
                             item = await watcher.queue.get()
                 except TimeoutError:
                     if bookmarks and time.monotonic() < deadline:
-                        await send({"type": "http.response.body", "body": bookmark(),
+                        await send({"type": "http.response.body", "body": events.bookmark(),
                                     "more_body": True})
                     continue
                 if item is None:
@@ -562,20 +451,60 @@ class ClusterApi:
                         abort_connection(send)
                         return
                     break
-                chunks = [encode(*item)]
-                while not watcher.queue.empty() and len(chunks) < 500:
-                    nxt = watcher.queue.get_nowait()
-                    if nxt is None:
-                        watcher.queue.put_nowait(None)
-                        break
-                    chunks.append(encode(*nxt))
-                await send({"type": "http.response.body", "body": b"".join(chunks),
+                await send({"type": "http.response.body", "body": _chunk(watcher, events, item),
                             "more_body": True})
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         except OSError:
             return
         finally:
             waiter.cancel()
+
+
+class _WatchLines:
+    """A watch's events as the lines it streams: JSON objects, or table rows when asked."""
+
+    def __init__(self, rt: ResourceType, store: Store, as_table: bool, include: str) -> None:
+        self.rt, self.store, self.as_table, self.include = rt, store, as_table, include
+
+    def encode(self, etype: str, obj: Obj) -> bytes:
+        if self.as_table and etype != "BOOKMARK":
+            obj = table(self.rt, [obj], {"resourceVersion": obj["metadata"].get(
+                "resourceVersion", "")}, self.include)
+        return orjson.dumps({"type": etype, "object": obj}) + b"\n"
+
+    def bookmark(self, extra: Obj | None = None) -> bytes:
+        meta: Obj = {"resourceVersion": str(self.store.rv)}
+        if extra:
+            meta["annotations"] = extra
+        return self.encode("BOOKMARK", {"kind": self.rt.kind, "apiVersion": self.rt.api_version,
+                                        "metadata": meta})
+
+
+async def _send_initial(send: Send, watcher: Watcher, events: _WatchLines) -> bool:
+    """The events already queued, then the bookmark that ends the initial ones; False when
+    the watch ended meanwhile."""
+    batch = []
+    while not watcher.queue.empty():
+        item = watcher.queue.get_nowait()
+        if item is None:
+            return False
+        batch.append(events.encode(*item))
+    batch.append(events.bookmark({"k8s.io/initial-events-end": "true"}))
+    await send({"type": "http.response.body", "body": b"".join(batch), "more_body": True})
+    return True
+
+
+def _chunk(watcher: Watcher, events: _WatchLines, item: tuple[str, Obj]) -> bytes:
+    """``item`` with what is already queued behind it, in one chunk: fewer, larger writes
+    (an end of the watch found there is put back for the next read)."""
+    chunks = [events.encode(*item)]
+    while not watcher.queue.empty() and len(chunks) < 500:
+        nxt = watcher.queue.get_nowait()
+        if nxt is None:
+            watcher.queue.put_nowait(None)
+            break
+        chunks.append(events.encode(*nxt))
+    return b"".join(chunks)
 
 
 def _patch_type(req: Request) -> str:

@@ -53,7 +53,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import hmac
 import secrets
 import threading
 from collections.abc import Iterable
@@ -67,23 +66,12 @@ from shoal.machinery.files import write_atomically
 from shoal.machinery.server import Served, listen, serve
 from shoal.machinery.tls import Tls
 from shoal.machinery.types import Obj
+from shoal.sim.admin import ADMIN_OPTIONS, authorise, fault
+from shoal.sim.asgi import Receive, Request, Scope, Send, respond, respond_error
 from shoal.sim.cluster import ClusterOptions, SimCluster
 from shoal.sim.nodes import mixed_site
-from shoal.sim.rest import ClusterApi, Receive, Request, Scope, Send, respond, respond_error
+from shoal.sim.rest import ClusterApi
 from shoal.sim.store import ApiError
-
-
-def _flag(value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise ApiError(422, "Invalid", f"must be true or false, not {value!r}"[:200])
-    return value
-
-
-# cluster options the admin API takes, and how each is read from the JSON body
-_ADMIN_OPTIONS: dict[str, Any] = {
-    "cpu": str, "memory": str, "max_pods": int, "region": str,
-    "pod_start_delay": float, "job_duration": float, "token": str, "system_pods": _flag,
-}
 
 
 class SimFleet:
@@ -234,7 +222,7 @@ class SimFleet:
         req = Request(scope, receive, send, path)
         try:
             if path.startswith("/admin"):
-                self._authorise(req)
+                authorise(req, self.admin_token)
                 await self._admin(req, [p for p in path.split("/") if p][1:])
             elif path in ("/", "/healthz"):
                 await respond(send, 200, {"clusters": sorted(self.clusters)})
@@ -242,16 +230,6 @@ class SimFleet:
                 raise ApiError(404, "NotFound", f"no such path {path}")
         except ApiError as err:
             await respond_error(send, err)
-
-    def _authorise(self, req: Request) -> None:
-        """The admin API answers only its token's holder (compared in constant time)."""
-        scheme, _, given = req.headers.get("authorization", "").partition(" ")
-        if scheme.lower() == "bearer" and hmac.compare_digest(
-            given.strip().encode(), self.admin_token.encode()
-        ):
-            return
-        raise ApiError(401, "Unauthorized", "the simulator's admin API needs its token: "
-                       "Authorization: Bearer TOKEN (shoal up keeps it in DATA_DIR/sim.token)")
 
     async def _admin(self, req: Request, parts: list[str]) -> None:
         m = req.method
@@ -273,7 +251,7 @@ class SimFleet:
                 body = await req.json()
                 if not isinstance(body, dict) or not body.get("name"):
                     raise ApiError(422, "Invalid", "name is required")
-                options = {key: convert(body[key]) for key, convert in _ADMIN_OPTIONS.items()
+                options = {key: convert(body[key]) for key, convert in ADMIN_OPTIONS.items()
                            if body.get(key) is not None}
                 options["node_labels"] = body.get("labels") or body.get("node_labels")
                 try:
@@ -318,7 +296,7 @@ class SimFleet:
             if m == "GET":
                 pass
             elif m == "POST":
-                await self._fault(cluster, await req.json())
+                await fault(cluster, await req.json())
             elif m == "DELETE":
                 cluster.clear_faults(req.query.get("node") or None)
             else:
@@ -326,39 +304,6 @@ class SimFleet:
             await respond(req.send, 200, cluster.faults())
         else:
             raise ApiError(404, "NotFound", "no such admin path")
-
-    @staticmethod
-    async def _fault(cluster: SimCluster, body: Any) -> None:
-        if not isinstance(body, dict):
-            raise ApiError(422, "Invalid", "a fault must be a JSON object")
-        if "unreachable" in body:
-            cluster.set_unreachable(bool(body["unreachable"]))
-        if "reachable" in body:
-            cluster.set_unreachable(not bool(body["reachable"]))
-        if "latency" in body:
-            seconds = body["latency"]
-            if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds < 0:
-                raise ApiError(422, "Invalid", "latency: must be a number of seconds, 0 or more")
-            cluster.fault_injector.latency = float(seconds)
-        node = body.get("node")
-        if node:
-            def opt(key: str, inverse: str | None = None) -> bool | None:
-                if key in body:
-                    return bool(body[key])
-                if inverse and inverse in body:
-                    return not bool(body[inverse])
-                return None
-
-            try:
-                cluster.set_node_fault(
-                    str(node),
-                    not_ready=opt("not_ready", "ready"),
-                    memory_pressure=opt("memory_pressure"),
-                    removed=opt("removed"),
-                )
-            except KeyError as exc:
-                raise ApiError(404, "NotFound", f"no node {node!r} in {cluster.name}") from exc
-
 
 class SimServer:
     """A running fleet: ``url`` (base), ``fleet``, and ``stop()``."""

@@ -134,7 +134,8 @@ async def start_fleet(
 
     from shoal.client.rest import NotFound
     from shoal.model.base import Metadata
-    from shoal.model.kubernetes import Cluster, ClusterSpec, MetricRef
+    from shoal.model.constraints import MetricRef
+    from shoal.model.kubernetes import Cluster, ClusterSpec
 
     locations = ["DE", "FR", "FI", "NL", "IT"]
     table = Table("cluster", "labels", "metrics", "kubeconfig", title="Simulated clusters")
@@ -275,12 +276,8 @@ async def create_demo(client: Any, clusters: list[str], restarted: bool) -> None
     """Create a demo application (or find the stored one) and show where it is and why."""
     from shoal.client.rest import NotFound
     from shoal.model.base import Metadata
-    from shoal.model.kubernetes import (
-        Application,
-        ApplicationSpec,
-        ClusterConstraints,
-        Constraints,
-    )
+    from shoal.model.constraints import ClusterConstraints, Constraints
+    from shoal.model.kubernetes import Application, ApplicationSpec
 
     manifest = [
         {

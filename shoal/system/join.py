@@ -11,7 +11,6 @@ cluster's copies run there (``shoal.agent.copies``).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import importlib.metadata
 import logging
 import os
@@ -19,6 +18,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from shoal.machinery.tasks import cancel_and_wait
 from shoal.machinery.types import Obj
 from shoal.system.process import configure_logging, console, run_until_signal
 
@@ -135,11 +135,7 @@ async def run_joined(join: Join, started: asyncio.Event | None = None) -> None:
         for task in done:
             task.result()
     finally:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(tasks)
         await client.close()
         await kube.api.close()
 

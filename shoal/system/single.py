@@ -9,10 +9,10 @@ a profiler to. The steps beyond the components are those of the multi-process fo
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 
 from shoal.machinery import outbound
+from shoal.machinery.tasks import cancel_and_wait
 from shoal.system.components import SCHEDULER, controllers
 from shoal.system.demo import (
     banner,
@@ -77,11 +77,7 @@ def run_single_process(up: Installation) -> None:
             banner(setup, server.url, data_dir)
             await asyncio.gather(*tasks)
         finally:
-            for task in tasks:
-                task.cancel()
-            for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
+            await cancel_and_wait(tasks)
             if agents is not None:
                 await agents.close()
             if sim is not None:

@@ -10,6 +10,7 @@ from typing import Any
 
 from shoal.client.rest import ShoalClient
 from shoal.model.base import Metadata
+from shoal.model.constraints import ClusterConstraints, Constraints, MetricRef
 from shoal.model.core import (
     GlobalMetric,
     GlobalMetricsProvider,
@@ -20,16 +21,7 @@ from shoal.model.core import (
     MetricsProviderSpec,
     StaticSpec,
 )
-from shoal.model.kubernetes import (
-    Application,
-    ApplicationSpec,
-    Cluster,
-    ClusterConstraints,
-    ClusterSpec,
-    ClusterState,
-    Constraints,
-    MetricRef,
-)
+from shoal.model.kubernetes import Application, ApplicationSpec, Cluster, ClusterSpec, ClusterState
 
 NS = "default"
 

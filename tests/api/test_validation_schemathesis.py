@@ -14,7 +14,7 @@ from schemathesis import GenerationMode
 from schemathesis.checks import negative_data_rejection, not_a_server_error
 
 from shoal.api.app import create_app
-from shoal.client.rest import collection_path
+from shoal.client.wire import collection_path
 from shoal.model.registry import KINDS
 from shoal.store.sqlite import SqliteStore
 

@@ -14,7 +14,8 @@ import pytest
 from shoal.client.rest import ShoalClient
 from shoal.model import core
 from shoal.model.base import Metadata
-from shoal.model.kubernetes import Application, Cluster, ClusterSpec, MetricRef
+from shoal.model.constraints import MetricRef
+from shoal.model.kubernetes import Application, Cluster, ClusterSpec
 from shoal.scheduler.scheduler import Scheduler
 from shoal.testing import fleet as sample
 from shoal.testing.fleet import KUBECONFIG, register

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import Result
 
-from shoal.model.kubernetes import Application, Cluster, Placement
+from shoal.model.kubernetes import Application, Cluster
+from shoal.model.placement_spec import Placement
 from shoal.testing import shipped
 from shoal.testing.wait import wait_for
 from tests.cli.conftest import invoke, ok

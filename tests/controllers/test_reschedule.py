@@ -13,13 +13,8 @@ import pytest
 
 from shoal.client.rest import NotFound, ShoalClient
 from shoal.model.base import Metadata
-from shoal.model.kubernetes import (
-    Application,
-    ApplicationSpec,
-    Cluster,
-    ClusterState,
-    Constraints,
-)
+from shoal.model.constraints import Constraints
+from shoal.model.kubernetes import Application, ApplicationSpec, Cluster, ClusterState
 from shoal.model.scheduler_config import SchedulerConfig
 from shoal.model.scheduling import (
     PolicySelector,
@@ -233,7 +228,7 @@ async def test_killed_mid_task_reschedules_each_target_once(
 ) -> None:
     count = 600
     # Small stamp batches: the controller is killed while it is still stamping.
-    monkeypatch.setattr("shoal.reschedule.controller._STAMP_BATCH", 5)
+    monkeypatch.setattr("shoal.reschedule.stamping.STAMP_BATCH", 5)
     sched = await running.start(scheduler)
     tasks = await running.start(RescheduleTaskController)
     for i in range(count):

@@ -18,9 +18,10 @@ from shoal.client.rest import ShoalClient
 from shoal.events.recorder import KIND_LABEL, NAME_LABEL
 from shoal.kube.controller import KubeController
 from shoal.model.base import Metadata
+from shoal.model.constraints import MetricRef
 from shoal.model.core import GlobalMetricsProvider
 from shoal.model.events import Event
-from shoal.model.kubernetes import Application, ApplicationSpec, Cluster, ClusterSpec, MetricRef
+from shoal.model.kubernetes import Application, ApplicationSpec, Cluster, ClusterSpec
 from shoal.model.scheduler_config import Backoff, SchedulerConfig
 from shoal.model.scheduling import RescheduleTask, RescheduleTaskSpec, ResourceSelector
 from shoal.observer.controller import ClusterObserver

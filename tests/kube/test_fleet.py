@@ -13,14 +13,9 @@ from shoal.client.rest import NotFound, ShoalClient
 from shoal.gc.controller import GarbageCollector
 from shoal.kube.controller import KubeController
 from shoal.model.base import Metadata
+from shoal.model.constraints import MetricRef
 from shoal.model.core import GlobalMetricsProvider
-from shoal.model.kubernetes import (
-    Application,
-    Cluster,
-    ClusterSpec,
-    ClusterState,
-    MetricRef,
-)
+from shoal.model.kubernetes import Application, Cluster, ClusterSpec, ClusterState
 from shoal.observer.controller import ClusterObserver
 from shoal.scheduler.scheduler import Scheduler
 from shoal.sim.server import SimServer

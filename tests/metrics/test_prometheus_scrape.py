@@ -21,13 +21,14 @@ from prometheus_client.parser import text_string_to_metric_families
 from shoal.client.rest import ShoalClient
 from shoal.kube.controller import KubeController
 from shoal.model.base import Metadata
+from shoal.model.constraints import MetricRef
 from shoal.model.core import (
     GlobalMetricsProvider,
     MetricsProviderSpec,
     PrometheusSpec,
 )
 from shoal.model.events import Event
-from shoal.model.kubernetes import Application, ApplicationSpec, Cluster, ClusterSpec, MetricRef
+from shoal.model.kubernetes import Application, ApplicationSpec, Cluster, ClusterSpec
 from shoal.model.scheduler_config import SchedulerConfig
 from shoal.scheduler.scheduler import Scheduler
 from shoal.testing import shipped

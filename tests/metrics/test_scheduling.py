@@ -17,6 +17,7 @@ from shoal.api.server import ApiServer
 from shoal.cli.main import app as cli_app
 from shoal.client.rest import ShoalClient
 from shoal.model.base import Metadata, ReasonCode
+from shoal.model.constraints import MetricRef
 from shoal.model.core import (
     GlobalMetricsProvider,
     MetricsProvider,
@@ -24,7 +25,7 @@ from shoal.model.core import (
     PrometheusSpec,
 )
 from shoal.model.infrastructure import Cloud, GlobalCloud
-from shoal.model.kubernetes import Cluster, ClusterState, MetricRef
+from shoal.model.kubernetes import Cluster, ClusterState
 from shoal.scheduler.scheduler import Scheduler
 from shoal.testing import shipped
 from tests.scheduler import helpers as h

@@ -19,6 +19,7 @@ from shoal.machinery.selectors import (
     SelectorOp,
     format_number,
     format_value,
+    lexical,
     parse_label_constraints,
     parse_metric_constraints,
     terms,
@@ -573,7 +574,7 @@ def _random_case(draw: st.DrawFn, word: str) -> str:
 
 def _messy_value(draw: st.DrawFn, value: str) -> str:
     """Any spelling of ``value`` that should parse back to it."""
-    if terms._BARE_VALUE.fullmatch(value) and value.lower() not in terms.KEYWORDS:
+    if lexical._BARE_VALUE.fullmatch(value) and value.lower() not in lexical.KEYWORDS:
         if not draw(st.booleans()):
             return value
     quote = draw(st.sampled_from(["'", '"']))

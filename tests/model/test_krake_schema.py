@@ -19,13 +19,13 @@ from pydantic.fields import FieldInfo
 
 from shoal.model import krake
 from shoal.model.base import Kind
-from shoal.model.kubernetes import (
+from shoal.model.registry import KINDS
+from shoal.model.subresources import (
     ApplicationBinding,
     ClusterBinding,
     CompleteToken,
     ShutdownToken,
 )
-from shoal.model.registry import KINDS
 
 SHOAL: dict[str, type[BaseModel]] = {
     **{kind.kind_name(): kind for kind in KINDS if kind.kind_name() in krake.FIELDS},

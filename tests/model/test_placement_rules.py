@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from shoal.model.kubernetes import ClusterWeight, Override
 from shoal.model.placement import (
     _floor,
     copy_for,
@@ -20,6 +19,7 @@ from shoal.model.placement import (
     room_histogram,
     weight_of,
 )
+from shoal.model.placement_spec import ClusterWeight, Override
 
 
 def _obj(kind: str, name: str = "web", **spec: Any) -> dict[str, Any]:

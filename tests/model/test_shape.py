@@ -13,7 +13,8 @@ from pydantic import BaseModel
 from shoal.api.codec import encode
 from shoal.model import krake
 from shoal.model.base import Kind
-from shoal.model.kubernetes import Application, ClusterConstraints
+from shoal.model.constraints import ClusterConstraints
+from shoal.model.kubernetes import Application
 from shoal.model.registry import KINDS
 from shoal.model.shape import AtDefault, prune
 from tests.api.samples import SAMPLES

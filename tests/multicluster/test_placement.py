@@ -9,7 +9,8 @@ import pytest
 
 from shoal.client.kube import KubeCluster
 from shoal.client.rest import NotFound, ShoalClient
-from shoal.model.kubernetes import Application, ApplicationState, Cluster, Placement
+from shoal.model.kubernetes import Application, ApplicationState, Cluster
+from shoal.model.placement_spec import Placement
 from shoal.scheduler.scheduler import Scheduler
 from shoal.testing import fleet
 from tests.multicluster.conftest import NS, replicas_on, spread_app

@@ -11,6 +11,7 @@ from typing import Any
 from shoal.client.rest import Conflict, ListResult, ShoalClient
 from shoal.kube.controller import KubeController
 from shoal.model.base import Metadata
+from shoal.model.constraints import MetricRef
 from shoal.model.core import GlobalMetricsProvider
 from shoal.model.infrastructure import (
     Cloud,
@@ -22,7 +23,7 @@ from shoal.model.infrastructure import (
     PasswordProject,
     PasswordUser,
 )
-from shoal.model.kubernetes import Application, MetricRef
+from shoal.model.kubernetes import Application
 from shoal.model.scheduler_config import SchedulerConfig
 from shoal.observer.controller import ClusterObserver
 from shoal.scheduler.scheduler import Scheduler

@@ -28,13 +28,8 @@ import pytest
 from shoal.client.rest import Conflict, NotFound, ShoalClient
 from shoal.model.application_status import OWNERS
 from shoal.model.base import Metadata
-from shoal.model.kubernetes import (
-    Application,
-    ApplicationState,
-    Cluster,
-    ClusterSpec,
-    MetricRef,
-)
+from shoal.model.constraints import MetricRef
+from shoal.model.kubernetes import Application, ApplicationState, Cluster, ClusterSpec
 from shoal.sim.server import SimServer
 from shoal.testing.fleet import app, register
 from shoal.testing.shipped import Callers

@@ -26,9 +26,9 @@ from shoal.model.placement import (
 from shoal.model.scheduler_config import SchedulerConfig
 from shoal.observer.controller import node_room, requested_per_node, summarize_nodes
 from shoal.scheduler import plugins as _plugins  # noqa: F401  (registers node-fit)
-from shoal.scheduler.application import cluster_backend, pods_to_hold, request_for
 from shoal.scheduler.backends import Group
 from shoal.scheduler.framework import Framework
+from shoal.scheduler.requests import cluster_backend, pods_to_hold, request_for
 from shoal.testing import fleet
 
 GI = 2**30

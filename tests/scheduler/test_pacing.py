@@ -15,7 +15,8 @@ import pytest
 from shoal.api.server import ApiServer
 from shoal.client.rest import ShoalClient
 from shoal.model.base import Metadata
-from shoal.model.kubernetes import Application, ApplicationState, Cluster, ClusterSpec, MetricRef
+from shoal.model.constraints import MetricRef
+from shoal.model.kubernetes import Application, ApplicationState, Cluster, ClusterSpec
 from shoal.sim.server import SimServer
 from shoal.testing.shipped import Callers
 from shoal.testing.sim import running_sim

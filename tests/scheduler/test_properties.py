@@ -10,14 +10,16 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from shoal.machinery.selectors import LabelConstraint, MetricConstraint
+from shoal.model.application_status import state_for
 from shoal.model.base import Metadata, ReasonCode
-from shoal.model.kubernetes import Cluster, ClusterSpec, ClusterState, ClusterStatus, MetricRef
+from shoal.model.constraints import MetricRef
+from shoal.model.kubernetes import Cluster, ClusterSpec, ClusterState, ClusterStatus
 from shoal.model.scheduler_config import Plugins
 from shoal.scheduler import plugins as _plugins  # noqa: F401  (registers built-in plugins)
-from shoal.scheduler.application import cluster_backend, state_for
 from shoal.scheduler.backends import Backends
 from shoal.scheduler.framework import Framework, Request
 from shoal.scheduler.metrics.providers import MetricError
+from shoal.scheduler.requests import cluster_backend
 
 NS = "default"
 METRICS = ("m1", "m2", "m3")

@@ -14,7 +14,8 @@ from shoal.agent.agent import connect
 from shoal.agent.pull import StatusKeeper
 from shoal.api.server import ApiServer
 from shoal.client.rest import ShoalClient
-from shoal.model.kubernetes import Cluster, ClusterState, MetricRef
+from shoal.model.constraints import MetricRef
+from shoal.model.kubernetes import Cluster, ClusterState
 from shoal.observer.controller import ClusterObserver
 from shoal.testing import shipped
 from shoal.testing.sim import running_sim

@@ -1,7 +1,7 @@
 """The scheduler leaves undecoded only the application updates its handlers would ignore.
 
-Its informer skips an update whose ``_reads`` equals the last one's. For any two
-states of an application, equal ``_reads`` must mean that the update handler
+Its informer skips an update whose ``reads`` equals the last one's. For any two
+states of an application, equal ``reads`` must mean that the update handler
 neither queues the application nor changes the cluster indexes: else an
 update that matters would be skipped.
 """
@@ -18,7 +18,7 @@ from shoal.api.server import ApiServer
 from shoal.client.rest import ShoalClient
 from shoal.model.base import Reason, ReasonCode, ResourceRef
 from shoal.model.kubernetes import Application, ApplicationState
-from shoal.scheduler import scheduler as module
+from shoal.scheduler import watched
 from shoal.scheduler.scheduler import Scheduler
 from tests.scheduler import helpers as h
 from tests.util import wait_for
@@ -72,8 +72,8 @@ def application(state: dict[str, Any]) -> Application:
 def _indexes(scheduler: Scheduler) -> Any:
     return [
         {k: set(v) for k, v in index.items() if v}
-        for index in (scheduler.on_cluster, scheduler.bound_to, scheduler.copies_on,
-                      scheduler.copies_of)
+        for index in (scheduler.placed.on_cluster, scheduler.placed.bound_to,
+                      scheduler.placed.copies_on, scheduler.placed.copies_of)
     ]  # fmt: skip
 
 
@@ -84,13 +84,13 @@ def test_equal_reads_mean_the_update_handler_does_nothing(data: st.DataObject) -
     changed = data.draw(st.sets(st.sampled_from(sorted(before)), min_size=1, max_size=2))
     after = {**before, **{field: other[field] for field in changed}}  # an update: a few fields
     old, new = application(before), application(after)
-    quiet = module._reads(old.model_dump(mode="json")) == module._reads(
+    quiet = watched.reads(old.model_dump(mode="json")) == watched.reads(
         new.model_dump(mode="json")
     )
     scheduler = Scheduler(ShoalClient("http://127.0.0.1:9"))
     queued: list[Any] = []
     scheduler.queue.add = queued.append  # type: ignore[method-assign]
-    scheduler._index(old)
+    scheduler.placed.update(old)
     indexes = _indexes(scheduler)
     scheduler._app_updated(old, new)
     if quiet:
@@ -105,12 +105,12 @@ def test_a_finalizer_or_a_hook_token_is_quiet_and_a_binding_is_not() -> None:
                        "pending_cleanups": [], "reschedule_requested": None,
                        "spec_modified": None, "kube_controller_triggered": None,
                        "complete_token": None})  # fmt: skip
-    first = module._reads(app.model_dump(mode="json"))
+    first = watched.reads(app.model_dump(mode="json"))
     app.metadata.finalizers = ["shoal.kube/resources"]
     app.status.complete_token = "t"
-    assert module._reads(app.model_dump(mode="json")) == first
+    assert watched.reads(app.model_dump(mode="json")) == first
     app.status.scheduled_to = CLUSTERS[1]
-    assert module._reads(app.model_dump(mode="json")) != first
+    assert watched.reads(app.model_dump(mode="json")) != first
 
 
 def test_the_scheduler_keeps_every_key_of_the_explanation_it_reads() -> None:
@@ -119,14 +119,14 @@ def test_the_scheduler_keeps_every_key_of_the_explanation_it_reads() -> None:
     import re
     from pathlib import Path
 
-    package = Path(module.__file__).parent
+    package = Path(watched.__file__).parent
     read = {
         key
         for path in package.glob("*.py")
         for key in re.findall(r'\.scheduling or \{\}\)\.get\("(\w+)"\)', path.read_text())
     }
     assert read, "the pattern no longer finds the scheduler's reads: update this test"
-    assert read <= set(module.SCHEDULING_READ), read - set(module.SCHEDULING_READ)
+    assert read <= set(watched.SCHEDULING_READ), read - set(watched.SCHEDULING_READ)
     explanation = {"summary": "s", "spec_modified": "t", "ranking": [{"cluster": "a"}] * 25}
     raw = application({"modified": T1, "deleted": None, "finalizers": [],
                        "state": ApplicationState.PENDING, "reason": None, "scheduled_to": None,
@@ -135,7 +135,7 @@ def test_the_scheduler_keeps_every_key_of_the_explanation_it_reads() -> None:
                        "spec_modified": None, "kube_controller_triggered": None,
                        "complete_token": None}).model_dump(mode="json")  # fmt: skip
     raw["status"]["scheduling"] = explanation
-    assert module._kept(raw)["status"]["scheduling"] == {"summary": "s", "spec_modified": "t"}
+    assert watched.kept(raw)["status"]["scheduling"] == {"summary": "s", "spec_modified": "t"}
 
 
 async def test_the_scheduler_caches_the_explanation_it_reads_only(
@@ -153,4 +153,4 @@ async def test_the_scheduler_caches_the_explanation_it_reads_only(
             return app.status.scheduling if app and app.status.scheduled_to else None
 
         kept = await wait_for(cached, timeout=5, message="the binding in the cache")
-        assert kept == {k: stored[k] for k in module.SCHEDULING_READ if k in stored}
+        assert kept == {k: stored[k] for k in watched.SCHEDULING_READ if k in stored}

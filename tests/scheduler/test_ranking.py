@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from shoal.model.base import Metadata
+from shoal.model.constraints import MetricRef
 from shoal.model.core import (
     GlobalMetric,
     GlobalMetricsProvider,
@@ -21,15 +22,15 @@ from shoal.model.core import (
     MetricsProviderSpec,
     StaticSpec,
 )
-from shoal.model.kubernetes import Application, Cluster, MetricRef
+from shoal.model.kubernetes import Application, Cluster
 from shoal.model.placement import desired_replicas, pod_request
 from shoal.model.scheduler_config import SchedulerConfig
 from shoal.scheduler import plugins as _plugins  # noqa: F401  (registers the built-in plugins)
 from shoal.scheduler import spread
-from shoal.scheduler.application import cluster_backend, request_for
 from shoal.scheduler.backends import Backends, Group
 from shoal.scheduler.framework import Decision, Framework
 from shoal.scheduler.metrics.cache import MetricCache
+from shoal.scheduler.requests import cluster_backend, request_for
 from shoal.testing import fleet
 
 #: cluster → its load (0 to 10); the score is the load normalised, so "e" (9) ranks first

@@ -7,10 +7,11 @@ from typing import Any
 import pytest
 
 from shoal.model.base import Metadata
-from shoal.model.kubernetes import Cluster, Placement
+from shoal.model.kubernetes import Cluster
 from shoal.model.placement import copy_for, desired_replicas, divide, room
-from shoal.scheduler.application import cluster_backend
+from shoal.model.placement_spec import Placement
 from shoal.scheduler.backends import Backend
+from shoal.scheduler.requests import cluster_backend
 from shoal.scheduler.spread import plan, short_of
 
 

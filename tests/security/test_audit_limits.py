@@ -157,15 +157,15 @@ async def test_flood_of_bad_requests(tmp_path: Path) -> None:
 
 
 def test_page_size_is_clamped() -> None:
-    from shoal.api.auth.guard import _checked_query, _read_query
+    from shoal.api.auth.query import checked_query, read_query
 
     def checked(query: bytes) -> bytes | str:
-        params = _read_query(query)
+        params = read_query(query)
         assert isinstance(params, dict)
-        return _checked_query(params, "list", limits)
+        return checked_query(params, "list", limits)
 
     limits = Limits(max_page=2)
     assert checked(b"limit=50&label_selector=a%3Db") == b"label_selector=a%3Db&limit=2"
     assert checked(b"limit=1") == b"limit=1"
-    assert _checked_query({}, "list_all", limits) == b"limit=2"
+    assert checked_query({}, "list_all", limits) == b"limit=2"
     assert checked(b"limit=%2B20000") == "limit: must be a whole number of at least 1, not '+20000'"

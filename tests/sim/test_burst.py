@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 import yaml
 
+from shoal.sim.asgi import load_yaml
 from shoal.sim.cluster import SimCluster
 from shoal.sim.controllers.base import Controllers
 from shoal.sim.objects import DEPLOYMENTS, PODS, REPLICASETS
-from shoal.sim.rest import load_yaml
 from shoal.sim.store import clone
 from shoal.testing.fleet import deployment
 from tests.util import wait_for

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from shoal.api.server import start_api
-from shoal.model.kubernetes import Application, Cluster, Placement
+from shoal.model.kubernetes import Application, Cluster
+from shoal.model.placement_spec import Placement
 from shoal.model.pods import Pod
 from shoal.model.scheduling import RescheduleTask
 from shoal.scheduler.scheduler import Scheduler

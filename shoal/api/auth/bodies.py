@@ -8,17 +8,14 @@ in the original order. A new RescheduleTask gets ``spec.requested_by``.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Callable
 from typing import Any
 
 import orjson
 
 from shoal.api.auth.authn import User
 from shoal.api.auth.rbac import Grant
-
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
+from shoal.machinery.asgi import Message, Receive, Send
 
 
 async def read_body(receive: Receive) -> bytes:

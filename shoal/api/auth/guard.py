@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote_plus, unquote_plus
 
 import orjson
 from starlette.responses import Response
@@ -29,12 +28,13 @@ from shoal.api.auth.authn import (
     User,
     authenticated,
 )
-from shoal.api.auth.config import Limits
 from shoal.api.auth.context import VISIBLE_NAMESPACE, WRITER_SEES_SECRETS
 from shoal.api.auth.limits import PerUser
+from shoal.api.auth.query import checked_query, read_query
 from shoal.api.auth.rbac import NOTHING, Authorizer, Grant
+from shoal.api.auth.rewrite import Rewrite
 from shoal.api.auth.roles import ADMINS, COMPONENTS, component_user
-from shoal.api.auth.secrets import Path_, paths_of_resource, redact
+from shoal.api.auth.secrets import paths_of_resource
 from shoal.api.auth.target import (
     ANY_USER,
     BATCHES,
@@ -45,15 +45,10 @@ from shoal.api.auth.target import (
     target,
 )
 from shoal.machinery import confined
+from shoal.machinery.asgi import ASGIApp, Message, Receive, Scope, Send
 from shoal.machinery.problems import problem
 from shoal.model import registry
 from shoal.store.base import NotFound, Store
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 _WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 HOOK_CALL = re.compile(r"^/kubernetes/namespaces/[^/]+/applications/[^/]+/(complete|shutdown)$")
@@ -176,14 +171,14 @@ class Guard:
             await self._batch(scope, receive, send, user, batch)
             return
         query: bytes = scope.get("query_string", b"")
-        params = _read_query(query) if query else {}
+        params = read_query(query) if query else {}
         if isinstance(params, str):
             await _answer(scope, receive, send, 400, params)
             return
         what = target(method, path, params)
         scope["shoal.target"] = what
         if query or what.verb in ("list", "list_all"):
-            checked = _checked_query(params, what.verb, self.limits.limits)
+            checked = checked_query(params, what.verb, self.limits.limits)
             if isinstance(checked, str):  # a value out of bounds: 422 naming it, as the route
                 await _answer(scope, receive, send, 422, checked)
                 return
@@ -227,7 +222,7 @@ class Guard:
                 secrets = None
         WRITER_SEES_SECRETS.set(secrets is None)
         if visible is not None or secrets is not None or keep is not None:
-            send = _Rewrite(send, visible, secrets, clear, keep).send
+            send = Rewrite(send, visible, secrets, clear, keep).send
         if what.resource == "rescheduletasks" and what.verb == "create":
             stamped = bodies.stamp_requester(scope.get(door.SCOPE_KEY), user)
             if stamped is not None:
@@ -365,142 +360,8 @@ def _no_credentials(scope: Scope) -> bool:
     )
 
 
-def _read_query(query: bytes) -> dict[str, str] | str:
-    """The query's parameters, each decoded once as the route decodes them (keys too:
-    ``%77atch`` is ``watch``), or why it is refused: a parameter given more than once
-    (the guard and the route would read different ones)."""
-    params: dict[str, str] = {}
-    for pair in query.split(b"&"):
-        if not pair:
-            continue
-        raw_key, _, raw_value = pair.partition(b"=")
-        key = unquote_plus(raw_key.decode("latin-1"))
-        if key in params:
-            return f"{key}: given more than once"
-        params[key] = unquote_plus(raw_value.decode("latin-1"))
-    return params
-
-
-def _checked_query(params: dict[str, str], verb: str, limits: Limits) -> bytes | str:
-    """The query the route will read, spelled from the parameters the guard read, or why
-    it is refused.
-
-    A list's page size is at most ``max_page``, and that when none is asked (the client
-    follows ``continue``); a watch's heartbeat is at least ``min_heartbeat``.
-    """
-    out: list[str] = []
-    limit: int | None = None
-    for key, value in params.items():
-        if key == "limit" and verb in ("list", "list_all"):
-            if not (value.isascii() and value.isdigit()) or int(value) < 1:
-                return f"limit: must be a whole number of at least 1, not {value!r}"
-            limit = min(int(value), limits.max_page)
-            continue
-        if key == "heartbeat" and verb == "watch":
-            try:
-                heartbeat = float(value)
-            except ValueError:
-                return f"heartbeat: must be a number of seconds, not {value!r}"
-            if not heartbeat >= limits.min_heartbeat:
-                return f"heartbeat: must be at least {limits.min_heartbeat:g} seconds"
-        out.append(f"{quote_plus(key)}={quote_plus(value)}")
-    if verb in ("list", "list_all"):
-        out.append(f"limit={limit if limit is not None else limits.max_page}")
-    return "&".join(out).encode()
-
-
 async def _answer(scope: Scope, receive: Receive, send: Send, status: int, detail: str) -> None:
     response = problem(status, detail)
     if status == 401:
         response.headers["www-authenticate"] = 'Bearer realm="shoal"'
     await response(scope, receive, send)
-
-
-@dataclass
-class _Rewrite:
-    """Filters list and watch answers by namespace and redacts secret fields.
-
-    JSON answers are rewritten whole; ndjson watch streams line by line.
-    """
-
-    _send: Send
-    visible: Grant | None
-    secrets: tuple[Path_, ...] | None
-    clear: Grant | None
-    own: Callable[[Any], bool] | None = None  # a cluster identity's field rule
-    mode: str = ""
-    start: Message | None = None
-    body: list[bytes] = field(default_factory=list)
-    partial: bytes = b""
-
-    def _keep(self, obj: Any) -> bool:
-        """False: drop the object; redacts it in place when the reader may not see secrets."""
-        if not isinstance(obj, dict):
-            return True
-        if self.own is not None and not self.own(obj):
-            return False
-        namespace = (obj.get("metadata") or {}).get("namespace")
-        if self.visible is not None and not self.visible.allows(namespace):
-            return False
-        if self.secrets is not None and not (self.clear and self.clear.allows(namespace)):
-            redact(obj, self.secrets)
-        return True
-
-    def _document(self, raw: bytes) -> bytes | None:
-        """The answer rewritten; None: one object the reader may not see (a cluster
-        identity's field rule answers that it does not exist)."""
-        data = orjson.loads(raw)
-        if isinstance(data, dict) and isinstance(data.get("items"), list):
-            data["items"] = [item for item in data["items"] if self._keep(item)]
-        elif not self._keep(data):
-            return None if self.own is not None else b"{}"
-        return orjson.dumps(data)
-
-    def _lines(self, chunk: bytes) -> bytes:
-        *lines, self.partial = (self.partial + chunk).split(b"\n")
-        out = []
-        for line in lines:
-            if not line:
-                out.append(b"\n")
-                continue
-            event = orjson.loads(line)
-            if self._keep(event.get("object")):
-                out.append(orjson.dumps(event) + b"\n")
-        return b"".join(out)
-
-    async def send(self, message: Message) -> None:
-        if message["type"] == "http.response.start":
-            types = [v for k, v in message.get("headers", ()) if k == b"content-type"]
-            kind = types[0] if types else b""
-            if message["status"] >= 300:
-                self.mode = "pass"
-            elif kind.startswith(b"application/x-ndjson"):
-                self.mode = "lines"
-            elif kind.startswith(b"application/json"):
-                self.mode = "document"
-            else:
-                self.mode = "pass"
-            if self.mode != "document":
-                await self._send(message)
-            else:
-                self.start = message
-            return
-        if message["type"] != "http.response.body" or self.mode == "pass":
-            await self._send(message)
-        elif self.mode == "lines":
-            await self._send({**message, "body": self._lines(message.get("body", b""))})
-        else:
-            self.body.append(message.get("body", b""))
-            if message.get("more_body"):
-                return
-            body = self._document(b"".join(self.body))
-            assert self.start is not None
-            start = self.start
-            if body is None:
-                hidden = problem(404, "not found")
-                body = bytes(hidden.body)
-                start = {**start, "status": 404, "headers": hidden.raw_headers}
-            headers = [(k, v) for k, v in start.get("headers", ()) if k != b"content-length"]
-            headers.append((b"content-length", str(len(body)).encode()))
-            await self._send({**start, "headers": headers})
-            await self._send({"type": "http.response.body", "body": body})

@@ -1,10 +1,10 @@
-"""Constraints and selectors: their operators, lexical rules and data classes, and the
-grammar that builds them.
+"""Constraints and selectors: their data classes, and the parser that builds them.
 
-Three small languages share one LALR grammar (built once at import) because the
-scheduler parses constraints on its hot path; canonical spellings skip lark. The classes
-and the parser live in one module: each class parses, and the parser builds each class.
-See the package for the syntax.
+Three small languages share one LALR grammar (``grammar``, built once at import) because
+the scheduler parses constraints on its hot path; canonical spellings skip lark. The
+operators and the rules of each word are ``lexical``'s. The classes and the parser live
+in one module: each class parses, and the parser builds each class. See the package for
+the syntax.
 """
 
 from __future__ import annotations
@@ -20,138 +20,21 @@ from typing import Any, ClassVar, TypeVar
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
-from shoal.machinery.names import (
-    DNS_SUBDOMAIN,
-    MAX_QUALIFIED_NAME,
-    OBJECT_NAME_RULE,
-    QUALIFIED_NAME,
-    object_name_problem,
+from shoal.machinery.selectors.grammar import DISPLAY, DISPLAY_ORDER, GRAMMAR, WORD
+from shoal.machinery.selectors.lexical import (
+    KEYWORDS,
+    ConstraintError,
+    LabelOp,
+    MetricOp,
+    SelectorOp,
+    check_key,
+    check_metric_name,
+    check_number,
+    check_value,
+    format_number,
+    format_value,
+    unquote,
 )
-
-
-class ConstraintError(ValueError):
-    """A constraint or selector that cannot be parsed, with the column where it went wrong."""
-
-    def __init__(self, message: str, column: int | None = None) -> None:
-        super().__init__(message)
-        self.column = column
-
-
-class LabelOp(enum.StrEnum):
-    """Operator of a label constraint; the value is its canonical spelling."""
-
-    EQ = "is"
-    NE = "is not"
-    IN = "in"
-    NOT_IN = "not in"
-
-
-class MetricOp(enum.StrEnum):
-    """Operator of a metric constraint; the value is its canonical spelling."""
-
-    EQ = "="
-    NE = "!="
-    GT = ">"
-    GE = ">="
-    LT = "<"
-    LE = "<="
-    IN = "in"
-    NOT_IN = "not in"
-
-
-class SelectorOp(enum.StrEnum):
-    """Operator of a label selector requirement; the value is its canonical spelling."""
-
-    EQ = "="
-    NE = "!="
-    IN = "in"
-    NOT_IN = "notin"
-    EXISTS = "exists"
-    NOT_EXISTS = "!"
-
-
-# --------------------------------------------------------------------------- lexical rules
-
-_NAME = QUALIFIED_NAME
-_DNS_SUBDOMAIN = DNS_SUBDOMAIN
-_MAX_NAME = MAX_QUALIFIED_NAME
-_MAX_PREFIX = 253
-_MAX_VALUE = MAX_QUALIFIED_NAME
-_BARE_VALUE = QUALIFIED_NAME
-
-
-def unquote(text: str) -> str:
-    return re.sub(r"\\(.)", r"\1", text[1:-1], flags=re.S)
-
-
-def check_key(key: str) -> str | None:
-    """Why ``key`` is not a Kubernetes label key, or None when it is one."""
-    prefix, slash, name = key.rpartition("/")
-    if slash:
-        if not prefix:
-            return "the prefix before '/' is empty"
-        if len(prefix) > _MAX_PREFIX or _DNS_SUBDOMAIN.fullmatch(prefix) is None:
-            return (
-                f"the prefix {prefix!r} must be a DNS subdomain (lowercase alphanumeric, "
-                f"'-' and '.', at most {_MAX_PREFIX} characters)"
-            )
-    if not name:
-        return "the name is empty"
-    if len(name) > _MAX_NAME:
-        return f"the name is longer than {_MAX_NAME} characters"
-    if _NAME.fullmatch(name) is None:
-        return (
-            "the name must consist of alphanumeric characters, '-', '_' or '.', "
-            "and start and end with an alphanumeric character"
-        )
-    return None
-
-
-def check_metric_name(name: str) -> str | None:
-    """Why ``name`` is not a metric name (a Metric's name, as Krake allows it), or None."""
-    if object_name_problem(name) is not None:
-        return f"a metric name {OBJECT_NAME_RULE}"
-    return None
-
-
-def check_value(value: str, quoted: bool = True) -> str | None:
-    """Why ``value`` is not a label value, or None when it is one."""
-    if len(value) > _MAX_VALUE:
-        return f"a label value is at most {_MAX_VALUE} characters long"
-    if not quoted and _BARE_VALUE.fullmatch(value) is None:
-        return (
-            "an unquoted value must consist of alphanumeric characters, '-', '_' or '.', "
-            "and start and end with an alphanumeric character; quote other values"
-        )
-    return None
-
-
-def check_number(value: float) -> str | None:
-    if not math.isfinite(value):
-        return "a metric value must be a finite number"
-    return None
-
-
-KEYWORDS = frozenset(
-    {"is", "not", "in", "notin", "greater", "less", "than", "or", "equal", "gt", "gte", "lt", "lte"}
-)
-
-
-def format_value(value: str) -> str:
-    """Spell a label value so that it parses back to itself (quoted only when needed)."""
-    if _BARE_VALUE.fullmatch(value) and value.lower() not in KEYWORDS:
-        return value
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def format_number(value: float) -> str:
-    """Spell a number shortly and so that it parses back to the same float."""
-    if value.is_integer() and abs(value) < 1e16:
-        return str(int(value))
-    return repr(value)
-
-
-# --------------------------------------------------------------------------- data classes
 
 
 @dataclass(frozen=True, slots=True)
@@ -347,117 +230,6 @@ def _check_text(text: object, start: str) -> None:
 
 P = TypeVar("P")
 
-# A keyword only counts as one when no name character follows ("notable" is a value).
-_KW = r"(?![-A-Za-z0-9_.])"
-
-_GRAMMAR = rf"""
-// ---- label constraints
-label_constraint: KEY _label_eq value               -> label_eq
-                | KEY _label_ne value               -> label_ne
-                | KEY _IN value_list                -> label_in
-                | KEY _NOT_IN value_list            -> label_not_in
-
-// ---- metric constraints
-metric_constraint: NAME _metric_eq number           -> metric_eq
-                 | NAME _metric_ne number           -> metric_ne
-                 | NAME (_W_GT | _GT) number        -> metric_gt
-                 | NAME (_W_GE | _GE | _GE2) number -> metric_ge
-                 | NAME (_W_LT | _LT) number        -> metric_lt
-                 | NAME (_W_LE | _LE | _LE2) number -> metric_le
-                 | NAME _IN number_list             -> metric_in
-                 | NAME _NOT_IN number_list         -> metric_not_in
-
-// ---- label selectors
-selector: [requirement (_COMMA requirement)*]
-requirement: KEY                                    -> sel_exists
-           | _BANG KEY                              -> sel_not_exists
-           | KEY (_EQ | _EQEQ) [value]              -> sel_eq
-           | KEY _NE [value]                        -> sel_ne
-           | KEY _IN value_list                     -> sel_in
-           | KEY (_NOTIN | _NOT_IN) value_list      -> sel_not_in
-
-// ---- shared pieces
-// Separate rules per language: shared ones would merge LALR states, and the contextual
-// lexer of a merged state would accept both a label value and a number there.
-_label_eq: _IS | _EQ | _EQEQ
-_label_ne: _IS_NOT | _NE
-_metric_eq: _IS | _EQ | _EQEQ
-_metric_ne: _IS_NOT | _NE
-value_list: _LPAR value (_COMMA value)* [_COMMA] _RPAR
-number_list: _LPAR number (_COMMA number)* [_COMMA] _RPAR
-value: BARE | STRING
-number: NUMBER
-
-// Multi-word operators are single terminals (fewer tokens, faster); the longer
-// spelling gets the higher priority because the lexer takes the first match.
-_IS.2: /is{_KW}/i
-_IS_NOT.3: /is\s+not{_KW}/i
-_IN.2: /in{_KW}/i
-_NOT_IN.3: /not\s+in{_KW}/i
-_NOTIN.2: /notin{_KW}/i
-_W_GT.2: /(?:gt|greater\s+than){_KW}/i
-_W_GE.3: /(?:gte|greater\s+than\s+or\s+equal){_KW}/i
-_W_LT.2: /(?:lt|less\s+than){_KW}/i
-_W_LE.3: /(?:lte|less\s+than\s+or\s+equal){_KW}/i
-_EQ: "="
-_EQEQ: "=="
-_NE: "!="
-_GT: ">"
-_GE: ">="
-_GE2: "=>"
-_LT: "<"
-_LE: "<="
-_LE2: "=<"
-_BANG: "!"
-_LPAR: "("
-_RPAR: ")"
-_COMMA: ","
-
-// Keys, names and values are lexed liberally and validated afterwards, for better messages.
-KEY: /[A-Za-z0-9_.\-\/]+/
-NAME: /[A-Za-z0-9_.\-:]+/
-BARE: /[A-Za-z0-9_.\-]+/
-STRING: /"(?:[^"\\]|\\.)*"/s | /'(?:[^'\\]|\\.)*'/s
-NUMBER: /[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?{_KW}/
-
-%ignore /\s+/
-"""
-
-# How terminals are named in error messages, in the order they are listed.
-_DISPLAY: dict[str, str] = {
-    "_IS": "is",
-    "_EQ": "=",
-    "_EQEQ": "==",
-    "_IS_NOT": "is not",
-    "_NE": "!=",
-    "_IN": "in",
-    "_NOT_IN": "not in",
-    "_NOTIN": "notin",
-    "_W_GT": "greater than, gt",
-    "_GT": ">",
-    "_W_GE": "greater than or equal, gte",
-    "_GE": ">=",
-    "_GE2": "=>",
-    "_W_LT": "less than, lt",
-    "_LT": "<",
-    "_W_LE": "less than or equal, lte",
-    "_LE": "<=",
-    "_LE2": "=<",
-    "_BANG": "!",
-    "_LPAR": "'('",
-    "_RPAR": "')'",
-    "_COMMA": "','",
-    "KEY": "a label key",
-    "NAME": "a metric name",
-    "BARE": "a value",
-    "STRING": "a value",
-    "NUMBER": "a number",
-    "$END": "end of input",
-}
-_DISPLAY_ORDER = {name: index for index, name in enumerate(_DISPLAY)}
-
-_WORD = re.compile(r"""[-A-Za-z0-9_./:]+|"[^"]*"?|'[^']*'?|\S""")
-
 
 # --------------------------------------------------------------------------- parsing
 
@@ -552,7 +324,7 @@ for _rule, (_builder, _op) in _RULES.items():
 
 
 _PARSER = Lark(
-    _GRAMMAR,
+    GRAMMAR,
     parser="lalr",
     lexer="contextual",
     start=["label_constraint", "metric_constraint", "selector"],
@@ -564,8 +336,8 @@ _PARSER = Lark(
 
 def _describe_expected(names: Iterable[str]) -> str:
     shown: list[str] = []
-    for name in sorted(names, key=lambda n: (_DISPLAY_ORDER.get(n, len(_DISPLAY)), n)):
-        label = _DISPLAY.get(name, name)
+    for name in sorted(names, key=lambda n: (DISPLAY_ORDER.get(n, len(DISPLAY)), n)):
+        label = DISPLAY.get(name, name)
         if label not in shown:
             shown.append(label)
     if not shown:
@@ -591,7 +363,7 @@ def _syntax_error(text: str, error: UnexpectedInput, start: str) -> ConstraintEr
         expected = error.allowed or ()
         position = error.pos_in_stream or 0
         column = position + 1
-        found = _WORD.match(text, position)
+        found = WORD.match(text, position)
         word = found.group() if found else text[position:]
     else:  # pragma: no cover - LALR raises only the two above
         column = getattr(error, "column", 0)

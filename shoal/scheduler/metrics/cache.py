@@ -14,11 +14,9 @@ import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass
 
 import aiohttp
-from prometheus_client import Counter, Histogram
 
 from shoal.machinery import outbound
 from shoal.model.base import Reason, ReasonCode
@@ -27,44 +25,33 @@ from shoal.model.core import (
     GlobalMetricsProvider,
     Metric,
     MetricsProvider,
-    MetricsProviderSpec,
     MetricsProviderStatus,
+)
+from shoal.scheduler.metrics.fetch import (
+    FETCH_ERRORS,
+    FETCH_SECONDS,
+    Provider,
+    ProviderHealth,
+    ProviderKey,
+    fetch,
+    provider_label,
 )
 from shoal.scheduler.metrics.providers import MetricError, MetricsProviderClient, provider_client
 
 __all__ = [
-    "FETCH_ERRORS",
-    "FETCH_SECONDS",
     "MetricCache",
     "MetricKey",
     "MetricValue",
     "OnChange",
-    "ProviderHealth",
-    "ProviderKey",
 ]
 
 log = logging.getLogger(__name__)
 
 #: ``(namespaced, namespace, name)`` of a Metric (namespace set) or GlobalMetric (None).
 MetricKey = tuple[bool, str | None, str]
-#: ``(namespaced, namespace, name)`` of a MetricsProvider or GlobalMetricsProvider.
-ProviderKey = tuple[bool, str | None, str]
 OnChange = Callable[[set[MetricKey]], Awaitable[None] | None]
 #: A value a provider serves: the provider and the name it is fetched by.
 Value = tuple[ProviderKey, str]
-
-FETCH_SECONDS = Histogram(
-    "shoal_metrics_provider_fetch_seconds",
-    "Time of one fetch of all metrics in use from a metrics provider",
-    ["provider"],
-    buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
-)
-FETCH_ERRORS = Counter(
-    "shoal_metrics_provider_errors_total",
-    "Fetches from a metrics provider that found it unreachable",
-    ["provider"],
-)
-
 
 @dataclass(frozen=True, slots=True)
 class MetricValue:
@@ -72,35 +59,6 @@ class MetricValue:
 
     value: float
     normalised: float
-
-
-@dataclass(slots=True)
-class ProviderHealth:
-    """What the cache saw of one provider."""
-
-    last_fetch: datetime | None = None
-    latency: float | None = None
-    consecutive_errors: int = 0
-    last_error: str | None = None
-    fetches: int = 0
-    requests: int = 0
-    errors: int = 0
-    metrics: int = 0
-
-
-@dataclass(slots=True)
-class _Provider:
-    spec: MetricsProviderSpec
-    label: str
-    client: MetricsProviderClient | None = None
-    requests_seen: int = 0
-    health: ProviderHealth = field(default_factory=ProviderHealth)
-
-
-def provider_label(key: ProviderKey) -> str:
-    """``name`` of a global provider, ``namespace/name`` of a namespaced one."""
-    namespaced, namespace, name = key
-    return f"{namespace}/{name}" if namespaced else name
 
 
 class MetricCache:
@@ -128,7 +86,7 @@ class MetricCache:
         # a namespaced provider's URL is a tenant's: fetched under the outbound policy
         self._tenant_http: aiohttp.ClientSession | None = None
         self._metrics: dict[MetricKey, Metric | GlobalMetric] = {}
-        self._providers: dict[ProviderKey, _Provider] = {}
+        self._providers: dict[ProviderKey, Provider] = {}
         self._values: dict[ProviderKey, dict[str, float | MetricError]] = {}
         self._tracked: set[MetricKey] | None = None
         self._wanted: set[MetricKey] = set()
@@ -174,7 +132,7 @@ class MetricCache:
             self._values.pop(key, None)
             current.spec = obj.spec
         else:
-            self._providers[key] = _Provider(spec=obj.spec, label=provider_label(key))
+            self._providers[key] = Provider(spec=obj.spec, label=provider_label(key))
         self._provider_changed(key)
         self._wake.set()
 
@@ -199,7 +157,7 @@ class MetricCache:
         self._reindex_all = True
         self._wake.set()
 
-    def _retire(self, provider: _Provider) -> None:
+    def _retire(self, provider: Provider) -> None:
         if provider.client is not None:
             self._retired.append(provider.client)
             provider.client = None
@@ -385,53 +343,7 @@ class MetricCache:
             provider.client = provider_client(
                 provider.spec, timeout=self.timeout, http=self._client(tenant), tenant=tenant
             )
-        client = provider.client
-        started = time.monotonic()
-        message = f"provider {provider.label!r} returned nothing"
-        try:
-            async with asyncio.timeout(self.timeout * 2):
-                result = await client.fetch(names)
-        except TimeoutError:
-            result = {}
-            message = f"provider {provider.label!r} timed out"
-        except Exception as exc:  # a bug in one client must not stop every refresh
-            log.exception("fetch from metrics provider %s failed", provider.label)
-            result = {}
-            message = f"provider {provider.label!r} failed: {exc}"
-        if not result:
-            error = MetricError(ReasonCode.UNREACHABLE_METRICS_PROVIDER, message)
-            result = dict.fromkeys(names, error)
-        if not result.keys() >= set(names):
-            for name in names:  # a client that forgets a metric did not find it
-                if name not in result:
-                    message = f"no value of {name!r} returned"
-                    result[name] = MetricError(ReasonCode.UNKNOWN_METRIC, message)
-        latency = time.monotonic() - started
-        h = provider.health
-        h.fetches += 1
-        h.requests += client.requests - provider.requests_seen
-        provider.requests_seen = client.requests
-        h.metrics = len(names)
-        h.last_fetch = datetime.now(UTC)
-        h.latency = latency
-        FETCH_SECONDS.labels(provider.label).observe(latency)
-        down = next(
-            (
-                v
-                for v in result.values()
-                if isinstance(v, MetricError) and v.code == ReasonCode.UNREACHABLE_METRICS_PROVIDER
-            ),
-            None,
-        )
-        if down is not None:
-            h.errors += 1
-            h.consecutive_errors += 1
-            h.last_error = down.message
-            FETCH_ERRORS.labels(provider.label).inc()
-        else:
-            h.consecutive_errors = 0
-            h.last_error = None
-        return result
+        return await fetch(provider, provider.client, names, self.timeout)
 
     def _diff(self, moved: set[Value]) -> set[MetricKey]:
         """The metrics whose value or error is not what the last diff saw (one that is no
