@@ -50,3 +50,39 @@ async def test_a_token_for_the_cluster_joins_a_new_agent(hub: Hub, members: Any)
 
     await wait_for(applied, timeout=60)
     assert await deployment_uid(edge, "web") == uid  # changed in place, never redeployed
+
+
+async def test_a_revoked_agent_stops_and_a_new_token_joins_it_again(
+    hub: Hub, members: Any
+) -> None:
+    edge = await members("edge", site="edge")
+    await hub.admin.create(app_on("web", 1))
+    await wait_for(lambda: settled(hub, {"web": 1}), timeout=60)
+    revoked = await hub.admin.request(
+        "DELETE", f"/kubernetes/namespaces/{NS}/clusters/edge/credential"
+    )
+    assert revoked["generation"] == 1
+    assert edge.process is not None
+    process = edge.process
+
+    async def stopped() -> bool:
+        return process.poll() is not None
+
+    await wait_for(stopped, timeout=60)  # retrying cannot help: it stops, saying why
+    assert process.returncode != 0
+    log = edge.log.read_text()
+    assert "credential revoked" in log and "join-token create --cluster edge" in log
+    assert not (edge.state_dir / "credential.json").exists()
+    assert (edge.state_dir / "credential.revoked.json").exists()
+
+    made = await hub.admin.request(
+        "POST", f"/kubernetes/namespaces/{NS}/jointokens", body={"cluster": "edge"}
+    )
+    edge.start(made["token"])  # the same state directory: the token is used
+    await wait_for(lambda: online(hub, "edge"), timeout=60)
+    await hub.admin.delete(Application, "web", NS)
+
+    async def removed() -> bool:
+        return await deployments(edge) == {}
+
+    await wait_for(removed, timeout=60)
