@@ -193,8 +193,12 @@ def _joins(router: APIRouter, resources: Resources, credentials: ClusterCredenti
         if stored.spec.mode != "pull" or stored.metadata.deleted is not None:
             raise ProblemError(403, f"cluster {namespace}/{name} is no pull cluster now")
         uid = stored.metadata.uid or ""
-        generation = await clusters.generation(store, uid)
-        return _answer(credentials.issue(namespace, name, uid, generation), namespace, name)
+        # the generation of the credential presented, never the newest: a renewal racing a
+        # revoke gives a credential the revoke refuses as well
+        held = int(claims.get("gen") or 0)
+        if held < await clusters.generation(store, uid):
+            raise ProblemError(401, "credential revoked: a revoke came after it was issued")
+        return _answer(credentials.issue(namespace, name, uid, held), namespace, name)
 
     router.add_api_route(
         "/kubernetes/namespaces/{namespace}/clusters/{name}/credential",

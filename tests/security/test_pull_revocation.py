@@ -105,6 +105,10 @@ async def test_a_token_for_a_cluster_joins_it_again(secured: Secured) -> None:
     async with as_cluster(secured, answer.json()["credential"]) as new:
         copies = await new.get(COPIES)
         assert [c["metadata"]["name"] for c in copies.json()["items"]] == ["web:edge-1"]
+        renewed = await new.post(f"{CLUSTERS}/edge-1/credential")  # of the new generation
+        assert renewed.status_code == 200, renewed.text
+    async with as_cluster(secured, renewed.json()["credential"]) as again:
+        assert (await again.get(f"{CLUSTERS}/edge-1")).status_code == 200
     async with as_cluster(secured, old) as gone:  # one agent per cluster: the old is revoked
         await refused_everything(gone, "edge-1", "were revoked after it was issued")
     assert (await join(secured, token, "edge-1")).status_code == 401  # used
