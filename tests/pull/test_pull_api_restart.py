@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from shoal.agent import joining
-from shoal.client.rest import ShoalClient
+from shoal.client.rest import Conflict, ShoalClient
 from shoal.kube.controller import KubeController
 from shoal.model.kubernetes import Application
 from shoal.observer.controller import ClusterObserver
@@ -77,6 +77,22 @@ async def restart(hub: Hub, tmp_path: Path, down: float) -> None:
     await hub.server.wait_ready()
 
 
+async def scaled(hub: Hub, name: str, replicas: int) -> None:
+    """The application's Deployment given ``replicas``: read and written again until no
+    controller's status write came between."""
+
+    async def written() -> bool:
+        app = await hub.admin.get(Application, name, NS)
+        app.spec.manifest = [fleet.deployment(name, "nginx:1", replicas=replicas)]
+        try:
+            await hub.admin.update(app)
+        except Conflict:
+            return False
+        return True
+
+    await wait_for(written, timeout=30)
+
+
 async def test_the_member_holds_what_the_hub_says_after_api_restarts(
     hub: Hub, members: Any, tmp_path: Path
 ) -> None:
@@ -92,9 +108,7 @@ async def test_the_member_holds_what_the_hub_says_after_api_restarts(
     # changes the API acknowledged just before it dies: the hub and the agent meet them
     # only after the restart
     await hub.admin.delete(Application, "a1", NS)
-    a2 = await hub.admin.get(Application, "a2", NS)
-    a2.spec.manifest = [fleet.deployment("a2", "nginx:1", replicas=3)]
-    await hub.admin.update(a2)
+    await scaled(hub, "a2", 3)
     await hub.admin.create(app_on("a4", 2))
     await restart(hub, tmp_path, down=2.0)
 
@@ -102,9 +116,7 @@ async def test_the_member_holds_what_the_hub_says_after_api_restarts(
     await wait_for(lambda: online(hub, "edge"), timeout=60)
     await hub.admin.delete(Application, "a3", NS)
     await hub.admin.create(app_on("a5", 1))
-    a4 = await hub.admin.get(Application, "a4", NS)
-    a4.spec.manifest = [fleet.deployment("a4", "nginx:1", replicas=1)]
-    await hub.admin.update(a4)
+    await scaled(hub, "a4", 1)
     await restart(hub, tmp_path, down=0.5)  # once more, at once
 
     wanted = {"a2": 3, "a4": 1, "a5": 1}

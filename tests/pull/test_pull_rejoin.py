@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from shoal.model.kubernetes import Application, Cluster
-from shoal.testing import fleet
 from shoal.testing.wait import wait_for
 from tests.pull.conftest import NS, Hub, Member, online
+from tests.pull.test_pull_api_restart import scaled
 from tests.pull.test_pull_reconnect import app_on, deployments, settled
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -40,9 +40,7 @@ async def test_a_token_for_the_cluster_joins_a_new_agent(hub: Hub, members: Any)
     await wait_for(lambda: online(hub, "edge"), timeout=60)
     assert (await hub.admin.get(Cluster, "edge", NS)).metadata.uid == cluster_uid
 
-    web = await hub.admin.get(Application, "web", NS)  # the new agent runs its copies
-    web.spec.manifest = [fleet.deployment("web", "nginx:1", replicas=3)]
-    await hub.admin.update(web)
+    await scaled(hub, "web", 3)  # the new agent runs its copies
     await hub.admin.create(app_on("api", 1))
 
     async def applied() -> bool:
