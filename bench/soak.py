@@ -98,8 +98,6 @@ class Soak:
         self.args = args
         self.etcd = etcd
         self.killable = KILLABLE + (("api-2", "etcd") if etcd else ())
-        if _pull_count(args.clusters):
-            self.killable += ("pull-agent",)
         self.pulled: list[str] = []  # the pull clusters, a third of --clusters
         self.paused: dict[str, int] = {}  # pull cluster → its agent's pid, stopped
         self.resumes: list[asyncio.Task[None]] = []
@@ -477,8 +475,16 @@ class Soak:
 
                 self._restart_later(start)
             return
-        if name == "pull-agent":  # ``shoal up`` starts it again at once: a restart
-            name = f"join-{self.rng.choice(self.pulled)}"
+        found = self.components().get(name)
+        if found is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(found[0], signal.SIGKILL)
+                self._kill_noted(name, found[0])
+
+    async def kill_agent(self) -> None:
+        """A pull cluster's agent SIGKILLed (``shoal up`` starts it again: it resumes with
+        its kept credential and lists its Copies again)."""
+        name = f"join-{self.rng.choice(self.pulled)}"
         found = self.components().get(name)
         if found is not None:
             with contextlib.suppress(ProcessLookupError):
@@ -531,12 +537,13 @@ class Soak:
         "create_app": 30, "update_app": 10, "delete_app": 10, "reschedule_app": 3,
         "reschedule_task": 1, "create_pod": 12, "delete_pod": 5, "relabel_cluster": 4,
         "cordon_cluster": 2, "drain_cluster": 1, "change_metrics": 2, "toggle_unreachable": 3,
-        "delete_cluster": 3, "kill": 3, "pause_agent": 1,
+        "delete_cluster": 3, "kill": 3, "kill_agent": 1, "pause_agent": 1,
     }  # fmt: skip
 
     async def chaos(self) -> None:
         deadline = time.monotonic() + self.args.minutes * 60
-        actions = {k: v for k, v in self.ACTIONS.items() if k != "pause_agent" or self.pulled}
+        agents = ("kill_agent", "pause_agent")
+        actions = {k: v for k, v in self.ACTIONS.items() if k not in agents or self.pulled}
         names, weights = zip(*actions.items(), strict=True)
         while time.monotonic() < deadline:
             action = self.rng.choices(names, weights)[0]
