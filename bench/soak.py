@@ -4,18 +4,24 @@ member clusters themselves.
     .venv/bin/python bench/soak.py [--minutes 5] [--seed N] [--clusters 3] [--settle 180]
                                    [--store sqlite|etcd]
 
-Every component runs as its own process, as ``shoal up`` starts them (API, scheduler,
+Every component runs as its own process, as ``shoal up --tls`` starts them (API, scheduler,
 kube controller, observer, garbage collector, reschedule controller, agents, ``shoal
-sim``). The store is SQLite, or with ``--store etcd`` a three-member etcd with a second
-API server on it: the soak's own requests go to either API server. For ``--minutes``,
-from ``--seed``, it creates, updates and deletes applications (some that fit nowhere),
-creates and deletes fleet pods, relabels clusters (their applications move), cordons,
-uncordons and drains them, makes them unreachable and reachable again, deletes them and
-registers them again under the same name, changes metric values and makes the metrics
-provider fail, requests reschedules and runs RescheduleTasks, and SIGKILLs components
-(``shoal up`` starts its own again; the soak restarts the second API server and etcd
-members after a random delay, keeping etcd's quorum). Then it heals the world and lets
-the system settle, auditing until every invariant holds or ``--settle`` seconds pass:
+sim``). A third of ``--clusters`` join in pull mode (``pull-1``…, ``shoal up
+--pull-clusters``), each with its agent (``shoal join``) as a process; the rest are push
+clusters (``sim-1``…). The store is SQLite, or with ``--store etcd`` a three-member etcd with a
+second API server on it: the soak's own requests go to either API server. For
+``--minutes``, from ``--seed``, it creates, updates and deletes applications (some that fit
+nowhere), creates and deletes fleet pods, relabels clusters (their applications move),
+cordons, uncordons and drains them, makes them unreachable and reachable again, deletes
+them and registers them again under the same name, changes metric values and makes the
+metrics provider fail, requests reschedules and runs RescheduleTasks, SIGKILLs components,
+pull clusters' agents among them (``shoal up`` starts its own again; the soak restarts the
+second API server and etcd members after a random delay, keeping etcd's quorum), and stops
+a pull cluster's agent (SIGSTOP, its network as good as cut) for longer than the lease, so
+that its cluster goes OFFLINE and its shares move, then lets it go on. Pull clusters are
+never deleted: that revokes the agent's credential, and only a new join token brings the
+cluster back. Then it heals the world and lets the system settle, auditing until every
+invariant holds or ``--settle`` seconds pass:
 
 - every application that fits somewhere is RUNNING on the cluster its status names, with
   each of its objects there once; one that fits nowhere is PENDING (its copy may still run
@@ -92,6 +98,9 @@ class Soak:
         self.args = args
         self.etcd = etcd
         self.killable = KILLABLE + (("api-2", "etcd") if etcd else ())
+        self.pulled: list[str] = []  # the pull clusters, a third of --clusters
+        self.paused: dict[str, int] = {}  # pull cluster → its agent's pid, stopped
+        self.resumes: list[asyncio.Task[None]] = []
         self.apis: list[httpx.AsyncClient] = []
         self.api_2: asyncio.subprocess.Process | None = None
         self.api_2_command: list[str] = []
@@ -102,6 +111,7 @@ class Soak:
         self.cordoned: set[str] = set()
         self.informers: dict[str, int] = {}  # component → informers the audit compared
         self.several = (0, 0)  # applications with spec.placement, and on two clusters
+        self.on_pull = 0  # applications running on a pull cluster (at the last audit)
         self.rng = random.Random(args.seed)
         self.data = data
         self.port = free_ports(1)  # shoal up binds it later
@@ -125,9 +135,11 @@ class Soak:
         env.pop("SHOAL_CONFIG", None)
         store = ["--store", self.etcd.url] if self.etcd else []
         log = _log_file(self.data / "up.log")
+        pull = _pull_count(self.args.clusters)
         self.up = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "shoal.cli.main", "up", "--port", str(self.port),
-            "--data-dir", str(self.data), "--clusters", str(self.args.clusters), "--no-demo",
+            "--data-dir", str(self.data), "--clusters", str(self.args.clusters - pull),
+            "--tls", "--pull-clusters", str(pull), "--no-demo",
             "--metrics-port", str(free_ports(len(NAMES))),
             "--log-level", self.args.log_level, *store,
             stdout=log, stderr=asyncio.subprocess.STDOUT, env=env, cwd=ROOT,
@@ -140,6 +152,7 @@ class Soak:
             await asyncio.sleep(0.2)
         settings = yaml.safe_load(config.read_text())
         self.token = settings["token"]
+        self.ca = settings["ca"]  # the API serves HTTPS, as pull clusters need
         self.api = self._client(settings["api"])
         self.apis = [self.api]
         sim_token = (self.data / "sim.token").read_text().strip()  # shoal up's, beside sim.url
@@ -149,9 +162,29 @@ class Soak:
         # the member clusters' own APIs, read as kubectl would: the admin API's token is not
         # theirs, and a cluster refuses a token not its own (401)
         self.members = httpx.AsyncClient(base_url=sim_url, timeout=10)
-        self.names = [f"sim-{i + 1}" for i in range(self.args.clusters)]
+        push = [f"sim-{i + 1}" for i in range(self.args.clusters - pull)]
+        self.pulled = [f"pull-{i + 1}" for i in range(pull)]
+        self.names = push + self.pulled
+        await self._place_pull_clusters()
         if self.etcd:
             await self._start_api_2()
+
+    async def _place_pull_clusters(self) -> None:
+        """Each pull cluster, once its agent joined, gets a location the applications ask
+        for (``shoal up`` labels them ``location=EDGE``), so that copies run on them."""
+        deadline = time.monotonic() + 120
+        for name in self.pulled:
+            while True:
+                answer = await self.api.get(f"{CLUSTERS}/{name}")
+                if answer.status_code == 200:
+                    cluster = answer.json()
+                    cluster["metadata"]["labels"]["location"] = self.rng.choice(LOCATIONS[:3])
+                    if (await self.api.put(f"{CLUSTERS}/{name}", json=cluster)).is_success:
+                        self.note(name, f"pull cluster at {cluster['metadata']['labels']}")
+                        break
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"pull cluster {name} did not join; see {self.data}/logs")
+                await asyncio.sleep(0.5)
 
     def _client(self, url: str) -> httpx.AsyncClient:
         async def seen(response: httpx.Response) -> None:
@@ -161,7 +194,7 @@ class Soak:
 
         return httpx.AsyncClient(
             base_url=url, timeout=10, headers={"authorization": f"Bearer {self.token}"},
-            event_hooks={"response": [seen]},
+            event_hooks={"response": [seen]}, verify=self.ca,
         )  # fmt: skip
 
     async def _start_api_2(self) -> None:
@@ -176,7 +209,7 @@ class Soak:
             port = free_ports(1)  # the API process binds it later
             command[command.index("--port") + 1] = str(port)
             self.api_2_command = command
-            self.apis.append(self._client(f"http://127.0.0.1:{port}"))
+            self.apis.append(self._client(f"https://127.0.0.1:{port}"))
         env = {**os.environ, "SHOAL_CONFIG": os.devnull}
         self.api_2 = await asyncio.create_subprocess_exec(
             *self.api_2_command, stdout=_log_file(self.data / "logs" / "api-2.log", "ab"),
@@ -184,8 +217,10 @@ class Soak:
         )  # fmt: skip
 
     async def stop_up(self) -> None:
-        for task in self.restarts:
+        for task in (*self.restarts, *self.resumes):
             task.cancel()
+        for name in list(self.paused):
+            self._resume(name)  # a stopped process ignores shoal up's SIGTERM
         if self.api_2 is not None and self.api_2.returncode is None:
             self.api_2.kill()
             await self.api_2.wait()
@@ -215,6 +250,9 @@ class Soak:
             if parent != self.up.pid:
                 continue
             text = [w.decode() for w in words if w]
+            if "join" in text:  # a pull cluster's agent, ``shoal join --name pull-1``
+                found[f"join-{text[text.index('--name') + 1]}"] = (int(entry.name), text)
+                continue
             name = "agents" if "shoal.system.processes" in text else next(
                 (w for w in text if w in KILLABLE or w in NAMES or w == "sim"), "?")
             found[name] = (int(entry.name), text)
@@ -311,11 +349,14 @@ class Soak:
             self.note(name, "unreachable")
 
     async def delete_cluster(self) -> None:
+        """A push cluster deleted, then registered again under its name. Not a pull
+        cluster: deleting one revokes its agent's credential, and only a new join token
+        brings it back (docs/pull-mode.md); the soak stops and kills agents instead."""
         if self.deleted:
             name = self.rng.choice(sorted(self.deleted))
             await self._register_again(name)
             return
-        name = self.rng.choice(self.names)
+        name = self.rng.choice([n for n in self.names if n not in self.pulled])
         answer = await self.api.get(f"{CLUSTERS}/{name}")
         if answer.status_code != 200:
             return
@@ -440,6 +481,47 @@ class Soak:
                 os.kill(found[0], signal.SIGKILL)
                 self._kill_noted(name, found[0])
 
+    async def kill_agent(self) -> None:
+        """A pull cluster's agent SIGKILLed (``shoal up`` starts it again: it resumes with
+        its kept credential and lists its Copies again)."""
+        name = f"join-{self.rng.choice(self.pulled)}"
+        found = self.components().get(name)
+        if found is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(found[0], signal.SIGKILL)
+                self._kill_noted(name, found[0])
+
+    async def pause_agent(self) -> None:
+        """A pull cluster's agent stopped (SIGSTOP: as if its network were cut) for longer
+        than the lease: its cluster goes OFFLINE and its shares move; then it goes on."""
+        running = [n for n in self.pulled if n not in self.paused]
+        if not running:
+            return
+        name = self.rng.choice(running)
+        found = self.components().get(f"join-{name}")
+        if found is None:
+            return
+        pid = found[0]
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGSTOP)
+            self.paused[name] = pid
+            self.kills["pull-agent (stopped)"] += 1
+            self.note(name, f"agent stopped (SIGSTOP {pid})")
+            self.note("processes", f"SIGSTOP join-{name} ({pid})")
+
+            async def later() -> None:
+                await asyncio.sleep(self.rng.uniform(45, 60))
+                self._resume(name)
+
+            self.resumes.append(asyncio.create_task(later()))
+
+    def _resume(self, name: str) -> None:
+        pid = self.paused.pop(name, None)
+        if pid is not None:
+            with contextlib.suppress(ProcessLookupError):  # killed meanwhile, and restarted
+                os.kill(pid, signal.SIGCONT)
+            self.note(name, f"agent goes on (SIGCONT {pid})")
+
     def _kill_noted(self, name: str, pid: int) -> None:
         self.kills[name.split(" ")[0]] += 1
         self.note("processes", f"SIGKILL {name} ({pid})")
@@ -455,12 +537,14 @@ class Soak:
         "create_app": 30, "update_app": 10, "delete_app": 10, "reschedule_app": 3,
         "reschedule_task": 1, "create_pod": 12, "delete_pod": 5, "relabel_cluster": 4,
         "cordon_cluster": 2, "drain_cluster": 1, "change_metrics": 2, "toggle_unreachable": 3,
-        "delete_cluster": 3, "kill": 3,
+        "delete_cluster": 3, "kill": 3, "kill_agent": 1, "pause_agent": 1,
     }  # fmt: skip
 
     async def chaos(self) -> None:
         deadline = time.monotonic() + self.args.minutes * 60
-        names, weights = zip(*self.ACTIONS.items(), strict=True)
+        agents = ("kill_agent", "pause_agent")
+        actions = {k: v for k, v in self.ACTIONS.items() if k not in agents or self.pulled}
+        names, weights = zip(*actions.items(), strict=True)
         while time.monotonic() < deadline:
             action = self.rng.choices(names, weights)[0]
             self.api = self.rng.choice(self.apis)
@@ -476,6 +560,10 @@ class Soak:
         for name in self.names:
             await self.sim.delete(f"/admin/clusters/{name}/faults")
         self.unreachable.clear()
+        for task in self.resumes:
+            task.cancel()
+        for name in list(self.paused):
+            self._resume(name)
         self.api = self.apis[0]
         await asyncio.gather(*self.restarts, return_exceptions=True)
         if self.etcd:
@@ -565,6 +653,7 @@ class Soak:
             wrong += _placement_wrong(app, clusters, replicas)
         spread = [a for a in apps.values() if a["spec"].get("placement")]
         self.several = (len(spread), sum(len(_runs_on(a)) > 1 for a in spread))
+        self.on_pull = sum(bool(set(_runs_on(a)) & set(self.pulled)) for a in apps.values())
         pods = {p["metadata"]["uid"]: p for p in (await self.api.get(PODS)).json()["items"]}
         members: dict[str, list[str]] = defaultdict(list)
         for cluster in self.names:
@@ -726,6 +815,11 @@ def _clusters(clusters: dict[str, Obj]) -> str:
     )  # fmt: skip
 
 
+def _pull_count(clusters: int) -> int:
+    """How many of ``clusters`` join in pull mode: a third (none of one alone)."""
+    return clusters // 3 if clusters >= 3 else 0
+
+
 def _log_file(path: Path, mode: str = "wb") -> Any:
     return path.open(mode)  # kept open for the process's life
 
@@ -755,8 +849,8 @@ async def run(args: argparse.Namespace) -> int:
         finally:
             await soak.stop_up()
         store = "a three-member etcd, two API servers" if etcd else "SQLite"
-        print(f"\nShoal soak — seed {args.seed}, {args.minutes:g} min, {args.clusters} clusters, "
-              f"{store}")  # fmt: skip
+        print(f"\nShoal soak — seed {args.seed}, {args.minutes:g} min, {args.clusters} clusters "
+              f"({len(soak.pulled)} in pull mode), {store}")  # fmt: skip
         print("actions: " + ", ".join(f"{k} {v}" for k, v in sorted(soak.actions.items())))
         print("kills:   " + (", ".join(f"{k} {v}" for k, v in sorted(soak.kills.items()))
                              or "none"))  # fmt: skip
@@ -769,6 +863,8 @@ async def run(args: argparse.Namespace) -> int:
         print(f"components running at the end: {', '.join(sorted(left))}")
         print(f"applications on several clusters at the end: {soak.several[0]} "
               f"({soak.several[1]} running on two)")  # fmt: skip
+        print(f"applications on pull clusters ({', '.join(soak.pulled) or 'none'}) at the end: "
+              f"{soak.on_pull}")  # fmt: skip
         print("informers compared with the store: "
               + ", ".join(f"{k} {v}" for k, v in sorted(soak.informers.items())))  # fmt: skip
         if soak.deleted or soak.cordoned:  # the world was not whole when settling began

@@ -35,6 +35,29 @@ STATE_FILE = "credential.json"
 CLUSTER_INFO = "/cluster-info"
 
 
+REVOKED = "credential revoked"
+"""How the API's refusal of a credential revoked for good begins (a 401)."""
+
+
+def revoked(error: BaseException) -> bool:
+    """Whether ``error`` is the API refusing the credential for good: its cluster was
+    deleted or its credentials revoked. Retrying cannot help; only a new join token can."""
+    return (
+        isinstance(error, ApiError) and error.status == 401 and error.detail.startswith(REVOKED)
+    )
+
+
+def set_aside(state_dir: Path) -> Path:
+    """Move a revoked credential out of the way (``credential.revoked.json``), so that the
+    next ``shoal join`` in ``state_dir`` joins with its token; the record of what the
+    agent ran there stays (it prunes what is left on connecting)."""
+    path = state_dir / STATE_FILE
+    aside = state_dir / "credential.revoked.json"
+    if path.exists():
+        path.replace(aside)
+    return aside
+
+
 class JoinError(Exception):
     """The join cannot go on; the message says why and what to do."""
 

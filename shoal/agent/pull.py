@@ -16,6 +16,7 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 
+from shoal.agent.joining import revoked
 from shoal.client.kube import KubeApiError, KubeCluster, KubeUnreachable
 from shoal.client.rest import ApiError, Conflict, ShoalClient, Unreachable
 from shoal.machinery.backoff import Backoff
@@ -111,6 +112,8 @@ class StatusKeeper:
             except asyncio.CancelledError:
                 raise
             except (ApiError, Unreachable, RuntimeError) as error:  # the hub is away
+                if revoked(error):
+                    raise
                 log.warning("cluster %s/%s: status not written: %s", self.namespace,
                             self.name, error)  # fmt: skip
                 await asyncio.sleep(backoff.failed())

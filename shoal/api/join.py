@@ -21,7 +21,7 @@ from fastapi import APIRouter, Body, Path, Request
 from pydantic import Field
 from starlette.responses import Response
 
-from shoal.api.auth import Protection, jointokens
+from shoal.api.auth import Protection, clusters, jointokens
 from shoal.api.auth.authn import User
 from shoal.api.auth.clusters import ClusterCredentials, Credential, identity
 from shoal.api.codec import rfc3339
@@ -43,6 +43,14 @@ class TokenRequest(Model):
         ge=60,
         le=jointokens.MAX_TTL,
         description="Seconds the token may be used (it registers one cluster, once).",
+    )
+    cluster: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_OBJECT_NAME,
+        pattern=_NAME,
+        description="The one cluster name it joins: a pull cluster that exists is joined "
+        "again by a new agent (its credentials issued before are revoked).",
     )
 
 
@@ -89,12 +97,13 @@ def _joins(router: APIRouter, resources: Resources, credentials: ClusterCredenti
     ) -> Response:
         user = request.scope.get("shoal.user")
         by = user.name if isinstance(user, User) else ""
-        made = await jointokens.create(store, namespace, body.ttl, by)
+        made = await jointokens.create(store, namespace, body.ttl, by, cluster=body.cluster)
         answer = {
             "token": made.token,
             "id": made.id,
             "namespace": made.namespace,
             "expires": _moment(made.expires),
+            "cluster": made.cluster,
         }
         return Response(orjson.dumps(answer), media_type="application/json")
 
@@ -109,6 +118,16 @@ def _joins(router: APIRouter, resources: Resources, credentials: ClusterCredenti
 
     async def join(body: JoinRequest) -> Response:
         claim = await jointokens.consume(store, body.token, body.name)
+        if claim.cluster is not None:
+            try:
+                return await rejoin(claim, body)
+            except ProblemError as error:
+                if error.status != 404:  # 404: no such cluster (now), the token registers it
+                    await jointokens.release(store, claim)
+                    raise
+            except BaseException:
+                await jointokens.release(store, claim)
+                raise
         cluster = Cluster(
             metadata=Metadata(name=body.name, namespace=claim.namespace, labels=body.labels),
             spec=ClusterSpec(mode="pull"),
@@ -119,7 +138,9 @@ def _joins(router: APIRouter, resources: Resources, credentials: ClusterCredenti
             await jointokens.release(store, claim)
             raise ProblemError(
                 409,
-                f"name: cluster {claim.namespace}/{body.name} exists; the token is not used",
+                f"name: cluster {claim.namespace}/{body.name} exists; the token is not used "
+                "(a token made for that cluster, join-token create --cluster NAME, joins it "
+                "again)",
                 errors=[{"field": "name", "reason": "a cluster of that name exists"}],
             ) from None
         except BaseException:
@@ -129,6 +150,22 @@ def _joins(router: APIRouter, resources: Resources, credentials: ClusterCredenti
         uid = stored.metadata.uid or ""
         return _answer(credentials.issue(claim.namespace, body.name, uid), claim.namespace,
                        body.name)  # fmt: skip
+
+    async def rejoin(claim: jointokens.Claim, body: JoinRequest) -> Response:
+        """A new agent for pull cluster ``body.name`` (its state lost): the Cluster and what
+        runs there are kept; every credential issued for it before is revoked."""
+        stored = await resources.get(Cluster, body.name, claim.namespace)
+        where = f"cluster {claim.namespace}/{body.name}"
+        if stored.spec.mode != "pull":
+            raise ProblemError(409, f"name: {where} is a push cluster; the token is not used",
+                               errors=[{"field": "name", "reason": "not a pull cluster"}])
+        if stored.metadata.deleted is not None:
+            raise ProblemError(409, f"name: {where} is being deleted; the token is not used",
+                               errors=[{"field": "name", "reason": "being deleted"}])
+        uid = stored.metadata.uid or ""
+        generation = await clusters.next_generation(store, uid, f"join token {claim.key}")
+        return _answer(credentials.issue(claim.namespace, body.name, uid, generation),
+                       claim.namespace, body.name)  # fmt: skip
 
     router.add_api_route(
         "/kubernetes/join",
@@ -155,8 +192,13 @@ def _joins(router: APIRouter, resources: Resources, credentials: ClusterCredenti
             raise ProblemError(403, "the credential is of a cluster of that name now gone")
         if stored.spec.mode != "pull" or stored.metadata.deleted is not None:
             raise ProblemError(403, f"cluster {namespace}/{name} is no pull cluster now")
-        return _answer(credentials.issue(namespace, name, stored.metadata.uid or ""), namespace,
-                       name)  # fmt: skip
+        uid = stored.metadata.uid or ""
+        # the generation of the credential presented, never the newest: a renewal racing a
+        # revoke gives a credential the revoke refuses as well
+        held = int(claims.get("gen") or 0)
+        if held < await clusters.generation(store, uid):
+            raise ProblemError(401, "credential revoked: a revoke came after it was issued")
+        return _answer(credentials.issue(namespace, name, uid, held), namespace, name)
 
     router.add_api_route(
         "/kubernetes/namespaces/{namespace}/clusters/{name}/credential",
@@ -164,6 +206,31 @@ def _joins(router: APIRouter, resources: Resources, credentials: ClusterCredenti
         methods=["POST"],
         name="renew_cluster_credential",
         summary="A fresh credential for a pull cluster's agent, in exchange for its valid one",
+        tags=["kubernetes"],
+    )
+
+    async def revoke(
+        request: Request,
+        namespace: str = Path(min_length=1, max_length=MAX_OBJECT_NAME, pattern=_NAME),
+        name: str = Path(min_length=1, max_length=MAX_OBJECT_NAME, pattern=_NAME),
+    ) -> Response:
+        stored = await resources.get(Cluster, name, namespace)
+        if stored.spec.mode != "pull":
+            raise ProblemError(409, f"cluster {namespace}/{name} is a push cluster: it holds "
+                               "no credential of its own")  # fmt: skip
+        user = request.scope.get("shoal.user")
+        by = user.name if isinstance(user, User) else ""
+        generation = await clusters.next_generation(store, stored.metadata.uid or "", by)
+        body = {"namespace": namespace, "name": name, "generation": generation}
+        return Response(orjson.dumps(body), media_type="application/json")
+
+    router.add_api_route(
+        "/kubernetes/namespaces/{namespace}/clusters/{name}/credential",
+        revoke,
+        methods=["DELETE"],
+        name="revoke_cluster_credential",
+        summary="Revoke every credential issued so far for a pull cluster (its agent needs "
+        "a new join token)",
         tags=["kubernetes"],
     )
 

@@ -58,9 +58,19 @@ def create_token(
         bool,
         typer.Option("--print-join-command", help="Print the shoal join line alone (kubeadm's)"),
     ] = False,
+    cluster: Annotated[
+        str | None,
+        typer.Option(
+            "--cluster",
+            help="The one name it joins: a new agent for that pull cluster (its old "
+            "credentials are revoked, what runs there is kept)",
+        ),
+    ] = None,
 ) -> None:
     """Print a token that joins one pull cluster, once, and the command line to join."""
-    body = {"ttl": seconds(ttl)}
+    body: dict[str, Any] = {"ttl": seconds(ttl)}
+    if cluster is not None:
+        body["cluster"] = cluster
 
     async def work(client: Any) -> Any:
         return await client.request(
@@ -71,13 +81,37 @@ def create_token(
     url = api_url(ctx)
     pin = ca_hash_of_config() or "sha256:<the hash shoal up prints>"
     line = f"shoal join --api {url} --token {made['token']} --ca-hash {pin}"
+    if cluster is not None:
+        line += f" --name {cluster}"
     if print_join_command:
         typer.echo(line)  # the member's own flags follow: --kubeconfig FILE --name NAME
         return
     typer.echo(made["token"])
     typer.echo(f"# valid until {made['expires']}, for one cluster in namespace {namespace}; "
                "join with:", err=True)  # fmt: skip
-    typer.echo(f"#   {line} --kubeconfig FILE --name NAME", err=True)
+    typer.echo(f"#   {line} --kubeconfig FILE{'' if cluster else ' --name NAME'}", err=True)
+
+
+@clusters.command("revoke")
+def revoke(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The pull cluster")],
+    namespace: str = namespace_option(help="The cluster's namespace."),
+) -> None:
+    """Revoke every credential of a pull cluster's agent: they read and write nothing more.
+
+    For a stolen credential; what runs on the cluster stays. A new join token made for the
+    cluster (join-token create --cluster NAME) joins a new agent to it."""
+
+    async def work(client: Any) -> Any:
+        return await client.request(
+            "DELETE", f"/kubernetes/namespaces/{namespace}/clusters/{name}/credential"
+        )
+
+    answer = run(ctx, work)
+    typer.echo(f"cluster {namespace}/{name}: every credential issued before is revoked "
+               f"(generation {answer['generation']}); join it again with a token made by "
+               f"shoal kube cluster join-token create --cluster {name} -n {namespace}")  # fmt: skip
 
 
 def _labels(values: list[str]) -> dict[str, str]:

@@ -154,7 +154,9 @@ class KubeController(Controller):
             await asyncio.sleep(self.prune_interval)
             for cluster in self.cluster_informer.items():
                 ready = cluster.spec.kubeconfig is not None and cluster.metadata.deleted is None
-                if ready and cluster.status.state is ClusterState.ONLINE:
+                if cluster.spec.mode == "pull" and cluster.status.state is ClusterState.ONLINE:
+                    self.spawn(removal.prune_copies(self, cluster))
+                elif ready and cluster.status.state is ClusterState.ONLINE:
                     try:
                         await self._connect(cluster)
                     except Exception:  # a background loop's top level: the next round
@@ -232,6 +234,8 @@ class KubeController(Controller):
         ready = cluster.spec.kubeconfig is not None and cluster.metadata.deleted is None
         if (new_config or back) and ready:
             self.spawn(self._connect(cluster))
+        if back and cluster.spec.mode == "pull":
+            self.spawn(removal.prune_copies(self, cluster))
         # Applications waiting on this cluster (e.g. it came back) get another look,
         # and so do copies left behind there; not on every status write (metrics, nodes).
         if old is not None and (

@@ -15,6 +15,7 @@ object: their path writes nothing more.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from shoal.client.batcher import Batcher
@@ -161,6 +162,18 @@ class PulledCopies:
         if copy.metadata.deleted is None:
             await self._delete(copy)
         return 1
+
+    async def prune(self, uses: Callable[[Copy], bool]) -> int:
+        """Delete this cluster's Copies that ``uses`` says no application uses here any
+        more (its agent removes their objects): how many."""
+        pruned = 0
+        for copy in list(self.informer.items()):
+            mine = (copy.metadata.namespace, copy.spec.cluster.name) == (
+                self.cluster.namespace, self.cluster.name)  # fmt: skip
+            if mine and copy.metadata.deleted is None and not uses(copy):
+                await self._delete(copy)
+                pruned += 1
+        return pruned
 
     async def _delete(self, copy: Copy) -> None:
         try:

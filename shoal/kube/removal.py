@@ -30,7 +30,7 @@ from shoal.copies.owners import Owner
 from shoal.events import reasons
 from shoal.kube import planner
 from shoal.kube.hub import Hub
-from shoal.kube.pulled import managed
+from shoal.kube.pulled import PulledCopies, managed
 from shoal.machinery.types import Obj
 from shoal.model.application_status import placed_on, runs_on
 from shoal.model.base import ReasonCode, ResourceRef, utcnow
@@ -269,6 +269,29 @@ async def delete(hub: Hub, app: Application) -> None:
         kept = [f for f in app.metadata.finalizers if f != KUBE_FINALIZER]
         app = await hub.set_finalizers(app, kept)
     reasons.deleted(hub.events, app, len(refs))
+
+
+async def prune_copies(hub: Hub, cluster: Cluster) -> None:
+    """``prune`` for a pull cluster: its Copies whose application is gone or does not use
+    it (``scheduled_to``, ``running_on``, a placement, a pending clean-up) are deleted,
+    and its agent removes their objects. Such a Copy is one written for a move to this
+    cluster that the application left before the agent answered it: no status records
+    it, so nothing else would remove it."""
+    pulled = await hub.runner_of(cluster)
+    if not isinstance(pulled, PulledCopies) or cluster.metadata.deleted is not None:
+        return
+    await hub.app_informer.wait_synced()
+    where = ref_key(pulled.cluster)
+    uses = {app.metadata.uid or "": {ref_key(r) for r in clusters_of(app)}
+            for app in hub.app_informer.items()}  # fmt: skip
+    try:
+        pruned = await pulled.prune(lambda copy: where in uses.get(copy.spec.app_uid, set()))
+    except Exception as error:  # a background task's top level: the next round tries again
+        log.warning("cluster %s: copies not pruned: %s", where[1], error)
+        return
+    if pruned:
+        log.info("cluster %s: %d copies of applications that do not use it deleted",
+                 where[1], pruned)  # fmt: skip
 
 
 async def prune(hub: Hub, applier: Applier) -> None:

@@ -128,12 +128,25 @@ async def run_joined(join: Join, started: asyncio.Event | None = None) -> None:
         asyncio.create_task(joining.keep_renewed(client, kept, join.state_dir)),
     ]
     try:
-        if started is not None:
-            await keeper.renewed.wait()
-            started.set()
+        if started is not None:  # the first status written, or a task failed first
+            first = asyncio.create_task(keeper.renewed.wait())
+            await asyncio.wait([first, *tasks], return_when=asyncio.FIRST_COMPLETED)
+            first.cancel()
+            if keeper.renewed.is_set():
+                started.set()
         done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
         for task in done:
-            task.result()
+            try:
+                task.result()
+            except Exception as error:
+                if not joining.revoked(error):
+                    raise
+                aside = joining.set_aside(join.state_dir)
+                raise joining.JoinError(
+                    f"{getattr(error, 'detail', error)}: this agent stops (its credential is "
+                    f"now {aside}); join again with a token made for the cluster "
+                    f"(shoal kube cluster join-token create --cluster {join.name})"
+                ) from None
     finally:
         await cancel_and_wait(tasks)
         await client.close()

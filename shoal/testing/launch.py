@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import ssl
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -122,7 +123,9 @@ def controller(
 
 class ApiProcess:
     """``shoal api --store URL --port N`` on a free port, in a process of its own, with the
-    security ``shoal up`` ships; ``secured=False`` for an open API (say why where you do)."""
+    security ``shoal up`` ships; ``secured=False`` for an open API (say why where you do).
+    ``tls=True`` serves HTTPS as ``shoal up --tls`` (what pull clusters join); ``port``
+    starts it again where an earlier one listened (its clients' URL unchanged)."""
 
     def __init__(
         self,
@@ -132,12 +135,20 @@ class ApiProcess:
         cpu: int | None = None,
         kube_finalizer: bool = False,
         secured: bool = True,
+        tls: bool = False,
+        port: int | None = None,
     ) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.store = store
+        self.port = port or free_port()
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         self.secured = secured
+        self.ssl: ssl.SSLContext | bool = True
         extra = ["--kube-finalizer"] if kube_finalizer else []
-        if secured:
+        if tls:
+            config = shipped.setup().directory / "api.yaml"  # shoal up --tls's
+            extra += ["--config", str(config)]
+            self.ssl = ssl.create_default_context(cafile=str(config.parent / "ca.crt"))
+        elif secured:
             extra += ["--config", str(shipped.api_config())]
         self.proc = spawn_shoal(
             "api", "--store", store, "--port", str(self.port), "--log-level", "warning",
@@ -156,7 +167,7 @@ class ApiProcess:
                 raise AssertionError(f"API exited with {self.proc.returncode}")
             try:
                 async with aiohttp.ClientSession() as http:
-                    async with http.get(self.url + "/readyz") as answer:
+                    async with http.get(self.url + "/readyz", ssl=self.ssl) as answer:
                         return answer.status == 200
             except aiohttp.ClientError:
                 return False

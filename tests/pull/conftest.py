@@ -39,7 +39,7 @@ LEASE = 3.0  # seconds without a heartbeat before a pull cluster is OFFLINE
 
 @dataclasses.dataclass
 class Hub:
-    server: ApiServer
+    server: ApiServer | launch.ApiProcess  # a process where the API is restarted
     admin: ShoalClient
     ca: str
     directory: Path
@@ -109,11 +109,12 @@ class Member:
     log: Path
     labels: dict[str, str] = dataclasses.field(default_factory=dict)
     process: subprocess.Popen[bytes] | None = None
+    log_level: str = "info"
 
     def start(self, token: str | None = None) -> None:
         args = ["join", "--api", self.hub.server.url, "--name", self.name,
                 "--kubeconfig", str(self.kubeconfig), "--state-dir", str(self.state_dir),
-                "--every", "0.3", "--log-level", "info"]  # fmt: skip
+                "--every", "0.3", "--log-level", self.log_level]  # fmt: skip
         if token is not None:
             args += ["--token", token, "--ca-hash", ca_hash(self.hub.ca)]
             for key, value in self.labels.items():

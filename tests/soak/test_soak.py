@@ -1,6 +1,7 @@
 """The whole-system chaos soak (``bench/soak.py``) for one minute: with a fixed seed on SQLite,
 and with a seed that changes every day (printed, so that a failure is reproduced with it) on
-SQLite or, for an odd seed, on a three-member etcd with two API servers."""
+SQLite or, for an odd seed, on a three-member etcd with two API servers. One of its three
+clusters joins in pull mode, its agent killed and stopped among the faults."""
 
 from __future__ import annotations
 
@@ -45,3 +46,4 @@ async def test_one_minute_of_chaos_settles(seed: int, store: str) -> None:
     again = f"SHOAL_SOAK_SEED={seed} SHOAL_SOAK_STORE={store}"
     assert process.returncode == 0, f"soak with seed {seed} on {store} ({again}):\n{text}"
     assert "every invariant holds" in text
+    assert "3 clusters (1 in pull mode)" in text

@@ -21,9 +21,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import jwt
+import orjson
 
-from shoal.api.auth.authn import User, authenticated
+from shoal.api.auth.authn import AUTHENTICATED, User
 from shoal.api.auth.target import Target
+from shoal.model import registry
+from shoal.store.base import AlreadyExists, Conflict, NotFound, Store
 
 PREFIX = "system:cluster:"
 GROUP = "system:clusters"
@@ -38,6 +41,15 @@ def user_name(namespace: str, name: str) -> str:
     """The identity of cluster ``namespace/name``, namespace first: a name may hold ``:``,
     neither holds ``/``, so the identity names one cluster of one namespace."""
     return f"{PREFIX}{namespace}/{name}"
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterUser(User):
+    """A cluster identity, with what its credential was issued for: the Cluster's uid and
+    the credential generation then (``revoke`` moves it on, refusing every older one)."""
+
+    uid: str = ""
+    generation: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +165,7 @@ class ClusterCredentials:
         self._keys = [hmac.new(key, _PURPOSE, hashlib.sha256).digest() for key in ring]
         self._ids = [hashlib.sha256(key).hexdigest()[:8] for key in self._keys]
 
-    def issue(self, namespace: str, name: str, uid: str) -> Credential:
+    def issue(self, namespace: str, name: str, uid: str, generation: int = 0) -> Credential:
         now = self.clock()
         expires = now + self.ttl
         claims = {
@@ -163,6 +175,7 @@ class ClusterCredentials:
             "ns": namespace,
             "name": name,
             "uid": uid,
+            "gen": generation,
             "iat": int(now),
             "exp": expires,
         }
@@ -205,4 +218,65 @@ class ClusterCredentials:
         claims = self.claims(token)
         if claims is None:
             return None, None
-        return authenticated(claims["sub"], [GROUP]), float(claims["exp"])
+        user = ClusterUser(claims["sub"], (GROUP, AUTHENTICATED), uid=str(claims.get("uid", "")),
+                           generation=int(claims.get("gen") or 0))  # fmt: skip
+        return user, float(claims["exp"])
+
+
+# revocation -------------------------------------------------------------------------------
+
+GENERATIONS = "/_pull/credentials/"
+"""``<prefix><cluster uid>``: the cluster's credential generation; a credential issued for
+an older one is refused. No route reads it; only the API writes it."""
+
+
+async def generation(store: Store, uid: str) -> int:
+    """The credential generation of the cluster of uid ``uid`` (0: never revoked)."""
+    try:
+        record = await store.get(GENERATIONS + uid)
+    except NotFound:
+        return 0
+    return int(orjson.loads(record.value).get("generation", 0))
+
+
+async def next_generation(store: Store, uid: str, by: str) -> int:
+    """Move the cluster's credential generation on, by compare-and-swap: every credential
+    issued before is refused from now on. The new generation."""
+    key = GENERATIONS + uid
+    while True:
+        try:
+            record = await store.get(key)
+        except NotFound:
+            try:
+                await store.create(key, orjson.dumps({"generation": 1, "by": by}))
+            except AlreadyExists:
+                continue
+            return 1
+        current = int(orjson.loads(record.value).get("generation", 0))
+        try:
+            await store.update(key, orjson.dumps({"generation": current + 1, "by": by}),
+                               record.revision)  # fmt: skip
+        except Conflict:
+            continue
+        return current + 1
+
+
+async def refusal(store: Store, user: User, own: ClusterId) -> str | None:
+    """Why the credential of cluster identity ``user`` is no longer honoured, or None: its
+    Cluster was deleted (or is being deleted, or registered again: another uid), or its
+    credentials were revoked after it was issued."""
+    who = f"cluster {own.namespace}/{own.name}"
+    kind = registry.BY_PLURAL[("kubernetes", "clusters")]
+    try:
+        record = await store.get(kind.key(own.name, own.namespace))
+    except NotFound:
+        return f"credential revoked: {who} was deleted"
+    metadata = orjson.loads(record.value).get("metadata") or {}
+    uid = getattr(user, "uid", "")
+    if metadata.get("uid") != uid:
+        return f"credential revoked: {who} was deleted (one of that name was registered since)"
+    if metadata.get("deleted"):
+        return f"credential revoked: {who} is being deleted"
+    if getattr(user, "generation", 0) < await generation(store, uid):
+        return f"credential revoked: the credentials of {who} were revoked after it was issued"
+    return None

@@ -185,6 +185,10 @@ class Guard:
             scope["query_string"] = checked
         keep = None
         if own is not None:
+            revoked = await clusters.refusal(self.store, user, own) if self.store else None
+            if revoked is not None:  # checked on each request: a revocation holds at once
+                await _answer(scope, receive, send, 401, revoked)
+                return
             decision = clusters.decide(own, what)
             if decision.refusal is not None:
                 await _answer(scope, receive, send, 403, decision.refusal)

@@ -42,12 +42,19 @@ class NewToken:
     id: str
     namespace: str
     expires: float
+    cluster: str | None = None
 
 
 async def create(
-    store: Store, namespace: str, ttl: float, created_by: str, clock: Any = time.time
+    store: Store,
+    namespace: str,
+    ttl: float,
+    created_by: str,
+    clock: Any = time.time,
+    cluster: str | None = None,
 ) -> NewToken:
-    """A new token for one cluster in ``namespace``, valid ``ttl`` seconds."""
+    """A new token for one cluster in ``namespace``, valid ``ttl`` seconds; with
+    ``cluster``, for that cluster's name only (it joins a pull cluster that exists again)."""
     for _ in range(5):
         token_id, secret = _random(6), _random(16)
         expires = clock() + ttl
@@ -57,13 +64,14 @@ async def create(
             "sha256": _digest(secret),
             "expires": expires,
             "created_by": created_by,
+            "cluster": cluster,
             "used": None,
         }
         try:
             await store.create(PREFIX + token_id, orjson.dumps(record))
         except AlreadyExists:  # an id taken by chance: draw again
             continue
-        return NewToken(f"{token_id}.{secret}", token_id, namespace, expires)
+        return NewToken(f"{token_id}.{secret}", token_id, namespace, expires, cluster)
     raise ProblemError(503, "join token: no free id found; try again")
 
 
@@ -80,6 +88,7 @@ class Claim:
     key: str
     revision: int
     before: bytes
+    cluster: str | None = None  # the only name it joins, when made for one
 
 
 async def consume(store: Store, token: Any, cluster: str, clock: Any = time.time) -> Claim:
@@ -101,12 +110,15 @@ async def consume(store: Store, token: Any, cluster: str, clock: Any = time.time
         raise _refused("already used: a join token registers one cluster")
     if float(data.get("expires", 0)) <= clock():
         raise _refused("expired")
+    named = data.get("cluster")
+    if named is not None and named != cluster:
+        raise _refused(f"made for cluster {named!r} only")
     used = {**data, "used": {"cluster": cluster, "at": clock()}}
     try:
         revision = await store.update(key, orjson.dumps(used), record.revision)
     except Conflict:
         raise _refused("already used: a join token registers one cluster") from None
-    return Claim(str(data["namespace"]), key, revision, record.value)
+    return Claim(str(data["namespace"]), key, revision, record.value, named)
 
 
 async def release(store: Store, claim: Claim) -> None:
