@@ -13,7 +13,7 @@ from shoal.model.kubernetes import Application, Cluster
 from shoal.model.scheduler_config import Plugins
 from shoal.scheduler.backends import Backend, Group
 from shoal.scheduler.framework import Framework, Request
-from tests.controllers.test_reschedule import MANIFEST
+from tests.reschedule.test_controller import MANIFEST
 from tests.scheduler import helpers as h
 from tests.util import wait_for
 
