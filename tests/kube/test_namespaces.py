@@ -21,7 +21,6 @@ from shoal.model.kubernetes import Application, ApplicationState, Cluster, Clust
 from shoal.sim.server import SimServer
 from shoal.testing.fleet import register
 from shoal.testing.shipped import Callers
-from shoal.testing.sim import running_sim
 from tests.kube.conftest import deployment
 from tests.util import wait_for
 
@@ -72,12 +71,6 @@ def test_the_namespace_used_is_the_record_then_the_earlier_one_then_the_contexts
         ran = {"running_on": ref(namespace).model_dump()}
         assert kube_namespace(app(namespace, ran), ref(namespace), cluster) == "ctx"
     assert kube_namespace(app("team", {}), ref("team"), None) == "default"
-
-
-@pytest.fixture
-async def sim() -> AsyncIterator[SimServer]:
-    async with running_sim(clusters=["de", "fr"], nodes=2, pod_start_delay=0.1) as server:
-        yield server
 
 
 async def _clusters(

@@ -25,7 +25,7 @@ from shoal.model.kubernetes import Application, ApplicationState
 from shoal.testing.wait import wait_for
 from tests.fixtures.templates import Files, csar, serving_files, template, template_manifest
 from tests.kube.conftest import NS, running_on
-from tests.kube.test_hooks import control_plane  # noqa: F401  (a fixture)
+from tests.kube.test_hooks import control_plane_options  # noqa: F401  (a fixture)
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("control_plane")]
 
