@@ -68,12 +68,4 @@ def deployment(name: str, replicas: int = 2) -> dict[str, Any]:
 
 
 def application(name: str, labels: list[str] | None = None, replicas: int = 2) -> Application:
-    return Application.model_validate(
-        {
-            "metadata": {"name": name, "namespace": NS},
-            "spec": {
-                "manifest": [deployment(name, replicas)],
-                "constraints": {"cluster": {"labels": labels or []}},
-            },
-        }
-    )
+    return fleet.app(name, labels, namespace=NS, manifest=[deployment(name, replicas)])

@@ -70,12 +70,7 @@ def control_plane_options(clusters: list[Cluster]) -> dict[str, Any]:
 
 def spread_app(name: str, replicas: int, placement: dict[str, Any], **spec: Any) -> Application:
     deployment = fleet.deployment(name, "nginx:1", replicas=replicas)
-    return Application.model_validate(
-        {
-            "metadata": {"name": name, "namespace": NS},
-            "spec": {"manifest": [deployment], "placement": placement, **spec},
-        }
-    )
+    return fleet.app(name, namespace=NS, manifest=[deployment], placement=placement, **spec)
 
 
 async def replicas_on(kube: dict[str, KubeCluster], name: str) -> dict[str, tuple[int, int]]:

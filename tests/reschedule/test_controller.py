@@ -15,10 +15,8 @@ from shoal.client.rest import NotFound, ShoalClient
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import (
     Application,
-    ApplicationSpec,
     Cluster,
     ClusterState,
-    Constraints,
 )
 from shoal.model.scheduler_config import SchedulerConfig
 from shoal.model.scheduling import (
@@ -31,7 +29,7 @@ from shoal.model.scheduling import (
 from shoal.reschedule.controller import RescheduleTaskController
 from shoal.scheduler.scheduler import Scheduler
 from shoal.testing import shipped
-from shoal.testing.fleet import scored_clusters, set_state
+from shoal.testing.fleet import app, scored_clusters, set_state
 from tests.util import wait_for
 
 MANIFEST = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {}}]
@@ -44,10 +42,7 @@ async def fleet(client: ShoalClient) -> None:
 
 
 def application(name: str, *, migration: bool = True, **labels: str) -> Application:
-    return Application(
-        metadata=Metadata(name=name, namespace="default", labels=labels),
-        spec=ApplicationSpec(manifest=MANIFEST, constraints=Constraints(migration=migration)),
-    )
+    return app(name, migration=migration, manifest=MANIFEST, metadata_labels=labels)
 
 
 async def placed_on(client: ShoalClient, name: str) -> str | None:

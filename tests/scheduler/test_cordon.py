@@ -19,9 +19,7 @@ from tests.util import wait_for
 
 
 def _app(name: str, labels: list[str] | None = None) -> Application:
-    app = h.app(name, labels=labels)
-    app.spec.manifest = MANIFEST
-    return app
+    return h.app(name, labels=labels, manifest=MANIFEST)
 
 
 def _backend(name: str, cordoned: bool) -> Backend:
