@@ -10,7 +10,7 @@ from typing import Any
 
 from shoal.client.rest import ShoalClient
 from shoal.model.base import Metadata
-from shoal.model.constraints import ClusterConstraints, Constraints, MetricRef
+from shoal.model.constraints import MetricRef
 from shoal.model.core import (
     GlobalMetric,
     GlobalMetricsProvider,
@@ -21,7 +21,7 @@ from shoal.model.core import (
     MetricsProviderSpec,
     StaticSpec,
 )
-from shoal.model.kubernetes import Application, ApplicationSpec, Cluster, ClusterSpec, ClusterState
+from shoal.model.kubernetes import Application, Cluster, ClusterSpec, ClusterState
 
 NS = "default"
 
@@ -118,26 +118,41 @@ def manifest(name: str) -> list[dict[str, Any]]:
     return [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {}}]
 
 
+configmap = manifest  # ``app``'s own default, under a name its ``manifest`` option leaves free
+
+
 def app(
     name: str,
     labels: list[str] | None = None,
     metrics: list[str] | None = None,
     crds: list[str] | None = None,
     migration: bool = True,
+    *,
+    namespace: str = NS,
+    manifest: list[dict[str, Any]] | None = None,
+    metadata_labels: dict[str, str] | None = None,
+    status: dict[str, Any] | None = None,
+    **spec: Any,
 ) -> Application:
-    """An application in ``NS`` (one ConfigMap) with the given cluster constraints."""
-    return Application(
-        metadata=Metadata(name=name, namespace=NS),
-        spec=ApplicationSpec(
-            manifest=manifest(name),
-            constraints=Constraints(
-                migration=migration,
-                cluster=ClusterConstraints(
-                    labels=labels or [], metrics=metrics or [], custom_resources=crds or []
-                ),
-            )
-        ),
-    )
+    """An application in ``namespace`` with the given cluster constraints: its
+    ``manifest`` (one ConfigMap named after it unless given), and any other spec field
+    as the API reads it (``placement``, ``backoff_limit``, ``observer_schema``…)."""
+    body: dict[str, Any] = {
+        "metadata": {"name": name, "namespace": namespace, "labels": metadata_labels or {}},
+        "spec": {
+            "manifest": configmap(name) if manifest is None else manifest,
+            "constraints": {
+                "migration": migration,
+                "cluster": {
+                    "labels": labels or [], "metrics": metrics or [], "custom_resources": crds or []
+                },
+            },
+            **spec,
+        },
+    }
+    if status is not None:
+        body["status"] = status
+    return Application.model_validate(body)
 
 
 def deployment(

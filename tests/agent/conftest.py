@@ -11,7 +11,7 @@ import pytest
 
 from shoal.agent.config import AgentConfig
 from shoal.agent.server import AgentServer, start_agent
-from shoal.sim.server import SimServer, start_sim
+from shoal.sim.server import SimServer
 from tests.util import wait_for
 
 CLUSTER = "edge"
@@ -34,13 +34,9 @@ def pod(name: str | None = None, cpu: str = "100m", memory: str = "128Mi",
 
 
 @pytest.fixture
-async def sim() -> AsyncIterator[SimServer]:
-    server = await start_sim(clusters=[CLUSTER], nodes=NODES, cpu="2", memory="4Gi",
-                             pod_start_delay=0.05)
-    try:
-        yield server
-    finally:
-        await server.stop()
+def sim_options() -> dict[str, Any]:
+    """One cluster of small nodes, for the agent."""
+    return dict(clusters=[CLUSTER], nodes=NODES, cpu="2", memory="4Gi", pod_start_delay=0.05)
 
 
 AgentFactory = Callable[..., Any]
@@ -70,7 +66,7 @@ async def agent(start: AgentFactory) -> AgentServer:
 
 
 @pytest.fixture
-async def http(agent: AgentServer) -> AsyncIterator[httpx.AsyncClient]:
+async def agent_http(agent: AgentServer) -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient(base_url=agent.url, timeout=10) as client:
         yield client
 

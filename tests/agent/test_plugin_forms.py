@@ -29,8 +29,8 @@ class EvenNodesOnly(FilterPlugin):
 
 
 async def metrics(server: AgentServer) -> str:
-    async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:
-        answer = await http.get("/metrics")
+    async with httpx.AsyncClient(base_url=server.url, timeout=10) as agent_http:
+        answer = await agent_http.get("/metrics")
     assert answer.status_code == 200
     return answer.text
 

@@ -22,8 +22,8 @@ from tests.util import wait_for
 
 async def _healthy(url: str) -> bool:
     try:
-        async with httpx.AsyncClient(timeout=5) as http:
-            return (await http.get(f"{url}/healthz")).status_code == 200
+        async with httpx.AsyncClient(timeout=5) as agent_http:
+            return (await agent_http.get(f"{url}/healthz")).status_code == 200
     except httpx.HTTPError:
         return False
 

@@ -42,9 +42,9 @@ async def scenario(plan: list[tuple[int, int]]) -> None:
         agent = await start_agent(sim.fleet.kubeconfig(CLUSTER), AgentConfig(cluster=CLUSTER))
         sync = agent.agent.sync
         await wait_for(lambda: sync.synced, message="agent synced")
-        async with httpx.AsyncClient(base_url=agent.url, timeout=20) as http:
+        async with httpx.AsyncClient(base_url=agent.url, timeout=20) as agent_http:
             answers = await asyncio.gather(*(
-                http.post("/agent/scheduling-decision",
+                agent_http.post("/agent/scheduling-decision",
                           json={"pod": pod(cpu=f"{cpu}m"), "nodeName": f"n-{node}"})
                 for node, cpu in plan
             ))

@@ -23,8 +23,9 @@ def names(body: dict) -> list[str]:
     return [n["name"] for n in body["nodes"]]
 
 
-async def sample(http: httpx.AsyncClient, strategy: str, body: dict, bp: int = ALL) -> dict:
-    response = await http.post(f"/samples/{strategy}", json={"pod": body, "nodesToSampleBp": bp})
+async def sample(agent_http: httpx.AsyncClient, strategy: str, body: dict, bp: int = ALL) -> dict:
+    response = await agent_http.post(f"/samples/{strategy}",
+                                     json={"pod": body, "nodesToSampleBp": bp})
     assert response.status_code == 200, response.text
     return dict(response.json())
 
@@ -36,13 +37,13 @@ async def settle(agent: AgentServer, node: str, check: Callable[[NodeInfo], obje
 
 @pytest.mark.parametrize("strategy", ["random", "round-robin"])
 async def test_only_eligible_nodes_and_none_twice(
-    http: httpx.AsyncClient, agent: AgentServer, sim: SimServer, strategy: str
+    agent_http: httpx.AsyncClient, agent: AgentServer, sim: SimServer, strategy: str
 ) -> None:
     await patch_node(sim, "n-0", {"spec": {"taints": [{"key": "dedicated", "value": "gpu",
                                                        "effect": "NoSchedule"}]}})
     await settle(agent, "n-0", lambda n: n.taints)
     for _ in range(5):
-        body = await sample(http, strategy, pod())
+        body = await sample(agent_http, strategy, pod())
         assert sorted(names(body)) == ["n-1", "n-2", "n-3"]
         assert body["wanted"] == NODES
         assert body["explanation"]["rejected"] == {"untolerated taint dedicated": 1}
@@ -52,32 +53,36 @@ async def test_only_eligible_nodes_and_none_twice(
             assert 0 <= node["score"] <= 100
 
 
-async def test_round_robin_covers_every_node_across_requests(http: httpx.AsyncClient) -> None:
+async def test_round_robin_covers_every_node_across_requests(agent_http: httpx.AsyncClient) -> None:
     one = ALL // NODES  # Np = 1 node of 4
-    seen = [names(await sample(http, "round-robin", pod(), one))[0] for _ in range(NODES)]
+    seen = [names(await sample(agent_http, "round-robin", pod(), one))[0] for _ in range(NODES)]
     assert sorted(seen) == [f"n-{i}" for i in range(NODES)]
     # Concurrent requests share the index too: 8 requests, every node exactly twice.
-    bodies = await asyncio.gather(*(sample(http, "round-robin", pod(), one) for _ in range(8)))
+    bodies = await asyncio.gather(
+        *(sample(agent_http, "round-robin", pod(), one) for _ in range(8))
+    )
     drawn = sorted(names(b)[0] for b in bodies)
     assert drawn == sorted([f"n-{i}" for i in range(NODES)] * 2)
 
 
-async def test_np_in_basis_points(http: httpx.AsyncClient) -> None:
-    assert len(names(await sample(http, "random", pod(), 5000))) == 2
-    assert len(names(await sample(http, "random", pod(), 1))) == 1  # at least one
-    default = await http.post("/samples/random", json={"pod": pod()})
+async def test_np_in_basis_points(agent_http: httpx.AsyncClient) -> None:
+    assert len(names(await sample(agent_http, "random", pod(), 5000))) == 2
+    assert len(names(await sample(agent_http, "random", pod(), 1))) == 1  # at least one
+    default = await agent_http.post("/samples/random", json={"pod": pod()})
     assert len(default.json()["nodes"]) == math.ceil(NODES * 200 / ALL)
 
 
-async def test_nothing_eligible_is_an_empty_list_with_reasons(http: httpx.AsyncClient) -> None:
-    body = await sample(http, "random", pod(cpu="3"))
+async def test_nothing_eligible_is_an_empty_list_with_reasons(
+    agent_http: httpx.AsyncClient,
+) -> None:
+    body = await sample(agent_http, "random", pod(cpu="3"))
     assert body["nodes"] == []
     assert body["explanation"]["rejected"] == {"insufficient cpu": NODES}
     assert "0/4 examined nodes eligible: 4 insufficient cpu" in body["explanation"]["summary"]
 
 
 async def test_taints_and_tolerations(
-    http: httpx.AsyncClient, agent: AgentServer, sim: SimServer
+    agent_http: httpx.AsyncClient, agent: AgentServer, sim: SimServer
 ) -> None:
     taint = {"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}
     await patch_node(sim, "n-0", {"spec": {"taints": [taint]}})
@@ -85,27 +90,27 @@ async def test_taints_and_tolerations(
                                                        "effect": "PreferNoSchedule"}]}})
     await settle(agent, "n-0", lambda n: n.taints)
     await settle(agent, "n-1", lambda n: n.taints)
-    plain = names(await sample(http, "random", pod()))
+    plain = names(await sample(agent_http, "random", pod()))
     assert "n-0" not in plain and "n-1" in plain  # PreferNoSchedule does not filter
     for toleration in (
         {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"},
         {"key": "dedicated", "operator": "Exists"},
         {"operator": "Exists"},
     ):
-        assert "n-0" in names(await sample(http, "random", pod(tolerations=[toleration])))
+        assert "n-0" in names(await sample(agent_http, "random", pod(tolerations=[toleration])))
     wrong = {"key": "dedicated", "operator": "Equal", "value": "cpu"}
-    assert "n-0" not in names(await sample(http, "random", pod(tolerations=[wrong])))
+    assert "n-0" not in names(await sample(agent_http, "random", pod(tolerations=[wrong])))
 
 
 async def test_node_selector_and_readiness(
-    http: httpx.AsyncClient, agent: AgentServer, sim: SimServer
+    agent_http: httpx.AsyncClient, agent: AgentServer, sim: SimServer
 ) -> None:
     await patch_node(sim, "n-2", {"metadata": {"labels": {"disk": "ssd"}}})
     await settle(agent, "n-2", lambda n: "disk" in n.labels)
-    assert names(await sample(http, "random", pod(nodeSelector={"disk": "ssd"}))) == ["n-2"]
+    assert names(await sample(agent_http, "random", pod(nodeSelector={"disk": "ssd"}))) == ["n-2"]
     sim.fleet.set_node_fault("edge", "n-3", not_ready=True)
     await settle(agent, "n-3", lambda n: not n.ready)
-    body = await sample(http, "random", pod())
+    body = await sample(agent_http, "random", pod())
     assert "n-3" not in names(body)
     assert body["explanation"]["rejected"] == {"node not ready": 1}
 
@@ -122,25 +127,25 @@ async def test_geo_location_filter_and_score(start: AgentFactory, sim: SimServer
         await patch_node(sim, node, {"metadata": {"labels": {"shoal.dev/lat-long": where}}})
         await settle(agent, node, lambda n: "shoal.dev/lat-long" in n.labels)
     target = {"shoal.dev/target-lat-long": f"{lat}_{lon}"}
-    async with httpx.AsyncClient(base_url=agent.url) as http:
-        body = await sample(http, "random", pod(labels=target))
+    async with httpx.AsyncClient(base_url=agent.url) as agent_http:
+        body = await sample(agent_http, "random", pod(labels=target))
         scores = {n["name"]: n["score"] for n in body["nodes"]}
         distance = 6371.0 * math.radians(0.045)
         assert scores == {"n-0": 100, "n-1": math.ceil(100 - 99 * distance / 10)}
         assert scores["n-1"] == 51
         assert body["explanation"]["rejected"] == {"farther than 10 km": 1,
                                                    "no node location": 1}
-        wide = await sample(http, "random", pod(labels={**target,
+        wide = await sample(agent_http, "random", pod(labels={**target,
                                                         "shoal.dev/max-distance-km": "100"}))
         wide_scores = {n["name"]: n["score"] for n in wide["nodes"]}
         assert wide_scores["n-2"] == math.ceil(100 - 99 * distance * 10 / 100)
         # Without a target the plugin stays out of the way.
-        assert len((await sample(http, "random", pod()))["nodes"]) == NODES
+        assert len((await sample(agent_http, "random", pod()))["nodes"]) == NODES
 
 
-async def test_batch_serves_many_pods_in_one_round_trip(http: httpx.AsyncClient) -> None:
+async def test_batch_serves_many_pods_in_one_round_trip(agent_http: httpx.AsyncClient) -> None:
     items = [{"pod": pod(), "nodesToSampleBp": ALL // NODES} for _ in range(NODES)]
-    response = await http.post("/samples/round-robin/batch", json={"items": items})
+    response = await agent_http.post("/samples/round-robin/batch", json={"items": items})
     assert response.status_code == 200, response.text
     drawn = sorted(names(item)[0] for item in response.json()["items"])
     assert drawn == [f"n-{i}" for i in range(NODES)]
@@ -149,14 +154,14 @@ async def test_batch_serves_many_pods_in_one_round_trip(http: httpx.AsyncClient)
 async def test_least_and_most_allocated(start: AgentFactory) -> None:
     spread: AgentServer = await start(plugins={"scores": {"least-allocated": 1}})
     pack: AgentServer = await start(plugins={"scores": {"most-allocated": 1}})
-    async with httpx.AsyncClient(base_url=spread.url) as http:
-        done = await http.post("/agent/scheduling-decision",
+    async with httpx.AsyncClient(base_url=spread.url) as agent_http:
+        done = await agent_http.post("/agent/scheduling-decision",
                                json={"pod": pod(cpu="1", memory="2Gi"), "nodeName": "n-0"})
         assert done.status_code == 201, done.text
     await wait_for(lambda: pack.agent.cache.requested.get("n-0"), message="pod seen")
     for server, best in ((spread, False), (pack, True)):
-        async with httpx.AsyncClient(base_url=server.url) as http:
-            body = await sample(http, "random", pod(cpu="500m", memory="1Gi"))
+        async with httpx.AsyncClient(base_url=server.url) as agent_http:
+            body = await sample(agent_http, "random", pod(cpu="500m", memory="1Gi"))
         scores = {n["name"]: n["score"] for n in body["nodes"]}
         # n-0 is half full: with the pod 75 % used; the others 25 %.
         assert scores["n-0"] == (75 if best else 25)

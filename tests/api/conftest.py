@@ -1,31 +1,14 @@
-"""Fixtures of the API tests: a plain httpx client (no Shoal client code) and watch helpers."""
+"""Watch helpers of the API tests (their plain httpx client is ``http``, tests/conftest.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 import orjson
-import pytest
-
-from shoal.api.server import ApiServer
-from shoal.testing import shipped
-
-
-@pytest.fixture
-async def http(api: ApiServer) -> AsyncIterator[httpx.AsyncClient]:
-    """A bare HTTP client on the API, as any Krake script would use, with the
-    administrator's token."""
-    limits = httpx.Limits(max_connections=100, max_keepalive_connections=100)
-    headers = {"authorization": f"Bearer {shipped.token(shipped.ADMIN)}"}
-    async with httpx.AsyncClient(
-        base_url=api.url, timeout=30, limits=limits, headers=headers
-    ) as c:
-        yield c
 
 
 @dataclass

@@ -65,7 +65,7 @@ CASES = [
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def http() -> AsyncIterator[httpx.AsyncClient]:
+async def in_process() -> AsyncIterator[httpx.AsyncClient]:
     store = SqliteStore(":memory:")
     transport = httpx.ASGITransport(app=create_app(store), raise_app_exceptions=False)
     async with httpx.AsyncClient(transport=transport, base_url="http://shoal") as client:
@@ -78,11 +78,11 @@ async def http() -> AsyncIterator[httpx.AsyncClient]:
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
 @given(value=JSON)
 async def test_any_value_anywhere_is_never_a_server_error(
-    http: httpx.AsyncClient, sample: Sample, path: Path, value: Any
+    in_process: httpx.AsyncClient, sample: Sample, path: Path, value: Any
 ) -> None:
     namespace = "default" if sample.namespaced else None
     body = _replaced(sample.body("x", namespace), path, value)
-    created = await http.post(sample.collection(), json=body)
+    created = await in_process.post(sample.collection(), json=body)
     assert created.status_code < 500, (path, value, created.text)
-    updated = await http.put(sample.item("x"), json=body)
+    updated = await in_process.put(sample.item("x"), json=body)
     assert updated.status_code < 500, (path, value, updated.text)

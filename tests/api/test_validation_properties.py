@@ -31,19 +31,19 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 
 
 @pytest.fixture(scope="module")
-def http() -> Iterator[TestClient]:
+def in_process() -> Iterator[TestClient]:
     with TestClient(create_app(SqliteStore(":memory:"))) as client:
         yield client
 
 
-def _accepted_and_equal(http: TestClient, sample: Sample, body: Body) -> None:
+def _accepted_and_equal(in_process: TestClient, sample: Sample, body: Body) -> None:
     """POST ``body``; it must be stored as sent (the kind's own fields and labels)."""
     body["metadata"]["name"] = f"p{next(_names)}"
     if sample.namespaced:
         body["metadata"]["namespace"] = "default"
-    response = http.post(sample.collection(), json=body)
+    response = in_process.post(sample.collection(), json=body)
     assert response.status_code == 200, (body, response.text)
-    stored = http.get(sample.item(body["metadata"]["name"])).json()
+    stored = in_process.get(sample.item(body["metadata"]["name"])).json()
     kind = kind_for(sample.api, sample.kind)
     sent = kind.model_validate(copy.deepcopy(body)).model_dump(mode="json")
     for field in (f for f in body if f not in ("metadata", "status")):  # what the user set
@@ -145,18 +145,18 @@ SLOW = settings(max_examples=25, deadline=None, derandomize=True,
 @SLOW
 @given(st.one_of(clusters(), applications(), roles(), metrics()))
 def test_generated_valid_objects_are_accepted_and_read_back_equal(
-    http: TestClient, body: Body
+    in_process: TestClient, body: Body
 ) -> None:
-    _accepted_and_equal(http, BY_KIND[body["kind"]], body)
+    _accepted_and_equal(in_process, BY_KIND[body["kind"]], body)
 
 
 @pytest.mark.parametrize("sample", SAMPLES, ids=[s.kind for s in SAMPLES])
-def test_every_sample_body_of_the_suite_is_accepted(http: TestClient, sample: Sample) -> None:
+def test_every_sample_body_of_the_suite_is_accepted(in_process: TestClient, sample: Sample) -> None:
     namespace = "default" if sample.namespaced else None
-    _accepted_and_equal(http, sample, sample.body("x", namespace, tier="web"))
+    _accepted_and_equal(in_process, sample, sample.body("x", namespace, tier="web"))
 
 
-def test_the_docs_examples_are_accepted(http: TestClient) -> None:
+def test_the_docs_examples_are_accepted(in_process: TestClient) -> None:
     """Manifests as an application's, TOSCA templates (``*.tosca.yaml``) as a cluster's."""
     for path in sorted(EXAMPLES.glob("*.yaml")):
         items = [d for d in yaml.safe_load_all(path.read_text()) if d]
@@ -164,8 +164,8 @@ def test_the_docs_examples_are_accepted(http: TestClient) -> None:
             body = BY_KIND["Cluster"].body("x", "default")
             body["spec"] = {"tosca": items[0],
                             "constraints": {"cloud": {"labels": ["location is DE"]}}}  # fmt: skip
-            _accepted_and_equal(http, BY_KIND["Cluster"], body)
+            _accepted_and_equal(in_process, BY_KIND["Cluster"], body)
             continue
         body = BY_KIND["Application"].body("x", "default")
         body["spec"]["manifest"] = items
-        _accepted_and_equal(http, BY_KIND["Application"], body)
+        _accepted_and_equal(in_process, BY_KIND["Application"], body)

@@ -14,7 +14,7 @@ from shoal.reschedule.controller import RescheduleTaskController
 from shoal.scheduler.scheduler import Scheduler
 from shoal.testing.shipped import Callers
 from tests.cli.conftest import Shoal, ok
-from tests.controllers.test_reschedule import CONFIG, application, fleet
+from tests.reschedule.test_controller import CONFIG, application, fleet
 from tests.util import wait_for
 
 

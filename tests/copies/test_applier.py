@@ -21,7 +21,6 @@ from shoal.model.copies import CopySpec
 from shoal.model.kubernetes import ApplicationState, Cluster, ClusterSpec
 from shoal.sim.server import SimServer
 from shoal.testing import fleet
-from shoal.testing.sim import running_sim
 from shoal.testing.wait import wait_for
 
 pytestmark = pytest.mark.integration
@@ -31,9 +30,9 @@ EDGE = ResourceRef(api="kubernetes", kind="Cluster", namespace=NS, name="edge")
 
 
 @pytest.fixture
-async def sim() -> AsyncIterator[SimServer]:
-    async with running_sim(clusters=["edge"], nodes=2, pod_start_delay=0.1) as server:
-        yield server
+def sim_options() -> dict[str, Any]:
+    """One cluster, the applier's."""
+    return dict(clusters=["edge"], nodes=2, pod_start_delay=0.1)
 
 
 @pytest.fixture

@@ -9,9 +9,9 @@ from shoal.api.server import ApiServer
 from shoal.client.rest import ShoalClient
 from shoal.events import Recorder
 from shoal.events.expiry import expire_once
-from shoal.model.base import Metadata, utcnow
+from shoal.model.base import utcnow
 from shoal.model.events import Event
-from shoal.model.kubernetes import Application, ApplicationSpec, Cluster
+from shoal.model.kubernetes import Application, Cluster
 from shoal.testing import fleet
 from tests.cli.conftest import Shoal, ok
 
@@ -19,8 +19,7 @@ MANIFEST = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}
 
 
 async def _objects(client: ShoalClient) -> tuple[Application, Cluster]:
-    spec = ApplicationSpec.model_validate({"manifest": MANIFEST})
-    app = Application(metadata=Metadata(name="web", namespace="default"), spec=spec)
+    app = fleet.app("web", manifest=MANIFEST)
     return await client.create(app), await client.create(fleet.cluster("c1"))
 
 

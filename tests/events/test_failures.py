@@ -9,12 +9,11 @@ import pytest
 from shoal.client.rest import ShoalClient
 from shoal.events.recorder import KIND_LABEL, NAME_LABEL
 from shoal.kube.controller import KubeController
-from shoal.model.base import Metadata
 from shoal.model.events import Event
-from shoal.model.kubernetes import Application, ApplicationSpec
+from shoal.model.kubernetes import Application
 from shoal.model.scheduler_config import Backoff, SchedulerConfig
 from shoal.scheduler.scheduler import Scheduler
-from shoal.testing.fleet import cluster, register
+from shoal.testing.fleet import app, cluster, register
 from shoal.testing.shipped import Callers
 from shoal.testing.wait import wait_for
 
@@ -24,13 +23,7 @@ CONFIG = SchedulerConfig(retries=2, backoff=Backoff(initial=0.1), reschedule_aft
 
 
 def application(name: str, labels: list[str]) -> Application:
-    spec = ApplicationSpec.model_validate(
-        {
-            "manifest": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}],
-            "constraints": {"cluster": {"labels": labels}},
-        }
-    )
-    return Application(metadata=Metadata(name=name, namespace="default"), spec=spec)
+    return app(name, labels)
 
 
 async def reasons_of(client: ShoalClient, name: str) -> dict[str, Event]:

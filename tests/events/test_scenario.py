@@ -9,7 +9,6 @@ numbers.
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -30,7 +29,6 @@ from shoal.scheduler.scheduler import Scheduler
 from shoal.sim.server import SimServer
 from shoal.testing import shipped
 from shoal.testing.fleet import deployment, metric, provider
-from shoal.testing.sim import running_sim
 from shoal.testing.wait import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -49,9 +47,9 @@ MANIFEST = [deployment("web", "nginx:1", replicas=2)]
 
 
 @pytest.fixture
-async def sim() -> AsyncIterator[SimServer]:
-    async with running_sim(clusters=["a", "b"], nodes=1, pod_start_delay=0.05) as server:
-        yield server
+def sim_options() -> dict[str, Any]:
+    """Two clusters of one node."""
+    return dict(clusters=["a", "b"], nodes=1, pod_start_delay=0.05)
 
 
 async def events_of(client: ShoalClient, kind: str, name: str) -> list[Event]:

@@ -12,7 +12,7 @@ from shoal.client.rest import ShoalClient
 from shoal.model.pods import Pod, PodPhase
 from shoal.model.scheduler_config import Backoff, FleetConfig
 from shoal.scheduler.pods.pipeline import FleetPipeline
-from shoal.sim.server import SimServer, start_sim
+from shoal.sim.server import SimServer
 from shoal.testing.pods import NS, FleetAgents, start_agents
 from tests.util import wait_for
 
@@ -23,13 +23,9 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
-async def sim() -> AsyncIterator[SimServer]:
-    server = await start_sim(clusters=CLUSTERS, nodes=4, cpu="2", memory="4Gi",
-                             pod_start_delay=0.05)
-    try:
-        yield server
-    finally:
-        await server.stop()
+def sim_options() -> dict[str, Any]:
+    """Small nodes, which fleet pods fill."""
+    return dict(clusters=CLUSTERS, nodes=4, cpu="2", memory="4Gi", pod_start_delay=0.05)
 
 
 @pytest.fixture

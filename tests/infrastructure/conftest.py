@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import subprocess
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,16 +21,11 @@ import yaml
 from shoal.client.rest import ShoalClient
 from shoal.infrastructure.controller import InfrastructureController
 from shoal.infrastructure.sim import sample_objects
-from shoal.kube.controller import KubeController
 from shoal.model.kubernetes import Cluster
-from shoal.observer.controller import ClusterObserver
-from shoal.scheduler.scheduler import Scheduler
 from shoal.sim.server import SimServer
 from shoal.testing.launch import free_ports, stop
-from shoal.testing.shipped import Callers
-from shoal.testing.sim import running_sim
 from shoal.testing.wait import wait_for
-from tests.scheduler.helpers import fast_config
+from tests.conftest import ClientOf
 
 NS = "default"
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,9 +66,9 @@ async def sim_clusters(sim: SimServer) -> dict[str, int]:
 
 
 @pytest.fixture
-async def sim() -> AsyncIterator[SimServer]:
-    async with running_sim(clusters=[], nodes=2, pod_start_delay=0.2) as server:
-        yield server
+def sim_options() -> dict[str, Any]:
+    """No cluster at first: the infrastructure controller creates them on the sim provider."""
+    return dict(clusters=[], nodes=2, pod_start_delay=0.2)
 
 
 @pytest.fixture
@@ -82,24 +77,15 @@ async def clouds(client: ShoalClient, sim: SimServer) -> None:
 
 
 @pytest.fixture
-async def control_plane(
-    client: ShoalClient, client_of: Callers, clouds: None
-) -> AsyncIterator[None]:
-    parts: list[Any] = [
-        ClusterObserver(client_of("cluster-observer"), interval=0.3, timeout=0.5),
-        KubeController(client_of("kube-controller"), poll_interval=0.2, timeout=1.0),
-        Scheduler(client_of("scheduler"), fast_config()),
-        InfrastructureController(
+def control_plane_options(clouds: None) -> dict[str, Any]:
+    """The control plane and the infrastructure controller, once the clouds exist."""
+
+    def infrastructure(client_of: ClientOf) -> InfrastructureController:
+        return InfrastructureController(
             client_of("infrastructure-controller"), poll=0.2, timeout=1.0, retry_cap=1.0
-        ),
-    ]
-    for part in parts:
-        await part.start()
-    try:
-        yield None
-    finally:
-        for part in reversed(parts):
-            await part.stop()
+        )
+
+    return {"more": [infrastructure]}
 
 
 @pytest.fixture

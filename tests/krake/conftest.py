@@ -9,14 +9,13 @@ import asyncio
 import json
 import subprocess
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from shoal.sim.server import SimServer, start_sim
 from shoal.testing.launch import free_port
 from tests.fixtures.etcd import etcd_available, running_etcd
 from tests.krake.controllers import LOG
@@ -108,15 +107,10 @@ def krake_api(krake_python: str, tmp_path: Path) -> Iterator[str]:
 
 
 @pytest.fixture
-async def sim(tmp_path: Path) -> AsyncIterator[SimServer]:
-    """Two sim clusters, ``de`` and ``fr``; their kubeconfigs in ``tmp_path/kubeconfigs``."""
-    server = await start_sim(
-        clusters=["de", "fr"], nodes=2, pod_start_delay=0.1, out_dir=tmp_path / "kubeconfigs"
-    )
-    try:
-        yield server
-    finally:
-        await server.stop()
+def sim_options(tmp_path: Path) -> dict[str, Any]:
+    """Two clusters, ``de`` and ``fr``; their kubeconfigs in ``tmp_path/kubeconfigs``."""
+    return dict(clusters=["de", "fr"], nodes=2, pod_start_delay=0.1,
+                out_dir=tmp_path / "kubeconfigs")
 
 
 async def configmaps(kubeconfigs: Path, cluster: str, namespace: str = "default") -> dict[str, str]:

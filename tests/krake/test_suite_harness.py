@@ -8,15 +8,15 @@ import asyncio
 import importlib.util
 import shutil
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 import yaml
 
 from shoal.machinery.ports import free_port
-from shoal.sim.server import SimServer, start_sim
+from shoal.sim.server import SimServer
 from shoal.testing.wait import wait_for
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts" / "krake_suite"
@@ -37,12 +37,9 @@ cleanup = _load("shoal_krake_cleanup")
 
 
 @pytest.fixture
-async def sim() -> AsyncIterator[SimServer]:
-    server = await start_sim(clusters=["sim-1"], nodes=2, pod_start_delay=0.1)
-    try:
-        yield server
-    finally:
-        await server.stop()
+def sim_options() -> dict[str, Any]:
+    """The one cluster Krake's functional suite names."""
+    return dict(clusters=["sim-1"], nodes=2, pod_start_delay=0.1)
 
 
 async def _kubectl(kubeconfig: Path, home: Path, *args: str) -> str:

@@ -14,15 +14,14 @@ from shoal.model.kubernetes import Application, ApplicationState, Cluster, Clust
 from shoal.sim.server import SimServer
 from shoal.testing import fleet
 from shoal.testing.fleet import register
-from shoal.testing.sim import running_sim
 
 NS = "default"
 
 
 @pytest.fixture
-async def sim() -> AsyncIterator[SimServer]:
-    async with running_sim(clusters=["de", "fr"], nodes=2, pod_start_delay=0.3) as server:
-        yield server
+def sim_options() -> dict[str, Any]:
+    """Two clusters, ``de`` and ``fr``, that ``clusters`` registers; pods start in 0.3 s."""
+    return dict(clusters=["de", "fr"], nodes=2, pod_start_delay=0.3)
 
 
 @pytest.fixture
@@ -69,12 +68,4 @@ def deployment(name: str, replicas: int = 2) -> dict[str, Any]:
 
 
 def application(name: str, labels: list[str] | None = None, replicas: int = 2) -> Application:
-    return Application.model_validate(
-        {
-            "metadata": {"name": name, "namespace": NS},
-            "spec": {
-                "manifest": [deployment(name, replicas)],
-                "constraints": {"cluster": {"labels": labels or []}},
-            },
-        }
-    )
+    return fleet.app(name, labels, namespace=NS, manifest=[deployment(name, replicas)])

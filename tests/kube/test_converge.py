@@ -10,12 +10,12 @@ from shoal.client.kube import KubeClients, KubeCluster
 from shoal.client.rest import NotFound, ShoalClient
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Cluster, ClusterSpec
-from shoal.scheduler.scheduler import Scheduler
 from shoal.sim.server import SimServer
 from shoal.testing.fleet import register
 from shoal.testing.shipped import Callers
+from tests.conftest import ControlPlane
 from tests.kube.conftest import NS, application, running_on
-from tests.kube.test_integration import control_plane, controller  # noqa: F401 (fixtures)
+from tests.kube.test_integration import control_plane_options, controller  # noqa: F401 (fixtures)
 from tests.util import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -40,7 +40,7 @@ async def test_a_cluster_registered_again_is_a_new_cluster_everywhere(
     sim: SimServer,
     clusters: list[Cluster],
     kube: dict[str, KubeCluster],
-    control_plane: tuple[Scheduler, Any],  # noqa: F811
+    control_plane: ControlPlane,
 ) -> None:
     await client.create(application("before", labels=["location is DE"]))
     await wait_for(lambda: running_on(client, "before"), timeout=30, message="before on de")
@@ -63,7 +63,7 @@ async def test_a_graceful_cluster_delete_leaves_nothing_behind(
     client: ShoalClient,
     sim: SimServer,
     clusters: list[Cluster],
-    control_plane: tuple[Scheduler, Any],  # noqa: F811
+    control_plane: ControlPlane,
 ) -> None:
     await client.create(application("web"))
     first = await wait_for(lambda: running_on(client, "web"), timeout=30, message="web placed")
@@ -94,7 +94,7 @@ async def test_a_cluster_registered_again_is_pruned_of_what_shoal_left(
     sim: SimServer,
     clusters: list[Cluster],
     kube: dict[str, KubeCluster],
-    control_plane: tuple[Scheduler, Any],  # noqa: F811
+    control_plane: ControlPlane,
 ) -> None:
     """Objects labelled as an application's that is gone, or that no longer runs there, are
     removed when the cluster is registered again; the running application's stay."""

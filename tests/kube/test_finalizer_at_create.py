@@ -8,10 +8,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
-from shoal.api.server import ApiServer
 from shoal.client.kube import KubeCluster
 from shoal.client.rest import ShoalClient
 from shoal.kube.controller import KubeController
@@ -20,16 +20,15 @@ from shoal.scheduler.scheduler import Scheduler
 from shoal.testing.shipped import Callers
 from tests.kube.conftest import NS, application, gone
 from tests.scheduler.helpers import fast_config
-from tests.util import api_server, wait_for
+from tests.util import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 @pytest.fixture
-async def api() -> AsyncIterator[ApiServer]:
-    """The suite's API fixture, with the kube controller's finalizer given at creation."""
-    async with api_server(kube_finalizer=True) as server:
-        yield server
+def api_options() -> dict[str, Any]:
+    """The suite's API, with the kube controller's finalizer given at creation."""
+    return {"kube_finalizer": True}
 
 
 @pytest.fixture

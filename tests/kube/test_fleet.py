@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -11,16 +10,15 @@ import pytest
 from shoal.client.kube import KubeClients, KubeCluster
 from shoal.client.rest import NotFound, ShoalClient
 from shoal.gc.controller import GarbageCollector
-from shoal.kube.controller import KubeController
 from shoal.model.base import Metadata
 from shoal.model.constraints import MetricRef
 from shoal.model.core import GlobalMetricsProvider
 from shoal.model.kubernetes import Application, Cluster, ClusterSpec, ClusterState
 from shoal.observer.controller import ClusterObserver
-from shoal.scheduler.scheduler import Scheduler
 from shoal.sim.server import SimServer
 from shoal.testing.shipped import Callers
 from shoal.testing.sim import running_sim
+from tests.conftest import ClientOf, running_control_plane
 from tests.kube.conftest import NS, application, running_on
 from tests.scheduler.helpers import fast_config, metric, provider
 from tests.util import wait_for
@@ -43,25 +41,13 @@ async def _state(client: ShoalClient, name: str) -> ClusterState:
     return (await client.get(Cluster, name, NS)).status.state
 
 
-@contextlib.asynccontextmanager
-async def control_plane(
-    client: ShoalClient, client_of: Callers, gc: bool = False, **config: Any
-) -> AsyncIterator[tuple[Scheduler, KubeController, ClusterObserver]]:
-    controller = KubeController(
-        client_of("kube-controller"), poll_interval=0.2, timeout=1.0, cleanup_retry=0.5
-    )
-    observer = ClusterObserver(client_of("cluster-observer"), interval=0.2, timeout=1.0)
-    scheduler = Scheduler(client_of("scheduler"), fast_config(**config))
-    parts: list[Any] = [observer, controller, scheduler]
-    if gc:
-        parts.append(GarbageCollector(client_of("garbage-collector")))
-    for part in parts:
-        await part.start()
-    try:
-        yield scheduler, controller, observer
-    finally:
-        for part in reversed(parts):
-            await part.stop()
+# the observer looks often, and an application's copy left behind is retried soon
+TIMINGS: dict[str, Any] = {"observer": {"interval": 0.2, "timeout": 1.0},
+                           "controller": {"cleanup_retry": 0.5}}  # fmt: skip
+
+
+def garbage_collector(client_of: ClientOf) -> GarbageCollector:
+    return GarbageCollector(client_of("garbage-collector"))
 
 
 async def test_a_registered_cluster_is_connecting_until_the_observer_reaches_it(
@@ -146,7 +132,9 @@ async def test_crd_on_a_cluster_makes_an_application_schedulable(
 ) -> None:
     # a long backoff: only the cluster change can wake the application in time
     backoff = {"initial": 30, "factor": 1, "cap": 30}
-    async with control_plane(client, client_of, backoff=backoff, retries=50):
+    async with running_control_plane(
+        client_of, config=fast_config(backoff=backoff, retries=50), **TIMINGS
+    ):
         app = application("needs-crd")
         app.spec.constraints.cluster.custom_resources = ["widgets.example.com"]
         app.spec.manifest.append(
@@ -182,7 +170,7 @@ async def test_crd_on_a_cluster_makes_an_application_schedulable(
 async def test_deleting_a_cluster_reschedules_its_applications(
     client: ShoalClient, client_of: Callers, kube: dict[str, KubeCluster]
 ) -> None:
-    async with control_plane(client, client_of, gc=True):
+    async with running_control_plane(client_of, more=[garbage_collector], **TIMINGS):
         await client.create(application("stay", labels=["location in (DE, FR)"]))
         first = await wait_for(lambda: running_on(client, "stay"), timeout=10, message="RUNNING")
         other = "fr" if first == "de" else "de"
@@ -224,7 +212,8 @@ async def test_end_to_end_three_clusters(
         )
         kube[name] = await clients.get(cluster)
     try:
-        async with control_plane(client, client_of, metrics_refresh=0.2, reschedule_after=0.5):
+        config = fast_config(metrics_refresh=0.2, reschedule_after=0.5)
+        async with running_control_plane(client_of, config=config, **TIMINGS):
             # c scores best but is in FR: the constraint puts it on a
             await client.create(application("e2e", labels=["location is DE"]))
             await wait_for(lambda: running_on(client, "e2e"), timeout=10, message="RUNNING")

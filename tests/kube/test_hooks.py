@@ -19,47 +19,28 @@ from aiohttp import web
 from shoal.api.server import ApiServer
 from shoal.client.kube import KubeCluster
 from shoal.client.rest import ShoalClient
-from shoal.kube.controller import KubeController
 from shoal.kube.hooks import HookSettings, with_hooks
 from shoal.machinery.names import DNS_LABEL, DNS_SUBDOMAIN
 from shoal.model.events import Event
 from shoal.model.kubernetes import Application, Cluster
-from shoal.observer.controller import ClusterObserver
-from shoal.scheduler.scheduler import Scheduler
+from shoal.testing import fleet
 from shoal.testing.launch import free_port
-from shoal.testing.shipped import Callers
 from shoal.testing.wait import wait_for
 from tests.kube.conftest import NS, deployment, gone, running_on
-from tests.scheduler.helpers import fast_config
 
 
 @pytest.fixture
-async def control_plane(
-    client: ShoalClient, client_of: Callers, clusters: list[Cluster]
-) -> AsyncIterator[None]:
-    parts: list[Any] = [
-        ClusterObserver(client_of("cluster-observer"), interval=0.3, timeout=0.5),
-        KubeController(client_of("kube-controller"), poll_interval=0.2, timeout=1.0),
-        Scheduler(client_of("scheduler"), fast_config()),
-    ]
-    for part in parts:
-        await part.start()
-    try:
-        yield None
-    finally:
-        for part in reversed(parts):
-            await part.stop()
+def control_plane_options(clusters: list[Cluster]) -> dict[str, Any]:
+    """The suite's control plane, started once the clusters are registered."""
+    return {}
 
 
 def app_with(name: str, hooks: list[str], location: str, *objects: dict[str, Any],
              grace: int = 30, placement: dict[str, Any] | None = None) -> Application:  # fmt: skip
     spread = {"placement": placement} if placement is not None else {}
-    return Application.model_validate({
-        "metadata": {"name": name, "namespace": NS},
-        "spec": {"manifest": [deployment(name, replicas=1), *objects], "hooks": hooks,
-                 "shutdown_grace_time": grace, **spread,
-                 "constraints": {"cluster": {"labels": [f"location is {location}"]}}},
-    })  # fmt: skip
+    return fleet.app(name, [f"location is {location}"], namespace=NS,
+                     manifest=[deployment(name, replicas=1), *objects], hooks=hooks,
+                     shutdown_grace_time=grace, **spread)  # fmt: skip
 
 
 async def injected(kube: KubeCluster, app: str, hook: str) -> tuple[str, str]:

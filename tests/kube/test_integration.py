@@ -18,10 +18,10 @@ from shoal.model.kubernetes import (
     Cluster,
     ClusterState,
 )
-from shoal.observer.controller import ClusterObserver
 from shoal.scheduler.scheduler import Scheduler
 from shoal.sim.server import SimServer
 from shoal.testing.shipped import Callers
+from tests.conftest import ControlPlane
 from tests.kube.conftest import NS, application, running_on
 from tests.scheduler.helpers import fast_config
 from tests.util import wait_for
@@ -42,18 +42,9 @@ async def controller(
 
 
 @pytest.fixture
-async def control_plane(
-    client: ShoalClient, client_of: Callers, controller: KubeController
-) -> AsyncIterator[tuple[Scheduler, ClusterObserver]]:
-    observer = ClusterObserver(client_of("cluster-observer"), interval=0.3, timeout=1.0)
-    scheduler = Scheduler(client_of("scheduler"), fast_config())
-    await observer.start()
-    await scheduler.start()
-    try:
-        yield scheduler, observer
-    finally:
-        await scheduler.stop()
-        await observer.stop()
+def control_plane_options(controller: KubeController) -> dict[str, Any]:
+    """The observer and the scheduler beside the module's own kube controller."""
+    return {"kube_controller": False, "observer": {"timeout": 1.0}}
 
 
 async def _deployment(kube: KubeCluster, name: str) -> dict[str, Any] | None:
@@ -77,7 +68,7 @@ async def test_deploy_and_delete(
     client: ShoalClient,
     kube: dict[str, KubeCluster],
     controller: KubeController,
-    control_plane: tuple[Scheduler, ClusterObserver],
+    control_plane: ControlPlane,
 ) -> None:
     await client.create(application("web", labels=["location is FR"]))
 
@@ -131,7 +122,7 @@ async def test_unreachable_cluster_moves_application(
     client: ShoalClient,
     sim: SimServer,
     kube: dict[str, KubeCluster],
-    control_plane: tuple[Scheduler, ClusterObserver],
+    control_plane: ControlPlane,
 ) -> None:
     await client.create(application("api", labels=["location in (DE, FR)"]))
     first = await wait_for(lambda: running_on(client, "api"), timeout=15, message="api RUNNING")

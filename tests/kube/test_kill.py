@@ -30,7 +30,7 @@ from shoal.client.rest import ShoalClient
 from shoal.copies.owners import owner_of
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Application, ApplicationState, Cluster, ClusterSpec
-from shoal.testing.fleet import register
+from shoal.testing.fleet import app, register
 from shoal.testing.launch import ApiProcess, controller, free_port, kill, spawn_shoal, stop
 from tests.kube.conftest import NS, deployment
 from tests.util import wait_for
@@ -57,12 +57,8 @@ async def kubeconfigs(tmp_path: Path) -> AsyncIterator[dict[str, dict[str, Any]]
 
 
 def application(i: int) -> Application:
-    return Application.model_validate(
-        {
-            "metadata": {"name": f"app-{i:05d}", "namespace": NS},
-            "spec": {"manifest": [deployment(f"app-{i:05d}", replicas=1)]},
-        }
-    )
+    name = f"app-{i:05d}"
+    return app(name, namespace=NS, manifest=[deployment(name, replicas=1)])
 
 
 async def running(client: ShoalClient) -> list[Application]:

@@ -19,9 +19,9 @@ from shoal.machinery.names import QUALIFIED_NAME
 from shoal.model.base import Metadata, ResourceRef
 from shoal.model.kubernetes import Application, ApplicationState, Cluster, ClusterSpec
 from shoal.sim.server import SimServer
+from shoal.testing import fleet
 from shoal.testing.fleet import register
 from shoal.testing.shipped import Callers
-from shoal.testing.sim import running_sim
 from tests.kube.conftest import deployment
 from tests.util import wait_for
 
@@ -53,8 +53,7 @@ def test_the_context_namespace_is_the_current_contexts_else_default() -> None:
 
 def test_the_namespace_used_is_the_record_then_the_earlier_one_then_the_contexts() -> None:
     def app(namespace: str, status: dict[str, Any]) -> Application:
-        return Application.model_validate({"metadata": {"name": "w", "namespace": namespace},
-                                           "spec": {"manifest": []}, "status": status})  # fmt: skip
+        return fleet.app("w", namespace=namespace, manifest=[], status=status)
 
     def ref(namespace: str) -> ResourceRef:
         return ResourceRef(api="kubernetes", kind="Cluster", namespace=namespace, name="de")
@@ -72,12 +71,6 @@ def test_the_namespace_used_is_the_record_then_the_earlier_one_then_the_contexts
         ran = {"running_on": ref(namespace).model_dump()}
         assert kube_namespace(app(namespace, ran), ref(namespace), cluster) == "ctx"
     assert kube_namespace(app("team", {}), ref("team"), None) == "default"
-
-
-@pytest.fixture
-async def sim() -> AsyncIterator[SimServer]:
-    async with running_sim(clusters=["de", "fr"], nodes=2, pod_start_delay=0.1) as server:
-        yield server
 
 
 async def _clusters(
@@ -114,9 +107,7 @@ async def controller(client_of: Callers) -> AsyncIterator[KubeController]:
 
 
 def _app(name: str, namespace: str, manifest: list[dict[str, Any]]) -> Application:
-    return Application.model_validate(
-        {"metadata": {"name": name, "namespace": namespace}, "spec": {"manifest": manifest}}
-    )
+    return fleet.app(name, namespace=namespace, manifest=manifest)
 
 
 async def _running(client: ShoalClient, name: str, namespace: str) -> Application | None:

@@ -24,6 +24,7 @@ from shoal.model import observer_schema as rules
 from shoal.model.base import ResourceRef
 from shoal.model.kubernetes import Application, ApplicationState, Cluster
 from shoal.sim.server import SimServer
+from shoal.testing import fleet
 from shoal.testing.shipped import Callers
 from tests.conftest import Tenant
 from tests.kube.conftest import NS
@@ -73,10 +74,7 @@ CUSTOM: dict[str, Any] = {
 def _app(name: str, schema: list[dict[str, Any]]) -> Application:
     deployment = json.loads(json.dumps(ECHO).replace("echo-demo", name))
     service = json.loads(json.dumps(SERVICE).replace("echo-demo", name))
-    return Application.model_validate({
-        "metadata": {"name": name, "namespace": NS},
-        "spec": {"manifest": [deployment, service], "observer_schema": schema},
-    })  # fmt: skip
+    return fleet.app(name, namespace=NS, manifest=[deployment, service], observer_schema=schema)
 
 
 @pytest.fixture

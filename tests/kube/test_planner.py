@@ -38,11 +38,11 @@ def _cluster(ref: ResourceRef | None) -> Cluster | None:
 
 
 def _app(status: dict[str, Any], placement: dict[str, Any] | None = None) -> Application:
-    spec: dict[str, Any] = {"manifest": [fleet.deployment("web", "nginx:1", replicas=6)]}
-    if placement is not None:
-        spec["placement"] = placement
-    metadata = {"name": "web", "namespace": NS, "uid": "u-1"}
-    return Application.model_validate({"metadata": metadata, "spec": spec, "status": status})
+    spec = {} if placement is None else {"placement": placement}
+    manifest = [fleet.deployment("web", "nginx:1", replicas=6)]
+    app = fleet.app("web", namespace=NS, manifest=manifest, status=status, **spec)
+    app.metadata.uid = "u-1"
+    return app
 
 
 def _replicas(copy: CopySpec) -> int:

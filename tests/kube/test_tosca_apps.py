@@ -22,10 +22,11 @@ from shoal.client.kube import KubeCluster
 from shoal.client.rest import ApiError, Conflict, ShoalClient
 from shoal.model.base import ReasonCode, utcnow
 from shoal.model.kubernetes import Application, ApplicationState
+from shoal.testing import fleet
 from shoal.testing.wait import wait_for
 from tests.fixtures.templates import Files, csar, serving_files, template, template_manifest
 from tests.kube.conftest import NS, running_on
-from tests.kube.test_hooks import control_plane  # noqa: F401  (a fixture)
+from tests.kube.test_hooks import control_plane_options  # noqa: F401  (a fixture)
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("control_plane")]
 
@@ -36,8 +37,9 @@ async def files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterato
         yield served
 
 
-def app_of(name: str, **spec: Any) -> Application:
-    return Application.model_validate({"metadata": {"name": name, "namespace": NS}, "spec": spec})
+def app_of(name: str, manifest: list[dict[str, Any]] | None = None, **spec: Any) -> Application:
+    """An application of a TOSCA template or CSAR (``spec``), without a manifest unless given."""
+    return fleet.app(name, namespace=NS, manifest=manifest or [], **spec)
 
 
 async def live_image(kube: dict[str, KubeCluster], cluster: str, name: str) -> tuple[str, int]:

@@ -1,4 +1,4 @@
-"""Pure functions of the kube controller and the cluster observer."""
+"""Pure functions of the kube controller."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from shoal.copies.objects import (
 )
 from shoal.kube.controller import triggered
 from shoal.model.base import ResourceRef
-from shoal.observer.controller import summarize_nodes
 from tests.kube.conftest import application
 
 
@@ -74,20 +73,6 @@ def test_workload_health() -> None:
     assert workload_health({"kind": "ConfigMap"})[0]
 
 
-def _node(name: str, ready: bool, pressure: bool = False) -> dict[str, object]:
-    return {
-        "metadata": {"name": name},
-        "status": {
-            "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"},
-            "allocatable": {"cpu": "7500m", "memory": "30Gi", "pods": "110"},
-            "conditions": [
-                {"type": "Ready", "status": "True" if ready else "False"},
-                {"type": "MemoryPressure", "status": "True" if pressure else "False"},
-            ],
-        },
-    }
-
-
 def test_tells_anything_of_a_live_object() -> None:
     """What wakes an application: its objects' fields, their readiness, and not the rest."""
     dep: dict[str, Any] = {
@@ -115,15 +100,3 @@ def test_tells_anything_of_a_live_object() -> None:
     assert tells_anything(dep, changed(metadata__labels={"a": "2"}))  # ownership
     assert tells_anything(dep, changed(metadata__deletionTimestamp="2026-11-27T00:00:00Z"))
     assert tells_anything(dep, {**changed(), "data": {"k": "v"}})  # a field it did not have
-
-
-def test_summarize_nodes_is_compact() -> None:
-    nodes = [_node(f"n-{i}", ready=i % 2 == 0) for i in range(120)]
-    entries, ready, pressure = summarize_nodes(nodes)
-    assert ready == 60 and not pressure
-    assert entries[0]["count"] == 120 and entries[0]["ready"] == 60
-    assert entries[0]["capacity"]["cpu"] == 960
-    assert entries[0]["allocatable"]["memory"] == 120 * 30 * 2**30
-    assert len(entries) == 51
-    _, _, pressure = summarize_nodes([_node("n", ready=True, pressure=True)])
-    assert pressure

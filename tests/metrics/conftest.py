@@ -54,7 +54,7 @@ async def fake_influx2() -> AsyncIterator[FakeInflux2]:
 
 
 @pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
+async def session() -> AsyncIterator[aiohttp.ClientSession]:
     """The session the metric cache would give the provider clients."""
     async with aiohttp.ClientSession() as session:
         yield session

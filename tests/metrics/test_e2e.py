@@ -99,10 +99,10 @@ async def test_prometheus_gauge_change_migrates(
 @asynccontextmanager
 async def proxy(port: int, upstream: str) -> AsyncIterator[None]:
     """A Prometheus on ``port`` (forwarding to ``upstream``), up for the duration."""
-    async with httpx.AsyncClient(base_url=upstream) as http:
+    async with httpx.AsyncClient(base_url=upstream) as session:
 
         async def forward(request: web.Request) -> web.Response:
-            response = await http.request(
+            response = await session.request(
                 request.method,
                 request.path,
                 params=dict(request.query),

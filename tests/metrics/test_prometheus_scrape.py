@@ -28,11 +28,11 @@ from shoal.model.core import (
     PrometheusSpec,
 )
 from shoal.model.events import Event
-from shoal.model.kubernetes import Application, ApplicationSpec, Cluster, ClusterSpec
+from shoal.model.kubernetes import Application, Cluster, ClusterSpec
 from shoal.model.scheduler_config import SchedulerConfig
 from shoal.scheduler.scheduler import Scheduler
 from shoal.testing import shipped
-from shoal.testing.fleet import cluster, metric, provider, register
+from shoal.testing.fleet import app, cluster, metric, provider, register
 from shoal.testing.sim import running_sim
 from shoal.testing.wait import wait_for
 from tests.fixtures.prometheus import PrometheusServer, start_prometheus
@@ -122,12 +122,7 @@ async def test_wall_board_queries(client: ShoalClient, exporter: str) -> None:
             await component.start()
         try:
             for name, labels in (("web-1", []), ("web-2", []), ("lost", ["zone is nowhere"])):
-                spec = ApplicationSpec.model_validate(
-                    {"manifest": [configmap(name)], "constraints": {"cluster": {"labels": labels}}}
-                )
-                await client.create(
-                    Application(metadata=Metadata(name=name, namespace=NS), spec=spec)
-                )
+                await client.create(app(name, labels, namespace=NS, manifest=[configmap(name)]))
 
             async def deployed(cluster: str) -> bool:
                 apps = (await client.list(Application, NS)).items

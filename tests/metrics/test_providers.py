@@ -93,7 +93,7 @@ def influx2_spec(url: str, token: str = "secret-token", bucket: str = "metrics")
 # ---------------------------------------------------------------- factory and static
 
 
-async def test_provider_client_picks_the_client_of_the_type(http: aiohttp.ClientSession) -> None:
+async def test_provider_client_picks_the_client_of_the_type(session: aiohttp.ClientSession) -> None:
     specs = {
         PrometheusClient: MetricsProviderSpec(
             type="prometheus", prometheus=PrometheusSpec(url="http://p")
@@ -106,7 +106,7 @@ async def test_provider_client_picks_the_client_of_the_type(http: aiohttp.Client
         StaticClient: MetricsProviderSpec(type="static", static=StaticSpec(metrics={"a": 1})),
     }
     for cls, spec in specs.items():
-        client = provider_client(spec, timeout=1, http=http)
+        client = provider_client(spec, timeout=1, http=session)
         assert isinstance(client, cls)
         assert isinstance(client, MetricsProviderClient)
         await client.close()
@@ -128,9 +128,9 @@ def test_prometheus_batch_query_selects_every_name() -> None:
 
 @pytest.mark.integration
 async def test_prometheus_plain_metrics_in_one_request(prometheus: PrometheusServer) -> None:
-    http, sent = counting_client()
-    async with http:
-        client = PrometheusClient(PrometheusSpec(url=prometheus.url), timeout=5, http=http)
+    session, sent = counting_client()
+    async with session:
+        client = PrometheusClient(PrometheusSpec(url=prometheus.url), timeout=5, http=session)
         result = await client.fetch(["shoal_load", "shoal_cost", "shoal_zero", "shoal_missing"])
     assert result["shoal_load"] == 0.25
     assert result["shoal_cost"] == 3.0
@@ -143,9 +143,9 @@ async def test_prometheus_plain_metrics_in_one_request(prometheus: PrometheusSer
 async def test_prometheus_url_without_scheme_is_an_unreachable_provider() -> None:
     """Krake's way to name an unreachable provider (``1.2.3.4:9090``): every metric asked
     is UNREACHABLE_METRICS_PROVIDER, and nothing is sent."""
-    http, sent = counting_client()
-    async with http:
-        client = PrometheusClient(PrometheusSpec(url="1.2.3.4:9090"), timeout=5, http=http)
+    session, sent = counting_client()
+    async with session:
+        client = PrometheusClient(PrometheusSpec(url="1.2.3.4:9090"), timeout=5, http=session)
         result = await client.fetch(["heat_demand_zone_unreachable", "other"])
     assert {name: code(value) for name, value in result.items()} == {
         "heat_demand_zone_unreachable": UNREACHABLE, "other": UNREACHABLE}
@@ -158,9 +158,9 @@ async def test_prometheus_batches_are_chunked(
 ) -> None:
     # Thousands of names are fetched in chunks (sent concurrently), never one query each.
     monkeypatch.setattr("shoal.scheduler.metrics.providers.prometheus.PROMETHEUS_BATCH", 2)
-    http, sent = counting_client()
-    async with http:
-        client = PrometheusClient(PrometheusSpec(url=prometheus.url), timeout=5, http=http)
+    session, sent = counting_client()
+    async with session:
+        client = PrometheusClient(PrometheusSpec(url=prometheus.url), timeout=5, http=session)
         result = await client.fetch(["shoal_load", "shoal_cost", "shoal_zero", "shoal_heat"])
     assert result == {"shoal_load": 0.25, "shoal_cost": 3.0, "shoal_zero": 0.0, "shoal_heat": 7.5}
     assert len(sent) == 2 and client.requests == 2
@@ -168,9 +168,9 @@ async def test_prometheus_batches_are_chunked(
 
 @pytest.mark.integration
 async def test_prometheus_expressions_vector_and_scalar(
-    prometheus: PrometheusServer, http: aiohttp.ClientSession
+    prometheus: PrometheusServer, session: aiohttp.ClientSession
 ) -> None:
-    client = PrometheusClient(PrometheusSpec(url=prometheus.url), timeout=5, http=http)
+    client = PrometheusClient(PrometheusSpec(url=prometheus.url), timeout=5, http=session)
     exprs = [
         "shoal_load",
         "sum(shoal_cost) * 2",
@@ -189,9 +189,9 @@ async def test_prometheus_expressions_vector_and_scalar(
     assert client.requests == 1 + 5  # plain names batched, the rest one each
 
 
-async def test_prometheus_down_is_unreachable(http: aiohttp.ClientSession) -> None:
+async def test_prometheus_down_is_unreachable(session: aiohttp.ClientSession) -> None:
     client = PrometheusClient(
-        PrometheusSpec(url=f"http://127.0.0.1:{free_port()}"), timeout=2, http=http
+        PrometheusSpec(url=f"http://127.0.0.1:{free_port()}"), timeout=2, http=session
     )
     result = await client.fetch(["a", "sum(b)"])
     assert {code(v) for v in result.values()} == {UNREACHABLE}
@@ -209,8 +209,8 @@ async def test_prometheus_5xx_and_garbage_are_unreachable() -> None:
     async def handler(request: web.Request) -> web.Response:
         return next(answers)
 
-    async with answering(handler) as url, aiohttp.ClientSession() as http:
-        client = PrometheusClient(PrometheusSpec(url=url), timeout=2, http=http)
+    async with answering(handler) as url, aiohttp.ClientSession() as session:
+        client = PrometheusClient(PrometheusSpec(url=url), timeout=2, http=session)
         for _ in range(3):
             result = await client.fetch(["a", "b"])
             assert {code(v) for v in result.values()} == {UNREACHABLE}, result
@@ -221,8 +221,8 @@ async def test_prometheus_timeout() -> None:
         await asyncio.sleep(5)
         raise AssertionError("not reached")
 
-    async with answering(handler) as url, aiohttp.ClientSession() as http:
-        client = PrometheusClient(PrometheusSpec(url=url), timeout=0.2, http=http)
+    async with answering(handler) as url, aiohttp.ClientSession() as session:
+        client = PrometheusClient(PrometheusSpec(url=url), timeout=0.2, http=session)
         started = asyncio.get_running_loop().time()
         result = await client.fetch(["a"])
         took = asyncio.get_running_loop().time() - started
@@ -237,10 +237,10 @@ async def test_prometheus_timeout() -> None:
 @pytest.mark.integration
 async def test_influx1_last_values_in_one_request(influxd: InfluxServer) -> None:
     influxd.write("load value=0.1 1000000000", "load value=0.4", "cost value=12", "other x=1")
-    http, sent = counting_client()
-    async with http:
+    session, sent = counting_client()
+    async with session:
         spec = InfluxSpec(url=influxd.url, version=1, database=influxd.database)
-        client = InfluxV1Client(spec, timeout=5, http=http)
+        client = InfluxV1Client(spec, timeout=5, http=session)
         result = await client.fetch(["load", "cost", "other", "missing"])
     assert result["load"] == 0.4
     assert result["cost"] == 12
@@ -254,13 +254,15 @@ async def test_influx1_last_values_in_one_request(influxd: InfluxServer) -> None
 
 
 @pytest.mark.integration
-async def test_influx1_unknown_database_and_stopped_server(http: aiohttp.ClientSession) -> None:
+async def test_influx1_unknown_database_and_stopped_server(session: aiohttp.ClientSession) -> None:
     with start_influxd("shoal") as server:
         server.write("load value=1")
         spec = InfluxSpec(url=server.url, version=1, database="shoal")
-        client = InfluxV1Client(spec, timeout=5, http=http)
+        client = InfluxV1Client(spec, timeout=5, http=session)
         assert (await client.fetch(["load"]))["load"] == 1
-        wrong = InfluxV1Client(spec.model_copy(update={"database": "nope"}), timeout=5, http=http)
+        wrong = InfluxV1Client(
+            spec.model_copy(update={"database": "nope"}), timeout=5, http=session
+        )
         assert code((await wrong.fetch(["load"]))["load"]) == UNREACHABLE
         server.stop()
         assert code((await client.fetch(["load"]))["load"]) == UNREACHABLE
@@ -282,9 +284,9 @@ async def test_influx1_sends_credentials() -> None:
             },
         )
 
-    async with answering(handler) as url, aiohttp.ClientSession() as http:
+    async with answering(handler) as url, aiohttp.ClientSession() as session:
         spec = InfluxSpec(url=url, version=1, database="d", username="u", password="p")
-        result = await InfluxV1Client(spec, timeout=1, http=http).fetch(["m"])
+        result = await InfluxV1Client(spec, timeout=1, http=session).fetch(["m"])
     assert result == {"m": 2.0}
     assert seen[0].query["u"] == "u" and seen[0].query["p"] == "p"
     assert seen[0].query["db"] == "d"
@@ -354,9 +356,9 @@ async def test_influx2_errors_are_unreachable(fake_influx2: FakeInflux2) -> None
 
 
 async def test_influx2_fake_serves_ping_and_health(fake_influx2: FakeInflux2) -> None:
-    async with httpx.AsyncClient() as http:
-        assert (await http.get(f"{fake_influx2.url}/ping")).status_code == 204
-        assert (await http.get(f"{fake_influx2.url}/health")).json()["status"] == "pass"
+    async with httpx.AsyncClient() as session:
+        assert (await session.get(f"{fake_influx2.url}/ping")).status_code == 204
+        assert (await session.get(f"{fake_influx2.url}/health")).json()["status"] == "pass"
 
 
 # ---------------------------------------------------------------- ksqlDB (fake)
@@ -370,9 +372,11 @@ def test_ksql_queries() -> None:
     )
 
 
-async def test_kafka_batches_with_in(fake_ksqldb: FakeKsqlDB, http: aiohttp.ClientSession) -> None:
+async def test_kafka_batches_with_in(
+    fake_ksqldb: FakeKsqlDB, session: aiohttp.ClientSession
+) -> None:
     fake_ksqldb.tables["METRICS"].rows.update({"load": 0.5, "cost": 3, "null": None})
-    client = KafkaClient(kafka_spec(fake_ksqldb.url), timeout=5, http=http)
+    client = KafkaClient(kafka_spec(fake_ksqldb.url), timeout=5, http=session)
     result = await client.fetch(["load", "cost", "null", "missing"])
     assert result["load"] == 0.5 and result["cost"] == 3
     assert code(result["null"]) == UNKNOWN and code(result["missing"]) == UNKNOWN
@@ -383,12 +387,12 @@ async def test_kafka_batches_with_in(fake_ksqldb: FakeKsqlDB, http: aiohttp.Clie
 
 
 async def test_kafka_falls_back_to_one_query_per_metric(
-    fake_ksqldb: FakeKsqlDB, http: aiohttp.ClientSession
+    fake_ksqldb: FakeKsqlDB, session: aiohttp.ClientSession
 ) -> None:
     fake_ksqldb.support_in = False
     fake_ksqldb.final_message = True
     fake_ksqldb.tables["METRICS"].rows.update({"load": 0.5, "cost": 3})
-    client = KafkaClient(kafka_spec(fake_ksqldb.url), timeout=5, http=http)
+    client = KafkaClient(kafka_spec(fake_ksqldb.url), timeout=5, http=session)
     result = await client.fetch(["load", "cost", "missing"])
     assert result == {"load": 0.5, "cost": 3, "missing": result["missing"]}
     assert code(result["missing"]) == UNKNOWN
@@ -398,16 +402,16 @@ async def test_kafka_falls_back_to_one_query_per_metric(
     assert len(fake_ksqldb.queries) == 4 + 2
 
 
-async def test_kafka_errors(fake_ksqldb: FakeKsqlDB, http: aiohttp.ClientSession) -> None:
+async def test_kafka_errors(fake_ksqldb: FakeKsqlDB, session: aiohttp.ClientSession) -> None:
     fake_ksqldb.tables["METRICS"].rows["load"] = 1
-    wrong_table = KafkaClient(kafka_spec(fake_ksqldb.url, table="nope"), timeout=5, http=http)
+    wrong_table = KafkaClient(kafka_spec(fake_ksqldb.url, table="nope"), timeout=5, http=session)
     result = await wrong_table.fetch(["load", "x"])
     assert {code(v) for v in result.values()} == {UNREACHABLE}
     assert "does not exist" in str(result["load"])
     assert wrong_table.batch is True  # a misconfigured table does not disable IN
-    down = KafkaClient(kafka_spec(f"http://127.0.0.1:{free_port()}"), timeout=5, http=http)
+    down = KafkaClient(kafka_spec(f"http://127.0.0.1:{free_port()}"), timeout=5, http=session)
     assert code((await down.fetch(["load"]))["load"]) == UNREACHABLE
-    client = KafkaClient(kafka_spec(fake_ksqldb.url), timeout=0.3, http=http)
+    client = KafkaClient(kafka_spec(fake_ksqldb.url), timeout=0.3, http=session)
     fake_ksqldb.fail_status = 503
     assert code((await client.fetch(["load"]))["load"]) == UNREACHABLE
     fake_ksqldb.fail_status = None
@@ -420,8 +424,8 @@ async def test_kafka_fake_speaks_the_documented_format(fake_ksqldb: FakeKsqlDB) 
     fake_ksqldb.tables["METRICS"].rows["load"] = 0.5
     headers = {"Content-Type": "application/vnd.ksql.v1+json"}
     body = {"ksql": "SELECT val FROM metrics WHERE name = 'load';", "streamsProperties": {}}
-    async with httpx.AsyncClient() as http:
-        response = await http.post(
+    async with httpx.AsyncClient() as session:
+        response = await session.post(
             f"{fake_ksqldb.url}/query", content=json.dumps(body), headers=headers
         )
         assert response.status_code == 200
@@ -429,7 +433,7 @@ async def test_kafka_fake_speaks_the_documented_format(fake_ksqldb: FakeKsqlDB) 
         assert header["header"]["schema"] == "`VAL` DOUBLE" and "queryId" in header["header"]
         assert row == {"row": {"columns": [0.5]}}
         body["ksql"] = "SELECT val FROM nope WHERE name = 'load';"
-        response = await http.post(
+        response = await session.post(
             f"{fake_ksqldb.url}/query", content=json.dumps(body), headers=headers
         )
         assert response.status_code == 400
@@ -446,6 +450,6 @@ async def test_kafka_error_message_element_is_unreachable() -> None:
             ],
         )
 
-    async with answering(handler) as url, aiohttp.ClientSession() as http:
-        client = KafkaClient(kafka_spec(url), timeout=1, http=http)
+    async with answering(handler) as url, aiohttp.ClientSession() as session:
+        client = KafkaClient(kafka_spec(url), timeout=1, http=session)
         assert code((await client.fetch(["load"]))["load"]) == UNREACHABLE

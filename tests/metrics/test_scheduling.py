@@ -301,8 +301,8 @@ async def test_provider_status_and_cli(
 
         # The cache's Prometheus metrics are on the API's /metrics (same process, as `shoal up`).
         admin = {"authorization": f"Bearer {shipped.token(shipped.ADMIN)}"}
-        async with httpx.AsyncClient(headers=admin) as http:
-            text = (await http.get(f"{api.url}/metrics")).text
+        async with httpx.AsyncClient(headers=admin) as session:
+            text = (await session.get(f"{api.url}/metrics")).text
         assert 'shoal_metrics_provider_fetch_seconds_count{provider="static"}' in text
         assert 'shoal_metrics_provider_fetch_seconds_count{provider="default/mine"}' in text
         assert 'shoal_metrics_provider_errors_total{provider="down"}' in text

@@ -13,25 +13,19 @@ import pytest
 
 from shoal.client.kube import KubeClients, KubeCluster
 from shoal.client.rest import ShoalClient
-from shoal.kube.controller import KubeController
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Application, Cluster, ClusterSpec
-from shoal.observer.controller import ClusterObserver
-from shoal.scheduler.scheduler import Scheduler
 from shoal.sim.server import SimServer
 from shoal.testing import fleet
-from shoal.testing.shipped import Callers
-from shoal.testing.sim import running_sim
-from tests.scheduler.helpers import fast_config
 
 NS = "default"
 CLUSTERS = {"de-1": "DE", "de-2": "DE", "fr-1": "FR", "fr-2": "FR"}
 
 
 @pytest.fixture
-async def sim() -> AsyncIterator[SimServer]:
-    async with running_sim(clusters=[], nodes=2, pod_start_delay=0.2) as server:
-        yield server
+def sim_options() -> dict[str, Any]:
+    """No cluster at first: ``clusters`` adds them with the sizes a test asks for."""
+    return dict(clusters=[], nodes=2, pod_start_delay=0.2)
 
 
 @pytest.fixture
@@ -69,31 +63,14 @@ async def kube(clusters: list[Cluster]) -> AsyncIterator[dict[str, KubeCluster]]
 
 
 @pytest.fixture
-async def control_plane(
-    client: ShoalClient, client_of: Callers, clusters: list[Cluster]
-) -> AsyncIterator[Scheduler]:
-    observer = ClusterObserver(client_of("cluster-observer"), interval=0.3, timeout=0.5)
-    controller = KubeController(client_of("kube-controller"), poll_interval=0.2, timeout=1.0)
-    scheduler = Scheduler(client_of("scheduler"), fast_config())
-    await observer.start()
-    await controller.start()
-    await scheduler.start()
-    try:
-        yield scheduler
-    finally:
-        await scheduler.stop()
-        await controller.stop()
-        await observer.stop()
+def control_plane_options(clusters: list[Cluster]) -> dict[str, Any]:
+    """The suite's control plane, started once the clusters are registered."""
+    return {}
 
 
 def spread_app(name: str, replicas: int, placement: dict[str, Any], **spec: Any) -> Application:
     deployment = fleet.deployment(name, "nginx:1", replicas=replicas)
-    return Application.model_validate(
-        {
-            "metadata": {"name": name, "namespace": NS},
-            "spec": {"manifest": [deployment], "placement": placement, **spec},
-        }
-    )
+    return fleet.app(name, namespace=NS, manifest=[deployment], placement=placement, **spec)
 
 
 async def replicas_on(kube: dict[str, KubeCluster], name: str) -> dict[str, tuple[int, int]]:

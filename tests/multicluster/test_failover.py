@@ -18,6 +18,7 @@ from shoal.reschedule.controller import RescheduleTaskController
 from shoal.scheduler.scheduler import Scheduler
 from shoal.sim.server import SimServer
 from shoal.testing.shipped import Callers
+from tests.conftest import ControlPlane
 from tests.events.test_scenario import until
 from tests.multicluster.conftest import NS, replicas_on, spread_app
 from tests.util import wait_for
@@ -90,7 +91,7 @@ async def test_share_fails_over_and_a_reschedule_brings_it_back(
     client: ShoalClient,
     sim: SimServer,
     kube: dict[str, KubeCluster],
-    control_plane: Scheduler,
+    control_plane: ControlPlane,
     reschedule: None,
 ) -> None:
     await client.create(spread_app("web", 10, PLACEMENT))
@@ -118,8 +119,9 @@ async def test_share_fails_over_and_a_reschedule_brings_it_back(
 
     sim.fleet.set_unreachable("de-1", False)
     await wait_for(lambda: _cluster_online(client, "de-1"), timeout=10, message="de-1 back")
-    passes = control_plane.passes
-    await wait_for(lambda: _passes(control_plane, passes + 2), timeout=10, message="passes")
+    scheduler = control_plane.scheduler
+    passes = scheduler.passes
+    await wait_for(lambda: _passes(scheduler, passes + 2), timeout=10, message="passes")
     assert await _placements(client, "web") == {"de-2": 5, "fr-1": 5}  # nothing moves back
     # ...and the copy de-1 still held is removed now that it answers
     await wait_for(lambda: _gone_from(kube, "de-1"), timeout=10, message="old copy removed")

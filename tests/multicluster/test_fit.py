@@ -15,7 +15,7 @@ from shoal.client.rest import ShoalClient
 from shoal.events.recorder import KIND_LABEL, NAME_LABEL
 from shoal.model.events import Event
 from shoal.model.kubernetes import Application, ApplicationState
-from shoal.scheduler.scheduler import Scheduler
+from tests.conftest import ControlPlane
 from tests.multicluster.conftest import NS, replicas_on, spread_app
 from tests.util import wait_for
 
@@ -49,7 +49,7 @@ async def _pending_with_reason(client: ShoalClient, name: str) -> Application | 
 async def test_pods_bigger_than_any_node_are_placed_nowhere(
     client: ShoalClient,
     kube: dict[str, KubeCluster],
-    control_plane: Scheduler,
+    control_plane: ControlPlane,
     placement: dict[str, Any] | None,
 ) -> None:
     # a small application first: the clusters are observed and take what fits

@@ -14,8 +14,8 @@ from shoal.client.kube import KubeCluster
 from shoal.client.rest import ShoalClient
 from shoal.model import observer_schema as rules
 from shoal.model.kubernetes import Application, ApplicationState
-from shoal.scheduler.scheduler import Scheduler
 from shoal.sim.server import SimServer
+from tests.conftest import ControlPlane
 from tests.multicluster.conftest import NS, replicas_on, spread_app
 from tests.util import wait_for
 
@@ -63,7 +63,7 @@ async def _image(kube: KubeCluster) -> str:
 
 
 async def test_each_copy_keeps_its_observed_fields_only(
-    client: ShoalClient, kube: dict[str, KubeCluster], control_plane: Scheduler,
+    client: ShoalClient, kube: dict[str, KubeCluster], control_plane: ControlPlane,
     sim: SimServer, tmp_path: Path,
 ) -> None:  # fmt: skip
     await client.create(spread_app("web", 2, DUPLICATED, observer_schema=[SCHEMA]))

@@ -11,8 +11,8 @@ from shoal.client.kube import KubeCluster
 from shoal.client.rest import NotFound, ShoalClient
 from shoal.model.kubernetes import Application, ApplicationState, Cluster
 from shoal.model.placement_spec import Placement
-from shoal.scheduler.scheduler import Scheduler
 from shoal.testing import fleet
+from tests.conftest import ControlPlane
 from tests.multicluster.conftest import NS, replicas_on, spread_app
 from tests.util import wait_for
 
@@ -37,7 +37,7 @@ async def _run_dynamic(client: ShoalClient, replicas: int) -> None:
 
 
 async def test_divided_evenly_over_two_locations(
-    client: ShoalClient, kube: dict[str, KubeCluster], control_plane: Scheduler
+    client: ShoalClient, kube: dict[str, KubeCluster], control_plane: ControlPlane
 ) -> None:
     await client.create(spread_app("web", 10, EVEN))
     app = await wait_for(lambda: _running(client, "web"), timeout=15, message="web RUNNING")
@@ -80,7 +80,7 @@ async def test_divided_evenly_over_two_locations(
 
 
 async def test_duplicated_runs_every_replica_on_each_cluster(
-    client: ShoalClient, kube: dict[str, KubeCluster], control_plane: Scheduler
+    client: ShoalClient, kube: dict[str, KubeCluster], control_plane: ControlPlane
 ) -> None:
     placement = {"clusters": 3, "replicas": "duplicated"}
     await client.create(spread_app("dup", 3, placement))
@@ -91,7 +91,7 @@ async def test_duplicated_runs_every_replica_on_each_cluster(
 
 @pytest.mark.parametrize("sizes", [{"de-1": "2", "fr-1": "6"}])
 async def test_dynamic_weights_follow_free_capacity(
-    client: ShoalClient, kube: dict[str, KubeCluster], control_plane: Scheduler
+    client: ShoalClient, kube: dict[str, KubeCluster], control_plane: ControlPlane
 ) -> None:
     await _run_dynamic(client, 8)
     live = await replicas_on(kube, "dyn")
@@ -100,7 +100,7 @@ async def test_dynamic_weights_follow_free_capacity(
 
 
 async def test_overrides_apply_to_the_clusters_they_select(
-    client: ShoalClient, kube: dict[str, KubeCluster], control_plane: Scheduler
+    client: ShoalClient, kube: dict[str, KubeCluster], control_plane: ControlPlane
 ) -> None:
     image = "eu.registry/web:1"
     merge = {"spec": {"template": {"spec": {"containers": [{"name": "main", "image": image}]}}}}
@@ -124,7 +124,7 @@ async def test_overrides_apply_to_the_clusters_they_select(
 
 @pytest.mark.parametrize("sizes", [{"de-1": "4", "fr-1": "4"}])
 async def test_dynamic_weights_leave_out_what_running_pods_request(
-    client: ShoalClient, kube: dict[str, KubeCluster], control_plane: Scheduler
+    client: ShoalClient, kube: dict[str, KubeCluster], control_plane: ControlPlane
 ) -> None:
     filler = fleet.deployment("filler", "busy:1", requests={"cpu": "2"}, replicas=2)
     await kube["fr-1"].apply(filler, NS)  # half of fr-1's 8 cpu, run by someone else
@@ -141,7 +141,7 @@ async def test_dynamic_weights_leave_out_what_running_pods_request(
 
 
 async def test_one_cluster_to_several_and_back_leaves_no_copy_behind(
-    client: ShoalClient, kube: dict[str, KubeCluster], control_plane: Scheduler
+    client: ShoalClient, kube: dict[str, KubeCluster], control_plane: ControlPlane
 ) -> None:
     app = spread_app("move", 4, EVEN)
     app.spec.placement = None

@@ -15,8 +15,8 @@ from shoal.client.kube import KubeCluster
 from shoal.client.rest import ShoalClient
 from shoal.model.kubernetes import DEGRADED, Application, ApplicationState, Cluster
 from shoal.model.placement import room
-from shoal.scheduler.scheduler import Scheduler
 from shoal.sim.server import SimServer
+from tests.conftest import ControlPlane
 from tests.events.test_scenario import until
 from tests.multicluster.conftest import NS, replicas_on, spread_app
 from tests.util import wait_for
@@ -48,7 +48,7 @@ async def _running_short(client: ShoalClient, name: str, message: str) -> Applic
 async def test_a_short_placement_runs_and_says_why(
     client: ShoalClient,
     kube: dict[str, KubeCluster],
-    control_plane: Scheduler,
+    control_plane: ControlPlane,
     placement: dict[str, Any],
     message: str,
     copies: int,
@@ -83,7 +83,7 @@ async def test_a_slot_left_empty_is_filled_again_when_its_cluster_is_back(
     client: ShoalClient,
     sim: SimServer,
     kube: dict[str, KubeCluster],
-    control_plane: Scheduler,
+    control_plane: ControlPlane,
     mode: str,
 ) -> None:
     """Only the primaries fit: when de-1 goes away no cluster can take its slot; fr-1
@@ -138,7 +138,7 @@ async def test_a_share_no_cluster_can_take_keeps_the_application_where_it_runs(
     client: ShoalClient,
     sim: SimServer,
     kube: dict[str, KubeCluster],
-    control_plane: Scheduler,
+    control_plane: ControlPlane,
 ) -> None:
     """de-1 goes away and fr-1, the only other primary, has no room for its share: the
     application keeps running as it was and says what is missing."""

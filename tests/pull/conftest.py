@@ -29,7 +29,6 @@ from shoal.observer.controller import ClusterObserver
 from shoal.scheduler.scheduler import Scheduler
 from shoal.sim.server import SimServer
 from shoal.testing import launch, shipped
-from shoal.testing.sim import running_sim
 from shoal.testing.wait import wait_for
 from tests.scheduler.helpers import fast_config
 
@@ -92,9 +91,9 @@ async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
 
 
 @pytest.fixture
-async def sim() -> AsyncIterator[SimServer]:
-    async with running_sim(clusters=[], nodes=2, pod_start_delay=0.1) as server:
-        yield server
+def sim_options() -> dict[str, Any]:
+    """No cluster at first: each member adds its own."""
+    return dict(clusters=[], nodes=2, pod_start_delay=0.1)
 
 
 @dataclasses.dataclass

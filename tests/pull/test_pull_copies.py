@@ -23,11 +23,8 @@ PID = re.compile(r"\(pid (\d+)\)")
 
 
 def app_on(name: str, cluster: str, replicas: int = 2) -> Application:
-    return Application.model_validate({
-        "metadata": {"name": name, "namespace": NS},
-        "spec": {"manifest": [fleet.deployment(name, "nginx:1", replicas=replicas)],
-                 "constraints": {"cluster": {"labels": [f"site is {cluster}"]}}},
-    })  # fmt: skip
+    return fleet.app(name, [f"site is {cluster}"], namespace=NS,
+                     manifest=[fleet.deployment(name, "nginx:1", replicas=replicas)])
 
 
 async def running(hub: Hub, name: str) -> Application | None:

@@ -17,11 +17,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 def app_on(name: str, replicas: int) -> Application:
-    return Application.model_validate({
-        "metadata": {"name": name, "namespace": NS},
-        "spec": {"manifest": [fleet.deployment(name, "nginx:1", replicas=replicas)],
-                 "constraints": {"cluster": {"labels": ["site is edge"]}}},
-    })  # fmt: skip
+    return fleet.app(name, ["site is edge"], namespace=NS,
+                     manifest=[fleet.deployment(name, "nginx:1", replicas=replicas)])
 
 
 async def deployments(member: Member) -> dict[str, int]:

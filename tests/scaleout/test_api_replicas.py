@@ -10,17 +10,15 @@ from pathlib import Path
 import pytest
 
 from shoal.client.rest import Conflict, ShoalClient
-from shoal.model.base import Metadata
-from shoal.model.kubernetes import Application, ApplicationSpec
-from shoal.testing.fleet import manifest
+from shoal.model.kubernetes import Application
+from shoal.testing.fleet import app
 from shoal.testing.launch import ApiProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(90)]
 
 
 def application(name: str, namespace: str) -> Application:
-    spec = ApplicationSpec(manifest=manifest(name))
-    return Application(metadata=Metadata(name=name, namespace=namespace), spec=spec)
+    return app(name, namespace=namespace)
 
 
 @pytest.fixture

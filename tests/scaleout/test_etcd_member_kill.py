@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 
 from shoal.client.rest import ApiError, Unreachable
-from shoal.model.base import Metadata
-from shoal.model.kubernetes import Application, ApplicationSpec
-from shoal.testing.fleet import manifest
+from shoal.model.kubernetes import Application
+from shoal.testing.fleet import app
 from shoal.testing.launch import ApiProcess
 from tests.fixtures.etcd import EtcdCluster, EtcdServer
 from tests.util import wait_for
@@ -44,8 +43,7 @@ def leader_of(cluster: EtcdCluster) -> EtcdServer:
 
 
 def application(name: str, namespace: str) -> Application:
-    spec = ApplicationSpec(manifest=manifest(name))
-    return Application(metadata=Metadata(name=name, namespace=namespace), spec=spec)
+    return app(name, namespace=namespace)
 
 
 async def test_leader_killed_during_creates(etcd_cluster: EtcdCluster, tmp_path: Path) -> None:

@@ -19,11 +19,8 @@ from tests.util import wait_for
 
 
 def _app(name: str, *, limit: int, delay: int = 1, factor: int = 1) -> Application:
-    app = h.app(name, labels=["location is JP"])  # no cluster has it
-    app.spec.backoff_limit = limit
-    app.spec.backoff_delay = delay
-    app.spec.backoff = factor
-    return app
+    return h.app(name, labels=["location is JP"],  # no cluster has it
+                 backoff_limit=limit, backoff_delay=delay, backoff=factor)
 
 
 def _written(app: Application) -> datetime:

@@ -13,15 +13,13 @@ from shoal.model.kubernetes import Application, Cluster
 from shoal.model.scheduler_config import Plugins
 from shoal.scheduler.backends import Backend, Group
 from shoal.scheduler.framework import Framework, Request
-from tests.controllers.test_reschedule import MANIFEST
+from tests.reschedule.test_controller import MANIFEST
 from tests.scheduler import helpers as h
 from tests.util import wait_for
 
 
 def _app(name: str, labels: list[str] | None = None) -> Application:
-    app = h.app(name, labels=labels)
-    app.spec.manifest = MANIFEST
-    return app
+    return h.app(name, labels=labels, manifest=MANIFEST)
 
 
 def _backend(name: str, cordoned: bool) -> Backend:

@@ -132,13 +132,8 @@ def _app(cpu: str, replicas: int, placement: dict[str, Any] | None = None,
     deployment = fleet.deployment("big", "nginx:1", replicas=replicas)
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     container["resources"] = {"requests": {"cpu": cpu}}
-    spec: dict[str, Any] = {"manifest": [deployment]}
-    if placement is not None:
-        spec["placement"] = placement
-    application = Application.model_validate(
-        {"metadata": {"name": "big", "namespace": "default"}, "spec": spec, "status": status}
-    )
-    return application
+    spec = {} if placement is None else {"placement": placement}
+    return fleet.app("big", manifest=[deployment], status=status, **spec)
 
 
 def _decide(application: Application, *clusters: Cluster) -> tuple[list[str], str]:

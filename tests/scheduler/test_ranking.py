@@ -70,13 +70,9 @@ def _group(metrics: MetricCache | None, clusters: Sequence[Cluster]) -> Group:
 
 def _app(replicas: int = 6, placement: dict[str, Any] | None = None,
          labels: Sequence[str] = ()) -> Application:  # fmt: skip
-    spec: dict[str, Any] = {"manifest": [fleet.deployment("web", "nginx:1", replicas=replicas)]}
-    if placement is not None:
-        spec["placement"] = placement
-    if labels:
-        spec["constraints"] = {"cluster": {"labels": list(labels)}}
-    return Application.model_validate(
-        {"metadata": {"name": "web", "namespace": "default"}, "spec": spec})
+    spec = {} if placement is None else {"placement": placement}
+    manifest = [fleet.deployment("web", "nginx:1", replicas=replicas)]
+    return fleet.app("web", list(labels), manifest=manifest, **spec)
 
 
 def _decide(group: Group, app: Application, *, explain_all: bool = False,

@@ -13,7 +13,7 @@ from shoal.agent.config import AgentConfig
 from shoal.agent.server import AgentServer, start_agent
 from shoal.scheduler.pods.agents import Agents
 from shoal.sim.server import SimServer
-from tests.agent.conftest import CLUSTER, member_pods, pod, sim  # noqa: F401 (fixture)
+from tests.agent.conftest import CLUSTER, member_pods, pod, sim_options  # noqa: F401 (fixture)
 from tests.util import wait_for
 
 pytestmark = pytest.mark.integration
@@ -22,7 +22,7 @@ DECISION = "/agent/scheduling-decision"
 
 
 @pytest.fixture
-async def agent(sim: SimServer) -> AsyncIterator[AgentServer]:  # noqa: F811
+async def agent(sim: SimServer) -> AsyncIterator[AgentServer]:
     server = await start_agent(sim.fleet.kubeconfig(CLUSTER), AgentConfig(cluster=CLUSTER),
                                callers=digests([SCHEDULER_TOKEN]))  # fmt: skip
     await wait_for(lambda: server.agent.sync.synced, message="agent synced")
@@ -33,7 +33,7 @@ async def agent(sim: SimServer) -> AsyncIterator[AgentServer]:  # noqa: F811
 
 
 async def test_an_agent_answers_only_the_scheduler(
-    agent: AgentServer, sim: SimServer  # noqa: F811
+    agent: AgentServer, sim: SimServer
 ) -> None:
     body = {"pod": pod(), "nodeName": "n-0"}
     async with httpx.AsyncClient(base_url=agent.url) as anyone:

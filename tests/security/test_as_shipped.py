@@ -27,7 +27,6 @@ from shoal.model.kubernetes import Application, ApplicationState, Cluster
 from shoal.sim.server import SimServer
 from shoal.system import components
 from shoal.testing import shipped
-from shoal.testing.sim import running_sim
 from shoal.testing.wait import wait_for
 from tests.cli.conftest import invoke
 from tests.conftest import Tenant
@@ -50,13 +49,13 @@ spec:
 
 
 @pytest.fixture
-async def sim() -> AsyncIterator[SimServer]:
-    async with running_sim(clusters=["c1", "c2"], nodes=2, pod_start_delay=0.2) as server:
-        yield server
+def sim_options() -> dict[str, Any]:
+    """Two clusters for the tenants' applications."""
+    return dict(clusters=["c1", "c2"], nodes=2, pod_start_delay=0.2)
 
 
 @pytest.fixture
-async def control_plane(
+async def every_component(
     api: ApiServer, client_of: shipped.Callers
 ) -> AsyncIterator[None]:
     """The scheduler and every controller as ``shoal up`` starts them, each as itself."""
@@ -104,7 +103,7 @@ async def test_a_tenant_runs_an_application_with_the_cli(
     client: ShoalClient,
     tenant: Tenant,
     sim: SimServer,
-    control_plane: None,
+    every_component: None,
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
 ) -> None:

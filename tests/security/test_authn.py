@@ -5,6 +5,7 @@ from __future__ import annotations
 import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import orjson
@@ -39,7 +40,8 @@ async def parts(tmp_path: Path) -> AsyncIterator[tuple[Issuer, KeystoneServer, P
 
 
 @pytest.fixture
-async def api(parts: tuple[Issuer, KeystoneServer, Path]) -> AsyncIterator[ApiServer]:
+def api_options(parts: tuple[Issuer, KeystoneServer, Path]) -> dict[str, Any]:
+    """Every authentication strategy at once, over TLS with client certificates."""
     issuer, ks, tmp = parts
     config = {
         "authentication": {
@@ -61,9 +63,7 @@ async def api(parts: tuple[Issuer, KeystoneServer, Path]) -> AsyncIterator[ApiSe
         "audit": {"path": "audit.jsonl"},
     }
     (tmp / "api.yaml").write_text(yaml.safe_dump(config))
-    server = await start_api("sqlite://:memory:", security=load(tmp / "api.yaml"))
-    yield server
-    await server.stop()
+    return {"security": load(tmp / "api.yaml")}
 
 
 def _client(

@@ -37,7 +37,6 @@ from shoal.model.infrastructure import InfrastructureProvider
 from shoal.scheduler.metrics.cache import MetricCache
 from shoal.scheduler.metrics.providers.base import MetricError
 from shoal.sim.server import SimServer
-from shoal.testing.sim import running_sim
 from shoal.testing.wait import wait_for
 from tests.security import conftest
 from tests.security.conftest import Secured, cluster, grant, role
@@ -321,9 +320,9 @@ async def test_a_provider_pointed_elsewhere_gets_no_password(
 
 
 @pytest.fixture
-async def sim() -> AsyncIterator[SimServer]:
-    async with running_sim(clusters=["bob-sim"], nodes=1) as server:
-        yield server
+def sim_options() -> dict[str, Any]:
+    """Bob's cluster, whose simulator's admin API Alice must not reach."""
+    return dict(clusters=["bob-sim"], nodes=1)
 
 
 async def test_a_tenant_s_provider_never_reaches_the_simulator_s_admin_api(

@@ -14,14 +14,11 @@ import pytest
 
 from shoal.client.kube import KubeClients
 from shoal.client.rest import ShoalClient
-from shoal.kube.controller import KubeController
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Cluster, ClusterSpec
-from shoal.observer.controller import ClusterObserver
-from shoal.scheduler.scheduler import Scheduler
 from shoal.testing import fleet
 from shoal.testing.sim import running_sim
-from tests.scheduler.helpers import fast_config
+from tests.conftest import ClientOf, running_control_plane
 from tests.security.conftest import TOKENS, Secured
 from tests.util import wait_for
 
@@ -32,26 +29,18 @@ APPS = f"/kubernetes/namespaces/{NS}/applications"
 
 
 @contextlib.asynccontextmanager
-async def control_plane(url: str) -> AsyncIterator[None]:
-    """The observer, the kube controller and the scheduler, each with a token of the API."""
+async def components(url: str) -> AsyncIterator[ClientOf]:
+    """Clients for the observer, the kube controller and the scheduler, each with a token of
+    the API."""
     admin = TOKENS["admin"]  # the suite's tokens name no scheduler nor observer identity
     async with (
         ShoalClient(url, token=admin) as observing,
         ShoalClient(url, token=TOKENS["system:kube-controller"]) as deploying,
         ShoalClient(url, token=admin) as scheduling,
     ):
-        observer = ClusterObserver(observing, interval=0.3, timeout=0.5)
-        controller = KubeController(deploying, poll_interval=0.2, timeout=1.0)
-        scheduler = Scheduler(scheduling, fast_config())
-        await observer.start()
-        await controller.start()
-        await scheduler.start()
-        try:
-            yield None
-        finally:
-            await scheduler.stop()
-            await controller.stop()
-            await observer.stop()
+        clients = {"cluster-observer": observing, "kube-controller": deploying,
+                   "scheduler": scheduling}  # fmt: skip
+        yield clients.__getitem__
 
 
 def deployment_app(name: str, cpu: str, placement: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -84,7 +73,7 @@ async def test_a_tenant_sees_why_an_application_is_not_placed_or_runs_short(
         ).model_dump(mode="json", exclude_none=True)
         created = await alice.post(f"/kubernetes/namespaces/{NS}/clusters", json=cluster)
         assert created.status_code == 200, created.text
-        async with control_plane(secured.server.url):
+        async with components(secured.server.url) as client_of, running_control_plane(client_of):
             # a pod of 30 cpus on 8-cpu nodes: PENDING, saying why, nothing deployed
             assert (await alice.post(APPS, json=deployment_app("huge", "30"))).status_code == 200
             reason = "it requests cpu 30, the largest node has cpu 8 left"

@@ -4,40 +4,18 @@ objects of its resources but no namespace."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import httpx
-import pytest
-
-from shoal.api.server import ApiServer
 from shoal.client.rest import ShoalClient
 from shoal.model.base import Metadata
 from shoal.model.core import Role, RoleBinding, RoleRule
-from shoal.testing import shipped
 from shoal.testing.wait import wait_for
+from tests.conftest import HttpOf
 from tests.security.conftest import application, role
 
 
-@pytest.fixture
-async def http(api: ApiServer) -> AsyncIterator[dict[str, httpx.AsyncClient]]:
-    """An HTTP client per shipped identity: ``admin``, the tenants, ``agent``…"""
-    users = ("admin", *shipped.TENANTS, "agent", "scheduler")
-    clients = {
-        user: httpx.AsyncClient(base_url=api.url, timeout=30,
-                                headers={"authorization": f"Bearer {shipped.token(user)}"})
-        for user in users
-    }  # fmt: skip
-    try:
-        yield clients
-    finally:
-        for each in clients.values():
-            await each.aclose()
-
-
 async def test_the_agents_scheduling_rule_does_not_reach_core(
-    http: dict[str, httpx.AsyncClient],
+    http_of: HttpOf,
 ) -> None:
-    agent, admin = http["agent"], http["admin"]
+    agent, admin = http_of("agent"), http_of("admin")
     body = role("readers", "kubernetes", ("applications",), ("a",), ("get",))
     assert (await admin.post("/core/roles", json=body)).status_code == 200
     # its rule is scheduling/* with update: every scheduling resource, nothing else
@@ -57,9 +35,9 @@ async def test_the_agents_scheduling_rule_does_not_reach_core(
 
 
 async def test_a_rule_without_namespaces_opens_none(
-    client: ShoalClient, http: dict[str, httpx.AsyncClient]
+    client: ShoalClient, http_of: HttpOf
 ) -> None:
-    admin, alice = http["admin"], http["alice"]
+    admin, alice = http_of("admin"), http_of("alice")
     for namespace in ("a", "b"):
         answer = await admin.post(f"/kubernetes/namespaces/{namespace}/applications",
                                   json=application("web", namespace))  # fmt: skip

@@ -5,25 +5,22 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from shoal.sim.server import SimServer, start_sim
+from shoal.sim.server import SimServer
 
 KUBECTL = shutil.which("kubectl")
 
 
 @pytest.fixture
-async def sim(tmp_path: Path) -> AsyncIterator[SimServer]:
-    server = await start_sim(clusters=["alpha", "beta"], nodes=3, pod_start_delay=0.1,
-                             job_duration=0.3, out_dir=tmp_path / "kubeconfigs")
-    try:
-        yield server
-    finally:
-        await server.stop()
+def sim_options(tmp_path: Path) -> dict[str, Any]:
+    """Two clusters, their kubeconfigs in ``tmp_path/kubeconfigs`` for kubectl."""
+    return dict(clusters=["alpha", "beta"], nodes=3, pod_start_delay=0.1, job_duration=0.3,
+                out_dir=tmp_path / "kubeconfigs")
 
 
 @dataclass

@@ -17,7 +17,8 @@ Obj = dict[str, Any]
 
 
 @pytest.fixture
-async def api(sim: SimServer) -> AsyncIterator[httpx.AsyncClient]:
+async def alpha(sim: SimServer) -> AsyncIterator[httpx.AsyncClient]:
+    """Cluster ``alpha``'s Kubernetes API, with its token."""
     token = sim.fleet.cluster("alpha").token
     async with httpx.AsyncClient(
         base_url=f"{sim.url}/clusters/alpha",
@@ -47,21 +48,21 @@ def deployment(name: str, replicas: int = 2, cpu: str = "100m", image: str = "ng
     }
 
 
-async def pods(api: httpx.AsyncClient, selector: str = "", ns: str = "default") -> list[Obj]:
-    r = await api.get(f"/api/v1/namespaces/{ns}/pods", params={"labelSelector": selector})
+async def pods(alpha: httpx.AsyncClient, selector: str = "", ns: str = "default") -> list[Obj]:
+    r = await alpha.get(f"/api/v1/namespaces/{ns}/pods", params={"labelSelector": selector})
     r.raise_for_status()
     items: list[Obj] = r.json()["items"]
     return items
 
 
-async def test_discovery(api: httpx.AsyncClient) -> None:
-    assert (await api.get("/version")).json()["major"] == "1"
-    assert (await api.get("/api")).json()["versions"] == ["v1"]
-    groups = {g["name"] for g in (await api.get("/apis")).json()["groups"]}
+async def test_discovery(alpha: httpx.AsyncClient) -> None:
+    assert (await alpha.get("/version")).json()["major"] == "1"
+    assert (await alpha.get("/api")).json()["versions"] == ["v1"]
+    groups = {g["name"] for g in (await alpha.get("/apis")).json()["groups"]}
     assert {"apps", "batch", "apiextensions.k8s.io"} <= groups
-    names = {r["name"] for r in (await api.get("/apis/apps/v1")).json()["resources"]}
+    names = {r["name"] for r in (await alpha.get("/apis/apps/v1")).json()["resources"]}
     assert {"deployments", "deployments/status", "deployments/scale", "replicasets"} <= names
-    ns = {n["metadata"]["name"] for n in (await api.get("/api/v1/namespaces")).json()["items"]}
+    ns = {n["metadata"]["name"] for n in (await alpha.get("/api/v1/namespaces")).json()["items"]}
     assert {"default", "kube-system"} <= ns
 
 
@@ -94,56 +95,57 @@ async def test_nodes_have_capacity_labels_and_conditions(sim: SimServer) -> None
     assert ready[0]["status"] == "True"
 
 
-async def test_crud_errors_are_status_objects(api: httpx.AsyncClient) -> None:
-    r = await api.get("/api/v1/namespaces/default/configmaps/missing")
+async def test_crud_errors_are_status_objects(alpha: httpx.AsyncClient) -> None:
+    r = await alpha.get("/api/v1/namespaces/default/configmaps/missing")
     assert r.status_code == 404
     assert r.json()["kind"] == "Status" and r.json()["reason"] == "NotFound"
     cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {"a": "1"}}
-    created = (await api.post("/api/v1/namespaces/default/configmaps", json=cm)).json()
+    created = (await alpha.post("/api/v1/namespaces/default/configmaps", json=cm)).json()
     assert created["metadata"]["uid"] and created["metadata"]["resourceVersion"]
-    r = await api.post("/api/v1/namespaces/default/configmaps", json=cm)
+    r = await alpha.post("/api/v1/namespaces/default/configmaps", json=cm)
     assert r.status_code == 409 and r.json()["reason"] == "AlreadyExists"
     stale = dict(created, data={"a": "2"})
-    assert (await api.put("/api/v1/namespaces/default/configmaps/c", json=stale)).status_code == 200
-    r = await api.put("/api/v1/namespaces/default/configmaps/c", json=stale)
+    answer = await alpha.put("/api/v1/namespaces/default/configmaps/c", json=stale)
+    assert answer.status_code == 200
+    r = await alpha.put("/api/v1/namespaces/default/configmaps/c", json=stale)
     assert r.status_code == 409 and r.json()["reason"] == "Conflict"
     bad = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "Bad_Name"}}
-    r = await api.post("/api/v1/namespaces/default/configmaps", json=bad)
+    r = await alpha.post("/api/v1/namespaces/default/configmaps", json=bad)
     assert r.status_code == 422 and r.json()["reason"] == "Invalid"
-    r = await api.post("/api/v1/namespaces/nope/configmaps", json=cm)
+    r = await alpha.post("/api/v1/namespaces/nope/configmaps", json=cm)
     assert r.status_code == 404
-    r = await api.patch(
+    r = await alpha.patch(
         "/api/v1/namespaces/default/configmaps/c",
         content=b'{"data":{"b":"3"}}',
         headers={"Content-Type": "application/merge-patch+json"},
     )
     assert r.json()["data"] == {"a": "2", "b": "3"}
-    r = await api.patch(
+    r = await alpha.patch(
         "/api/v1/namespaces/default/configmaps/c",
         content=b'[{"op":"remove","path":"/data/a"}]',
         headers={"Content-Type": "application/json-patch+json"},
     )
     assert r.json()["data"] == {"b": "3"}
-    r = await api.delete("/api/v1/namespaces/default/configmaps/c")
+    r = await alpha.delete("/api/v1/namespaces/default/configmaps/c")
     assert r.status_code == 200 and r.json()["status"] == "Success"
 
 
-async def test_deployment_runs_and_rolls(api: httpx.AsyncClient) -> None:
-    r = await api.post("/apis/apps/v1/namespaces/default/deployments", json=deployment("web", 3))
+async def test_deployment_runs_and_rolls(alpha: httpx.AsyncClient) -> None:
+    r = await alpha.post("/apis/apps/v1/namespaces/default/deployments", json=deployment("web", 3))
     assert r.status_code == 201
 
     async def ready() -> Obj | None:
-        d = (await api.get("/apis/apps/v1/namespaces/default/deployments/web")).json()
+        d = (await alpha.get("/apis/apps/v1/namespaces/default/deployments/web")).json()
         return d if d.get("status", {}).get("readyReplicas") == 3 else None
 
     d = await wait_for(ready, message="3 ready replicas")
     assert d["status"]["availableReplicas"] == 3
-    running = await pods(api, "app=web")
+    running = await pods(alpha, "app=web")
     assert len(running) == 3
     assert all(p["status"]["phase"] == "Running" and p["spec"]["nodeName"] for p in running)
     old_names = {p["metadata"]["name"] for p in running}
     # a template change replaces the pods
-    r = await api.patch(
+    r = await alpha.patch(
         "/apis/apps/v1/namespaces/default/deployments/web",
         content=orjson.dumps(
             {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:2"}]}}}}
@@ -154,41 +156,41 @@ async def test_deployment_runs_and_rolls(api: httpx.AsyncClient) -> None:
     assert r.json()["metadata"]["generation"] == 2
 
     async def rolled() -> bool:
-        ps = await pods(api, "app=web")
+        ps = await pods(alpha, "app=web")
         return len(ps) == 3 and all(
             p["spec"]["containers"][0]["image"] == "nginx:2" and p["status"]["phase"] == "Running"
             for p in ps
         )
 
     await wait_for(rolled, message="rolled pods")
-    assert not old_names & {p["metadata"]["name"] for p in await pods(api, "app=web")}
-    rs = (await api.get("/apis/apps/v1/namespaces/default/replicasets")).json()["items"]
+    assert not old_names & {p["metadata"]["name"] for p in await pods(alpha, "app=web")}
+    rs = (await alpha.get("/apis/apps/v1/namespaces/default/replicasets")).json()["items"]
     assert len(rs) == 1
     # scale subresource
-    r = await api.patch(
+    r = await alpha.patch(
         "/apis/apps/v1/namespaces/default/deployments/web/scale",
         content=b'{"spec":{"replicas":1}}',
         headers={"Content-Type": "application/merge-patch+json"},
     )
     assert r.json()["spec"]["replicas"] == 1
-    await wait_for(lambda: _count(api, "app=web", 1), message="scaled down")
+    await wait_for(lambda: _count(alpha, "app=web", 1), message="scaled down")
     # cascading delete
-    await api.delete("/apis/apps/v1/namespaces/default/deployments/web")
-    assert await pods(api, "app=web") == []
-    assert (await api.get("/apis/apps/v1/namespaces/default/replicasets")).json()["items"] == []
+    await alpha.delete("/apis/apps/v1/namespaces/default/deployments/web")
+    assert await pods(alpha, "app=web") == []
+    assert (await alpha.get("/apis/apps/v1/namespaces/default/replicasets")).json()["items"] == []
 
 
-async def _count(api: httpx.AsyncClient, selector: str, n: int) -> bool:
-    return len(await pods(api, selector)) == n
+async def _count(alpha: httpx.AsyncClient, selector: str, n: int) -> bool:
+    return len(await pods(alpha, selector)) == n
 
 
-async def test_pending_when_nothing_fits(api: httpx.AsyncClient) -> None:
-    await api.post(
+async def test_pending_when_nothing_fits(alpha: httpx.AsyncClient) -> None:
+    await alpha.post(
         "/apis/apps/v1/namespaces/default/deployments", json=deployment("big", 1, cpu="64")
     )
 
     async def unschedulable() -> Obj | None:
-        ps = await pods(api, "app=big")
+        ps = await pods(alpha, "app=big")
         if not ps:
             return None
         conds = {c["type"]: c for c in ps[0]["status"].get("conditions", [])}
@@ -198,38 +200,39 @@ async def test_pending_when_nothing_fits(api: httpx.AsyncClient) -> None:
     pod = await wait_for(unschedulable, message="Unschedulable condition")
     assert pod["status"]["phase"] == "Pending" and not pod["spec"].get("nodeName")
     # 3 nodes x 8 cpu: 7 pods of 3 cpu fit (2 per node), the 4th per node does not
-    await api.post(
+    await alpha.post(
         "/apis/apps/v1/namespaces/default/deployments", json=deployment("mid", 7, cpu="3")
     )
 
     async def placed() -> bool:
-        ps = await pods(api, "app=mid")
+        ps = await pods(alpha, "app=mid")
         return len(ps) == 7 and sum(1 for p in ps if p["spec"].get("nodeName")) == 6
 
     await wait_for(placed, message="6 of 7 placed")
     # freeing room schedules the pending pod
-    await api.patch(
+    await alpha.patch(
         "/apis/apps/v1/namespaces/default/deployments/mid",
         content=b'{"spec":{"replicas":5}}',
         headers={"Content-Type": "application/merge-patch+json"},
     )
 
     async def all_placed() -> bool:
-        ps = await pods(api, "app=mid")
+        ps = await pods(alpha, "app=mid")
         return len(ps) == 5 and all(p["spec"].get("nodeName") for p in ps)
 
     await wait_for(all_placed, message="all placed after scale down")
 
 
-async def test_binding_for_custom_scheduler(api: httpx.AsyncClient) -> None:
+async def test_binding_for_custom_scheduler(alpha: httpx.AsyncClient) -> None:
     pod = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": "p"},
         "spec": {"schedulerName": "shoal", "containers": [{"name": "c", "image": "x"}]},
     }
-    await api.post("/api/v1/namespaces/default/pods", json=pod)
-    r = await api.get("/api/v1/namespaces/default/pods", params={"fieldSelector": "spec.nodeName="})
+    await alpha.post("/api/v1/namespaces/default/pods", json=pod)
+    r = await alpha.get("/api/v1/namespaces/default/pods",
+                        params={"fieldSelector": "spec.nodeName="})
     assert [p["metadata"]["name"] for p in r.json()["items"]] == ["p"]
     binding = {
         "apiVersion": "v1",
@@ -237,19 +240,19 @@ async def test_binding_for_custom_scheduler(api: httpx.AsyncClient) -> None:
         "metadata": {"name": "p"},
         "target": {"apiVersion": "v1", "kind": "Node", "name": "n-2"},
     }
-    r = await api.post("/api/v1/namespaces/default/pods/p/binding", json=binding)
+    r = await alpha.post("/api/v1/namespaces/default/pods/p/binding", json=binding)
     assert r.status_code == 201
-    r = await api.post("/api/v1/namespaces/default/pods/p/binding", json=binding)
+    r = await alpha.post("/api/v1/namespaces/default/pods/p/binding", json=binding)
     assert r.status_code == 409
 
     async def running() -> bool:
-        p = (await api.get("/api/v1/namespaces/default/pods/p")).json()
+        p = (await alpha.get("/api/v1/namespaces/default/pods/p")).json()
         return bool(p["status"]["phase"] == "Running" and p["spec"]["nodeName"] == "n-2")
 
     await wait_for(running, message="bound pod running")
 
 
-async def test_job_statefulset_daemonset(api: httpx.AsyncClient) -> None:
+async def test_job_statefulset_daemonset(alpha: httpx.AsyncClient) -> None:
     tmpl = {
         "metadata": {"labels": {"app": "x"}},
         "spec": {"containers": [{"name": "c", "image": "busybox"}]},
@@ -260,7 +263,7 @@ async def test_job_statefulset_daemonset(api: httpx.AsyncClient) -> None:
         "metadata": {"name": "j"},
         "spec": {"completions": 2, "parallelism": 2, "template": tmpl},
     }
-    assert (await api.post("/apis/batch/v1/namespaces/default/jobs", json=job)).status_code == 201
+    assert (await alpha.post("/apis/batch/v1/namespaces/default/jobs", json=job)).status_code == 201
     sts = {
         "apiVersion": "apps/v1",
         "kind": "StatefulSet",
@@ -268,7 +271,7 @@ async def test_job_statefulset_daemonset(api: httpx.AsyncClient) -> None:
         "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "x"}}, "template": tmpl},
     }
     assert (
-        await api.post("/apis/apps/v1/namespaces/default/statefulsets", json=sts)
+        await alpha.post("/apis/apps/v1/namespaces/default/statefulsets", json=sts)
     ).status_code == 201
     ds = {
         "apiVersion": "apps/v1",
@@ -277,43 +280,43 @@ async def test_job_statefulset_daemonset(api: httpx.AsyncClient) -> None:
         "spec": {"selector": {"matchLabels": {"app": "x"}}, "template": tmpl},
     }
     assert (
-        await api.post("/apis/apps/v1/namespaces/default/daemonsets", json=ds)
+        await alpha.post("/apis/apps/v1/namespaces/default/daemonsets", json=ds)
     ).status_code == 201
 
     async def job_done() -> bool:
-        j = (await api.get("/apis/batch/v1/namespaces/default/jobs/j")).json()
+        j = (await alpha.get("/apis/batch/v1/namespaces/default/jobs/j")).json()
         return any(
             c["type"] == "Complete" and c["status"] == "True"
             for c in j["status"].get("conditions", [])
         )
 
     await wait_for(job_done, message="job complete")
-    j = (await api.get("/apis/batch/v1/namespaces/default/jobs/j")).json()
+    j = (await alpha.get("/apis/batch/v1/namespaces/default/jobs/j")).json()
     assert j["status"]["succeeded"] == 2
 
     async def sts_ready() -> bool:
-        s = (await api.get("/apis/apps/v1/namespaces/default/statefulsets/db")).json()
+        s = (await alpha.get("/apis/apps/v1/namespaces/default/statefulsets/db")).json()
         return bool(s["status"].get("readyReplicas") == 2)
 
     await wait_for(sts_ready, message="sts ready")
-    assert (await api.get("/api/v1/namespaces/default/pods/db-1")).status_code == 200
+    assert (await alpha.get("/api/v1/namespaces/default/pods/db-1")).status_code == 200
 
     async def ds_ready() -> bool:
-        d = (await api.get("/apis/apps/v1/namespaces/default/daemonsets/agent")).json()
+        d = (await alpha.get("/apis/apps/v1/namespaces/default/daemonsets/agent")).json()
         return bool(d["status"].get("numberReady") == 3)
 
     await wait_for(ds_ready, message="ds ready")
 
 
-async def test_watch_resume_and_gone(sim: SimServer, api: httpx.AsyncClient) -> None:
-    listed = (await api.get("/api/v1/namespaces/default/configmaps")).json()
+async def test_watch_resume_and_gone(sim: SimServer, alpha: httpx.AsyncClient) -> None:
+    listed = (await alpha.get("/api/v1/namespaces/default/configmaps")).json()
     rv = listed["metadata"]["resourceVersion"]
     for i in range(3):
         cm = {"metadata": {"name": f"c{i}", "labels": {"n": str(i)}}}
-        await api.post("/api/v1/namespaces/default/configmaps", json=cm)
-    await api.delete("/api/v1/namespaces/default/configmaps/c0")
+        await alpha.post("/api/v1/namespaces/default/configmaps", json=cm)
+    await alpha.delete("/api/v1/namespaces/default/configmaps/c0")
     events = []
-    async with api.stream(
+    async with alpha.stream(
         "GET",
         "/api/v1/namespaces/default/configmaps",
         params={
@@ -332,24 +335,24 @@ async def test_watch_resume_and_gone(sim: SimServer, api: httpx.AsyncClient) -> 
         ("DELETED", "c0"),
     ]
     sim.fleet.cluster("alpha").store.compact()
-    r = await api.get(
+    r = await alpha.get(
         "/api/v1/namespaces/default/configmaps", params={"watch": "true", "resourceVersion": rv}
     )
     assert r.status_code == 410 and r.json()["reason"] == "Expired"
 
 
-async def test_limit_and_continue(api: httpx.AsyncClient) -> None:
-    r = await api.get("/api/v1/nodes", params={"limit": 2})
+async def test_limit_and_continue(alpha: httpx.AsyncClient) -> None:
+    r = await alpha.get("/api/v1/nodes", params={"limit": 2})
     body = r.json()
     assert len(body["items"]) == 2 and body["metadata"]["remainingItemCount"] == 1
-    r = await api.get(
+    r = await alpha.get(
         "/api/v1/nodes", params={"limit": 2, "continue": body["metadata"]["continue"]}
     )
     assert [n["metadata"]["name"] for n in r.json()["items"]] == ["n-2"]
     assert "continue" not in r.json()["metadata"]
 
 
-async def test_server_side_apply(api: httpx.AsyncClient) -> None:
+async def test_server_side_apply(alpha: httpx.AsyncClient) -> None:
     manifest = b"""
 apiVersion: v1
 kind: ConfigMap
@@ -358,10 +361,10 @@ data: {x: "1", y: "2"}
 """
     url = "/api/v1/namespaces/default/configmaps/applied"
     headers = {"Content-Type": "application/apply-patch+yaml"}
-    r = await api.patch(url, content=manifest, params={"fieldManager": "one"}, headers=headers)
+    r = await alpha.patch(url, content=manifest, params={"fieldManager": "one"}, headers=headers)
     assert r.status_code == 201 and r.json()["data"] == {"x": "1", "y": "2"}
     # the same manager dropping a field removes it
-    r = await api.patch(
+    r = await alpha.patch(
         url,
         content=manifest.replace(b', y: "2"', b""),
         params={"fieldManager": "one"},
@@ -370,9 +373,9 @@ data: {x: "1", y: "2"}
     assert r.json()["data"] == {"x": "1"}
     # another manager changing an owned field conflicts unless forced
     other = b'{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"applied"},"data":{"x":"9"}}'
-    r = await api.patch(url, content=other, params={"fieldManager": "two"}, headers=headers)
+    r = await alpha.patch(url, content=other, params={"fieldManager": "two"}, headers=headers)
     assert r.status_code == 409
-    r = await api.patch(
+    r = await alpha.patch(
         url, content=other, params={"fieldManager": "two", "force": "true"}, headers=headers
     )
     assert r.status_code == 200 and r.json()["data"] == {"x": "9"}
@@ -380,29 +383,29 @@ data: {x: "1", y: "2"}
     assert managers == {"one", "two"}
 
 
-async def test_node_faults(sim: SimServer, api: httpx.AsyncClient) -> None:
-    await api.post("/apis/apps/v1/namespaces/default/deployments", json=deployment("w", 3))
+async def test_node_faults(sim: SimServer, alpha: httpx.AsyncClient) -> None:
+    await alpha.post("/apis/apps/v1/namespaces/default/deployments", json=deployment("w", 3))
 
     async def ready(n: int) -> bool:
-        d = (await api.get("/apis/apps/v1/namespaces/default/deployments/w")).json()
+        d = (await alpha.get("/apis/apps/v1/namespaces/default/deployments/w")).json()
         return bool(d.get("status", {}).get("readyReplicas") == n)
 
     await wait_for(lambda: ready(3), message="3 ready")
-    victim = (await pods(api, "app=w"))[0]["spec"]["nodeName"]
+    victim = (await pods(alpha, "app=w"))[0]["spec"]["nodeName"]
     sim.fleet.set_node_fault("alpha", victim, not_ready=True)
-    node = (await api.get(f"/api/v1/nodes/{victim}")).json()
+    node = (await alpha.get(f"/api/v1/nodes/{victim}")).json()
     conds = {c["type"]: c["status"] for c in node["status"]["conditions"]}
     assert conds["Ready"] == "False"
     await wait_for(lambda: ready(2), message="pods on the NotReady node not ready")
     sim.fleet.set_node_fault("alpha", victim, memory_pressure=True)
-    node = (await api.get(f"/api/v1/nodes/{victim}")).json()
+    node = (await alpha.get(f"/api/v1/nodes/{victim}")).json()
     conds = {c["type"]: c["status"] for c in node["status"]["conditions"]}
     assert conds["MemoryPressure"] == "True"
     sim.fleet.set_node_fault("alpha", victim, removed=True)
-    assert (await api.get(f"/api/v1/nodes/{victim}")).status_code == 404
+    assert (await alpha.get(f"/api/v1/nodes/{victim}")).status_code == 404
 
     async def moved() -> bool:
-        ps = await pods(api, "app=w")
+        ps = await pods(alpha, "app=w")
         return len(ps) == 3 and all(
             p["spec"].get("nodeName") not in (None, victim) and p["status"]["phase"] == "Running"
             for p in ps
@@ -411,7 +414,7 @@ async def test_node_faults(sim: SimServer, api: httpx.AsyncClient) -> None:
     await wait_for(moved, message="pods re-created elsewhere")
     await wait_for(lambda: ready(3), message="3 ready again")
     sim.fleet.clear_faults("alpha")
-    assert (await api.get(f"/api/v1/nodes/{victim}")).status_code == 200
+    assert (await alpha.get(f"/api/v1/nodes/{victim}")).status_code == 200
     assert sim.fleet.cluster("alpha").faults() == {
         "unreachable": False,
         "latency": 0.0,
@@ -419,25 +422,25 @@ async def test_node_faults(sim: SimServer, api: httpx.AsyncClient) -> None:
     }
 
 
-async def test_unreachable_is_a_connection_error(sim: SimServer, api: httpx.AsyncClient) -> None:
+async def test_unreachable_is_a_connection_error(sim: SimServer, alpha: httpx.AsyncClient) -> None:
     sim.fleet.set_unreachable("alpha")
     with pytest.raises(httpx.TransportError):
-        await api.get("/api/v1/nodes")
+        await alpha.get("/api/v1/nodes")
     # other clusters are unaffected
     async with httpx.AsyncClient(base_url=f"{sim.url}/clusters/beta") as beta:
         assert (await beta.get("/api/v1/nodes")).status_code == 200
     sim.fleet.set_unreachable("alpha", False)
-    assert (await api.get("/api/v1/nodes")).status_code == 200
+    assert (await alpha.get("/api/v1/nodes")).status_code == 200
 
 
-async def test_latency_answers_late_and_ends(sim: SimServer, api: httpx.AsyncClient) -> None:
+async def test_latency_answers_late_and_ends(sim: SimServer, alpha: httpx.AsyncClient) -> None:
     """A slow cluster answers every Kubernetes API request that late; the others do not wait."""
     async with httpx.AsyncClient(base_url=sim.url, headers=sim.admin_headers) as admin:
         r = await admin.post("/admin/clusters/alpha/faults", json={"latency": 0.3})
         assert r.status_code == 200 and r.json()["latency"] == 0.3
         loop = asyncio.get_running_loop()
         started = loop.time()
-        answers = await asyncio.gather(*(api.get("/api/v1/nodes") for _ in range(3)))
+        answers = await asyncio.gather(*(alpha.get("/api/v1/nodes") for _ in range(3)))
         assert all(a.status_code == 200 for a in answers)
         assert loop.time() - started >= 0.3
         assert sim.fleet.cluster("beta").latency == 0.0
@@ -486,7 +489,7 @@ async def test_admin_api(sim: SimServer) -> None:
         assert (await client.get("/admin/clusters/delta")).status_code == 404
 
 
-async def test_a_node_port_service_gets_its_node_ports(api: httpx.AsyncClient) -> None:
+async def test_a_node_port_service_gets_its_node_ports(alpha: httpx.AsyncClient) -> None:
     """As a cluster does: each port of a NodePort (or LoadBalancer) Service gets a node
     port of 30000-32767, kept on update; a ClusterIP Service gets none."""
     path = "/api/v1/namespaces/default/services"
@@ -495,17 +498,17 @@ async def test_a_node_port_service_gets_its_node_ports(api: httpx.AsyncClient) -
         return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
                 "spec": {"type": kind, "ports": list(ports)}}  # fmt: skip
 
-    created = (await api.post(path, json=service("np", "NodePort", {"port": 80},
+    created = (await alpha.post(path, json=service("np", "NodePort", {"port": 80},
                                                  {"port": 81, "name": "b"}))).json()  # fmt: skip
     given = [p["nodePort"] for p in created["spec"]["ports"]]
     assert all(30000 <= p <= 32767 for p in given) and len(set(given)) == 2, given
     created["metadata"]["labels"] = {"x": "y"}
     del created["spec"]["ports"][0]["nodePort"]  # a client's PUT without it keeps it
-    updated = (await api.put(f"{path}/np", json=created)).json()
+    updated = (await alpha.put(f"{path}/np", json=created)).json()
     assert [p["nodePort"] for p in updated["spec"]["ports"]] == given
     chosen = (
-        await api.post(path, json=service("mine", "NodePort", {"port": 80, "nodePort": 31999}))
+        await alpha.post(path, json=service("mine", "NodePort", {"port": 80, "nodePort": 31999}))
     ).json()
     assert chosen["spec"]["ports"][0]["nodePort"] == 31999
-    plain = (await api.post(path, json=service("plain", "ClusterIP", {"port": 80}))).json()
+    plain = (await alpha.post(path, json=service("plain", "ClusterIP", {"port": 80}))).json()
     assert "nodePort" not in plain["spec"]["ports"][0]

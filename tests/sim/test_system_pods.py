@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,6 @@ from shoal.observer.controller import ClusterObserver
 from shoal.sim.server import SimServer
 from shoal.testing import shipped
 from shoal.testing.fleet import register
-from shoal.testing.sim import running_sim
 from shoal.testing.wait import wait_for
 
 pytestmark = pytest.mark.integration
@@ -30,10 +28,10 @@ CONTROL_PLANE = {"etcd-n-0", "kube-apiserver-n-0", "kube-controller-manager-n-0"
 
 
 @pytest.fixture
-async def sim(tmp_path: Path) -> AsyncIterator[SimServer]:
-    async with running_sim(clusters=["fresh"], nodes=3, pod_start_delay=0.1,
-                           out_dir=tmp_path, system_pods=True) as server:  # fmt: skip
-        yield server
+def sim_options(tmp_path: Path) -> dict[str, Any]:
+    """A fresh cluster with the system pods a real one starts with."""
+    return dict(clusters=["fresh"], nodes=3, pod_start_delay=0.1, out_dir=tmp_path,
+                system_pods=True)
 
 
 async def kubectl(kubeconfig: Path, *args: str) -> tuple[str, str]:

@@ -13,8 +13,7 @@ import pytest
 
 from shoal.client.rest import NotFound, ShoalClient
 from shoal.model.base import Metadata
-from shoal.model.constraints import Constraints
-from shoal.model.kubernetes import Application, ApplicationSpec, Cluster, ClusterState
+from shoal.model.kubernetes import Application, Cluster, ClusterState
 from shoal.model.scheduler_config import SchedulerConfig
 from shoal.model.scheduling import (
     PolicySelector,
@@ -26,7 +25,7 @@ from shoal.model.scheduling import (
 from shoal.reschedule.controller import RescheduleTaskController
 from shoal.scheduler.scheduler import Scheduler
 from shoal.testing import shipped
-from shoal.testing.fleet import scored_clusters, set_state
+from shoal.testing.fleet import app, scored_clusters, set_state
 from tests.util import wait_for
 
 MANIFEST = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {}}]
@@ -39,10 +38,7 @@ async def fleet(client: ShoalClient) -> None:
 
 
 def application(name: str, *, migration: bool = True, **labels: str) -> Application:
-    return Application(
-        metadata=Metadata(name=name, namespace="default", labels=labels),
-        spec=ApplicationSpec(manifest=MANIFEST, constraints=Constraints(migration=migration)),
-    )
+    return app(name, migration=migration, manifest=MANIFEST, metadata_labels=labels)
 
 
 async def placed_on(client: ShoalClient, name: str) -> str | None:
