@@ -69,7 +69,7 @@ from shoal.model.base import Metadata  # noqa: E402
 from shoal.model.constraints import ClusterConstraints, Constraints, MetricRef  # noqa: E402
 from shoal.model.core import GlobalMetricsProvider  # noqa: E402
 from shoal.model.kubernetes import Application, ApplicationSpec, Cluster, ClusterState  # noqa: E402
-from shoal.testing.fleet import cluster, deployment, metric, provider  # noqa: E402
+from shoal.testing.builders import cluster, deployment, metric, provider  # noqa: E402
 from shoal.testing.launch import (  # noqa: E402
     ApiProcess,
     controller,

@@ -44,7 +44,7 @@ from shoal.machinery.types import Obj
 from shoal.model.kubernetes import Application, Cluster, ClusterState
 from shoal.observer.controller import ClusterObserver
 from shoal.scheduler.scheduler import Scheduler
-from shoal.testing import fleet, shipped
+from shoal.testing import builders, shipped
 from shoal.testing.sim import running_sim
 from shoal.testing.wait import wait_for
 
@@ -122,7 +122,7 @@ class Members:
 def spread(name: str, site: str, clusters: int, replicas: int) -> Application:
     return Application.model_validate({
         "metadata": {"name": name, "namespace": NS},
-        "spec": {"manifest": [fleet.deployment(name, "nginx:1", replicas=clusters * replicas)],
+        "spec": {"manifest": [builders.deployment(name, "nginx:1", replicas=clusters * replicas)],
                  "constraints": {"cluster": {"labels": [f"site is {site}"]}},
                  "placement": {"clusters": clusters, "spread_by": "location",
                                "replicas": "divided"}},
@@ -177,7 +177,7 @@ async def main(args: argparse.Namespace) -> None:
     async with running_sim(clusters=push + pull, nodes=2, cpu="64",
                            pod_start_delay=args.pod_start) as sim:  # fmt: skip
         for name in push + pull:
-            sim.fleet.cluster(name).store.listeners.append(members.listener(name))
+            sim.clusters.cluster(name).store.listeners.append(members.listener(name))
         for name in push:
             await admin.create(Cluster.model_validate({
                 "metadata": {"name": name, "namespace": NS,

@@ -17,8 +17,8 @@ from shoal.model.base import Metadata
 from shoal.model.constraints import MetricRef
 from shoal.model.kubernetes import Application, Cluster, ClusterSpec
 from shoal.scheduler.scheduler import Scheduler
-from shoal.testing import fleet as sample
-from shoal.testing.fleet import KUBECONFIG, register
+from shoal.testing import builders as sample
+from shoal.testing.builders import KUBECONFIG, register
 from shoal.testing.shipped import Callers
 from tests.cli.conftest import Shoal, invoke
 from tests.security.conftest import TOKENS, Secured

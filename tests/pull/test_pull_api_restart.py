@@ -18,7 +18,7 @@ from shoal.kube.controller import KubeController
 from shoal.model.kubernetes import Application
 from shoal.observer.controller import ClusterObserver
 from shoal.scheduler.scheduler import Scheduler
-from shoal.testing import fleet, launch, shipped
+from shoal.testing import builders, launch, shipped
 from shoal.testing.wait import wait_for
 from tests.pull.conftest import LEASE, NS, Hub, Member, online
 from tests.pull.test_pull_reconnect import app_on, deployments, settled
@@ -83,7 +83,7 @@ async def scaled(hub: Hub, name: str, replicas: int) -> None:
 
     async def written() -> bool:
         app = await hub.admin.get(Application, name, NS)
-        app.spec.manifest = [fleet.deployment(name, "nginx:1", replicas=replicas)]
+        app.spec.manifest = [builders.deployment(name, "nginx:1", replicas=replicas)]
         try:
             await hub.admin.update(app)
         except Conflict:

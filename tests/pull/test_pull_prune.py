@@ -10,7 +10,7 @@ import pytest
 
 from shoal.model.kubernetes import Application, ApplicationState
 from shoal.sim.server import SimServer
-from shoal.testing import fleet
+from shoal.testing import builders
 from shoal.testing.wait import wait_for
 from tests.pull.conftest import NS, Hub, online, push_cluster
 from tests.pull.test_pull_reconnect import deployments
@@ -27,7 +27,7 @@ async def test_a_copy_its_application_left_is_pruned(
     edge = await members("edge", site="edge")
     app = await hub.admin.create(Application.model_validate({
         "metadata": {"name": "web", "namespace": NS},
-        "spec": {"manifest": [fleet.deployment("web", "nginx:1", replicas=1)],
+        "spec": {"manifest": [builders.deployment("web", "nginx:1", replicas=1)],
                  "constraints": {"cluster": {"labels": ["site is core"]}}},
     }))  # fmt: skip
 

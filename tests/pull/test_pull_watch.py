@@ -13,7 +13,7 @@ from shoal.agent.copies import CopyRunner
 from shoal.model.base import Metadata, ResourceRef
 from shoal.model.copies import Copy, CopyWork
 from shoal.sim.server import SimServer
-from shoal.testing import fleet
+from shoal.testing import builders
 from shoal.testing.wait import wait_for
 from tests.pull.conftest import NS, Hub, member_api
 
@@ -29,14 +29,14 @@ def copy_of(name: str, cluster: str, replicas: int) -> Copy:
             app_namespace=NS, app_name=name, app_uid=f"uid-{name}",
             cluster=ResourceRef(api="kubernetes", kind="Cluster", namespace=NS, name=cluster),
             kube_namespace=NS,
-            manifest=[fleet.deployment(name, "nginx:1", replicas=replicas)],
+            manifest=[builders.deployment(name, "nginx:1", replicas=replicas)],
         ),
     )  # fmt: skip
 
 
 async def test_a_copy_becomes_ready_on_its_objects_events(hub: Hub, sim: SimServer) -> None:
     # pods start half a second after they are made: the first apply sees it not ready yet
-    sim.fleet.add_cluster("edge", 2, cpu="8", pod_start_delay=0.5)
+    sim.clusters.add_cluster("edge", 2, cpu="8", pod_start_delay=0.5)
     async with member_api(sim, "edge") as kube:
         runner = CopyRunner(hub.admin, kube, NS, "edge", poll=NEVER, fallback=NEVER)
         task = asyncio.create_task(runner.run())
