@@ -46,8 +46,8 @@ import aiohttp
 import orjson
 
 from shoal.machinery.ports import free_ports
-from shoal.testing.fleet import cluster as fleet_cluster
-from shoal.testing.fleet import deployment
+from shoal.testing.builders import cluster as fleet_cluster
+from shoal.testing.builders import deployment
 
 NS = f"bench-{os.getpid()}"  # fresh on a shared etcd too
 APPS = f"/kubernetes/namespaces/{NS}/applications"

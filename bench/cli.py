@@ -52,7 +52,7 @@ async def populate(url: str, count: int) -> None:
     from shoal.client.rest import ShoalClient
     from shoal.model.base import Metadata
     from shoal.model.kubernetes import Cluster, ClusterSpec
-    from shoal.testing.fleet import kubeconfig
+    from shoal.testing.builders import kubeconfig
 
     async with ShoalClient(url) as client:
         for i in range(count):

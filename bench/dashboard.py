@@ -35,7 +35,7 @@ from shoal.testing.wait import wait_for  # noqa: E402
 sys.path.insert(0, str(ROOT / "bench"))
 from reschedule import applications, create_all, placement  # noqa: E402
 
-from shoal.testing.fleet import scored_clusters  # noqa: E402
+from shoal.testing.builders import scored_clusters  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run"]

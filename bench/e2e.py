@@ -81,7 +81,7 @@ from shoal.model.kubernetes import (  # noqa: E402
     Constraints,
     MetricRef,
 )
-from shoal.testing.fleet import cluster, deployment, metric, provider  # noqa: E402
+from shoal.testing.builders import cluster, deployment, metric, provider  # noqa: E402
 from shoal.testing.launch import (  # noqa: E402
     ApiProcess,
     controller,

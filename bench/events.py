@@ -29,7 +29,7 @@ from shoal.client.rest import ShoalClient  # noqa: E402
 from shoal.events.recorder import MAX_BATCH, PATH, Recorder  # noqa: E402
 from shoal.model.base import Metadata  # noqa: E402
 from shoal.model.kubernetes import Application, ApplicationSpec  # noqa: E402
-from shoal.testing.fleet import manifest  # noqa: E402
+from shoal.testing.builders import manifest  # noqa: E402
 from shoal.testing.launch import ApiProcess  # noqa: E402
 
 

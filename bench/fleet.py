@@ -233,7 +233,7 @@ async def serve_fleet(api_url: str, clusters: int, nodes: int, prefix: str) -> N
     """The sim clusters and their agents, until killed (``--serve-fleet``)."""
     sim = await start_sim(clusters=clusters, nodes=nodes, mixed=True, pod_start_delay=3600,
                           name_prefix=prefix)
-    labels = {name: {"geo": mixed_site(i)[0]} for i, name in enumerate(sim.fleet.clusters)}
+    labels = {name: {"geo": mixed_site(i)[0]} for i, name in enumerate(sim.clusters.clusters)}
     async with ShoalClient(api_url) as client:
         await register_clusters(client, sim, labels)
         await start_agents(client, sim)

@@ -42,7 +42,7 @@ from shoal.client.rest import Conflict, ShoalClient, Unreachable  # noqa: E402
 from shoal.model.base import Metadata  # noqa: E402
 from shoal.model.core import GlobalMetricsProvider, MetricsProviderSpec, PrometheusSpec  # noqa: E402
 from shoal.model.kubernetes import Application  # noqa: E402
-from shoal.testing.fleet import app, cluster, metric, register  # noqa: E402
+from shoal.testing.builders import app, cluster, metric, register  # noqa: E402
 from shoal.testing.launch import ApiProcess, controller, stop  # noqa: E402
 from tests.fixtures import prometheus as _prometheus  # noqa: E402
 from tests.fixtures.prometheus import start_prometheus  # noqa: E402

@@ -29,7 +29,7 @@ from shoal.machinery.tls import Tls, ca_hash
 from shoal.model.kubernetes import Application, ApplicationState, Cluster, ClusterState
 from shoal.observer.controller import ClusterObserver
 from shoal.scheduler.scheduler import Scheduler
-from shoal.testing import fleet, launch, shipped
+from shoal.testing import builders, launch, shipped
 from shoal.testing.sim import running_sim
 from shoal.testing.wait import wait_for
 
@@ -52,7 +52,7 @@ def rss_mib(pid: int) -> float:
 def app_on(name: str, site: str) -> Application:
     return Application.model_validate({
         "metadata": {"name": name, "namespace": NS},
-        "spec": {"manifest": [fleet.deployment(name, "nginx:1", replicas=1)],
+        "spec": {"manifest": [builders.deployment(name, "nginx:1", replicas=1)],
                  "constraints": {"cluster": {"labels": [f"site is {site}"]}}},
     })  # fmt: skip
 
@@ -106,8 +106,8 @@ async def main(apps: int, rest: float) -> None:
         await part.start()
     work = Path(tempfile.mkdtemp(prefix="bench-pull-"))
     async with running_sim(clusters=[], nodes=4, pod_start_delay=0.1) as sim:
-        sim.fleet.add_cluster("edge", 4, cpu="64")
-        sim.fleet.add_cluster("core", 4, cpu="64")
+        sim.clusters.add_cluster("edge", 4, cpu="64")
+        sim.clusters.add_cluster("core", 4, cpu="64")
         await admin.create(Cluster.model_validate({
             "metadata": {"name": "core", "namespace": NS, "labels": {"site": "core"}},
             "spec": {"kubeconfig": sim.kubeconfig("core")}}))  # fmt: skip

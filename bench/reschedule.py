@@ -53,7 +53,7 @@ from shoal.client.rest import (  # noqa: E402
 from shoal.model.base import Metadata  # noqa: E402
 from shoal.model.kubernetes import Application, ClusterState  # noqa: E402
 from shoal.model.scheduling import RescheduleTask, RescheduleTaskSpec, TaskPhase  # noqa: E402
-from shoal.testing.fleet import app, scored_clusters, set_state  # noqa: E402
+from shoal.testing.builders import app, scored_clusters, set_state  # noqa: E402
 from shoal.testing.launch import ApiProcess, controller, stop  # noqa: E402
 
 NS = "default"

@@ -57,7 +57,7 @@ import orjson  # noqa: E402
 from shoal.client.rest import Conflict, ShoalClient, Unreachable  # noqa: E402
 from shoal.model.base import Metadata  # noqa: E402
 from shoal.model.kubernetes import Application, ApplicationSpec  # noqa: E402
-from shoal.testing.fleet import (  # noqa: E402
+from shoal.testing.builders import (  # noqa: E402
     cluster,
     deployment,
     manifest,

@@ -35,7 +35,7 @@ async def main(nodes: int, rounds: int) -> None:
     after = rss_mib()
     print(f"start-up of a {nodes}-node cluster: {started:.2f} s")
     print(f"RSS: {before:.0f} MiB before, {after:.0f} MiB after (+{after - before:.0f} MiB)")
-    token = sim.fleet.cluster("big").token
+    token = sim.clusters.cluster("big").token
     async with httpx.AsyncClient(base_url=f"{sim.url}/clusters/big", timeout=60,
                                  headers={"Authorization": f"Bearer {token}"}) as client:
         for label, params, headers in [
@@ -57,7 +57,7 @@ async def main(nodes: int, rounds: int) -> None:
     kubectl = shutil.which("kubectl")
     if kubectl:
         with tempfile.TemporaryDirectory() as tmp:
-            paths = sim.fleet.write_kubeconfigs(tmp)
+            paths = sim.clusters.write_kubeconfigs(tmp)
             times = []
             for _ in range(3):
                 t = time.perf_counter()

@@ -39,7 +39,7 @@ from bench.e2e import cpu_seconds  # noqa: E402
 from bench.reschedule import applications, placement  # noqa: E402
 from shoal.client.rest import Conflict, ShoalClient  # noqa: E402
 from shoal.model.kubernetes import Application, Cluster  # noqa: E402
-from shoal.testing.fleet import app, cluster, register  # noqa: E402
+from shoal.testing.builders import app, cluster, register  # noqa: E402
 from shoal.testing.launch import ApiProcess, controller, stop  # noqa: E402
 
 NS = "default"

@@ -193,7 +193,7 @@ def serve(
         typer.echo(f"shoal sim serving {clusters} cluster(s) x {nodes} node(s) at {sim.url}")
         where = f"${ENV_TOKEN}" if os.environ.get(ENV_TOKEN) else str(out / TOKEN_FILE)
         typer.echo(f"admin API: {sim.url}/admin/clusters (its token: {where})")
-        for name in sim.fleet.clusters:
+        for name in sim.clusters.clusters:
             typer.echo(f"  {name}: kubectl --kubeconfig {out / (name + '.yaml')} get nodes")
         try:
             await asyncio.Event().wait()

@@ -11,11 +11,11 @@ Python use (in an async test)::
     from shoal.sim.server import start_sim
 
     sim = await start_sim(clusters=2, nodes=5)          # clusters sim-0, sim-1
-    kubeconfig = sim.fleet.kubeconfig("sim-0")          # dict, one cluster/user/context
-    sim.fleet.add_cluster("edge", nodes=3, node_labels={"tier": "edge"})
-    sim.fleet.set_unreachable("edge", True)             # clients now get connection errors
-    sim.fleet.set_node_fault("sim-0", "n-1", not_ready=True)
-    sim.fleet.clear_faults("sim-0")
+    kubeconfig = sim.clusters.kubeconfig("sim-0")       # dict, one cluster/user/context
+    sim.clusters.add_cluster("edge", nodes=3, node_labels={"tier": "edge"})
+    sim.clusters.set_unreachable("edge", True)          # clients now get connection errors
+    sim.clusters.set_node_fault("sim-0", "n-1", not_ready=True)
+    sim.clusters.clear_faults("sim-0")
     await sim.stop()
 
 ``start_sim`` runs uvicorn on the current event loop, so a test must not block that
@@ -86,7 +86,7 @@ _ADMIN_OPTIONS: dict[str, Any] = {
 }
 
 
-class SimFleet:
+class SimClusters:
     """All simulated clusters of one server, and the ASGI app that serves them."""
 
     def __init__(
@@ -361,35 +361,35 @@ class SimFleet:
 
 
 class SimServer:
-    """A running fleet: ``url`` (base), ``fleet``, and ``stop()``."""
+    """Running simulated clusters: ``url`` (base), ``clusters``, and ``stop()``."""
 
-    def __init__(self, fleet: SimFleet, served: Served) -> None:
-        self.fleet = fleet
+    def __init__(self, fleet: SimClusters, served: Served) -> None:
+        self.clusters = fleet
         self.url = fleet.url
         self._served = served
 
     @property
     def admin_token(self) -> str:
         """The token every admin request carries."""
-        return self.fleet.admin_token
+        return self.clusters.admin_token
 
     @property
     def admin_headers(self) -> dict[str, str]:
         """The headers of an admin request: its token."""
-        return admin_headers(self.fleet.admin_token)
+        return admin_headers(self.clusters.admin_token)
 
     @property
     def port(self) -> int:
         return int(self._served.sock.getsockname()[1])
 
     def kubeconfig(self, name: str) -> Obj:
-        return self.fleet.kubeconfig(name)
+        return self.clusters.kubeconfig(name)
 
     async def stop(self) -> None:
-        for c in self.fleet.clusters.values():
+        for c in self.clusters.clusters.values():
             c.store.close_watches()
         await self._served.stop(wait=5)
-        for c in self.fleet.clusters.values():
+        for c in self.clusters.clusters.values():
             await c.stop()
 
 
@@ -441,7 +441,7 @@ async def start_sim(
     bound = sock.getsockname()[1]
     url_host = f"[{host}]" if ":" in host else host
     scheme = "https" if tls is not None else "http"
-    fleet = SimFleet(f"{scheme}://{url_host}:{bound}", pod_start_delay, job_duration,
+    fleet = SimClusters(f"{scheme}://{url_host}:{bound}", pod_start_delay, job_duration,
                      admin_token, system_pods)  # fmt: skip
     if ca is not None:
         fleet.ca_data = base64.b64encode(ca).decode()
@@ -479,7 +479,7 @@ class SimThread:
         if self._sim is None:
             raise RuntimeError("sim server did not start")
         self.url = self._sim.url
-        self.fleet = self._sim.fleet
+        self.clusters = self._sim.clusters
         self.admin_token = self._sim.admin_token
         self.admin_headers = self._sim.admin_headers
 

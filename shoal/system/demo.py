@@ -116,8 +116,8 @@ async def start_sim_fleet(client: Any, data_dir: Path, count: int, nodes: int) -
 
     async def add(name: str, count: int, labels: dict[str, str]) -> dict[str, Any]:
         token = saved_token(kube_dir, name)
-        sim.fleet.add_cluster(name, nodes=count, node_labels=labels, token=token)
-        return dict(sim.fleet.kubeconfig(name))
+        sim.clusters.add_cluster(name, nodes=count, node_labels=labels, token=token)
+        return dict(sim.clusters.kubeconfig(name))
 
     return sim, await start_fleet(client, data_dir, count, nodes, add, sim.url, token)
 

@@ -65,7 +65,7 @@ def run_single_process(up: Installation) -> None:
             sim, restarted = await start_sim_fleet(client, data_dir, clusters, nodes)
             from shoal.agent.local import start_all  # one agent per cluster (fleet pods)
 
-            kubeconfigs = {name: sim.kubeconfig(name) for name in sim.fleet.clusters}
+            kubeconfigs = {name: sim.kubeconfig(name) for name in sim.clusters.clusters}
             scheduler_token = setup.tokens[component_user(SCHEDULER)]
             agents = await start_all(
                 client_of("agent"), kubeconfigs, callers=[scheduler_token], keep=True

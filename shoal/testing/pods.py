@@ -26,16 +26,16 @@ class FleetAgents(LocalAgents):
 
     async def start_on(self, sim: SimServer, name: str, port: int = 0,
                        **config: Any) -> AgentServer:
-        return await self.start(name, sim.fleet.kubeconfig(name), port, **config)
+        return await self.start(name, sim.clusters.kubeconfig(name), port, **config)
 
 
 async def register_clusters(client: ShoalClient, sim: SimServer,
                             labels: dict[str, dict[str, str]] | None = None) -> None:
     """Every sim cluster as a Cluster in namespace ``default`` (kept when it exists)."""
-    for name in sim.fleet.clusters:
+    for name in sim.clusters.clusters:
         cluster = Cluster(
             metadata=Metadata(name=name, namespace=NS, labels=(labels or {}).get(name, {})),
-            spec=ClusterSpec(kubeconfig=sim.fleet.kubeconfig(name)),
+            spec=ClusterSpec(kubeconfig=sim.clusters.kubeconfig(name)),
         )
         try:
             await client.get(Cluster, name, NS)
@@ -47,7 +47,7 @@ async def start_agents(client: ShoalClient, sim: SimServer, **config: Any) -> Fl
     """Register the sim's clusters and start one registered agent per cluster."""
     await register_clusters(client, sim)
     agents = FleetAgents(client)
-    for name in sim.fleet.clusters:
+    for name in sim.clusters.clusters:
         await agents.start_on(sim, name, **config)
     return agents
 

@@ -1,4 +1,4 @@
-"""A simulated fleet (``shoal.sim``) for the duration of a block, for tests and benches."""
+"""Simulated clusters (``shoal.sim``) for the duration of a block, for tests and benches."""
 
 from __future__ import annotations
 

@@ -48,7 +48,7 @@ async def start(sim: SimServer) -> AsyncIterator[AgentFactory]:
     started: list[AgentServer] = []
 
     async def make(**config: Any) -> AgentServer:
-        server = await start_agent(sim.fleet.kubeconfig(CLUSTER),
+        server = await start_agent(sim.clusters.kubeconfig(CLUSTER),
                                    AgentConfig(cluster=CLUSTER, **config))
         started.append(server)
         await wait_for(lambda: server.agent.sync.synced, message="agent synced")

@@ -92,7 +92,7 @@ async def test_repeat_after_restart_finds_the_pod_in_the_cluster(
 async def test_failed_create_releases_the_reservation(
     agent_http: httpx.AsyncClient, agent: AgentServer, sim: SimServer
 ) -> None:
-    sim.fleet.set_unreachable(CLUSTER, True)
+    sim.clusters.set_unreachable(CLUSTER, True)
     await wait_for(lambda: not agent.agent.sync.synced, message="watch cut")
     refused = await commit(agent_http, pod(), "n-0")
     assert refused.status_code == 503  # not watching: no commit on a stale cache
@@ -105,7 +105,7 @@ async def test_failed_create_releases_the_reservation(
     cache = agent.agent.cache
     assert cache.reservations == {} and cache.requested.get("n-0", {}) == {}
     assert len(agent.agent.committer.locks) == 0
-    sim.fleet.set_unreachable(CLUSTER, False)
+    sim.clusters.set_unreachable(CLUSTER, False)
     sync.live.clear()
     await sync.start()
     await wait_for(lambda: sync.synced, message="watch back")

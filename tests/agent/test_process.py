@@ -31,7 +31,7 @@ async def _healthy(url: str) -> bool:
 async def test_an_agent_of_a_registered_cluster_registers_and_unregisters(
     api: ApiServer, client: ShoalClient, sim: SimServer
 ) -> None:
-    spec = ClusterSpec(kubeconfig=sim.fleet.kubeconfig(CLUSTER))
+    spec = ClusterSpec(kubeconfig=sim.clusters.kubeconfig(CLUSTER))
     await client.create(Cluster(metadata=Metadata(name=CLUSTER, namespace="default"), spec=spec))
     port = launch.free_port()
     process = launch.spawn_shoal(
@@ -61,7 +61,7 @@ async def test_an_agent_on_a_kubeconfig_file_serves_without_the_api(
     sim: SimServer, tmp_path: Path
 ) -> None:
     kubeconfig = tmp_path / "member.yaml"
-    kubeconfig.write_text(yaml.safe_dump(sim.fleet.kubeconfig(CLUSTER)))
+    kubeconfig.write_text(yaml.safe_dump(sim.clusters.kubeconfig(CLUSTER)))
     port = launch.free_port()
     process = launch.spawn_shoal(
         "agent", "--kubeconfig", str(kubeconfig), "--port", str(port), "--log-level", "warning"

@@ -36,10 +36,10 @@ commits = st.lists(
 
 async def scenario(plan: list[tuple[int, int]]) -> None:
     sim = await start_sim(clusters=[], pod_start_delay=0.05)
-    sim.fleet.add_cluster(CLUSTER, nodes=NODES, cpu="2", max_pods=PODS)
+    sim.clusters.add_cluster(CLUSTER, nodes=NODES, cpu="2", max_pods=PODS)
     agent: AgentServer | None = None
     try:
-        agent = await start_agent(sim.fleet.kubeconfig(CLUSTER), AgentConfig(cluster=CLUSTER))
+        agent = await start_agent(sim.clusters.kubeconfig(CLUSTER), AgentConfig(cluster=CLUSTER))
         sync = agent.agent.sync
         await wait_for(lambda: sync.synced, message="agent synced")
         async with httpx.AsyncClient(base_url=agent.url, timeout=20) as agent_http:

@@ -108,7 +108,7 @@ async def test_node_selector_and_readiness(
     await patch_node(sim, "n-2", {"metadata": {"labels": {"disk": "ssd"}}})
     await settle(agent, "n-2", lambda n: "disk" in n.labels)
     assert names(await sample(agent_http, "random", pod(nodeSelector={"disk": "ssd"}))) == ["n-2"]
-    sim.fleet.set_node_fault("edge", "n-3", not_ready=True)
+    sim.clusters.set_node_fault("edge", "n-3", not_ready=True)
     await settle(agent, "n-3", lambda n: not n.ready)
     body = await sample(agent_http, "random", pod())
     assert "n-3" not in names(body)

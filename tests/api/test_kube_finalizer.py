@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from shoal.model.kubernetes import KUBE_FINALIZER
-from shoal.testing import fleet, shipped
+from shoal.testing import builders, shipped
 from tests.api.test_creates import app
 from tests.util import api_server
 
@@ -70,7 +70,7 @@ async def test_every_way_of_creating_gives_the_finalizer(given: httpx.AsyncClien
 
 
 async def test_only_applications_get_it(given: httpx.AsyncClient) -> None:
-    cluster = fleet.cluster("c").model_dump(mode="json")
+    cluster = builders.cluster("c").model_dump(mode="json")
     cluster["metadata"]["namespace"] = "a"
     answer = await given.post("/kubernetes/namespaces/a/clusters", json=cluster)
     assert answer.status_code == 200, answer.text

@@ -16,8 +16,8 @@ from shoal.model import core
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Application, Cluster, ClusterSpec, MetricRef
 from shoal.scheduler.scheduler import Scheduler
-from shoal.testing import fleet as sample
-from shoal.testing.fleet import KUBECONFIG, register
+from shoal.testing import builders as sample
+from shoal.testing.builders import KUBECONFIG, register
 from shoal.testing.shipped import Callers
 from tests.cli.conftest import Shoal, invoke
 from tests.security.conftest import TOKENS, Secured

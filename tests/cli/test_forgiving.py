@@ -24,8 +24,8 @@ from shoal.model.base import Metadata
 from shoal.model.core import GlobalMetricsProvider
 from shoal.model.kubernetes import Application
 from shoal.model.scheduling import RescheduleTask
-from shoal.testing import fleet, shipped
-from shoal.testing.fleet import kubeconfig
+from shoal.testing import builders, shipped
+from shoal.testing.builders import kubeconfig
 from shoal.testing.shipped import Callers
 from tests.cli.conftest import Shoal, cli, cli_ok, invoke, ok
 
@@ -348,7 +348,7 @@ async def test_completion_of_names_for_describe_explain_reschedule_and_cluster_v
     monkeypatch.setattr(complete_names, "TIMEOUT", 30.0)
     await cli_ok(shoal, f"kube app create web -f {manifest}")
     await cli_ok(shoal, f"kube app create worker -n prod -f {manifest}")
-    await client.create(fleet.cluster("edge-1"))
+    await client.create(builders.cluster("edge-1"))
 
     async def complete(line: str) -> list[str]:
         return await _complete(api.url, line)

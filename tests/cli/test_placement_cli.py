@@ -7,7 +7,7 @@ from pathlib import Path
 from shoal.client.rest import ShoalClient
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Application, Cluster, ClusterSpec
-from shoal.testing import fleet
+from shoal.testing import builders
 from tests.cli.conftest import Shoal, ok
 
 MANIFEST = """\
@@ -53,12 +53,12 @@ async def test_wide_list_and_describe_show_each_share(shoal: Shoal, client: Shoa
     refs = []
     for name in ("de-1", "fr-1", "fr-2"):
         cluster = Cluster(metadata=Metadata(name=name, namespace="default"),
-                          spec=ClusterSpec(kubeconfig=fleet.kubeconfig(name)))  # fmt: skip
-        await fleet.register(client, cluster)
+                          spec=ClusterSpec(kubeconfig=builders.kubeconfig(name)))  # fmt: skip
+        await builders.register(client, cluster)
         refs.append({"api": "kubernetes", "kind": "Cluster", "namespace": "default", "name": name})
     app = await client.create(Application.model_validate({
         "metadata": {"name": "spread", "namespace": "default"},
-        "spec": {"manifest": [fleet.deployment("spread", replicas=10)],
+        "spec": {"manifest": [builders.deployment("spread", replicas=10)],
                  "placement": {"clusters": 3, "replicas": "divided"}},
     }))  # fmt: skip
     shares = [4, 3, 3]
@@ -91,12 +91,12 @@ async def test_a_short_placement_is_degraded_in_describe_and_wide(
     shoal: Shoal, client: ShoalClient
 ) -> None:
     cluster = Cluster(metadata=Metadata(name="de-1", namespace="default"),
-                      spec=ClusterSpec(kubeconfig=fleet.kubeconfig("de-1")))  # fmt: skip
-    await fleet.register(client, cluster)
+                      spec=ClusterSpec(kubeconfig=builders.kubeconfig("de-1")))  # fmt: skip
+    await builders.register(client, cluster)
     ref = {"api": "kubernetes", "kind": "Cluster", "namespace": "default", "name": "de-1"}
     app = await client.create(Application.model_validate({
         "metadata": {"name": "short", "namespace": "default"},
-        "spec": {"manifest": [fleet.deployment("short", replicas=2)],
+        "spec": {"manifest": [builders.deployment("short", replicas=2)],
                  "placement": {"clusters": 2, "spread_by": "regoin"}},
     }))  # fmt: skip
     message = "on 1 of 2 clusters asked for: no cluster has the spread_by label 'regoin'"

@@ -6,7 +6,7 @@ import httpx
 
 from shoal.api.server import ApiServer
 from shoal.testing import shipped
-from shoal.testing.fleet import kubeconfig
+from shoal.testing.builders import kubeconfig
 from tests.cli.conftest import Shoal, cli_ok
 
 

@@ -20,7 +20,7 @@ from shoal.model.base import Metadata, ReasonCode, ResourceRef
 from shoal.model.copies import CopySpec
 from shoal.model.kubernetes import ApplicationState, Cluster, ClusterSpec
 from shoal.sim.server import SimServer
-from shoal.testing import fleet
+from shoal.testing import builders
 from shoal.testing.wait import wait_for
 
 pytestmark = pytest.mark.integration
@@ -40,7 +40,7 @@ async def kube(sim: SimServer) -> AsyncIterator[KubeCluster]:
     clients = KubeClients(timeout=2.0)
     cluster = Cluster(
         metadata=Metadata(name="edge", namespace=NS),
-        spec=ClusterSpec(kubeconfig=sim.fleet.kubeconfig("edge")),
+        spec=ClusterSpec(kubeconfig=sim.clusters.kubeconfig("edge")),
     )
     try:
         yield await clients.get(cluster)
@@ -67,7 +67,7 @@ def spec(name: str, uid: str, replicas: int = 2, **fields: Any) -> CopySpec:
         app_uid=uid,
         cluster=EDGE,
         kube_namespace=NS,
-        manifest=[fleet.deployment(name, "nginx:1", replicas=replicas)],
+        manifest=[builders.deployment(name, "nginx:1", replicas=replicas)],
         replicas=replicas,
         **fields,
     )
@@ -75,7 +75,7 @@ def spec(name: str, uid: str, replicas: int = 2, **fields: Any) -> CopySpec:
 
 
 async def _live(kube: KubeCluster, name: str) -> dict[str, Any] | None:
-    return await kube.read(fleet.deployment(name, "nginx:1"), NS)
+    return await kube.read(builders.deployment(name, "nginx:1"), NS)
 
 
 async def _ready(applier: Applier, copy: CopySpec) -> Any:
@@ -103,7 +103,7 @@ async def test_a_copy_is_applied_reported_and_then_only_read(
 async def test_drift_is_repaired_and_reported(applier: Applier, kube: KubeCluster) -> None:
     copy = spec("api", "uid-api", replicas=1)
     await applier.apply(copy, ReasonCode.CREATE_FAILED)
-    await kube.delete(fleet.deployment("api", "nginx:1"), NS)
+    await kube.delete(builders.deployment("api", "nginx:1"), NS)
     assert await _live(kube, "api") is None
 
     report = await applier.apply(copy, ReasonCode.RECONCILE_FAILED)

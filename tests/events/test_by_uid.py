@@ -9,14 +9,14 @@ from shoal.client.rest import NotFound, ShoalClient
 from shoal.events import Recorder
 from shoal.model.events import UID_LABEL
 from shoal.model.kubernetes import Application
-from shoal.testing import fleet
+from shoal.testing import builders
 from shoal.testing.wait import wait_for
 from tests.cli.conftest import invoke, ok
 from tests.security.conftest import TOKENS, Secured, secured  # noqa: F401  (the secured API)
 
 
 async def _create_web(alice: ShoalClient) -> Application:
-    app = fleet.app("web")
+    app = builders.app("web")
     app.metadata.namespace = "a"
     return await alice.create(app)
 

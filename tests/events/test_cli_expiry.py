@@ -12,15 +12,15 @@ from shoal.events.expiry import expire_once
 from shoal.model.base import utcnow
 from shoal.model.events import Event
 from shoal.model.kubernetes import Application, Cluster
-from shoal.testing import fleet
+from shoal.testing import builders
 from tests.cli.conftest import Shoal, ok
 
 MANIFEST = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}, "data": {}}]
 
 
 async def _objects(client: ShoalClient) -> tuple[Application, Cluster]:
-    app = fleet.app("web", manifest=MANIFEST)
-    return await client.create(app), await client.create(fleet.cluster("c1"))
+    app = builders.app("web", manifest=MANIFEST)
+    return await client.create(app), await client.create(builders.cluster("c1"))
 
 
 async def test_get_events_for_one_object(shoal: Shoal, client: ShoalClient) -> None:

@@ -13,7 +13,7 @@ from shoal.model.events import Event
 from shoal.model.kubernetes import Application
 from shoal.model.scheduler_config import Backoff, SchedulerConfig
 from shoal.scheduler.scheduler import Scheduler
-from shoal.testing.fleet import app, cluster, register
+from shoal.testing.builders import app, cluster, register
 from shoal.testing.shipped import Callers
 from shoal.testing.wait import wait_for
 

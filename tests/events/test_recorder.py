@@ -10,13 +10,13 @@ from shoal.events import Recorder
 from shoal.model.base import Metadata
 from shoal.model.events import Event
 from shoal.model.kubernetes import Application, ApplicationSpec
-from shoal.testing import fleet, shipped
+from shoal.testing import builders, shipped
 
 MANIFEST = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}, "data": {}}]
 
 
 async def _app(client: ShoalClient, name: str = "web") -> Application:
-    return await client.create(fleet.app(name, manifest=MANIFEST))
+    return await client.create(builders.app(name, manifest=MANIFEST))
 
 
 async def test_repeats_are_one_event_with_a_count(client: ShoalClient) -> None:

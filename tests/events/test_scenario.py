@@ -27,7 +27,7 @@ from shoal.reschedule.controller import RescheduleTaskController
 from shoal.scheduler.scheduler import Scheduler
 from shoal.sim.server import SimServer
 from shoal.testing import shipped
-from shoal.testing.fleet import deployment, metric, provider
+from shoal.testing.builders import deployment, metric, provider
 from shoal.testing.wait import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -109,7 +109,7 @@ async def test_one_application_told_by_its_events(client: ShoalClient, sim: SimS
 
         for name in ("b", "a"):  # b first: the application goes there at once
             spec = ClusterSpec(
-                kubeconfig=sim.fleet.kubeconfig(name),
+                kubeconfig=sim.clusters.kubeconfig(name),
                 metrics=[MetricRef(name=f"m-{name}", weight=1)],
             )
             await client.create(Cluster(metadata=Metadata(name=name, namespace=NS), spec=spec))

@@ -88,7 +88,7 @@ async def member_pods(sim: SimServer) -> list[Obj]:
     """Every pod of every member cluster, from the clusters' own pod lists."""
     found: list[Obj] = []
     async with httpx.AsyncClient(timeout=10) as http:
-        for name in sim.fleet.clusters:
+        for name in sim.clusters.clusters:
             resp = await http.get(f"{sim.url}/clusters/{name}/api/v1/pods")
             resp.raise_for_status()
             for item in resp.json()["items"]:

@@ -59,9 +59,9 @@ async def test_a_cluster_registered_again_finds_its_agent_again(
 
     await register_clusters(client, sim)
     agents = LocalAgents(client, keep=True, keep_every=0.1)
-    name = next(iter(sim.fleet.clusters))
+    name = next(iter(sim.clusters.clusters))
     try:
-        server = await agents.start(name, sim.fleet.kubeconfig(name))
+        server = await agents.start(name, sim.clusters.kubeconfig(name))
         await client.delete(Cluster, name, NS)
         await register_clusters(client, sim)  # the same name, a new cluster
 
@@ -84,7 +84,7 @@ async def test_a_registration_is_kept_after_the_api_was_away(
     from tests.util import free_port
 
     await register_clusters(client, sim)
-    name = next(iter(sim.fleet.clusters))
+    name = next(iter(sim.clusters.clusters))
     url = "http://127.0.0.1:1/agent"
     api = client.url
     client.url = f"http://127.0.0.1:{free_port()}"  # nothing listens: the API is away
@@ -119,7 +119,7 @@ async def test_a_second_copy_on_another_cluster_is_deleted(
     placed = (await settled(client, ["twice"]))["twice"]
     assert placed.status.phase is PodPhase.Scheduled
     here = placed.status.cluster
-    other = next(c for c in sim.fleet.clusters if c != here)
+    other = next(c for c in sim.clusters.clusters if c != here)
     async with httpx.AsyncClient(base_url=sim.url, timeout=10) as http:
         nodes = (await http.get(f"/clusters/{other}/api/v1/nodes")).json()["items"]
         copy = {"apiVersion": "v1", "kind": "Pod",

@@ -10,7 +10,7 @@ from shoal.client.rest import NotFound, ShoalClient
 from shoal.gc.controller import FINALIZER, GarbageCollector
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Application, Cluster, ClusterSpec
-from shoal.testing.fleet import KUBECONFIG
+from shoal.testing.builders import KUBECONFIG
 from shoal.testing.shipped import Callers
 from tests.kube.conftest import NS, application
 from tests.util import wait_for

@@ -17,7 +17,7 @@ from shoal.model.base import Metadata
 from shoal.model.events import Event
 from shoal.model.kubernetes import Application, Cluster, ClusterSpec, ClusterState
 from shoal.sim.server import SimServer
-from shoal.testing import fleet
+from shoal.testing import builders
 from shoal.testing.wait import wait_for
 from tests.infrastructure.conftest import NS, cluster_on_cloud, sim_clusters, template
 
@@ -87,7 +87,7 @@ async def test_a_cluster_is_built_grown_used_and_deleted(
     # an application constrained to the new cluster runs there
     app = Application.model_validate({
         "metadata": {"name": "web", "namespace": NS},
-        "spec": {"manifest": [fleet.deployment("web", "nginx:1", replicas=2)],
+        "spec": {"manifest": [builders.deployment("web", "nginx:1", replicas=2)],
                  "constraints": {"cluster": {"labels": ["site is edge"]}}},
     })  # fmt: skip
     await client.create(app)
@@ -139,7 +139,7 @@ async def test_a_cluster_is_built_grown_used_and_deleted(
                    message="web ready again on edge-1")  # fmt: skip
 
     # a spare cluster to move to; deleting edge-1 moves the application, then removes it
-    sim.fleet.add_cluster("spare", 2)
+    sim.clusters.add_cluster("spare", 2)
     await client.create(Cluster(
         metadata=Metadata(name="spare", namespace=NS, labels={"site": "edge"}),
         spec=ClusterSpec(kubeconfig=sim.kubeconfig("spare")),
@@ -204,7 +204,7 @@ async def test_a_template_the_provider_refuses_fails_with_the_reason(
 async def test_a_provider_that_hangs_times_out_then_is_tried_again(
     client: ShoalClient, sim: SimServer
 ) -> None:
-    sim.fleet.admin_delay = 3.0  # the controller waits 1 s for an answer
+    sim.clusters.admin_delay = 3.0  # the controller waits 1 s for an answer
     created = await client.create(cluster_on_cloud("slow", "DE"))
 
     async def timed_out() -> Cluster | None:
@@ -214,7 +214,7 @@ async def test_a_provider_that_hangs_times_out_then_is_tried_again(
         return cluster if failed and "no answer in time" in reason.message else None
 
     await wait_for(timed_out, timeout=20, interval=0.1, message="slow FAILED by a timeout")
-    sim.fleet.admin_delay = 0.0
+    sim.clusters.admin_delay = 0.0
     built = await wait_for(lambda: _online(client, "slow"), timeout=20, interval=0.1,
                            message="slow ONLINE once the provider answers")  # fmt: skip
     # the create that timed out was made all the same: the retry found it, none doubled

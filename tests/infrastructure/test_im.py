@@ -100,7 +100,7 @@ async def test_the_stand_in_answers_as_im_does(sim: SimServer) -> None:
 
 
 async def create_poll_outputs_reconcile_delete(im_url: str, sim: SimServer) -> None:
-    sim.fleet.add_cluster("built", 1)
+    sim.clusters.add_cluster("built", 1)
     provider, cloud = objects(im_url)
     async with aiohttp.ClientSession() as session:
         im = InfrastructureManager(provider, cloud, session)
@@ -141,7 +141,7 @@ async def create_poll_outputs_reconcile_delete(im_url: str, sim: SimServer) -> N
 async def test_a_cluster_built_through_im_goes_online_and_is_deleted(
     client: ShoalClient, im_url: str, sim: SimServer
 ) -> None:
-    sim.fleet.add_cluster("built", 2)
+    sim.clusters.add_cluster("built", 2)
     provider, cloud = objects(im_url)
     await client.create(provider)
     await client.create(cloud)

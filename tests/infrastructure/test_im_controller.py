@@ -40,7 +40,7 @@ from shoal.observer.controller import ClusterObserver
 from shoal.scheduler.scheduler import Scheduler
 from shoal.sim.objects import DEPLOYMENTS
 from shoal.sim.server import SimServer
-from shoal.testing import fleet
+from shoal.testing import builders
 from shoal.testing.wait import wait_for
 from tests.infrastructure.conftest import NS, cluster_on_cloud, template
 from tests.infrastructure.fake_im import FakeIm, running_fake_im
@@ -184,7 +184,7 @@ async def test_a_refused_create_backs_off_and_only_a_new_template_tries_earlier(
 async def test_a_create_whose_answer_was_lost_is_found_not_made_twice(
     client: ShoalClient, im: FakeIm, sim: SimServer
 ) -> None:
-    sim.fleet.add_cluster("built", 1)
+    sim.clusters.add_cluster("built", 1)
     im.create_delay = 2.0  # made at once, answered after the controller gave up (1 s)
     parts = await running(
         Scheduler(client, fast_config()),
@@ -296,11 +296,11 @@ async def test_a_build_that_never_finishes_times_out_and_backs_off(
 async def test_the_infrastructure_is_deleted_only_once_its_applications_moved(
     client: ShoalClient, im: FakeIm, sim: SimServer
 ) -> None:
-    sim.fleet.add_cluster("built", 2)
-    sim.fleet.add_cluster("spare", 2)
+    sim.clusters.add_cluster("built", 2)
+    sim.clusters.add_cluster("spare", 2)
     left_on_built: list[Any] = []
     im.on_delete = lambda ident: left_on_built.append(
-        sim.fleet.cluster("built").store.get(DEPLOYMENTS, NS, "web")
+        sim.clusters.cluster("built").store.get(DEPLOYMENTS, NS, "web")
     )
     parts = await running(
         ClusterObserver(client, interval=0.3, timeout=0.5),
@@ -320,12 +320,12 @@ async def test_the_infrastructure_is_deleted_only_once_its_applications_moved(
         await wait_for(lambda: online("edge-1"), timeout=30, interval=0.1, message="edge-1")
         await client.create(Application.model_validate({
             "metadata": {"name": "web", "namespace": NS},
-            "spec": {"manifest": [fleet.deployment("web", "nginx:1", replicas=2)],
+            "spec": {"manifest": [builders.deployment("web", "nginx:1", replicas=2)],
                      "constraints": {"cluster": {"labels": ["site is edge"]}}},
         }))  # fmt: skip
 
         async def deployed_on_built() -> bool:
-            return sim.fleet.cluster("built").store.get(DEPLOYMENTS, NS, "web") is not None
+            return sim.clusters.cluster("built").store.get(DEPLOYMENTS, NS, "web") is not None
 
         await wait_for(deployed_on_built, timeout=30, interval=0.1, message="web on built")
         await client.create(Cluster(
@@ -338,6 +338,6 @@ async def test_the_infrastructure_is_deleted_only_once_its_applications_moved(
                        message="edge-1 removed")  # fmt: skip
         assert im.infrastructures == {}
         assert left_on_built == [None]  # when IM was told to delete, web had left it
-        assert sim.fleet.cluster("spare").store.get(DEPLOYMENTS, NS, "web") is not None
+        assert sim.clusters.cluster("spare").store.get(DEPLOYMENTS, NS, "web") is not None
     finally:
         await stopped(parts)

@@ -34,12 +34,12 @@ async def test_killed_mid_create_leaves_exactly_one(
             first = controller("infrastructure-controller", api_process.url,
                                log=tmp_path / "infra1.log")  # fmt: skip
             procs.append(first)
-            sim.fleet.admin_delay = 3.0
+            sim.clusters.admin_delay = 3.0
             created = await client.create(cluster_on_cloud("edge-1", "DE"))
             name = key(created)
 
             async def made() -> bool:
-                return name in sim.fleet.clusters
+                return name in sim.clusters.clusters
 
             await wait_for(made, timeout=30, interval=0.02, message="the create reached the sim")
             kill(first)  # its create is answered only later: the id is not recorded
@@ -47,7 +47,7 @@ async def test_killed_mid_create_leaves_exactly_one(
             assert stored.status.cluster_id is None
             assert stored.status.state is ClusterState.CREATING
 
-            sim.fleet.admin_delay = 0.0
+            sim.clusters.admin_delay = 0.0
             procs.append(controller("infrastructure-controller", api_process.url,
                                     log=tmp_path / "infra2.log"))  # fmt: skip
             procs.append(controller("cluster-observer", api_process.url,

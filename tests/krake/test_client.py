@@ -11,7 +11,7 @@ import json
 import pytest
 
 from shoal.api.server import ApiServer
-from shoal.testing.fleet import KUBECONFIG
+from shoal.testing.builders import KUBECONFIG
 from tests.api.samples import OPENSTACK
 from tests.krake.conftest import run_krake
 

@@ -27,7 +27,7 @@ from shoal.cli.import_krake import ORDER, collection, import_from_krake, portabl
 from shoal.client.rest import ShoalClient
 from shoal.sim.server import SimServer
 from shoal.testing import shipped
-from shoal.testing.fleet import KUBECONFIG
+from shoal.testing.builders import KUBECONFIG
 from shoal.testing.launch import shoal_env, spawn_shoal, stop
 from shoal.testing.wait import wait_for
 from tests.api.samples import OPENSTACK

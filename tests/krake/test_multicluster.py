@@ -9,7 +9,7 @@ from shoal.api.server import ApiServer
 from shoal.client.rest import ShoalClient
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Application, Cluster, ClusterSpec
-from shoal.testing import fleet
+from shoal.testing import builders
 from tests.krake.conftest import run_krake
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -26,15 +26,15 @@ async def test_krake_client_reads_multi_cluster_applications(
 
 async def _reads(api: ApiServer, client: ShoalClient, krake_python: str) -> None:
     for name in ("a", "b"):
-        spec = ClusterSpec(kubeconfig=fleet.kubeconfig(name))
-        await fleet.register(client, Cluster(metadata=Metadata(name=name, namespace="default"),
+        spec = ClusterSpec(kubeconfig=builders.kubeconfig(name))
+        await builders.register(client, Cluster(metadata=Metadata(name=name, namespace="default"),
                                              spec=spec))  # fmt: skip
     placement = {"clusters": 2, "replicas": "divided"}
     app = await client.create(
         Application.model_validate(
             {
                 "metadata": {"name": "spread", "namespace": "default"},
-                "spec": {"manifest": [fleet.deployment("spread", replicas=4)],
+                "spec": {"manifest": [builders.deployment("spread", replicas=4)],
                          "placement": placement},
             }
         )

@@ -51,7 +51,7 @@ async def test_krake_client_works_in_system_admin_as_a_tenant(
     user = shipped.TENANTS[0]
     await tenant(user, NS)
     async with running_sim(clusters=["minikube"], nodes=1, pod_start_delay=0.1) as sim:
-        kubeconfig = sim.fleet.kubeconfig("minikube")
+        kubeconfig = sim.clusters.kubeconfig("minikube")
         assert kubeconfig["contexts"][0]["context"]["namespace"] == "default"  # as minikube's
         lines = await run_krake(krake_python, "names_probe.py", api.url, shipped.token(user),
                                 "tenant", json.dumps(kubeconfig))  # fmt: skip

@@ -23,7 +23,7 @@ from shoal.model import observer_schema as rules
 from shoal.model.base import Metadata, ResourceRef
 from shoal.model.kubernetes import Application, ApplicationState, Cluster, ClusterSpec
 from shoal.sim.server import SimServer
-from shoal.testing.fleet import register
+from shoal.testing.builders import register
 from tests.krake.conftest import run_krake
 from tests.model.test_observer_schema import ECHO, ECHO_CUSTOM, ECHO_DEFAULT, SERVICE_LB
 from tests.util import wait_for
@@ -110,7 +110,7 @@ async def test_krake_client_application_keeps_only_its_observed_fields(
     ns = "krake"
     async with ShoalClient(open_api.url, token="") as shoal:
         cluster = Cluster(metadata=Metadata(name="de", namespace=ns),
-                          spec=ClusterSpec(kubeconfig=sim.fleet.kubeconfig("de")))  # fmt: skip
+                          spec=ClusterSpec(kubeconfig=sim.clusters.kubeconfig("de")))  # fmt: skip
         await register(shoal, cluster)
         controller = KubeController(shoal, poll_interval=20.0, fallback=20.0, timeout=2.0)
         await controller.start()

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from shoal.testing.fleet import KUBECONFIG
+from shoal.testing.builders import KUBECONFIG
 from shoal.testing.launch import spawn_shoal, stop
 from shoal.testing.wait import wait_for
 

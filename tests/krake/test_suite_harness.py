@@ -87,7 +87,7 @@ async def test_cluster_behind_its_own_port_as_minikube_writes_it(
         nodes = await _kubectl(path, tmp_path, "get", "nodes", "-o", "name")
         assert len(nodes.split()) == 2
         await _kubectl(path, tmp_path, "create", "configmap", "probe", "--from-literal=a=b")
-        cluster = sim.fleet.cluster("sim-1")
+        cluster = sim.clusters.cluster("sim-1")
         found = cluster.store.get("/configmaps", "default", "probe")
         assert found is not None and found["data"] == {"a": "b"}
     finally:

@@ -12,8 +12,8 @@ from shoal.client.rest import NotFound, ShoalClient
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Application, ApplicationState, Cluster, ClusterSpec
 from shoal.sim.server import SimServer
-from shoal.testing import fleet
-from shoal.testing.fleet import register
+from shoal.testing import builders
+from shoal.testing.builders import register
 
 NS = "default"
 
@@ -30,7 +30,7 @@ async def clusters(client: ShoalClient, sim: SimServer) -> list[Cluster]:
     for name, location in (("de", "DE"), ("fr", "FR")):
         cluster = Cluster(
             metadata=Metadata(name=name, namespace=NS, labels={"location": location}),
-            spec=ClusterSpec(kubeconfig=sim.fleet.kubeconfig(name)),
+            spec=ClusterSpec(kubeconfig=sim.clusters.kubeconfig(name)),
         )
         created.append(await register(client, cluster))
     return created
@@ -64,8 +64,8 @@ async def gone(client: ShoalClient, name: str) -> bool:
 
 
 def deployment(name: str, replicas: int = 2) -> dict[str, Any]:
-    return fleet.deployment(name, "nginx:1", replicas=replicas)
+    return builders.deployment(name, "nginx:1", replicas=replicas)
 
 
 def application(name: str, labels: list[str] | None = None, replicas: int = 2) -> Application:
-    return fleet.app(name, labels, namespace=NS, manifest=[deployment(name, replicas)])
+    return builders.app(name, labels, namespace=NS, manifest=[deployment(name, replicas)])

@@ -11,7 +11,7 @@ from shoal.client.rest import NotFound, ShoalClient
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Cluster, ClusterSpec
 from shoal.sim.server import SimServer
-from shoal.testing.fleet import register
+from shoal.testing.builders import register
 from shoal.testing.shipped import Callers
 from tests.conftest import ControlPlane
 from tests.kube.conftest import NS, application, running_on
@@ -48,7 +48,7 @@ async def test_a_cluster_registered_again_is_a_new_cluster_everywhere(
     await wait_for(lambda: _gone(client, "de"), timeout=30, message="de deleted")
     again = Cluster(
         metadata=Metadata(name="de", namespace=NS, labels={"location": "DE"}),
-        spec=ClusterSpec(kubeconfig=sim.fleet.kubeconfig("de")),
+        spec=ClusterSpec(kubeconfig=sim.clusters.kubeconfig("de")),
     )
     await register(client, again)
     await client.create(application("after", labels=["location is DE"]))

@@ -97,7 +97,7 @@ async def test_drift_is_put_back(
 
     # someone deletes the Deployment with kubectl: it comes back, with its pods
     config = tmp_path / "de.yaml"
-    config.write_text(yaml.safe_dump(sim.fleet.kubeconfig("de")))
+    config.write_text(yaml.safe_dump(sim.clusters.kubeconfig("de")))
     await _kubectl(config, "delete", "deployment", "web", "-n", NS)
 
     async def back() -> bool:
@@ -216,7 +216,7 @@ async def test_copy_left_on_unreachable_cluster_is_removed_later(
     await client.bind(app, DE)
     await wait_for(lambda: _running_on(client, "left", "de"), timeout=8, message="on de")
 
-    sim.fleet.set_unreachable("de", True)
+    sim.clusters.set_unreachable("de", True)
     await client.bind(await _app(client, "left"), FR)
     moved = await wait_for(lambda: _running_on(client, "left", "fr"), timeout=10, message="on fr")
     assert [e["cluster"]["name"] for e in moved.status.pending_cleanups] == ["de"]
@@ -224,7 +224,7 @@ async def test_copy_left_on_unreachable_cluster_is_removed_later(
         {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "left"}}
     ]
 
-    sim.fleet.set_unreachable("de", False)
+    sim.clusters.set_unreachable("de", False)
 
     async def cleaned() -> bool:
         current = await _app(client, "left")
@@ -259,9 +259,9 @@ async def test_watch_resumes_and_relists_when_compacted(
         await wait_for(lambda: len(woken) == 2, timeout=5, message="event for cm")
 
         # a cut watch resumes from the last resourceVersion: no list, missed events replayed
-        sim.fleet.set_unreachable("de", True)
+        sim.clusters.set_unreachable("de", True)
         await wait_for(lambda: not watches.watched(app, de), timeout=5, message="watch down")
-        sim.fleet.set_unreachable("de", False)
+        sim.clusters.set_unreachable("de", False)
         await kube["de"].delete(
             {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}}
         )
@@ -269,11 +269,11 @@ async def test_watch_resumes_and_relists_when_compacted(
         assert watches.lists == 1
 
         # history forgotten while disconnected: 410, then a fresh list
-        sim.fleet.set_unreachable("de", True)
+        sim.clusters.set_unreachable("de", True)
         await wait_for(lambda: not watches.watched(app, de), timeout=5, message="watch down")
-        sim.fleet.set_node_fault("de", "n-0", memory_pressure=True)  # newer resourceVersions
-        sim.fleet.cluster("de").store.compact()
-        sim.fleet.set_unreachable("de", False)
+        sim.clusters.set_node_fault("de", "n-0", memory_pressure=True)  # newer resourceVersions
+        sim.clusters.cluster("de").store.compact()
+        sim.clusters.set_unreachable("de", False)
         await wait_for(lambda: watches.lists == 2, timeout=5, message="re-list after 410")
         await wait_for(lambda: watches.watched(app, de), timeout=5, message="watch up again")
 

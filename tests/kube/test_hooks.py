@@ -23,7 +23,7 @@ from shoal.kube.hooks import HookSettings, with_hooks
 from shoal.machinery.names import DNS_LABEL, DNS_SUBDOMAIN
 from shoal.model.events import Event
 from shoal.model.kubernetes import Application, Cluster
-from shoal.testing import fleet
+from shoal.testing import builders
 from shoal.testing.launch import free_port
 from shoal.testing.wait import wait_for
 from tests.kube.conftest import NS, deployment, gone, running_on
@@ -38,7 +38,7 @@ def control_plane_options(clusters: list[Cluster]) -> dict[str, Any]:
 def app_with(name: str, hooks: list[str], location: str, *objects: dict[str, Any],
              grace: int = 30, placement: dict[str, Any] | None = None) -> Application:  # fmt: skip
     spread = {"placement": placement} if placement is not None else {}
-    return fleet.app(name, [f"location is {location}"], namespace=NS,
+    return builders.app(name, [f"location is {location}"], namespace=NS,
                      manifest=[deployment(name, replicas=1), *objects], hooks=hooks,
                      shutdown_grace_time=grace, **spread)  # fmt: skip
 

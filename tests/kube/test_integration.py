@@ -127,7 +127,7 @@ async def test_unreachable_cluster_moves_application(
     await client.create(application("api", labels=["location in (DE, FR)"]))
     first = await wait_for(lambda: running_on(client, "api"), timeout=15, message="api RUNNING")
     other = "fr" if first == "de" else "de"
-    sim.fleet.set_unreachable(first, True)
+    sim.clusters.set_unreachable(first, True)
 
     async def offline() -> bool:
         cluster = await client.get(Cluster, first, NS)
@@ -142,7 +142,7 @@ async def test_unreachable_cluster_moves_application(
     assert await _ready(kube[other], "api")
 
     # back online: CONNECTING for one pass, then ONLINE
-    sim.fleet.set_unreachable(first, False)
+    sim.clusters.set_unreachable(first, False)
 
     async def online() -> bool:
         cluster = await client.get(Cluster, first, NS)
@@ -159,7 +159,7 @@ async def test_migration_keeps_old_copy_until_new_is_ready(
 ) -> None:
     """Without the scheduler: bind by hand to de, then to fr."""
     for name in ("de", "fr"):  # pods start slowly on the new cluster: a visible window
-        sim.fleet.cluster(name).pod_start_delay = 1.0
+        sim.clusters.cluster(name).pod_start_delay = 1.0
     app = await client.create(application("mig", replicas=2))
     de = ResourceRef(api="kubernetes", kind="Cluster", namespace=NS, name="de")
     fr = ResourceRef(api="kubernetes", kind="Cluster", namespace=NS, name="fr")
@@ -199,7 +199,7 @@ async def test_a_burst_to_a_slow_cluster_is_applied_all_at_once(
     """An apply mostly waits on its member cluster. With every answer of ``fr`` a second
     late, the applications of a burst there are all in the controller's hands at once (its
     default workers), not a few dozen at a time, and each runs there once."""
-    sim.fleet.set_latency("fr", 1.0)
+    sim.clusters.set_latency("fr", 1.0)
     controller = KubeController(client_of("kube-controller"), poll_interval=0.2)
     scheduler = Scheduler(
         client_of("scheduler"), fast_config()
@@ -223,7 +223,7 @@ async def test_a_burst_to_a_slow_cluster_is_applied_all_at_once(
             return all([await running_on(client, name) == "fr" for name in names])
 
         await wait_for(all_running, timeout=90, interval=0.5, message="150 RUNNING on fr")
-        sim.fleet.set_latency("fr", 0.0)
+        sim.clusters.set_latency("fr", 0.0)
         for cluster, expected in (("fr", names), ("de", [])):
             path = await kube[cluster].collection("apps/v1", "Deployment", NS)
             listed = (await kube[cluster].request("GET", path))["items"]

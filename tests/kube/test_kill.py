@@ -30,7 +30,7 @@ from shoal.client.rest import ShoalClient
 from shoal.copies.owners import owner_of
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Application, ApplicationState, Cluster, ClusterSpec
-from shoal.testing.fleet import app, register
+from shoal.testing.builders import app, register
 from shoal.testing.launch import ApiProcess, controller, free_port, kill, spawn_shoal, stop
 from tests.kube.conftest import NS, deployment
 from tests.util import wait_for

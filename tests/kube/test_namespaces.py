@@ -19,8 +19,8 @@ from shoal.machinery.names import QUALIFIED_NAME
 from shoal.model.base import Metadata, ResourceRef
 from shoal.model.kubernetes import Application, ApplicationState, Cluster, ClusterSpec
 from shoal.sim.server import SimServer
-from shoal.testing import fleet
-from shoal.testing.fleet import register
+from shoal.testing import builders
+from shoal.testing.builders import register
 from shoal.testing.shipped import Callers
 from tests.kube.conftest import deployment
 from tests.util import wait_for
@@ -53,7 +53,7 @@ def test_the_context_namespace_is_the_current_contexts_else_default() -> None:
 
 def test_the_namespace_used_is_the_record_then_the_earlier_one_then_the_contexts() -> None:
     def app(namespace: str, status: dict[str, Any]) -> Application:
-        return fleet.app("w", namespace=namespace, manifest=[], status=status)
+        return builders.app("w", namespace=namespace, manifest=[], status=status)
 
     def ref(namespace: str) -> ResourceRef:
         return ResourceRef(api="kubernetes", kind="Cluster", namespace=namespace, name="de")
@@ -79,7 +79,7 @@ async def _clusters(
 ) -> dict[str, KubeCluster]:
     made = []
     for name, context in contexts.items():
-        kubeconfig = with_context_namespace(sim.fleet.kubeconfig(name), context)
+        kubeconfig = with_context_namespace(sim.clusters.kubeconfig(name), context)
         cluster = Cluster(metadata=Metadata(name=name, namespace=namespace),
                           spec=ClusterSpec(kubeconfig=kubeconfig))  # fmt: skip
         made.append(await register(client, cluster))
@@ -107,7 +107,7 @@ async def controller(client_of: Callers) -> AsyncIterator[KubeController]:
 
 
 def _app(name: str, namespace: str, manifest: list[dict[str, Any]]) -> Application:
-    return fleet.app(name, namespace=namespace, manifest=manifest)
+    return builders.app(name, namespace=namespace, manifest=manifest)
 
 
 async def _running(client: ShoalClient, name: str, namespace: str) -> Application | None:

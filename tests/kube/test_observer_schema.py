@@ -24,7 +24,7 @@ from shoal.model import observer_schema as rules
 from shoal.model.base import ResourceRef
 from shoal.model.kubernetes import Application, ApplicationState, Cluster
 from shoal.sim.server import SimServer
-from shoal.testing import fleet
+from shoal.testing import builders
 from shoal.testing.shipped import Callers
 from tests.conftest import Tenant
 from tests.kube.conftest import NS
@@ -74,7 +74,7 @@ CUSTOM: dict[str, Any] = {
 def _app(name: str, schema: list[dict[str, Any]]) -> Application:
     deployment = json.loads(json.dumps(ECHO).replace("echo-demo", name))
     service = json.loads(json.dumps(SERVICE).replace("echo-demo", name))
-    return fleet.app(name, namespace=NS, manifest=[deployment, service], observer_schema=schema)
+    return builders.app(name, namespace=NS, manifest=[deployment, service], observer_schema=schema)
 
 
 @pytest.fixture
@@ -99,7 +99,7 @@ async def alice(tenant: Tenant) -> ShoalClient:
 def kubectl(sim: SimServer, tmp_path: Path) -> Callable[..., Any]:
     """``await kubectl("patch", ...)`` on cluster de, through its own API."""
     config = tmp_path / "de.yaml"
-    config.write_text(yaml.safe_dump(sim.fleet.kubeconfig("de")))
+    config.write_text(yaml.safe_dump(sim.clusters.kubeconfig("de")))
 
     async def run(*args: str) -> str:
         proc = await asyncio.create_subprocess_exec(

@@ -28,7 +28,7 @@ from shoal.machinery.names import QUALIFIED_NAME
 from shoal.model.base import ReasonCode, ResourceRef
 from shoal.model.events import Event
 from shoal.model.kubernetes import Application, ApplicationState, Cluster
-from shoal.testing import fleet
+from shoal.testing import builders
 from shoal.testing.shipped import Callers
 from tests.kube.conftest import NS, deployment, gone
 from tests.util import wait_for
@@ -55,7 +55,7 @@ def shared(name: str, overwrite: bool = False) -> Application:
     spec: dict[str, Any] = {"manifest": [deployment("shared", replicas=1)]}
     if overwrite:
         spec["conflict_resolution"] = "overwrite"
-    return fleet.app(name, namespace=NS, **spec)
+    return builders.app(name, namespace=NS, **spec)
 
 
 async def deploy(client: ShoalClient, app: Application) -> Application:

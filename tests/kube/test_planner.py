@@ -14,7 +14,7 @@ from shoal.kube.hooks import HookSettings
 from shoal.model.base import Metadata, ResourceRef
 from shoal.model.copies import CopySpec
 from shoal.model.kubernetes import Application, Cluster, ClusterSpec
-from shoal.testing import fleet
+from shoal.testing import builders
 
 NS = "team"
 SETTINGS = HookSettings(endpoint="https://api.example:8443")
@@ -39,8 +39,8 @@ def _cluster(ref: ResourceRef | None) -> Cluster | None:
 
 def _app(status: dict[str, Any], placement: dict[str, Any] | None = None) -> Application:
     spec = {} if placement is None else {"placement": placement}
-    manifest = [fleet.deployment("web", "nginx:1", replicas=6)]
-    app = fleet.app("web", namespace=NS, manifest=manifest, status=status, **spec)
+    manifest = [builders.deployment("web", "nginx:1", replicas=6)]
+    app = builders.app("web", namespace=NS, manifest=manifest, status=status, **spec)
     app.metadata.uid = "u-1"
     return app
 
@@ -50,7 +50,7 @@ def _replicas(copy: CopySpec) -> int:
 
 
 def test_one_cluster_is_a_placement_of_one_copy_that_goes_on_from_its_record() -> None:
-    applied = [fleet.deployment("web", "nginx:1", replicas=6)]
+    applied = [builders.deployment("web", "nginx:1", replicas=6)]
     ref = _ref("de").model_dump()
     app = _app({"scheduled_to": ref, "running_on": ref, "last_applied_manifest": applied,
                 "kube_namespaces": {"de": "prod"}})  # fmt: skip
@@ -65,7 +65,7 @@ def test_one_cluster_is_a_placement_of_one_copy_that_goes_on_from_its_record() -
 
 def test_a_new_cluster_prunes_nothing_and_adopts_nothing() -> None:
     app = _app({"scheduled_to": _ref("fr").model_dump(), "running_on": _ref("de").model_dump(),
-                "last_applied_manifest": [fleet.deployment("web", "nginx:1")]})  # fmt: skip
+                "last_applied_manifest": [builders.deployment("web", "nginx:1")]})  # fmt: skip
     (copy,) = planner.copies(app, SETTINGS, _cluster)
     assert copy.cluster.name == "fr" and not copy.prune and copy.own == []
     assert planner.leaving(app) == [_ref("de")]

@@ -22,7 +22,7 @@ from shoal.client.kube import KubeCluster
 from shoal.client.rest import ApiError, Conflict, ShoalClient
 from shoal.model.base import ReasonCode, utcnow
 from shoal.model.kubernetes import Application, ApplicationState
-from shoal.testing import fleet
+from shoal.testing import builders
 from shoal.testing.wait import wait_for
 from tests.fixtures.templates import Files, csar, serving_files, template, template_manifest
 from tests.kube.conftest import NS, running_on
@@ -39,7 +39,7 @@ async def files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterato
 
 def app_of(name: str, manifest: list[dict[str, Any]] | None = None, **spec: Any) -> Application:
     """An application of a TOSCA template or CSAR (``spec``), without a manifest unless given."""
-    return fleet.app(name, namespace=NS, manifest=manifest or [], **spec)
+    return builders.app(name, namespace=NS, manifest=manifest or [], **spec)
 
 
 async def live_image(kube: dict[str, KubeCluster], cluster: str, name: str) -> tuple[str, int]:

@@ -31,7 +31,7 @@ from shoal.model.kubernetes import Application, Cluster, ClusterSpec, MetricRef
 from shoal.model.scheduler_config import SchedulerConfig
 from shoal.scheduler.scheduler import Scheduler
 from shoal.testing import shipped
-from shoal.testing.fleet import app, cluster, metric, provider, register
+from shoal.testing.builders import app, cluster, metric, provider, register
 from shoal.testing.sim import running_sim
 from shoal.testing.wait import wait_for
 from tests.fixtures.prometheus import PrometheusServer, start_prometheus
@@ -112,7 +112,7 @@ async def test_wall_board_queries(client: ShoalClient, exporter: str) -> None:
         for name in ("a", "b"):
             await client.create(metric(f"m-{name}", "st", key=name))
             refs = [MetricRef(name=f"m-{name}", weight=1)]
-            spec = ClusterSpec(kubeconfig=sim.fleet.kubeconfig(name), metrics=refs)
+            spec = ClusterSpec(kubeconfig=sim.clusters.kubeconfig(name), metrics=refs)
             await register(client, Cluster(metadata=Metadata(name=name, namespace=NS), spec=spec))
         await register(client, cluster("c", metrics={"gone": 1}))  # its provider is down
         components: list[Any] = [Scheduler(shipped.client(client.url, "scheduler"), CONFIG)]

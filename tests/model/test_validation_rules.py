@@ -6,7 +6,7 @@ import pytest
 
 from shoal.model.validation import schemas
 from shoal.model.validation.kubeconfig import check_kubeconfig
-from shoal.testing.fleet import kubeconfig
+from shoal.testing.builders import kubeconfig
 
 REPLICAS = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
             "spec": {"replicas": "three", "selector": {}, "template": {}}}  # fmt: skip

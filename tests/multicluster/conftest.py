@@ -16,7 +16,7 @@ from shoal.client.rest import ShoalClient
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Application, Cluster, ClusterSpec
 from shoal.sim.server import SimServer
-from shoal.testing import fleet
+from shoal.testing import builders
 
 NS = "default"
 CLUSTERS = {"de-1": "DE", "de-2": "DE", "fr-1": "FR", "fr-2": "FR"}
@@ -40,7 +40,7 @@ async def clusters(
 ) -> list[Cluster]:
     created = []
     for name, location in CLUSTERS.items():
-        sim.fleet.add_cluster(name, 2, cpu=sizes.get(name, "8"))
+        sim.clusters.add_cluster(name, 2, cpu=sizes.get(name, "8"))
         tier = "primary" if name.endswith("-1") else "backup"
         cluster = Cluster(
             metadata=Metadata(
@@ -69,8 +69,8 @@ def control_plane_options(clusters: list[Cluster]) -> dict[str, Any]:
 
 
 def spread_app(name: str, replicas: int, placement: dict[str, Any], **spec: Any) -> Application:
-    deployment = fleet.deployment(name, "nginx:1", replicas=replicas)
-    return fleet.app(name, namespace=NS, manifest=[deployment], placement=placement, **spec)
+    deployment = builders.deployment(name, "nginx:1", replicas=replicas)
+    return builders.app(name, namespace=NS, manifest=[deployment], placement=placement, **spec)
 
 
 async def replicas_on(kube: dict[str, KubeCluster], name: str) -> dict[str, tuple[int, int]]:

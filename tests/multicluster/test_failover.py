@@ -100,7 +100,7 @@ async def test_share_fails_over_and_a_reschedule_brings_it_back(
     assert await replicas_on(kube, "web") == {"de-1": (5, 5), "fr-1": (5, 5)}
     reachable = {name: api for name, api in kube.items() if name != "de-1"}
     async with Sampler(reachable, "web") as sampler:
-        sim.fleet.set_unreachable("de-1")
+        sim.clusters.set_unreachable("de-1")
 
         async def offline() -> float | None:
             cluster = await client.get(Cluster, "de-1", NS)
@@ -117,7 +117,7 @@ async def test_share_fails_over_and_a_reschedule_brings_it_back(
         assert ready_at - went_offline < 3.0, "the lost share ran elsewhere within 3 s"
         assert sampler.lowest() >= 5  # never below 10 minus the share lost with de-1
 
-    sim.fleet.set_unreachable("de-1", False)
+    sim.clusters.set_unreachable("de-1", False)
     await wait_for(lambda: _cluster_online(client, "de-1"), timeout=10, message="de-1 back")
     scheduler = control_plane.scheduler
     passes = scheduler.passes

@@ -10,7 +10,7 @@ import pytest
 from shoal.client.kube import KubeCluster
 from shoal.client.rest import NotFound, ShoalClient
 from shoal.model.kubernetes import Application, ApplicationState, Cluster, Placement
-from shoal.testing import fleet
+from shoal.testing import builders
 from tests.conftest import ControlPlane
 from tests.multicluster.conftest import NS, replicas_on, spread_app
 from tests.util import wait_for
@@ -125,7 +125,7 @@ async def test_overrides_apply_to_the_clusters_they_select(
 async def test_dynamic_weights_leave_out_what_running_pods_request(
     client: ShoalClient, kube: dict[str, KubeCluster], control_plane: ControlPlane
 ) -> None:
-    filler = fleet.deployment("filler", "busy:1", requests={"cpu": "2"}, replicas=2)
+    filler = builders.deployment("filler", "busy:1", requests={"cpu": "2"}, replicas=2)
     await kube["fr-1"].apply(filler, NS)  # half of fr-1's 8 cpu, run by someone else
 
     async def observed() -> bool:

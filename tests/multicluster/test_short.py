@@ -95,7 +95,7 @@ async def test_a_slot_left_empty_is_filled_again_when_its_cluster_is_back(
     both = {"de-1": 2, "fr-1": 2} if mode == "divided" else {"de-1": None, "fr-1": None}
     await wait_for(lambda: _placed(client, "web", both), timeout=20, message="web on both")
 
-    sim.fleet.set_unreachable("de-1")
+    sim.clusters.set_unreachable("de-1")
     alone = {"fr-1": 4} if mode == "divided" else {"fr-1": None}
     await wait_for(lambda: _placed(client, "web", alone), timeout=15, message="web on fr-1")
     short = await wait_for(
@@ -105,7 +105,7 @@ async def test_a_slot_left_empty_is_filled_again_when_its_cluster_is_back(
     reachable = {name: api for name, api in kube.items() if name != "de-1"}
     assert await replicas_on(reachable, "web") == {"fr-1": (4, 4)}
 
-    sim.fleet.set_unreachable("de-1", False)
+    sim.clusters.set_unreachable("de-1", False)
     await wait_for(lambda: _placed(client, "web", both), timeout=20, message="de-1 filled again")
     live = {name: (share or 4, share or 4) for name, share in both.items()}
     await wait_for(lambda: _live(kube, live), timeout=15, message="both copies running")
@@ -157,7 +157,7 @@ async def test_a_share_no_cluster_can_take_keeps_the_application_where_it_runs(
         return room(fr1.status.node_summary, {"cpu": 1500, "pods": 1}) == 0
 
     await wait_for(fr1_full, timeout=15, message="fr-1's room counted")
-    sim.fleet.set_unreachable("de-1")
+    sim.clusters.set_unreachable("de-1")
     short = await wait_for(lambda: _short(client), timeout=20, message="a Degraded condition")
     assert short.startswith("kept where it runs: 2 of 4 replicas fit on no cluster")
     event = await until(client, "Application", "web", "PlacementShort")

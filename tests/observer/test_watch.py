@@ -24,7 +24,7 @@ from shoal.scheduler.scheduler import Scheduler
 from shoal.sim.server import SimServer
 from shoal.testing.shipped import Callers
 from tests.kube.conftest import NS, application
-from tests.kube.test_fleet import CRD
+from tests.kube.test_control_plane import CRD
 from tests.scheduler.helpers import fast_config
 from tests.util import wait_for
 
@@ -137,7 +137,7 @@ async def test_watches_resume_from_their_version_and_list_again_after_410(
 ) -> None:
     watched = observer.watched(NS, "fr")
     assert watched is not None
-    store = sim.fleet.cluster("fr").store
+    store = sim.clusters.cluster("fr").store
     lists = watched.nodes.lists
 
     async def nodes(names: list[str]) -> bool:
@@ -153,7 +153,7 @@ async def test_watches_resume_from_their_version_and_list_again_after_410(
     # disconnected, a change, its history forgotten (all before the loop runs again):
     # the resume gets 410 Gone and lists again
     store.close_watches()
-    sim.fleet.clear_faults("fr")
+    sim.clusters.clear_faults("fr")
     store.compact()
     await wait_for(lambda: nodes(["n-0", "n-1"]), timeout=3, interval=0.05, message="n-0 back")
     assert watched.nodes.lists == lists + 1

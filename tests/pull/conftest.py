@@ -158,7 +158,7 @@ def members(hub: Hub, sim: SimServer, tmp_path: Path) -> Iterator[Any]:
     made: list[Member] = []
 
     async def join(name: str, **labels: str) -> Member:
-        sim.fleet.add_cluster(name, 2, cpu="8")
+        sim.clusters.add_cluster(name, 2, cpu="8")
         config = tmp_path / f"{name}.yaml"
         config.write_text(yaml.safe_dump(sim.kubeconfig(name)))
         member = Member(name, sim, hub, config, tmp_path / f"{name}-state",
@@ -181,7 +181,7 @@ async def online(hub: Hub, name: str) -> bool:
 
 async def push_cluster(hub: Hub, sim: SimServer, name: str, **labels: str) -> Cluster:
     """A push cluster: the hub holds its kubeconfig."""
-    sim.fleet.add_cluster(name, 2, cpu="8")
+    sim.clusters.add_cluster(name, 2, cpu="8")
     cluster = Cluster.model_validate({"metadata": {"name": name, "namespace": NS,
                                                    "labels": labels},
                                       "spec": ClusterSpec(kubeconfig=sim.kubeconfig(name))})

@@ -13,7 +13,7 @@ import pytest
 
 from shoal.model.copies import Copy, copy_name
 from shoal.model.kubernetes import Application, ApplicationState, Cluster
-from shoal.testing import fleet
+from shoal.testing import builders
 from shoal.testing.wait import wait_for
 from tests.pull.conftest import NS, Hub
 
@@ -23,8 +23,8 @@ PID = re.compile(r"\(pid (\d+)\)")
 
 
 def app_on(name: str, cluster: str, replicas: int = 2) -> Application:
-    return fleet.app(name, [f"site is {cluster}"], namespace=NS,
-                     manifest=[fleet.deployment(name, "nginx:1", replicas=replicas)])
+    return builders.app(name, [f"site is {cluster}"], namespace=NS,
+                     manifest=[builders.deployment(name, "nginx:1", replicas=replicas)])
 
 
 async def running(hub: Hub, name: str) -> Application | None:

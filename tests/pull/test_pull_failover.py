@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from shoal.model.kubernetes import Application, ApplicationState, Cluster, ClusterState
-from shoal.testing import fleet
+from shoal.testing import builders
 from shoal.testing.wait import wait_for
 from tests.pull.conftest import LEASE, NS, Hub, Member, online
 
@@ -38,8 +38,8 @@ async def test_a_lost_pull_cluster_fails_over_and_is_cleaned_when_back(
     de1 = await members("de-1", location="DE", tier="primary")
     de2 = await members("de-2", location="DE", tier="backup")
     fr1 = await members("fr-1", location="FR", tier="primary")
-    app = fleet.app("web", namespace=NS, placement=PLACEMENT,
-                    manifest=[fleet.deployment("web", "nginx:1", replicas=4)])
+    app = builders.app("web", namespace=NS, placement=PLACEMENT,
+                    manifest=[builders.deployment("web", "nginx:1", replicas=4)])
     await hub.admin.create(app)
     await wait_for(lambda: running_on(hub, "web", {"de-1", "fr-1"}), timeout=60)
     assert await ready_replicas(de1, "web") == 2 and await ready_replicas(fr1, "web") == 2

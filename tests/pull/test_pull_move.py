@@ -10,7 +10,7 @@ import pytest
 
 from shoal.model.copies import Copy, copy_name
 from shoal.model.kubernetes import Application, Cluster, ClusterState
-from shoal.testing import fleet
+from shoal.testing import builders
 from shoal.testing.wait import wait_for
 from tests.pull.conftest import NS, Hub, Member, online
 from tests.pull.test_pull_copies import app_on, running
@@ -27,7 +27,7 @@ async def live(member: Member) -> tuple[str, int, int]:
 
 async def scaled(hub: Hub, member: Member, replicas: int, uid: str) -> None:
     app = await hub.admin.get(Application, "web", NS)
-    app.spec.manifest = [fleet.deployment("web", "nginx:1", replicas=replicas)]
+    app.spec.manifest = [builders.deployment("web", "nginx:1", replicas=replicas)]
     await hub.admin.update(app)
 
     async def there() -> bool:

@@ -9,7 +9,7 @@ import pytest
 
 from shoal.client.rest import ApiError, Unreachable
 from shoal.model.kubernetes import Application, ApplicationState
-from shoal.testing import fleet
+from shoal.testing import builders
 from shoal.testing.wait import wait_for
 from tests.pull.conftest import NS, Hub, Member, online
 
@@ -17,8 +17,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 
 def app_on(name: str, replicas: int) -> Application:
-    return fleet.app(name, ["site is edge"], namespace=NS,
-                     manifest=[fleet.deployment(name, "nginx:1", replicas=replicas)])
+    return builders.app(name, ["site is edge"], namespace=NS,
+                     manifest=[builders.deployment(name, "nginx:1", replicas=replicas)])
 
 
 async def deployments(member: Member) -> dict[str, int]:
@@ -48,7 +48,7 @@ async def test_the_member_holds_what_the_hub_says_after_cuts(hub: Hub, members: 
     await hub.admin.delete(Application, "a1", NS)
     await hub.admin.create(app_on("a3", 1))
     a2 = await hub.admin.get(Application, "a2", NS)
-    a2.spec.manifest = [fleet.deployment("a2", "nginx:1", replicas=3)]
+    a2.spec.manifest = [builders.deployment("a2", "nginx:1", replicas=3)]
     await hub.admin.update(a2)
     edge.start()  # it lists its copies again: what changed meanwhile is done
     await wait_for(lambda: online(hub, "edge"), timeout=60)

@@ -29,7 +29,7 @@ from shoal.model.scheduling import (
 from shoal.reschedule.controller import RescheduleTaskController
 from shoal.scheduler.scheduler import Scheduler
 from shoal.testing import shipped
-from shoal.testing.fleet import app, scored_clusters, set_state
+from shoal.testing.builders import app, scored_clusters, set_state
 from tests.util import wait_for
 
 MANIFEST = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}, "data": {}}]

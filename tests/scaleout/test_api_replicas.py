@@ -11,7 +11,7 @@ import pytest
 
 from shoal.client.rest import Conflict, ShoalClient
 from shoal.model.kubernetes import Application
-from shoal.testing.fleet import app
+from shoal.testing.builders import app
 from shoal.testing.launch import ApiProcess
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(90)]

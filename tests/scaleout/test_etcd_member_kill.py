@@ -13,7 +13,7 @@ import pytest
 
 from shoal.client.rest import ApiError, Unreachable
 from shoal.model.kubernetes import Application
-from shoal.testing.fleet import app
+from shoal.testing.builders import app
 from shoal.testing.launch import ApiProcess
 from tests.fixtures.etcd import EtcdCluster, EtcdServer
 from tests.util import wait_for

@@ -27,7 +27,7 @@ from shoal.model.scheduler_config import SchedulerConfig
 from shoal.observer.controller import ClusterObserver
 from shoal.scheduler.scheduler import Scheduler
 from shoal.testing import shipped
-from shoal.testing.fleet import (  # noqa: F401
+from shoal.testing.builders import (  # noqa: F401
     KUBECONFIG,
     NS,
     app,

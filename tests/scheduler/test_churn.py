@@ -36,7 +36,7 @@ from shoal.model.kubernetes import (
     MetricRef,
 )
 from shoal.sim.server import SimServer
-from shoal.testing.fleet import app, register
+from shoal.testing.builders import app, register
 from shoal.testing.shipped import Callers
 from shoal.testing.sim import running_sim
 from tests.scheduler import helpers as h
@@ -57,7 +57,7 @@ def _cluster(sim: SimServer, name: str, zone: str) -> Cluster:
     return Cluster(
         metadata=Metadata(name=name, namespace=h.NS, labels={"zone": zone}),
         spec=ClusterSpec(
-            kubeconfig=sim.fleet.kubeconfig(name), metrics=[MetricRef(name=f"m-{name}", weight=1)]
+            kubeconfig=sim.kubeconfig(name), metrics=[MetricRef(name=f"m-{name}", weight=1)]
         ),
     )
 
@@ -103,7 +103,7 @@ class World:
             self.present.discard(name)
         elif action == "unreachable":
             down = name not in self.unreachable
-            self.sim.fleet.set_unreachable(name, down)
+            self.sim.clusters.set_unreachable(name, down)
             (self.unreachable.add if down else self.unreachable.discard)(name)
         else:
             values = {f"m-{n}": self.random.random() for n in NAMES}
@@ -114,7 +114,7 @@ class World:
     async def settle(self) -> None:
         """The final world: all reachable, all present, c1 in zone x."""
         for name in list(self.unreachable):
-            self.sim.fleet.set_unreachable(name, False)
+            self.sim.clusters.set_unreachable(name, False)
         self.unreachable.clear()
         for name in NAMES:
             if name not in self.present:

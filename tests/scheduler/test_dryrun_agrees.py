@@ -20,7 +20,7 @@ from shoal.model.base import Metadata
 from shoal.model.kubernetes import Application
 from shoal.model.scheduling import LEASE_LABEL, SchedulerConfiguration
 from shoal.testing import launch, shipped
-from shoal.testing.fleet import NS, app, cluster, metric, provider, register
+from shoal.testing.builders import NS, app, cluster, metric, provider, register
 from tests.scheduler import helpers as h
 from tests.util import wait_for
 

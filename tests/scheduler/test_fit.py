@@ -29,7 +29,7 @@ from shoal.scheduler import plugins as _plugins  # noqa: F401  (registers node-f
 from shoal.scheduler.application import cluster_backend, pods_to_hold, request_for
 from shoal.scheduler.backends import Group
 from shoal.scheduler.framework import Framework
-from shoal.testing import fleet
+from shoal.testing import builders
 
 GI = 2**30
 
@@ -129,11 +129,11 @@ def _cluster(name: str, cpu: str, nodes: int, used: str | None = None) -> Cluste
 
 def _app(cpu: str, replicas: int, placement: dict[str, Any] | None = None,
          **status: Any) -> Application:  # fmt: skip
-    deployment = fleet.deployment("big", "nginx:1", replicas=replicas)
+    deployment = builders.deployment("big", "nginx:1", replicas=replicas)
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     container["resources"] = {"requests": {"cpu": cpu}}
     spec = {} if placement is None else {"placement": placement}
-    return fleet.app("big", manifest=[deployment], status=status, **spec)
+    return builders.app("big", manifest=[deployment], status=status, **spec)
 
 
 def _decide(application: Application, *clusters: Cluster) -> tuple[list[str], str]:

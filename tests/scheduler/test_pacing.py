@@ -33,7 +33,7 @@ def _cluster(sim: SimServer, name: str) -> Cluster:
     return Cluster(
         metadata=Metadata(name=name, namespace=h.NS),
         spec=ClusterSpec(
-            kubeconfig=sim.fleet.kubeconfig(name), metrics=[MetricRef(name=f"m-{name}", weight=1)]
+            kubeconfig=sim.kubeconfig(name), metrics=[MetricRef(name=f"m-{name}", weight=1)]
         ),
     )
 

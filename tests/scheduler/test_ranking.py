@@ -30,7 +30,7 @@ from shoal.scheduler.application import cluster_backend, request_for
 from shoal.scheduler.backends import Backends, Group
 from shoal.scheduler.framework import Decision, Framework
 from shoal.scheduler.metrics.cache import MetricCache
-from shoal.testing import fleet
+from shoal.testing import builders
 
 #: cluster → its load (0 to 10); the score is the load normalised, so "e" (9) ranks first
 LOAD = {"a": 2.0, "b": 7.0, "c": 4.0, "d": 1.0, "e": 9.0, "f": 5.0, "g": 3.0}
@@ -70,8 +70,8 @@ def _group(metrics: MetricCache | None, clusters: Sequence[Cluster]) -> Group:
 def _app(replicas: int = 6, placement: dict[str, Any] | None = None,
          labels: Sequence[str] = ()) -> Application:  # fmt: skip
     spec = {} if placement is None else {"placement": placement}
-    manifest = [fleet.deployment("web", "nginx:1", replicas=replicas)]
-    return fleet.app("web", list(labels), manifest=manifest, **spec)
+    manifest = [builders.deployment("web", "nginx:1", replicas=replicas)]
+    return builders.app("web", list(labels), manifest=manifest, **spec)
 
 
 def _decide(group: Group, app: Application, *, explain_all: bool = False,

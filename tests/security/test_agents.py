@@ -23,7 +23,7 @@ DECISION = "/agent/scheduling-decision"
 
 @pytest.fixture
 async def agent(sim: SimServer) -> AsyncIterator[AgentServer]:
-    server = await start_agent(sim.fleet.kubeconfig(CLUSTER), AgentConfig(cluster=CLUSTER),
+    server = await start_agent(sim.clusters.kubeconfig(CLUSTER), AgentConfig(cluster=CLUSTER),
                                callers=digests([SCHEDULER_TOKEN]))  # fmt: skip
     await wait_for(lambda: server.agent.sync.synced, message="agent synced")
     try:

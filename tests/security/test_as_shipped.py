@@ -119,7 +119,7 @@ async def test_a_tenant_runs_an_application_with_the_cli(
     manifest.write_text(MANIFEST)
     for name, location in (("c1", "DE"), ("c2", "FR")):
         kubeconfig = tmp_path / f"{name}.yaml"
-        kubeconfig.write_text(yaml.safe_dump(sim.fleet.kubeconfig(name)))
+        kubeconfig.write_text(yaml.safe_dump(sim.clusters.kubeconfig(name)))
         ok(await shoal("kube", "cluster", "register", name, "-n", NS, "-l",
                        f"location={location}", "--kubeconfig", str(kubeconfig)))  # fmt: skip
 

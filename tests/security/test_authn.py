@@ -15,7 +15,7 @@ import yaml
 from shoal.api.auth.config import from_mapping, load
 from shoal.api.server import ApiServer, start_api
 from shoal.machinery.tls import issue, make_ca, write_pair
-from shoal.testing.fleet import manifest
+from shoal.testing.builders import manifest
 from tests.security.conftest import token_file
 from tests.security.idp import Issuer, KeystoneServer, keystone, oidc_issuer
 

@@ -23,7 +23,7 @@ async def test_sim_and_agent_over_tls(tmp_path: Path) -> None:
     tls, ca_pem, trust = _pki(tmp_path)
     sim = await start_sim(clusters=1, nodes=2, tls=tls, ca=ca_pem)
     try:
-        kubeconfig = sim.fleet.kubeconfig("sim-0")
+        kubeconfig = sim.clusters.kubeconfig("sim-0")
         cluster = kubeconfig["clusters"][0]["cluster"]
         assert cluster["server"].startswith("https://")
         assert cluster["certificate-authority-data"]

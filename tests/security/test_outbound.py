@@ -376,7 +376,7 @@ async def test_a_tenant_s_provider_never_reaches_the_simulator_s_admin_api(
                 )
 
             await wait_for(handled, timeout=30, message=f"the deletion of {name} handled")
-    assert "bob-sim" in sim.fleet.clusters  # her deletes deleted nothing of bob's
+    assert "bob-sim" in sim.clusters.clusters  # her deletes deleted nothing of bob's
     stored = await ok(await bob.get("/kubernetes/namespaces/b/clusters/bob-cluster"))
     assert stored["spec"]["kubeconfig"]["clusters"] == bobs["clusters"]
 
@@ -390,11 +390,11 @@ async def test_the_simulator_s_admin_api_answers_only_its_token(sim: SimServer) 
             assert "token" not in answer.text or sim.admin_token not in answer.text
             answer = await stranger.delete("/admin/clusters/bob-sim", headers=headers)
             assert answer.status_code == 401
-        assert "bob-sim" in sim.fleet.clusters
+        assert "bob-sim" in sim.clusters.clusters
         answer = await stranger.get("/admin/clusters/bob-sim/kubeconfig",
                                     headers=sim.admin_headers)  # fmt: skip
         assert answer.status_code == 200
-        assert answer.json()["users"][0]["user"]["token"] == sim.fleet.cluster("bob-sim").token
+        assert answer.json()["users"][0]["user"]["token"] == sim.clusters.cluster("bob-sim").token
 
 
 # the outbound policy --------------------------------------------------------------------

@@ -16,7 +16,7 @@ from shoal.client.kube import KubeClients
 from shoal.client.rest import ShoalClient
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Cluster, ClusterSpec
-from shoal.testing import fleet
+from shoal.testing import builders
 from shoal.testing.sim import running_sim
 from tests.conftest import ClientOf, running_control_plane
 from tests.security.conftest import TOKENS, Secured
@@ -44,7 +44,7 @@ async def components(url: str) -> AsyncIterator[ClientOf]:
 
 
 def deployment_app(name: str, cpu: str, placement: dict[str, Any] | None = None) -> dict[str, Any]:
-    deployment = fleet.deployment(name, "nginx:1", replicas=2)
+    deployment = builders.deployment(name, "nginx:1", replicas=2)
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     container["resources"] = {"requests": {"cpu": cpu}}
     spec: dict[str, Any] = {"manifest": [deployment]}
@@ -66,7 +66,7 @@ async def test_a_tenant_sees_why_an_application_is_not_placed_or_runs_short(
 ) -> None:
     alice = secured["alice"]
     async with running_sim(clusters=[], nodes=2, pod_start_delay=0.2) as sim:
-        sim.fleet.add_cluster("alice-1", 2, cpu="8")
+        sim.clusters.add_cluster("alice-1", 2, cpu="8")
         cluster = Cluster(
             metadata=Metadata(name="alice-1", namespace=NS, labels={"location": "DE"}),
             spec=ClusterSpec(kubeconfig=sim.kubeconfig("alice-1")),

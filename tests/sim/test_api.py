@@ -19,7 +19,7 @@ Obj = dict[str, Any]
 @pytest.fixture
 async def alpha(sim: SimServer) -> AsyncIterator[httpx.AsyncClient]:
     """Cluster ``alpha``'s Kubernetes API, with its token."""
-    token = sim.fleet.cluster("alpha").token
+    token = sim.clusters.cluster("alpha").token
     async with httpx.AsyncClient(
         base_url=f"{sim.url}/clusters/alpha",
         headers={"Authorization": f"Bearer {token}"},
@@ -77,7 +77,7 @@ async def test_unauthorized_and_unknown_cluster(sim: SimServer) -> None:
 
 
 async def test_nodes_have_capacity_labels_and_conditions(sim: SimServer) -> None:
-    sim.fleet.add_cluster(
+    sim.clusters.add_cluster(
         "gamma", nodes=4, node_labels={"tier": "edge"}, cpu="4", memory="8Gi", region="eu-west"
     )
     async with httpx.AsyncClient(base_url=f"{sim.url}/clusters/gamma") as client:
@@ -334,7 +334,7 @@ async def test_watch_resume_and_gone(sim: SimServer, alpha: httpx.AsyncClient) -
         ("ADDED", "c1"),
         ("DELETED", "c0"),
     ]
-    sim.fleet.cluster("alpha").store.compact()
+    sim.clusters.cluster("alpha").store.compact()
     r = await alpha.get(
         "/api/v1/namespaces/default/configmaps", params={"watch": "true", "resourceVersion": rv}
     )
@@ -392,16 +392,16 @@ async def test_node_faults(sim: SimServer, alpha: httpx.AsyncClient) -> None:
 
     await wait_for(lambda: ready(3), message="3 ready")
     victim = (await pods(alpha, "app=w"))[0]["spec"]["nodeName"]
-    sim.fleet.set_node_fault("alpha", victim, not_ready=True)
+    sim.clusters.set_node_fault("alpha", victim, not_ready=True)
     node = (await alpha.get(f"/api/v1/nodes/{victim}")).json()
     conds = {c["type"]: c["status"] for c in node["status"]["conditions"]}
     assert conds["Ready"] == "False"
     await wait_for(lambda: ready(2), message="pods on the NotReady node not ready")
-    sim.fleet.set_node_fault("alpha", victim, memory_pressure=True)
+    sim.clusters.set_node_fault("alpha", victim, memory_pressure=True)
     node = (await alpha.get(f"/api/v1/nodes/{victim}")).json()
     conds = {c["type"]: c["status"] for c in node["status"]["conditions"]}
     assert conds["MemoryPressure"] == "True"
-    sim.fleet.set_node_fault("alpha", victim, removed=True)
+    sim.clusters.set_node_fault("alpha", victim, removed=True)
     assert (await alpha.get(f"/api/v1/nodes/{victim}")).status_code == 404
 
     async def moved() -> bool:
@@ -413,9 +413,9 @@ async def test_node_faults(sim: SimServer, alpha: httpx.AsyncClient) -> None:
 
     await wait_for(moved, message="pods re-created elsewhere")
     await wait_for(lambda: ready(3), message="3 ready again")
-    sim.fleet.clear_faults("alpha")
+    sim.clusters.clear_faults("alpha")
     assert (await alpha.get(f"/api/v1/nodes/{victim}")).status_code == 200
-    assert sim.fleet.cluster("alpha").faults() == {
+    assert sim.clusters.cluster("alpha").faults() == {
         "unreachable": False,
         "latency": 0.0,
         "nodes": {},
@@ -423,13 +423,13 @@ async def test_node_faults(sim: SimServer, alpha: httpx.AsyncClient) -> None:
 
 
 async def test_unreachable_is_a_connection_error(sim: SimServer, alpha: httpx.AsyncClient) -> None:
-    sim.fleet.set_unreachable("alpha")
+    sim.clusters.set_unreachable("alpha")
     with pytest.raises(httpx.TransportError):
         await alpha.get("/api/v1/nodes")
     # other clusters are unaffected
     async with httpx.AsyncClient(base_url=f"{sim.url}/clusters/beta") as beta:
         assert (await beta.get("/api/v1/nodes")).status_code == 200
-    sim.fleet.set_unreachable("alpha", False)
+    sim.clusters.set_unreachable("alpha", False)
     assert (await alpha.get("/api/v1/nodes")).status_code == 200
 
 
@@ -443,15 +443,15 @@ async def test_latency_answers_late_and_ends(sim: SimServer, alpha: httpx.AsyncC
         answers = await asyncio.gather(*(alpha.get("/api/v1/nodes") for _ in range(3)))
         assert all(a.status_code == 200 for a in answers)
         assert loop.time() - started >= 0.3
-        assert sim.fleet.cluster("beta").latency == 0.0
+        assert sim.clusters.cluster("beta").latency == 0.0
         for bad in (-1, True, "1"):
             r = await admin.post("/admin/clusters/alpha/faults", json={"latency": bad})
             assert r.status_code == 422 and "latency" in r.json()["message"], bad
         r = await admin.post("/admin/clusters/alpha/faults", json={"latency": 0})
         assert r.json()["latency"] == 0.0
-        sim.fleet.set_latency("alpha", 0.2)
+        sim.clusters.set_latency("alpha", 0.2)
         r = await admin.delete("/admin/clusters/alpha/faults")
-        assert r.json()["latency"] == 0.0 and sim.fleet.cluster("alpha").latency == 0.0
+        assert r.json()["latency"] == 0.0 and sim.clusters.cluster("alpha").latency == 0.0
 
 
 async def test_admin_api(sim: SimServer) -> None:
@@ -466,7 +466,7 @@ async def test_admin_api(sim: SimServer) -> None:
             assert r.status_code == 401, (method, path)
             assert "token" in r.json()["message"]
         assert (await stranger.get("/admin/clusters")).status_code == 401
-    assert "alpha" in sim.fleet.clusters  # the DELETE without the token deleted nothing
+    assert "alpha" in sim.clusters.clusters  # the DELETE without the token deleted nothing
     async with httpx.AsyncClient(base_url=sim.url, headers=sim.admin_headers) as client:
         r = await client.post("/admin/clusters", json={"name": "delta", "nodes": 7,
                                                        "labels": {"gpu": "yes"}})

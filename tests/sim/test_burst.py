@@ -15,7 +15,7 @@ from shoal.sim.controllers.base import Controllers
 from shoal.sim.objects import DEPLOYMENTS, PODS, REPLICASETS
 from shoal.sim.rest import load_yaml
 from shoal.sim.store import clone
-from shoal.testing.fleet import deployment
+from shoal.testing.builders import deployment
 from tests.util import wait_for
 
 

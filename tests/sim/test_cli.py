@@ -85,6 +85,6 @@ def test_sim_thread_for_sync_callers() -> None:
     with SimThread(clusters=["t"], nodes=2) as sim:
         r = httpx.get(f"{sim.url}/clusters/t/api/v1/nodes")
         assert len(r.json()["items"]) == 2
-        sim.call(sim.fleet.set_unreachable, "t", True)
+        sim.call(sim.clusters.set_unreachable, "t", True)
         with pytest.raises(httpx.TransportError):
             httpx.get(f"{sim.url}/clusters/t/api/v1/nodes")

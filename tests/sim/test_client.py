@@ -30,7 +30,7 @@ def deployment(name: str, replicas: int) -> dict[str, Any]:
 
 
 async def test_kubernetes_asyncio(sim: SimServer) -> None:
-    api_client = await config.new_client_from_config_dict(sim.fleet.kubeconfig("alpha"))
+    api_client = await config.new_client_from_config_dict(sim.clusters.kubeconfig("alpha"))
     async with api_client:
         core = client.CoreV1Api(api_client)
         apps = client.AppsV1Api(api_client)
@@ -82,12 +82,12 @@ async def test_kubernetes_asyncio(sim: SimServer) -> None:
 
 
 async def test_unreachable_raises_connection_error(sim: SimServer) -> None:
-    api_client = await config.new_client_from_config_dict(sim.fleet.kubeconfig("beta"))
+    api_client = await config.new_client_from_config_dict(sim.clusters.kubeconfig("beta"))
     async with api_client:
         core = client.CoreV1Api(api_client)
         await core.list_node()
-        sim.fleet.set_unreachable("beta")
+        sim.clusters.set_unreachable("beta")
         with pytest.raises(aiohttp.ClientError):
             await core.list_node()
-        sim.fleet.set_unreachable("beta", False)
+        sim.clusters.set_unreachable("beta", False)
         assert len((await core.list_node()).items) == 3

@@ -146,16 +146,16 @@ async def test_crd_and_custom_resource(kubectl: Kubectl) -> None:
 
 
 async def test_node_fault_and_unreachable(sim: SimServer, kubectl: Kubectl) -> None:
-    sim.fleet.set_node_fault("alpha", "n-1", not_ready=True)
+    sim.clusters.set_node_fault("alpha", "n-1", not_ready=True)
     r = await kubectl.run("get", "nodes")
     assert "n-1    NotReady" in r.out
-    sim.fleet.set_unreachable("alpha")
+    sim.clusters.set_unreachable("alpha")
     # client-go retries dropped connections (EOF) ten times, as it would for a real
     # network failure, so the run is cut short rather than waited out
     r = await kubectl.run("get", "nodes", timeout=2.5, check=False)
     assert r.code != 0
     assert "n-0" not in r.out
-    sim.fleet.clear_faults("alpha")
+    sim.clusters.clear_faults("alpha")
     r = await kubectl.run("get", "nodes")
     assert "NotReady" not in r.out
 

@@ -18,7 +18,7 @@ from shoal.model.kubernetes import Cluster, ClusterSpec
 from shoal.observer.controller import ClusterObserver
 from shoal.sim.server import SimServer
 from shoal.testing import shipped
-from shoal.testing.fleet import register
+from shoal.testing.builders import register
 from shoal.testing.wait import wait_for
 
 pytestmark = pytest.mark.integration
@@ -82,7 +82,7 @@ async def test_kube_system_runs_dns_a_proxy_per_node_and_the_control_plane(
     assert service == "10.96.0.10"
 
     # a new node gets its proxy, as a DaemonSet's
-    sim.fleet.cluster("fresh").resize(4)
+    sim.clusters.cluster("fresh").resize(4)
 
     async def proxied() -> bool:
         return by_prefix(await running_pods(kubeconfig), "kube-proxy-") == [
@@ -96,18 +96,18 @@ async def test_clusters_are_empty_unless_asked_and_the_admin_api_says_so(
     sim: SimServer, tmp_path: Path
 ) -> None:
     headers = sim.admin_headers
-    async with httpx.AsyncClient(base_url=sim.fleet.url, headers=headers) as admin:
+    async with httpx.AsyncClient(base_url=sim.clusters.url, headers=headers) as admin:
         made = await admin.post("/admin/clusters", json={"name": "bare", "system_pods": False})
         assert made.status_code == 201, made.text
         refused = await admin.post("/admin/clusters", json={"name": "odd", "system_pods": "yes"})
         assert refused.status_code == 422 and "true or false" in refused.text
         assert (await admin.get("/admin/clusters/odd")).status_code == 404
-    sim.fleet.write_kubeconfigs(tmp_path)
+    sim.clusters.write_kubeconfigs(tmp_path)
     out, err = await kubectl(tmp_path / "bare.yaml", "get", "po", "--all-namespaces")
     assert out == "" and "No resources found" in err
     # the fleet's default (on) holds for clusters added later without the option
-    sim.fleet.add_cluster("later", nodes=1)
-    sim.fleet.write_kubeconfigs(tmp_path)
+    sim.clusters.add_cluster("later", nodes=1)
+    sim.clusters.write_kubeconfigs(tmp_path)
 
     async def later() -> bool:
         return len(await running_pods(tmp_path / "later.yaml")) == 2 + 1 + len(CONTROL_PLANE)
@@ -119,7 +119,7 @@ async def test_the_observer_counts_their_requests_as_a_real_clusters(
     client: ShoalClient, client_of: shipped.Callers, sim: SimServer
 ) -> None:
     cluster = Cluster(metadata=Metadata(name="fresh", namespace="default"),
-                      spec=ClusterSpec(kubeconfig=sim.fleet.kubeconfig("fresh")))  # fmt: skip
+                      spec=ClusterSpec(kubeconfig=sim.clusters.kubeconfig("fresh")))  # fmt: skip
     await register(client, cluster)
     observer = ClusterObserver(client_of("cluster-observer"), interval=0.3, timeout=2.0)
     await observer.start()

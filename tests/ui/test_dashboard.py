@@ -270,7 +270,7 @@ async def test_fleet_pods_page(shoal: Shoal, browser: Browser) -> None:
     """Pods placed by the agents of the sim clusters show on the clusters' nodes, live."""
     agents = FleetAgents(shoal.client)
     try:
-        for name in shoal.sim.fleet.clusters:
+        for name in shoal.sim.clusters.clusters:
             await agents.start_on(shoal.sim, name)
         page = browser.page
         await browser.open("pods")
@@ -373,7 +373,7 @@ async def test_several_clusters_page_follows_moved_shares_and_a_cluster_back(
     await page.locator("#chosen", has_text="sim-1, sim-2").or_(
         page.locator("#chosen", has_text="sim-2, sim-1")).wait_for()  # fmt: skip
 
-    shoal.sim.fleet.set_unreachable("sim-2")
+    shoal.sim.clusters.set_unreachable("sim-2")
     moved = page.locator("#migrations li", has_text="sim-2 → sim-1")
     await moved.filter(has_text="share moved").wait_for(timeout=30_000)
     rejected = page.locator("#decision tr", has_text="not ONLINE")
@@ -381,7 +381,7 @@ async def test_several_clusters_page_follows_moved_shares_and_a_cluster_back(
     await page.locator("#chosen", has_text="sim-1").wait_for()
     assert await page.locator("#since").count() == 0  # the decision is current
 
-    shoal.sim.fleet.set_unreachable("sim-2", False)
+    shoal.sim.clusters.set_unreachable("sim-2", False)
 
     async def refilled() -> bool:
         return sorted(await _placed_shares(shoal, "spread")) == [("sim-1", 2), ("sim-2", 2)]

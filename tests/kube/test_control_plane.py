@@ -60,12 +60,12 @@ async def test_a_registered_cluster_is_connecting_until_the_observer_reaches_it(
 ) -> None:
     reachable = Cluster(
         metadata=Metadata(name="new", namespace=NS),
-        spec=ClusterSpec(kubeconfig=sim.fleet.kubeconfig("de")),
+        spec=ClusterSpec(kubeconfig=sim.clusters.kubeconfig("de")),
     )
     created = await client.create(reachable)
     assert created.status.state is ClusterState.CONNECTING
-    gone = sim.fleet.kubeconfig("fr")
-    sim.fleet.set_unreachable("fr")
+    gone = sim.clusters.kubeconfig("fr")
+    sim.clusters.set_unreachable("fr")
     lost = await client.create(
         Cluster(metadata=Metadata(name="lost", namespace=NS), spec=ClusterSpec(kubeconfig=gone))
     )
@@ -100,19 +100,19 @@ async def test_observer_notready_unhealthy_online(
 
         await wait_for(lambda: state_is(ClusterState.ONLINE), timeout=5, message="ONLINE")
         for node in ("n-0", "n-1"):
-            sim.fleet.set_node_fault("de", node, not_ready=True)
+            sim.clusters.set_node_fault("de", node, not_ready=True)
         await wait_for(lambda: state_is(ClusterState.NOTREADY), timeout=5, message="NOTREADY")
         cluster = await client.get(Cluster, "de", NS)
         assert cluster.status.node_summary[0]["ready"] == 0
-        sim.fleet.clear_faults("de")
+        sim.clusters.clear_faults("de")
         await wait_for(lambda: state_is(ClusterState.ONLINE), timeout=5, message="ONLINE again")
 
-        sim.fleet.set_node_fault("de", "n-1", memory_pressure=True)
+        sim.clusters.set_node_fault("de", "n-1", memory_pressure=True)
         await wait_for(lambda: state_is(ClusterState.UNHEALTHY), timeout=5, message="UNHEALTHY")
         cluster = await client.get(Cluster, "de", NS)
         entries = cluster.status.node_summary[1:]
         assert [n.get("pressure") for n in entries] == [None, ["MemoryPressure"]]
-        sim.fleet.clear_faults("de")
+        sim.clusters.clear_faults("de")
         await wait_for(lambda: state_is(ClusterState.ONLINE), timeout=5, message="ONLINE again")
         assert await _state(client, "fr") is ClusterState.ONLINE
     finally:
@@ -210,7 +210,7 @@ async def test_end_to_end_three_clusters(
             Cluster(
                 metadata=Metadata(name=name, namespace=NS, labels={"location": location}),
                 spec=ClusterSpec(
-                    kubeconfig=sim3.fleet.kubeconfig(name),
+                    kubeconfig=sim3.clusters.kubeconfig(name),
                     metrics=[MetricRef(name=f"green-{name}", weight=1)],
                 ),
             )
@@ -242,7 +242,7 @@ async def test_end_to_end_three_clusters(
             assert await kube["a"].read(_dep("e2e"), NS) is None
 
             # b becomes unreachable: it moves back to a; b's copy is removed when b returns
-            sim3.fleet.set_unreachable("b", True)
+            sim3.clusters.set_unreachable("b", True)
 
             async def moved() -> bool:
                 return await running_on(client, "e2e") == "a"
@@ -257,7 +257,7 @@ async def test_end_to_end_three_clusters(
             assert static.spec.static is not None
             static.spec.static.metrics = {"green-a": 0.9, "green-b": 0.1, "green-c": 1.0}
             await client.update(static)
-            sim3.fleet.set_unreachable("b", False)
+            sim3.clusters.set_unreachable("b", False)
 
             async def cleaned() -> bool:
                 app = await client.get(Application, "e2e", NS)
