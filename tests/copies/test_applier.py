@@ -138,3 +138,45 @@ async def test_remove_and_prune_touch_only_what_they_must(
     assert await applier.remove(kept) == 1
     assert await _live(kube, "kept") is None
     assert await applier.remove(kept) == 0  # nothing left: done
+
+
+SERVICE_ADDRESSES: list[tuple[str, dict[str, Any] | None, str, str | None]] = [
+    ("no Service", None, "https://k.example:6443", None),
+    ("a node port on the cluster's host",
+     {"spec": {"type": "NodePort", "ports": [{"port": 80, "nodePort": 30080}]}},
+     "https://k.example:6443", "k.example:30080"),
+    ("the first port's node port",
+     {"spec": {"type": "NodePort", "ports": [{"nodePort": 30001}, {"nodePort": 30002}]}},
+     "https://10.0.0.1:6443/prefix", "10.0.0.1:30001"),
+    ("a load balancer's ip and port",
+     {"spec": {"type": "LoadBalancer", "ports": [{"port": 8080, "nodePort": 31000}]},
+      "status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.7"}, {"ip": "192.0.2.8"}]}}},
+     "https://k.example:6443", "192.0.2.7:8080"),
+    ("a load balancer's host name",
+     {"spec": {"type": "LoadBalancer", "ports": [{"port": 443}]},
+      "status": {"loadBalancer": {"ingress": [{"hostname": "lb.example"}]}}},
+     "https://k.example:6443", "lb.example:443"),
+    ("a load balancer not given an address yet: its node port",
+     {"spec": {"type": "LoadBalancer", "ports": [{"port": 80, "nodePort": 30500}]},
+      "status": {"loadBalancer": {}}},
+     "https://k.example:6443", "k.example:30500"),
+    ("a load balancer port without a number: its node port",
+     {"spec": {"type": "LoadBalancer", "ports": [{"nodePort": 30600}]},
+      "status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.7"}]}}},
+     "https://k.example:6443", "k.example:30600"),
+    ("a ClusterIP Service", {"spec": {"type": "ClusterIP", "ports": [{"port": 80}]}},
+     "https://k.example:6443", None),
+    ("no ports", {"spec": {}}, "https://k.example:6443", None),
+    ("no spec", {"kind": "Service"}, "https://k.example:6443", None),
+    ("a cluster URL without a host", {"spec": {"ports": [{"nodePort": 30080}]}}, "/local", None),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("service", "url", "expected"), [r[1:] for r in SERVICE_ADDRESSES],
+                         ids=[r[0] for r in SERVICE_ADDRESSES])  # fmt: skip
+def test_where_a_workload_is_reached_from_outside(
+    service: dict[str, Any] | None, url: str, expected: str | None
+) -> None:
+    from shoal.copies.applier import service_address
+
+    assert service_address(service, url) == expected
