@@ -112,9 +112,7 @@ async def test_drift_is_repaired_and_reported(applier: Applier, kube: KubeCluste
     assert await _live(kube, "api") is not None
 
 
-async def test_another_applications_object_is_refused(
-    applier: Applier, existing: set[str]
-) -> None:
+async def test_another_applications_object_is_refused(applier: Applier, existing: set[str]) -> None:
     existing.update({"uid-first", "uid-second"})
     await applier.apply(spec("db", "uid-first", replicas=1), ReasonCode.CREATE_FAILED)
     with pytest.raises(KubeFailure) as refused:
@@ -180,3 +178,111 @@ def test_where_a_workload_is_reached_from_outside(
     from shoal.copies.applier import service_address
 
     assert service_address(service, url) == expected
+
+
+def _service(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name},
+            "spec": {"type": "NodePort", "selector": {"app": name},
+                     "ports": [{"port": 80, "targetPort": 80, "nodePort": 30123}]}}  # fmt: skip
+
+
+def _config(name: str, labels: dict[str, str] | None = None, ns: str = NS) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": ns, "labels": labels or {}}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"k": "v"}}
+
+
+async def test_the_report_names_each_services_address_and_the_workloads_pods(
+    applier: Applier, kube: KubeCluster
+) -> None:
+    copy = spec("shop", "uid-shop", replicas=2)
+    copy.manifest = [_config("shop-config"), _service("shop"), *copy.manifest]
+    first = await applier.apply(copy, ReasonCode.CREATE_FAILED)
+    assert first.drifted == [] and first.taken == [] and first.reason is None
+    host = str(kube.api.configuration.host).split("//")[1].split(":")[0]
+    assert first.services == {"shop": f"{host}:30123"}
+
+    report = await wait_for(lambda: _ready(applier, copy), timeout=20, message="shop ready")
+    assert not report.applied and report.state is ApplicationState.RUNNING
+    # the workload's pods, not the ConfigMap or Service listed before it
+    assert report.ready_replicas == 2 and report.replicas == 2
+    assert report.services == {"shop": f"{host}:30123"}
+    assert report.drifted == [] and report.taken == []
+    assert [o["kind"] for o in report.last_observed_manifest] == [
+        "ConfigMap", "Service", "Deployment"]  # fmt: skip
+    assert await applier.shutdown_address(copy) == f"{host}:30123"
+
+
+async def test_a_copy_not_ready_yet_is_reported_without_a_state(applier: Applier) -> None:
+    copy = spec("slow", "uid-slow", replicas=3)
+    report = await applier.apply(copy, ReasonCode.CREATE_FAILED)
+    assert report.applied and report.state is None and not report.ready
+    assert report.ready_replicas < 3 and report.services == {}
+
+
+async def test_a_copy_removed_whole_is_applied_again_not_only_read(
+    applier: Applier, kube: KubeCluster
+) -> None:
+    copy = spec("again", "uid-again", replicas=1)
+    await applier.apply(copy, ReasonCode.CREATE_FAILED)
+    assert not (await applier.apply(copy, ReasonCode.RECONCILE_FAILED)).applied
+    assert await applier.remove(copy) == 1  # whole by default: its record goes too
+    assert (await applier.apply(copy, ReasonCode.CREATE_FAILED)).applied
+    assert await _live(kube, "again") is not None
+    applier.forget("uid-other")  # another's record: this copy's stays
+    assert not (await applier.apply(copy, ReasonCode.RECONCILE_FAILED)).applied
+    applier.forget("uid-again")
+    assert (await applier.apply(copy, ReasonCode.RECONCILE_FAILED)).applied
+    # only what the manifest no longer has: the copy's record is kept
+    assert await applier.remove(copy, whole=False) == 1
+    assert await _live(kube, "again") is None
+
+
+async def test_a_prune_of_several_kinds_removes_every_object_of_gone_applications(
+    applier: Applier, kube: KubeCluster, existing: set[str]
+) -> None:
+    """Every kind asked for, in every namespace, even after a kind the cluster does not
+    serve; objects without an owner, of a kept application, or of another namespace's
+    application are left."""
+    gone = Owner(NS, "gone", "uid-gone").labels
+    await kube.ensure_namespace("other")
+    objects = [
+        _config("gone-1", gone), _config("gone-2", gone), _config("gone-3", gone, ns="other"),
+        _config("kept", Owner(NS, "kept", "uid-kept").labels),
+        _config("theirs", Owner("team-b", "x", "uid-b").labels),
+        _config("by-hand", {"app": "x"}),
+    ]  # fmt: skip
+    for obj in objects:
+        await kube.request("POST", f"/api/v1/namespaces/{obj['metadata']['namespace']}/configmaps",
+                           body=obj)  # fmt: skip
+    await applier.apply(spec("web", "uid-gone-web", replicas=1), ReasonCode.CREATE_FAILED)
+    kinds = {("example.com/v1", "Unknown"), ("v1", "ConfigMap"), ("apps/v1", "Deployment")}
+    pruned = await applier.prune(kinds, lambda o: o.uid == "uid-kept")
+    assert pruned == 4  # three ConfigMaps and the Deployment of applications not kept
+    for name, ns in (("gone-1", NS), ("gone-2", NS), ("gone-3", "other")):
+        assert await kube.read(_config(name, ns=ns), ns) is None, name
+    for name in ("kept", "theirs", "by-hand"):
+        assert await kube.read(_config(name), NS) is not None, name
+    assert await _live(kube, "web") is None
+
+
+async def test_after_a_restart_a_copy_goes_on_from_its_record_when_the_cluster_matches(
+    applier: Applier, kube: KubeCluster, existing: set[str]
+) -> None:
+    copy = spec("kept-on", "uid-kept-on", replicas=1)
+    ready = await wait_for(lambda: _ready(applier, copy), timeout=20, message="kept-on ready")
+    recorded = spec("kept-on", "uid-kept-on", replicas=1,
+                    previous=ready.last_applied_manifest,
+                    observed=ready.last_observed_manifest)  # fmt: skip
+    restarted = Applier(kube, EDGE, Members(None, lambda owner: owner.uid in existing))
+    report = await restarted.apply(recorded, ReasonCode.RECONCILE_FAILED)
+    assert not report.applied and report.ready  # read only: it matches the record
+    assert not (await restarted.apply(recorded, ReasonCode.RECONCILE_FAILED)).applied
+    # without a record of its observation, or with a record the cluster no longer matches,
+    # it is applied again
+    fresh = Applier(kube, EDGE, Members(None, lambda owner: owner.uid in existing))
+    unrecorded = spec("kept-on", "uid-kept-on", replicas=1, previous=ready.last_applied_manifest)
+    assert (await fresh.apply(unrecorded, ReasonCode.RECONCILE_FAILED)).applied
+    await kube.delete(fleet.deployment("kept-on", "nginx:1"), NS)
+    again = Applier(kube, EDGE, Members(None, lambda owner: owner.uid in existing))
+    assert (await again.apply(recorded, ReasonCode.RECONCILE_FAILED)).applied
+    assert await _live(kube, "kept-on") is not None
