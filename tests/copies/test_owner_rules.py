@@ -87,6 +87,12 @@ OWNER_OF = [
         None,
     ),
     ("a uid with no name anywhere", live({LABEL_UID: "uid-x"}), Owner("", "", "uid-x")),
+    # a namespace holds no "/": the first one ends it, whatever the rest of the annotation
+    (
+        "a forged name holding a slash stays in its namespace",
+        live(notes={ANNOTATION_UID: "uid-x", ANNOTATION_APP: "team-a/web/x"}),
+        Owner("team-a", "web/x", "uid-x"),
+    ),
 ]
 
 
