@@ -141,6 +141,7 @@ def test_one_copy_of_several_placements_is_divided_and_goes_on_from_no_record() 
                                           {"cluster": _ref("fr").model_dump(), "replicas": 2}]},
                {"clusters": 2, "replicas": "divided"})  # fmt: skip
     de, fr = planner.copies(two, SETTINGS, _cluster)
+    assert (_replicas(de), _replicas(fr)) == (4, 2)  # divided, with no overrides
     for copy in (de, fr):  # several copies share no record of each
         assert copy.previous == [] and copy.observed == [] and not copy.prune and copy.own == []
 
@@ -195,5 +196,18 @@ def test_a_removal_is_the_owners_objects_on_one_cluster_and_nothing_else() -> No
     assert (spec.app_namespace, spec.app_name, spec.app_uid) == ("team-a", "web", "u-9")
     assert spec.cluster == _ref("de") and spec.kube_namespace == "prod"
     assert spec.manifest == objects and spec.replicas is None
-    assert not spec.overwrite and not spec.prune
+    assert spec.overwrite is False and spec.prune is False
     assert spec.previous == spec.observed == spec.own == spec.observer_schema == []
+
+
+def test_a_placement_on_a_cluster_shoal_no_longer_knows_gets_its_share_without_overrides() -> None:
+    override = {"clusters": "location=DE",
+                "patch": {"kind": "Deployment", "name": "web",
+                          "merge": {"spec": {"paused": True}}}}  # fmt: skip
+    status = {"placements": [{"cluster": _ref("de").model_dump(), "replicas": 4},
+                             {"cluster": _ref("gone").model_dump(), "replicas": 2}]}  # fmt: skip
+    app = _app(status, {"clusters": 2, "replicas": "divided", "overrides": [override]})
+    de, gone = planner.copies(app, SETTINGS, _cluster)
+    assert (_replicas(de), _replicas(gone)) == (4, 2)
+    assert de.manifest[0]["spec"].get("paused") is True
+    assert "paused" not in gone.manifest[0]["spec"]  # no labels: no override matches
