@@ -286,3 +286,28 @@ async def test_after_a_restart_a_copy_goes_on_from_its_record_when_the_cluster_m
     again = Applier(kube, EDGE, Members(None, lambda owner: owner.uid in existing))
     assert (await again.apply(recorded, ReasonCode.RECONCILE_FAILED)).applied
     assert await _live(kube, "kept-on") is not None
+
+
+async def test_the_shutdown_address_is_the_service_named_shutdown_else_the_first(
+    applier: Applier, kube: KubeCluster
+) -> None:
+    from shoal.copies.applier import NoAddress
+
+    host = str(kube.api.configuration.host).split("//")[1].split(":")[0]
+    front, down = _service("front"), _service("shutdown")
+    down["spec"]["ports"][0]["nodePort"] = 30124
+    copy = spec("hooked", "uid-hooked", replicas=1)
+    copy.kube_namespace = "shop"  # objects without a namespace go there, and are read there
+    copy.manifest = [*copy.manifest, front, down]
+    await applier.apply(copy, ReasonCode.CREATE_FAILED)
+    assert await applier.shutdown_address(copy) == f"{host}:30124"
+    copy.manifest = [copy.manifest[0], front]
+    assert await applier.shutdown_address(copy) == f"{host}:30123"
+    copy.manifest = [copy.manifest[0]]
+    with pytest.raises(NoAddress, match=r"^its manifest has no Service$"):
+        await applier.shutdown_address(copy)
+    inside = {**_service("inside"), "spec": {"type": "ClusterIP", "ports": [{"port": 80}]}}
+    copy.manifest = [inside]
+    await applier.apply(copy, ReasonCode.CREATE_FAILED)
+    with pytest.raises(NoAddress, match=r"^its Service has no node port or load balancer address$"):
+        await applier.shutdown_address(copy)
