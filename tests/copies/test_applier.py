@@ -311,3 +311,72 @@ async def test_the_shutdown_address_is_the_service_named_shutdown_else_the_first
     await applier.apply(copy, ReasonCode.CREATE_FAILED)
     with pytest.raises(NoAddress, match=r"^its Service has no node port or load balancer address$"):
         await applier.shutdown_address(copy)
+
+
+async def test_what_the_manifest_no_longer_has_is_pruned_only_when_asked(
+    applier: Applier, kube: KubeCluster
+) -> None:
+    copy = spec("trim", "uid-trim", replicas=1)
+    copy.kube_namespace = "shop"
+    copy.manifest = [*copy.manifest, _config("trim-config", ns="shop")]
+    first = await applier.apply(copy, ReasonCode.CREATE_FAILED)
+    smaller = spec("trim", "uid-trim", replicas=1, previous=first.last_applied_manifest)
+    smaller.kube_namespace = "shop"
+    await applier.apply(smaller, ReasonCode.RECONCILE_FAILED)  # prune not asked: kept
+    assert await kube.read(_config("trim-config", ns="shop"), "shop") is not None
+    smaller.prune = True
+    smaller.manifest = [fleet.deployment("trim", "nginx:2", replicas=1)]  # changed: applied
+    report = await applier.apply(smaller, ReasonCode.RECONCILE_FAILED)
+    assert report.applied
+    assert await kube.read(_config("trim-config", ns="shop"), "shop") is None
+    assert await kube.read(fleet.deployment("trim", "nginx:1"), "shop") is not None
+
+
+async def test_an_unreachable_cluster_and_a_refused_apply_fail_with_their_codes(
+    applier: Applier, sim: SimServer
+) -> None:
+    bad = spec("bad", "uid-bad", replicas=1)
+    bad.manifest = [{"apiVersion": "example.com/v1", "kind": "Nothing", "metadata": {"name": "x"}}]
+    with pytest.raises(KubeFailure) as refused:
+        await applier.apply(bad, ReasonCode.CREATE_FAILED)
+    assert refused.value.code is ReasonCode.CREATE_FAILED
+    copy = spec("far", "uid-far", replicas=1)
+    await applier.apply(copy, ReasonCode.CREATE_FAILED)
+    sim.fleet.set_unreachable("edge")
+    try:
+        for code in (ReasonCode.CREATE_FAILED, ReasonCode.RECONCILE_FAILED):
+            with pytest.raises(KubeFailure) as failed:
+                await applier.apply(copy, code)
+            assert failed.value.code is ReasonCode.CLUSTER_NOT_REACHABLE
+    finally:
+        sim.fleet.set_unreachable("edge", False)
+
+
+async def test_a_takeover_is_reported_and_drift_repairs_counted(
+    applier: Applier, kube: KubeCluster, existing: set[str]
+) -> None:
+    existing.update({"uid-one", "uid-two"})
+    await applier.apply(spec("db", "uid-one", replicas=1), ReasonCode.CREATE_FAILED)
+    report = await applier.apply(spec("db", "uid-two", replicas=1, overwrite=True),
+                                 ReasonCode.CREATE_FAILED)  # fmt: skip
+    assert [(t.what, t.owner) for t in report.taken] == [("Deployment db", "db")]
+    live = await _live(kube, "db")
+    assert live is not None and owner_of(live) == Owner(NS, "db", "uid-two")
+    before = applier.drift_repairs
+    await kube.delete(fleet.deployment("db", "nginx:1"), NS)
+    await applier.apply(spec("db", "uid-two", replicas=1, overwrite=True), ReasonCode.CREATE_FAILED)
+    assert applier.drift_repairs == before + 1
+
+
+async def test_an_object_without_owner_is_adopted_when_its_status_recorded_it(
+    applier: Applier, kube: KubeCluster
+) -> None:
+    await kube.request("POST", f"/apis/apps/v1/namespaces/{NS}/deployments",
+                       body=fleet.deployment("old", "nginx:1", replicas=1))  # fmt: skip
+    with pytest.raises(KubeFailure) as refused:
+        await applier.apply(spec("old", "uid-old", replicas=1), ReasonCode.CREATE_FAILED)
+    assert refused.value.code is ReasonCode.CONFLICT
+    recorded = spec("old", "uid-old", replicas=1, own=[fleet.deployment("old", "nginx:1")])
+    assert (await applier.apply(recorded, ReasonCode.CREATE_FAILED)).applied
+    live = await _live(kube, "old")
+    assert live is not None and owner_of(live) == Owner(NS, "old", "uid-old")
