@@ -47,6 +47,10 @@ def config(name: str) -> dict[str, Any]:
             "data": {"k": "v"}}  # fmt: skip
 
 
+def account(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}}
+
+
 async def status_of(client: ShoalClient, name: str) -> Any:
     return (await client.get(Application, name, NS)).status
 
@@ -74,7 +78,8 @@ async def test_a_prune_keeps_the_copy_of_an_application_still_leaving_the_cluste
     cluster, are removed."""
     app = await client.create(Application.model_validate({
         "metadata": {"name": "moving", "namespace": NS},
-        "spec": {"manifest": [deployment("moving", replicas=1)]}}))  # fmt: skip
+        "spec": {"manifest": [deployment("moving", replicas=1),
+                              account("moving-sa")]}}))  # fmt: skip
     await client.bind(app, DE)
     await wait_for(lambda: running_on(client, "moving", "de"), timeout=20, message="on de")
     other = await client.create(Application.model_validate({
@@ -90,6 +95,10 @@ async def test_a_prune_keeps_the_copy_of_an_application_still_leaving_the_cluste
                 "labels": Owner(NS, "elsewhere", other.metadata.uid).labels}}  # fmt: skip
     for obj in (gone_app, not_here):
         await de.request("POST", f"/api/v1/namespaces/{NS}/configmaps", body=obj)
+    # a kind only an application's manifest names (not one of the common workload kinds)
+    gone_account = {**account("left-sa"), "metadata": {"name": "left-sa",
+                    "labels": gone_app["metadata"]["labels"]}}  # fmt: skip
+    await de.request("POST", f"/api/v1/namespaces/{NS}/serviceaccounts", body=gone_account)
     kept = await uid_on(de, deployment("moving"))
 
     sim.fleet.set_unreachable("fr")
@@ -111,6 +120,8 @@ async def test_a_prune_keeps_the_copy_of_an_application_still_leaving_the_cluste
         assert await uid_on(de, deployment("moving")) == kept
         assert await de.read(gone_app, NS) is None
         assert await de.read(not_here, NS) is None
+        assert await de.read(gone_account, NS) is None
+        assert await de.read(account("moving-sa"), NS) is not None
         assert await leaving()
     finally:
         sim.fleet.set_unreachable("fr", False)
