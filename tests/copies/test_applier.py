@@ -281,7 +281,7 @@ async def test_after_a_restart_a_copy_goes_on_from_its_record_when_the_cluster_m
     fresh = Applier(kube, EDGE, Members(None, lambda owner: owner.uid in existing))
     unrecorded = spec("kept-on", "uid-kept-on", replicas=1, previous=ready.last_applied_manifest)
     assert (await fresh.apply(unrecorded, ReasonCode.RECONCILE_FAILED)).applied
-    await kube.delete(fleet.deployment("kept-on", "nginx:1"), NS)
+    await kube.delete(builders.deployment("kept-on", "nginx:1"), NS)
     again = Applier(kube, EDGE, Members(None, lambda owner: owner.uid in existing))
     assert (await again.apply(recorded, ReasonCode.RECONCILE_FAILED)).applied
     assert await _live(kube, "kept-on") is not None
@@ -324,11 +324,11 @@ async def test_what_the_manifest_no_longer_has_is_pruned_only_when_asked(
     await applier.apply(smaller, ReasonCode.RECONCILE_FAILED)  # prune not asked: kept
     assert await kube.read(_config("trim-config", ns="shop"), "shop") is not None
     smaller.prune = True
-    smaller.manifest = [fleet.deployment("trim", "nginx:2", replicas=1)]  # changed: applied
+    smaller.manifest = [builders.deployment("trim", "nginx:2", replicas=1)]  # changed: applied
     report = await applier.apply(smaller, ReasonCode.RECONCILE_FAILED)
     assert report.applied
     assert await kube.read(_config("trim-config", ns="shop"), "shop") is None
-    assert await kube.read(fleet.deployment("trim", "nginx:1"), "shop") is not None
+    assert await kube.read(builders.deployment("trim", "nginx:1"), "shop") is not None
 
 
 async def test_an_unreachable_cluster_and_a_refused_apply_fail_with_their_codes(
@@ -341,14 +341,14 @@ async def test_an_unreachable_cluster_and_a_refused_apply_fail_with_their_codes(
     assert refused.value.code is ReasonCode.CREATE_FAILED
     copy = spec("far", "uid-far", replicas=1)
     await applier.apply(copy, ReasonCode.CREATE_FAILED)
-    sim.fleet.set_unreachable("edge")
+    sim.clusters.set_unreachable("edge")
     try:
         for code in (ReasonCode.CREATE_FAILED, ReasonCode.RECONCILE_FAILED):
             with pytest.raises(KubeFailure) as failed:
                 await applier.apply(copy, code)
             assert failed.value.code is ReasonCode.CLUSTER_NOT_REACHABLE
     finally:
-        sim.fleet.set_unreachable("edge", False)
+        sim.clusters.set_unreachable("edge", False)
 
 
 async def test_a_takeover_is_reported_and_drift_repairs_counted(
@@ -362,7 +362,7 @@ async def test_a_takeover_is_reported_and_drift_repairs_counted(
     live = await _live(kube, "db")
     assert live is not None and owner_of(live) == Owner(NS, "db", "uid-two")
     before = applier.drift_repairs
-    await kube.delete(fleet.deployment("db", "nginx:1"), NS)
+    await kube.delete(builders.deployment("db", "nginx:1"), NS)
     await applier.apply(spec("db", "uid-two", replicas=1, overwrite=True), ReasonCode.CREATE_FAILED)
     assert applier.drift_repairs == before + 1
 
@@ -371,11 +371,11 @@ async def test_an_object_without_owner_is_adopted_when_its_status_recorded_it(
     applier: Applier, kube: KubeCluster
 ) -> None:
     await kube.request("POST", f"/apis/apps/v1/namespaces/{NS}/deployments",
-                       body=fleet.deployment("old", "nginx:1", replicas=1))  # fmt: skip
+                       body=builders.deployment("old", "nginx:1", replicas=1))  # fmt: skip
     with pytest.raises(KubeFailure) as refused:
         await applier.apply(spec("old", "uid-old", replicas=1), ReasonCode.CREATE_FAILED)
     assert refused.value.code is ReasonCode.CONFLICT
-    recorded = spec("old", "uid-old", replicas=1, own=[fleet.deployment("old", "nginx:1")])
+    recorded = spec("old", "uid-old", replicas=1, own=[builders.deployment("old", "nginx:1")])
     assert (await applier.apply(recorded, ReasonCode.CREATE_FAILED)).applied
     live = await _live(kube, "old")
     assert live is not None and owner_of(live) == Owner(NS, "old", "uid-old")

@@ -129,7 +129,7 @@ def test_an_application_bound_nowhere_has_no_copy() -> None:
 
 
 def test_one_copy_of_several_placements_is_divided_and_goes_on_from_no_record() -> None:
-    applied = [fleet.deployment("web", "nginx:1", replicas=6)]
+    applied = [builders.deployment("web", "nginx:1", replicas=6)]
     status = {"placements": [{"cluster": _ref("de").model_dump(), "replicas": 6}],
               "running_on": _ref("de").model_dump(), "last_applied_manifest": applied,
               "last_observed_manifest": applied}  # fmt: skip
@@ -147,7 +147,7 @@ def test_one_copy_of_several_placements_is_divided_and_goes_on_from_no_record() 
 
 
 def test_a_copy_the_status_lists_takes_the_recorded_objects_without_owner_as_its_own() -> None:
-    applied = [fleet.deployment("web", "nginx:1", replicas=6)]
+    applied = [builders.deployment("web", "nginx:1", replicas=6)]
     status = {"placements": [{"cluster": _ref("de").model_dump(), "replicas": 4},
                              {"cluster": _ref("fr").model_dump(), "replicas": 2}],
               "copies": [{"cluster": _ref("fr").model_dump(), "replicas": 2}],
@@ -191,7 +191,7 @@ def test_each_copy_goes_to_the_namespace_of_its_clusters_context() -> None:
 def test_a_removal_is_the_owners_objects_on_one_cluster_and_nothing_else() -> None:
     from shoal.copies.owners import Owner
 
-    objects = [fleet.deployment("web", "nginx:1")]
+    objects = [builders.deployment("web", "nginx:1")]
     spec = planner.removal(Owner("team-a", "web", "u-9"), _ref("de"), objects, "prod")
     assert (spec.app_namespace, spec.app_name, spec.app_uid) == ("team-a", "web", "u-9")
     assert spec.cluster == _ref("de") and spec.kube_namespace == "prod"

@@ -101,7 +101,7 @@ async def test_a_prune_keeps_the_copy_of_an_application_still_leaving_the_cluste
     await de.request("POST", f"/api/v1/namespaces/{NS}/serviceaccounts", body=gone_account)
     kept = await uid_on(de, deployment("moving"))
 
-    sim.fleet.set_unreachable("fr")
+    sim.clusters.set_unreachable("fr")
     try:
         await client.bind(await client.get(Application, "moving", NS), FR)
 
@@ -124,7 +124,7 @@ async def test_a_prune_keeps_the_copy_of_an_application_still_leaving_the_cluste
         assert await de.read(account("moving-sa"), NS) is not None
         assert await leaving()
     finally:
-        sim.fleet.set_unreachable("fr", False)
+        sim.clusters.set_unreachable("fr", False)
 
 
 @pytest.mark.xfail(
@@ -151,7 +151,7 @@ async def test_a_pending_clean_up_leaves_the_live_copy_of_an_application_that_ca
     first = await uid_on(de, deployment("back"))
     assert first is not None and await uid_on(de, config("back-old")) is not None
 
-    sim.fleet.set_unreachable("de")
+    sim.clusters.set_unreachable("de")
     try:
         await client.bind(await client.get(Application, "back", NS), FR)
         await wait_for(lambda: running_on(client, "back", "fr"), timeout=30, message="on fr")
@@ -166,7 +166,7 @@ async def test_a_pending_clean_up_leaves_the_live_copy_of_an_application_that_ca
         await client.update(moved)
         await client.bind(await client.get(Application, "back", NS), DE)
     finally:
-        sim.fleet.set_unreachable("de", False)
+        sim.clusters.set_unreachable("de", False)
 
     async def settled() -> bool:
         status = await status_of(client, "back")
@@ -202,7 +202,7 @@ async def test_a_pending_clean_up_removes_the_whole_copy_once_the_cluster_answer
     await client.bind(neighbour, DE)
     await wait_for(lambda: running_on(client, "stays", "de"), timeout=20, message="stays on de")
     de = kube["de"]
-    sim.fleet.set_unreachable("de")
+    sim.clusters.set_unreachable("de")
     try:
         await client.bind(await client.get(Application, "left", NS), FR)
         await wait_for(lambda: running_on(client, "left", "fr"), timeout=30, message="on fr")
@@ -212,7 +212,7 @@ async def test_a_pending_clean_up_removes_the_whole_copy_once_the_cluster_answer
 
         await wait_for(pending, timeout=20, message="a clean-up pending on de")
     finally:
-        sim.fleet.set_unreachable("de", False)
+        sim.clusters.set_unreachable("de", False)
 
     async def cleaned() -> bool:
         return (not (await status_of(client, "left")).pending_cleanups
