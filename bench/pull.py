@@ -163,7 +163,7 @@ async def main(args: argparse.Namespace) -> None:
         return ShoalClient(server.url, token=shipped.token(user), ssl_context=joining.trust(ca))
 
     admin = client("admin")
-    parts = [ClusterObserver(client("cluster-observer"), interval=2.0, timeout=2.0),
+    parts = [ClusterObserver(client("cluster-observer"), interval=5.0, timeout=10.0),
              KubeController(client("kube-controller")),
              Scheduler(client("scheduler"))]  # fmt: skip
     for part in parts:
@@ -203,7 +203,9 @@ async def main(args: argparse.Namespace) -> None:
                 up = [c for c in found if c.status.state is ClusterState.ONLINE]
                 return len(up) == 2 * n
 
-            await wait_for(online, timeout=600, interval=1.0, message=f"{2 * n} clusters ONLINE")
+            print(f"{len(agents)} agent processes started", flush=True)
+            await wait_for(online, timeout=1200, interval=2.0, message=f"{2 * n} clusters ONLINE")
+            print("every cluster ONLINE", flush=True)
             await asyncio.sleep(2.0)
             pids = [agent.pid for agent in agents]
             before = sum(cpu_seconds(pid) for pid in pids)

@@ -121,3 +121,32 @@ async def test_users_read_copies_but_write_none(secured: Secured) -> None:
     status = {"status": {"generation": 1, "ready": True}}
     assert (await alice.patch(f"{COPIES}/web:edge-1/status", json=status)).status_code == 403
     assert (await alice.delete(f"{COPIES}/web:edge-1")).status_code == 403
+
+
+async def test_copies_created_in_batches_are_checked_per_item(secured: Secured) -> None:
+    """The kube controller creates Copies in batches (``POST /kubernetes/copies``): a
+    cluster's credential may not use the route, nor may a user whose role would let them
+    create in the namespace (only the kube controller and administrators write Copies);
+    an administrator's items are created."""
+    credential = await joined(secured, "edge-1")
+
+    def batch(*names: str) -> dict[str, Any]:
+        items = [copy_body(name, "edge-1") for name in names]
+        for item in items:
+            item["metadata"]["namespace"] = "a"
+        return {"items": items}
+
+    async with as_cluster(secured, credential) as own:
+        refused = await own.post("/kubernetes/copies", json=batch("evil"))
+        assert refused.status_code == 403, refused.text
+    # a user who may read the namespace's applications: refused, as for a single create
+    answer = await secured["alice"].post("/kubernetes/copies", json=batch("mine"))
+    assert answer.status_code == 403, answer.text
+    assert "written by the kube controller" in answer.json()["detail"]
+    made = await secured["admin"].post("/kubernetes/copies", json=batch("web", "db"))
+    assert made.status_code == 200, made.text
+    assert [r["status"] for r in made.json()["results"]] == [200, 200]
+    for name in ("evil:edge-1", "mine:edge-1"):
+        assert (await secured["admin"].get(f"{COPIES}/{name}")).status_code == 404
+    stored = (await secured["admin"].get(f"{COPIES}/db:edge-1")).json()
+    assert stored["spec"]["cluster"]["name"] == "edge-1"

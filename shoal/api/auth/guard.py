@@ -267,8 +267,12 @@ class Guard:
     ) -> None:
         """A batch of writes, each authorised in its namespace (403 results for the rest)."""
         field, api, resource, verb = batch.field, batch.api, batch.resource, batch.verb
-        grant = self.authz.grant(user, api, resource, verb)
         what = Target(api, resource, verb, None, None, False)
+        refusal = _copies_refusal(user, what) if what.plural == COPIES and self.rbac else None
+        if refusal is not None:  # a batch of Copies: as a single write of one
+            await _answer(scope, receive, send, 403, refusal)
+            return
+        grant = self.authz.grant(user, api, resource, verb)
         scope["shoal.target"] = what
         data = scope.get(door.SCOPE_KEY)
         scope["shoal.items"] = bodies.item_names(data, field, batch.namespace)
