@@ -1,4 +1,4 @@
-"""A real Shoal for the dashboard tests (``tests.ui.fleet``), and headless Chromium driven
+"""A real Shoal for the dashboard tests (``tests.ui.running``), and headless Chromium driven
 by Playwright. The browser is Debian's Chromium (Playwright's own download cannot run here).
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from shoal.testing import shipped
-from tests.ui.fleet import APPS, Shoal, app_with_labels, running_shoal
+from tests.ui.running import APPS, Shoal, app_with_labels, running_shoal
 
 __all__ = ["APPS", "Browser", "Shoal", "app_with_labels"]
 

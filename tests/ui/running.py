@@ -2,7 +2,7 @@
 
 The API, the scheduler and every controller of ``shoal.system.components``
 run in the test process with ``shoal up``'s sample metrics and ``shoal sim``
-fleet (three clusters: DE, FR, FI), plus a few applications. The dashboard
+clusters (three: DE, FR, FI), plus a few applications. The dashboard
 tests and the CLI tests of describe and cluster maintenance share it.
 """
 
@@ -80,7 +80,7 @@ def app_with_labels(name: str) -> Application:
 
 @contextlib.asynccontextmanager
 async def running_shoal(tmp_path: Path) -> AsyncIterator[Shoal]:
-    """Shoal with its sim fleet and the applications of ``APPS``, stopped on exit."""
+    """Shoal with its simulated clusters and the applications of ``APPS``, stopped on exit."""
     api = await start_api(SqliteStore(":memory:"), security=shipped.security())
     api.own_store = True
     callers = shipped.Callers(api.url)  # each component as itself, as under ``shoal up``
