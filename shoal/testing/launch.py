@@ -112,10 +112,14 @@ def controller(
     log: Path | None = None,
     log_level: str = "warning",
     cpu: int | None = None,
+    ca: Path | None = None,
 ) -> subprocess.Popen[bytes]:
     """``shoal COMMAND --api URL ARGS``: the scheduler or one controller, with the token
-    ``shoal up`` gives that component (an open API ignores it)."""
+    ``shoal up`` gives that component (an open API ignores it); ``ca``: the CA it trusts
+    the API's certificate by (``$SHOAL_CA``, as ``shoal up --tls`` gives it)."""
     identity = {"SHOAL_TOKEN": shipped.token(command)}
+    if ca is not None:
+        identity["SHOAL_CA"] = str(ca)
     return spawn_shoal(
         command, "--api", api_url, "--log-level", log_level, *args, log=log, cpu=cpu, env=identity
     )
