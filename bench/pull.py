@@ -41,6 +41,7 @@ from typing import Any
 import aiohttp
 import yaml
 
+from bench.schedule import start_profiles, stop_profiles
 from shoal.agent import joining
 from shoal.client.rest import ShoalClient
 from shoal.machinery.tls import ca_hash
@@ -293,12 +294,17 @@ async def main(args: argparse.Namespace) -> None:
         await asyncio.sleep(args.rest)
         at_rest = (sum(cpu_seconds(pid) for pid in pids) - before) / args.rest
         rest_rss = [rss_mib(pid) for pid in pids]
+        profiled = {name: p.pid for name, p in procs.procs.items()}
         cpu, started = procs.cpu(), time.monotonic()
+        profilers = start_profiles(profiled, args.py_spy, "pull-bench-push")
         push_created, push_ready = await burst(admin, members, "push", args)
+        stop_profiles(profilers)
         push_cpu = cpu_line(cpu, procs.cpu(), time.monotonic() - started)
         before = sum(cpu_seconds(pid) for pid in pids)
         cpu, started = procs.cpu(), time.monotonic()
+        profilers = start_profiles(profiled, args.py_spy, "pull-bench-pull")
         pull_created, pull_ready = await burst(admin, members, "pull", args)
+        stop_profiles(profilers)
         took = time.monotonic() - started
         pull_cpu = cpu_line(cpu, procs.cpu(), took)
         busy = sum(cpu_seconds(pid) for pid in pids) - before
@@ -345,4 +351,6 @@ if __name__ == "__main__":
     parser.add_argument("--pod-start", type=float, default=0.1,
                         help="seconds a simulated pod takes to start")
     parser.add_argument("--rest", type=float, default=10.0, help="seconds at rest measured")
+    parser.add_argument("--py-spy", default="", help="processes to profile during each burst, "
+                        "e.g. api,agents-0 (/tmp/pull-bench-{push,pull}-NAME.txt, folded)")
     asyncio.run(main(parser.parse_args()))

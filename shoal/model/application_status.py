@@ -150,15 +150,28 @@ def apply(status: ApplicationStatus) -> None:
 
 def placed_on(status: ApplicationStatus) -> list[ResourceRef]:
     """The clusters an application is placed on: its cluster and each placement's, once."""
-    refs = [status.scheduled_to, *(p.cluster for p in status.placements)]
-    return [ref for i, ref in enumerate(refs) if ref is not None and ref not in refs[:i]]
+    return _once([status.scheduled_to, *(p.cluster for p in status.placements)])
 
 
 def runs_on(status: ApplicationStatus) -> list[ResourceRef]:
     """The clusters its copies run on: the one it runs on and each copy's, once (pending
     clean-ups aside)."""
-    refs = [status.running_on, *(c.cluster for c in status.copies)]
-    return [ref for i, ref in enumerate(refs) if ref is not None and ref not in refs[:i]]
+    return _once([status.running_on, *(c.cluster for c in status.copies)])
+
+
+def _once(refs: list[ResourceRef | None]) -> list[ResourceRef]:
+    """Each reference once, in order, by its fields: one pass, as an application placed on
+    a hundred clusters is compared on every event of it."""
+    seen: set[tuple[str, str | None, str, str]] = set()
+    out = []
+    for ref in refs:
+        if ref is None:
+            continue
+        key = (ref.api, ref.namespace, ref.kind, ref.name)
+        if key not in seen:
+            seen.add(key)
+            out.append(ref)
+    return out
 
 
 def join_copies(status: ApplicationStatus) -> None:
