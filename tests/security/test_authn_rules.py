@@ -244,9 +244,12 @@ async def test_an_oidc_token_is_checked_against_its_issuers_keys() -> None:
         assert (await oidc.check(unknown))[0] == authenticated("carol")  # known keys still
 
 
-async def test_an_issuer_whose_discovery_fails_or_names_another_accepts_nothing() -> None:
+async def test_an_issuer_whose_discovery_fails_or_names_another_accepts_nothing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     """A token is only as good as its issuer's discovery document: one that fails, or names
-    another issuer, or no keys, lets no token in (and is asked again next time)."""
+    another issuer, or no keys, lets no token in (and is asked again next time); the log
+    says which and why."""
     async with oidc_issuer() as real:
         answers: list[web.Response] = []
 
@@ -266,6 +269,63 @@ async def test_an_issuer_whose_discovery_fails_or_names_another_accepts_nothing(
                 web.json_response({"issuer": "https://elsewhere", "jwks_uri": f"{url}/jwks"}),
                 web.json_response({"issuer": url + "/"}),  # no keys named
             ])  # fmt: skip
-            for _ in range(4):
-                assert await oidc.check(token) == (None, None)
+            with caplog.at_level("WARNING", logger="shoal.api.auth.oidc"):
+                for _ in range(4):
+                    assert await oidc.check(token) == (None, None)
             assert answers == []  # each failure was asked again
+            discovery_url = f"{url}/.well-known/openid-configuration"
+            assert [r.getMessage() for r in caplog.records][:3] == [
+                f"OIDC discovery {discovery_url}: status 503",
+                f"OIDC discovery {discovery_url}: status 200",
+                f"OIDC discovery {discovery_url} names another issuer 'https://elsewhere'",
+            ]
+
+
+KEYSTONE_ANSWERS = [
+    pytest.param((200, ["not", "a", "token"]), (None, None), id="200, not an object"),
+    pytest.param((401, {"token": {"user": {"name": "erin"}}}), (None, None),
+                 id="an error status with a token body"),
+    pytest.param((200, {"token": {"user": {"name": "erin"}}}), (authenticated("erin"), None),
+                 id="no roles, no expiry: kept as a rejection is"),
+    pytest.param((200, {"token": {"user": {"name": "erin"}, "roles": [{"name": "admin"}, "x"],
+                                  "expires_at": "2030-01-02T03:04:05Z"}}),
+                 (authenticated("erin", ["admin"]), 1893553445.0), id="roles and a Z expiry"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("answer", "want"), KEYSTONE_ANSWERS)
+async def test_what_a_keystone_answer_makes_of_a_token(
+    answer: tuple[int, Any], want: tuple[User | None, float | None]
+) -> None:
+    async with keystone() as server:
+        server.answer = answer
+        user, expires = await Keystone(server.url).check("ks-t")
+        assert (user, expires) == want
+        assert type(expires) is type(want[1])  # no expiry is None, not another false value
+
+
+async def test_a_keystone_endpoint_is_used_as_written_but_for_its_trailing_slash() -> None:
+    async with keystone("/identityX/v3X") as server:
+        server.tokens["ks-t"] = "erin"
+        user, _ = await Keystone(server.url + "/").check("ks-t")
+        assert user == authenticated("erin", ["member"])
+
+
+async def test_an_issuer_named_with_a_trailing_slash_in_its_discovery_is_the_same() -> None:
+    """Keycloak's issuers are ``…/realms/<realm>``: a realm ending in X keeps its X."""
+    async with oidc_issuer("/realms/shopX") as issuer:
+        issuer.announced = issuer.url + "/"
+        oidc = OidcIssuer(Oidc(issuer=issuer.url, audience="shoal"))
+        user, _ = await oidc.check(issuer.token("k1"))
+        assert user == authenticated("carol")
+
+
+async def test_unknown_keys_fetch_the_issuers_keys_five_times_a_window_by_default() -> None:
+    async with oidc_issuer() as issuer:
+        oidc = OidcIssuer(Oidc(issuer=issuer.url, audience="shoal"))
+        issuer.add_key("k9")
+        forged = issuer.token("k9")
+        del issuer.keys["k9"]
+        for _ in range(8):
+            assert await oidc.check(forged) == (None, None)
+        assert issuer.jwks_fetches == 5
