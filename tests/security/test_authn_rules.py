@@ -329,3 +329,55 @@ async def test_unknown_keys_fetch_the_issuers_keys_five_times_a_window_by_defaul
         for _ in range(8):
             assert await oidc.check(forged) == (None, None)
         assert issuer.jwks_fetches == 5
+
+
+async def test_the_window_of_key_fetches_opens_again_when_its_oldest_fetch_is_window_old() -> None:
+    """5 fetches in 10 s by default: a forged key id fetches again only once the oldest of
+    the last five is 10 s old."""
+    now = [100.0]
+    async with oidc_issuer() as issuer:
+        oidc = OidcIssuer(Oidc(issuer=issuer.url, audience="shoal"), clock=lambda: now[0])
+        issuer.add_key("k9")
+        forged = issuer.token("k9")
+        del issuer.keys["k9"]
+        for at in (100.0, 101.0, 102.0, 103.0, 104.0):
+            now[0] = at
+            await oidc.check(forged)
+        assert issuer.jwks_fetches == 5
+        for at, fetched in ((109.9, 5), (110.0, 6), (110.5, 6), (111.0, 7)):
+            now[0] = at
+            assert await oidc.check(forged) == (None, None)
+            assert issuer.jwks_fetches == fetched, at
+
+
+async def test_keys_the_issuer_fails_to_give_let_no_token_in(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A JWKS answered with an error status, or with something else than an object: no key,
+    the log says which and why (its keys are not taken from an error answer)."""
+    async with oidc_issuer() as real:
+        answers: list[web.Response] = []
+
+        async def discovery(request: web.Request) -> web.Response:
+            return web.json_response({"issuer": real.url, "jwks_uri": f"{real.url}/jwks"})
+
+        async def jwks(request: web.Request) -> web.Response:
+            return answers.pop(0)
+
+        app = web.Application()
+        app.router.add_get("/.well-known/openid-configuration", discovery)
+        app.router.add_get("/jwks", jwks)
+        async with serve(app) as url:
+            real.url = url
+            token = real.token("k1")
+            answers.extend([web.json_response(real.jwks(), status=503),
+                            web.json_response(["not", "keys"])])  # fmt: skip
+            oidc = OidcIssuer(Oidc(issuer=url, audience="shoal"))
+            with caplog.at_level("WARNING", logger="shoal.api.auth.oidc"):
+                for _ in range(2):
+                    assert await oidc.check(token) == (None, None)
+            assert answers == []
+            assert [r.getMessage() for r in caplog.records] == [
+                f"OIDC JWKS {url}/jwks: status 503",
+                f"OIDC JWKS {url}/jwks: status 200",
+            ]
