@@ -318,6 +318,9 @@ async def test_an_issuer_named_with_a_trailing_slash_in_its_discovery_is_the_sam
         oidc = OidcIssuer(Oidc(issuer=issuer.url, audience="shoal"))
         user, _ = await oidc.check(issuer.token("k1"))
         assert user == authenticated("carol")
+        # a token naming it with the trailing slash too
+        user, _ = await oidc.check(issuer.token("k1", iss=issuer.url + "/", sub="dan"))
+        assert user == authenticated("dan")
 
 
 async def test_unknown_keys_fetch_the_issuers_keys_five_times_a_window_by_default() -> None:
@@ -353,8 +356,9 @@ async def test_the_window_of_key_fetches_opens_again_when_its_oldest_fetch_is_wi
 async def test_keys_the_issuer_fails_to_give_let_no_token_in(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """A JWKS answered with an error status, or with something else than an object: no key,
-    the log says which and why (its keys are not taken from an error answer)."""
+    """A JWKS answered with an error status, or with something else than an object, or
+    without keys: no key, the log says which and why (its keys are not taken from an error
+    answer). A key of a type Shoal does not use is passed over, not the keys after it."""
     async with oidc_issuer() as real:
         answers: list[web.Response] = []
 
@@ -370,12 +374,16 @@ async def test_keys_the_issuer_fails_to_give_let_no_token_in(
         async with serve(app) as url:
             real.url = url
             token = real.token("k1")
+            keys = [{"kty": "unknown", "kid": "k0"}, *real.jwks()["keys"]]
             answers.extend([web.json_response(real.jwks(), status=503),
-                            web.json_response(["not", "keys"])])  # fmt: skip
+                            web.json_response(["not", "keys"]),
+                            web.json_response({}),
+                            web.json_response({"keys": keys})])  # fmt: skip
             oidc = OidcIssuer(Oidc(issuer=url, audience="shoal"))
             with caplog.at_level("WARNING", logger="shoal.api.auth.oidc"):
-                for _ in range(2):
+                for _ in range(3):
                     assert await oidc.check(token) == (None, None)
+                assert (await oidc.check(token))[0] == authenticated("carol")
             assert answers == []
             assert [r.getMessage() for r in caplog.records] == [
                 f"OIDC JWKS {url}/jwks: status 503",
