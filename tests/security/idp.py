@@ -39,9 +39,11 @@ class Issuer:
         self.keys[kid] = rsa.generate_private_key(public_exponent=65537, key_size=2048)
 
     def token(self, kid: str, **claims: Any) -> str:
+        """A token signed with key ``kid``; a claim given as None is left out."""
         now = int(time.time())
         body = {"iss": self.url, "aud": "shoal", "sub": "carol", "iat": now, "exp": now + 300}
         body.update(claims)
+        body = {name: value for name, value in body.items() if value is not None}
         return jwt.encode(body, self.keys[kid], algorithm="RS256", headers={"kid": kid})
 
     def jwks(self) -> dict[str, Any]:

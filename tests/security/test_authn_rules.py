@@ -389,3 +389,26 @@ async def test_keys_the_issuer_fails_to_give_let_no_token_in(
                 f"OIDC JWKS {url}/jwks: status 503",
                 f"OIDC JWKS {url}/jwks: status 200",
             ]
+
+
+# (the issuer's configured audience, the token's claims) -> its user, or None
+OIDC_CLAIMS = [
+    pytest.param("shoal", {"exp": None}, None, id="no expiry: refused"),
+    pytest.param("shoal", {"exp": -10}, "carol", id="expired 10 s ago: within the leeway"),
+    pytest.param("shoal", {"exp": -40}, None, id="expired 40 s ago: past the leeway"),
+    pytest.param(None, {"aud": "shoal"}, "carol", id="no audience configured: any"),
+    pytest.param(None, {"aud": None}, "carol", id="no audience configured, none given"),
+    pytest.param("shoal", {"aud": None}, None, id="an audience configured, none given"),
+]
+
+
+@pytest.mark.parametrize(("audience", "claims", "user"), OIDC_CLAIMS)
+async def test_what_an_oidc_tokens_claims_make_of_it(
+    audience: str | None, claims: dict[str, Any], user: str | None
+) -> None:
+    async with oidc_issuer() as issuer:
+        if claims.get("exp") is not None:
+            claims = {**claims, "exp": int(time.time()) + claims["exp"]}
+        oidc = OidcIssuer(Oidc(issuer=issuer.url, audience=audience))
+        found, _ = await oidc.check(issuer.token("k1", **claims))
+        assert found == (authenticated(user) if user else None)
