@@ -391,24 +391,36 @@ async def test_keys_the_issuer_fails_to_give_let_no_token_in(
             ]
 
 
-# (the issuer's configured audience, the token's claims) -> its user, or None
+EXPIRED = "Signature has expired"
+
+# (the issuer's configured audience, the token's claims) -> its user, or why it is refused
 OIDC_CLAIMS = [
-    pytest.param("shoal", {"exp": None}, None, id="no expiry: refused"),
+    pytest.param("shoal", {"exp": None}, 'Token is missing the "exp" claim', id="no expiry"),
     pytest.param("shoal", {"exp": -10}, "carol", id="expired 10 s ago: within the leeway"),
-    pytest.param("shoal", {"exp": -40}, None, id="expired 40 s ago: past the leeway"),
+    pytest.param("shoal", {"exp": -30}, EXPIRED, id="expired 30 s ago: the leeway's end"),
+    pytest.param("shoal", {"exp": -40}, EXPIRED, id="expired 40 s ago: past the leeway"),
     pytest.param(None, {"aud": "shoal"}, "carol", id="no audience configured: any"),
     pytest.param(None, {"aud": None}, "carol", id="no audience configured, none given"),
-    pytest.param("shoal", {"aud": None}, None, id="an audience configured, none given"),
-]
+    pytest.param("shoal", {"aud": None}, 'Token is missing the "aud" claim',
+                 id="an audience configured, none given"),
+]  # fmt: skip
 
 
-@pytest.mark.parametrize(("audience", "claims", "user"), OIDC_CLAIMS)
+@pytest.mark.parametrize(("audience", "claims", "outcome"), OIDC_CLAIMS)
 async def test_what_an_oidc_tokens_claims_make_of_it(
-    audience: str | None, claims: dict[str, Any], user: str | None
+    caplog: pytest.LogCaptureFixture, audience: str | None, claims: dict[str, Any], outcome: str
 ) -> None:
+    """Who a token is, or why it is refused: the log says so, naming the issuer."""
     async with oidc_issuer() as issuer:
         if claims.get("exp") is not None:
             claims = {**claims, "exp": int(time.time()) + claims["exp"]}
         oidc = OidcIssuer(Oidc(issuer=issuer.url, audience=audience))
-        found, _ = await oidc.check(issuer.token("k1", **claims))
-        assert found == (authenticated(user) if user else None)
+        with caplog.at_level("INFO", logger="shoal.api.auth.oidc"):
+            found, _ = await oidc.check(issuer.token("k1", **claims))
+        said = [r.getMessage() for r in caplog.records if r.name == "shoal.api.auth.oidc"]
+        if " " in outcome:  # a reason
+            assert found is None
+            assert said == [f"OIDC token of {issuer.url} refused: {outcome}"]
+        else:
+            assert found == authenticated(outcome)
+            assert said == []
