@@ -261,6 +261,7 @@ async def test_an_issuer_whose_discovery_fails_or_names_another_accepts_nothing(
         async with serve(app) as url:
             config = Oidc(issuer=url, audience="shoal")
             oidc = OidcIssuer(config, fetches=10, window=60.0)
+            keys_at = f"{real.url}/jwks"
             real.url = url  # tokens name this issuer, signed by the real one's key
             token = real.token("k1")
             answers.extend([
@@ -273,6 +274,8 @@ async def test_an_issuer_whose_discovery_fails_or_names_another_accepts_nothing(
                 for _ in range(4):
                     assert await oidc.check(token) == (None, None)
             assert answers == []  # each failure was asked again
+            answers.append(web.json_response({"issuer": url, "jwks_uri": keys_at}))
+            assert (await oidc.check(token))[0] == authenticated("carol")  # and now it is up
             discovery_url = f"{url}/.well-known/openid-configuration"
             assert [r.getMessage() for r in caplog.records][:3] == [
                 f"OIDC discovery {discovery_url}: status 503",
