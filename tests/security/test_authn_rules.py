@@ -43,12 +43,14 @@ def test_the_token_files_lines() -> None:
         "\n"
         "lonely\n"
         "t4,dave,uid-4,\"ops,,\"\n"
+        "t5,erin\n"
     )
     assert users == {
         "t1": User("alice", ("ops", "dev", AUTHENTICATED)),
         "t2": User("bob", (AUTHENTICATED,)),
         "t3": User("carol", (AUTHENTICATED,)),
         "t4": User("dave", ("ops", AUTHENTICATED)),
+        "t5": User("erin", (AUTHENTICATED,)),  # token and user: enough
     }
     assert users["t1"].subjects == ("alice", "group:ops", "group:dev",
                                     f"group:{AUTHENTICATED}")  # fmt: skip
@@ -65,7 +67,7 @@ def test_the_token_file_is_read_again_when_it_changes_at_most_once_a_second(
     os.utime(path, (1, 1))  # a new modification time
     assert tokens.lookup("t2", 100.5) is None  # checked less than a second ago
     assert tokens.lookup("t1", 100.5) == authenticated("alice")
-    assert tokens.lookup("t2", 101.6) == authenticated("bob")
+    assert tokens.lookup("t2", 101.0) == authenticated("bob")  # a second after: read again
     assert tokens.lookup("t1", 101.7) is None
     path.unlink()
     assert tokens.lookup("t2", 103.0) is None  # the file is gone: no token holds
