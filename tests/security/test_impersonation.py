@@ -1,9 +1,10 @@
 """Who may act for whom (``Impersonate-User``, ``Impersonate-Group``), on the API as
 ``shoal up`` ships it, and what the request may then do.
 
-Acting for someone takes the ``impersonate`` verb on ``core/users`` from a rule that opens
-cluster-wide objects (``namespaces`` empty, ``*`` or ``""``): users belong to no namespace,
-so a right in one namespace lets no one act for anyone, anywhere. The request then has the
+Acting for someone takes the ``impersonate`` verb on ``core/users`` (and on ``core/groups``
+for each group) from a rule that opens cluster-wide objects (``namespaces`` empty, ``*`` or
+``""``): users belong to no namespace, so a right in one namespace lets no one act for
+anyone, anywhere. A rule's ``names`` limits whom it acts as. The request then has the
 rights of the user it acts for, and only those: never the caller's own.
 """
 
