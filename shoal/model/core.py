@@ -173,6 +173,9 @@ class RoleRule(Model):
     resources: list[str] = Field(default_factory=list)
     namespaces: list[str] = Field(default_factory=list)
     verbs: list[Verb] = Field(default_factory=list)
+    # Which users or groups an ``impersonate`` rule lets its holder act as (Kubernetes'
+    # resourceNames); empty: any. Only such rules may name objects (validation.roles).
+    names: list[str] = addition(default_factory=list)
 
 
 class Role(CoreKind):

@@ -33,14 +33,17 @@ class Issuer:
     url: str = ""
     keys: dict[str, rsa.RSAPrivateKey] = field(default_factory=dict)
     jwks_fetches: int = 0
+    announced: str | None = None  # the issuer its discovery names, if not its url
 
     def add_key(self, kid: str) -> None:
         self.keys[kid] = rsa.generate_private_key(public_exponent=65537, key_size=2048)
 
     def token(self, kid: str, **claims: Any) -> str:
+        """A token signed with key ``kid``; a claim given as None is left out."""
         now = int(time.time())
         body = {"iss": self.url, "aud": "shoal", "sub": "carol", "iat": now, "exp": now + 300}
         body.update(claims)
+        body = {name: value for name, value in body.items() if value is not None}
         return jwt.encode(body, self.keys[kid], algorithm="RS256", headers={"kid": kid})
 
     def jwks(self) -> dict[str, Any]:
@@ -52,22 +55,24 @@ class Issuer:
 
 
 @asynccontextmanager
-async def oidc_issuer() -> AsyncIterator[Issuer]:
+async def oidc_issuer(path: str = "") -> AsyncIterator[Issuer]:
+    """An issuer at ``path`` of its server (Keycloak's: ``/realms/<realm>``)."""
     issuer = Issuer()
     issuer.add_key("k1")
 
     async def discovery(request: web.Request) -> web.Response:
-        return web.json_response({"issuer": issuer.url, "jwks_uri": f"{issuer.url}/jwks"})
+        named = issuer.url if issuer.announced is None else issuer.announced
+        return web.json_response({"issuer": named, "jwks_uri": f"{issuer.url}/jwks"})
 
     async def jwks(request: web.Request) -> web.Response:
         issuer.jwks_fetches += 1
         return web.json_response(issuer.jwks())
 
     app = web.Application()
-    app.router.add_get("/.well-known/openid-configuration", discovery)
-    app.router.add_get("/jwks", jwks)
+    app.router.add_get(f"{path}/.well-known/openid-configuration", discovery)
+    app.router.add_get(f"{path}/jwks", jwks)
     async with serve(app) as url:
-        issuer.url = url
+        issuer.url = url + path
         yield issuer
 
 
@@ -76,14 +81,18 @@ class KeystoneServer:
     url: str = ""
     tokens: dict[str, str] = field(default_factory=dict)  # token → user name
     checks: int = 0
+    answer: tuple[int, Any] | None = None  # (status, body) to send instead of Keystone's
 
 
 @asynccontextmanager
-async def keystone() -> AsyncIterator[KeystoneServer]:
+async def keystone(path: str = "/v3") -> AsyncIterator[KeystoneServer]:
+    """Keystone's token API at ``path`` of its server."""
     server = KeystoneServer()
 
     async def tokens(request: web.Request) -> web.Response:
         server.checks += 1
+        if server.answer is not None:
+            return web.json_response(server.answer[1], status=server.answer[0])
         subject = request.headers.get("X-Subject-Token", "")
         if request.headers.get("X-Auth-Token") not in server.tokens or subject not in server.tokens:
             return web.json_response({"error": {"code": 404}}, status=404)
@@ -99,7 +108,7 @@ async def keystone() -> AsyncIterator[KeystoneServer]:
         return web.json_response(body, headers={"X-Subject-Token": subject})
 
     app = web.Application()
-    app.router.add_get("/v3/auth/tokens", tokens)
+    app.router.add_get(f"{path}/auth/tokens", tokens)
     async with serve(app) as url:
-        server.url = f"{url}/v3"
+        server.url = url + path
         yield server

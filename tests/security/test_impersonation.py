@@ -1,9 +1,10 @@
 """Who may act for whom (``Impersonate-User``, ``Impersonate-Group``), on the API as
 ``shoal up`` ships it, and what the request may then do.
 
-Acting for someone takes the ``impersonate`` verb on ``core/users`` from a rule that opens
-cluster-wide objects (``namespaces`` empty, ``*`` or ``""``): users belong to no namespace,
-so a right in one namespace lets no one act for anyone, anywhere. The request then has the
+Acting for someone takes the ``impersonate`` verb on ``core/users`` (and on ``core/groups``
+for each group) from a rule that opens cluster-wide objects (``namespaces`` empty, ``*`` or
+``""``): users belong to no namespace, so a right in one namespace lets no one act for
+anyone, anywhere. A rule's ``names`` limits whom it acts as. The request then has the
 rights of the user it acts for, and only those: never the caller's own.
 """
 
@@ -57,9 +58,9 @@ async def bind(admin: ShoalClient, name: str, subject: str, *rules: RoleRule) ->
     await admin.create(RoleBinding(metadata=Metadata(name=name), users=[subject], roles=[name]))
 
 
-def impersonate(*namespaces: str) -> RoleRule:
-    return RoleRule(api="core", resources=["users"], namespaces=list(namespaces),
-                    verbs=["impersonate"])  # fmt: skip
+def impersonate(*namespaces: str, resource: str = "users", names: tuple[str, ...] = ()) -> RoleRule:
+    return RoleRule(api="core", resources=[resource], namespaces=list(namespaces),
+                    verbs=["impersonate"], names=list(names))  # fmt: skip
 
 
 def audited(uri: str) -> list[dict[str, Any]]:
@@ -82,7 +83,7 @@ async def test_a_tenant_may_not_act_for_anyone(tenant: Tenant, caller: Caller) -
         for path in (APPS_A, APPS_B, "/core/roles"):
             answer = await caller("alice", act_as).get(path)
             assert answer.status_code == 403, (act_as, path)
-            assert answer.json()["detail"] == "user 'alice' may not impersonate"
+            assert answer.json()["detail"] == f"user 'alice' may not impersonate user {act_as!r}"
     # with the groups alone, the same
     answer = await caller("alice", "alice", ("shoal:admins",)).get("/core/roles")
     assert answer.status_code == 403
@@ -147,7 +148,15 @@ async def test_a_cluster_wide_impersonate_right_acts_with_the_others_rights_only
     # anonymous is no one to act for
     assert await status_of(caller("bob", "system:anonymous"), APPS_B) == 401
     # no name: refused, not the caller's own rights
-    assert await status_of(caller("bob", ""), APPS_B) == 403
+    refused = await caller("bob", "").get(APPS_B)
+    assert refused.status_code == 403
+    assert refused.json()["detail"] == (
+        "user 'bob' may not impersonate: Impersonate-User names no one"
+    )
+    # a right on users is no right on groups
+    refused = await caller("bob", "alice", ("shoal:admins",)).get("/core/roles")
+    assert refused.status_code == 403
+    assert refused.json()["detail"] == "user 'bob' may not impersonate group 'shoal:admins'"
 
 
 async def test_a_controller_acts_for_a_requester_with_the_requesters_groups(
@@ -174,3 +183,89 @@ async def test_a_controller_acts_for_a_requester_with_the_requesters_groups(
         answer = await caller(component, "carol", ("team-c",)).get(APPS_B)
         assert answer.status_code == 403, component
         assert "may not impersonate" in answer.json()["detail"]
+
+
+async def test_a_rule_naming_users_lets_act_as_those_users_only(
+    client: ShoalClient, tenant: Tenant, caller: Caller
+) -> None:
+    await tenant("bob", "b")
+    await bind(client, "alice-acts-as-bob", "alice", impersonate(names=("bob",)))
+    as_bob = caller("alice", "bob")
+
+    async def acting() -> bool:
+        return await status_of(as_bob, APPS_B) == 200
+
+    await wait_for(acting, message="alice acts as bob")
+    assert await status_of(as_bob, APPS_A) == 403  # bob's rights: namespace b only
+    for act_as in ("carol", "admin", "bobby", "system:kube-controller"):
+        refused = await caller("alice", act_as).get(APPS_B)
+        assert refused.status_code == 403, act_as
+        assert refused.json()["detail"] == f"user 'alice' may not impersonate user {act_as!r}"
+    # nor bob with a group: groups take their own right
+    refused = await caller("alice", "bob", ("shoal:admins",)).get("/core/roles")
+    assert refused.status_code == 403
+    assert refused.json()["detail"] == "user 'alice' may not impersonate group 'shoal:admins'"
+
+
+async def test_a_rule_naming_groups_lets_act_with_those_groups_only(
+    client: ShoalClient, caller: Caller
+) -> None:
+    team = RoleRule(api="kubernetes", resources=["applications"], namespaces=["c"],
+                    verbs=["get", "list"])  # fmt: skip
+    await bind(client, "team-c", "group:team-c", team)
+    groups_c = impersonate(resource="groups", names=("team-c",))
+    await bind(client, "alice-acts", "alice", impersonate(), groups_c)
+    as_carol = caller("alice", "carol", ("team-c",))
+
+    async def acting() -> bool:
+        return await status_of(as_carol, "/kubernetes/namespaces/c/applications") == 200
+
+    await wait_for(acting, message="alice acts with team-c")
+    assert await status_of(as_carol, APPS_B) == 403  # team-c's rights: namespace c only
+    for groups in (("shoal:admins",), ("team-c", "shoal:admins"), ("team-d",)):
+        refused = await caller("alice", "carol", groups).get("/core/roles")
+        assert refused.status_code == 403, groups
+        named = next(g for g in groups if g != "team-c")
+        assert refused.json()["detail"] == f"user 'alice' may not impersonate group {named!r}"
+
+
+async def test_a_namespaced_rule_naming_a_user_opens_nothing(
+    client: ShoalClient, tenant: Tenant, caller: Caller
+) -> None:
+    await tenant("bob", "b")
+    reads_c = RoleRule(api="kubernetes", resources=["applications"], namespaces=["c"],
+                       verbs=["list"])  # fmt: skip
+    await bind(client, "alice-in-b", "alice", impersonate("b", names=("bob",)), reads_c)
+
+    async def applied() -> bool:
+        return await status_of(caller("alice"), "/kubernetes/namespaces/c/applications") == 200
+
+    await wait_for(applied, message="alice's role applied")
+    refused = await caller("alice", "bob").get(APPS_B)
+    assert refused.status_code == 403
+    assert refused.json()["detail"] == "user 'alice' may not impersonate user 'bob'"
+
+
+@pytest.mark.parametrize(
+    ("rule", "field"),
+    [
+        (RoleRule(api="kubernetes", resources=["applications"], namespaces=["a"],
+                  verbs=["get"], names=["web"]), "rules[0].names"),
+        (RoleRule(api="core", resources=["users"], verbs=["impersonate", "get"],
+                  names=["bob"]), "rules[0].names"),
+        (RoleRule(api="*", resources=["users"], verbs=["impersonate"], names=["bob"]),
+         "rules[0].names"),
+        (RoleRule(api="core", resources=["users"], verbs=["impersonate"], names=[""]),
+         "rules[0].names[0]"),
+    ],
+    ids=["on applications", "with another verb", "any group", "an empty name"],
+)  # fmt: skip
+async def test_only_impersonate_rules_name_users_or_groups(
+    caller: Caller, rule: RoleRule, field: str
+) -> None:
+    """A name on any other rule would read as a limit that nothing applies."""
+    answer = await caller("admin").post("/core/roles", json={
+        "api": "core", "kind": "Role", "metadata": {"name": "named"},
+        "rules": [rule.model_dump(mode="json")]})  # fmt: skip
+    assert answer.status_code == 422, answer.text
+    assert [e["field"] for e in answer.json()["errors"]] == [field], answer.text

@@ -333,3 +333,53 @@ def test_what_a_request_acts_on(method: str, path: str, query: dict[str, str],
     t = target(method, path, query)
     assert (t.api, t.resource, t.verb, t.namespace, t.name, t.every) == want
     assert t.plural == want[1].partition("/")[0]
+
+
+def impersonating(resources: tuple[str, ...] = ("users",), names: tuple[str, ...] = (),
+                  namespaces: tuple[str, ...] = ()) -> dict[str, Any]:  # fmt: skip
+    return {**rule(api="core", resources=resources, namespaces=namespaces,
+                   verbs=("impersonate",)), "names": list(names)}  # fmt: skip
+
+
+# (rule, resource, name) -> whether alice may act as that user (users) or group (groups)
+NAMED = [
+    pytest.param(impersonating(), "users", "bob", True, id="users: anyone"),
+    pytest.param(impersonating(names=("bob",)), "users", "bob", True, id="[bob]: bob"),
+    pytest.param(impersonating(names=("bob",)), "users", "carol", False, id="[bob]: not carol"),
+    pytest.param(impersonating(names=("bob",)), "users", "bo", False, id="[bob]: not a prefix"),
+    pytest.param(impersonating(names=("bob", "carol")), "users", "carol", True, id="[bob, carol]"),
+    pytest.param(impersonating(names=("bob",)), "groups", "bob", False, id="users: no group"),
+    pytest.param(impersonating(("groups",), ("ops",)), "groups", "ops", True, id="groups [ops]"),
+    pytest.param(impersonating(("groups",), ("ops",)), "groups", "dev", False, id="not dev"),
+    pytest.param(impersonating(("groups",)), "users", "bob", False, id="groups: no user"),
+    pytest.param(impersonating(namespaces=("*",)), "users", "bob", True, id="[*]: anyone"),
+    pytest.param(impersonating(namespaces=("",)), "users", "bob", True, id="['']: anyone"),
+    pytest.param(impersonating(namespaces=("a",)), "users", "bob", False, id="in a: no one"),
+    pytest.param(impersonating(names=("bob",), namespaces=("a",)), "users", "bob", False,
+                 id="[bob] in a: not bob"),
+    pytest.param({**rule(api="core", resources=("users",), verbs=("get",)), "names": ["bob"]},
+                 "users", "bob", False, id="another verb"),
+    pytest.param(rule(), "users", "bob", True, id="everything"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("one", "resource", "name", "allowed"), NAMED)
+def test_an_impersonate_rule_names_whom_it_acts_as(
+    one: dict[str, Any], resource: str, name: str, allowed: bool
+) -> None:
+    rbac = rbac_of(one)
+    assert rbac.may_name(ALICE, "core", resource, "impersonate", name) is allowed
+    assert rbac.may_name(authenticated("bob"), "core", resource, "impersonate", name) is False
+
+
+def test_a_rule_naming_objects_grants_nothing_else() -> None:
+    """``grant`` answers for every object of a resource: a rule naming some adds nothing."""
+    rbac = rbac_of(impersonating(names=("bob",)))
+    assert opened(rbac.grant(ALICE, "core", "users", "impersonate")) == (False, NONE, False)
+    assert opened(rbac_of(impersonating()).grant(ALICE, "core", "users", "impersonate")) == (
+        False, NONE, True)  # fmt: skip
+
+
+@pytest.mark.parametrize(("mode", "allowed"), [("always-allow", True), ("always-deny", False)])
+def test_the_plain_modes_name_everyone_or_no_one(mode: str, allowed: bool) -> None:
+    assert Authorizer(mode).may_name(ALICE, "core", "users", "impersonate", "bob") is allowed

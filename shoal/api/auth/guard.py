@@ -123,10 +123,14 @@ class Guard:
             await _answer(scope, receive, send, 401, str(error))
             return
         if _header(scope, b"impersonate-user") is not None:
-            impersonated = None if clusters.identity(user) else self._impersonate(scope, user)
-            if impersonated is None:
+            impersonated = (
+                f"user {user.name!r} may not impersonate"
+                if clusters.identity(user)
+                else self._impersonate(scope, user)
+            )
+            if isinstance(impersonated, str):
                 scope["shoal.user"] = user
-                await _answer(scope, receive, send, 403, f"user {user.name!r} may not impersonate")
+                await _answer(scope, receive, send, 403, impersonated)
                 return
             scope["shoal.impersonator"] = user  # the audit names who acted for whom
             user = impersonated
@@ -296,16 +300,17 @@ class Guard:
         receive = bodies.replay(door.replace(scope, allowed), receive)
         await self.app(scope, receive, bodies.merged(refused, total, send))
 
-    def _impersonate(self, scope: Scope, user: User) -> User | None:
-        """The user named by ``Impersonate-User`` (groups: ``Impersonate-Group``, comma-separated
-        or repeated), if the caller may impersonate.
+    def _impersonate(self, scope: Scope, user: User) -> User | str:
+        """The user named by ``Impersonate-User`` with the groups of ``Impersonate-Group``
+        (comma-separated or repeated), or why the caller may not act as them.
 
         Controllers act for the people who asked (the RescheduleTask controller for
-        the task's requester): they need ``impersonate`` on ``core/users``.
+        the task's requester): they need ``impersonate`` on ``core/users``, and on
+        ``core/groups`` for the groups; a rule's ``names`` limits whom.
         """
-        if not self.authz.grant(user, "core", "users", "impersonate").cluster:
-            return None
         name = _header(scope, b"impersonate-user") or ""
+        if not name:
+            return f"user {user.name!r} may not impersonate: Impersonate-User names no one"
         groups = [
             group.strip()
             for key, value in scope["headers"]
@@ -313,7 +318,11 @@ class Guard:
             for group in value.decode("latin-1").split(",")
             if group.strip()
         ]
-        return authenticated(name, groups) if name else None
+        for resource, kind, names in (("users", "user", [name]), ("groups", "group", groups)):
+            for each in names:
+                if not self.authz.may_name(user, "core", resource, "impersonate", each):
+                    return f"user {user.name!r} may not impersonate {kind} {each!r}"
+        return authenticated(name, groups)
 
     def _audited(self, scope: Scope, send: Send) -> Send:
         audit = self.audit

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import jwt
@@ -26,9 +27,16 @@ ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES
 
 
 class OidcIssuer:
-    def __init__(self, config: Oidc, fetches: int = 5, window: float = 10.0) -> None:
+    def __init__(
+        self,
+        config: Oidc,
+        fetches: int = 5,
+        window: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.config = config
         self.window = window
+        self.clock = clock  # the window's clock (a test's own, to read the window's edges)
         self._jwks_uri: str | None = None
         self._keys: dict[str | None, jwt.PyJWK] = {}
         self._fetched: deque[float] = deque(maxlen=fetches)
@@ -48,7 +56,7 @@ class OidcIssuer:
 
     async def _key(self, kid: str | None) -> jwt.PyJWK | None:
         key = self._keys.get(kid)
-        now = time.monotonic()
+        now = self.clock()
         full = len(self._fetched) == self._fetched.maxlen
         if key is not None or (full and now - self._fetched[0] < self.window):
             return key

@@ -8,6 +8,8 @@ are resources of their own (``applications/binding``). A cluster-wide
 resource (Role, GlobalMetric, RescheduleTask…) is granted only by a rule
 whose ``namespaces`` is empty or holds ``""``: a right in one namespace never
 opens anything outside it (Krake granted every cluster-wide kind).
+An ``impersonate`` rule on ``core/users`` or ``core/groups`` may give
+``names``: whom it lets act as (``may_name``); such a rule grants nothing else.
 
 Decisions come from an index in memory, fed by a watch on roles and
 bindings: no store read per request, and each (user, resource, verb) answer
@@ -20,7 +22,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,6 +68,12 @@ class _Rule:
     resources: frozenset[str]
     verbs: frozenset[str]
     namespaces: frozenset[str]
+    names: frozenset[str] = frozenset()  # whom an impersonate rule acts as; empty: anyone
+
+    @property
+    def cluster_wide(self) -> bool:
+        """Whether it opens the cluster-wide objects: ``namespaces`` empty, ``*`` or ``""``."""
+        return not self.namespaces or not self.namespaces.isdisjoint(("", "*"))
 
     def covers(self, api: str, resource: str, verbs: tuple[str, ...]) -> bool:
         return (
@@ -83,6 +91,11 @@ class Authorizer:
 
     def grant(self, user: User, api: str, resource: str, verb: str) -> Grant:
         return EVERYTHING if self.mode == "always-allow" else NOTHING
+
+    def may_name(self, user: User, api: str, resource: str, verb: str, name: str) -> bool:
+        """Whether ``user`` may do ``verb`` on the cluster-wide object ``name`` of ``resource``
+        (``impersonate`` on ``core/users`` or ``core/groups``: act as that user or group)."""
+        return self.mode == "always-allow"
 
     async def start(self) -> None:
         """Ready to answer (RBAC: the index is loaded)."""
@@ -114,6 +127,7 @@ class Rbac(Authorizer):
                     frozenset(r.get("resources") or ()),
                     frozenset(r.get("verbs") or ()),
                     frozenset(r.get("namespaces") or ()),
+                    frozenset(r.get("names") or ()),
                 )
                 for r in data.get("rules") or ()
             )
@@ -141,20 +155,30 @@ class Rbac(Authorizer):
             self._decisions[key] = found
         return found
 
+    def may_name(self, user: User, api: str, resource: str, verb: str, name: str) -> bool:
+        return any(
+            rule.covers(api, resource, (verb,))
+            and rule.cluster_wide
+            and (not rule.names or name in rule.names)
+            for rule in self._rules_of(user)
+        )
+
+    def _rules_of(self, user: User) -> Iterator[_Rule]:
+        for subject in user.subjects:
+            for role in self._by_subject.get(subject, ()):
+                yield from self._roles.get(role, ())
+
     def _compute(self, user: User, api: str, resource: str, verbs: tuple[str, ...]) -> Grant:
         everywhere = cluster = False
         namespaces: set[str] = set()
-        for subject in user.subjects:
-            for role in self._by_subject.get(subject, ()):
-                for rule in self._roles.get(role, ()):
-                    if not rule.covers(api, resource, verbs):
-                        continue
-                    every = not rule.namespaces.isdisjoint(("", "*"))
-                    if not rule.namespaces or every:
-                        cluster = True
-                    if every:
-                        everywhere = True
-                    namespaces |= rule.namespaces
+        for rule in self._rules_of(user):
+            if rule.names or not rule.covers(api, resource, verbs):
+                continue  # a rule naming objects grants only them (``may_name``)
+            if rule.cluster_wide:
+                cluster = True
+            if not rule.namespaces.isdisjoint(("", "*")):
+                everywhere = True
+            namespaces |= rule.namespaces
         return Grant(everywhere, frozenset(namespaces - {"", "*"}), cluster)
 
     # fed by a watch -------------------------------------------------------------

@@ -87,7 +87,7 @@ _RULES: dict[str, list[RoleRule]] = {
         _rule("kubernetes", ["applications/reschedule"], ["update"]),
         _rule("scheduling", ["rescheduletasks"], [*_READ, "update", "delete"]),
         _rule("scheduling", ["rescheduletasks/status"], ["update"]),
-        _rule("core", ["users"], ["impersonate"]),  # a task acts for its requester
+        _rule("core", ["users", "groups"], ["impersonate"]),  # a task acts for its requester
         _LEASES,
         _EVENTS,
     ],

@@ -19,6 +19,8 @@ from shoal.model.validation.names import identifier
 ANY = "*"
 VERBS = ("create", "list", "list_all", "get", "update", "delete", "watch", "secrets", "impersonate")
 """Krake's verbs, and Shoal's ``watch``, ``secrets`` and ``impersonate``."""
+IMPERSONATED = frozenset({"users", "groups"})
+"""The ``core`` resources an ``impersonate`` rule names: who a request may act as."""
 
 
 @cache
@@ -26,7 +28,7 @@ def resources_by_group() -> dict[str, frozenset[str]]:
     """Every resource a rule can name, per API group: plurals and ``plural/subresource``."""
     from shoal.model.registry import KINDS
 
-    groups: dict[str, set[str]] = {"core": {"users"}}  # users: for impersonate
+    groups: dict[str, set[str]] = {"core": {"users", "groups"}}  # for impersonate
     for kind in KINDS:
         names = groups.setdefault(kind.api_name(), set())
         names.add(kind.plural)
@@ -69,6 +71,23 @@ def _rule(rule: Any, path: str, known: dict[str, frozenset[str]]) -> Iterator[Fi
     for index, namespace in enumerate(rule.namespaces):
         if namespace not in ("", ANY):
             yield from identifier(namespace, join(path, "namespaces", index), "a namespace")
+    yield from _names(rule, path)
+
+
+def _names(rule: Any, path: str) -> Iterator[Finding]:
+    """``names`` limits whom an ``impersonate`` rule acts as, and nothing else: on any other
+    rule it would be read as a limit the authoriser does not apply, and grant more than meant."""
+    if not rule.names:
+        return
+    if rule.api != "core" or not set(rule.resources) <= IMPERSONATED or set(rule.verbs) != {
+        "impersonate"
+    }:
+        yield Finding(
+            join(path, "names"),
+            "only a rule of verb 'impersonate' on core 'users' or 'groups' can name objects",
+        )
+    for index, name in enumerate(rule.names):
+        yield from identifier(name, join(path, "names", index), "a user or group name")
 
 
 def check_binding(users: list[Any], roles: list[Any]) -> Iterator[Finding]:
