@@ -341,3 +341,161 @@ async def test_the_infrastructure_is_deleted_only_once_its_applications_moved(
         assert sim.clusters.cluster("spare").store.get(DEPLOYMENTS, NS, "web") is not None
     finally:
         await stopped(parts)
+
+
+async def has_kubeconfig(client: ShoalClient, name: str) -> Cluster | None:
+    cluster = await client.get(Cluster, name, NS)
+    return cluster if cluster.spec.kubeconfig is not None else None
+
+
+async def events_of(client: ShoalClient, name: str, reason: str) -> list[Event]:
+    return [e for e in (await client.list(Event, NS)).items
+            if e.involved_object.name == name and e.reason == reason]  # fmt: skip
+
+
+@pytest.mark.usefixtures("im_cloud")
+async def test_an_infrastructure_left_unconfigured_is_configured_again_then_connected(
+    client: ShoalClient, im: FakeIm, sim: SimServer
+) -> None:
+    sim.clusters.add_cluster("built", 1)
+    im.states["inf-1"] = "unconfigured"  # a machine failed to configure
+    parts = await running(
+        Scheduler(client, fast_config()),
+        InfrastructureController(client, poll=0.1, timeout=2.0, retry_delay=30.0, retry_cap=30.0),
+    )
+    try:
+        await client.create(
+            cluster_on_cloud("edge-1", "DE", tosca=with_kubeconfig(sim.kubeconfig("built")))
+        )
+
+        async def reconfiguring() -> Cluster | None:
+            cluster = await client.get(Cluster, "edge-1", NS)
+            asked = im.count("PUT", "/inf-1/reconfigure") >= 1
+            failing = cluster.status.state is ClusterState.FAILING_RECONCILIATION
+            return cluster if asked and failing else None
+
+        cluster = await wait_for(reconfiguring, timeout=30, interval=0.05, message="reconfigure")
+        assert cluster.spec.kubeconfig is None
+        del im.states["inf-1"]  # configured now
+        cluster = await wait_for(lambda: has_kubeconfig(client, "edge-1"), timeout=30,
+                                 interval=0.05, message="edge-1 connected")  # fmt: skip
+        assert cluster.spec.kubeconfig == sim.kubeconfig("built")
+        assert cluster.status.state is ClusterState.CONNECTING
+        assert cluster.status.reason is None
+        assert cluster.status.cluster_id == "inf-1"
+        assert list(im.infrastructures) == ["inf-1"]
+        assert im.count("POST") == 1
+    finally:
+        await stopped(parts)
+
+
+@pytest.mark.usefixtures("im_cloud")
+async def test_an_infrastructure_the_provider_forgot_is_built_again_after_the_back_off(
+    client: ShoalClient, im: FakeIm, sim: SimServer
+) -> None:
+    sim.clusters.add_cluster("built", 1)
+    im.build_time = None  # still being built when IM forgets it
+    parts = await running(
+        Scheduler(client, fast_config()),
+        InfrastructureController(client, poll=0.1, timeout=2.0, retry_delay=1.0, retry_cap=4.0),
+    )
+    try:
+        await client.create(
+            cluster_on_cloud("edge-1", "DE", tosca=with_kubeconfig(sim.kubeconfig("built")))
+        )
+
+        async def recorded() -> bool:
+            return (await client.get(Cluster, "edge-1", NS)).status.cluster_id == "inf-1"
+
+        await wait_for(recorded, timeout=30, interval=0.05, message="inf-1 recorded")
+        del im.infrastructures["inf-1"]
+
+        async def forgotten() -> Cluster | None:
+            cluster = await client.get(Cluster, "edge-1", NS)
+            return cluster if cluster.status.state is ClusterState.FAILED else None
+
+        cluster = await wait_for(forgotten, timeout=30, interval=0.05, message="edge-1 FAILED")
+        assert cluster.status.reason is not None
+        assert cluster.status.reason.code.name == "CREATE_FAILED"
+        assert cluster.status.reason.message == (
+            "im no longer knows inf-1 (attempt 1; next in 1 s)"
+        )
+        assert cluster.status.cluster_id is None  # forgotten here too
+        assert not cluster.status.last_applied_tosca  # nothing applied any more
+        gone_read = max(c.when for c in im.calls if c.path == "/inf-1/state")
+        im.build_time = 0.0
+        cluster = await wait_for(lambda: has_kubeconfig(client, "edge-1"), timeout=30,
+                                 interval=0.05, message="edge-1 built again")  # fmt: skip
+        assert cluster.status.cluster_id == "inf-2"
+        assert list(im.infrastructures) == ["inf-2"]
+        assert create_times(im)[1] - gone_read >= 1 - EARLY  # after the back-off, not at once
+        assert [e.message for e in await events_of(client, "edge-1", "InfrastructureGone")] == [
+            "im no longer knows inf-1; building it again"
+        ]
+    finally:
+        await stopped(parts)
+
+
+@pytest.mark.usefixtures("im_cloud")
+async def test_an_infrastructure_the_provider_reports_failed_fails_the_create(
+    client: ShoalClient, im: FakeIm
+) -> None:
+    im.states["inf-1"] = "failed"
+    parts = await running(
+        Scheduler(client, fast_config()),
+        InfrastructureController(client, poll=0.1, timeout=2.0, retry_delay=30.0, retry_cap=30.0),
+    )
+    try:
+        await client.create(cluster_on_cloud("edge-1", "DE"))
+
+        async def failed() -> Cluster | None:
+            cluster = await client.get(Cluster, "edge-1", NS)
+            return cluster if cluster.status.state is ClusterState.FAILED else None
+
+        cluster = await wait_for(failed, timeout=30, interval=0.05, message="edge-1 FAILED")
+        assert cluster.status.reason is not None
+        assert cluster.status.reason.code.name == "CREATE_FAILED"
+        assert cluster.status.reason.message == (
+            "im reports infrastructure inf-1 failed (attempt 1; next in 30 s)"
+        )
+        assert cluster.status.cluster_id == "inf-1"  # kept: the retry looks at it again
+        assert list(im.infrastructures) == ["inf-1"]
+        assert im.count("POST") == 1
+    finally:
+        await stopped(parts)
+
+
+@pytest.mark.usefixtures("im_cloud")
+async def test_a_create_answer_that_cannot_be_read_fails_and_the_retry_finds_what_it_made(
+    client: ShoalClient, im: FakeIm, sim: SimServer
+) -> None:
+    sim.clusters.add_cluster("built", 1)
+    im.create_answer = '{"id": "inf-1"}'  # not IM's {"uri": …}; made all the same
+    parts = await running(
+        Scheduler(client, fast_config()),
+        InfrastructureController(client, poll=0.1, timeout=2.0, retry_delay=1.0, retry_cap=4.0),
+    )
+    try:
+        await client.create(
+            cluster_on_cloud("edge-1", "DE", tosca=with_kubeconfig(sim.kubeconfig("built")))
+        )
+
+        async def failed() -> Cluster | None:
+            cluster = await client.get(Cluster, "edge-1", NS)
+            return cluster if cluster.status.state is ClusterState.FAILED else None
+
+        cluster = await wait_for(failed, timeout=30, interval=0.05, message="edge-1 FAILED")
+        assert cluster.status.reason is not None
+        assert cluster.status.reason.code.name == "CREATE_FAILED"
+        assert cluster.status.reason.message == (
+            "the provider's answer could not be read: KeyError: 'uri' (attempt 1; next in 1 s)"
+        )
+        assert cluster.status.cluster_id is None
+        im.create_answer = None
+        cluster = await wait_for(lambda: has_kubeconfig(client, "edge-1"), timeout=30,
+                                 interval=0.05, message="edge-1 built")  # fmt: skip
+        assert cluster.status.cluster_id == "inf-1"
+        assert im.count("POST") == 1  # the retry found inf-1: never made twice
+        assert list(im.infrastructures) == ["inf-1"]
+    finally:
+        await stopped(parts)
