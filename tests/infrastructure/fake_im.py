@@ -52,6 +52,8 @@ class FakeIm:
         self.create_delay = 0.0  # seconds between making one and answering its create
         self.build_time: float | None = 0.0  # seconds to configured; None: never
         self.on_delete: Callable[[str], None] | None = None  # called before a delete
+        self.states: dict[str, str] = {}  # id -> the IM state to answer instead of its build's
+        self.create_answer: str | None = None  # a create's body instead of {"uri": …} (made)
         self._ids = itertools.count(1)
         self.url = ""
 
@@ -112,10 +114,13 @@ class FakeIm:
         ident = f"inf-{next(self._ids)}"
         self.infrastructures[ident] = Infrastructure(template)
         await asyncio.sleep(self.create_delay)  # made, but the answer is late
+        if self.create_answer is not None:
+            return web.Response(text=self.create_answer, content_type="application/json")
         return web.json_response({"uri": self._uri(ident)})
 
     async def _state_of(self, request: web.Request) -> web.Response:
-        state = self._state(self._get(request))
+        infra = self._get(request)
+        state = self.states.get(request.match_info["id"]) or self._state(infra)
         return web.json_response({"state": {"state": state, "vm_states": {"0": state}}})
 
     async def _tosca(self, request: web.Request) -> web.Response:

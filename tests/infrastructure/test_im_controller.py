@@ -115,6 +115,17 @@ async def gone(client: ShoalClient, name: str) -> bool:
     return False
 
 
+async def messages_of(client: ShoalClient, name: str, reason: str) -> list[str]:
+    """The messages of the cluster's events of this reason, once there is one (events are
+    written in the background)."""
+
+    async def found() -> list[str]:
+        return [e.message for e in (await client.list(Event, NS)).items
+                if e.involved_object.name == name and e.reason == reason]  # fmt: skip
+
+    return await wait_for(found, timeout=10, interval=0.05, message=f"a {reason} event")
+
+
 def test_the_back_off_doubles_up_to_its_cap_however_many_attempts() -> None:
     backoff = Backoff(initial=2.0, factor=2.0, cap=300.0)
     assert [backoff.delay(n) for n in (1, 2, 3, 4, 8, 9)] == [2, 4, 8, 16, 256, 300]
@@ -200,10 +211,16 @@ async def test_a_create_whose_answer_was_lost_is_found_not_made_twice(
             return cluster if cluster.spec.kubeconfig is not None else None
 
         cluster = await wait_for(connected, timeout=30, interval=0.05, message="edge-1 built")
-        assert im.count("POST") == 1
+        assert im.count("POST") == 1  # one create, and no change of what it made after
         assert list(im.infrastructures) == im.marked(key(created)) == ["inf-1"]
         assert cluster.status.cluster_id == "inf-1"
         assert cluster.spec.kubeconfig == sim.kubeconfig("built")
+        assert cluster.status.running_on is not None
+        assert (cluster.status.running_on.kind, cluster.status.running_on.name) == (
+            "GlobalCloud",
+            "os-de",
+        )
+        assert await messages_of(client, "edge-1", "Creating") == ["im had created inf-1"]
     finally:
         await stopped(parts)
 
@@ -224,7 +241,9 @@ async def test_a_cluster_deleted_before_its_id_was_recorded_leaks_nothing(
             return bool(im.marked(key(created)))
 
         await wait_for(made, timeout=30, interval=0.02, message="the create reached IM")
-        assert (await client.get(Cluster, "edge-1", NS)).status.cluster_id is None
+        creating = await client.get(Cluster, "edge-1", NS)
+        assert creating.status.cluster_id is None
+        assert creating.status.state is ClusterState.CREATING  # written before the create
         await client.delete(Cluster, "edge-1", NS)
         await wait_for(lambda: gone(client, "edge-1"), timeout=30, interval=0.1,
                        message="edge-1 removed")  # fmt: skip
@@ -339,5 +358,160 @@ async def test_the_infrastructure_is_deleted_only_once_its_applications_moved(
         assert im.infrastructures == {}
         assert left_on_built == [None]  # when IM was told to delete, web had left it
         assert sim.clusters.cluster("spare").store.get(DEPLOYMENTS, NS, "web") is not None
+    finally:
+        await stopped(parts)
+
+
+async def handed_over(client: ShoalClient, name: str) -> Cluster | None:
+    """The cluster once built: its kubeconfig written, then CONNECTING (for the observer)."""
+    cluster = await client.get(Cluster, name, NS)
+    built = cluster.spec.kubeconfig is not None
+    return cluster if built and cluster.status.state is ClusterState.CONNECTING else None
+
+
+@pytest.mark.usefixtures("im_cloud")
+async def test_an_infrastructure_left_unconfigured_is_configured_again_then_connected(
+    client: ShoalClient, im: FakeIm, sim: SimServer
+) -> None:
+    sim.clusters.add_cluster("built", 1)
+    im.states["inf-1"] = "unconfigured"  # a machine failed to configure
+    parts = await running(
+        Scheduler(client, fast_config()),
+        InfrastructureController(client, poll=0.1, timeout=2.0, retry_delay=30.0, retry_cap=30.0),
+    )
+    try:
+        await client.create(
+            cluster_on_cloud("edge-1", "DE", tosca=with_kubeconfig(sim.kubeconfig("built")))
+        )
+
+        async def reconfiguring() -> Cluster | None:
+            cluster = await client.get(Cluster, "edge-1", NS)
+            asked = im.count("PUT", "/inf-1/reconfigure") >= 1
+            failing = cluster.status.state is ClusterState.FAILING_RECONCILIATION
+            return cluster if asked and failing else None
+
+        cluster = await wait_for(reconfiguring, timeout=30, interval=0.05, message="reconfigure")
+        assert cluster.spec.kubeconfig is None
+        del im.states["inf-1"]  # configured now
+        cluster = await wait_for(lambda: handed_over(client, "edge-1"), timeout=30,
+                                 interval=0.05, message="edge-1 connected")  # fmt: skip
+        assert cluster.spec.kubeconfig == sim.kubeconfig("built")
+        assert cluster.status.state is ClusterState.CONNECTING
+        assert cluster.status.reason is None
+        assert cluster.status.cluster_id == "inf-1"
+        assert list(im.infrastructures) == ["inf-1"]
+        assert im.count("POST") == 1
+    finally:
+        await stopped(parts)
+
+
+@pytest.mark.usefixtures("im_cloud")
+async def test_an_infrastructure_the_provider_forgot_is_built_again_after_the_back_off(
+    client: ShoalClient, im: FakeIm, sim: SimServer
+) -> None:
+    sim.clusters.add_cluster("built", 1)
+    im.build_time = None  # still being built when IM forgets it
+    parts = await running(
+        Scheduler(client, fast_config()),
+        InfrastructureController(client, poll=0.1, timeout=2.0, retry_delay=1.0, retry_cap=4.0),
+    )
+    try:
+        await client.create(
+            cluster_on_cloud("edge-1", "DE", tosca=with_kubeconfig(sim.kubeconfig("built")))
+        )
+
+        async def recorded() -> bool:
+            return (await client.get(Cluster, "edge-1", NS)).status.cluster_id == "inf-1"
+
+        await wait_for(recorded, timeout=30, interval=0.05, message="inf-1 recorded")
+        del im.infrastructures["inf-1"]
+
+        async def forgotten() -> Cluster | None:
+            cluster = await client.get(Cluster, "edge-1", NS)
+            return cluster if cluster.status.state is ClusterState.FAILED else None
+
+        cluster = await wait_for(forgotten, timeout=30, interval=0.05, message="edge-1 FAILED")
+        assert cluster.status.reason is not None
+        assert cluster.status.reason.code.name == "CREATE_FAILED"
+        assert cluster.status.reason.message == (
+            "im no longer knows inf-1 (attempt 1; next in 1 s)"
+        )
+        assert cluster.status.cluster_id is None  # forgotten here too
+        assert not cluster.status.last_applied_tosca  # nothing applied any more
+        gone_read = max(c.when for c in im.calls if c.path == "/inf-1/state")
+        im.build_time = 0.0
+        cluster = await wait_for(lambda: handed_over(client, "edge-1"), timeout=30,
+                                 interval=0.05, message="edge-1 built again")  # fmt: skip
+        assert cluster.status.cluster_id == "inf-2"
+        assert list(im.infrastructures) == ["inf-2"]
+        assert create_times(im)[1] - gone_read >= 1 - EARLY  # after the back-off, not at once
+        assert await messages_of(client, "edge-1", "InfrastructureGone") == [
+            "im no longer knows inf-1; building it again"
+        ]
+    finally:
+        await stopped(parts)
+
+
+@pytest.mark.usefixtures("im_cloud")
+async def test_an_infrastructure_the_provider_reports_failed_fails_the_create(
+    client: ShoalClient, im: FakeIm
+) -> None:
+    im.states["inf-1"] = "failed"
+    parts = await running(
+        Scheduler(client, fast_config()),
+        InfrastructureController(client, poll=0.1, timeout=2.0, retry_delay=30.0, retry_cap=30.0),
+    )
+    try:
+        await client.create(cluster_on_cloud("edge-1", "DE"))
+
+        async def failed() -> Cluster | None:
+            cluster = await client.get(Cluster, "edge-1", NS)
+            return cluster if cluster.status.state is ClusterState.FAILED else None
+
+        cluster = await wait_for(failed, timeout=30, interval=0.05, message="edge-1 FAILED")
+        assert cluster.status.reason is not None
+        assert cluster.status.reason.code.name == "CREATE_FAILED"
+        assert cluster.status.reason.message == (
+            "im reports infrastructure inf-1 failed (attempt 1; next in 30 s)"
+        )
+        assert cluster.status.cluster_id == "inf-1"  # kept: the retry looks at it again
+        assert list(im.infrastructures) == ["inf-1"]
+        assert im.count("POST") == 1
+    finally:
+        await stopped(parts)
+
+
+@pytest.mark.usefixtures("im_cloud")
+async def test_a_create_answer_that_cannot_be_read_fails_and_the_retry_finds_what_it_made(
+    client: ShoalClient, im: FakeIm, sim: SimServer
+) -> None:
+    sim.clusters.add_cluster("built", 1)
+    im.create_answer = '{"id": "inf-1"}'  # not IM's {"uri": …}; made all the same
+    parts = await running(
+        Scheduler(client, fast_config()),
+        InfrastructureController(client, poll=0.1, timeout=2.0, retry_delay=1.0, retry_cap=4.0),
+    )
+    try:
+        await client.create(
+            cluster_on_cloud("edge-1", "DE", tosca=with_kubeconfig(sim.kubeconfig("built")))
+        )
+
+        async def failed() -> Cluster | None:
+            cluster = await client.get(Cluster, "edge-1", NS)
+            return cluster if cluster.status.state is ClusterState.FAILED else None
+
+        cluster = await wait_for(failed, timeout=30, interval=0.05, message="edge-1 FAILED")
+        assert cluster.status.reason is not None
+        assert cluster.status.reason.code.name == "CREATE_FAILED"
+        assert cluster.status.reason.message == (
+            "the provider's answer could not be read: KeyError: 'uri' (attempt 1; next in 1 s)"
+        )
+        assert cluster.status.cluster_id is None
+        im.create_answer = None
+        cluster = await wait_for(lambda: handed_over(client, "edge-1"), timeout=30,
+                                 interval=0.05, message="edge-1 built")  # fmt: skip
+        assert cluster.status.cluster_id == "inf-1"
+        assert im.count("POST") == 1  # the retry found inf-1: never made twice
+        assert list(im.infrastructures) == ["inf-1"]
     finally:
         await stopped(parts)
