@@ -29,7 +29,7 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from shoal.api.server import start_api
-from tests.api.samples import CLOUD_CLUSTER, SAMPLES
+from tests.api.samples import CLOUD_CLUSTER, SAMPLES, paths
 
 FUZZED = [*SAMPLES, CLOUD_CLUSTER]
 
@@ -54,19 +54,8 @@ def _value(rng: random.Random, depth: int = 0) -> Any:
             _value(rng, depth + 1) for _ in range(rng.randrange(4))}  # fmt: skip
 
 
-def _paths(node: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    found = [at]
-    if isinstance(node, dict):
-        for key, value in node.items():
-            found += _paths(value, (*at, key))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            found += _paths(value, (*at, index))
-    return found
-
-
 def _mutated(rng: random.Random, body: Any) -> Any:
-    path = rng.choice(_paths(body))
+    path = rng.choice(paths(body))
     if not path:
         return _value(rng)
     body = copy.deepcopy(body)

@@ -21,22 +21,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from shoal.model.base import Metadata
-from shoal.model.core import (
-    GlobalMetric,
-    GlobalMetricsProvider,
-    MetricProviderRef,
-    MetricSpec,
-    MetricsProviderSpec,
-    StaticSpec,
-)
 from shoal.scheduler.metrics.cache import MetricCache
-
-
-def metric(i: int, hi: float = 1.0) -> GlobalMetric:
-    ref = MetricProviderRef(name="static", metric=f"m{i}")
-    spec = MetricSpec(min=0, max=hi, provider=ref)
-    return GlobalMetric(metadata=Metadata(name=f"m{i}"), spec=spec)
+from shoal.testing.builders import metric, provider
 
 
 async def timed(refresh: object) -> float:
@@ -47,18 +33,16 @@ async def timed(refresh: object) -> float:
 
 async def run(n: int, repeat: int) -> tuple[float, float, float]:
     rng = random.Random(n)
-    spec = MetricsProviderSpec(
-        type="static", static=StaticSpec(metrics={f"m{i}": rng.random() for i in range(n)})
-    )
+    values = {f"m{i}": rng.random() for i in range(n)}
     first, still, edited = [], [], []
     for _ in range(repeat):
         async with MetricCache() as cache:
-            cache.set_provider(GlobalMetricsProvider(metadata=Metadata(name="static"), spec=spec))
+            cache.set_provider(provider("static", values))
             for i in range(n):
-                cache.set_metric(metric(i))
+                cache.set_metric(metric(f"m{i}"))
             first.append(await timed(cache.refresh_now))
             still.append(await timed(cache.refresh_now))
-            cache.set_metric(metric(0, hi=2.0))
+            cache.set_metric(metric("m0", hi=2.0))
             edited.append(await timed(cache.refresh_now))
     return statistics.median(first), statistics.median(still), statistics.median(edited)
 

@@ -475,21 +475,13 @@ class Soak:
 
                 self._restart_later(start)
             return
-        found = self.components().get(name)
-        if found is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(found[0], signal.SIGKILL)
-                self._kill_noted(name, found[0])
+        self._sigkill(name)
 
     async def kill_agent(self) -> None:
         """A pull cluster's agent SIGKILLed (``shoal up`` starts it again: it resumes with
         its kept credential and lists its Copies again)."""
         name = f"join-{self.rng.choice(self.pulled)}"
-        found = self.components().get(name)
-        if found is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(found[0], signal.SIGKILL)
-                self._kill_noted(name, found[0])
+        self._sigkill(name)
 
     async def pause_agent(self) -> None:
         """A pull cluster's agent stopped (SIGSTOP: as if its network were cut) for longer
@@ -521,6 +513,14 @@ class Soak:
             with contextlib.suppress(ProcessLookupError):  # killed meanwhile, and restarted
                 os.kill(pid, signal.SIGCONT)
             self.note(name, f"agent goes on (SIGCONT {pid})")
+
+    def _sigkill(self, name: str) -> None:
+        """SIGKILL the running component ``name`` (none running: nothing to do), and note it."""
+        found = self.components().get(name)
+        if found is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(found[0], signal.SIGKILL)
+                self._kill_noted(name, found[0])
 
     def _kill_noted(self, name: str, pid: int) -> None:
         self.kills[name.split(" ")[0]] += 1

@@ -20,6 +20,7 @@ from shoal.agent.joining import revoked
 from shoal.client.kube import KubeApiError, KubeCluster, KubeUnreachable
 from shoal.client.rest import ApiError, Conflict, ShoalClient, Unreachable
 from shoal.machinery.backoff import Backoff
+from shoal.machinery.paging import every_item
 from shoal.machinery.types import Obj
 from shoal.model.base import utcnow
 from shoal.model.kubernetes import Cluster, ClusterStatus
@@ -39,16 +40,8 @@ by default: three renewals may fail before the cluster counts as gone)."""
 
 
 async def _items(kube: KubeCluster, path: str) -> list[Obj]:
-    """Every item of a list, page by page."""
-    items: list[Obj] = []
-    query: dict[str, object] = {"limit": 500}
-    while True:
-        page = await kube.request("GET", path, query=query)
-        items.extend(page.get("items") or [])
-        more = (page.get("metadata") or {}).get("continue")
-        if not more:
-            return items
-        query = {"limit": 500, "continue": more}
+    """Every item of a list, 500 a page."""
+    return await every_item(lambda query: kube.request("GET", path, query=query), limit=500)
 
 
 async def observe(kube: KubeCluster, status: ClusterStatus) -> ClusterStatus:

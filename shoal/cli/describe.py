@@ -22,6 +22,7 @@ from shoal.cli.output import FORMATS, degraded, describe_shares, dig, show, tabl
 from shoal.cli.params import names_argument, namespace_option
 from shoal.client.rest import NotFound, ShoalClient
 from shoal.events.recorder import KIND_LABEL, NAME_LABEL, UID_LABEL
+from shoal.machinery.paging import every_item
 from shoal.model.application_status import staleness
 from shoal.model.base import Kind
 from shoal.model.catalog import BY_KIND
@@ -411,15 +412,7 @@ async def describe_app(client: ShoalClient, name: str, namespace: str) -> Page:
 
 async def _items(client: ShoalClient, path: str) -> list[dict[str, Any]]:
     """Every item of a collection, following its ``continue`` pages."""
-    items: list[dict[str, Any]] = []
-    params: dict[str, Any] = {}
-    while True:
-        page = await client.request("GET", path, params=params)
-        items.extend(page.get("items") or [])
-        token = (page.get("metadata") or {}).get("continue")
-        if not token:
-            return items
-        params["continue"] = token
+    return await every_item(lambda query: client.request("GET", path, params=query))
 
 
 async def describe_cluster(client: ShoalClient, name: str, namespace: str) -> Page:

@@ -286,3 +286,15 @@ CLOUD_CLUSTER = Sample("kubernetes", "Cluster", "clusters", True, _cloud_cluster
 BY_KIND: dict[str, Sample] = {s.kind: s for s in SAMPLES}
 APPLICATION = BY_KIND["Application"]
 CLUSTER = BY_KIND["Cluster"]
+
+
+def paths(node: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every place in a body (keys and list indexes from the top), for fuzzers that change one."""
+    found = [at]
+    if isinstance(node, dict):
+        for key, value in node.items():
+            found += paths(value, (*at, key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            found += paths(value, (*at, index))
+    return found

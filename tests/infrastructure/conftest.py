@@ -21,6 +21,8 @@ import yaml
 from shoal.client.rest import ShoalClient
 from shoal.infrastructure.controller import InfrastructureController
 from shoal.infrastructure.sim import sample_objects
+from shoal.model import infrastructure as infra
+from shoal.model.base import Metadata
 from shoal.model.kubernetes import Cluster
 from shoal.sim.server import SimServer
 from shoal.testing.launch import free_ports, stop
@@ -48,6 +50,35 @@ def cluster_on_cloud(name: str, location: str, tosca: dict[str, Any] | None = No
         "spec": {"tosca": tosca or template(),
                  "constraints": {"cloud": {"labels": [f"location is {location}"]}}},
     })  # fmt: skip
+
+
+def on_im(
+    im: infra.ImSpec, provider: str = "im", cloud: str = "os-de", namespace: str | None = None
+) -> tuple[
+    infra.GlobalInfrastructureProvider | infra.InfrastructureProvider,
+    infra.GlobalCloud | infra.Cloud,
+]:
+    """An IM provider and the OpenStack cloud (``location: DE``) whose clusters it builds.
+
+    Global ones, or with ``namespace`` a tenant's own (the cloud names its namespace's provider).
+    """
+    meta = Metadata(name=provider, namespace=namespace)
+    spec = infra.InfrastructureProviderSpec(type="im", im=im)
+    openstack = infra.CloudSpec(openstack=infra.OpenstackSpec(
+        url="http://127.0.0.1:9/v3",
+        auth=infra.OpenstackAuth(password=infra.PasswordAuth(
+            user=infra.PasswordUser(username="u", password="p"),
+            project=infra.PasswordProject(name="t"),
+        )),
+        infrastructure_provider=infra.InfrastructureProviderRef(
+            name=provider, namespaced=namespace is not None),
+    ))  # fmt: skip
+    where = Metadata(name=cloud, namespace=namespace, labels={"location": "DE"})
+    if namespace is None:
+        return (infra.GlobalInfrastructureProvider(metadata=meta, spec=spec),
+                infra.GlobalCloud(metadata=where, spec=openstack))  # fmt: skip
+    return (infra.InfrastructureProvider(metadata=meta, spec=spec),
+            infra.Cloud(metadata=where, spec=openstack))  # fmt: skip
 
 
 async def provider_objects(client: ShoalClient, sim: SimServer) -> None:

@@ -14,14 +14,6 @@ import pytest
 
 from shoal.model.base import Metadata
 from shoal.model.constraints import MetricRef
-from shoal.model.core import (
-    GlobalMetric,
-    GlobalMetricsProvider,
-    MetricProviderRef,
-    MetricSpec,
-    MetricsProviderSpec,
-    StaticSpec,
-)
 from shoal.model.kubernetes import Application, Cluster
 from shoal.model.placement import desired_replicas, pod_request
 from shoal.model.scheduler_config import SchedulerConfig
@@ -42,14 +34,10 @@ BEST_FIRST = sorted(LOAD, key=lambda name: -LOAD[name])  # e b f c g a d
 async def metrics() -> AsyncIterator[MetricCache]:
     """The scheduler's metric cache with one static provider giving each cluster its load."""
     async with MetricCache() as cache:
-        cache.set_provider(GlobalMetricsProvider(
-            metadata=Metadata(name="loads"),
-            spec=MetricsProviderSpec(type="static", static=StaticSpec(
-                metrics={f"load-{name}": value for name, value in LOAD.items()}))))  # fmt: skip
+        cache.set_provider(builders.provider(
+            "loads", {f"load-{name}": value for name, value in LOAD.items()}))
         for name in LOAD:
-            source = MetricProviderRef(name="loads", metric=f"load-{name}")
-            cache.set_metric(GlobalMetric(metadata=Metadata(name=f"load-{name}"),
-                                          spec=MetricSpec(min=0, max=10, provider=source)))
+            cache.set_metric(builders.metric(f"load-{name}", "loads", 0, 10))
         await cache.refresh_now()
         yield cache
 
@@ -248,9 +236,7 @@ async def test_the_current_cluster_is_explained_with_its_stickiness(metrics: Met
 
 
 async def test_a_metric_not_fetched_yet_is_named_in_the_ranking(metrics: MetricCache) -> None:
-    source = MetricProviderRef(name="loads", metric="not-there-yet")
-    metrics.set_metric(GlobalMetric(metadata=Metadata(name="later"),
-                                    spec=MetricSpec(min=0, max=10, provider=source)))
+    metrics.set_metric(builders.metric("later", "loads", 0, 10, key="not-there-yet"))
     waiting = _cluster("waiting")
     waiting.spec.metrics = [MetricRef(name="later", weight=1)]
     decision = _decide(_group(metrics, [waiting, _cluster("plain")]), _app())

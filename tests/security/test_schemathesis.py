@@ -29,7 +29,7 @@ from shoal.api.auth.rbac import Rbac
 from shoal.api.codec import encode
 from shoal.model.registry import KINDS
 from shoal.store.sqlite import SqliteStore
-from tests.api.samples import CLOUD_CLUSTER, SAMPLES
+from tests.api.samples import CLOUD_CLUSTER, SAMPLES, paths
 
 SECRET = "do-not-leak-this-secret"
 _tokens = Path(tempfile.mkdtemp(prefix="shoal-schemathesis-")) / "tokens.csv"
@@ -107,17 +107,6 @@ _JSON = st.recursive(
 )  # fmt: skip
 
 
-def _paths(node: Any, at: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    found = [at]
-    if isinstance(node, dict):
-        for key, value in node.items():
-            found += _paths(value, (*at, key))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            found += _paths(value, (*at, index))
-    return found
-
-
 @pytest.mark.slow
 @given(data=st.data())
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
@@ -125,7 +114,7 @@ def test_tosca_bodies_no_server_errors_no_leaks(data: st.DataObject) -> None:
     """A cluster's TOSCA template with one node replaced by generated JSON: 2xx or 4xx."""
     body = CLOUD_CLUSTER.body("generated", "a")
     template = body["spec"]["tosca"]
-    path = data.draw(st.sampled_from(_paths(template)[1:]))
+    path = data.draw(st.sampled_from(paths(template)[1:]))
     node = template
     for part in path[:-1]:
         node = node[part]

@@ -11,6 +11,7 @@ import orjson
 import pytest
 
 from shoal.sim.server import SimServer
+from shoal.testing import builders
 from tests.util import wait_for
 
 Obj = dict[str, Any]
@@ -29,23 +30,8 @@ async def alpha(sim: SimServer) -> AsyncIterator[httpx.AsyncClient]:
 
 
 def deployment(name: str, replicas: int = 2, cpu: str = "100m", image: str = "nginx:1") -> Obj:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {
-                    "containers": [
-                        {"name": "c", "image": image, "resources": {"requests": {"cpu": cpu}}}
-                    ]
-                },
-            },
-        },
-    }
+    """A Deployment of ``replicas`` pods asking ``cpu`` each (its container is ``main``)."""
+    return builders.deployment(name, image, {"cpu": cpu}, replicas)
 
 
 async def pods(alpha: httpx.AsyncClient, selector: str = "", ns: str = "default") -> list[Obj]:
@@ -148,7 +134,7 @@ async def test_deployment_runs_and_rolls(alpha: httpx.AsyncClient) -> None:
     r = await alpha.patch(
         "/apis/apps/v1/namespaces/default/deployments/web",
         content=orjson.dumps(
-            {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:2"}]}}}}
+            {"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "nginx:2"}]}}}}
         ),
         headers={"Content-Type": "application/strategic-merge-patch+json"},
     )
