@@ -21,8 +21,22 @@ import yaml
 from shoal.client.rest import ShoalClient
 from shoal.infrastructure.controller import InfrastructureController
 from shoal.infrastructure.sim import sample_objects
-from shoal.model import infrastructure as infra
 from shoal.model.base import Metadata
+from shoal.model.infrastructure import (
+    Cloud,
+    CloudSpec,
+    GlobalCloud,
+    GlobalInfrastructureProvider,
+    ImSpec,
+    InfrastructureProvider,
+    InfrastructureProviderRef,
+    InfrastructureProviderSpec,
+    OpenstackAuth,
+    OpenstackSpec,
+    PasswordAuth,
+    PasswordProject,
+    PasswordUser,
+)
 from shoal.model.kubernetes import Cluster
 from shoal.sim.server import SimServer
 from shoal.testing.launch import free_ports, stop
@@ -53,32 +67,28 @@ def cluster_on_cloud(name: str, location: str, tosca: dict[str, Any] | None = No
 
 
 def on_im(
-    im: infra.ImSpec, provider: str = "im", cloud: str = "os-de", namespace: str | None = None
-) -> tuple[
-    infra.GlobalInfrastructureProvider | infra.InfrastructureProvider,
-    infra.GlobalCloud | infra.Cloud,
-]:
+    im: ImSpec, provider: str = "im", cloud: str = "os-de", namespace: str | None = None
+) -> tuple[GlobalInfrastructureProvider | InfrastructureProvider, GlobalCloud | Cloud]:
     """An IM provider and the OpenStack cloud (``location: DE``) whose clusters it builds.
 
     Global ones, or with ``namespace`` a tenant's own (the cloud names its namespace's provider).
     """
     meta = Metadata(name=provider, namespace=namespace)
-    spec = infra.InfrastructureProviderSpec(type="im", im=im)
-    openstack = infra.CloudSpec(openstack=infra.OpenstackSpec(
+    spec = InfrastructureProviderSpec(type="im", im=im)
+    openstack = CloudSpec(openstack=OpenstackSpec(
         url="http://127.0.0.1:9/v3",
-        auth=infra.OpenstackAuth(password=infra.PasswordAuth(
-            user=infra.PasswordUser(username="u", password="p"),
-            project=infra.PasswordProject(name="t"),
+        auth=OpenstackAuth(password=PasswordAuth(
+            user=PasswordUser(username="u", password="p"), project=PasswordProject(name="t"),
         )),
-        infrastructure_provider=infra.InfrastructureProviderRef(
+        infrastructure_provider=InfrastructureProviderRef(
             name=provider, namespaced=namespace is not None),
     ))  # fmt: skip
     where = Metadata(name=cloud, namespace=namespace, labels={"location": "DE"})
     if namespace is None:
-        return (infra.GlobalInfrastructureProvider(metadata=meta, spec=spec),
-                infra.GlobalCloud(metadata=where, spec=openstack))  # fmt: skip
-    return (infra.InfrastructureProvider(metadata=meta, spec=spec),
-            infra.Cloud(metadata=where, spec=openstack))  # fmt: skip
+        return (GlobalInfrastructureProvider(metadata=meta, spec=spec),
+                GlobalCloud(metadata=where, spec=openstack))  # fmt: skip
+    return (InfrastructureProvider(metadata=meta, spec=spec),
+            Cloud(metadata=where, spec=openstack))  # fmt: skip
 
 
 async def provider_objects(client: ShoalClient, sim: SimServer) -> None:
