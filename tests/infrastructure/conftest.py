@@ -21,22 +21,6 @@ import yaml
 from shoal.client.rest import ShoalClient
 from shoal.infrastructure.controller import InfrastructureController
 from shoal.infrastructure.sim import sample_objects
-from shoal.model.base import Metadata
-from shoal.model.infrastructure import (
-    Cloud,
-    CloudSpec,
-    GlobalCloud,
-    GlobalInfrastructureProvider,
-    ImSpec,
-    InfrastructureProvider,
-    InfrastructureProviderRef,
-    InfrastructureProviderSpec,
-    OpenstackAuth,
-    OpenstackSpec,
-    PasswordAuth,
-    PasswordProject,
-    PasswordUser,
-)
 from shoal.model.kubernetes import Cluster
 from shoal.sim.server import SimServer
 from shoal.testing.launch import free_ports, stop
@@ -64,31 +48,6 @@ def cluster_on_cloud(name: str, location: str, tosca: dict[str, Any] | None = No
         "spec": {"tosca": tosca or template(),
                  "constraints": {"cloud": {"labels": [f"location is {location}"]}}},
     })  # fmt: skip
-
-
-def on_im(
-    im: ImSpec, provider: str = "im", cloud: str = "os-de", namespace: str | None = None
-) -> tuple[GlobalInfrastructureProvider | InfrastructureProvider, GlobalCloud | Cloud]:
-    """An IM provider and the OpenStack cloud (``location: DE``) whose clusters it builds.
-
-    Global ones, or with ``namespace`` a tenant's own (the cloud names its namespace's provider).
-    """
-    meta = Metadata(name=provider, namespace=namespace)
-    spec = InfrastructureProviderSpec(type="im", im=im)
-    openstack = CloudSpec(openstack=OpenstackSpec(
-        url="http://127.0.0.1:9/v3",
-        auth=OpenstackAuth(password=PasswordAuth(
-            user=PasswordUser(username="u", password="p"), project=PasswordProject(name="t"),
-        )),
-        infrastructure_provider=InfrastructureProviderRef(
-            name=provider, namespaced=namespace is not None),
-    ))  # fmt: skip
-    where = Metadata(name=cloud, namespace=namespace, labels={"location": "DE"})
-    if namespace is None:
-        return (GlobalInfrastructureProvider(metadata=meta, spec=spec),
-                GlobalCloud(metadata=where, spec=openstack))  # fmt: skip
-    return (InfrastructureProvider(metadata=meta, spec=spec),
-            Cloud(metadata=where, spec=openstack))  # fmt: skip
 
 
 async def provider_objects(client: ShoalClient, sim: SimServer) -> None:

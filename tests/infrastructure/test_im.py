@@ -18,20 +18,49 @@ import yaml
 from shoal.client.rest import NotFound, ShoalClient
 from shoal.infrastructure.im import InfrastructureManager, auth_header
 from shoal.infrastructure.providers import InfrastructureNotFound, InfrastructureState
-from shoal.model.infrastructure import GlobalCloud, ImCloud, ImSpec
+from shoal.model.base import Metadata
+from shoal.model.infrastructure import (
+    CloudSpec,
+    GlobalCloud,
+    GlobalInfrastructureProvider,
+    ImCloud,
+    ImSpec,
+    InfrastructureProviderRef,
+    InfrastructureProviderSpec,
+    OpenstackAuth,
+    OpenstackSpec,
+    PasswordAuth,
+    PasswordProject,
+    PasswordUser,
+)
 from shoal.model.kubernetes import Cluster, ClusterState
 from shoal.sim.server import SimServer
 from shoal.testing.wait import wait_for
-from tests.infrastructure.conftest import NS, on_im, template
+from tests.infrastructure.conftest import NS, template
 from tests.infrastructure.fake_im import running_fake_im
 
 pytestmark = pytest.mark.integration
 
 
-def objects(im_url: str) -> tuple[Any, Any]:
-    """The provider ``im`` on ``im_url`` (one Dummy cloud of IM's) and the cloud ``os-de``."""
-    return on_im(ImSpec(url=im_url, username="shoal", password="secret",
-                        clouds=[ImCloud(id="dummy", type="Dummy")]))  # fmt: skip
+def objects(im_url: str) -> tuple[GlobalInfrastructureProvider, GlobalCloud]:
+    provider = GlobalInfrastructureProvider(
+        metadata=Metadata(name="im"),
+        spec=InfrastructureProviderSpec(type="im", im=ImSpec(
+            url=im_url, username="shoal", password="secret",
+            clouds=[ImCloud(id="dummy", type="Dummy")],
+        )),
+    )  # fmt: skip
+    cloud = GlobalCloud(
+        metadata=Metadata(name="os-de", labels={"location": "DE"}),
+        spec=CloudSpec(openstack=OpenstackSpec(
+            url="http://127.0.0.1:9/v3",
+            auth=OpenstackAuth(password=PasswordAuth(
+                user=PasswordUser(username="u", password="p"), project=PasswordProject(name="t"),
+            )),
+            infrastructure_provider=InfrastructureProviderRef(name="im"),
+        )),
+    )  # fmt: skip
+    return provider, cloud
 
 
 async def listed(session: aiohttp.ClientSession, im_url: str) -> list[str]:

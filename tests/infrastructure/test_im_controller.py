@@ -21,7 +21,19 @@ from shoal.infrastructure.controller import InfrastructureController, key
 from shoal.kube.controller import KubeController
 from shoal.model.base import Metadata
 from shoal.model.events import Event
-from shoal.model.infrastructure import ImSpec
+from shoal.model.infrastructure import (
+    CloudSpec,
+    GlobalCloud,
+    GlobalInfrastructureProvider,
+    ImSpec,
+    InfrastructureProviderRef,
+    InfrastructureProviderSpec,
+    OpenstackAuth,
+    OpenstackSpec,
+    PasswordAuth,
+    PasswordProject,
+    PasswordUser,
+)
 from shoal.model.kubernetes import Application, Cluster, ClusterSpec, ClusterState
 from shoal.model.scheduler_config import Backoff
 from shoal.observer.controller import ClusterObserver
@@ -30,7 +42,7 @@ from shoal.sim.objects import DEPLOYMENTS
 from shoal.sim.server import SimServer
 from shoal.testing import builders
 from shoal.testing.wait import wait_for
-from tests.infrastructure.conftest import NS, cluster_on_cloud, on_im, template
+from tests.infrastructure.conftest import NS, cluster_on_cloud, template
 from tests.infrastructure.fake_im import FakeIm, running_fake_im
 from tests.scheduler.helpers import fast_config
 
@@ -47,8 +59,21 @@ async def im() -> AsyncIterator[FakeIm]:
 @pytest.fixture
 async def im_cloud(client: ShoalClient, im: FakeIm) -> None:
     """The provider ``im`` on the fake IM, and the cloud ``os-de`` (DE) that names it."""
-    for obj in on_im(ImSpec(url=im.url, username="shoal", password="secret")):
-        await client.create(obj)
+    await client.create(GlobalInfrastructureProvider(
+        metadata=Metadata(name="im"),
+        spec=InfrastructureProviderSpec(type="im", im=ImSpec(
+            url=im.url, username="shoal", password="secret")),
+    ))  # fmt: skip
+    await client.create(GlobalCloud(
+        metadata=Metadata(name="os-de", labels={"location": "DE"}),
+        spec=CloudSpec(openstack=OpenstackSpec(
+            url="http://127.0.0.1:9/v3",
+            auth=OpenstackAuth(password=PasswordAuth(
+                user=PasswordUser(username="u", password="p"), project=PasswordProject(name="t"),
+            )),
+            infrastructure_provider=InfrastructureProviderRef(name="im"),
+        )),
+    ))  # fmt: skip
 
 
 async def running(*parts: Any) -> list[Any]:

@@ -20,12 +20,25 @@ import pytest
 from shoal.api.server import start_api
 from shoal.client.rest import ShoalClient
 from shoal.infrastructure.controller import InfrastructureController
+from shoal.model.base import Metadata
 from shoal.model.events import Event
-from shoal.model.infrastructure import ImSpec
+from shoal.model.infrastructure import (
+    Cloud,
+    CloudSpec,
+    ImSpec,
+    InfrastructureProvider,
+    InfrastructureProviderRef,
+    InfrastructureProviderSpec,
+    OpenstackAuth,
+    OpenstackSpec,
+    PasswordAuth,
+    PasswordProject,
+    PasswordUser,
+)
 from shoal.model.kubernetes import Cluster, ClusterState
 from shoal.scheduler.scheduler import Scheduler
 from shoal.testing.wait import wait_for
-from tests.infrastructure.conftest import on_im, template
+from tests.infrastructure.conftest import template
 from tests.infrastructure.fake_im import FakeIm, running_fake_im
 from tests.scheduler.helpers import fast_config
 from tests.security.conftest import binding, security, tenant_role
@@ -62,8 +75,20 @@ async def api_url(tmp_path: Path, tenants_may_reach_loopback: None) -> AsyncIter
 
 
 async def alices_cloud(alice: ShoalClient, im: FakeIm) -> None:
-    for obj in on_im(ImSpec(url=im.url, token="alice-im"), "my-im", "my-cloud", namespace="a"):
-        await alice.create(obj)
+    await alice.create(InfrastructureProvider(
+        metadata=Metadata(name="my-im", namespace="a"),
+        spec=InfrastructureProviderSpec(type="im", im=ImSpec(url=im.url, token="alice-im")),
+    ))  # fmt: skip
+    await alice.create(Cloud(
+        metadata=Metadata(name="my-cloud", namespace="a", labels={"location": "DE"}),
+        spec=CloudSpec(openstack=OpenstackSpec(
+            url="http://127.0.0.1:9/v3",
+            auth=OpenstackAuth(password=PasswordAuth(
+                user=PasswordUser(username="u", password="p"), project=PasswordProject(name="t"),
+            )),
+            infrastructure_provider=InfrastructureProviderRef(name="my-im", namespaced=True),
+        )),
+    ))  # fmt: skip
 
 
 async def test_a_tenants_failing_build_calls_her_im_once_per_back_off_step(
