@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -22,17 +23,10 @@ from shoal.kube.controller import KubeController
 from shoal.model.base import Metadata
 from shoal.model.events import Event
 from shoal.model.infrastructure import (
-    CloudSpec,
     GlobalCloud,
     GlobalInfrastructureProvider,
     ImSpec,
-    InfrastructureProviderRef,
     InfrastructureProviderSpec,
-    OpenstackAuth,
-    OpenstackSpec,
-    PasswordAuth,
-    PasswordProject,
-    PasswordUser,
 )
 from shoal.model.kubernetes import Application, Cluster, ClusterSpec, ClusterState
 from shoal.model.scheduler_config import Backoff
@@ -42,7 +36,7 @@ from shoal.sim.objects import DEPLOYMENTS
 from shoal.sim.server import SimServer
 from shoal.testing import builders
 from shoal.testing.wait import wait_for
-from tests.infrastructure.conftest import NS, cluster_on_cloud, template
+from tests.infrastructure.conftest import NS, cluster_on_cloud, openstack_via, template
 from tests.infrastructure.fake_im import FakeIm, running_fake_im
 from tests.scheduler.helpers import fast_config
 
@@ -66,25 +60,23 @@ async def im_cloud(client: ShoalClient, im: FakeIm) -> None:
     ))  # fmt: skip
     await client.create(GlobalCloud(
         metadata=Metadata(name="os-de", labels={"location": "DE"}),
-        spec=CloudSpec(openstack=OpenstackSpec(
-            url="http://127.0.0.1:9/v3",
-            auth=OpenstackAuth(password=PasswordAuth(
-                user=PasswordUser(username="u", password="p"), project=PasswordProject(name="t"),
-            )),
-            infrastructure_provider=InfrastructureProviderRef(name="im"),
-        )),
+        spec=openstack_via("im"),
     ))  # fmt: skip
 
 
-async def running(*parts: Any) -> list[Any]:
+@asynccontextmanager
+async def building(client: ShoalClient, *before: Any, **controller: Any) -> AsyncIterator[None]:
+    """The parts ``before``, the scheduler and an infrastructure controller polling IM every
+    0.1 s with the settings ``controller`` (timeouts, back-off), running; stopped after."""
+    parts = [*before, Scheduler(client, fast_config()),
+             InfrastructureController(client, poll=0.1, **controller)]  # fmt: skip
     for part in parts:
         await part.start()
-    return list(parts)
-
-
-async def stopped(parts: list[Any]) -> None:
-    for part in reversed(parts):
-        await part.stop()
+    try:
+        yield
+    finally:
+        for part in reversed(parts):
+            await part.stop()
 
 
 def with_kubeconfig(kubeconfig: dict[str, Any], workers: int = 1) -> dict[str, Any]:
@@ -126,11 +118,7 @@ async def test_a_refused_create_backs_off_and_only_a_new_template_tries_earlier(
     client: ShoalClient, im: FakeIm
 ) -> None:
     im.refuse_create = (500, "the cloud is out of quota")
-    parts = await running(
-        Scheduler(client, fast_config()),
-        InfrastructureController(client, poll=0.1, timeout=2.0, retry_delay=1.0, retry_cap=4.0),
-    )
-    try:
+    async with building(client, timeout=2.0, retry_delay=1.0, retry_cap=4.0):
         await client.create(cluster_on_cloud("edge-1", "DE"))
 
         async def attempts(n: int) -> bool:
@@ -176,8 +164,6 @@ async def test_a_refused_create_backs_off_and_only_a_new_template_tries_earlier(
         await wait_for(lambda: attempts(8), timeout=30, interval=0.05, message="an 8th create")
         assert 1 - EARLY <= create_times(im)[7] - create_times(im)[6] < 2
         assert im.infrastructures == {}
-    finally:
-        await stopped(parts)
 
 
 @pytest.mark.usefixtures("im_cloud")
@@ -186,11 +172,7 @@ async def test_a_create_whose_answer_was_lost_is_found_not_made_twice(
 ) -> None:
     sim.clusters.add_cluster("built", 1)
     im.create_delay = 2.0  # made at once, answered after the controller gave up (1 s)
-    parts = await running(
-        Scheduler(client, fast_config()),
-        InfrastructureController(client, poll=0.1, timeout=1.0, retry_delay=1.0, retry_cap=4.0),
-    )
-    try:
+    async with building(client, timeout=1.0, retry_delay=1.0, retry_cap=4.0):
         created = await client.create(
             cluster_on_cloud("edge-1", "DE", tosca=with_kubeconfig(sim.kubeconfig("built")))
         )
@@ -204,8 +186,6 @@ async def test_a_create_whose_answer_was_lost_is_found_not_made_twice(
         assert list(im.infrastructures) == im.marked(key(created)) == ["inf-1"]
         assert cluster.status.cluster_id == "inf-1"
         assert cluster.spec.kubeconfig == sim.kubeconfig("built")
-    finally:
-        await stopped(parts)
 
 
 @pytest.mark.usefixtures("im_cloud")
@@ -213,11 +193,7 @@ async def test_a_cluster_deleted_before_its_id_was_recorded_leaks_nothing(
     client: ShoalClient, im: FakeIm
 ) -> None:
     im.create_delay = 2.0  # the controller waits for the answer (5 s) while it is deleted
-    parts = await running(
-        Scheduler(client, fast_config()),
-        InfrastructureController(client, poll=0.1, timeout=5.0, retry_delay=1.0, retry_cap=4.0),
-    )
-    try:
+    async with building(client, timeout=5.0, retry_delay=1.0, retry_cap=4.0):
         created = await client.create(cluster_on_cloud("edge-1", "DE"))
 
         async def made() -> bool:
@@ -230,8 +206,6 @@ async def test_a_cluster_deleted_before_its_id_was_recorded_leaks_nothing(
                        message="edge-1 removed")  # fmt: skip
         assert im.infrastructures == {}
         assert im.count("DELETE", "/inf-1") == 1
-    finally:
-        await stopped(parts)
 
 
 @pytest.mark.usefixtures("im_cloud")
@@ -239,11 +213,7 @@ async def test_deleting_a_failed_cluster_with_nothing_made_finishes_at_once(
     client: ShoalClient, im: FakeIm
 ) -> None:
     im.refuse_create = (400, "Error parsing the TOSCA template: no compute node")
-    parts = await running(
-        Scheduler(client, fast_config()),
-        InfrastructureController(client, poll=0.1, timeout=2.0, retry_delay=60.0, retry_cap=60.0),
-    )
-    try:
+    async with building(client, timeout=2.0, retry_delay=60.0, retry_cap=60.0):
         await client.create(cluster_on_cloud("edge-1", "DE"))
 
         async def failed() -> bool:
@@ -259,8 +229,6 @@ async def test_deleting_a_failed_cluster_with_nothing_made_finishes_at_once(
         assert im.infrastructures == {}
         assert im.count("POST") == 1
         assert im.count("DELETE") == 0
-    finally:
-        await stopped(parts)
 
 
 @pytest.mark.usefixtures("im_cloud")
@@ -268,13 +236,7 @@ async def test_a_build_that_never_finishes_times_out_and_backs_off(
     client: ShoalClient, im: FakeIm
 ) -> None:
     im.build_time = None  # IM's machines never get configured
-    parts = await running(
-        Scheduler(client, fast_config()),
-        InfrastructureController(
-            client, poll=0.1, timeout=2.0, create_timeout=1.5, retry_delay=30.0, retry_cap=30.0
-        ),
-    )
-    try:
+    async with building(client, timeout=2.0, create_timeout=1.5, retry_delay=30.0, retry_cap=30.0):
         await client.create(cluster_on_cloud("edge-1", "DE"))
 
         async def timed_out() -> bool:
@@ -288,8 +250,6 @@ async def test_a_build_that_never_finishes_times_out_and_backs_off(
         await asyncio.sleep(1.0)
         assert im.count("GET", "/state", since=polls[-1] + 0.01) == 0
         assert list(im.infrastructures) == ["inf-1"]  # kept: a retry follows it again
-    finally:
-        await stopped(parts)
 
 
 @pytest.mark.usefixtures("im_cloud")
@@ -302,13 +262,14 @@ async def test_the_infrastructure_is_deleted_only_once_its_applications_moved(
     im.on_delete = lambda ident: left_on_built.append(
         sim.clusters.cluster("built").store.get(DEPLOYMENTS, NS, "web")
     )
-    parts = await running(
+    async with building(
+        client,
         ClusterObserver(client, interval=0.3, timeout=0.5),
         KubeController(client, poll_interval=0.2, timeout=1.0),
-        Scheduler(client, fast_config()),
-        InfrastructureController(client, poll=0.1, timeout=2.0, retry_delay=1.0, retry_cap=4.0),
-    )
-    try:
+        timeout=2.0,
+        retry_delay=1.0,
+        retry_cap=4.0,
+    ):
         await client.create(cluster_on_cloud(
             "edge-1", "DE", tosca=with_kubeconfig(sim.kubeconfig("built"), 2), site="edge"
         ))  # fmt: skip
@@ -339,5 +300,3 @@ async def test_the_infrastructure_is_deleted_only_once_its_applications_moved(
         assert im.infrastructures == {}
         assert left_on_built == [None]  # when IM was told to delete, web had left it
         assert sim.clusters.cluster("spare").store.get(DEPLOYMENTS, NS, "web") is not None
-    finally:
-        await stopped(parts)
