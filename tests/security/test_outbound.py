@@ -224,6 +224,31 @@ async def bind_and_wait_for_a_build(
 # a cloud's password -------------------------------------------------------------------
 
 
+async def shared_cloud_beside_alices_im(
+    secured: Secured, good: Listener, evil: Listener, name: str
+) -> str:
+    """The global provider ``im`` on ``good``, the cloud ``shared`` in namespace ``t`` that
+    names it, and alice's own provider ``name`` on ``evil``; the cloud's path."""
+    admin, alice = secured["admin"], secured["alice"]
+    await ok(await admin.post("/infrastructure/globalinfrastructureproviders",
+                              json=im_provider("im", good.url)))  # fmt: skip
+    await ok(await admin.post("/infrastructure/namespaces/t/clouds",
+                              json=cloud("shared", "t", {"name": "im"})))  # fmt: skip
+    await ok(await alice.post("/infrastructure/namespaces/t/infrastructureproviders",
+                              json=im_provider(name, evil.url, "t")))  # fmt: skip
+    return "/infrastructure/namespaces/t/clouds/shared"
+
+
+async def only_the_clouds_provider_builds(
+    secured: Secured, good: Listener, evil: Listener
+) -> None:
+    """alice's cluster on the cloud is built: the password went to ``good`` alone."""
+    async with infrastructure_controller(secured):
+        await bind_and_wait_for_a_build(secured, "alice", "t", "c1", good)
+    assert good.passwords(), good.seen
+    assert evil.seen == []
+
+
 async def test_a_changed_provider_reference_needs_the_password_again(
     secured: Secured, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -232,13 +257,7 @@ async def test_a_changed_provider_reference_needs_the_password_again(
     await tenant_without_secrets(secured, "alice", "t")
     admin, alice = secured["admin"], secured["alice"]
     async with listening() as good, listening() as evil:
-        await ok(await admin.post("/infrastructure/globalinfrastructureproviders",
-                                  json=im_provider("im", good.url)))  # fmt: skip
-        await ok(await admin.post("/infrastructure/namespaces/t/clouds",
-                                  json=cloud("shared", "t", {"name": "im"})))  # fmt: skip
-        await ok(await alice.post("/infrastructure/namespaces/t/infrastructureproviders",
-                                  json=im_provider("evil", evil.url, "t")))  # fmt: skip
-        path = "/infrastructure/namespaces/t/clouds/shared"
+        path = await shared_cloud_beside_alices_im(secured, good, evil, "evil")
         body = await ok(await alice.get(path))
         assert body["spec"]["openstack"]["auth"]["password"]["user"]["password"] == REDACTED
         body["spec"]["openstack"]["infrastructure_provider"] = {"name": "evil",
@@ -249,10 +268,7 @@ async def test_a_changed_provider_reference_needs_the_password_again(
         stored = (await admin.get(path)).json()["spec"]["openstack"]
         assert stored["infrastructure_provider"]["name"] == "im"
 
-        async with infrastructure_controller(secured):
-            await bind_and_wait_for_a_build(secured, "alice", "t", "c1", good)
-        assert good.passwords(), good.seen
-        assert evil.seen == []
+        await only_the_clouds_provider_builds(secured, good, evil)
 
 
 async def test_a_namespaced_provider_named_like_the_global_one_changes_nothing(
@@ -264,13 +280,7 @@ async def test_a_namespaced_provider_named_like_the_global_one_changes_nothing(
     await tenant_without_secrets(secured, "alice", "t")
     admin, alice = secured["admin"], secured["alice"]
     async with listening() as good, listening() as evil:
-        await ok(await admin.post("/infrastructure/globalinfrastructureproviders",
-                                  json=im_provider("im", good.url)))  # fmt: skip
-        await ok(await admin.post("/infrastructure/namespaces/t/clouds",
-                                  json=cloud("shared", "t", {"name": "im"})))  # fmt: skip
-        await ok(await alice.post("/infrastructure/namespaces/t/infrastructureproviders",
-                                  json=im_provider("im", evil.url, "t")))  # fmt: skip
-        path = "/infrastructure/namespaces/t/clouds/shared"
+        path = await shared_cloud_beside_alices_im(secured, good, evil, "im")
         body = await ok(await alice.get(path))
         body["metadata"]["labels"] = {"touched": "yes"}
         await ok(await alice.put(path, json=body))  # the same destination: kept
@@ -278,10 +288,7 @@ async def test_a_namespaced_provider_named_like_the_global_one_changes_nothing(
         provider = await ok(await admin.get("/infrastructure/globalinfrastructureproviders/im"))
         assert ref["uid"] == provider["metadata"]["uid"] and ref["namespaced"] is False
 
-        async with infrastructure_controller(secured):
-            await bind_and_wait_for_a_build(secured, "alice", "t", "c1", good)
-        assert good.passwords(), good.seen
-        assert evil.seen == []
+        await only_the_clouds_provider_builds(secured, good, evil)
 
 
 async def test_a_provider_pointed_elsewhere_gets_no_password(
