@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from shoal.client.rest import NotFound, ShoalClient
+from shoal.client.rest import ShoalClient
 from shoal.infrastructure.controller import InfrastructureController, key
 from shoal.kube.controller import KubeController
 from shoal.model.base import Metadata
@@ -39,6 +39,7 @@ from shoal.testing.wait import wait_for
 from tests.infrastructure.conftest import NS, cluster_on_cloud, openstack_via, template
 from tests.infrastructure.fake_im import FakeIm, running_fake_im
 from tests.scheduler.helpers import fast_config
+from tests.util import all_started, until_gone
 
 # a gap between two attempts is at least the back-off, less a timer's rounding
 EARLY = 0.05
@@ -70,13 +71,8 @@ async def building(client: ShoalClient, *before: Any, **controller: Any) -> Asyn
     0.1 s with the settings ``controller`` (timeouts, back-off), running; stopped after."""
     parts = [*before, Scheduler(client, fast_config()),
              InfrastructureController(client, poll=0.1, **controller)]  # fmt: skip
-    for part in parts:
-        await part.start()
-    try:
+    async with all_started(*parts):
         yield
-    finally:
-        for part in reversed(parts):
-            await part.stop()
 
 
 def with_kubeconfig(kubeconfig: dict[str, Any], workers: int = 1) -> dict[str, Any]:
@@ -97,14 +93,6 @@ def gaps(times: list[float]) -> list[float]:
 async def reason_of(client: ShoalClient, name: str) -> str:
     cluster = await client.get(Cluster, name, NS)
     return cluster.status.reason.message if cluster.status.reason is not None else ""
-
-
-async def gone(client: ShoalClient, name: str) -> bool:
-    try:
-        await client.get(Cluster, name, NS)
-    except NotFound:
-        return True
-    return False
 
 
 def test_the_back_off_doubles_up_to_its_cap_however_many_attempts() -> None:
@@ -202,8 +190,7 @@ async def test_a_cluster_deleted_before_its_id_was_recorded_leaks_nothing(
         await wait_for(made, timeout=30, interval=0.02, message="the create reached IM")
         assert (await client.get(Cluster, "edge-1", NS)).status.cluster_id is None
         await client.delete(Cluster, "edge-1", NS)
-        await wait_for(lambda: gone(client, "edge-1"), timeout=30, interval=0.1,
-                       message="edge-1 removed")  # fmt: skip
+        await until_gone(client, Cluster, "edge-1", NS, timeout=30)
         assert im.infrastructures == {}
         assert im.count("DELETE", "/inf-1") == 1
 
@@ -224,8 +211,7 @@ async def test_deleting_a_failed_cluster_with_nothing_made_finishes_at_once(
         assert "next in 60 s" in await reason_of(client, "edge-1")
         await client.delete(Cluster, "edge-1", NS)
         # well before its next build attempt (60 s): the provider holds nothing for it
-        await wait_for(lambda: gone(client, "edge-1"), timeout=20, interval=0.1,
-                       message="edge-1 removed")  # fmt: skip
+        await until_gone(client, Cluster, "edge-1", NS, timeout=20)
         assert im.infrastructures == {}
         assert im.count("POST") == 1
         assert im.count("DELETE") == 0
@@ -295,8 +281,7 @@ async def test_the_infrastructure_is_deleted_only_once_its_applications_moved(
         ))  # fmt: skip
         await wait_for(lambda: online("spare"), timeout=30, interval=0.1, message="spare")
         await client.delete(Cluster, "edge-1", NS)
-        await wait_for(lambda: gone(client, "edge-1"), timeout=60, interval=0.1,
-                       message="edge-1 removed")  # fmt: skip
+        await until_gone(client, Cluster, "edge-1", NS, timeout=60)
         assert im.infrastructures == {}
         assert left_on_built == [None]  # when IM was told to delete, web had left it
         assert sim.clusters.cluster("spare").store.get(DEPLOYMENTS, NS, "web") is not None

@@ -36,6 +36,7 @@ from tests.infrastructure.conftest import openstack_via, template
 from tests.infrastructure.fake_im import FakeIm, running_fake_im
 from tests.scheduler.helpers import fast_config
 from tests.security.conftest import binding, security, tenant_role
+from tests.util import all_started
 
 TOKENS = {
     "admin": "admin-token",
@@ -95,13 +96,8 @@ async def alice_and_parts(
         await alices_cloud(alice, im)
         parts = [Scheduler(scheduler_client, fast_config()),
                  InfrastructureController(controller_client)]  # fmt: skip
-        for part in parts:
-            await part.start()
-        try:
+        async with all_started(*parts):
             yield im, alice
-        finally:
-            for part in reversed(parts):
-                await part.stop()
 
 
 async def create_edge(alice: ShoalClient, name: str = "edge-1") -> None:
