@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from shoal.system.components import NAMES
+from shoal.testing.builders import deployment
 from shoal.testing.wait import wait_for
 from tests.cli.conftest import process
 from tests.fixtures.prometheus import start_prometheus
@@ -57,23 +58,6 @@ async def test_a_hook_call_without_login_reaches_the_token_check(secured: Secure
 
 
 ENV = {"COLUMNS": "200", "PATH": "/usr/bin:/bin"}
-
-
-def _deployment(name: str) -> dict[str, Any]:
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": name, "image": "busybox"}]},
-            },
-        },
-    }
 
 
 async def _member_read(kubeconfig: dict[str, Any], path: str) -> httpx.Response:
@@ -149,7 +133,7 @@ async def test_under_shoal_up_a_workload_completes_with_its_token(tmp_path: Path
                 "api": "kubernetes",
                 "kind": "Application",
                 "metadata": {"name": "batch", "namespace": "default"},
-                "spec": {"manifest": [_deployment("batch")], "hooks": ["complete"]},
+                "spec": {"manifest": [deployment("batch", "busybox")], "hooks": ["complete"]},
             }
             created = await admin.post("/kubernetes/namespaces/default/applications", json=body)
             assert created.status_code == 200, created.text
