@@ -71,16 +71,23 @@ async def test_repeated_commit_makes_one_pod(agent_http: httpx.AsyncClient, sim:
     assert sorted(names) == sorted([body["metadata"]["name"], again["metadata"]["name"]])
 
 
-async def test_repeat_after_restart_finds_the_pod_in_the_cluster(
-    start: AgentFactory, sim: SimServer
-) -> None:
-    """A second agent (fresh cache, maybe before its watch saw the pod) makes no second pod."""
+async def restarted_after_commit(start: AgentFactory, body: dict[str, Any]) -> AgentServer:
+    """A first agent commits ``body`` to node n-0; a second, fresh one, whose list has not
+    caught the pod yet."""
     first: AgentServer = await start()
-    body = pod()
     async with httpx.AsyncClient(base_url=first.url) as agent_http:
         assert (await commit(agent_http, body, "n-0")).status_code == 201
     second: AgentServer = await start()
     second.agent.cache.uids.clear()  # as if its list had not caught the pod yet
+    return second
+
+
+async def test_repeat_after_restart_finds_the_pod_in_the_cluster(
+    start: AgentFactory, sim: SimServer
+) -> None:
+    """A second agent (fresh cache, maybe before its watch saw the pod) makes no second pod."""
+    body = pod()
+    second = await restarted_after_commit(start, body)
     async with httpx.AsyncClient(base_url=second.url) as agent_http:
         assert (await commit(agent_http, body, "n-0")).status_code == 200
         clash = pod(name=body["metadata"]["name"])  # same name, another uid
@@ -235,12 +242,8 @@ async def test_after_a_restart_the_cluster_says_where_a_pod_already_is(
     """A fresh agent that has not listed the pod yet learns from the member cluster: the
     same uid on another node is refused as already committed there, another uid under
     the same name as a name taken; each answer names its reason."""
-    first: AgentServer = await start()
     body = pod()
-    async with httpx.AsyncClient(base_url=first.url) as agent_http:
-        assert (await commit(agent_http, body, "n-0")).status_code == 201
-    second: AgentServer = await start()
-    second.agent.cache.uids.clear()  # as if its list had not caught the pod yet
+    second = await restarted_after_commit(start, body)
     async with httpx.AsyncClient(base_url=second.url) as agent_http:
         moved = await commit(agent_http, body, "n-1")
         assert moved.status_code == 409

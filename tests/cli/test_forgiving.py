@@ -7,9 +7,8 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -28,6 +27,7 @@ from shoal.testing import builders, shipped
 from shoal.testing.builders import kubeconfig
 from shoal.testing.shipped import Callers
 from tests.cli.conftest import Shoal, cli, cli_ok, invoke, ok
+from tests.util import serving
 
 MANIFEST = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {a: b}\n"
 
@@ -101,12 +101,8 @@ class _NotShoal(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def not_shoal() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _NotShoal)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serving(_NotShoal) as url:
+        yield url
 
 
 async def test_a_server_that_is_not_shoal(not_shoal: str, manifest: str) -> None:

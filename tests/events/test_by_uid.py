@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from shoal.client.rest import NotFound, ShoalClient
+from shoal.client.rest import ShoalClient
 from shoal.events import Recorder
 from shoal.model.events import UID_LABEL
 from shoal.model.kubernetes import Application
 from shoal.testing import builders
-from shoal.testing.wait import wait_for
 from tests.cli.conftest import invoke, ok
 from tests.security.conftest import TOKENS, Secured, secured  # noqa: F401  (the secured API)
+from tests.util import until_gone
 
 
 async def _create_web(alice: ShoalClient) -> Application:
@@ -61,11 +61,4 @@ async def test_a_recreated_application_has_its_own_events(
 async def web_gone(client: ShoalClient) -> None:
     """Until ``web`` of namespace a is gone (its finalizers done)."""
 
-    async def gone() -> bool:
-        try:
-            await client.get(Application, "web", "a")
-        except NotFound:
-            return True
-        return False
-
-    await wait_for(gone, message="web deleted")
+    await until_gone(client, Application, "web", "a")

@@ -6,32 +6,21 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from shoal.client.rest import NotFound, ShoalClient
+from shoal.client.rest import ShoalClient
 from shoal.gc.controller import FINALIZER, GarbageCollector
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Application, Cluster, ClusterSpec
 from shoal.testing.builders import KUBECONFIG
 from shoal.testing.shipped import Callers
 from tests.kube.conftest import NS, application
-from tests.util import wait_for
+from tests.util import gone, started, until_gone, wait_for
 
 
 @pytest.fixture
 async def gc(client: ShoalClient, client_of: Callers) -> AsyncIterator[GarbageCollector]:
     collector = GarbageCollector(client_of("garbage-collector"), kinds=(Application, Cluster))
-    await collector.start()
-    try:
+    async with started(collector):
         yield collector
-    finally:
-        await collector.stop()
-
-
-async def _exists(client: ShoalClient, kind: type[Application] | type[Cluster], name: str) -> bool:
-    try:
-        await client.get(kind, name, NS)
-    except NotFound:
-        return False
-    return True
 
 
 async def test_cascade_deletes_dependents_first(
@@ -49,8 +38,8 @@ async def test_cascade_deletes_dependents_first(
     await client.delete(Application, "parent", NS)
 
     async def both_gone() -> bool:
-        parent_there = await _exists(client, Application, "parent")
-        child_there = await _exists(client, Application, "child")
+        parent_there = not await gone(client, Application, "parent", NS)
+        child_there = not await gone(client, Application, "child", NS)
         if parent_there is False:
             assert not child_there, "owner removed before its dependent"
         return not parent_there and not child_there
@@ -70,9 +59,6 @@ async def test_cluster_deletion_keeps_applications(
     app.metadata.owners = [cluster.ref()]
     await client.create(app)
     await client.delete(Cluster, "c1", NS)
-    async def cluster_gone() -> bool:
-        return not await _exists(client, Cluster, "c1")
-
-    await wait_for(cluster_gone, message="cluster removed")
+    await until_gone(client, Cluster, "c1", NS)
     remaining = await client.get(Application, "tenant", NS)
     assert remaining.metadata.deleted is None

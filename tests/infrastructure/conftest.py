@@ -21,6 +21,15 @@ import yaml
 from shoal.client.rest import ShoalClient
 from shoal.infrastructure.controller import InfrastructureController
 from shoal.infrastructure.sim import sample_objects
+from shoal.model.infrastructure import (
+    CloudSpec,
+    InfrastructureProviderRef,
+    OpenstackAuth,
+    OpenstackSpec,
+    PasswordAuth,
+    PasswordProject,
+    PasswordUser,
+)
 from shoal.model.kubernetes import Cluster
 from shoal.sim.server import SimServer
 from shoal.testing.launch import free_ports, stop
@@ -39,6 +48,18 @@ def template(workers: int = 2) -> dict[str, Any]:
     scalable = tosca["topology_template"]["node_templates"]["workers"]["capabilities"]["scalable"]
     scalable["properties"]["default_instances"] = workers
     return dict(tosca)
+
+
+def openstack_via(provider: str, namespaced: bool = False) -> CloudSpec:
+    """An OpenStack cloud built through the infrastructure provider ``provider``; its
+    Keystone (a closed port) and login are never used, the provider builds the clusters."""
+    return CloudSpec(openstack=OpenstackSpec(
+        url="http://127.0.0.1:9/v3",
+        auth=OpenstackAuth(password=PasswordAuth(
+            user=PasswordUser(username="u", password="p"), project=PasswordProject(name="t"),
+        )),
+        infrastructure_provider=InfrastructureProviderRef(name=provider, namespaced=namespaced),
+    ))  # fmt: skip
 
 
 def cluster_on_cloud(name: str, location: str, tosca: dict[str, Any] | None = None,

@@ -163,9 +163,9 @@ class FakeIm:
 
 
 @asynccontextmanager
-async def running_fake_im() -> AsyncIterator[FakeIm]:
-    """A FakeIm on a free loopback port, its ``url`` set."""
-    im = FakeIm()
+async def running_fake_im(make: Callable[[], FakeIm] = FakeIm) -> AsyncIterator[FakeIm]:
+    """A FakeIm (or the subclass ``make`` builds) on a free loopback port, its ``url`` set."""
+    im = make()
     runner = web.AppRunner(im.app(), access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)

@@ -20,23 +20,16 @@ from shoal.infrastructure.im import InfrastructureManager, auth_header
 from shoal.infrastructure.providers import InfrastructureNotFound, InfrastructureState
 from shoal.model.base import Metadata
 from shoal.model.infrastructure import (
-    CloudSpec,
     GlobalCloud,
     GlobalInfrastructureProvider,
     ImCloud,
     ImSpec,
-    InfrastructureProviderRef,
     InfrastructureProviderSpec,
-    OpenstackAuth,
-    OpenstackSpec,
-    PasswordAuth,
-    PasswordProject,
-    PasswordUser,
 )
 from shoal.model.kubernetes import Cluster, ClusterState
 from shoal.sim.server import SimServer
 from shoal.testing.wait import wait_for
-from tests.infrastructure.conftest import NS, template
+from tests.infrastructure.conftest import NS, openstack_via, template
 from tests.infrastructure.fake_im import running_fake_im
 
 pytestmark = pytest.mark.integration
@@ -52,13 +45,7 @@ def objects(im_url: str) -> tuple[GlobalInfrastructureProvider, GlobalCloud]:
     )  # fmt: skip
     cloud = GlobalCloud(
         metadata=Metadata(name="os-de", labels={"location": "DE"}),
-        spec=CloudSpec(openstack=OpenstackSpec(
-            url="http://127.0.0.1:9/v3",
-            auth=OpenstackAuth(password=PasswordAuth(
-                user=PasswordUser(username="u", password="p"), project=PasswordProject(name="t"),
-            )),
-            infrastructure_provider=InfrastructureProviderRef(name="im"),
-        )),
+        spec=openstack_via("im"),
     )  # fmt: skip
     return provider, cloud
 

@@ -11,28 +11,22 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
 import yaml
 
-from shoal.client.rest import NotFound, ShoalClient
+from shoal.client.rest import ShoalClient
 from shoal.infrastructure.controller import InfrastructureController, key
 from shoal.kube.controller import KubeController
 from shoal.model.base import Metadata
 from shoal.model.events import Event
 from shoal.model.infrastructure import (
-    CloudSpec,
     GlobalCloud,
     GlobalInfrastructureProvider,
     ImSpec,
-    InfrastructureProviderRef,
     InfrastructureProviderSpec,
-    OpenstackAuth,
-    OpenstackSpec,
-    PasswordAuth,
-    PasswordProject,
-    PasswordUser,
 )
 from shoal.model.kubernetes import Application, Cluster, ClusterSpec, ClusterState
 from shoal.model.scheduler_config import Backoff
@@ -42,9 +36,10 @@ from shoal.sim.objects import DEPLOYMENTS
 from shoal.sim.server import SimServer
 from shoal.testing import builders
 from shoal.testing.wait import wait_for
-from tests.infrastructure.conftest import NS, cluster_on_cloud, template
+from tests.infrastructure.conftest import NS, cluster_on_cloud, openstack_via, template
 from tests.infrastructure.fake_im import FakeIm, running_fake_im
 from tests.scheduler.helpers import fast_config
+from tests.util import all_started, until_gone
 
 # a gap between two attempts is at least the back-off, less a timer's rounding
 EARLY = 0.05
@@ -66,25 +61,18 @@ async def im_cloud(client: ShoalClient, im: FakeIm) -> None:
     ))  # fmt: skip
     await client.create(GlobalCloud(
         metadata=Metadata(name="os-de", labels={"location": "DE"}),
-        spec=CloudSpec(openstack=OpenstackSpec(
-            url="http://127.0.0.1:9/v3",
-            auth=OpenstackAuth(password=PasswordAuth(
-                user=PasswordUser(username="u", password="p"), project=PasswordProject(name="t"),
-            )),
-            infrastructure_provider=InfrastructureProviderRef(name="im"),
-        )),
+        spec=openstack_via("im"),
     ))  # fmt: skip
 
 
-async def running(*parts: Any) -> list[Any]:
-    for part in parts:
-        await part.start()
-    return list(parts)
-
-
-async def stopped(parts: list[Any]) -> None:
-    for part in reversed(parts):
-        await part.stop()
+@asynccontextmanager
+async def building(client: ShoalClient, *before: Any, **controller: Any) -> AsyncIterator[None]:
+    """The parts ``before``, the scheduler and an infrastructure controller polling IM every
+    0.1 s with the settings ``controller`` (timeouts, back-off), running; stopped after."""
+    parts = [*before, Scheduler(client, fast_config()),
+             InfrastructureController(client, poll=0.1, **controller)]  # fmt: skip
+    async with all_started(*parts):
+        yield
 
 
 def with_kubeconfig(kubeconfig: dict[str, Any], workers: int = 1) -> dict[str, Any]:
@@ -105,14 +93,6 @@ def gaps(times: list[float]) -> list[float]:
 async def reason_of(client: ShoalClient, name: str) -> str:
     cluster = await client.get(Cluster, name, NS)
     return cluster.status.reason.message if cluster.status.reason is not None else ""
-
-
-async def gone(client: ShoalClient, name: str) -> bool:
-    try:
-        await client.get(Cluster, name, NS)
-    except NotFound:
-        return True
-    return False
 
 
 async def messages_of(client: ShoalClient, name: str, reason: str) -> list[str]:
@@ -137,11 +117,7 @@ async def test_a_refused_create_backs_off_and_only_a_new_template_tries_earlier(
     client: ShoalClient, im: FakeIm
 ) -> None:
     im.refuse_create = (500, "the cloud is out of quota")
-    parts = await running(
-        Scheduler(client, fast_config()),
-        InfrastructureController(client, poll=0.1, timeout=2.0, retry_delay=1.0, retry_cap=4.0),
-    )
-    try:
+    async with building(client, timeout=2.0, retry_delay=1.0, retry_cap=4.0):
         await client.create(cluster_on_cloud("edge-1", "DE"))
 
         async def attempts(n: int) -> bool:
@@ -187,8 +163,6 @@ async def test_a_refused_create_backs_off_and_only_a_new_template_tries_earlier(
         await wait_for(lambda: attempts(8), timeout=30, interval=0.05, message="an 8th create")
         assert 1 - EARLY <= create_times(im)[7] - create_times(im)[6] < 2
         assert im.infrastructures == {}
-    finally:
-        await stopped(parts)
 
 
 @pytest.mark.usefixtures("im_cloud")
@@ -197,11 +171,7 @@ async def test_a_create_whose_answer_was_lost_is_found_not_made_twice(
 ) -> None:
     sim.clusters.add_cluster("built", 1)
     im.create_delay = 2.0  # made at once, answered after the controller gave up (1 s)
-    parts = await running(
-        Scheduler(client, fast_config()),
-        InfrastructureController(client, poll=0.1, timeout=1.0, retry_delay=1.0, retry_cap=4.0),
-    )
-    try:
+    async with building(client, timeout=1.0, retry_delay=1.0, retry_cap=4.0):
         created = await client.create(
             cluster_on_cloud("edge-1", "DE", tosca=with_kubeconfig(sim.kubeconfig("built")))
         )
@@ -221,8 +191,6 @@ async def test_a_create_whose_answer_was_lost_is_found_not_made_twice(
             "os-de",
         )
         assert await messages_of(client, "edge-1", "Creating") == ["im had created inf-1"]
-    finally:
-        await stopped(parts)
 
 
 @pytest.mark.usefixtures("im_cloud")
@@ -230,11 +198,7 @@ async def test_a_cluster_deleted_before_its_id_was_recorded_leaks_nothing(
     client: ShoalClient, im: FakeIm
 ) -> None:
     im.create_delay = 2.0  # the controller waits for the answer (5 s) while it is deleted
-    parts = await running(
-        Scheduler(client, fast_config()),
-        InfrastructureController(client, poll=0.1, timeout=5.0, retry_delay=1.0, retry_cap=4.0),
-    )
-    try:
+    async with building(client, timeout=5.0, retry_delay=1.0, retry_cap=4.0):
         created = await client.create(cluster_on_cloud("edge-1", "DE"))
 
         async def made() -> bool:
@@ -245,12 +209,9 @@ async def test_a_cluster_deleted_before_its_id_was_recorded_leaks_nothing(
         assert creating.status.cluster_id is None
         assert creating.status.state is ClusterState.CREATING  # written before the create
         await client.delete(Cluster, "edge-1", NS)
-        await wait_for(lambda: gone(client, "edge-1"), timeout=30, interval=0.1,
-                       message="edge-1 removed")  # fmt: skip
+        await until_gone(client, Cluster, "edge-1", NS, timeout=30)
         assert im.infrastructures == {}
         assert im.count("DELETE", "/inf-1") == 1
-    finally:
-        await stopped(parts)
 
 
 @pytest.mark.usefixtures("im_cloud")
@@ -258,11 +219,7 @@ async def test_deleting_a_failed_cluster_with_nothing_made_finishes_at_once(
     client: ShoalClient, im: FakeIm
 ) -> None:
     im.refuse_create = (400, "Error parsing the TOSCA template: no compute node")
-    parts = await running(
-        Scheduler(client, fast_config()),
-        InfrastructureController(client, poll=0.1, timeout=2.0, retry_delay=60.0, retry_cap=60.0),
-    )
-    try:
+    async with building(client, timeout=2.0, retry_delay=60.0, retry_cap=60.0):
         await client.create(cluster_on_cloud("edge-1", "DE"))
 
         async def failed() -> bool:
@@ -273,13 +230,10 @@ async def test_deleting_a_failed_cluster_with_nothing_made_finishes_at_once(
         assert "next in 60 s" in await reason_of(client, "edge-1")
         await client.delete(Cluster, "edge-1", NS)
         # well before its next build attempt (60 s): the provider holds nothing for it
-        await wait_for(lambda: gone(client, "edge-1"), timeout=20, interval=0.1,
-                       message="edge-1 removed")  # fmt: skip
+        await until_gone(client, Cluster, "edge-1", NS, timeout=20)
         assert im.infrastructures == {}
         assert im.count("POST") == 1
         assert im.count("DELETE") == 0
-    finally:
-        await stopped(parts)
 
 
 @pytest.mark.usefixtures("im_cloud")
@@ -287,13 +241,7 @@ async def test_a_build_that_never_finishes_times_out_and_backs_off(
     client: ShoalClient, im: FakeIm
 ) -> None:
     im.build_time = None  # IM's machines never get configured
-    parts = await running(
-        Scheduler(client, fast_config()),
-        InfrastructureController(
-            client, poll=0.1, timeout=2.0, create_timeout=1.5, retry_delay=30.0, retry_cap=30.0
-        ),
-    )
-    try:
+    async with building(client, timeout=2.0, create_timeout=1.5, retry_delay=30.0, retry_cap=30.0):
         await client.create(cluster_on_cloud("edge-1", "DE"))
 
         async def timed_out() -> bool:
@@ -307,8 +255,6 @@ async def test_a_build_that_never_finishes_times_out_and_backs_off(
         await asyncio.sleep(1.0)
         assert im.count("GET", "/state", since=polls[-1] + 0.01) == 0
         assert list(im.infrastructures) == ["inf-1"]  # kept: a retry follows it again
-    finally:
-        await stopped(parts)
 
 
 @pytest.mark.usefixtures("im_cloud")
@@ -321,13 +267,14 @@ async def test_the_infrastructure_is_deleted_only_once_its_applications_moved(
     im.on_delete = lambda ident: left_on_built.append(
         sim.clusters.cluster("built").store.get(DEPLOYMENTS, NS, "web")
     )
-    parts = await running(
+    async with building(
+        client,
         ClusterObserver(client, interval=0.3, timeout=0.5),
         KubeController(client, poll_interval=0.2, timeout=1.0),
-        Scheduler(client, fast_config()),
-        InfrastructureController(client, poll=0.1, timeout=2.0, retry_delay=1.0, retry_cap=4.0),
-    )
-    try:
+        timeout=2.0,
+        retry_delay=1.0,
+        retry_cap=4.0,
+    ):
         await client.create(cluster_on_cloud(
             "edge-1", "DE", tosca=with_kubeconfig(sim.kubeconfig("built"), 2), site="edge"
         ))  # fmt: skip
@@ -353,13 +300,10 @@ async def test_the_infrastructure_is_deleted_only_once_its_applications_moved(
         ))  # fmt: skip
         await wait_for(lambda: online("spare"), timeout=30, interval=0.1, message="spare")
         await client.delete(Cluster, "edge-1", NS)
-        await wait_for(lambda: gone(client, "edge-1"), timeout=60, interval=0.1,
-                       message="edge-1 removed")  # fmt: skip
+        await until_gone(client, Cluster, "edge-1", NS, timeout=60)
         assert im.infrastructures == {}
         assert left_on_built == [None]  # when IM was told to delete, web had left it
         assert sim.clusters.cluster("spare").store.get(DEPLOYMENTS, NS, "web") is not None
-    finally:
-        await stopped(parts)
 
 
 async def handed_over(client: ShoalClient, name: str) -> Cluster | None:
@@ -375,11 +319,7 @@ async def test_an_infrastructure_left_unconfigured_is_configured_again_then_conn
 ) -> None:
     sim.clusters.add_cluster("built", 1)
     im.states["inf-1"] = "unconfigured"  # a machine failed to configure
-    parts = await running(
-        Scheduler(client, fast_config()),
-        InfrastructureController(client, poll=0.1, timeout=2.0, retry_delay=30.0, retry_cap=30.0),
-    )
-    try:
+    async with building(client, timeout=2.0, retry_delay=30.0, retry_cap=30.0):
         await client.create(
             cluster_on_cloud("edge-1", "DE", tosca=with_kubeconfig(sim.kubeconfig("built")))
         )
@@ -401,8 +341,6 @@ async def test_an_infrastructure_left_unconfigured_is_configured_again_then_conn
         assert cluster.status.cluster_id == "inf-1"
         assert list(im.infrastructures) == ["inf-1"]
         assert im.count("POST") == 1
-    finally:
-        await stopped(parts)
 
 
 @pytest.mark.usefixtures("im_cloud")
@@ -411,11 +349,7 @@ async def test_an_infrastructure_the_provider_forgot_is_built_again_after_the_ba
 ) -> None:
     sim.clusters.add_cluster("built", 1)
     im.build_time = None  # still being built when IM forgets it
-    parts = await running(
-        Scheduler(client, fast_config()),
-        InfrastructureController(client, poll=0.1, timeout=2.0, retry_delay=1.0, retry_cap=4.0),
-    )
-    try:
+    async with building(client, timeout=2.0, retry_delay=1.0, retry_cap=4.0):
         await client.create(
             cluster_on_cloud("edge-1", "DE", tosca=with_kubeconfig(sim.kubeconfig("built")))
         )
@@ -448,8 +382,6 @@ async def test_an_infrastructure_the_provider_forgot_is_built_again_after_the_ba
         assert await messages_of(client, "edge-1", "InfrastructureGone") == [
             "im no longer knows inf-1; building it again"
         ]
-    finally:
-        await stopped(parts)
 
 
 @pytest.mark.usefixtures("im_cloud")
@@ -457,11 +389,7 @@ async def test_an_infrastructure_the_provider_reports_failed_fails_the_create(
     client: ShoalClient, im: FakeIm
 ) -> None:
     im.states["inf-1"] = "failed"
-    parts = await running(
-        Scheduler(client, fast_config()),
-        InfrastructureController(client, poll=0.1, timeout=2.0, retry_delay=30.0, retry_cap=30.0),
-    )
-    try:
+    async with building(client, timeout=2.0, retry_delay=30.0, retry_cap=30.0):
         await client.create(cluster_on_cloud("edge-1", "DE"))
 
         async def failed() -> Cluster | None:
@@ -477,8 +405,6 @@ async def test_an_infrastructure_the_provider_reports_failed_fails_the_create(
         assert cluster.status.cluster_id == "inf-1"  # kept: the retry looks at it again
         assert list(im.infrastructures) == ["inf-1"]
         assert im.count("POST") == 1
-    finally:
-        await stopped(parts)
 
 
 @pytest.mark.usefixtures("im_cloud")
@@ -487,11 +413,7 @@ async def test_a_create_answer_that_cannot_be_read_fails_and_the_retry_finds_wha
 ) -> None:
     sim.clusters.add_cluster("built", 1)
     im.create_answer = '{"id": "inf-1"}'  # not IM's {"uri": …}; made all the same
-    parts = await running(
-        Scheduler(client, fast_config()),
-        InfrastructureController(client, poll=0.1, timeout=2.0, retry_delay=1.0, retry_cap=4.0),
-    )
-    try:
+    async with building(client, timeout=2.0, retry_delay=1.0, retry_cap=4.0):
         await client.create(
             cluster_on_cloud("edge-1", "DE", tosca=with_kubeconfig(sim.kubeconfig("built")))
         )
@@ -513,5 +435,3 @@ async def test_a_create_answer_that_cannot_be_read_fails_and_the_retry_finds_wha
         assert cluster.status.cluster_id == "inf-1"
         assert im.count("POST") == 1  # the retry found inf-1: never made twice
         assert list(im.infrastructures) == ["inf-1"]
-    finally:
-        await stopped(parts)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
@@ -24,24 +25,18 @@ from shoal.model.base import Metadata
 from shoal.model.events import Event
 from shoal.model.infrastructure import (
     Cloud,
-    CloudSpec,
     ImSpec,
     InfrastructureProvider,
-    InfrastructureProviderRef,
     InfrastructureProviderSpec,
-    OpenstackAuth,
-    OpenstackSpec,
-    PasswordAuth,
-    PasswordProject,
-    PasswordUser,
 )
 from shoal.model.kubernetes import Cluster, ClusterState
 from shoal.scheduler.scheduler import Scheduler
 from shoal.testing.wait import wait_for
-from tests.infrastructure.conftest import template
+from tests.infrastructure.conftest import openstack_via, template
 from tests.infrastructure.fake_im import FakeIm, running_fake_im
 from tests.scheduler.helpers import fast_config
 from tests.security.conftest import binding, security, tenant_role
+from tests.util import all_started
 
 TOKENS = {
     "admin": "admin-token",
@@ -81,62 +76,72 @@ async def alices_cloud(alice: ShoalClient, im: FakeIm) -> None:
     ))  # fmt: skip
     await alice.create(Cloud(
         metadata=Metadata(name="my-cloud", namespace="a", labels={"location": "DE"}),
-        spec=CloudSpec(openstack=OpenstackSpec(
-            url="http://127.0.0.1:9/v3",
-            auth=OpenstackAuth(password=PasswordAuth(
-                user=PasswordUser(username="u", password="p"), project=PasswordProject(name="t"),
-            )),
-            infrastructure_provider=InfrastructureProviderRef(name="my-im", namespaced=True),
-        )),
+        spec=openstack_via("my-im", namespaced=True),
     ))  # fmt: skip
+
+
+@asynccontextmanager
+async def alice_and_parts(
+    api_url: str, make: Callable[[], FakeIm] = FakeIm
+) -> AsyncIterator[tuple[FakeIm, ShoalClient]]:
+    """alice's own IM and her cloud on it, with the scheduler and the infrastructure
+    controller running as their component identities (the controller's shipped back-off:
+    2, 4 … 300 s)."""
+    async with (
+        running_fake_im(make) as im,
+        ShoalClient(api_url, token="alice-token") as alice,
+        ShoalClient(api_url, token="scheduler-token") as scheduler_client,
+        ShoalClient(api_url, token="infrastructure-token") as controller_client,
+    ):
+        await alices_cloud(alice, im)
+        parts = [Scheduler(scheduler_client, fast_config()),
+                 InfrastructureController(controller_client)]  # fmt: skip
+        async with all_started(*parts):
+            yield im, alice
+
+
+async def create_edge(alice: ShoalClient, name: str = "edge-1") -> None:
+    """alice's cluster ``name`` in namespace ``a``, placed on a cloud labelled DE."""
+    await alice.create(Cluster.model_validate({
+        "metadata": {"name": name, "namespace": "a"},
+        "spec": {"tosca": template(), "constraints": {
+            "cloud": {"labels": ["location is DE"]}}},
+    }))  # fmt: skip
+
+
+async def creates_after_first(im: FakeIm) -> list[float]:
+    """The times of the IM's creates over the 5 s after the first: the back-off lets
+    through the ones at 0 and 2 s, the next comes at 6 s."""
+
+    async def first() -> bool:
+        return im.count("POST") >= 1
+
+    await wait_for(first, timeout=30, interval=0.05, message="the first create")
+    await asyncio.sleep(5.0)  # the window: creates at 0 and 2 s, the next at 6 s
+    creates = [c.when for c in im.calls if c.method == "POST"]
+    assert len(creates) <= 2, [round(b - a, 2) for a, b in itertools.pairwise(creates)]
+    assert all(b - a >= 2 - 0.05 for a, b in itertools.pairwise(creates))
+    return creates
 
 
 async def test_a_tenants_failing_build_calls_her_im_once_per_back_off_step(
     api_url: str,
 ) -> None:
-    async with (
-        running_fake_im() as im,
-        ShoalClient(api_url, token="alice-token") as alice,
-        ShoalClient(api_url, token="scheduler-token") as scheduler_client,
-        ShoalClient(api_url, token="infrastructure-token") as controller_client,
-    ):
+    async with alice_and_parts(api_url) as (im, alice):
         im.refuse_create = (500, "no")
-        await alices_cloud(alice, im)
-        parts = [
-            Scheduler(scheduler_client, fast_config()),
-            InfrastructureController(controller_client),  # as shipped: 2, 4 … 300 s
-        ]
-        for part in parts:
-            await part.start()
-        try:
-            await alice.create(Cluster.model_validate({
-                "metadata": {"name": "edge-1", "namespace": "a"},
-                "spec": {"tosca": template(), "constraints": {
-                    "cloud": {"labels": ["location is DE"]}}},
-            }))  # fmt: skip
+        await create_edge(alice)
+        creates = await creates_after_first(im)
 
-            async def first() -> bool:
-                return im.count("POST") >= 1
+        cluster = await alice.get(Cluster, "edge-1", "a")
+        assert cluster.status.state is ClusterState.FAILED
+        assert cluster.status.reason is not None
+        assert f"(attempt {len(creates)}; next in {2 ** len(creates)} s)" in (
+            cluster.status.reason.message
+        )
 
-            await wait_for(first, timeout=30, interval=0.05, message="the first create")
-            await asyncio.sleep(5.0)  # the window: creates at 0 and 2 s, the next at 6 s
-            creates = [c.when for c in im.calls if c.method == "POST"]
-            assert len(creates) <= 2, [round(b - a, 2) for a, b in itertools.pairwise(creates)]
-            assert all(b - a >= 2 - 0.05 for a, b in itertools.pairwise(creates))
+        async def counted() -> list[Event]:
+            events = [e for e in (await alice.list(Event, "a")).items if e.type == "Warning"]
+            return events if events and events[0].count == len(creates) else []
 
-            cluster = await alice.get(Cluster, "edge-1", "a")
-            assert cluster.status.state is ClusterState.FAILED
-            assert cluster.status.reason is not None
-            assert f"(attempt {len(creates)}; next in {2 ** len(creates)} s)" in (
-                cluster.status.reason.message
-            )
-
-            async def counted() -> list[Event]:
-                events = [e for e in (await alice.list(Event, "a")).items if e.type == "Warning"]
-                return events if events and events[0].count == len(creates) else []
-
-            warnings = await wait_for(counted, timeout=10, interval=0.1, message="counted")
-            assert [e.reason for e in warnings] == ["InfrastructureFailed"]
-        finally:
-            for part in reversed(parts):
-                await part.stop()
+        warnings = await wait_for(counted, timeout=10, interval=0.1, message="counted")
+        assert [e.reason for e in warnings] == ["InfrastructureFailed"]

@@ -16,7 +16,6 @@ import asyncio
 import copy
 import json
 import sys
-import traceback
 
 from krake.client import Client
 from krake.client.core import CoreApi
@@ -45,6 +44,7 @@ from krake.data.kubernetes import (
     ClusterBinding,
     ClusterNode,
 )
+from probe_calls import CALLED, call
 
 NS = "probe"
 BODIES = json.loads(sys.argv[2]) if len(sys.argv) > 2 else {}
@@ -174,21 +174,6 @@ def kwargs(namespaced, name=None):
     if name is not None:
         out["name"] = name
     return out
-
-
-CALLED = set()
-
-
-async def call(label, coro):
-    CALLED.add(label)
-    try:
-        result = await coro
-    except Exception as error:  # every failure is reported, the probe goes on
-        detail = "".join(traceback.format_exception_only(type(error), error)).strip()
-        print(json.dumps({"call": label, "ok": False, "error": detail[-600:]}), flush=True)
-        return None
-    print(json.dumps({"call": label, "ok": True}), flush=True)
-    return result
 
 
 async def first_event(label, watcher, change):

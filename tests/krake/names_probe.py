@@ -14,7 +14,6 @@ This file must stay valid Python 3.8: it runs in Krake's virtualenv.
 import asyncio
 import json
 import sys
-import traceback
 
 from krake.client import Client
 from krake.client.core import CoreApi
@@ -23,6 +22,7 @@ from krake.client.kubernetes import KubernetesApi
 from krake.data.core import Role
 from krake.data.infrastructure import GlobalInfrastructureProvider
 from krake.data.kubernetes import Application, Cluster
+from probe_calls import call
 
 NS = "system:admin"  # rok.yaml's default namespace
 URL, TOKEN, MODE = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -40,18 +40,6 @@ DEPLOYMENT = {
         },
     },
 }
-
-
-async def call(label, coro, show=None):
-    try:
-        result = await coro
-    except Exception as error:  # every failure is reported, the probe goes on
-        detail = "".join(traceback.format_exception_only(type(error), error)).strip()
-        print(json.dumps({"call": label, "ok": False, "error": detail[-600:]}), flush=True)
-        return None
-    shown = show(result) if show is not None and result is not None else None
-    print(json.dumps({"call": label, "ok": True, "result": shown}), flush=True)
-    return result
 
 
 def body(cls, data):

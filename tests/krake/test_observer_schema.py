@@ -9,7 +9,6 @@ what Shoal observed.
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
@@ -25,7 +24,13 @@ from shoal.model.kubernetes import Application, ApplicationState, Cluster, Clust
 from shoal.sim.server import SimServer
 from shoal.testing.builders import register
 from tests.krake.conftest import run_krake
-from tests.model.test_observer_schema import ECHO, ECHO_CUSTOM, ECHO_DEFAULT, SERVICE_LB
+from tests.model.test_observer_schema import (
+    ECHO,
+    ECHO_CUSTOM,
+    ECHO_DEFAULT,
+    SERVICE_LB,
+    edited,
+)
 from tests.util import wait_for
 
 pytestmark = [pytest.mark.integration]
@@ -40,18 +45,8 @@ OBJECTS: list[dict[str, Any]] = [
 
 
 def _changed(path: str, value: Any, *, drop: bool = False) -> list[dict[str, Any]]:
-    """ECHO_CUSTOM with the value at ``path`` (dots, list indexes as numbers) changed."""
-    entry = copy.deepcopy(ECHO_CUSTOM)
-    where: Any = entry
-    *head, last = path.split(".")
-    for part in head:
-        where = where[int(part)] if part.isdigit() else where[part]
-    key: Any = int(last) if last.isdigit() else last
-    if drop:
-        del where[key]
-    else:
-        where[key] = value
-    return [entry]
+    """ECHO_CUSTOM with the value at ``path`` changed, as a manifest."""
+    return [edited(path, value, drop)]
 
 
 CONTAINERS = "spec.template.spec.containers"

@@ -7,13 +7,14 @@ from typing import Any
 
 import pytest
 
-from shoal.client.kube import KubeClients, KubeCluster
-from shoal.client.rest import NotFound, ShoalClient
+from shoal.client.kube import KubeCluster
+from shoal.client.rest import ShoalClient
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Application, ApplicationState, Cluster, ClusterSpec
 from shoal.sim.server import SimServer
 from shoal.testing import builders
 from shoal.testing.builders import register
+from tests.util import member_apis
 
 NS = "default"
 
@@ -39,11 +40,8 @@ async def clusters(client: ShoalClient, sim: SimServer) -> list[Cluster]:
 @pytest.fixture
 async def kube(clusters: list[Cluster]) -> AsyncIterator[dict[str, KubeCluster]]:
     """Direct access to the sim clusters, to check what the controller did there."""
-    clients = KubeClients(timeout=2.0)
-    try:
-        yield {c.metadata.name: await clients.get(c) for c in clusters}
-    finally:
-        await clients.close()
+    async with member_apis(clusters, timeout=2.0) as apis:
+        yield apis
 
 
 async def running_on(client: ShoalClient, name: str) -> str | None:
@@ -52,15 +50,6 @@ async def running_on(client: ShoalClient, name: str) -> str | None:
     if app.status.state is ApplicationState.RUNNING and app.status.running_on is not None:
         return app.status.running_on.name
     return None
-
-
-async def gone(client: ShoalClient, name: str) -> bool:
-    """Whether application ``name`` is deleted (its finalizers done)."""
-    try:
-        await client.get(Application, name, NS)
-    except NotFound:
-        return True
-    return False
 
 
 def deployment(name: str, replicas: int = 2) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from shoal.testing.sim import running_sim
 from tests.conftest import ClientOf, running_control_plane
 from tests.kube.conftest import NS, application, running_on
 from tests.scheduler.helpers import fast_config, metric, provider
-from tests.util import wait_for
+from tests.util import until_gone, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -265,14 +265,7 @@ async def test_end_to_end_three_clusters(
             # deleting the application removes everything from every cluster
             await client.delete(Application, "e2e", NS)
 
-            async def gone() -> bool:
-                try:
-                    await client.get(Application, "e2e", NS)
-                except NotFound:
-                    return True
-                return False
-
-            await wait_for(gone, timeout=10, message="e2e deleted")
+            await until_gone(client, Application, "e2e", NS, timeout=10)
             for name in ("a", "b", "c"):
                 assert await kube[name].read(_dep("e2e"), NS) is None, name
                 pods = await kube[name].request("GET", f"/api/v1/namespaces/{NS}/pods")

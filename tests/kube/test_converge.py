@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from shoal.client.kube import KubeClients, KubeCluster
-from shoal.client.rest import NotFound, ShoalClient
+from shoal.client.rest import ShoalClient
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Cluster, ClusterSpec
 from shoal.sim.server import SimServer
@@ -16,7 +16,7 @@ from shoal.testing.shipped import Callers
 from tests.conftest import ControlPlane
 from tests.kube.conftest import NS, application, running_on
 from tests.kube.test_integration import control_plane_options, controller  # noqa: F401 (fixtures)
-from tests.util import wait_for
+from tests.util import until_gone, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -27,25 +27,14 @@ async def _deployment(kube: KubeCluster, name: str) -> dict[str, Any] | None:
     )
 
 
-async def _gone(client: ShoalClient, name: str) -> bool:
-    try:
-        await client.get(Cluster, name, NS)
-    except NotFound:
-        return True
-    return False
-
-
+@pytest.mark.usefixtures("clusters", "control_plane")
 async def test_a_cluster_registered_again_is_a_new_cluster_everywhere(
-    client: ShoalClient,
-    sim: SimServer,
-    clusters: list[Cluster],
-    kube: dict[str, KubeCluster],
-    control_plane: ControlPlane,
+    client: ShoalClient, sim: SimServer, kube: dict[str, KubeCluster]
 ) -> None:
     await client.create(application("before", labels=["location is DE"]))
     await wait_for(lambda: running_on(client, "before"), timeout=30, message="before on de")
     await client.delete(Cluster, "de", NS)
-    await wait_for(lambda: _gone(client, "de"), timeout=30, message="de deleted")
+    await until_gone(client, Cluster, "de", NS, timeout=30)
     again = Cluster(
         metadata=Metadata(name="de", namespace=NS, labels={"location": "DE"}),
         spec=ClusterSpec(kubeconfig=sim.clusters.kubeconfig("de")),
@@ -75,7 +64,7 @@ async def test_a_graceful_cluster_delete_leaves_nothing_behind(
         member = await members.get(cluster)
         assert await _deployment(member, "web") is not None
         await client.delete(Cluster, first, NS)
-        await wait_for(lambda: _gone(client, first), timeout=60, message=f"{first} deleted")
+        await until_gone(client, Cluster, first, NS, timeout=60)
         assert await wait_for(lambda: running_on(client, "web"), timeout=30,
                               message="web moved") == other  # fmt: skip
 
@@ -89,12 +78,9 @@ async def test_a_graceful_cluster_delete_leaves_nothing_behind(
 
 
 
+@pytest.mark.usefixtures("clusters", "control_plane")
 async def test_a_cluster_registered_again_is_pruned_of_what_shoal_left(
-    client: ShoalClient,
-    sim: SimServer,
-    clusters: list[Cluster],
-    kube: dict[str, KubeCluster],
-    control_plane: ControlPlane,
+    client: ShoalClient, sim: SimServer, kube: dict[str, KubeCluster]
 ) -> None:
     """Objects labelled as an application's that is gone, or that no longer runs there, are
     removed when the cluster is registered again; the running application's stay."""

@@ -21,7 +21,7 @@ from shoal.model.kubernetes import Application, ApplicationState, Cluster
 from shoal.sim.server import SimServer
 from shoal.testing.shipped import Callers
 from tests.kube.conftest import NS, application
-from tests.util import wait_for
+from tests.util import kubectl, started, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -32,14 +32,10 @@ FR = ResourceRef(api="kubernetes", kind="Cluster", namespace=NS, name="fr")
 @pytest.fixture
 async def controller(client: ShoalClient, clusters: list[Cluster]) -> AsyncIterator[KubeController]:
     """Readiness polls are rare: what happens quickly happens because of the watches."""
-    ctl = KubeController(
+    async with started(KubeController(
         client, poll_interval=20.0, fallback=20.0, resync=60.0, timeout=2.0, cleanup_retry=0.5
-    )
-    await ctl.start()
-    try:
+    )) as ctl:
         yield ctl
-    finally:
-        await ctl.stop()
 
 
 def _dep(name: str) -> dict[str, Any]:
@@ -67,20 +63,6 @@ async def _running_on(client: ShoalClient, name: str, cluster: str) -> Applicati
     return app if ok else None
 
 
-async def _kubectl(kubeconfig: Path, *args: str) -> str:
-    proc = await asyncio.create_subprocess_exec(
-        "kubectl",
-        "--kubeconfig",
-        str(kubeconfig),
-        *args,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await proc.communicate()
-    assert proc.returncode == 0, err.decode()
-    return out.decode()
-
-
 async def test_drift_is_put_back(
     client: ShoalClient,
     sim: SimServer,
@@ -98,7 +80,7 @@ async def test_drift_is_put_back(
     # someone deletes the Deployment with kubectl: it comes back, with its pods
     config = tmp_path / "de.yaml"
     config.write_text(yaml.safe_dump(sim.clusters.kubeconfig("de")))
-    await _kubectl(config, "delete", "deployment", "web", "-n", NS)
+    await kubectl(config, "delete", "deployment", "web", "-n", NS)
 
     async def back() -> bool:
         return await _ready_replicas(kube["de"], "web") == 2

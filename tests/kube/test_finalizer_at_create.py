@@ -18,9 +18,9 @@ from shoal.kube.controller import KubeController
 from shoal.model.kubernetes import KUBE_FINALIZER, Application, ApplicationState, Cluster
 from shoal.scheduler.scheduler import Scheduler
 from shoal.testing.shipped import Callers
-from tests.kube.conftest import NS, application, gone
+from tests.kube.conftest import NS, application
 from tests.scheduler.helpers import fast_config
-from tests.util import wait_for
+from tests.util import until_gone, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -75,7 +75,7 @@ async def test_deployed_without_a_finalizer_write_and_cleaned_up(
     assert await _deployment_on(kube["fr"], "web")
 
     await client.delete(Application, "web", NS)
-    await wait_for(lambda: gone(client, "web"), timeout=15, message="web removed")
+    await until_gone(client, Application, "web", NS, timeout=15)
     assert not await _deployment_on(kube["fr"], "web")
 
 
@@ -93,4 +93,4 @@ async def test_never_placed_application_is_removed_when_deleted(
     assert app.status.scheduled_to is None and app.metadata.finalizers == [KUBE_FINALIZER]
 
     await client.delete(Application, "nowhere", NS)
-    await wait_for(lambda: gone(client, "nowhere"), timeout=15, message="nowhere removed")
+    await until_gone(client, Application, "nowhere", NS, timeout=15)

@@ -26,7 +26,8 @@ from shoal.model.kubernetes import Application, Cluster
 from shoal.testing import builders
 from shoal.testing.launch import free_port
 from shoal.testing.wait import wait_for
-from tests.kube.conftest import NS, deployment, gone, running_on
+from tests.kube.conftest import NS, deployment, running_on
+from tests.util import until_gone
 
 
 @pytest.fixture
@@ -80,7 +81,7 @@ async def test_complete_with_the_injected_token_deletes_the_application(
             assert answer.status == 401
         async with http.put(url, json={"token": token}) as answer:
             assert answer.status == 200
-    await wait_for(lambda: gone(client, "batch"), timeout=20, interval=0.1, message="deleted")
+    await until_gone(client, Application, "batch", NS, timeout=20)
     ref = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "batch"}}
     assert await kube["de"].read(ref, NS) is None
     secret = {"apiVersion": "v1", "kind": "Secret",
@@ -172,7 +173,7 @@ async def test_without_a_confirmation_the_copy_goes_after_the_grace_period(
     await wait_for(waiting, timeout=10, interval=0.05, message="WAITING_FOR_CLEANING")
     ref = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "mute"}}
     assert await kube["de"].read(ref, NS) is not None  # kept while it may still confirm
-    await wait_for(lambda: gone(client, "mute"), timeout=20, interval=0.1, message="removed")
+    await until_gone(client, Application, "mute", NS, timeout=20)
     assert await kube["de"].read(ref, NS) is None
 
     async def warned() -> set[str] | None:

@@ -24,7 +24,7 @@ from shoal.testing.shipped import Callers
 from tests.conftest import ControlPlane
 from tests.kube.conftest import NS, application, running_on
 from tests.scheduler.helpers import fast_config
-from tests.util import wait_for
+from tests.util import started, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -34,11 +34,8 @@ async def controller(
     client: ShoalClient, client_of: Callers, clusters: list[Cluster]
 ) -> AsyncIterator[KubeController]:
     ctl = KubeController(client_of("kube-controller"), poll_interval=0.2, timeout=2.0)
-    await ctl.start()
-    try:
+    async with started(ctl):
         yield ctl
-    finally:
-        await ctl.stop()
 
 
 @pytest.fixture

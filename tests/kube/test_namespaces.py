@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from shoal.client.kube import KubeClients, KubeCluster
-from shoal.client.rest import NotFound, ShoalClient
+from shoal.client.rest import ShoalClient
 from shoal.copies.namespaces import kube_namespace
 from shoal.copies.owners import ANNOTATION_APP, LABEL_NAMESPACE, Owner, owned, owner_of
 from shoal.kube.controller import KubeController
@@ -23,7 +23,7 @@ from shoal.testing import builders
 from shoal.testing.builders import register
 from shoal.testing.shipped import Callers
 from tests.kube.conftest import deployment
-from tests.util import wait_for
+from tests.util import kube_clients, started, until_gone, wait_for
 
 pytestmark = [pytest.mark.integration]
 
@@ -89,21 +89,15 @@ async def _clusters(
 @pytest.fixture
 async def members() -> AsyncIterator[KubeClients]:
     """Clients of the member clusters of our own, to read what the controller did there."""
-    clients = KubeClients(timeout=2.0)
-    try:
+    async with kube_clients(timeout=2.0) as clients:
         yield clients
-    finally:
-        await clients.close()
 
 
 @pytest.fixture
 async def controller(client_of: Callers) -> AsyncIterator[KubeController]:
     ctl = KubeController(client_of("kube-controller"), poll_interval=0.2, timeout=2.0)
-    await ctl.start()
-    try:
+    async with started(ctl):
         yield ctl
-    finally:
-        await ctl.stop()
 
 
 def _app(name: str, namespace: str, manifest: list[dict[str, Any]]) -> Application:
@@ -117,14 +111,6 @@ async def _running(client: ShoalClient, name: str, namespace: str) -> Applicatio
 
 async def _deployment_in(kube: KubeCluster, name: str, namespace: str) -> dict[str, Any] | None:
     return await kube.read(deployment(name), namespace)
-
-
-async def _gone(client: ShoalClient, name: str, namespace: str) -> bool:
-    try:
-        await client.get(Application, name, namespace)
-    except NotFound:
-        return True
-    return False
 
 
 async def test_objects_without_a_namespace_go_to_the_contexts_namespace(
@@ -155,7 +141,7 @@ async def test_objects_without_a_namespace_go_to_the_contexts_namespace(
     assert live["metadata"]["annotations"][ANNOTATION_APP] == "system:admin/web:de"
     # deleted from where it went
     await client.delete(Application, "web:de", KRAKE)
-    await wait_for(lambda: _gone(client, "web:de", KRAKE), timeout=30, message="web:de gone")
+    await until_gone(client, Application, "web:de", KRAKE, timeout=30)
     assert await _deployment_in(kube["de"], "de", "team") is None
 
 
@@ -214,7 +200,7 @@ async def test_an_application_running_in_its_namespace_named_one_stays_there(
     assert await _deployment_in(kube["de"], "old", "legacy") is not None
     assert await _deployment_in(kube["de"], "old", "default") is None
     await client.delete(Application, "old", "legacy")
-    await wait_for(lambda: _gone(client, "old", "legacy"), timeout=30, message="old gone")
+    await until_gone(client, Application, "old", "legacy", timeout=30)
     assert await _deployment_in(kube["de"], "old", "legacy") is None
 
 
@@ -242,6 +228,6 @@ async def test_each_cluster_of_a_placement_takes_its_own_contexts_namespace(
     assert on_de is not None and on_fr is not None
     assert on_de["spec"]["replicas"] == 2 and on_fr["spec"]["replicas"] == 2
     await client.delete(Application, "spread", KRAKE)
-    await wait_for(lambda: _gone(client, "spread", KRAKE), timeout=30, message="spread gone")
+    await until_gone(client, Application, "spread", KRAKE, timeout=30)
     assert await _deployment_in(kube["de"], "spread", "team") is None
     assert await _deployment_in(kube["fr"], "spread", "default") is None

@@ -8,7 +8,6 @@ kubectl, as its operator would. What the member cluster holds afterwards, and wh
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -26,10 +25,11 @@ from shoal.model.kubernetes import Application, ApplicationState, Cluster
 from shoal.sim.server import SimServer
 from shoal.testing import builders
 from shoal.testing.shipped import Callers
+from tests import util
 from tests.conftest import Tenant
 from tests.kube.conftest import NS
 from tests.model.test_observer_schema import ECHO
-from tests.util import wait_for
+from tests.util import started, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -80,14 +80,10 @@ def _app(name: str, schema: list[dict[str, Any]]) -> Application:
 @pytest.fixture
 async def controller(client_of: Callers, clusters: list[Cluster]) -> AsyncIterator[KubeController]:
     """The kube controller as shipped (its own identity); the watches tell it of changes."""
-    ctl = KubeController(
+    async with started(KubeController(
         client_of("kube-controller"), poll_interval=20.0, fallback=20.0, resync=60.0, timeout=2.0
-    )
-    await ctl.start()
-    try:
+    )) as ctl:
         yield ctl
-    finally:
-        await ctl.stop()
 
 
 @pytest.fixture
@@ -102,13 +98,7 @@ def kubectl(sim: SimServer, tmp_path: Path) -> Callable[..., Any]:
     config.write_text(yaml.safe_dump(sim.clusters.kubeconfig("de")))
 
     async def run(*args: str) -> str:
-        proc = await asyncio.create_subprocess_exec(
-            "kubectl", "--kubeconfig", str(config), "-n", NS, *args,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        )  # fmt: skip
-        out, err = await proc.communicate()
-        assert proc.returncode == 0, err.decode()
-        return out.decode()
+        return await util.kubectl(config, "-n", NS, *args)
 
     return run
 

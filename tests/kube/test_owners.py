@@ -30,8 +30,8 @@ from shoal.model.events import Event
 from shoal.model.kubernetes import Application, ApplicationState, Cluster
 from shoal.testing import builders
 from shoal.testing.shipped import Callers
-from tests.kube.conftest import NS, deployment, gone
-from tests.util import wait_for
+from tests.kube.conftest import NS, deployment
+from tests.util import started, until_gone, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -42,12 +42,11 @@ DE = ResourceRef(api="kubernetes", kind="Cluster", namespace=NS, name="de")
 async def controller(
     client: ShoalClient, client_of: Callers, clusters: list[Cluster]
 ) -> AsyncIterator[KubeController]:
-    ctl = KubeController(client_of("kube-controller"), poll_interval=0.2, resync=60.0, timeout=2.0)
-    await ctl.start()
-    try:
+    ctl = KubeController(
+        client_of("kube-controller"), poll_interval=0.2, resync=60.0, timeout=2.0
+    )
+    async with started(ctl):
         yield ctl
-    finally:
-        await ctl.stop()
 
 
 def shared(name: str, overwrite: bool = False) -> Application:
@@ -107,7 +106,7 @@ async def test_second_application_is_refused_and_overwrite_takes_over(
 
     # deleting the refused one leaves the owner's Deployment alone
     await client.delete(Application, "second", NS)
-    await wait_for(lambda: gone(client, "second"), timeout=10, message="second deleted")
+    await until_gone(client, Application, "second", NS, timeout=10)
     live = await de.read(deployment("shared"), NS)
     assert live is not None and live["metadata"]["uid"] == uid
     assert owner_of(live) == owner(first)
@@ -132,14 +131,14 @@ async def test_second_application_is_refused_and_overwrite_takes_over(
 
     # deleting the former owner leaves the new owner's Deployment untouched
     await client.delete(Application, "first", NS)
-    await wait_for(lambda: gone(client, "first"), timeout=10, message="first deleted")
+    await until_gone(client, Application, "first", NS, timeout=10)
     live = await de.read(deployment("shared"), NS)
     assert live is not None and live["metadata"]["uid"] == uid
     assert owner_of(live) == owner(third)
 
     # deleting the owner removes it
     await client.delete(Application, "third", NS)
-    await wait_for(lambda: gone(client, "third"), timeout=10, message="third deleted")
+    await until_gone(client, Application, "third", NS, timeout=10)
     assert await de.read(deployment("shared"), NS) is None
 
 
@@ -156,7 +155,7 @@ async def test_an_object_without_owner_is_adopted_only_with_overwrite(
     live = await de.read(deployment("shared"), NS)
     assert live is not None and owner_of(live) is None
     await client.delete(Application, "careful", NS)
-    await wait_for(lambda: gone(client, "careful"), timeout=10, message="careful deleted")
+    await until_gone(client, Application, "careful", NS, timeout=10)
     assert await de.read(deployment("shared"), NS) is not None  # not its own: left alone
 
     adopter = await deploy(client, shared("adopter", overwrite=True))
@@ -202,7 +201,7 @@ async def test_a_conflict_waits_longer_each_time_and_retry_tries_at_once(
         assert f"next in {wait} s" in app.status.reason.message, app.status.reason.message
     # the owner goes; a retry tries again without waiting, its counts reset
     await client.delete(Application, "first", NS)
-    await wait_for(lambda: gone(client, "first"), timeout=10, message="first deleted")
+    await until_gone(client, Application, "first", NS, timeout=10)
     answer = await client.request("PUT", f"/kubernetes/namespaces/{NS}/applications/second/retry")
     assert answer["status"]["retries"] is None
     # the scheduler passes a retried application at once; here, as it would, bind it again
@@ -307,7 +306,7 @@ async def test_an_object_whose_labels_were_cut_is_still_deleted_with_its_applica
     second = KubeController(client, poll_interval=0.2, resync=60.0, timeout=2.0)
     await second.start()
     try:
-        await wait_for(lambda: gone(client, "cut"), timeout=15, message="cut deleted")
+        await until_gone(client, Application, "cut", NS, timeout=15)
     finally:
         await second.stop()
     assert await de.read(deployment("shared"), NS) is None

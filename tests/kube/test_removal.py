@@ -23,7 +23,7 @@ from shoal.model.kubernetes import Application, ApplicationState, Cluster
 from shoal.sim.server import SimServer
 from shoal.testing.shipped import Callers
 from tests.kube.conftest import NS, deployment
-from tests.util import wait_for
+from tests.util import started, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -35,11 +35,8 @@ FR = ResourceRef(api="kubernetes", kind="Cluster", namespace=NS, name="fr")
 async def controller(client_of: Callers, clusters: list[Cluster]) -> AsyncIterator[KubeController]:
     ctl = KubeController(client_of("kube-controller"), poll_interval=0.2, resync=60.0,
                          timeout=2.0, cleanup_retry=0.5)  # fmt: skip
-    await ctl.start()
-    try:
+    async with started(ctl):
         yield ctl
-    finally:
-        await ctl.stop()
 
 
 def config(name: str) -> dict[str, Any]:
@@ -61,6 +58,18 @@ async def running_on(client: ShoalClient, name: str, cluster: str) -> bool:
             and status.running_on.name == cluster)  # fmt: skip
 
 
+async def running_there(
+    client: ShoalClient, name: str, manifest: list[dict[str, Any]], cluster: ResourceRef
+) -> Application:
+    """Application ``name`` made with ``manifest``, bound to ``cluster`` and RUNNING there."""
+    app = await client.create(Application.model_validate({
+        "metadata": {"name": name, "namespace": NS}, "spec": {"manifest": manifest}}))  # fmt: skip
+    await client.bind(app, cluster)
+    await wait_for(lambda: running_on(client, name, cluster.name), timeout=20,
+                   message=f"{name} on {cluster.name}")  # fmt: skip
+    return app
+
+
 async def uid_on(kube: KubeCluster, obj: dict[str, Any]) -> str | None:
     live = await kube.read(obj, NS)
     return None if live is None else str(live["metadata"]["uid"])
@@ -76,17 +85,10 @@ async def test_a_prune_keeps_the_copy_of_an_application_still_leaving_the_cluste
     """Bound elsewhere, still running here (its new cluster does not answer): kept; an
     object of an application that is gone, and one of an application that never used the
     cluster, are removed."""
-    app = await client.create(Application.model_validate({
-        "metadata": {"name": "moving", "namespace": NS},
-        "spec": {"manifest": [deployment("moving", replicas=1),
-                              account("moving-sa")]}}))  # fmt: skip
-    await client.bind(app, DE)
-    await wait_for(lambda: running_on(client, "moving", "de"), timeout=20, message="on de")
-    other = await client.create(Application.model_validate({
-        "metadata": {"name": "elsewhere", "namespace": NS},
-        "spec": {"manifest": [config("elsewhere")]}}))  # fmt: skip
-    await client.bind(other, FR)
-    await wait_for(lambda: running_on(client, "elsewhere", "fr"), timeout=20, message="on fr")
+    await running_there(
+        client, "moving", [deployment("moving", replicas=1), account("moving-sa")], DE
+    )
+    other = await running_there(client, "elsewhere", [config("elsewhere")], FR)
     de = kube["de"]
     gone_app = {**config("left-by-gone"), "metadata": {"name": "left-by-gone", "labels": {
         LABEL_NAMESPACE: NS, LABEL_NAME: "gone", LABEL_UID: "uid-gone"}}}  # fmt: skip
@@ -142,11 +144,9 @@ async def test_a_pending_clean_up_leaves_the_live_copy_of_an_application_that_ca
     """Moved off de while de did not answer, then back to de with a manifest that no
     longer has its ConfigMap: the clean-up pending on de removes the ConfigMap only; the
     Deployment running there is the same object throughout."""
-    app = await client.create(Application.model_validate({
-        "metadata": {"name": "back", "namespace": NS},
-        "spec": {"manifest": [deployment("back", replicas=1), config("back-old")]}}))  # fmt: skip
-    await client.bind(app, DE)
-    await wait_for(lambda: running_on(client, "back", "de"), timeout=20, message="on de")
+    await running_there(
+        client, "back", [deployment("back", replicas=1), config("back-old")], DE
+    )
     de, fr = kube["de"], kube["fr"]
     first = await uid_on(de, deployment("back"))
     assert first is not None and await uid_on(de, config("back-old")) is not None
@@ -186,21 +186,10 @@ async def test_a_pending_clean_up_removes_the_whole_copy_once_the_cluster_answer
 ) -> None:
     """The cluster it left did not answer: the copy there stays pending, and goes (all of
     it, and nothing of another application) once the cluster answers."""
-    app = await client.create(
-        Application.model_validate(
-            {
-                "metadata": {"name": "left", "namespace": NS},
-                "spec": {"manifest": [deployment("left", replicas=1), config("left-config")]},
-            }
-        )
+    await running_there(
+        client, "left", [deployment("left", replicas=1), config("left-config")], DE
     )
-    await client.bind(app, DE)
-    await wait_for(lambda: running_on(client, "left", "de"), timeout=20, message="on de")
-    neighbour = await client.create(Application.model_validate({
-        "metadata": {"name": "stays", "namespace": NS},
-        "spec": {"manifest": [config("stays")]}}))  # fmt: skip
-    await client.bind(neighbour, DE)
-    await wait_for(lambda: running_on(client, "stays", "de"), timeout=20, message="stays on de")
+    await running_there(client, "stays", [config("stays")], DE)
     de = kube["de"]
     sim.clusters.set_unreachable("de")
     try:

@@ -8,12 +8,13 @@ import json
 import socket
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 from shoal.machinery.synchttp import NotHttp, Unreachable, send, with_query
 from shoal.testing.launch import free_port
+from tests.util import serving
 
 
 class Echo(BaseHTTPRequestHandler):
@@ -53,12 +54,8 @@ class Echo(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def echo() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Echo)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with serving(Echo) as url:
+        yield url
 
 
 @pytest.mark.parametrize(

@@ -266,7 +266,9 @@ def test_observed_list_elements_the_manifest_lacks_are_recorded() -> None:
 BASE = "spec.observer_schema"
 
 
-def _with(path: str, value: Any, drop: bool = False) -> dict[str, Any]:
+def edited(path: str, value: Any, drop: bool = False) -> dict[str, Any]:
+    """ECHO_CUSTOM with the value at ``path`` (dots, list indexes as numbers) changed, or
+    dropped."""
     entry = copy.deepcopy(ECHO_CUSTOM)
     where: Any = entry
     *head, last = path.split(".")
@@ -283,33 +285,33 @@ def _with(path: str, value: Any, drop: bool = False) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("entry", "field", "reason"),
     [
-        (_with("apiVersion", None, drop=True), f"{BASE}[0].apiVersion", "is required"),
-        (_with("kind", 3), f"{BASE}[0].kind", "is required"),
-        (_with("metadata", None, drop=True), f"{BASE}[0].metadata", "must be an object"),
-        (_with("metadata", {"namespace": None}), f"{BASE}[0].metadata.name", "is required"),
-        (_with("spec.replicas", 1), f"{BASE}[0].spec.replicas", "must be null"),
-        (_with("metadata.namespace", "default"), f"{BASE}[0].metadata.namespace",
+        (edited("apiVersion", None, drop=True), f"{BASE}[0].apiVersion", "is required"),
+        (edited("kind", 3), f"{BASE}[0].kind", "is required"),
+        (edited("metadata", None, drop=True), f"{BASE}[0].metadata", "must be an object"),
+        (edited("metadata", {"namespace": None}), f"{BASE}[0].metadata.name", "is required"),
+        (edited("spec.replicas", 1), f"{BASE}[0].spec.replicas", "must be null"),
+        (edited("metadata.namespace", "default"), f"{BASE}[0].metadata.namespace",
          "must be null"),
-        (_with("spec.template.spec.containers", [{"name": None}]),
+        (edited("spec.template.spec.containers", [{"name": None}]),
          f"{BASE}[0].spec.template.spec.containers", "list control dict"),
-        (_with("spec.template.spec.containers", []),
+        (edited("spec.template.spec.containers", []),
          f"{BASE}[0].spec.template.spec.containers", "list control dict"),
-        (_with("spec.template.spec.containers.1", {rules.MIN_LENGTH: 1}),
+        (edited("spec.template.spec.containers.1", {rules.MIN_LENGTH: 1}),
          f"{BASE}[0].spec.template.spec.containers", "list control dict"),
-        (_with("spec.template.spec.containers.1", {rules.MIN_LENGTH: "1", rules.MAX_LENGTH: 1}),
+        (edited("spec.template.spec.containers.1", {rules.MIN_LENGTH: "1", rules.MAX_LENGTH: 1}),
          f"{BASE}[0].spec.template.spec.containers[1].{rules.MIN_LENGTH}", "an integer"),
-        (_with("spec.template.spec.containers.1", {rules.MIN_LENGTH: 0, rules.MAX_LENGTH: -1}),
+        (edited("spec.template.spec.containers.1", {rules.MIN_LENGTH: 0, rules.MAX_LENGTH: -1}),
          f"{BASE}[0].spec.template.spec.containers[1].{rules.MAX_LENGTH}", "an integer"),
-        (_with("spec.template.spec.containers.1", {rules.MIN_LENGTH: 3, rules.MAX_LENGTH: 2}),
+        (edited("spec.template.spec.containers.1", {rules.MIN_LENGTH: 3, rules.MAX_LENGTH: 2}),
          f"{BASE}[0].spec.template.spec.containers[1].{rules.MAX_LENGTH}",
          f"at least {rules.MIN_LENGTH}"),
-        (_with("spec.template.spec.containers",
+        (edited("spec.template.spec.containers",
                [{"name": None}, {"name": None}, {rules.MIN_LENGTH: 0, rules.MAX_LENGTH: 1}]),
          f"{BASE}[0].spec.template.spec.containers[2].{rules.MAX_LENGTH}",
          "number of observed elements"),
-        (_with("spec.template.spec.containers.0", "echo"),
+        (edited("spec.template.spec.containers.0", "echo"),
          f"{BASE}[0].spec.template.spec.containers[0]", "must be null"),
-        (_with("metadata.name", "web"), f"{BASE}[0]", "which spec.manifest does not have"),
+        (edited("metadata.name", "web"), f"{BASE}[0]", "which spec.manifest does not have"),
         ("echo-demo", f"{BASE}[0]", "must be an object"),
     ],
     ids=["no-api-version", "kind-number", "no-metadata", "no-name", "value-not-null",
@@ -330,7 +332,7 @@ def test_a_bad_schema_names_the_field_and_the_reason(entry: Any, field: str, rea
         ECHO_CUSTOM,
         ECHO_DEFAULT,
         {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "echo-demo"}},
-        _with("spec.template.spec.containers.1", {rules.MIN_LENGTH: 5, rules.MAX_LENGTH: 0}),
+        edited("spec.template.spec.containers.1", {rules.MIN_LENGTH: 5, rules.MAX_LENGTH: 0}),
     ],
     ids=["custom", "default", "identity-only", "no-maximum"],
 )
@@ -341,6 +343,6 @@ def test_good_schemas_pass(entry: dict[str, Any]) -> None:
 def test_without_a_manifest_only_the_form_is_checked() -> None:
     """An application given as TOSCA or CSAR has its manifest made later."""
     assert list(rules.problems([ECHO_CUSTOM], [], BASE)) == []
-    assert [f for f, _ in rules.problems([_with("spec.replicas", 2)], [], BASE)] == [
+    assert [f for f, _ in rules.problems([edited("spec.replicas", 2)], [], BASE)] == [
         f"{BASE}[0].spec.replicas"
     ]

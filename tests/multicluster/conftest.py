@@ -11,12 +11,13 @@ from typing import Any
 
 import pytest
 
-from shoal.client.kube import KubeClients, KubeCluster
+from shoal.client.kube import KubeCluster
 from shoal.client.rest import ShoalClient
 from shoal.model.base import Metadata
 from shoal.model.kubernetes import Application, Cluster, ClusterSpec
 from shoal.sim.server import SimServer
 from shoal.testing import builders
+from tests.util import member_apis
 
 NS = "default"
 CLUSTERS = {"de-1": "DE", "de-2": "DE", "fr-1": "FR", "fr-2": "FR"}
@@ -55,11 +56,8 @@ async def clusters(
 @pytest.fixture
 async def kube(clusters: list[Cluster]) -> AsyncIterator[dict[str, KubeCluster]]:
     """Direct access to the member clusters, to check what runs there."""
-    clients = KubeClients(timeout=1.0)
-    try:
-        yield {c.metadata.name: await clients.get(c) for c in clusters}
-    finally:
-        await clients.close()
+    async with member_apis(clusters, timeout=1.0) as apis:
+        yield apis
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ from shoal.testing.shipped import Callers
 from tests.conftest import ControlPlane
 from tests.events.test_scenario import until
 from tests.multicluster.conftest import NS, replicas_on, spread_app
-from tests.util import wait_for
+from tests.util import started, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -79,12 +79,8 @@ async def _running_on(client: ShoalClient, name: str, clusters: set[str]) -> App
 async def reschedule(
     client: ShoalClient, client_of: Callers, clusters: list[Cluster]
 ) -> AsyncIterator[None]:
-    controller = RescheduleTaskController(client_of("reschedule-controller"))
-    await controller.start()
-    try:
+    async with started(RescheduleTaskController(client_of("reschedule-controller"))):
         yield None
-    finally:
-        await controller.stop()
 
 
 async def test_share_fails_over_and_a_reschedule_brings_it_back(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from shoal.model.kubernetes import Application, ApplicationState
 from shoal.sim.server import SimServer
 from tests.conftest import ControlPlane
 from tests.multicluster.conftest import NS, replicas_on, spread_app
-from tests.util import wait_for
+from tests.util import kubectl, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -41,12 +40,7 @@ SCHEMA: dict[str, Any] = {
 async def _kubectl(sim: SimServer, tmp_path: Path, cluster: str, *args: str) -> None:
     config = tmp_path / f"{cluster}.yaml"
     config.write_text(yaml.safe_dump(sim.kubeconfig(cluster)))
-    proc = await asyncio.create_subprocess_exec(
-        "kubectl", "--kubeconfig", str(config), "-n", NS, *args,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )  # fmt: skip
-    _, err = await proc.communicate()
-    assert proc.returncode == 0, err.decode()
+    await kubectl(config, "-n", NS, *args)
 
 
 def _container_patch(**fields: Any) -> str:

@@ -8,13 +8,13 @@ from __future__ import annotations
 import pytest
 
 from shoal.client.kube import KubeCluster
-from shoal.client.rest import NotFound, ShoalClient
+from shoal.client.rest import ShoalClient
 from shoal.model.kubernetes import Application, ApplicationState, Cluster
 from shoal.model.placement_spec import Placement
 from shoal.testing import builders
 from tests.conftest import ControlPlane
 from tests.multicluster.conftest import NS, replicas_on, spread_app
-from tests.util import wait_for
+from tests.util import until_gone, wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -68,14 +68,7 @@ async def test_divided_evenly_over_two_locations(
 
     await client.delete(Application, "web", NS)
 
-    async def gone() -> bool:
-        try:
-            await client.get(Application, "web", NS)
-        except NotFound:
-            return True
-        return False
-
-    await wait_for(gone, timeout=10, message="web deleted")
+    await until_gone(client, Application, "web", NS, timeout=10)
     assert await replicas_on(kube, "web") == {}  # no copy left on any cluster
 
 

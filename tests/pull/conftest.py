@@ -31,6 +31,7 @@ from shoal.sim.server import SimServer
 from shoal.testing import launch, shipped
 from shoal.testing.wait import wait_for
 from tests.scheduler.helpers import fast_config
+from tests.util import all_started
 
 NS = "default"
 LEASE = 3.0  # seconds without a heartbeat before a pull cluster is OFFLINE
@@ -77,13 +78,10 @@ async def hub(tmp_path: Path) -> AsyncIterator[Hub]:
     controller = KubeController(clients[1], poll_interval=0.2, timeout=1.0)
     scheduler = Scheduler(clients[2], fast_config())
     hub.controller = controller
-    for part in (observer, controller, scheduler):
-        await part.start()
     try:
-        yield hub
+        async with all_started(observer, controller, scheduler):
+            yield hub
     finally:
-        for part in (scheduler, controller, observer):
-            await part.stop()
         for client in clients:
             await client.close()
         await admin.close()

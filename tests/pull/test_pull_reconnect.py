@@ -37,6 +37,14 @@ async def settled(hub: Hub, wanted: dict[str, int]) -> bool:
     )
 
 
+async def edge_running(hub: Hub, members: Any, name: str) -> Member:
+    """The pull member ``edge`` (site edge) running application ``name``, one replica."""
+    edge: Member = await members("edge", site="edge")
+    await hub.admin.create(app_on(name, 1))
+    await wait_for(lambda: settled(hub, {name: 1}), timeout=60)
+    return edge
+
+
 async def test_the_member_holds_what_the_hub_says_after_cuts(hub: Hub, members: Any) -> None:
     edge = await members("edge", site="edge")
     for name in ("a1", "a2"):
@@ -69,9 +77,7 @@ async def test_the_member_holds_what_the_hub_says_after_cuts(hub: Hub, members: 
 async def test_what_a_copy_gone_meanwhile_left_is_pruned_on_connect(
     hub: Hub, members: Any
 ) -> None:
-    edge = await members("edge", site="edge")
-    await hub.admin.create(app_on("old", 1))
-    await wait_for(lambda: settled(hub, {"old": 1}), timeout=60)
+    edge = await edge_running(hub, members, "old")
     edge.kill()
     # its Copy goes without the agent (as when the hub drops a cluster's copies), and
     # its application with it

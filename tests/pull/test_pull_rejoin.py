@@ -13,7 +13,7 @@ from shoal.model.kubernetes import Application, Cluster
 from shoal.testing.wait import wait_for
 from tests.pull.conftest import NS, Hub, Member, online
 from tests.pull.test_pull_api_restart import scaled
-from tests.pull.test_pull_reconnect import app_on, deployments, settled
+from tests.pull.test_pull_reconnect import app_on, deployments, edge_running
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -25,9 +25,7 @@ async def deployment_uid(member: Member, name: str) -> str:
 
 
 async def test_a_token_for_the_cluster_joins_a_new_agent(hub: Hub, members: Any) -> None:
-    edge = await members("edge", site="edge")
-    await hub.admin.create(app_on("web", 1))
-    await wait_for(lambda: settled(hub, {"web": 1}), timeout=60)
+    edge = await edge_running(hub, members, "web")
     uid = await deployment_uid(edge, "web")
     cluster_uid = (await hub.admin.get(Cluster, "edge", NS)).metadata.uid
 
@@ -53,9 +51,7 @@ async def test_a_token_for_the_cluster_joins_a_new_agent(hub: Hub, members: Any)
 async def test_a_revoked_agent_stops_and_a_new_token_joins_it_again(
     hub: Hub, members: Any
 ) -> None:
-    edge = await members("edge", site="edge")
-    await hub.admin.create(app_on("web", 1))
-    await wait_for(lambda: settled(hub, {"web": 1}), timeout=60)
+    edge = await edge_running(hub, members, "web")
     revoked = await hub.admin.request(
         "DELETE", f"/kubernetes/namespaces/{NS}/clusters/edge/credential"
     )

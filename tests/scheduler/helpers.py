@@ -39,7 +39,7 @@ from shoal.testing.builders import (  # noqa: F401
     provider,
     register,
 )
-from tests.util import wait_for
+from tests.util import all_started, wait_for
 
 
 def fast_config(**overrides: Any) -> SchedulerConfig:
@@ -108,13 +108,8 @@ async def stack(client_of: shipped.Callers, config: SchedulerConfig) -> AsyncIte
     scheduler = Scheduler(client_of("scheduler"), config)
     controller = KubeController(client_of("kube-controller"), poll_interval=0.2, timeout=1.0)
     observer = ClusterObserver(client_of("cluster-observer"), interval=0.3, timeout=0.5)
-    for part in (observer, controller, scheduler):
-        await part.start()
-    try:
+    async with all_started(observer, controller, scheduler):
         yield scheduler
-    finally:
-        for part in (scheduler, controller, observer):
-            await part.stop()
 
 
 async def get_app(client: ShoalClient, name: str) -> Application:

@@ -28,6 +28,16 @@ def _written(app: Application) -> datetime:
     return datetime.fromisoformat((app.status.scheduling or {})["time"])
 
 
+async def _retried(client: ShoalClient, name: str) -> Application:
+    """``name`` once the scheduler has tried it twice."""
+
+    async def tried_twice() -> Application | None:
+        app = await h.get_app(client, name)
+        return app if app.status.scheduler_attempts >= 2 else None
+
+    return await wait_for(tried_twice, timeout=5, message="retried")
+
+
 async def _in(client: ShoalClient, name: str, state: ApplicationState) -> Application | None:
     app = await h.get_app(client, name)
     return app if app.status.state is state else None
@@ -73,11 +83,7 @@ async def test_backoff_limit_zero_fails_at_once_and_minus_one_waits_pending(
         )
         assert failed.status.scheduler_attempts == 1
 
-        async def tried_twice() -> Application | None:
-            app = await h.get_app(client, "ever")
-            return app if app.status.scheduler_attempts >= 2 else None
-
-        ever = await wait_for(tried_twice, timeout=5, message="retried")
+        ever = await _retried(client, "ever")
         assert ever.status.state is ApplicationState.PENDING
         assert ever.status.reason is not None
         assert ever.status.reason.code is ReasonCode.RESOURCE_NOT_FOUND
@@ -90,11 +96,7 @@ async def test_retry_limit_wins_over_backoff_limit(api: ApiServer, client: Shoal
         app.spec.retry_limit = 3
         await client.create(app)
 
-        async def tried_twice() -> Application | None:
-            got = await h.get_app(client, "web")
-            return got if got.status.scheduler_attempts >= 2 else None
-
-        waiting = await wait_for(tried_twice, timeout=5, message="retried")
+        waiting = await _retried(client, "web")
         assert waiting.status.state is ApplicationState.PENDING  # Shoal's way: not DEGRADED
         assert waiting.status.scheduler_retries == 3 - waiting.status.scheduler_attempts
         failed = await wait_for(
@@ -126,11 +128,7 @@ async def test_retry_delay_alone_selects_shoals_retry(api: ApiServer, client: Sh
         app.spec.retry_delay = 0.2
         await client.create(app)
 
-        async def tried_twice() -> Application | None:
-            got = await h.get_app(client, "web")
-            return got if got.status.scheduler_attempts >= 2 else None
-
-        waiting = await wait_for(tried_twice, timeout=5, message="retried")
+        waiting = await _retried(client, "web")
         assert waiting.status.state is ApplicationState.PENDING  # not FAILED at once
         assert waiting.status.reason is not None
         assert waiting.status.reason.code is ReasonCode.RESOURCE_NOT_FOUND

@@ -13,7 +13,7 @@ from shoal.model.application_status import staleness
 from shoal.model.base import Reason, ReasonCode
 from shoal.model.kubernetes import EVICTION_FINALIZER, Application, ApplicationState, Cluster
 from tests.scheduler import helpers as h
-from tests.util import wait_for
+from tests.util import until_gone, wait_for
 
 
 async def _relabel(client: ShoalClient, name: str, **labels: str) -> None:
@@ -112,14 +112,7 @@ async def test_deleting_a_cluster_moves_its_applications_first(
         assert deleted.metadata.deleted is not None  # marked; removed once its apps left
         assert EVICTION_FINALIZER in deleted.metadata.finalizers
 
-        async def gone() -> bool:
-            try:
-                await client.get(Cluster, "a", h.NS)
-            except NotFound:
-                return True
-            return False
-
-        await wait_for(gone, timeout=3, message="cluster a removed after eviction")
+        await until_gone(client, Cluster, "a", h.NS, timeout=3)
         assert await h.bound_to(client, "web") == "b"
         assert await h.bound_to(client, "db") == "b"
         for name in ("pinned", "stuck"):

@@ -7,6 +7,8 @@ Users: ``admin`` (group shoal:admins), ``alice`` with every right in namespace
 from __future__ import annotations
 
 import asyncio
+import base64
+import contextlib
 import copy
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -92,6 +94,22 @@ def application(name: str, namespace: str) -> dict[str, Any]:
     }
 
 
+async def pages_of(
+    http: httpx.AsyncClient, path: str, most: int
+) -> AsyncIterator[tuple[dict[str, Any], str]]:
+    """Each page of the list at ``path``, one item a page (``most`` pages at the most),
+    with the decoded ``continue`` token that follows it ("" after the last)."""
+    token: str | None = None
+    for _ in range(most):
+        query = "?limit=1" + (f"&continue={token}" if token else "")
+        page = (await http.get(f"{path}{query}")).json()
+        token = page["metadata"].get("continue")
+        padded = (token or "") + "=" * (-len(token or "") % 4)
+        yield page, base64.urlsafe_b64decode(padded).decode(errors="replace")
+        if not token:
+            return
+
+
 async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 5.0) -> None:
     deadline = asyncio.get_running_loop().time() + timeout
     while not await check():
@@ -123,6 +141,24 @@ def security(tmp_path: Path, **changes: Any) -> Security:
     }
     settings.update(changes)
     return Security(**settings)
+
+
+@contextlib.asynccontextmanager
+async def secured_admin(
+    tmp_path: Path, timeout: float = 5.0, **changes: Any
+) -> AsyncIterator[tuple[ApiServer, httpx.AsyncClient]]:
+    """An API on a fresh store, secured as shipped but for ``changes``; the administrator's
+    client of it (``timeout``: its request timeout)."""
+    server = await start_api(
+        f"sqlite://{tmp_path / 'shoal.db'}", security=security(tmp_path, **changes)
+    )
+    try:
+        async with httpx.AsyncClient(
+            base_url=server.url, headers={"authorization": "Bearer admin-token"}, timeout=timeout
+        ) as admin:
+            yield server, admin
+    finally:
+        await server.stop()
 
 
 @pytest.fixture

@@ -11,21 +11,21 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 
 import pytest
 from aiohttp import web
 
-from shoal.client.rest import ShoalClient
-from shoal.infrastructure.controller import InfrastructureController
 from shoal.model.kubernetes import Cluster, ClusterState
-from shoal.scheduler.scheduler import Scheduler
 from shoal.testing.wait import wait_for
 from tests.infrastructure.conftest import template
 from tests.infrastructure.fake_im import FakeIm
-from tests.infrastructure.test_tenant_backoff import alices_cloud, api_url
-from tests.scheduler.helpers import fast_config
+from tests.infrastructure.test_tenant_backoff import (
+    alice_and_parts,
+    api_url,
+    create_edge,
+    creates_after_first,
+)
 
 pytestmark = pytest.mark.integration
 __all__ = ["api_url"]  # the secured API fixture
@@ -45,155 +45,77 @@ class GarbledIm(FakeIm):
         return web.json_response({"not": "an uri"})
 
 
-@asynccontextmanager
-async def running(make: Callable[[], FakeIm]) -> AsyncIterator[FakeIm]:
-    im = make()
-    runner = web.AppRunner(im.app(), access_log=None)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    server = site._server
-    assert server is not None
-    im.url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"  # type: ignore[attr-defined]
-    try:
-        yield im
-    finally:
-        await runner.cleanup()
-
-
 @pytest.mark.parametrize("make", [ForgetfulIm, GarbledIm], ids=["forgets", "garbled"])
 async def test_a_build_that_fails_another_way_backs_off(
     api_url: str, make: Callable[[], FakeIm]
 ) -> None:
-    async with (
-        running(make) as im,
-        ShoalClient(api_url, token="alice-token") as alice,
-        ShoalClient(api_url, token="scheduler-token") as scheduler_client,
-        ShoalClient(api_url, token="infrastructure-token") as controller_client,
-    ):
-        await alices_cloud(alice, im)
-        parts = [Scheduler(scheduler_client, fast_config()),
-                 InfrastructureController(controller_client)]  # fmt: skip
-        for part in parts:
-            await part.start()
-        try:
-            await alice.create(Cluster.model_validate({
-                "metadata": {"name": "edge-1", "namespace": "a"},
-                "spec": {"tosca": template(), "constraints": {
-                    "cloud": {"labels": ["location is DE"]}}},
-            }))  # fmt: skip
+    async with alice_and_parts(api_url, make) as (im, alice):
+        await create_edge(alice)
+        await creates_after_first(im)
 
-            async def first() -> bool:
-                return im.count("POST") >= 1
+        async def failed() -> Cluster | None:
+            cluster = await alice.get(Cluster, "edge-1", "a")
+            return cluster if cluster.status.state is ClusterState.FAILED else None
 
-            await wait_for(first, timeout=30, interval=0.05, message="the first create")
-            await asyncio.sleep(5.0)  # the window: creates at 0 and 2 s, the next at 6 s
-            creates = [c.when for c in im.calls if c.method == "POST"]
-            assert len(creates) <= 2, [round(b - a, 2) for a, b in itertools.pairwise(creates)]
-            assert all(b - a >= 2 - 0.05 for a, b in itertools.pairwise(creates))
-
-            async def failed() -> Cluster | None:
-                cluster = await alice.get(Cluster, "edge-1", "a")
-                return cluster if cluster.status.state is ClusterState.FAILED else None
-
-            cluster = await wait_for(failed, timeout=10, interval=0.1, message="FAILED")
-            assert cluster.status.reason is not None
-            assert "next in" in cluster.status.reason.message
-        finally:
-            for part in reversed(parts):
-                await part.stop()
+        cluster = await wait_for(failed, timeout=10, interval=0.1, message="FAILED")
+        assert cluster.status.reason is not None
+        assert "next in" in cluster.status.reason.message
 
 
 async def test_changing_the_template_over_and_over_waits_between_tries(api_url: str) -> None:
     """A new ``spec.tosca`` brings the retry forward, never nearer than ``retry_delay``
     (2 s) to the last try: flipping between two templates is not a flood. Labels
     changed over and over bring nothing forward."""
-    async with (
-        running(FakeIm) as im,
-        ShoalClient(api_url, token="alice-token") as alice,
-        ShoalClient(api_url, token="scheduler-token") as scheduler_client,
-        ShoalClient(api_url, token="infrastructure-token") as controller_client,
-    ):
+    async with alice_and_parts(api_url) as (im, alice):
         im.refuse_create = (500, "no")
-        await alices_cloud(alice, im)
-        parts = [Scheduler(scheduler_client, fast_config()),
-                 InfrastructureController(controller_client)]  # fmt: skip
-        for part in parts:
-            await part.start()
-        try:
-            await alice.create(Cluster.model_validate({
-                "metadata": {"name": "edge-1", "namespace": "a"},
-                "spec": {"tosca": template(), "constraints": {
-                    "cloud": {"labels": ["location is DE"]}}},
-            }))  # fmt: skip
+        await create_edge(alice)
 
-            async def first() -> bool:
-                return im.count("POST") >= 1
+        async def first() -> bool:
+            return im.count("POST") >= 1
 
-            await wait_for(first, timeout=30, interval=0.05, message="the first create")
-            loop = asyncio.get_running_loop()
-            end = loop.time() + 5.0
-            flips = 0
-            while loop.time() < end:
-                cluster = await alice.get(Cluster, "edge-1", "a")
-                cluster.spec.tosca = template(workers=2 + flips % 2 + 1)
-                cluster.metadata.labels["flip"] = str(flips)
-                await alice.update(cluster)
-                flips += 1
-                await asyncio.sleep(0.1)
-            creates = [c.when for c in im.calls if c.method == "POST"]
-            assert flips >= 10
-            gaps = [round(b - a, 2) for a, b in itertools.pairwise(creates)]
-            assert len(creates) <= 4, gaps  # 0, 2, 4 s and the one at 5 s at most
-            assert all(b - a >= 2 - 0.05 for a, b in itertools.pairwise(creates)), gaps
-        finally:
-            for part in reversed(parts):
-                await part.stop()
+        await wait_for(first, timeout=30, interval=0.05, message="the first create")
+        loop = asyncio.get_running_loop()
+        end = loop.time() + 5.0
+        flips = 0
+        while loop.time() < end:
+            cluster = await alice.get(Cluster, "edge-1", "a")
+            cluster.spec.tosca = template(workers=2 + flips % 2 + 1)
+            cluster.metadata.labels["flip"] = str(flips)
+            await alice.update(cluster)
+            flips += 1
+            await asyncio.sleep(0.1)
+        creates = [c.when for c in im.calls if c.method == "POST"]
+        assert flips >= 10
+        gaps = [round(b - a, 2) for a, b in itertools.pairwise(creates)]
+        assert len(creates) <= 4, gaps  # 0, 2, 4 s and the one at 5 s at most
+        assert all(b - a >= 2 - 0.05 for a, b in itertools.pairwise(creates)), gaps
 
 
 async def test_many_failing_clusters_each_back_off_and_delete_at_once(api_url: str) -> None:
     """Four clusters on a refusing IM: each gets one create per back-off step, and deleting
     them while they fail removes them at once (nothing was made at the provider)."""
-    async with (
-        running(FakeIm) as im,
-        ShoalClient(api_url, token="alice-token") as alice,
-        ShoalClient(api_url, token="scheduler-token") as scheduler_client,
-        ShoalClient(api_url, token="infrastructure-token") as controller_client,
-    ):
+    async with alice_and_parts(api_url) as (im, alice):
         im.refuse_create = (500, "no")
-        await alices_cloud(alice, im)
-        parts = [Scheduler(scheduler_client, fast_config()),
-                 InfrastructureController(controller_client)]  # fmt: skip
-        for part in parts:
-            await part.start()
         names = [f"edge-{n}" for n in range(4)]
-        try:
-            for name in names:
-                await alice.create(Cluster.model_validate({
-                    "metadata": {"name": name, "namespace": "a"},
-                    "spec": {"tosca": template(), "constraints": {
-                        "cloud": {"labels": ["location is DE"]}}},
-                }))  # fmt: skip
+        for name in names:
+            await create_edge(alice, name)
 
-            async def all_tried() -> bool:
-                return im.count("POST") >= len(names)
+        async def all_tried() -> bool:
+            return im.count("POST") >= len(names)
 
-            await wait_for(all_tried, timeout=30, interval=0.05, message="a create each")
-            since = min(c.when for c in im.calls if c.method == "POST")
-            await asyncio.sleep(5.0)
-            creates = [c.when for c in im.calls if c.method == "POST"]
-            # each cluster at 0 and 2 s at most within 5 s of the first create
-            assert len([t for t in creates if t - since < 5.0]) <= 2 * len(names), len(creates)
+        await wait_for(all_tried, timeout=30, interval=0.05, message="a create each")
+        since = min(c.when for c in im.calls if c.method == "POST")
+        await asyncio.sleep(5.0)
+        creates = [c.when for c in im.calls if c.method == "POST"]
+        # each cluster at 0 and 2 s at most within 5 s of the first create
+        assert len([t for t in creates if t - since < 5.0]) <= 2 * len(names), len(creates)
 
-            for name in names:
-                await alice.delete(Cluster, name, "a")
+        for name in names:
+            await alice.delete(Cluster, name, "a")
 
-            async def gone() -> bool:
-                return not [c for c in (await alice.list(Cluster, "a")).items
-                            if c.metadata.name in names]  # fmt: skip
+        async def gone() -> bool:
+            return not [c for c in (await alice.list(Cluster, "a")).items
+                        if c.metadata.name in names]  # fmt: skip
 
-            await wait_for(gone, timeout=15, interval=0.1, message="the clusters deleted")
-            assert im.infrastructures == {}
-        finally:
-            for part in reversed(parts):
-                await part.stop()
+        await wait_for(gone, timeout=15, interval=0.1, message="the clusters deleted")
+        assert im.infrastructures == {}

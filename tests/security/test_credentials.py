@@ -13,10 +13,16 @@ from typing import Any
 import pytest
 
 from shoal.api.auth.secrets import REDACTED, destination_paths, kinds_with_secrets
-from shoal.api.server import start_api
 from shoal.client.kube import api_client
 from shoal.model.validation.kubeconfig import CredentialPolicy, set_credential_policy
-from tests.security.conftest import Secured, cluster, eventually, grant, role, security
+from tests.security.conftest import (
+    Secured,
+    cluster,
+    eventually,
+    grant,
+    role,
+    secured_admin,
+)
 
 SECRET = "tenant-bearer-token"
 
@@ -104,23 +110,13 @@ async def test_an_allowed_exec_command_runs_without_shoals_credentials(
     user = {"exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": str(script),
                      "env": [{"name": "REGION", "value": "eu"}]}}  # fmt: skip
     allowed = CredentialPolicy(exec_commands=frozenset({str(script)}))
-    server = await start_api(
-        f"sqlite://{tmp_path / 'shoal.db'}", security=security(tmp_path, kubeconfig=allowed)
-    )
-    try:
-        import httpx
-
-        async with httpx.AsyncClient(
-            base_url=server.url, headers={"authorization": "Bearer admin-token"}
-        ) as admin:
-            body = _with_user(cluster("c1", "a"), user)
-            answer = await admin.post("/kubernetes/namespaces/a/clusters", json=body)
-            assert answer.status_code == 200, answer.text
-            other = _with_user(cluster("c2", "a"), {"exec": {**user["exec"], "command": "sh"}})
-            answer = await admin.post("/kubernetes/namespaces/a/clusters", json=other)
-            assert answer.status_code == 422, answer.text
-    finally:
-        await server.stop()
+    async with secured_admin(tmp_path, kubeconfig=allowed) as (_, admin):
+        body = _with_user(cluster("c1", "a"), user)
+        answer = await admin.post("/kubernetes/namespaces/a/clusters", json=body)
+        assert answer.status_code == 200, answer.text
+        other = _with_user(cluster("c2", "a"), {"exec": {**user["exec"], "command": "sh"}})
+        answer = await admin.post("/kubernetes/namespaces/a/clusters", json=other)
+        assert answer.status_code == 422, answer.text
     monkeypatch.setenv("SHOAL_TOKEN", "a-component-token")
     monkeypatch.setenv("SHOAL_SECRETS_KEY", "a-key")
     set_credential_policy(allowed)

@@ -25,6 +25,7 @@ from tests.security.conftest import (
     eventually,
     grant,
     role,
+    secured_admin,
     security,
 )
 
@@ -204,25 +205,17 @@ async def _streams(client: httpx.AsyncClient, url: str, count: int) -> list[int]
 async def test_an_encoded_query_key_is_the_key_the_route_reads(tmp_path: Path) -> None:
     """``%77atch`` is ``watch`` to the route: to the guard too (watch cap, heartbeat floor)."""
     limits = Limits(watches_per_user=2)
-    server = await start_api(
-        f"sqlite://{tmp_path / 'shoal.db'}", security=security(tmp_path, limits=limits)
-    )
-    try:
-        async with httpx.AsyncClient(
-            base_url=server.url, headers={"authorization": "Bearer admin-token"}, timeout=30
-        ) as admin:
-            path = "/kubernetes/namespaces/a/applications"
-            for query in ("%77atch=1&heartbeat=0.001", "watch=1&%68eartbeat=0.001",
-                          "w%61tch&heartbeat=0"):  # fmt: skip
-                answer = await admin.get(f"{path}?{query}")
-                assert answer.status_code == 422, (query, answer.text)
-                assert "heartbeat: must be at least 1 seconds" in answer.json()["detail"]
-            answer = await admin.get(f"{path}?watch=1&%77atch=1")
-            assert answer.status_code == 400 and "given more than once" in answer.text
-            statuses = await _streams(admin, f"{path}?%77atch=1&heartbeat=5", 3)
-            assert statuses == [200, 200, 429], statuses
-    finally:
-        await server.stop()
+    async with secured_admin(tmp_path, limits=limits, timeout=30) as (_, admin):
+        path = "/kubernetes/namespaces/a/applications"
+        for query in ("%77atch=1&heartbeat=0.001", "watch=1&%68eartbeat=0.001",
+                      "w%61tch&heartbeat=0"):  # fmt: skip
+            answer = await admin.get(f"{path}?{query}")
+            assert answer.status_code == 422, (query, answer.text)
+            assert "heartbeat: must be at least 1 seconds" in answer.json()["detail"]
+        answer = await admin.get(f"{path}?watch=1&%77atch=1")
+        assert answer.status_code == 400 and "given more than once" in answer.text
+        statuses = await _streams(admin, f"{path}?%77atch=1&heartbeat=5", 3)
+        assert statuses == [200, 200, 429], statuses
 
 
 def _nested(depth: int) -> bytes:
@@ -330,20 +323,12 @@ async def test_slow_and_crowding_clients_are_cut_off(tmp_path: Path) -> None:
 async def test_a_request_that_arrives_in_time_is_not_cut(tmp_path: Path) -> None:
     """The timeout is for a request to arrive, not for its answer: a watch outlives it."""
     limits = Limits(request_timeout=0.5)
-    server = await start_api(
-        f"sqlite://{tmp_path / 'shoal.db'}", security=security(tmp_path, limits=limits)
-    )
-    try:
-        async with httpx.AsyncClient(
-            base_url=server.url, headers={"authorization": "Bearer admin-token"}
-        ) as admin:
-            path = "/kubernetes/namespaces/a/applications"
-            watch = await start_watch(admin, path, heartbeat=1)
-            assert watch.status == 200
-            await wait_for(lambda: watch.heartbeats >= 2, timeout=20, message="2 heartbeats")
-            assert not watch.ended.is_set()
-            await admin.post(path, json=application("late", "a"))
-            await wait_for(lambda: watch.events, timeout=20, message="the watch's event")
-            await watch.stop()
-    finally:
-        await server.stop()
+    async with secured_admin(tmp_path, limits=limits) as (_, admin):
+        path = "/kubernetes/namespaces/a/applications"
+        watch = await start_watch(admin, path, heartbeat=1)
+        assert watch.status == 200
+        await wait_for(lambda: watch.heartbeats >= 2, timeout=20, message="2 heartbeats")
+        assert not watch.ended.is_set()
+        await admin.post(path, json=application("late", "a"))
+        await wait_for(lambda: watch.events, timeout=20, message="the watch's event")
+        await watch.stop()

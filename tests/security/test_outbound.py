@@ -36,10 +36,10 @@ from shoal.model.core import Metric, MetricsProvider
 from shoal.model.infrastructure import InfrastructureProvider
 from shoal.scheduler.metrics.cache import MetricCache
 from shoal.scheduler.metrics.providers.base import MetricError
-from shoal.sim.server import SimServer
 from shoal.testing.wait import wait_for
 from tests.security import conftest
-from tests.security.conftest import Secured, cluster, grant, role
+from tests.security.conftest import Secured, grant, role
+from tests.util import started
 
 CONTROLLER = "system:infrastructure-controller"
 PASSWORD = "the-cloud-password-9f3b"
@@ -110,11 +110,8 @@ async def infrastructure_controller(secured: Secured) -> AsyncIterator[None]:
     token = conftest.TOKENS[CONTROLLER]
     async with ShoalClient(secured.server.url, token=token) as client:
         controller = InfrastructureController(client, poll=0.1, timeout=2.0, retry_cap=0.5)
-        await controller.start()
-        try:
+        async with started(controller):
             yield None
-        finally:
-            await controller.stop()
 
 
 # bodies -------------------------------------------------------------------------------
@@ -224,10 +221,14 @@ async def bind_and_wait_for_a_build(
 # a cloud's password -------------------------------------------------------------------
 
 
-async def test_a_changed_provider_reference_needs_the_password_again(
-    secured: Secured, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A PUT that moves a cloud to alice's IM while keeping the password is refused."""
+@contextlib.asynccontextmanager
+async def shared_cloud_beside_alices_im(
+    secured: Secured, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> AsyncIterator[str]:
+    """alice (namespace ``t``, no right on secrets) beside the global provider ``im``, the
+    cloud ``shared`` in ``t`` that names it, and her own provider ``name``; the cloud's path.
+    After the block, her cluster on the cloud is built and the cloud's password went to
+    the global provider's IM alone, never to hers."""
     policy_listing_loopback(tmp_path, monkeypatch)
     await tenant_without_secrets(secured, "alice", "t")
     admin, alice = secured["admin"], secured["alice"]
@@ -237,8 +238,21 @@ async def test_a_changed_provider_reference_needs_the_password_again(
         await ok(await admin.post("/infrastructure/namespaces/t/clouds",
                                   json=cloud("shared", "t", {"name": "im"})))  # fmt: skip
         await ok(await alice.post("/infrastructure/namespaces/t/infrastructureproviders",
-                                  json=im_provider("evil", evil.url, "t")))  # fmt: skip
-        path = "/infrastructure/namespaces/t/clouds/shared"
+                                  json=im_provider(name, evil.url, "t")))  # fmt: skip
+        yield "/infrastructure/namespaces/t/clouds/shared"
+
+        async with infrastructure_controller(secured):
+            await bind_and_wait_for_a_build(secured, "alice", "t", "c1", good)
+        assert good.passwords(), good.seen
+        assert evil.seen == []
+
+
+async def test_a_changed_provider_reference_needs_the_password_again(
+    secured: Secured, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A PUT that moves a cloud to alice's IM while keeping the password is refused."""
+    admin, alice = secured["admin"], secured["alice"]
+    async with shared_cloud_beside_alices_im(secured, tmp_path, monkeypatch, "evil") as path:
         body = await ok(await alice.get(path))
         assert body["spec"]["openstack"]["auth"]["password"]["user"]["password"] == REDACTED
         body["spec"]["openstack"]["infrastructure_provider"] = {"name": "evil",
@@ -249,152 +263,20 @@ async def test_a_changed_provider_reference_needs_the_password_again(
         stored = (await admin.get(path)).json()["spec"]["openstack"]
         assert stored["infrastructure_provider"]["name"] == "im"
 
-        async with infrastructure_controller(secured):
-            await bind_and_wait_for_a_build(secured, "alice", "t", "c1", good)
-        assert good.passwords(), good.seen
-        assert evil.seen == []
-
 
 async def test_a_namespaced_provider_named_like_the_global_one_changes_nothing(
     secured: Secured, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """alice makes ``im`` in her namespace, the name of the cloud's global provider: the
     cloud's password still goes to the global one, and a no-op PUT does not move it."""
-    policy_listing_loopback(tmp_path, monkeypatch)
-    await tenant_without_secrets(secured, "alice", "t")
     admin, alice = secured["admin"], secured["alice"]
-    async with listening() as good, listening() as evil:
-        await ok(await admin.post("/infrastructure/globalinfrastructureproviders",
-                                  json=im_provider("im", good.url)))  # fmt: skip
-        await ok(await admin.post("/infrastructure/namespaces/t/clouds",
-                                  json=cloud("shared", "t", {"name": "im"})))  # fmt: skip
-        await ok(await alice.post("/infrastructure/namespaces/t/infrastructureproviders",
-                                  json=im_provider("im", evil.url, "t")))  # fmt: skip
-        path = "/infrastructure/namespaces/t/clouds/shared"
+    async with shared_cloud_beside_alices_im(secured, tmp_path, monkeypatch, "im") as path:
         body = await ok(await alice.get(path))
         body["metadata"]["labels"] = {"touched": "yes"}
         await ok(await alice.put(path, json=body))  # the same destination: kept
         ref = (await ok(await admin.get(path)))["spec"]["openstack"]["infrastructure_provider"]
         provider = await ok(await admin.get("/infrastructure/globalinfrastructureproviders/im"))
         assert ref["uid"] == provider["metadata"]["uid"] and ref["namespaced"] is False
-
-        async with infrastructure_controller(secured):
-            await bind_and_wait_for_a_build(secured, "alice", "t", "c1", good)
-        assert good.passwords(), good.seen
-        assert evil.seen == []
-
-
-async def test_a_provider_pointed_elsewhere_gets_no_password(
-    secured: Secured, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The cloud names alice's own provider: she points it at her listener (with a login of
-    her own, so the provider's write is allowed); the cloud's password stays home."""
-    policy_listing_loopback(tmp_path, monkeypatch)
-    await tenant_without_secrets(secured, "alice", "t")
-    admin, alice = secured["admin"], secured["alice"]
-    async with listening() as good, listening() as evil:
-        await ok(await alice.post("/infrastructure/namespaces/t/infrastructureproviders",
-                                  json=im_provider("team-im", good.url, "t")))  # fmt: skip
-        await ok(await admin.post("/infrastructure/namespaces/t/clouds", json=cloud(
-            "shared", "t", {"name": "team-im", "namespaced": True})))  # fmt: skip
-        await ok(await alice.put("/infrastructure/namespaces/t/infrastructureproviders/team-im",
-                                 json=im_provider("team-im", evil.url, "t")))  # fmt: skip
-        async with infrastructure_controller(secured):
-            await ok(await alice.post("/kubernetes/namespaces/t/clusters",
-                                      json=cluster_to_build("c1", "t")))  # fmt: skip
-            binding = {"cloud": {"api": "infrastructure", "kind": "Cloud", "namespace": "t",
-                                 "name": "shared"}}  # fmt: skip
-            await ok(await alice.put("/kubernetes/namespaces/t/clusters/c1/binding",
-                                     json=binding))  # fmt: skip
-
-            async def refused_to_send() -> bool:
-                found = (await alice.get("/kubernetes/namespaces/t/clusters/c1")).json()
-                reason = (found["status"].get("reason") or {}).get("message", "")
-                return "points elsewhere" in reason
-
-            await wait_for(refused_to_send, timeout=30, message="the password kept home")
-        assert evil.seen == [] and good.seen == []
-
-
-# the sim provider and the simulator's admin API -----------------------------------------
-
-
-@pytest.fixture
-def sim_options() -> dict[str, Any]:
-    """Bob's cluster, whose simulator's admin API Alice must not reach."""
-    return dict(clusters=["bob-sim"], nodes=1)
-
-
-async def test_a_tenant_s_provider_never_reaches_the_simulator_s_admin_api(
-    secured: Secured, sim: SimServer
-) -> None:
-    alice, bob = secured["alice"], secured["bob"]
-    bobs = sim.kubeconfig("bob-sim")
-    await ok(await bob.post("/kubernetes/namespaces/b/clusters",
-                            json={**cluster("bob-cluster", "b"),
-                                  "spec": {"kubeconfig": bobs, "metrics": []}}))  # fmt: skip
-    stolen = f"{sim.url}/admin/clusters/bob-sim/kubeconfig#"
-    answer = await alice.post("/infrastructure/namespaces/a/infrastructureproviders",
-                              json=sim_provider("evil-sim", stolen, "a"))  # fmt: skip
-    refused(answer, "spec.type", "administrators")
-    answer = await alice.post("/infrastructure/namespaces/a/infrastructureproviders",
-                              json=im_provider("evil-im", stolen, "a"))  # fmt: skip
-    refused(answer, "spec.im.url", "127.0.0.1", "loopback", "outbound policy")
-
-    # Stored before these rules: the controller refuses them where it would connect.
-    await store_directly(secured, sim_provider("evil-sim", stolen, "a"))
-    await store_directly(secured, im_provider("evil-im", stolen, "a"))
-    for name, provider in (("sim-cloud", "evil-sim"), ("im-cloud", "evil-im")):
-        await ok(await alice.post("/infrastructure/namespaces/a/clouds",
-                                  json=cloud(name, "a", {"name": provider,
-                                                         "namespaced": True})))  # fmt: skip
-    async with infrastructure_controller(secured):
-        for name, target, why in (("via-sim", "sim-cloud", "for administrators"),
-                                  ("via-im", "im-cloud", "outbound policy")):  # fmt: skip
-            await ok(await alice.post("/kubernetes/namespaces/a/clusters",
-                                      json=cluster_to_build(name, "a")))  # fmt: skip
-            binding = {"cloud": {"api": "infrastructure", "kind": "Cloud", "namespace": "a",
-                                 "name": target}}  # fmt: skip
-            await ok(await alice.put(f"/kubernetes/namespaces/a/clusters/{name}/binding",
-                                     json=binding))  # fmt: skip
-            path = f"/kubernetes/namespaces/a/clusters/{name}"
-
-            async def failed(path: str = path, why: str = why) -> dict[str, Any] | None:
-                found = (await alice.get(path)).json()
-                reason = (found["status"].get("reason") or {}).get("message", "")
-                return found if found["status"]["state"] == "FAILED" and why in reason else None
-
-            found = await wait_for(failed, timeout=30, message=f"{name} refused")
-            assert not found["spec"].get("kubeconfig")  # never bob's
-            deleted = await ok(await alice.delete(path))
-            before = deleted["metadata"]["resource_version"]
-
-            async def handled(path: str = path, before: int = before) -> bool:
-                answer = await alice.get(path)  # gone, or written by the controller since
-                return answer.status_code == 404 or (
-                    answer.json()["metadata"]["resource_version"] > before
-                )
-
-            await wait_for(handled, timeout=30, message=f"the deletion of {name} handled")
-    assert "bob-sim" in sim.clusters.clusters  # her deletes deleted nothing of bob's
-    stored = await ok(await bob.get("/kubernetes/namespaces/b/clusters/bob-cluster"))
-    assert stored["spec"]["kubeconfig"]["clusters"] == bobs["clusters"]
-
-
-async def test_the_simulator_s_admin_api_answers_only_its_token(sim: SimServer) -> None:
-    async with httpx.AsyncClient(base_url=sim.url) as stranger:
-        for headers in ({}, {"Authorization": "Bearer guessed"},
-                        {"Authorization": f"Basic {sim.admin_token}"}):  # fmt: skip
-            answer = await stranger.get("/admin/clusters/bob-sim/kubeconfig", headers=headers)
-            assert answer.status_code == 401, answer.text
-            assert "token" not in answer.text or sim.admin_token not in answer.text
-            answer = await stranger.delete("/admin/clusters/bob-sim", headers=headers)
-            assert answer.status_code == 401
-        assert "bob-sim" in sim.clusters.clusters
-        answer = await stranger.get("/admin/clusters/bob-sim/kubeconfig",
-                                    headers=sim.admin_headers)  # fmt: skip
-        assert answer.status_code == 200
-        assert answer.json()["users"][0]["user"]["token"] == sim.clusters.cluster("bob-sim").token
 
 
 # the outbound policy --------------------------------------------------------------------

@@ -23,6 +23,7 @@ from shoal.client.rest import ShoalClient
 from shoal.copies.owners import LABEL_UID, Owner
 from shoal.kube.controller import KubeController
 from shoal.model.kubernetes import Cluster
+from shoal.testing.builders import deployment
 from shoal.testing.sim import running_sim
 from shoal.testing.wait import wait_for
 from tests.security.conftest import TOKENS, binding, role, security, tenant_role, token_file
@@ -35,21 +36,6 @@ KRAKE_TOKEN = "krake-controller-token"  # a controller run under a name of its o
 
 def ref(namespace: str, name: str) -> dict[str, Any]:
     return {"api": "kubernetes", "kind": "Cluster", "namespace": namespace, "name": name}
-
-
-def deployment(name: str, image: str) -> dict[str, Any]:
-    labels = {"app": name}
-    container = {"name": name, "image": image}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": 1,
-            "selector": {"matchLabels": labels},
-            "template": {"metadata": {"labels": labels}, "spec": {"containers": [container]}},
-        },
-    }
 
 
 def configmap(name: str, namespace: str | None = None) -> dict[str, Any]:
@@ -95,6 +81,39 @@ class World:
     async def gone(self, user: str, name: str, namespace: str) -> bool:
         answer = await self.http[user].get(f"{APPS.format(ns=namespace)}/{name}")
         return answer.status_code == 404
+
+    async def bound(
+        self, user: str, namespace: str, name: str, manifest: list[dict[str, Any]],
+        cluster: str, **spec: Any,
+    ) -> None:
+        """``user`` makes application ``name`` of ``manifest`` (and ``spec``) in
+        ``namespace`` and binds it to the cluster ``cluster`` there: both accepted."""
+        http, body = self.http[user], app(name, namespace, manifest, **spec)
+        answer = await http.post(APPS.format(ns=namespace), json=body)
+        assert answer.status_code == 200, answer.text
+        bind = {"cluster": ref(namespace, cluster)}
+        answer = await http.put(f"{APPS.format(ns=namespace)}/{name}/binding", json=bind)
+        assert answer.status_code == 200, answer.text
+
+    async def running(self, user: str, name: str, namespace: str) -> None:
+        """Waits until ``user`` sees application ``name`` RUNNING."""
+
+        async def running() -> bool:
+            return (await self.status(user, name, namespace))["state"] == "RUNNING"
+
+        await wait_for(running, timeout=30, message=f"{user}'s application RUNNING")
+
+    async def conflict(
+        self, user: str, name: str, namespace: str, timeout: float = 15, message: str = "CONFLICT"
+    ) -> str:
+        """The message of the CONFLICT ``user`` sees as application ``name``'s deploy reason,
+        once it is there."""
+
+        async def conflict() -> str | None:
+            reason = (await self.status(user, name, namespace)).get("deploy_reason") or {}
+            return reason.get("message") if reason.get("code") == "CONFLICT" else None
+
+        return await wait_for(conflict, timeout=timeout, message=message)
 
 
 def in_namespace(kubeconfig: dict[str, Any], namespace: str) -> dict[str, Any]:
@@ -177,17 +196,8 @@ async def world(tmp_path: Path) -> AsyncIterator[World]:
 
 async def bobs_web(world: World) -> dict[str, Any]:
     """bob's application ``web`` RUNNING on his cluster: its live Deployment there."""
-    bob = world.http["bob"]
-    answer = await bob.post(APPS.format(ns="b"), json=app("web", "b", [deployment("web", "bob:1")]))
-    assert answer.status_code == 200, answer.text
-    bind = {"cluster": ref("b", "cluster-b")}
-    answer = await bob.put(f"{APPS.format(ns='b')}/web/binding", json=bind)
-    assert answer.status_code == 200, answer.text
-
-    async def running() -> bool:
-        return (await world.status("bob", "web", "b"))["state"] == "RUNNING"
-
-    await wait_for(running, timeout=30, message="bob's application RUNNING")
+    await world.bound("bob", "b", "web", [deployment("web", "bob:1")], "cluster-b")
+    await world.running("bob", "web", "b")
     live = await world.bobs.read(deployment("web", "bob:1"), "b")
     assert live is not None
     return live
@@ -381,17 +391,8 @@ async def test_an_unlabelled_object_is_never_an_applications(world: World) -> No
     await alices.ensure_namespace("a")
     by_hand = await alices.apply(configmap("by-hand"), "a")
     alice = world.http["alice"]
-    manifest = [configmap("cfg")]
-    answer = await alice.post(APPS.format(ns="a"), json=app("mine", "a", manifest))
-    assert answer.status_code == 200, answer.text
-    bind = {"cluster": ref("a", "cluster-a")}
-    answer = await alice.put(f"{APPS.format(ns='a')}/mine/binding", json=bind)
-    assert answer.status_code == 200, answer.text
-
-    async def running() -> bool:
-        return (await world.status("alice", "mine", "a"))["state"] == "RUNNING"
-
-    await wait_for(running, timeout=30, message="alice's application RUNNING")
+    await world.bound("alice", "a", "mine", [configmap("cfg")], "cluster-a")
+    await world.running("alice", "mine", "a")
     # its status made to list the object made by hand as a copy left behind there (an
     # administrator's write): the clean-up leaves it, and so does the deletion
     left = [{"cluster": ref("a", "cluster-a"), "objects": [configmap("by-hand", "a")]}]
@@ -425,17 +426,9 @@ async def test_events_name_no_application_of_another_namespace(world: World) -> 
     await alices.apply(forged, "a")
     alice = world.http["alice"]
 
-    answer = await alice.post(APPS.format(ns="a"), json=app("careful", "a", [configmap("shared")]))
-    assert answer.status_code == 200, answer.text
+    await world.bound("alice", "a", "careful", [configmap("shared")], "cluster-a")
     bind = {"cluster": ref("a", "cluster-a")}
-    answer = await alice.put(f"{APPS.format(ns='a')}/careful/binding", json=bind)
-    assert answer.status_code == 200, answer.text
-
-    async def conflict() -> str | None:
-        reason = (await world.status("alice", "careful", "a")).get("deploy_reason") or {}
-        return reason.get("message") if reason.get("code") == "CONFLICT" else None
-
-    message = await wait_for(conflict, timeout=15, message="CONFLICT")
+    message = await world.conflict("alice", "careful", "a")
     assert "another namespace" in message and bobs_uid not in message and "b/web" not in message
     assert (await alice.delete(f"{APPS.format(ns='a')}/careful")).status_code == 200
     await wait_for(lambda: world.gone("alice", "careful", "a"), timeout=15,

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
 
 from shoal.copies.owners import LABEL_UID, Owner
+from shoal.testing.builders import deployment
 from shoal.testing.wait import wait_for
 from tests.security.test_status_fields import (
     APPS,
@@ -22,7 +24,6 @@ from tests.security.test_status_fields import (
     app,
     bobs_web,
     configmap,
-    deployment,
     image,
     ref,
     world,
@@ -152,13 +153,9 @@ async def test_a_cluster_both_tenants_reach_keeps_each_ones_objects(world: World
     await untouched(world, before)
 
 
-async def test_a_manifest_naming_anothers_object_on_a_shared_cluster_is_refused(
-    world: World,
-) -> None:
-    """On a cluster both reach, alice's manifest names bob's Deployment in bob's Kubernetes
-    namespace: refused as CONFLICT (another namespace's owner is not named), and deleting
-    her application (or making it again under the same name) leaves bob's alone."""
-    before = await bobs_web(world)
+async def alice_registers_bobs_cluster(world: World) -> httpx.AsyncClient:
+    """alice registers ``shared`` in her namespace with bob's member's credentials (a
+    cluster both reach); her HTTP client."""
     shared = {
         "api": "kubernetes",
         "kind": "Cluster",
@@ -168,20 +165,22 @@ async def test_a_manifest_naming_anothers_object_on_a_shared_cluster_is_refused(
     alice = world.http["alice"]
     answer = await alice.post("/kubernetes/namespaces/a/clusters", json=shared)
     assert answer.status_code == 200, answer.text
+    return alice
+
+
+async def test_a_manifest_naming_anothers_object_on_a_shared_cluster_is_refused(
+    world: World,
+) -> None:
+    """On a cluster both reach, alice's manifest names bob's Deployment in bob's Kubernetes
+    namespace: refused as CONFLICT (another namespace's owner is not named), and deleting
+    her application (or making it again under the same name) leaves bob's alone."""
+    before = await bobs_web(world)
+    alice = await alice_registers_bobs_cluster(world)
     theirs = deployment("web", "evil:1")
     theirs["metadata"]["namespace"] = "b"
     for attempt in range(2):  # the second: deleted and made again under its name
-        answer = await alice.post(APPS.format(ns="a"), json=app("web", "a", [theirs]))
-        assert answer.status_code == 200, answer.text
-        bind = {"cluster": ref("a", "shared")}
-        answer = await alice.put(f"{APPS.format(ns='a')}/web/binding", json=bind)
-        assert answer.status_code == 200, answer.text
-
-        async def conflict() -> str | None:
-            reason = (await world.status("alice", "web", "a")).get("deploy_reason") or {}
-            return reason.get("message") if reason.get("code") == "CONFLICT" else None
-
-        message = await wait_for(conflict, timeout=15, message=f"CONFLICT ({attempt})")
+        await world.bound("alice", "a", "web", [theirs], "shared")
+        message = await world.conflict("alice", "web", "a", message=f"CONFLICT ({attempt})")
         uid = before["metadata"]["labels"][LABEL_UID]
         assert uid not in message and "b/web" not in message
         assert (await alice.delete(f"{APPS.format(ns='a')}/web")).status_code == 200
@@ -199,27 +198,10 @@ async def test_objects_without_a_namespace_on_a_shared_cluster_take_nothing_of_a
     refused (the owner labels name another namespace's application), bob's stays his, and
     deleting her application leaves it."""
     before = await bobs_web(world)
-    shared = {
-        "api": "kubernetes",
-        "kind": "Cluster",
-        "metadata": {"name": "shared", "namespace": "a"},
-        "spec": {"kubeconfig": world.kubeconfigs["bob"], "metrics": []},
-    }
-    alice = world.http["alice"]
-    answer = await alice.post("/kubernetes/namespaces/a/clusters", json=shared)
-    assert answer.status_code == 200, answer.text
-    body = app("web", "a", [deployment("web", "evil:1")], conflict_resolution="overwrite")
-    answer = await alice.post(APPS.format(ns="a"), json=body)
-    assert answer.status_code == 200, answer.text
-    answer = await alice.put(f"{APPS.format(ns='a')}/web/binding",
-                             json={"cluster": ref("a", "shared")})  # fmt: skip
-    assert answer.status_code == 200, answer.text
-
-    async def conflict() -> str | None:
-        reason = (await world.status("alice", "web", "a")).get("deploy_reason") or {}
-        return reason.get("message") if reason.get("code") == "CONFLICT" else None
-
-    message = await wait_for(conflict, timeout=30, message="alice's application refused")
+    alice = await alice_registers_bobs_cluster(world)
+    manifest = [deployment("web", "evil:1")]
+    await world.bound("alice", "a", "web", manifest, "shared", conflict_resolution="overwrite")
+    message = await world.conflict("alice", "web", "a", 30, "alice's application refused")
     assert "another namespace" in message and "b/web" not in message
     assert (await world.status("alice", "web", "a"))["kube_namespaces"] == {"shared": "b"}
     await untouched(world, before)

@@ -334,19 +334,25 @@ async def test_without_a_token_the_dashboard_asks_to_sign_in(tmp_path: Path) -> 
         await server.stop()
 
 
-async def test_an_application_on_several_clusters(shoal: Shoal, browser: Browser) -> None:
-    """Its page lists each cluster with its ready replicas; the list shows every cluster."""
+async def spread_on_both(shoal: Shoal, browser: Browser) -> None:
+    """The application ``spread``, 4 replicas divided over two clusters, shown on its page
+    with 2 ready on each of sim-1 and sim-2."""
     app = app_with_labels("web")
     app.metadata.name = "spread"
     app.spec.manifest[0]["metadata"]["name"] = "spread"
     app.spec.manifest[0]["spec"]["replicas"] = 4
     app.spec.placement = Placement(clusters=2, replicas="divided")
     await shoal.client.create(app)
-    page = browser.page
     await browser.open("applications/default/spread")
-    placements = page.locator("#placements")
+    placements = browser.page.locator("#placements")
     await placements.filter(has_text="sim-1 2/2 ready").wait_for()
     await placements.filter(has_text="sim-2 2/2 ready").wait_for()
+
+
+async def test_an_application_on_several_clusters(shoal: Shoal, browser: Browser) -> None:
+    """Its page lists each cluster with its ready replicas; the list shows every cluster."""
+    await spread_on_both(shoal, browser)
+    page = browser.page
     await browser.screenshot("application-placements")
     await browser.open("applications")
     row = page.locator(".vt-row", has_text="spread")
@@ -360,17 +366,8 @@ async def test_several_clusters_page_follows_moved_shares_and_a_cluster_back(
     """sim-2 goes OFFLINE: its share moves to sim-1 (ShareMoved in the migration history) and
     the decision rejects sim-2 "not ONLINE". sim-2 comes back: no cluster replaced it, so
     its empty slot is filled again by itself, and the panel follows the new decision."""
-    app = app_with_labels("web")
-    app.metadata.name = "spread"
-    app.spec.manifest[0]["metadata"]["name"] = "spread"
-    app.spec.manifest[0]["spec"]["replicas"] = 4
-    app.spec.placement = Placement(clusters=2, replicas="divided")
-    await shoal.client.create(app)
+    await spread_on_both(shoal, browser)
     page = browser.page
-    await browser.open("applications/default/spread")
-    placements = page.locator("#placements")
-    await placements.filter(has_text="sim-1 2/2 ready").wait_for()
-    await placements.filter(has_text="sim-2 2/2 ready").wait_for()
     await page.locator("#chosen", has_text="sim-1, sim-2").or_(
         page.locator("#chosen", has_text="sim-2, sim-1")).wait_for()  # fmt: skip
 
