@@ -29,7 +29,7 @@ from shoal.copies.objects import cleanup_ref, clusters_of, ident, outside, ref_k
 from shoal.copies.owners import Owner
 from shoal.events import reasons
 from shoal.kube import planner
-from shoal.kube.hub import Hub
+from shoal.kube.hub import Hub, Runner
 from shoal.kube.pulled import PulledCopies, managed
 from shoal.machinery.types import Obj
 from shoal.model.application_status import placed_on, runs_on
@@ -37,7 +37,6 @@ from shoal.model.base import ReasonCode, ResourceRef, utcnow
 from shoal.model.kubernetes import KUBE_FINALIZER, Application, ApplicationState, Cluster
 
 log = logging.getLogger(__name__)
-
 
 
 def elsewhere(hub: Hub, app: Application, ref: ResourceRef | None) -> bool:
@@ -152,8 +151,27 @@ async def remove_from_old(hub: Hub, app: Application, old: ResourceRef) -> Obj |
     return None
 
 
+async def as_it_is(hub: Hub, app: Application, runner: Runner) -> Application:
+    """``app`` as the API holds it once ``runner``'s cluster answers.
+
+    What to remove from a cluster is decided on this, not on the copy a reconcile began
+    with: a cluster that did not answer may answer only after the application was placed
+    on it again, and its copy there is then the live one. A pull cluster's copies are
+    the API's ``Copy`` objects: nothing to wait for there.
+    """
+    if isinstance(runner, Applier):
+        with contextlib.suppress(KubeApiError):  # any answer is an answer
+            await runner.kube.request("GET", "/version")
+    fresh = await hub.client.get(Application, app.metadata.name, app.metadata.namespace)
+    return fresh if fresh.metadata.uid == app.metadata.uid else app
+
+
 async def cleanup(hub: Hub, app: Application) -> Application:
-    """Retry removing copies left on clusters that did not answer during a migration."""
+    """Retry removing copies left on clusters that did not answer during a migration.
+
+    Back on such a cluster meanwhile, the application keeps its copy there: only what
+    its manifest no longer has goes (decided once the cluster answers, ``as_it_is``).
+    """
     key = cache_key(app)
     keep: list[Obj] = []
     now = asyncio.get_running_loop().time()
@@ -164,14 +182,8 @@ async def cleanup(hub: Hub, app: Application) -> Application:
         cluster = hub.cluster(ref)
         if cluster is None or not managed(cluster):
             continue  # the cluster is gone from Shoal
-        objects: list[Obj] = list(entry.get("objects") or [])
-        namespace = namespace_on(hub, app, ref)
-        if ref in placed_on(app.status):
-            # back where it was: only what the manifest no longer has is stale
-            current = {obj_key(obj, namespace) for obj in hub.desired(app)}
-            objects = [obj for obj in objects if obj_key(obj, namespace) not in current]
-            if not objects:
-                continue
+        if not _stale(hub, app, ref, entry):
+            continue
         tried = hub.cleanup_tried.get((key, ref_key(ref)))
         if tried is not None and now - tried < hub.cleanup_retry:
             keep.append(entry)
@@ -180,8 +192,11 @@ async def cleanup(hub: Hub, app: Application) -> Application:
         hub.cleanup_tried[(key, ref_key(ref))] = now
         try:
             applier = await hub.runner_of(cluster)
-            spec = planner.removal(Owner.of(app), ref, objects, namespace)
-            await applier.remove(spec, whole=ref not in placed_on(app.status))
+            current = await as_it_is(hub, app, applier)
+            objects = _stale(hub, current, ref, entry)
+            if objects:
+                spec = planner.removal(Owner.of(app), ref, objects, namespace_on(hub, current, ref))
+                await applier.remove(spec, whole=ref not in placed_on(current.status))
         except (KubeUnreachable, KubeApiError) as error:
             log.info(
                 "application %s/%s: old copy on %s still not removed: %s",
@@ -197,6 +212,17 @@ async def cleanup(hub: Hub, app: Application) -> Application:
         log.info("application %s/%s: old copy on %s removed",
                  app.metadata.namespace, app.metadata.name, ref.name)  # fmt: skip
     return await hub.write(app, {"pending_cleanups": keep})
+
+
+def _stale(hub: Hub, app: Application, ref: ResourceRef, entry: Obj) -> list[Obj]:
+    """What of a copy left on ``ref`` is to go: all of it, or, the application being back
+    there, only what its manifest no longer has."""
+    objects: list[Obj] = list(entry.get("objects") or [])
+    if ref not in placed_on(app.status):
+        return objects
+    namespace = namespace_on(hub, app, ref)
+    current = {obj_key(obj, namespace) for obj in hub.desired(app)}
+    return [obj for obj in objects if obj_key(obj, namespace) not in current]
 
 
 async def remove_orphans(hub: Hub, cluster: Cluster) -> None:

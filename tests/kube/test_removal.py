@@ -127,12 +127,6 @@ async def test_a_prune_keeps_the_copy_of_an_application_still_leaving_the_cluste
         sim.clusters.set_unreachable("fr", False)
 
 
-@pytest.mark.xfail(
-    reason="a clean-up tried while the cluster did not answer goes on when it answers, on the "
-    "status it read before: placed elsewhere then, it deletes the whole copy of the application "
-    "that came back meanwhile (the next apply makes it again, under a new uid)",
-    strict=False,
-)
 async def test_a_pending_clean_up_leaves_the_live_copy_of_an_application_that_came_back(
     client: ShoalClient,
     controller: KubeController,
