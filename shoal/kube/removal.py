@@ -225,6 +225,17 @@ def _stale(hub: Hub, app: Application, ref: ResourceRef, entry: Obj) -> list[Obj
     return [obj for obj in objects if obj_key(obj, namespace) not in current]
 
 
+def retry_left_on(hub: Hub, cluster: Cluster) -> None:
+    """``cluster`` changed (it may answer again): the clean-ups waiting on it are tried at
+    its applications' next reconcile, not after their retry delay, and the copies deleted
+    applications left there are removed now."""
+    key = cache_key(cluster)
+    for tried in [t for t in hub.cleanup_tried if t[1] == key]:
+        del hub.cleanup_tried[tried]
+    if key in hub.orphans and key not in hub.orphan_tasks:
+        hub.orphan_tasks[key] = asyncio.create_task(remove_orphans(hub, cluster))
+
+
 async def remove_orphans(hub: Hub, cluster: Cluster) -> None:
     """Copies of deleted applications left on a cluster that did not answer then."""
     key = cache_key(cluster)
@@ -244,6 +255,14 @@ async def remove_orphans(hub: Hub, cluster: Cluster) -> None:
         log.info("cluster %s: orphaned copies not removed yet: %s", key[1], error)
     finally:
         hub.orphan_tasks.pop(key, None)
+
+
+def stop_orphans(hub: Hub) -> None:
+    """The controller stops: the removals of orphans under way stop with it (what is left
+    is pruned when a controller next connects to the cluster)."""
+    for task in list(hub.orphan_tasks.values()):
+        task.cancel()
+    hub.orphan_tasks.clear()
 
 
 async def delete(hub: Hub, app: Application) -> None:
