@@ -127,14 +127,19 @@ async def remove_from_old(hub: Hub, app: Application, old: ResourceRef) -> Obj |
 
     An unreachable old cluster (often the reason for the move) does not hold
     the migration up: the copy is remembered in ``status.pending_cleanups``
-    and removed when the cluster answers again.
+    and removed when the cluster answers again. So is one the application was placed
+    on again meanwhile (``as_it_is``): ``cleanup`` then removes only what its manifest
+    no longer has.
     """
     objects = app.status.last_applied_manifest or app.spec.manifest
     if elsewhere(hub, app, old) or hub.cluster(old) is None:
         return None  # the cluster is gone from Shoal: nothing to come back to
     spec = planner.removal(Owner.of(app), old, objects, namespace_on(hub, app, old))
+    left = {"cluster": old.model_dump(mode="json"), "objects": [stub(obj) for obj in objects]}
     try:
         applier = await hub.applier(old, ReasonCode.DELETE_FAILED)
+        if old in placed_on((await as_it_is(hub, app, applier)).status):
+            return left  # placed there again meanwhile: ``cleanup`` keeps its copy there
         await applier.remove(spec)
     except (KubeFailure, KubeUnreachable, KubeApiError) as error:
         log.warning(
@@ -144,10 +149,7 @@ async def remove_from_old(hub: Hub, app: Application, old: ResourceRef) -> Obj |
             old.name,
             error,
         )
-        return {
-            "cluster": old.model_dump(mode="json"),
-            "objects": [stub(obj) for obj in objects],
-        }
+        return left
     return None
 
 
