@@ -318,6 +318,17 @@ async def delete(hub: Hub, app: Application) -> None:
     reasons.deleted(hub.events, app, len(refs))
 
 
+def uses(hub: Hub, owner: Owner, where: CacheKey) -> bool:
+    """``owner``'s application uses cluster ``where`` (``scheduled_to``, ``running_on``, a
+    placement, a pending clean-up), as the informer has it now: a prune asks this right
+    before each delete, not once for all of them (the application may come back to the
+    cluster while the deletes before its own go out)."""
+    app = hub.app_informer.get(owner.name, owner.namespace)
+    if app is None or app.metadata.uid != owner.uid:
+        return False
+    return any(ref_key(ref) == where for ref in clusters_of(app))
+
+
 async def prune_copies(hub: Hub, cluster: Cluster) -> None:
     """``prune`` for a pull cluster: its Copies whose application is gone or does not use
     it (``scheduled_to``, ``running_on``, a placement, a pending clean-up) are deleted,
@@ -329,10 +340,9 @@ async def prune_copies(hub: Hub, cluster: Cluster) -> None:
         return
     await hub.app_informer.wait_synced()
     where = ref_key(pulled.cluster)
-    uses = {app.metadata.uid or "": {ref_key(r) for r in clusters_of(app)}
-            for app in hub.app_informer.items()}  # fmt: skip
     try:
-        pruned = await pulled.prune(lambda copy: where in uses.get(copy.spec.app_uid, set()))
+        pruned = await pulled.prune(lambda copy: uses(hub, Owner(
+            copy.spec.app_namespace, copy.spec.app_name, copy.spec.app_uid), where))
     except Exception as error:  # a background task's top level: the next round tries again
         log.warning("cluster %s: copies not pruned: %s", where[1], error)
         return
@@ -360,17 +370,9 @@ async def prune(hub: Hub, applier: Applier) -> None:
             if isinstance(api_version, str) and isinstance(kind, str):
                 kinds.add((api_version, kind))
 
-    uses: dict[str, set[CacheKey]] = {}
-
-    def keep(owner: Owner) -> bool:
-        # Read after the lists: an object listed was applied by this controller, which
-        # had seen its application's binding, so the informer has it now.
-        if not uses:
-            uses.update({app.metadata.uid or "": {ref_key(r) for r in clusters_of(app)}
-                         for app in hub.app_informer.items()})  # fmt: skip
-        return where in uses.get(owner.uid, set())
-
-    pruned = await applier.prune(kinds, keep)
+    # Read after the lists: an object listed was applied by this controller, which had
+    # seen its application's binding, so the informer has it now.
+    pruned = await applier.prune(kinds, lambda owner: uses(hub, owner, where))
     if pruned:
         log.info("cluster %s: %d objects of applications that do not use it removed",
                  where[1], pruned)
