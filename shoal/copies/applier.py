@@ -232,9 +232,11 @@ class Applier:
                 continue
             if keep(found_owner):
                 continue
-            name = (obj.get("metadata") or {}).get("name")
+            meta = obj.get("metadata") or {}
+            # that very object: one made again under its name since the list stays (409)
+            body = {"preconditions": {"uid": meta["uid"]}} if meta.get("uid") else None
             with contextlib.suppress(KubeApiError):
-                await self.kube.request("DELETE", f"{path}/{name}")
+                await self.kube.request("DELETE", f"{path}/{meta.get('name')}", body=body)
                 pruned += 1
         return pruned
 

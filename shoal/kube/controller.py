@@ -164,9 +164,7 @@ class KubeController(Controller):
 
     async def stop(self) -> None:
         await super().stop()
-        for orphan_task in list(self.orphan_tasks.values()):
-            orphan_task.cancel()
-        self.orphan_tasks.clear()
+        removal.stop_orphans(self)
         if self.watches is not None:
             await self.watches.stop()
         await self.kube.close()
@@ -245,13 +243,10 @@ class KubeController(Controller):
         ) == (cluster.spec.kubeconfig, cluster.status.state, cluster.metadata.deleted):
             return
         key = cache_key(cluster)
-        for tried in [t for t in self.cleanup_tried if t[1] == key]:
-            del self.cleanup_tried[tried]
         for app in self.app_informer.items():
             if any(ref_key(ref) == key for ref in clusters_of(app)):
                 self.queue.add(cache_key(app))
-        if key in self.orphans and key not in self.orphan_tasks:
-            self.orphan_tasks[key] = asyncio.create_task(removal.remove_orphans(self, cluster))
+        removal.retry_left_on(self, cluster)
 
     async def _connect(self, cluster: Cluster) -> None:
         """Build a cluster's client when it is registered, not on its first application,

@@ -14,6 +14,7 @@ import aiohttp
 
 from shoal.client.batcher import Batcher
 from shoal.client.informer import CacheKey, Informer
+from shoal.client.rest import ShoalClient
 from shoal.copies.applier import Applier
 from shoal.copies.owners import Owner
 from shoal.copies.watch import ClusterWatches
@@ -32,6 +33,7 @@ Runner = Applier | PulledCopies
 class Hub(Protocol):
     """The kube controller, as the modules that act for it see it."""
 
+    client: ShoalClient
     events: Recorder
     queue: WorkQueue[CacheKey]
     failures: dict[CacheKey, int]

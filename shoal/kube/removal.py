@@ -29,7 +29,7 @@ from shoal.copies.objects import cleanup_ref, clusters_of, ident, outside, ref_k
 from shoal.copies.owners import Owner
 from shoal.events import reasons
 from shoal.kube import planner
-from shoal.kube.hub import Hub
+from shoal.kube.hub import Hub, Runner
 from shoal.kube.pulled import PulledCopies, managed
 from shoal.machinery.types import Obj
 from shoal.model.application_status import placed_on, runs_on
@@ -37,7 +37,6 @@ from shoal.model.base import ReasonCode, ResourceRef, utcnow
 from shoal.model.kubernetes import KUBE_FINALIZER, Application, ApplicationState, Cluster
 
 log = logging.getLogger(__name__)
-
 
 
 def elsewhere(hub: Hub, app: Application, ref: ResourceRef | None) -> bool:
@@ -128,14 +127,19 @@ async def remove_from_old(hub: Hub, app: Application, old: ResourceRef) -> Obj |
 
     An unreachable old cluster (often the reason for the move) does not hold
     the migration up: the copy is remembered in ``status.pending_cleanups``
-    and removed when the cluster answers again.
+    and removed when the cluster answers again. So is one the application was placed
+    on again meanwhile (``as_it_is``): ``cleanup`` then removes only what its manifest
+    no longer has.
     """
     objects = app.status.last_applied_manifest or app.spec.manifest
     if elsewhere(hub, app, old) or hub.cluster(old) is None:
         return None  # the cluster is gone from Shoal: nothing to come back to
     spec = planner.removal(Owner.of(app), old, objects, namespace_on(hub, app, old))
+    left = {"cluster": old.model_dump(mode="json"), "objects": [stub(obj) for obj in objects]}
     try:
         applier = await hub.applier(old, ReasonCode.DELETE_FAILED)
+        if old in placed_on((await as_it_is(hub, app, applier)).status):
+            return left  # placed there again meanwhile: ``cleanup`` keeps its copy there
         await applier.remove(spec)
     except (KubeFailure, KubeUnreachable, KubeApiError) as error:
         log.warning(
@@ -145,15 +149,31 @@ async def remove_from_old(hub: Hub, app: Application, old: ResourceRef) -> Obj |
             old.name,
             error,
         )
-        return {
-            "cluster": old.model_dump(mode="json"),
-            "objects": [stub(obj) for obj in objects],
-        }
+        return left
     return None
 
 
+async def as_it_is(hub: Hub, app: Application, runner: Runner) -> Application:
+    """``app`` as the API holds it once ``runner``'s cluster answers.
+
+    What to remove from a cluster is decided on this, not on the copy a reconcile began
+    with: a cluster that did not answer may answer only after the application was placed
+    on it again, and its copy there is then the live one. A pull cluster's copies are
+    the API's ``Copy`` objects: nothing to wait for there.
+    """
+    if isinstance(runner, Applier):
+        with contextlib.suppress(KubeApiError):  # any answer is an answer
+            await runner.kube.request("GET", "/version")
+    fresh = await hub.client.get(Application, app.metadata.name, app.metadata.namespace)
+    return fresh if fresh.metadata.uid == app.metadata.uid else app
+
+
 async def cleanup(hub: Hub, app: Application) -> Application:
-    """Retry removing copies left on clusters that did not answer during a migration."""
+    """Retry removing copies left on clusters that did not answer during a migration.
+
+    Back on such a cluster meanwhile, the application keeps its copy there: only what
+    its manifest no longer has goes (decided once the cluster answers, ``as_it_is``).
+    """
     key = cache_key(app)
     keep: list[Obj] = []
     now = asyncio.get_running_loop().time()
@@ -164,14 +184,8 @@ async def cleanup(hub: Hub, app: Application) -> Application:
         cluster = hub.cluster(ref)
         if cluster is None or not managed(cluster):
             continue  # the cluster is gone from Shoal
-        objects: list[Obj] = list(entry.get("objects") or [])
-        namespace = namespace_on(hub, app, ref)
-        if ref in placed_on(app.status):
-            # back where it was: only what the manifest no longer has is stale
-            current = {obj_key(obj, namespace) for obj in hub.desired(app)}
-            objects = [obj for obj in objects if obj_key(obj, namespace) not in current]
-            if not objects:
-                continue
+        if not _stale(hub, app, ref, entry):
+            continue
         tried = hub.cleanup_tried.get((key, ref_key(ref)))
         if tried is not None and now - tried < hub.cleanup_retry:
             keep.append(entry)
@@ -180,8 +194,11 @@ async def cleanup(hub: Hub, app: Application) -> Application:
         hub.cleanup_tried[(key, ref_key(ref))] = now
         try:
             applier = await hub.runner_of(cluster)
-            spec = planner.removal(Owner.of(app), ref, objects, namespace)
-            await applier.remove(spec, whole=ref not in placed_on(app.status))
+            current = await as_it_is(hub, app, applier)
+            objects = _stale(hub, current, ref, entry)
+            if objects:
+                spec = planner.removal(Owner.of(app), ref, objects, namespace_on(hub, current, ref))
+                await applier.remove(spec, whole=ref not in placed_on(current.status))
         except (KubeUnreachable, KubeApiError) as error:
             log.info(
                 "application %s/%s: old copy on %s still not removed: %s",
@@ -197,6 +214,28 @@ async def cleanup(hub: Hub, app: Application) -> Application:
         log.info("application %s/%s: old copy on %s removed",
                  app.metadata.namespace, app.metadata.name, ref.name)  # fmt: skip
     return await hub.write(app, {"pending_cleanups": keep})
+
+
+def _stale(hub: Hub, app: Application, ref: ResourceRef, entry: Obj) -> list[Obj]:
+    """What of a copy left on ``ref`` is to go: all of it, or, the application being back
+    there, only what its manifest no longer has."""
+    objects: list[Obj] = list(entry.get("objects") or [])
+    if ref not in placed_on(app.status):
+        return objects
+    namespace = namespace_on(hub, app, ref)
+    current = {obj_key(obj, namespace) for obj in hub.desired(app)}
+    return [obj for obj in objects if obj_key(obj, namespace) not in current]
+
+
+def retry_left_on(hub: Hub, cluster: Cluster) -> None:
+    """``cluster`` changed (it may answer again): the clean-ups waiting on it are tried at
+    its applications' next reconcile, not after their retry delay, and the copies deleted
+    applications left there are removed now."""
+    key = cache_key(cluster)
+    for tried in [t for t in hub.cleanup_tried if t[1] == key]:
+        del hub.cleanup_tried[tried]
+    if key in hub.orphans and key not in hub.orphan_tasks:
+        hub.orphan_tasks[key] = asyncio.create_task(remove_orphans(hub, cluster))
 
 
 async def remove_orphans(hub: Hub, cluster: Cluster) -> None:
@@ -218,6 +257,14 @@ async def remove_orphans(hub: Hub, cluster: Cluster) -> None:
         log.info("cluster %s: orphaned copies not removed yet: %s", key[1], error)
     finally:
         hub.orphan_tasks.pop(key, None)
+
+
+def stop_orphans(hub: Hub) -> None:
+    """The controller stops: the removals of orphans under way stop with it (what is left
+    is pruned when a controller next connects to the cluster)."""
+    for task in list(hub.orphan_tasks.values()):
+        task.cancel()
+    hub.orphan_tasks.clear()
 
 
 async def delete(hub: Hub, app: Application) -> None:
@@ -271,6 +318,17 @@ async def delete(hub: Hub, app: Application) -> None:
     reasons.deleted(hub.events, app, len(refs))
 
 
+def uses(hub: Hub, owner: Owner, where: CacheKey) -> bool:
+    """``owner``'s application uses cluster ``where`` (``scheduled_to``, ``running_on``, a
+    placement, a pending clean-up), as the informer has it now: a prune asks this right
+    before each delete, not once for all of them (the application may come back to the
+    cluster while the deletes before its own go out)."""
+    app = hub.app_informer.get(owner.name, owner.namespace)
+    if app is None or app.metadata.uid != owner.uid:
+        return False
+    return any(ref_key(ref) == where for ref in clusters_of(app))
+
+
 async def prune_copies(hub: Hub, cluster: Cluster) -> None:
     """``prune`` for a pull cluster: its Copies whose application is gone or does not use
     it (``scheduled_to``, ``running_on``, a placement, a pending clean-up) are deleted,
@@ -282,10 +340,9 @@ async def prune_copies(hub: Hub, cluster: Cluster) -> None:
         return
     await hub.app_informer.wait_synced()
     where = ref_key(pulled.cluster)
-    uses = {app.metadata.uid or "": {ref_key(r) for r in clusters_of(app)}
-            for app in hub.app_informer.items()}  # fmt: skip
     try:
-        pruned = await pulled.prune(lambda copy: where in uses.get(copy.spec.app_uid, set()))
+        pruned = await pulled.prune(lambda copy: uses(hub, Owner(
+            copy.spec.app_namespace, copy.spec.app_name, copy.spec.app_uid), where))
     except Exception as error:  # a background task's top level: the next round tries again
         log.warning("cluster %s: copies not pruned: %s", where[1], error)
         return
@@ -313,17 +370,9 @@ async def prune(hub: Hub, applier: Applier) -> None:
             if isinstance(api_version, str) and isinstance(kind, str):
                 kinds.add((api_version, kind))
 
-    uses: dict[str, set[CacheKey]] = {}
-
-    def keep(owner: Owner) -> bool:
-        # Read after the lists: an object listed was applied by this controller, which
-        # had seen its application's binding, so the informer has it now.
-        if not uses:
-            uses.update({app.metadata.uid or "": {ref_key(r) for r in clusters_of(app)}
-                         for app in hub.app_informer.items()})  # fmt: skip
-        return where in uses.get(owner.uid, set())
-
-    pruned = await applier.prune(kinds, keep)
+    # Read after the lists: an object listed was applied by this controller, which had
+    # seen its application's binding, so the informer has it now.
+    pruned = await applier.prune(kinds, lambda owner: uses(hub, owner, where))
     if pruned:
         log.info("cluster %s: %d objects of applications that do not use it removed",
                  where[1], pruned)

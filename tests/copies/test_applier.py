@@ -137,6 +137,30 @@ async def test_remove_and_prune_touch_only_what_they_must(
     assert await applier.remove(kept) == 0  # nothing left: done
 
 
+async def test_a_prune_deletes_only_the_object_it_listed(
+    applier: Applier, kube: KubeCluster, sim: SimServer
+) -> None:
+    """Made again under the same name between the prune's list and its delete (its
+    application came back and was applied there meanwhile): not the object the prune
+    decided on, so it stays."""
+    await applier.apply(spec("back", "uid-back", replicas=1), ReasonCode.CREATE_FAILED)
+    listed = await _live(kube, "back")
+    assert listed is not None
+    edge = sim.clusters.cluster("edge")
+    deployments = edge.registry.get("apps", "v1", "deployments")
+    assert deployments is not None
+
+    def made_again(owner: Owner) -> bool:
+        edge.api.delete(deployments, NS, "back")
+        edge.api.create(deployments, {k: v for k, v in listed.items() if k != "status"}, NS)
+        return False  # decided on the object listed: its application did not use edge
+
+    assert await applier.prune({("apps/v1", "Deployment")}, made_again) == 0
+    live = await _live(kube, "back")
+    assert live is not None and live["metadata"]["uid"] != listed["metadata"]["uid"]
+    assert owner_of(live) == Owner(NS, "back", "uid-back")
+
+
 SERVICE_ADDRESSES: list[tuple[str, dict[str, Any] | None, str, str | None]] = [
     ("no Service", None, "https://k.example:6443", None),
     ("a node port on the cluster's host",

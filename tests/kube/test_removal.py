@@ -8,6 +8,7 @@ its manifest no longer has goes, and the copy it runs there is never deleted.
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -129,12 +130,6 @@ async def test_a_prune_keeps_the_copy_of_an_application_still_leaving_the_cluste
         sim.clusters.set_unreachable("fr", False)
 
 
-@pytest.mark.xfail(
-    reason="a clean-up tried while the cluster did not answer goes on when it answers, on the "
-    "status it read before: placed elsewhere then, it deletes the whole copy of the application "
-    "that came back meanwhile (the next apply makes it again, under a new uid)",
-    strict=False,
-)
 async def test_a_pending_clean_up_leaves_the_live_copy_of_an_application_that_came_back(
     client: ShoalClient,
     controller: KubeController,
@@ -176,6 +171,54 @@ async def test_a_pending_clean_up_leaves_the_live_copy_of_an_application_that_ca
     await wait_for(settled, timeout=30, message="back on de, nothing pending, gone from fr")
     assert await uid_on(de, deployment("back")) == first
     assert await de.read(config("back-old"), NS) is None
+
+
+async def test_a_migration_leaves_the_copy_of_an_application_placed_back_while_it_removed_it(
+    client: ShoalClient,
+    client_of: Callers,
+    sim: SimServer,
+    kube: dict[str, KubeCluster],
+) -> None:
+    """Moved to fr; de answers slowly, and the application is placed on de again while the
+    removal of its copy there waits for de's answer: that copy is its live one, kept (the
+    same Deployment throughout), and only fr's goes."""
+    ctl = KubeController(client_of("kube-controller"), poll_interval=0.2, resync=60.0,
+                         timeout=10.0, cleanup_retry=0.5)  # fmt: skip
+    await ctl.start()
+    try:
+        app = await client.create(Application.model_validate({
+            "metadata": {"name": "turned", "namespace": NS},
+            "spec": {"manifest": [deployment("turned", replicas=1)]}}))  # fmt: skip
+        await client.bind(app, DE)
+        await wait_for(lambda: running_on(client, "turned", "de"), timeout=20, message="on de")
+        de, fr = kube["de"], kube["fr"]
+        first = await uid_on(de, deployment("turned"))
+        assert first is not None
+        requests = sim.clusters.cluster("de").requests
+        since = time.time()
+        sim.clusters.set_latency("de", 2.0)
+        try:
+            await client.bind(await client.get(Application, "turned", NS), FR)
+
+            def removing() -> bool:
+                # the removal's first request reached de (and waits there for its answer)
+                asked = [r for r in list(requests) if r["time"] >= since]
+                return any(r["method"] == "DELETE" or r["path"] == "/version" for r in asked)
+
+            await wait_for(removing, timeout=30, message="the removal from de under way")
+            await client.bind(await client.get(Application, "turned", NS), DE)
+        finally:
+            sim.clusters.set_latency("de", 0.0)
+
+        async def settled() -> bool:
+            status = await status_of(client, "turned")
+            return (await running_on(client, "turned", "de") and not status.pending_cleanups
+                    and await fr.read(deployment("turned"), NS) is None)  # fmt: skip
+
+        await wait_for(settled, timeout=30, message="back on de, nothing pending, gone from fr")
+        assert await uid_on(de, deployment("turned")) == first
+    finally:
+        await ctl.stop()
 
 
 async def test_a_pending_clean_up_removes_the_whole_copy_once_the_cluster_answers(
