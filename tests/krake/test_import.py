@@ -35,7 +35,7 @@ from tests.krake.conftest import configmaps
 from tests.krake.controllers import KrakeControllers
 from tests.util import made_by_tests
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(400)]
 
 NAMESPACES = ("team-a", "team-b")
 NS = "krake"

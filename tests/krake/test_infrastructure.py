@@ -25,7 +25,7 @@ from shoal.testing.wait import wait_for
 from tests.infrastructure.conftest import im_process, im_url, template
 from tests.krake.controllers import KrakeControllers
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(400)]
 __all__ = ["im_process", "im_url"]  # fixtures, used by name
 
 NS = "krake"

@@ -21,7 +21,7 @@ from shoal.testing.builders import KUBECONFIG
 from shoal.testing.launch import spawn_shoal, stop
 from shoal.testing.wait import wait_for
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(400)]
 
 NS = "krake"
 COUNT = int(os.environ.get("SHOAL_KRAKE_APPS", "100"))

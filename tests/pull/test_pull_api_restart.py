@@ -24,7 +24,7 @@ from tests.pull.conftest import LEASE, NS, Hub, Member, online
 from tests.pull.test_pull_reconnect import app_on, deployments, settled
 from tests.scheduler.helpers import fast_config
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(400)]
 
 RELIST = "copies: listing again"
 """What the agent's informer logs when it lists its Copies again instead of watching on."""

@@ -14,7 +14,7 @@ from shoal.testing import builders
 from shoal.testing.wait import wait_for
 from tests.pull.conftest import LEASE, NS, Hub, Member, online
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(400)]
 
 PLACEMENT = {"clusters": 2, "spread_by": "location", "replicas": "divided",
              "fallback": ["tier is primary", "tier is backup"]}  # fmt: skip

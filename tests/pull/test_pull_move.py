@@ -16,7 +16,7 @@ from shoal.testing.wait import wait_for
 from tests.pull.conftest import NS, Hub, Member, online
 from tests.pull.test_pull_copies import app_on, running
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(400)]
 
 
 async def live(member: Member) -> tuple[str, int, int]:

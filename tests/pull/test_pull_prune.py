@@ -15,7 +15,7 @@ from shoal.testing.wait import wait_for
 from tests.pull.conftest import NS, Hub, online, push_cluster
 from tests.pull.test_pull_reconnect import deployments
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(400)]
 
 COPIES = f"/kubernetes/namespaces/{NS}/copies"
 

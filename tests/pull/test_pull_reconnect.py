@@ -13,7 +13,7 @@ from shoal.testing import builders
 from shoal.testing.wait import wait_for
 from tests.pull.conftest import NS, Hub, Member, online
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(400)]
 
 
 def app_on(name: str, replicas: int) -> Application:

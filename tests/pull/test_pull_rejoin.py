@@ -15,7 +15,7 @@ from tests.pull.conftest import NS, Hub, Member, online
 from tests.pull.test_pull_api_restart import scaled
 from tests.pull.test_pull_reconnect import app_on, deployments, edge_running
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(400)]
 
 
 async def deployment_uid(member: Member, name: str) -> str:
